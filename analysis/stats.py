@@ -1,0 +1,438 @@
+"""Statistics beyond the paper: bootstrap intervals, paired tests, correct-vs-irrelevant
+separability of single samples, and how much of the fast/slow gap response length explains."""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import NamedTuple
+
+import numpy as np
+import pandas as pd
+from scipy import stats as sps
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import StratifiedGroupKFold
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from threadpoolctl import threadpool_limits
+
+from analysis.metrics import (CONDITION_COLUMNS, CORRECT, IRRELEVANT, layer_splits,
+                              mean_absolute_difference, relative_difference, sample_matrix)
+
+# Upper bound on the number of floats one chunk of resampled data may hold (about 64 MB).
+_CHUNK_ELEMENTS = 8_000_000
+
+SETTING_ORDER = ("none", "simplified", "detailed", "len100", "len500", "len1000", "unpopular",
+                 "detailed_cut_simplified", "detailed_cut_none")
+
+
+class Interval(NamedTuple):
+    """A point estimate with a percentile bootstrap interval (arrays of the statistic's shape)."""
+
+    estimate: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+# --------------------------------------------------------------------------- bootstrap
+
+
+def bootstrap_ci(samples: np.ndarray, stat_fn: Callable[..., np.ndarray], n_resamples: int = 1000,
+                 seed: int = 0, level: float = 0.95, paired_with: np.ndarray | None = None,
+                 independent_with: np.ndarray | None = None) -> Interval:
+    """Percentile bootstrap interval of `stat_fn` over the rows (samples) of `samples`.
+
+    `stat_fn` is vectorised over resamples: it receives arrays with a leading resample axis,
+    (r, n, ...), and returns (r, ...). The point estimate is `stat_fn` on the data itself.
+    Each resample draws n row indices with replacement; the index matrix (n_resamples, n) is
+    drawn in chunks that bound memory, never one resample at a time.
+
+    paired_with: a second array with the same rows (the same instructions), resampled with the
+    same indices and passed as the second argument. independent_with: a second array resampled
+    on its own (unrelated samples). At most one of them.
+    """
+    if paired_with is not None and independent_with is not None:
+        raise ValueError("give paired_with or independent_with, not both")
+    a = np.asarray(samples, dtype=float)
+    b = None
+    if paired_with is not None:
+        b = np.asarray(paired_with, dtype=float)
+        if b.shape[0] != a.shape[0]:
+            raise ValueError(f"paired arrays need the same rows: {a.shape[0]} vs {b.shape[0]}")
+    elif independent_with is not None:
+        b = np.asarray(independent_with, dtype=float)
+    if a.shape[0] == 0 or (b is not None and b.shape[0] == 0):
+        raise ValueError("bootstrap needs at least one sample")
+
+    rng = np.random.default_rng(seed)
+    data = (a,) if b is None else (a, b)
+    estimate = np.asarray(stat_fn(*(x[None] for x in data)))[0]
+    per_resample = a.size + (0 if b is None else b.size)
+    chunk = max(1, _CHUNK_ELEMENTS // max(1, per_resample))
+    draws = []
+    for start in range(0, n_resamples, chunk):
+        r = min(chunk, n_resamples - start)
+        idx = rng.integers(0, a.shape[0], size=(r, a.shape[0]))
+        args = [a[idx]]
+        if paired_with is not None:
+            args.append(b[idx])
+        elif b is not None:
+            args.append(b[rng.integers(0, b.shape[0], size=(r, b.shape[0]))])
+        draws.append(np.asarray(stat_fn(*args)))
+    low, high = _percentiles(np.concatenate(draws), level)
+    return Interval(estimate, low, high)
+
+
+def _percentiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    if not 0 < level < 1:
+        raise ValueError(f"level must lie in (0, 1), got {level}")
+    alpha = (1 - level) / 2
+    with np.errstate(invalid="ignore"):
+        low, high = np.nanquantile(draws, [alpha, 1 - alpha], axis=0)
+    return low, high
+
+
+def _mean_curve(x: np.ndarray) -> np.ndarray:
+    return x.mean(axis=1)
+
+
+def curve_ci(matrix: np.ndarray, n_resamples: int = 1000, seed: int = 0,
+             level: float = 0.95) -> Interval:
+    """Per-layer interval of the mean curve of a samples x layers matrix."""
+    return bootstrap_ci(matrix, _mean_curve, n_resamples=n_resamples, seed=seed, level=level)
+
+
+def mad_ci(matrix: np.ndarray, segment: str = "all", n_resamples: int = 1000, seed: int = 0,
+           level: float = 0.95) -> Interval:
+    """Interval of the MAD of the mean curve over `segment` (early, middle, late or all)."""
+    n_layers = np.asarray(matrix).shape[1]
+    lo, hi = (0, n_layers) if segment == "all" else layer_splits(n_layers)[segment]
+
+    def stat(x: np.ndarray) -> np.ndarray:
+        return np.asarray(mean_absolute_difference(x.mean(axis=1)[:, lo:hi]))
+
+    return bootstrap_ci(matrix, stat, n_resamples=n_resamples, seed=seed, level=level)
+
+
+def _mean_abs_rd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    rd = np.abs(relative_difference(a.mean(axis=1), b.mean(axis=1)))
+    rd[~np.isfinite(rd)] = np.nan
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN curves give NaN
+        return np.nanmean(rd, axis=-1)
+
+
+def rd_ci(matrix_a: np.ndarray, matrix_b: np.ndarray, ids_a: np.ndarray | None = None,
+          ids_b: np.ndarray | None = None, n_resamples: int = 1000, seed: int = 0,
+          level: float = 0.95) -> Interval:
+    """Interval of mean |RD| between the mean curves of a (reference) and b.
+
+    Resampling is paired, one index per instruction for both matrices, when `ids_a` and
+    `ids_b` hold the same sample ids (rows of b are reordered to match a); otherwise the two
+    matrices are resampled independently.
+    """
+    a = np.asarray(matrix_a, dtype=float)
+    b = np.asarray(matrix_b, dtype=float)
+    if ids_a is not None and ids_b is not None and _same_ids(ids_a, ids_b):
+        position = {sid: i for i, sid in enumerate(np.asarray(ids_b).tolist())}
+        b = b[[position[sid] for sid in np.asarray(ids_a).tolist()]]
+        return bootstrap_ci(a, _mean_abs_rd, n_resamples, seed, level, paired_with=b)
+    return bootstrap_ci(a, _mean_abs_rd, n_resamples, seed, level, independent_with=b)
+
+
+def _same_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> bool:
+    ids_a, ids_b = np.asarray(ids_a), np.asarray(ids_b)
+    return (len(ids_a) == len(ids_b) == len(np.unique(ids_a))
+            and set(ids_a.tolist()) == set(ids_b.tolist()))
+
+
+def curve_band_table(df: pd.DataFrame, stat: str = "nuclear_norm", n_resamples: int = 1000,
+                     seed: int = 0, level: float = 0.95) -> pd.DataFrame:
+    """Per-layer bootstrap bands of the mean curves, for plotting next to `layer_curves`.
+
+    Columns: model, condition, proj, layer, stat, low, high.
+    """
+    pieces = []
+    for (model, condition, proj), rows in df.groupby(["model", "condition", "proj"], sort=True):
+        matrix, _, _ = sample_matrix(rows, stat, proj)
+        if matrix.shape[0] == 0:
+            continue
+        band = curve_ci(matrix, n_resamples=n_resamples, seed=seed, level=level)
+        pieces.append(pd.DataFrame({"model": model, "condition": condition, "proj": proj,
+                                    "layer": np.arange(matrix.shape[1]), "stat": stat,
+                                    "low": band.low, "high": band.high}))
+    columns = ["model", "condition", "proj", "layer", "stat", "low", "high"]
+    return pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=columns)
+
+
+# --------------------------------------------------------------------------- paired test
+
+
+def paired_test(x: np.ndarray, y: np.ndarray) -> dict:
+    """Wilcoxon signed-rank test of the paired differences d = x - y (pairs with a NaN dropped).
+
+    Returns n, n_nonzero, statistic, p_value, rank_biserial (matched-pairs rank-biserial
+    correlation (W+ - W-) / (W+ + W-) over the non-zero differences, +1 when x always exceeds
+    y) and median_difference; reason says why a value is NaN.
+    """
+    x = np.asarray(x, dtype=float)
+    y = np.asarray(y, dtype=float)
+    if x.shape != y.shape:
+        raise ValueError(f"paired samples need the same shape: {x.shape} vs {y.shape}")
+    d = (x - y)[np.isfinite(x) & np.isfinite(y)]
+    nonzero = d[d != 0]
+    out = {"n": int(d.size), "n_nonzero": int(nonzero.size), "statistic": np.nan,
+           "p_value": np.nan, "rank_biserial": np.nan,
+           "median_difference": float(np.median(d)) if d.size else np.nan, "reason": None}
+    if nonzero.size == 0:
+        out["reason"] = "no non-zero paired difference"
+        return out
+    ranks = sps.rankdata(np.abs(nonzero))
+    w_plus, w_minus = ranks[nonzero > 0].sum(), ranks[nonzero < 0].sum()
+    result = sps.wilcoxon(nonzero)
+    out.update(statistic=float(result.statistic), p_value=float(result.pvalue),
+               rank_biserial=float((w_plus - w_minus) / (w_plus + w_minus)))
+    return out
+
+
+# --------------------------------------------------------------------------- AUROC
+
+
+def weighted_auroc(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
+    """AUROC of `scores` for binary `labels` (1 = positive), ties counted as one half.
+
+    `weights` (r, n) gives r weightings of the n rows at once (bootstrap counts), returning r
+    values; without weights, one AUROC. NaN where a class has no weight.
+    """
+    scores = np.asarray(scores, dtype=float)
+    labels = np.asarray(labels).astype(bool)
+    w = np.ones((1, scores.size)) if weights is None else np.atleast_2d(np.asarray(weights, float))
+    order = np.argsort(scores, kind="stable")
+    _, starts, counts = np.unique(scores[order], return_index=True, return_counts=True)
+    block = np.repeat(np.arange(starts.size), counts)
+    w, positive = w[:, order], labels[order]
+    neg_cum = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(w * ~positive, axis=1)], axis=1)
+    neg_below = neg_cum[:, starts][:, block]
+    neg_tied = (neg_cum[:, starts + counts] - neg_cum[:, starts])[:, block]
+    w_pos = w * positive
+    numerator = (w_pos * (neg_below + 0.5 * neg_tied)).sum(axis=1)
+    denominator = w_pos.sum(axis=1) * neg_cum[:, -1]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        auc = np.where(denominator > 0, numerator / denominator, np.nan)
+    return auc if weights is not None else auc[0]
+
+
+def _group_bootstrap_weights(groups: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
+    """(n_resamples, n_rows) counts from resampling whole groups with replacement."""
+    codes, inverse = np.unique(groups, return_inverse=True)
+    n_groups = codes.size
+    rng = np.random.default_rng(seed)
+    draws = rng.integers(0, n_groups, size=(n_resamples, n_groups))
+    offsets = np.arange(n_resamples)[:, None] * n_groups
+    counts = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n_groups)
+    return counts.reshape(n_resamples, n_groups)[:, inverse].astype(float)
+
+
+def _column_aurocs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """AUROC of every column of x for labels y (rank formula, ties averaged)."""
+    ranks = sps.rankdata(x, axis=0)
+    n_pos = y.sum()
+    n_neg = y.size - n_pos
+    return (ranks[y == 1].sum(axis=0) - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
+
+
+# --------------------------------------------------------------------------- separability
+
+
+def _separability_features(df: pd.DataFrame, stat: str) -> tuple[pd.DataFrame, int]:
+    """One row per (responses, sample_index), one column per (proj, layer); incomplete rows
+    (a NaN in any feature that some row has) are dropped and counted."""
+    rows = df[df["responses"].isin([CORRECT, IRRELEVANT])]
+    wide = rows.pivot(index=["responses", "sample_index"], columns=["proj", "layer"], values=stat)
+    wide = wide.loc[:, wide.notna().any(axis=0)]
+    complete = wide.notna().all(axis=1)
+    return wide[complete], int((~complete).sum())
+
+
+def _out_of_fold_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_folds: int,
+                        seed: int) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
+    """Out-of-fold logistic-regression scores, out-of-fold scores of the single feature chosen
+    on each training fold, and the chosen feature indices; None if a fold lacks a class."""
+    oof_model = np.full(y.size, np.nan)
+    oof_single = np.full(y.size, np.nan)
+    chosen = []
+    folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    for train, test in folds.split(x, y, groups):
+        if np.unique(y[train]).size < 2:
+            return None
+        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+        clf.fit(x[train], y[train])
+        oof_model[test] = clf.decision_function(x[test])
+        train_auc = _column_aurocs(x[train], y[train])
+        k = int(np.argmax(np.abs(train_auc - 0.5)))
+        direction = 1.0 if train_auc[k] >= 0.5 else -1.0
+        oof_single[test] = direction * x[test, k]
+        chosen.append(k)
+    return oof_model, oof_single, chosen
+
+
+def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
+                 stat: str = "nuclear_norm", n_splits: int = 5, n_resamples: int = 1000,
+                 seed: int = 0, level: float = 0.95) -> dict:
+    """Can one sample's layer statistics tell a correct response from an irrelevant one?
+
+    Features: `stat` of every (projection, layer) of one sample (log-scaled when all positive);
+    labels correct = 0, irrelevant = 1. A standardised logistic regression is cross-validated
+    with StratifiedGroupKFold grouped by sample_index, so an instruction never sits in both
+    train and test; folds = min(n_splits, instructions per class). Reported: the pooled
+    out-of-fold AUROC with a bootstrap interval that resamples instructions; the AUROC of the
+    single best (projection, layer) feature chosen inside each training fold (`best_feature` is
+    the one chosen most often); and, for reference, the in-sample best feature and its AUROC
+    (optimistic by construction). Values are NaN with a `reason` when they cannot be computed.
+    Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
+    known property of cross-validation): call the responses separable only when auroc_low > 0.5.
+    """
+    rows = df[(df["model"] == model) & (df["dataset"] == dataset) & (df["setting"] == setting)]
+    out = {"model": model, "dataset": dataset, "setting": setting, "stat": stat,
+           "n_samples": 0, "n_rows": 0, "n_dropped": 0, "n_folds": 0,
+           "auroc": np.nan, "auroc_low": np.nan, "auroc_high": np.nan,
+           "best_feature_auroc": np.nan, "best_feature": None,
+           "best_feature_auroc_in_sample": np.nan, "best_feature_in_sample": None, "reason": None}
+    if rows.empty:
+        return {**out, "reason": "no rows for this model, dataset and setting"}
+    wide, n_dropped = _separability_features(rows, stat)
+    y = (wide.index.get_level_values("responses") == IRRELEVANT).astype(int)
+    groups = wide.index.get_level_values("sample_index").to_numpy()
+    x = wide.to_numpy(dtype=float)
+    if x.size and (x > 0).all():
+        x = np.log(x)
+    names = [f"{proj}{layer}" for proj, layer in wide.columns]
+    per_class = [np.unique(groups[y == c]).size for c in (0, 1)]
+    n_folds = min(n_splits, *per_class)
+    out.update(n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped,
+               n_folds=int(max(n_folds, 0)))
+    if min(per_class) == 0:
+        return {**out, "reason": "needs both correct and irrelevant responses"}
+    if n_folds < 2:
+        return {**out, "reason": "needs at least two instructions per response type"}
+
+    in_sample = _column_aurocs(x, y)
+    j = int(np.argmax(np.abs(in_sample - 0.5)))
+    out.update(best_feature_in_sample=names[j],
+               best_feature_auroc_in_sample=float(max(in_sample[j], 1 - in_sample[j])))
+
+    # The fits are small: BLAS threads only add contention, on a busy machine by tens of times.
+    with threadpool_limits(1):
+        folds = _out_of_fold_scores(x, y, groups, n_folds, seed)
+    if folds is None:
+        return {**out, "reason": "a training fold holds one response type only"}
+    oof_model, oof_single, chosen = folds
+    chosen = [names[k] for k in chosen]
+
+    weights = _group_bootstrap_weights(groups, n_resamples, seed)
+    low, high = _percentiles(weighted_auroc(oof_model, y, weights), level)
+    values, counts = np.unique(chosen, return_counts=True)
+    out.update(auroc=float(weighted_auroc(oof_model, y)), auroc_low=float(low),
+               auroc_high=float(high), best_feature_auroc=float(weighted_auroc(oof_single, y)),
+               best_feature=str(values[np.argmax(counts)]))
+    return out
+
+
+# --------------------------------------------------------------------------- length
+
+
+def per_sample_means(df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool = False) -> pd.DataFrame:
+    """Mean of `stat` over layers (and projections unless `by_proj`) for every sample.
+
+    A sample with more NaN values than the least-NaN sample of its condition is dropped (layers
+    where a statistic is undefined for everyone, like the last next-layer cosine, drop nobody).
+    Columns: model, dataset, setting, responses, condition, sample_index, [proj], value,
+    n_response_tokens.
+    """
+    keys = CONDITION_COLUMNS + ["sample_index"] + (["proj"] if by_proj else [])
+    per_sample = (df.assign(_nan=df[stat].isna())
+                  .groupby(keys, sort=True)
+                  .agg(value=(stat, "mean"), _nan=("_nan", "sum"),
+                       n_response_tokens=("n_response_tokens", "first"))
+                  .reset_index())
+    condition_keys = CONDITION_COLUMNS + (["proj"] if by_proj else [])
+    least = per_sample.groupby(condition_keys)["_nan"].transform("min")
+    return per_sample[per_sample["_nan"] == least].drop(columns="_nan").reset_index(drop=True)
+
+
+def _setting_order(settings) -> list[str]:
+    present = set(settings)
+    return [s for s in SETTING_ORDER if s in present] + sorted(present - set(SETTING_ORDER))
+
+
+def _indicators(values: pd.Series, levels: list[str]) -> np.ndarray:
+    """0/1 columns, one per level (n x len(levels))."""
+    columns = [(values == level).to_numpy(float) for level in levels]
+    return np.stack(columns, axis=1) if columns else np.empty((len(values), 0))
+
+
+def _ols(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray | None, float]:
+    """Least-squares coefficients and R^2; None when the design is rank deficient."""
+    if np.linalg.matrix_rank(design) < design.shape[1]:
+        return None, np.nan
+    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
+    total = np.sum((y - y.mean()) ** 2)
+    r2 = 1 - np.sum((y - design @ coef) ** 2) / total if total > 0 else np.nan
+    return coef, float(r2)
+
+
+def length_regression(df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool = False,
+                      log_y: bool = True) -> pd.DataFrame:
+    """Is the gap in gradient size between settings only a response-length effect?
+
+    Per (model, dataset, responses[, proj]), over the samples of all its settings, y = log of a
+    sample's mean `stat` (the raw mean when `log_y` is False) is regressed by OLS on
+    x = log(n_response_tokens) three ways: length only (y ~ x), setting only (y ~ setting) and
+    both (y ~ x + setting), the setting a categorical factor against a reference setting (none,
+    else the first of SETTING_ORDER present). If the setting coefficients shrink towards zero
+    once length is in the model, response length accounts for the fast/slow gap; if they stay,
+    the settings differ beyond length. With log_y the slope is an elasticity: the % change of
+    the statistic per % change of response length. Correlational: length and content are not
+    randomised.
+
+    One row per non-reference setting (a single row with setting None when a group has one
+    setting): group keys, n_samples, reference_setting, setting, slope_length_only,
+    r2_length_only, coef_setting_only, r2_setting_only, slope_with_setting, coef_with_length,
+    r2_with_setting, coef_change (= coef_with_length - coef_setting_only), n_dropped (samples
+    with a non-positive value under log_y), reason.
+    """
+    samples = per_sample_means(df, stat, by_proj)
+    group_keys = ["model", "dataset", "responses"] + (["proj"] if by_proj else [])
+    rows = []
+    for key, group in samples.groupby(group_keys, sort=True):
+        keep = group["n_response_tokens"] > 0
+        if log_y:
+            keep &= group["value"] > 0
+        g = group[keep]
+        base = dict(zip(group_keys, key), n_samples=len(g), n_dropped=int((~keep).sum()))
+        settings = _setting_order(g["setting"])
+        y = np.log(g["value"].to_numpy(float)) if log_y else g["value"].to_numpy(float)
+        x = np.log(g["n_response_tokens"].to_numpy(float))
+        ones = np.ones_like(x)
+        dummies = _indicators(g["setting"], settings[1:])
+        length_only, r2_length = _ols(np.column_stack([ones, x]), y)
+        setting_only, r2_setting = _ols(np.column_stack([ones, dummies]), y)
+        both, r2_both = _ols(np.column_stack([ones, x, dummies]), y)
+        fits = {"length only": length_only, "setting only": setting_only, "length and setting": both}
+        reasons = [name for name, fit in fits.items() if fit is None]
+        base.update(reference_setting=settings[0] if settings else None,
+                    slope_length_only=np.nan if length_only is None else float(length_only[1]),
+                    r2_length_only=r2_length, r2_setting_only=r2_setting,
+                    slope_with_setting=np.nan if both is None else float(both[1]),
+                    r2_with_setting=r2_both,
+                    reason=("unidentified: " + ", ".join(reasons)) if reasons else None)
+        for i, setting in enumerate(settings[1:] or [None]):
+            alone = np.nan if setting is None or setting_only is None else float(setting_only[1 + i])
+            adjusted = np.nan if setting is None or both is None else float(both[2 + i])
+            rows.append({**base, "setting": setting, "coef_setting_only": alone,
+                         "coef_with_length": adjusted, "coef_change": adjusted - alone})
+    columns = group_keys + ["n_samples", "reference_setting", "setting", "slope_length_only",
+                            "r2_length_only", "coef_setting_only", "r2_setting_only",
+                            "slope_with_setting", "coef_with_length", "r2_with_setting",
+                            "coef_change", "n_dropped", "reason"]
+    return pd.DataFrame(rows, columns=columns)
