@@ -1,0 +1,115 @@
+"""Command line: ``python -m analysis <command> --help``."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from analysis import data, models
+
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (data.DataError, models.ModelError)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    extract = commands.add_parser("extract", help="compute per-sample gradient statistics into a results store")
+    extract.add_argument("--model", required=True, help="offline name (gemma-3-270m, smollm2-135m-instruct), local folder or hub id")
+    extract.add_argument("--data", required=True, nargs="+", help="condition key(s) like aqua/detailed/correct, or JSON file path(s)")
+    extract.add_argument("--out", required=True, help="results store directory")
+    extract.add_argument("--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)")
+    extract.add_argument("--limit", type=_positive_int, help="first N samples of each condition (default: all)")
+    extract.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
+    extract.add_argument("--batch-size", type=_positive_int, default=8, help="samples per forward/backward pass")
+    extract.add_argument("--token-budget", type=_positive_int, default=2048, help="padded tokens per batch at most (long samples run alone)")
+    extract.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    extract.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    extract.add_argument("--entry-stats", action="store_true", help="also store mean/max/min of the gradient entries")
+    extract.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    extract.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
+    extract.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+    data_cmd = commands.add_parser("data", help="list or download the study's data files")
+    data_sub = data_cmd.add_subparsers(dest="data_command", required=True)
+    listing = data_sub.add_parser("list", help="print the conditions with their sample counts")
+    listing.add_argument("--data-dir")
+    listing.add_argument("--length-control", action="store_true", help="include the derived length-control conditions")
+    fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
+    fetch.add_argument("--data-dir")
+    fetch.add_argument("--base-url", default=data.SOURCE_URL, help="where to download from (default: the pinned commit)")
+
+    commands.add_parser("models", help="list the offline and paper models")
+    return parser
+
+
+def run_extract(args: argparse.Namespace) -> int:
+    from analysis import runner
+    from analysis.store import ResultsStore
+
+    runner.with_torch_threads(args.threads)
+    specs = [data.resolve(spec, args.data_dir) for spec in args.data]  # every input is checked before any compute
+    for resolved in specs:
+        if resolved.sha256_ok is False:
+            print(f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
+                  "the results record this (column data_sha256_ok)", file=sys.stderr)
+    store = ResultsStore(args.out)
+    loaded = models.load(args.model, args.template, args.device, args.trust_remote_code)
+    for spec in args.data:
+        summary = runner.extract(
+            loaded, spec, store, limit=args.limit, max_length=args.max_length, batch_size=args.batch_size,
+            token_budget=args.token_budget, data_directory=args.data_dir, entry_stats=args.entry_stats,
+            progress=not args.no_progress,
+        )
+        skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
+        print(f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "
+              f"skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample")
+    return 0
+
+
+def run_data(args: argparse.Namespace) -> int:
+    if args.data_command == "fetch":
+        written = data.fetch(args.data_dir, args.base_url)
+        print(f"{len(written)} files downloaded into {data.data_dir(args.data_dir)}, all {len(data.expected_sha256())} verified")
+        return 0
+    directory = data.data_dir(args.data_dir)
+    print(f"{'condition':42} {'samples':>7}  file")
+    for condition in data.conditions_matching(length_control=args.length_control):
+        path = directory / condition.relative_path
+        count = len(data.load_records(path)) if path.is_file() else "missing"
+        print(f"{condition.key:42} {count!s:>7}  {condition.relative_path}")
+    return 0
+
+
+def run_models(_: argparse.Namespace) -> int:
+    for name, info in {**models.OFFLINE_MODELS, **models.PAPER_MODELS}.items():
+        print(f"{name:34} {info.template:9} {info.layers or '?':>3} layers  {info.description}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    handlers = {"extract": run_extract, "data": run_data, "models": run_models}
+    from analysis.store import StoreError
+
+    try:
+        return handlers[args.command](args)
+    except (*EXPECTED_ERRORS, StoreError, OSError) as error:
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted: results computed so far are stored; run the same command again to continue", file=sys.stderr)
+        return 130

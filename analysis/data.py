@@ -1,0 +1,255 @@
+"""The study's 56 data files as conditions, found locally or downloaded, and validated.
+
+A condition is (dataset, setting, responses): e.g. ``aqua/detailed/correct`` is the AQuA file
+with GPT-4o chains of thought and correct responses. Files are looked up in ``--data-dir``, else
+in ``$LAYER_GRADIENT_DATA``, else in ``./data/layer_gradient``. ``python -m analysis data fetch``
+downloads them from the original study's repository at a pinned commit and checks their sha256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import urllib.request
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+DATA_ENV = "LAYER_GRADIENT_DATA"
+DEFAULT_DATA_DIR = Path("data/layer_gradient")
+SOURCE_REPOSITORY = "MingLiiii/Layer_Gradient"
+SOURCE_COMMIT = "e2072e8daa9f250cea025b2d3fa9590a901ca766"
+SOURCE_URL = f"https://raw.githubusercontent.com/{SOURCE_REPOSITORY}/{SOURCE_COMMIT}/data"
+
+REASONING_DATASETS = ("aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking")
+MATH_DATASETS = {"math-algebra": "algebra", "math-counting": "counting_probability", "math-geometry": "geometry"}
+MATH_REASONING = ("aqua", "gsm8k", "math-algebra", "math-counting", "math-geometry")
+COMMONSENSE_REASONING = ("strategyqa", "ecqa", "creak", "sensemaking")
+COT_SETTINGS = ("none", "simplified", "detailed")
+WIKI_SETTINGS = ("len100", "len500", "len1000", "unpopular")
+LENGTH_CONTROL_SETTINGS = {"detailed_cut_simplified": "simplified", "detailed_cut_none": "none"}
+RESPONSES = ("correct", "irrelevant")
+_COT_SUFFIX = {"none": "no_cot", "simplified": "with_cot", "detailed": "with_cot_gpt4o"}
+_WIKI_STEM = {
+    "len100": "popular_wikipedia_100",
+    "len500": "popular_wikipedia_500",
+    "len1000": "popular_wikipedia_1000",
+    "unpopular": "long_tail_wikipedia",
+}
+
+
+class DataError(ValueError):
+    """A data file, a record or a condition key that the study cannot use."""
+
+
+@dataclass(frozen=True)
+class Condition:
+    """One data file of the study (or a length-controlled view of one).
+
+    ``length_reference`` names the condition whose response token counts cap this one's
+    responses; it is set only for the length-control settings.
+    """
+
+    dataset: str
+    setting: str
+    responses: str
+    relative_path: str
+    length_reference: str | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.dataset}/{self.setting}/{self.responses}"
+
+    @property
+    def family(self) -> str:
+        if self.dataset == "wiki":
+            return "wiki_knowledge"
+        return "math_reasoning" if self.dataset in MATH_REASONING else "commonsense_reasoning"
+
+
+def _folder(base: str, responses: str) -> str:
+    return base if responses == "correct" else f"{base}_wrong_answer_shuffle"
+
+
+def _build_registry() -> dict[str, Condition]:
+    conditions: list[Condition] = []
+    for responses in RESPONSES:
+        for dataset in REASONING_DATASETS:
+            for setting in COT_SETTINGS:
+                path = f"{_folder('cot_500', responses)}/{dataset}_train_{_COT_SUFFIX[setting]}.json"
+                conditions.append(Condition(dataset, setting, responses, path))
+        for dataset, stem in MATH_DATASETS.items():
+            for setting in ("simplified", "detailed"):
+                path = f"{_folder('lighteval_math', responses)}/{stem}_{_COT_SUFFIX[setting]}.json"
+                conditions.append(Condition(dataset, setting, responses, path))
+        for setting, stem in _WIKI_STEM.items():
+            conditions.append(Condition("wiki", setting, responses, f"{_folder('wiki_popularity', responses)}/{stem}.json"))
+    registry = {c.key: c for c in conditions}
+    for condition in list(registry.values()):
+        if condition.setting != "detailed":
+            continue
+        for setting, reference in LENGTH_CONTROL_SETTINGS.items():
+            reference_key = f"{condition.dataset}/{reference}/{condition.responses}"
+            if reference_key in registry:
+                derived = Condition(condition.dataset, setting, condition.responses, condition.relative_path, reference_key)
+                registry[derived.key] = derived
+    return registry
+
+
+REGISTRY: dict[str, Condition] = _build_registry()
+
+
+def study_conditions() -> list[Condition]:
+    """The 56 conditions that are data files of the study (no derived length controls)."""
+    return [c for c in REGISTRY.values() if c.length_reference is None]
+
+
+def get_condition(key: str) -> Condition:
+    """The registered condition with this key, or a DataError listing what exists."""
+    try:
+        return REGISTRY[key]
+    except KeyError:
+        datasets = sorted({c.dataset for c in REGISTRY.values()})
+        raise DataError(
+            f"unknown condition {key!r}: a condition is dataset/setting/responses, e.g. aqua/detailed/correct; "
+            f"datasets: {', '.join(datasets)} (see `python -m analysis data list`)"
+        ) from None
+
+
+def conditions_matching(datasets=None, settings=None, responses=None, length_control: bool = False) -> list[Condition]:
+    """Registered conditions filtered by dataset, setting and response type."""
+    chosen = []
+    for condition in REGISTRY.values():
+        if condition.length_reference is not None and not length_control:
+            continue
+        if datasets is not None and condition.dataset not in datasets:
+            continue
+        if settings is not None and condition.setting not in settings:
+            continue
+        if responses is not None and condition.responses not in responses:
+            continue
+        chosen.append(condition)
+    return chosen
+
+
+def data_dir(explicit: str | os.PathLike | None = None) -> Path:
+    """Where the data files are: the argument, else $LAYER_GRADIENT_DATA, else ./data/layer_gradient."""
+    if explicit:
+        return Path(explicit)
+    if os.environ.get(DATA_ENV):
+        return Path(os.environ[DATA_ENV])
+    return DEFAULT_DATA_DIR
+
+
+@lru_cache(maxsize=1)
+def expected_sha256() -> dict[str, str]:
+    """The published sha256 of every data file, keyed by relative path."""
+    table = {}
+    for line in (Path(__file__).with_name("SHA256SUMS")).read_text().splitlines():
+        digest, path = line.split(maxsplit=1)
+        table[path.removeprefix("./")] = digest
+    return table
+
+
+def file_sha256(path: Path) -> str:
+    """sha256 hex digest of a file's bytes."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+@dataclass(frozen=True)
+class Record:
+    instruction: str
+    input: str
+    output: str
+
+
+def validate_records(payload, source: str) -> list[Record]:
+    """Records of a parsed data file, or a DataError naming the file, the record and the field."""
+    if not isinstance(payload, list):
+        raise DataError(f"{source}: expected a JSON list of records, found {type(payload).__name__}")
+    records = []
+    for index, item in enumerate(payload):
+        if not isinstance(item, dict):
+            raise DataError(f"{source}: record {index}: expected an object, found {type(item).__name__}")
+        for field in ("instruction", "output"):
+            if field not in item:
+                raise DataError(f"{source}: record {index}: missing field {field!r}")
+        for field in ("instruction", "input", "output"):
+            if field in item and not isinstance(item[field], str):
+                raise DataError(
+                    f"{source}: record {index}: field {field!r} must be a string, found {type(item[field]).__name__}"
+                )
+        if not item["instruction"].strip():
+            raise DataError(f"{source}: record {index}: field 'instruction' is empty")
+        if not item["output"]:
+            raise DataError(f"{source}: record {index}: field 'output' is empty (no response to take a gradient of)")
+        records.append(Record(item["instruction"], item.get("input", ""), item["output"]))
+    return records
+
+
+def load_records(path: str | os.PathLike) -> list[Record]:
+    """The validated records of one JSON data file."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataError(f"{path}: data file not found (set --data-dir or ${DATA_ENV}, or run `python -m analysis data fetch`)")
+    try:
+        payload = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise DataError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
+    except UnicodeDecodeError as error:
+        raise DataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
+    return validate_records(payload, str(path))
+
+
+@dataclass(frozen=True)
+class ResolvedData:
+    """A condition (or a file given by path) with its file located and checked."""
+
+    condition: Condition
+    path: Path
+    sha256: str
+    sha256_ok: bool | None  # None: a file outside the registry, no published hash
+
+
+def resolve(spec: str, directory: str | os.PathLike | None = None) -> ResolvedData:
+    """Locate the data of a condition key or a JSON file path, with its sha256 checked."""
+    if spec.endswith(".json"):
+        path = Path(spec)
+        if not path.is_file():
+            raise DataError(f"{path}: data file not found")
+        digest = file_sha256(path)
+        return ResolvedData(Condition(path.stem, "", "", str(path)), path, digest, None)
+    condition = get_condition(spec)
+    path = data_dir(directory) / condition.relative_path
+    if not path.is_file():
+        raise DataError(
+            f"{path}: data file of condition {condition.key} not found (set --data-dir or ${DATA_ENV}, "
+            "or run `python -m analysis data fetch`)"
+        )
+    digest = file_sha256(path)
+    return ResolvedData(condition, path, digest, digest == expected_sha256()[condition.relative_path])
+
+
+def fetch(directory: str | os.PathLike | None = None, base_url: str = SOURCE_URL, force: bool = False) -> list[Path]:
+    """Download every data file of the study into ``directory`` and verify its sha256.
+
+    Files already present with the right hash are kept; a download with a wrong hash is
+    removed and reported.
+    """
+    target = data_dir(directory)
+    written = []
+    for relative, digest in sorted(expected_sha256().items()):
+        path = target / relative
+        if path.is_file() and not force and file_sha256(path) == digest:
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_name(f".{path.name}.part")
+        with urllib.request.urlopen(f"{base_url}/{relative}", timeout=60) as response:
+            temporary.write_bytes(response.read())
+        if file_sha256(temporary) != digest:
+            temporary.unlink()
+            raise DataError(f"{base_url}/{relative}: downloaded file does not match its published sha256 {digest}")
+        os.replace(temporary, path)
+        written.append(path)
+    return written

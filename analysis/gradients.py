@@ -1,0 +1,232 @@
+"""Per-sample gradients of every attention projection, captured as factors in one pass.
+
+A forward hook on each Q/K/V/O projection keeps its input ``x`` and registers a tensor hook on
+its output that keeps the output gradient ``g``; for each sample the weight gradient is
+``g^T x`` over that sample's token positions (Opacus and BackPACK use the same identity). All
+hooks live in one context manager, :func:`capture_factors`, which removes them in ``finally``.
+The model's parameters stay frozen: only the input embeddings require grad, so the backward pass
+computes activation gradients and no weight gradient at all.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import torch
+from torch import nn
+
+from analysis import spectra
+
+PROJECTIONS = ("q", "k", "v", "o")
+_PROJECTION_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.([qkvo])_proj$")
+
+
+def attention_projections(model: nn.Module) -> dict[tuple[int, str], nn.Linear]:
+    """The model's ``layers.{i}.self_attn.{q,k,v,o}_proj`` modules keyed by (layer, projection)."""
+    found: dict[tuple[int, str], nn.Linear] = {}
+    for name, module in model.named_modules():
+        match = _PROJECTION_NAME.search(name)
+        if match and isinstance(module, nn.Linear):
+            found[(int(match.group(1)), match.group(2))] = module
+    if not found:
+        raise ValueError(
+            f"{type(model).__name__} has no modules named layers.<i>.self_attn.<q|k|v|o>_proj; "
+            "the study analyses Llama/Qwen/Gemma-style attention only"
+        )
+    n_layers = 1 + max(layer for layer, _ in found)
+    missing = [(i, p) for i in range(n_layers) for p in PROJECTIONS if (i, p) not in found]
+    if missing:
+        raise ValueError(f"{type(model).__name__} lacks attention projections {missing[:4]}")
+    return found
+
+
+@dataclass
+class CapturedFactors:
+    """Inputs and output gradients of each projection for the current batch."""
+
+    inputs: dict[tuple[int, str], torch.Tensor] = field(default_factory=dict)
+    output_grads: dict[tuple[int, str], torch.Tensor] = field(default_factory=dict)
+
+    def factors(self, key: tuple[int, str], sample: int, n_tokens: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """(g, x) of one sample: its first ``n_tokens`` positions, (T x m) and (T x n)."""
+        g = self.output_grads[key][sample, :n_tokens]
+        x = self.inputs[key][sample, :n_tokens]
+        return g, x
+
+
+@contextmanager
+def capture_factors(projections: dict[tuple[int, str], nn.Linear]) -> Iterator[CapturedFactors]:
+    """Record the factors of every projection during one forward and backward pass."""
+    captured = CapturedFactors()
+    handles = []
+
+    def make_forward_hook(key: tuple[int, str]):
+        def keep_output_grad(grad: torch.Tensor) -> None:
+            captured.output_grads[key] = grad.detach()
+
+        def forward_hook(module: nn.Module, args: tuple, output: torch.Tensor) -> None:
+            captured.inputs[key] = args[0].detach()
+            if output.requires_grad:
+                output.register_hook(keep_output_grad)
+
+        return forward_hook
+
+    try:
+        for key, module in projections.items():
+            handles.append(module.register_forward_hook(make_forward_hook(key)))
+        yield captured
+    finally:
+        for handle in handles:
+            handle.remove()
+
+
+@dataclass
+class Batch:
+    """Right-padded token ids of several samples with their prompt lengths."""
+
+    input_ids: torch.Tensor  # (B, T_max)
+    attention_mask: torch.Tensor  # (B, T_max)
+    prompt_lengths: list[int]
+    lengths: list[int]
+
+
+def make_batch(sequences: list[list[int]], prompt_lengths: list[int], pad_id: int, device: torch.device) -> Batch:
+    """Pad token sequences on the right into one batch."""
+    longest = max(len(s) for s in sequences)
+    input_ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
+    attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
+    for row, sequence in enumerate(sequences):
+        input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
+        attention_mask[row, : len(sequence)] = 1
+    return Batch(input_ids.to(device), attention_mask.to(device), list(prompt_lengths), [len(s) for s in sequences])
+
+
+def loss_positions(batch: Batch) -> torch.Tensor:
+    """Positions whose next-token prediction is part of some sample's loss, sorted."""
+    positions: set[int] = set()
+    for prompt_length, length in zip(batch.prompt_lengths, batch.lengths):
+        positions.update(range(max(prompt_length, 1) - 1, length - 1))
+    return torch.tensor(sorted(positions), dtype=torch.long)
+
+
+def per_sample_losses(model: nn.Module, batch: Batch) -> torch.Tensor:
+    """Each sample's mean next-token cross-entropy over its response tokens, float32.
+
+    The output head is evaluated only at positions that predict a response token. The batch's
+    embeddings are made to require grad so that a backward pass runs through a frozen model.
+    """
+    embeddings = model.get_input_embeddings()(batch.input_ids).detach().requires_grad_(True)
+    positions = loss_positions(batch).to(batch.input_ids.device)
+    logits = model(
+        inputs_embeds=embeddings, attention_mask=batch.attention_mask, logits_to_keep=positions, use_cache=False
+    ).logits.float()
+    targets = batch.input_ids[:, positions + 1]
+    token_losses = nn.functional.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+    mask = torch.zeros_like(token_losses)
+    for row, (prompt_length, length) in enumerate(zip(batch.prompt_lengths, batch.lengths)):
+        first, last = max(prompt_length, 1) - 1, length - 1
+        mask[row] = ((positions >= first) & (positions < last)).float()
+    return (token_losses * mask).sum(1) / mask.sum(1)
+
+
+@dataclass
+class SampleGradientStats:
+    """Statistics of one sample: loss and one row of values per (layer, projection)."""
+
+    loss: float
+    n_tokens: int
+    values: dict[str, torch.Tensor]  # statistic -> (n_layers, 4) float64, columns in PROJECTIONS order
+    failure: str | None = None
+
+
+def batch_statistics(
+    model: nn.Module,
+    batch: Batch,
+    projections: dict[tuple[int, str], nn.Linear] | None = None,
+    entry_stats: bool = False,
+    similarities: bool = True,
+) -> list[SampleGradientStats]:
+    """Per-sample gradient statistics of every attention projection for one batch.
+
+    One forward and one backward pass serve the whole batch: the summed per-sample mean losses
+    give each sample exactly its own gradient, because samples never attend to each other.
+    """
+    projections = projections or attention_projections(model)
+    with capture_factors(projections) as captured:
+        losses = per_sample_losses(model, batch)
+        if torch.isfinite(losses).all():
+            losses.sum().backward()
+        else:
+            captured.output_grads.clear()
+    results = []
+    for row, loss in enumerate(losses.tolist()):
+        if not math.isfinite(loss):
+            results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
+            continue
+        if not captured.output_grads:
+            results.append(
+                SampleGradientStats(loss, batch.lengths[row], {}, failure="backward skipped: another sample in its batch had a non-finite loss")
+            )
+            continue
+        results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities))
+    return results
+
+
+def sample_statistics(
+    captured: CapturedFactors, row: int, n_positions: int, loss: float, entry_stats: bool, similarities: bool
+) -> SampleGradientStats:
+    """Statistics of one sample from its captured factors.
+
+    ``n_positions`` is the number of leading positions with a non-zero output gradient: the last
+    token predicts nothing, so its row of ``g`` is exactly zero and is left out.
+    """
+    n_layers = 1 + max(layer for layer, _ in captured.inputs)
+    factors = {}
+    for proj in PROJECTIONS:
+        pairs = [captured.factors((layer, proj), row, n_positions) for layer in range(n_layers)]
+        factors[proj] = spectra.LayerFactors(torch.stack([g for g, _ in pairs]), torch.stack([x for _, x in pairs]))
+    columns: dict[str, list[torch.Tensor]] = {}
+    for proj in PROJECTIONS:
+        stats = spectra.statistics_from_singular_values(factors[proj].singular_values())
+        if entry_stats:
+            stats.update(spectra.entry_statistics(factors[proj].dense()))
+        for name, value in stats.items():
+            columns.setdefault(name, []).append(value)
+    values = {name: torch.stack(cols, dim=1) for name, cols in columns.items()}
+    if similarities:
+        values.update(similarity_statistics(factors, values["frobenius"]))
+    failure = None
+    bad = [name for name, value in values.items() if name in spectra.STATISTICS and not torch.isfinite(value).all()]
+    if bad:
+        failure = f"non-finite gradient statistics ({', '.join(bad)})"
+    return SampleGradientStats(loss, n_positions + 1, values, failure)
+
+
+def similarity_statistics(factors: dict[str, spectra.LayerFactors], frobenius: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Cosine similarities of one sample's gradients (STUDY.md §3, from 2504.10766).
+
+    ``cos_same_layer``: Q with O and K with V of the same layer (NaN where shapes differ);
+    ``cos_next_layer``: each projection in layer i with the same projection in layer i + 1
+    (NaN for the last layer).
+    """
+    n_layers = frobenius.shape[0]
+    same = torch.full((n_layers, 4), math.nan, dtype=torch.float64)
+    following = torch.full((n_layers, 4), math.nan, dtype=torch.float64)
+    index = {proj: i for i, proj in enumerate(PROJECTIONS)}
+    for a, b in (("q", "o"), ("k", "v")):
+        if factors[a].shape != factors[b].shape:
+            continue
+        inner = spectra.frobenius_inner(factors[a], factors[b])
+        value = spectra.cosine(inner, frobenius[:, index[a]], frobenius[:, index[b]])
+        same[:, index[a]] = value
+        same[:, index[b]] = value
+    if n_layers > 1:
+        for proj in PROJECTIONS:
+            inner = spectra.frobenius_inner(factors[proj], factors[proj], slice(0, -1), slice(1, None))
+            norms = frobenius[:, index[proj]]
+            following[:-1, index[proj]] = spectra.cosine(inner, norms[:-1], norms[1:])
+    return {"cos_same_layer": same, "cos_next_layer": following}

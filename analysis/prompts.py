@@ -1,0 +1,72 @@
+"""Prompt templates and the response-only label mask (STUDY.md §1).
+
+Base models see ``instruction + "\\n" + output``; instruct models see the tokenizer's chat
+template over a system and a user message, with the generation prompt, then ``output``
+appended directly. Gemma-family templates take no system message. The prompt's tokens are the
+tokenization of the text before the response, exactly as in the original study: both the whole
+text and the prompt text are encoded with the tokenizer's default special tokens.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TEMPLATES = ("base", "instruct")
+SYSTEM_MESSAGE = "You are a helpful assistant."
+
+
+class TemplateError(ValueError):
+    """The requested template cannot be applied with this tokenizer."""
+
+
+def instruction_text(instruction: str, input_text: str = "") -> str:
+    """The instruction as the model sees it: ``input`` joins it on a new line when non-empty."""
+    return instruction + "\n" + input_text if input_text else instruction
+
+
+def prompt_text(tokenizer, instruction: str, template: str, system_message: bool = True) -> str:
+    """The text that precedes the response under ``template``."""
+    if template == "base":
+        return instruction + "\n"
+    if template != "instruct":
+        raise TemplateError(f"unknown template {template!r}; expected one of {TEMPLATES}")
+    if not getattr(tokenizer, "chat_template", None):
+        raise TemplateError(
+            "the instruct template needs a tokenizer with a chat template, and this one has none; "
+            "use --template base for a pre-trained model"
+        )
+    messages = [{"role": "user", "content": instruction}]
+    if system_message:
+        messages.insert(0, {"role": "system", "content": SYSTEM_MESSAGE})
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+
+@dataclass(frozen=True)
+class EncodedSample:
+    """Token ids of one sample and how many of its leading tokens belong to the prompt."""
+
+    input_ids: list[int]
+    prompt_length: int
+
+    @property
+    def n_response_tokens(self) -> int:
+        """Tokens whose prediction enters the loss (the first token is never predicted)."""
+        return max(0, len(self.input_ids) - max(self.prompt_length, 1))
+
+
+def encode(tokenizer, prompt: str, response: str, max_length: int, response_token_limit: int | None = None) -> EncodedSample:
+    """Tokenize ``prompt + response`` truncated to ``max_length``; mask length from ``prompt``.
+
+    ``response_token_limit`` keeps at most that many response tokens (the length-control
+    conditions cut a long response to the token count of a shorter one).
+    """
+    ids = tokenizer(prompt + response, truncation=True, max_length=max_length)["input_ids"]
+    prompt_length = len(tokenizer(prompt)["input_ids"])
+    if response_token_limit is not None:
+        ids = ids[: prompt_length + response_token_limit]
+    return EncodedSample(list(ids), prompt_length)
+
+
+def response_token_count(tokenizer, prompt: str, response: str, max_length: int) -> int:
+    """Number of response tokens that enter the loss for this prompt and response."""
+    return encode(tokenizer, prompt, response, max_length).n_response_tokens

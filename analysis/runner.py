@@ -1,0 +1,279 @@
+"""Extraction runs: data file(s) -> prompts -> per-sample gradient statistics -> results store.
+
+``extract`` is what ``python -m analysis extract`` and the notebooks' batch runs call. It is
+resumable: samples already in the store (or recorded as skipped) are not computed again, and
+results are flushed to the store in parts as they are computed, so an interrupted run loses at
+most the samples since its last flush.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from analysis import data, gradients, models, prompts
+from analysis.store import ResultsStore, RunKey
+
+SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
+
+
+@dataclass
+class ConditionSummary:
+    """What one extraction of one condition did."""
+
+    model: str
+    condition: str
+    requested: int
+    already_done: int
+    computed: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    seconds: float = 0.0
+    sha256_ok: bool | None = None
+
+    @property
+    def seconds_per_sample(self) -> float:
+        return self.seconds / self.computed if self.computed else math.nan
+
+
+@dataclass
+class PreparedSample:
+    index: int
+    encoded: prompts.EncodedSample
+
+
+def prepare_samples(
+    loaded: models.LoadedModel,
+    resolved: data.ResolvedData,
+    indices: list[int],
+    max_length: int,
+    data_directory=None,
+) -> tuple[list[PreparedSample], dict[int, str]]:
+    """Encode the chosen samples; those with no response token left are returned as skips."""
+    records = data.load_records(resolved.path)
+    limits = response_limits(loaded, resolved.condition, indices, max_length, data_directory)
+    prepared, skips = [], {}
+    for index in indices:
+        record = records[index]
+        instruction = prompts.instruction_text(record.instruction, record.input)
+        prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
+        encoded = prompts.encode(loaded.tokenizer, prompt, record.output, max_length, limits.get(index))
+        if encoded.n_response_tokens == 0:
+            skips[index] = f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
+        else:
+            prepared.append(PreparedSample(index, encoded))
+    return prepared, skips
+
+
+def response_limits(loaded, condition: data.Condition, indices, max_length, data_directory=None) -> dict[int, int]:
+    """For a length-control condition, each sample's response token cap (its reference's count)."""
+    if condition.length_reference is None:
+        return {}
+    reference = data.resolve(condition.length_reference, data_directory)
+    records = data.load_records(reference.path)
+    limits = {}
+    for index in indices:
+        record = records[index]
+        instruction = prompts.instruction_text(record.instruction, record.input)
+        prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
+        limits[index] = prompts.response_token_count(loaded.tokenizer, prompt, record.output, max_length)
+    return limits
+
+
+def length_sorted_batches(samples: list[PreparedSample], batch_size: int, token_budget: int) -> list[list[PreparedSample]]:
+    """Batches of samples of similar length, at most ``batch_size`` samples and ``token_budget`` padded tokens."""
+    ordered = sorted(samples, key=lambda s: len(s.encoded.input_ids))
+    batches: list[list[PreparedSample]] = []
+    current: list[PreparedSample] = []
+    for sample in ordered:
+        longest = max([len(s.encoded.input_ids) for s in current] + [len(sample.encoded.input_ids)])
+        if current and (len(current) >= batch_size or longest * (len(current) + 1) > token_budget):
+            batches.append(current)
+            current = []
+        current.append(sample)
+    if current:
+        batches.append(current)
+    return batches
+
+
+def sample_rows(
+    stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
+) -> pd.DataFrame:
+    """Long-format rows of one sample: one per (layer, projection)."""
+    n_proj = len(gradients.PROJECTIONS)
+    frame = pd.DataFrame(
+        {
+            **{name: [value] * (n_layers * n_proj) for name, value in identity.items()},
+            "sample_index": sample.index,
+            "layer": [layer for layer in range(n_layers) for _ in range(n_proj)],
+            "proj": list(gradients.PROJECTIONS) * n_layers,
+        }
+    )
+    for name in ("nuclear_norm", "sigma_max", "sigma_min", "sigma1_ratio", "frobenius", "effective_rank",
+                 "entry_mean", "entry_max", "entry_min", "cos_same_layer", "cos_next_layer"):
+        value = stats.values.get(name)
+        frame[name] = value.reshape(-1).cpu().numpy() if value is not None else math.nan
+    frame["loss"] = stats.loss
+    frame["n_tokens"] = len(sample.encoded.input_ids)
+    frame["n_response_tokens"] = sample.encoded.n_response_tokens
+    return frame
+
+
+@dataclass
+class RunPlan:
+    """One condition's extraction: where it is stored, how rows are labelled, what is left to do."""
+
+    spec: str
+    resolved: data.ResolvedData
+    key: RunKey
+    identity: dict
+    requested: int
+    todo: list[int]
+
+
+def plan_run(
+    model_name: str, template: str, spec: str, store: ResultsStore, limit: int | None, max_length: int, data_directory=None
+) -> RunPlan:
+    """What extracting ``spec`` with this model would store, and which samples are not stored yet."""
+    resolved = data.resolve(spec, data_directory)
+    condition = resolved.condition
+    count = len(data.load_records(resolved.path))
+    count = count if limit is None else min(limit, count)
+    is_file = condition.setting == ""
+    key = RunKey(
+        models.model_slug(model_name),
+        f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
+        condition.setting,
+        condition.responses,
+        max_length,
+        template,
+    )
+    identity = {
+        "model": model_name,
+        "dataset": condition.dataset,
+        "setting": condition.setting,
+        "responses": condition.responses,
+        "condition": condition.key if not is_file else f"file:{condition.dataset}",
+        "source_file": condition.relative_path if not is_file else str(resolved.path),
+        "data_sha256": resolved.sha256,
+        "data_sha256_ok": resolved.sha256_ok,
+        "max_length": max_length,
+        "template": template,
+    }
+    done = store.done_samples(key)
+    return RunPlan(spec, resolved, key, identity, count, [i for i in range(count) if i not in done])
+
+
+def skip_row(identity: dict, index: int, reason: str) -> dict:
+    """One row of the skipped-samples table."""
+    fields = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template")
+    return {**{name: identity[name] for name in fields}, "sample_index": index, "reason": reason}
+
+
+def compute_samples(
+    loaded: models.LoadedModel,
+    plan: RunPlan,
+    indices: list[int],
+    batch_size: int = 8,
+    token_budget: int = 2048,
+    data_directory=None,
+    entry_stats: bool = False,
+):
+    """Yield (rows, skipped) for the given samples, one batch at a time, without touching the store.
+
+    ``rows`` is a DataFrame in the store's schema (or None), ``skipped`` a list of skip rows.
+    """
+    max_length = plan.identity["max_length"]
+    identity = {**plan.identity, "n_layers": loaded.n_layers}
+    prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_directory)
+    if skips:
+        yield None, [skip_row(identity, index, reason) for index, reason in skips.items()]
+    projections = gradients.attention_projections(loaded.model)
+    pad_id = models.pad_token_id(loaded.tokenizer)
+    for batch_samples in length_sorted_batches(prepared, batch_size, token_budget):
+        batch = gradients.make_batch(
+            [s.encoded.input_ids for s in batch_samples], [s.encoded.prompt_length for s in batch_samples], pad_id, loaded.device
+        )
+        results = gradients.batch_statistics(loaded.model, batch, projections, entry_stats=entry_stats)
+        frames, failed = [], []
+        for sample, stats in zip(batch_samples, results):
+            if stats.failure:
+                failed.append(skip_row(identity, sample.index, f"numerical failure: {stats.failure}"))
+            else:
+                frames.append(sample_rows(stats, sample, identity, loaded.n_layers))
+        yield (pd.concat(frames, ignore_index=True) if frames else None), failed
+
+
+def skip_label(reason: str) -> str:
+    """The short category of a skip reason (the text before its first colon)."""
+    return reason.split(":")[0]
+
+
+def extract(
+    loaded: models.LoadedModel,
+    spec: str,
+    store: ResultsStore,
+    limit: int | None = None,
+    max_length: int = 1024,
+    batch_size: int = 8,
+    token_budget: int = 2048,
+    data_directory=None,
+    entry_stats: bool = False,
+    flush_every: int = 32,
+    progress: bool = True,
+) -> ConditionSummary:
+    """Compute and store the statistics of the first ``limit`` samples of one condition (or file)."""
+    first_plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
+    with store.lock(first_plan.key):
+        plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
+        summary = ConditionSummary(
+            loaded.name, plan.identity["condition"], plan.requested, plan.requested - len(plan.todo),
+            sha256_ok=plan.resolved.sha256_ok,
+        )
+        if not plan.todo:
+            return summary
+        pending_rows: list[pd.DataFrame] = []
+        pending_skips: list[dict] = []
+
+        def flush() -> None:
+            rows = pd.concat(pending_rows, ignore_index=True) if pending_rows else None
+            store.write(plan.key, rows, pd.DataFrame(pending_skips) if pending_skips else None)
+            pending_rows.clear()
+            pending_skips.clear()
+
+        started = time.perf_counter()
+        bar = tqdm(total=len(plan.todo), desc=f"{models.model_slug(loaded.name)} {plan.identity['condition']}",
+                   unit="sample", disable=not progress)
+        try:
+            since_flush = 0
+            for rows, skipped in compute_samples(
+                loaded, plan, plan.todo, batch_size, token_budget, data_directory, entry_stats
+            ):
+                n_rows = 0 if rows is None else rows["sample_index"].nunique()
+                if rows is not None:
+                    pending_rows.append(rows)
+                pending_skips.extend(skipped)
+                for row in skipped:
+                    label = skip_label(row["reason"])
+                    summary.skipped[label] = summary.skipped.get(label, 0) + 1
+                summary.computed += n_rows
+                since_flush += n_rows + len(skipped)
+                bar.update(n_rows + len(skipped))
+                if since_flush >= flush_every:
+                    flush()
+                    since_flush = 0
+        finally:
+            flush()
+            bar.close()
+            summary.seconds = time.perf_counter() - started
+    return summary
+
+
+def with_torch_threads(threads: int | None) -> None:
+    """Use this many CPU threads for torch (None keeps torch's default)."""
+    if threads:
+        torch.set_num_threads(threads)

@@ -1,0 +1,191 @@
+"""The results store: a directory of Parquet files that any pandas user can read.
+
+Layout under the store's root::
+
+    store.json                                   format marker and version
+    rows/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet   one row per (sample, layer, projection)
+    skipped/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet  samples not computed, with the reason
+
+``<run>`` is ``ml<max_length>-<template>``. A part file is written under a hidden temporary
+name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
+A run holds an exclusive lock on its own directory while it computes, so two processes never
+write the same samples; a second one is told so before it computes anything. Re-running a
+command computes only the samples that are neither stored nor recorded as skipped.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import uuid
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.dataset as ds
+import pyarrow.parquet as pq
+
+FORMAT = "layer-gradient-results"
+VERSION = 1
+KEY_COLUMNS = ("model", "condition", "max_length", "template", "sample_index", "layer", "proj")
+SKIP_COLUMNS = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template", "sample_index", "reason")
+
+
+class StoreError(RuntimeError):
+    """The results store cannot be used as asked."""
+
+
+class StoreBusy(StoreError):
+    """Another process is computing the same run in this store."""
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """What identifies one extraction: the same model, data, truncation and template."""
+
+    model_slug: str
+    dataset: str
+    setting: str
+    responses: str
+    max_length: int
+    template: str
+
+    def relative_dir(self) -> Path:
+        return Path(self.model_slug, self.dataset, self.setting or "-", self.responses or "-", f"ml{self.max_length}-{self.template}")
+
+
+class ResultsStore:
+    """A results directory; creating one writes its format marker."""
+
+    def __init__(self, root: str | os.PathLike, create: bool = True):
+        self.root = Path(root)
+        marker = self.root / "store.json"
+        if marker.is_file():
+            self._check_marker(marker)
+        elif create:
+            try:
+                self.root.mkdir(parents=True, exist_ok=True)
+                _atomic_write_bytes(marker, json.dumps({"format": FORMAT, "version": VERSION}).encode())
+            except OSError as error:
+                raise StoreError(f"{self.root}: cannot create the results store ({error.strerror})") from None
+        elif self.root.exists() and any(self.root.iterdir()):
+            raise StoreError(f"{self.root}: not a results store (no store.json)")
+
+    @staticmethod
+    def _check_marker(marker: Path) -> None:
+        try:
+            meta = json.loads(marker.read_text())
+        except (OSError, json.JSONDecodeError) as error:
+            raise StoreError(f"{marker}: unreadable store marker ({error})") from None
+        if meta.get("format") != FORMAT or meta.get("version") != VERSION:
+            raise StoreError(
+                f"{marker}: results written by an incompatible version (format {meta.get('format')!r}, "
+                f"version {meta.get('version')!r}; this code reads {FORMAT!r} version {VERSION}); "
+                "use a new results directory or re-run the extraction"
+            )
+
+    def run_dir(self, kind: str, key: RunKey) -> Path:
+        return self.root / kind / key.relative_dir()
+
+    @contextmanager
+    def lock(self, key: RunKey) -> Iterator[None]:
+        """Exclusive right to compute ``key``; StoreBusy at once if another process holds it."""
+        directory = self.run_dir("rows", key)
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            handle = open(directory / ".lock", "a+")
+        except OSError as error:
+            raise StoreError(f"{directory}: cannot write to the results store ({error.strerror})") from None
+        try:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                raise StoreBusy(
+                    f"{directory}: another process is computing this run in the same results store; "
+                    "wait for it to finish, or use a different --out"
+                ) from None
+            self._remove_stale_temporaries(key)
+            yield
+        finally:
+            handle.close()
+
+    def _remove_stale_temporaries(self, key: RunKey) -> None:
+        for kind in ("rows", "skipped"):
+            directory = self.run_dir(kind, key)
+            if directory.is_dir():
+                for leftover in directory.glob(".part-*.tmp"):
+                    leftover.unlink(missing_ok=True)
+
+    def done_samples(self, key: RunKey) -> set[int]:
+        """Sample indices of this run already stored or recorded as skipped."""
+        done: set[int] = set()
+        for kind in ("rows", "skipped"):
+            table = _read_dir(self.run_dir(kind, key), columns=["sample_index"])
+            if table is not None:
+                done.update(int(i) for i in table.column("sample_index").to_pylist())
+        return done
+
+    def write(self, key: RunKey, rows: pd.DataFrame | None, skipped: pd.DataFrame | None) -> None:
+        """Append one part of results (and of skipped samples) atomically."""
+        tag = uuid.uuid4().hex[:12]
+        for kind, frame in (("skipped", skipped), ("rows", rows)):
+            if frame is None or frame.empty:
+                continue
+            directory = self.run_dir(kind, key)
+            directory.mkdir(parents=True, exist_ok=True)
+            first, last = int(frame["sample_index"].min()), int(frame["sample_index"].max())
+            final = directory / f"part-{first:06d}-{last:06d}-{tag}.parquet"
+            temporary = directory / f".part-{tag}.tmp"
+            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
+            _fsync_and_replace(temporary, final)
+
+    def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
+        """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
+        table = _read_dir(self.root / kind, columns=columns, filters=filters)
+        if table is None:
+            return pd.DataFrame(columns=columns or [])
+        return table.to_pandas()
+
+
+def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
+    if not directory.is_dir():
+        return None
+    files = sorted(p for p in directory.rglob("part-*.parquet"))
+    if not files:
+        return None
+    dataset = ds.dataset([str(p) for p in files], format="parquet")
+    expression = pq.filters_to_expression(filters) if filters else None
+    return dataset.to_table(columns=columns, filter=expression)
+
+
+def _fsync_and_replace(temporary: Path, final: Path) -> None:
+    with open(temporary, "rb") as handle:
+        os.fsync(handle.fileno())
+    os.replace(temporary, final)
+    directory = os.open(final.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
+
+
+def _atomic_write_bytes(path: Path, payload: bytes) -> None:
+    temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    temporary.write_bytes(payload)
+    _fsync_and_replace(temporary, path)
+
+
+def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:
+    """Stored rows of a results directory, optionally filtered by column equality (e.g. model=...)."""
+    store = ResultsStore(root, create=False)
+    expression = [(name, "==", value) for name, value in filters.items()] or None
+    return store.read("rows", filters=expression)
+
+
+def read_skipped(root: str | os.PathLike) -> pd.DataFrame:
+    """Samples that were not computed, with the reason, as one DataFrame."""
+    return ResultsStore(root, create=False).read("skipped")

@@ -1,0 +1,89 @@
+"""The factored spectra equal a full SVD of the materialised gradient."""
+
+import math
+
+import pytest
+import torch
+
+from analysis import spectra
+
+# (T, m, n): below, at and above min(m, n), square and rectangular, like Q/K/V/O shapes.
+CASES = [(5, 48, 32), (31, 32, 64), (32, 32, 64), (64, 40, 24), (200, 24, 40), (1, 16, 16), (90, 192, 576)]
+
+
+def plain_statistics(g: torch.Tensor, x: torch.Tensor) -> dict[str, float]:
+    """The reference: materialise the gradient and take a full SVD, as the original study did."""
+    gradient = g.double().T @ x.double()
+    s = torch.linalg.svd(gradient)[1]
+    return {k: v.item() for k, v in spectra.statistics_from_singular_values(s).items()}
+
+
+def relative_error(ours: float, reference: float, scale: float) -> float:
+    return abs(ours - reference) / max(abs(scale), 1e-300)
+
+
+@pytest.mark.parametrize("n_tokens,m,n", CASES)
+def test_every_statistic_matches_full_svd(n_tokens, m, n):
+    generator = torch.Generator().manual_seed(n_tokens * 1000 + m + n)
+    g = torch.randn(n_tokens, m, generator=generator)
+    x = torch.randn(n_tokens, n, generator=generator)
+    reference = plain_statistics(g, x)
+    ours = {k: v.item() for k, v in spectra.statistics_from_singular_values(spectra.singular_values(g, x)).items()}
+    for name in spectra.STATISTICS:
+        # a singular value is only defined to within eps * sigma_max, so sigma_min is compared on that scale
+        scale = reference["sigma_max"] if name == "sigma_min" else reference[name]
+        assert relative_error(ours[name], reference[name], scale) < 1e-4, name
+
+
+def test_factored_path_is_taken_below_min_dimension_only():
+    assert spectra.uses_factored_path(31, (32, 64))
+    assert not spectra.uses_factored_path(32, (32, 64))
+
+
+def test_rank_deficient_factors_give_exact_zero_tail():
+    torch.manual_seed(1)
+    x_row = torch.randn(1, 40)
+    x = x_row.repeat(6, 1)  # six identical inputs, as repeated tokens give at layer 0
+    g = torch.randn(6, 48)
+    s = spectra.singular_values(g, x)
+    assert s.shape == (40,)
+    reference = torch.linalg.svdvals(g.double().T @ x.double())
+    assert torch.allclose(s[:1], reference[:1], rtol=1e-10)
+    assert s[1:].abs().max() < 1e-6 * s[0]
+
+
+def test_batched_layers_equal_one_by_one():
+    torch.manual_seed(2)
+    g = torch.randn(3, 10, 24)
+    x = torch.randn(3, 10, 16)
+    batched = spectra.singular_values(g, x)
+    for layer in range(3):
+        assert torch.allclose(batched[layer], spectra.singular_values(g[layer], x[layer]))
+
+
+def test_effective_rank_of_known_spectra():
+    flat = spectra.statistics_from_singular_values(torch.ones(8, dtype=torch.float64))
+    assert flat["effective_rank"].item() == pytest.approx(8.0)
+    single = spectra.statistics_from_singular_values(torch.tensor([3.0, 0.0, 0.0], dtype=torch.float64))
+    assert single["effective_rank"].item() == pytest.approx(1.0)
+    assert single["sigma1_ratio"].item() == pytest.approx(1.0)
+    assert single["frobenius"].item() == pytest.approx(3.0)
+
+
+@pytest.mark.parametrize("n_tokens", [4, 60])
+def test_inner_products_and_entry_statistics_match_dense(n_tokens):
+    torch.manual_seed(3)
+    a = spectra.LayerFactors(torch.randn(2, n_tokens, 24), torch.randn(2, n_tokens, 16))
+    b = spectra.LayerFactors(torch.randn(2, n_tokens, 24), torch.randn(2, n_tokens, 16))
+    dense_a = a.g.mT @ a.x
+    dense_b = b.g.mT @ b.x
+    expected = (dense_a * dense_b).sum((-2, -1))
+    assert torch.allclose(spectra.frobenius_inner(a, b), expected, rtol=1e-10)
+    entries = spectra.entry_statistics(a.dense())
+    assert torch.allclose(entries["entry_max"], dense_a.flatten(-2).amax(-1))
+    assert torch.allclose(entries["entry_mean"], dense_a.flatten(-2).mean(-1))
+
+
+def test_cosine_of_zero_gradient_is_nan():
+    value = spectra.cosine(torch.tensor([0.0]), torch.tensor([0.0]), torch.tensor([1.0]))
+    assert math.isnan(value.item())

@@ -1,0 +1,65 @@
+"""The results store: atomic parts, resume without duplicates, locks and version checks."""
+
+import json
+
+import pandas as pd
+import pytest
+
+from analysis.store import ResultsStore, RunKey, StoreBusy, StoreError, read_results
+
+KEY = RunKey("tiny", "aqua", "none", "correct", 64, "base")
+
+
+def rows_for(indices):
+    return pd.DataFrame(
+        [{"model": "tiny", "condition": "aqua/none/correct", "sample_index": i, "layer": l, "proj": "q",
+          "nuclear_norm": float(i + l)} for i in indices for l in range(2)]
+    )
+
+
+def test_written_parts_read_back_and_count_as_done(tmp_path):
+    store = ResultsStore(tmp_path / "r")
+    store.write(KEY, rows_for([0, 1]), pd.DataFrame([{"sample_index": 5, "reason": "response truncated away: x"}]))
+    assert store.done_samples(KEY) == {0, 1, 5}
+    frame = read_results(tmp_path / "r")
+    assert len(frame) == 4 and set(frame["sample_index"]) == {0, 1}
+
+
+def test_hidden_temporaries_are_invisible_and_cleaned(tmp_path):
+    store = ResultsStore(tmp_path / "r")
+    store.write(KEY, rows_for([0]), None)
+    directory = store.run_dir("rows", KEY)
+    (directory / ".part-deadbeef.tmp").write_bytes(b"half a parquet file")
+    assert len(read_results(tmp_path / "r")) == 2
+    with store.lock(KEY):
+        assert not (directory / ".part-deadbeef.tmp").exists()
+
+
+def test_second_writer_is_refused_before_computing(tmp_path):
+    store = ResultsStore(tmp_path / "r")
+    other = ResultsStore(tmp_path / "r")
+    with store.lock(KEY):
+        with pytest.raises(StoreBusy, match="another process"):
+            with other.lock(KEY):
+                pass
+    with other.lock(KEY):
+        pass
+
+
+def test_incompatible_version_is_refused(tmp_path):
+    root = tmp_path / "r"
+    root.mkdir()
+    (root / "store.json").write_text(json.dumps({"format": "layer-gradient-results", "version": 99}))
+    with pytest.raises(StoreError, match="incompatible version"):
+        ResultsStore(root)
+
+
+def test_unwritable_directory_is_a_clear_error(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    with pytest.raises(StoreError, match="cannot create the results store"):
+        ResultsStore(blocker / "r")
+
+
+def test_reading_an_empty_store_gives_an_empty_frame(tmp_path):
+    assert read_results(tmp_path / "nothing").empty
