@@ -153,24 +153,20 @@ def batch_statistics(
     """Per-sample gradient statistics of every attention projection for one batch.
 
     One forward and one backward pass serve the whole batch: the summed per-sample mean losses
-    give each sample exactly its own gradient, because samples never attend to each other.
+    give each sample exactly its own gradient, because samples never attend to each other. For
+    the same reason a sample with a non-finite loss is left out of the sum and reported as
+    failed, and the other samples of its batch are still computed.
     """
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
         losses = per_sample_losses(model, batch)
-        if torch.isfinite(losses).all():
-            losses.sum().backward()
-        else:
-            captured.output_grads.clear()
+        finite = torch.isfinite(losses)
+        if finite.any():
+            losses[finite].sum().backward()
     results = []
     for row, loss in enumerate(losses.tolist()):
         if not math.isfinite(loss):
             results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
-            continue
-        if not captured.output_grads:
-            results.append(
-                SampleGradientStats(loss, batch.lengths[row], {}, failure="backward skipped: another sample in its batch had a non-finite loss")
-            )
             continue
         results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities))
     return results
@@ -189,6 +185,9 @@ def sample_statistics(
     for proj in PROJECTIONS:
         pairs = [captured.factors((layer, proj), row, n_positions) for layer in range(n_layers)]
         factors[proj] = spectra.LayerFactors(torch.stack([g for g, _ in pairs]), torch.stack([x for _, x in pairs]))
+    broken = non_finite_gradients(factors)
+    if broken:  # the eigensolver raises on NaN or inf; report the sample instead
+        return SampleGradientStats(loss, n_positions + 1, {}, failure=f"non-finite gradient ({', '.join(broken[:4])})")
     columns: dict[str, list[torch.Tensor]] = {}
     for proj in PROJECTIONS:
         stats = spectra.statistics_from_singular_values(factors[proj].singular_values())
@@ -204,6 +203,15 @@ def sample_statistics(
     if bad:
         failure = f"non-finite gradient statistics ({', '.join(bad)})"
     return SampleGradientStats(loss, n_positions + 1, values, failure)
+
+
+def non_finite_gradients(factors: dict[str, spectra.LayerFactors]) -> list[str]:
+    """``layer.proj`` names of the gradients whose factors hold a NaN or an infinity."""
+    broken = []
+    for proj, layer_factors in factors.items():
+        finite = torch.isfinite(layer_factors.g).flatten(1).all(1) & torch.isfinite(layer_factors.x).flatten(1).all(1)
+        broken.extend(f"layer {layer} {proj}" for layer in (~finite).nonzero().flatten().tolist())
+    return broken
 
 
 def similarity_statistics(factors: dict[str, spectra.LayerFactors], frobenius: torch.Tensor) -> dict[str, torch.Tensor]:
