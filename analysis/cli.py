@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
+from contextlib import contextmanager
 
 from analysis import data, models
 
@@ -40,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
     extract.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
     extract.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+    extract.add_argument("--flush-every", type=_positive_int, default=32,
+                         help="store results after this many samples (an interrupted run recomputes at most these)")
 
     data_cmd = commands.add_parser("data", help="list or download the study's data files")
     data_sub = data_cmd.add_subparsers(dest="data_command", required=True)
@@ -61,6 +66,7 @@ def run_extract(args: argparse.Namespace) -> int:
     runner.with_torch_threads(args.threads)
     specs = [data.resolve(spec, args.data_dir) for spec in args.data]  # every input is checked before any compute
     for resolved in specs:
+        data.load_records(resolved.path)
         if resolved.sha256_ok is False:
             print(f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
                   "the results record this (column data_sha256_ok)", file=sys.stderr)
@@ -70,7 +76,7 @@ def run_extract(args: argparse.Namespace) -> int:
         summary = runner.extract(
             loaded, spec, store, limit=args.limit, max_length=args.max_length, batch_size=args.batch_size,
             token_budget=args.token_budget, data_directory=args.data_dir, entry_stats=args.entry_stats,
-            progress=not args.no_progress,
+            flush_every=args.flush_every, progress=not args.no_progress,
         )
         skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
         print(f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "
@@ -98,13 +104,31 @@ def run_models(_: argparse.Namespace) -> int:
     return 0
 
 
+def _interrupt(signum, frame) -> None:
+    raise KeyboardInterrupt
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a scheduler stopping the job) ends a run like Ctrl-C: what is computed gets stored."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     handlers = {"extract": run_extract, "data": run_data, "models": run_models}
     from analysis.store import StoreError
 
     try:
-        return handlers[args.command](args)
+        with _sigterm_as_interrupt():
+            return handlers[args.command](args)
     except (*EXPECTED_ERRORS, StoreError, OSError) as error:
         if args.debug:
             raise

@@ -17,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from analysis import data, gradients, models, prompts
-from analysis.store import ResultsStore, RunKey
+from analysis.store import ResultsStore, RunKey, StoreError
 
 SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
 
@@ -213,6 +213,21 @@ def skip_label(reason: str) -> str:
     return reason.split(":")[0]
 
 
+def check_same_data(store: ResultsStore, plan: RunPlan) -> None:
+    """Refuse to add to stored results that were computed from other contents of the same data file.
+
+    A study condition's results are keyed by its name, not its hash: after its file changes,
+    resuming would silently mix samples of the old and the new file.
+    """
+    other = store.stored_values(plan.key, "data_sha256") - {plan.resolved.sha256}
+    if other:
+        raise StoreError(
+            f"{store.run_dir('rows', plan.key)}: the stored results of {plan.identity['condition']} were computed from a "
+            f"data file with sha256 {sorted(other)[0][:12]}…, but {plan.resolved.path} now has sha256 "
+            f"{plan.resolved.sha256[:12]}…; use a different --out, or remove that directory to recompute"
+        )
+
+
 def extract(
     loaded: models.LoadedModel,
     spec: str,
@@ -230,6 +245,7 @@ def extract(
     first_plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
     with store.lock(first_plan.key):
         plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
+        check_same_data(store, plan)
         summary = ConditionSummary(
             loaded.name, plan.identity["condition"], plan.requested, plan.requested - len(plan.todo),
             sha256_ok=plan.resolved.sha256_ok,
@@ -241,9 +257,12 @@ def extract(
 
         def flush() -> None:
             rows = pd.concat(pending_rows, ignore_index=True) if pending_rows else None
-            store.write(plan.key, rows, pd.DataFrame(pending_skips) if pending_skips else None)
+            skips = pd.DataFrame(pending_skips) if pending_skips else None
+            # Taken out before writing: if an interrupt stops this write after one of its parts is
+            # in place, the flush in ``finally`` must not write those samples a second time.
             pending_rows.clear()
             pending_skips.clear()
+            store.write(plan.key, rows, skips)
 
         started = time.perf_counter()
         bar = tqdm(total=len(plan.todo), desc=f"{models.model_slug(loaded.name)} {plan.identity['condition']}",

@@ -18,6 +18,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +32,8 @@ import pyarrow.parquet as pq
 
 FORMAT = "layer-gradient-results"
 VERSION = 1
+WRITE_PAUSE_ENV = "LAYER_GRADIENT_WRITE_PAUSE"  # fault-injection tests only: see _pause_for_fault_injection
+WRITE_HOLD_ENV = "LAYER_GRADIENT_WRITE_HOLD"
 KEY_COLUMNS = ("model", "condition", "max_length", "template", "sample_index", "layer", "proj")
 SKIP_COLUMNS = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template", "sample_index", "reason")
 
@@ -72,7 +75,8 @@ class ResultsStore:
                 _atomic_write_bytes(marker, json.dumps({"format": FORMAT, "version": VERSION}).encode())
             except OSError as error:
                 raise StoreError(f"{self.root}: cannot create the results store ({error.strerror})") from None
-        elif self.root.exists() and any(self.root.iterdir()):
+        elif self.root.exists() and any(not entry.name.startswith(".") for entry in self.root.iterdir()):
+            # hidden entries only: a store whose creation was interrupted before its marker was in place
             raise StoreError(f"{self.root}: not a results store (no store.json)")
 
     @staticmethod
@@ -129,6 +133,11 @@ class ResultsStore:
                 done.update(int(i) for i in table.column("sample_index").to_pylist())
         return done
 
+    def stored_values(self, key: RunKey, column: str) -> set:
+        """Distinct values of one column among this run's stored rows."""
+        table = _read_dir(self.run_dir("rows", key), columns=[column])
+        return set() if table is None else set(table.column(column).unique().to_pylist())
+
     def write(self, key: RunKey, rows: pd.DataFrame | None, skipped: pd.DataFrame | None) -> None:
         """Append one part of results (and of skipped samples) atomically."""
         tag = uuid.uuid4().hex[:12]
@@ -141,7 +150,9 @@ class ResultsStore:
             final = directory / f"part-{first:06d}-{last:06d}-{tag}.parquet"
             temporary = directory / f".part-{tag}.tmp"
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
+            _pause_for_fault_injection()
             _fsync_and_replace(temporary, final)
+            _pause_for_fault_injection()
 
     def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
         """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
@@ -154,10 +165,13 @@ class ResultsStore:
 def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
     if not directory.is_dir():
         return None
-    files = sorted(p for p in directory.rglob("part-*.parquet"))
+    files = sorted(str(p) for p in directory.rglob("part-*.parquet"))
     if not files:
         return None
-    dataset = ds.dataset([str(p) for p in files], format="parquet")
+    # One schema for all parts: a column that is all null in one part (data_sha256_ok of a file
+    # outside the registry) and boolean in another must not make the others unreadable.
+    schema = pa.unify_schemas([pq.read_schema(path) for path in files], promote_options="permissive")
+    dataset = ds.dataset(files, schema=schema, format="parquet")
     expression = pq.filters_to_expression(filters) if filters else None
     return dataset.to_table(columns=columns, filter=expression)
 
@@ -171,6 +185,20 @@ def _fsync_and_replace(temporary: Path, final: Path) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
+
+
+def _pause_for_fault_injection() -> None:
+    """Stall a write just before and just after its rename, so that tests can interrupt it there.
+
+    ``$LAYER_GRADIENT_WRITE_PAUSE`` sleeps that many seconds; ``$LAYER_GRADIENT_WRITE_HOLD`` names
+    a file and waits while it exists. Neither is set in normal use.
+    """
+    seconds = float(os.environ.get(WRITE_PAUSE_ENV) or 0)
+    if seconds > 0:
+        time.sleep(seconds)
+    hold = os.environ.get(WRITE_HOLD_ENV)
+    while hold and os.path.exists(hold):
+        time.sleep(0.01)
 
 
 def _atomic_write_bytes(path: Path, payload: bytes) -> None:
