@@ -1,0 +1,215 @@
+"""Extraction speed: the project's path vs the original study's plain procedure and the floor.
+
+Three ways to get the same per-sample numbers, timed on the same samples in the same process,
+in alternating order, repeated (the median over repeats is reported):
+
+- ``baseline``: the plain procedure of the original study: batch size 1, Hugging Face loss on
+  labels, attention weights requiring grad, materialised ``param.grad`` and a full
+  ``torch.linalg.svd`` (with U and V) per Q/K/V/O matrix.
+- ``project``: :func:`analysis.runner.compute_samples`, the path every extraction takes.
+- ``floor``: the forward and backward pass of the baseline with no statistics at all.
+
+Before timing, the project's statistics are checked against the baseline's on every sample; the
+largest relative difference is part of the results. Run ``python benchmarks/bench_extraction.py
+--help`` for options; ``make benchmark`` runs the default cases and writes benchmarks/results.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+import psutil
+import torch
+
+from analysis import data, gradients, models, runner, spectra
+from analysis.store import ResultsStore
+
+DEFAULT_CASES = [
+    ("smollm2-135m-instruct", ["aqua/detailed/correct"], "Detailed CoT"),
+    ("smollm2-135m-instruct", ["aqua/none/correct"], "None CoT"),
+    ("gemma-3-270m", ["aqua/detailed/correct"], "Detailed CoT"),
+    ("gemma-3-270m", ["aqua/none/correct"], "None CoT"),
+    ("smollm2-135m-instruct", ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"], "mixed: all AQuA settings"),
+]
+
+
+class PeakMemory:
+    """Peak resident memory (and CUDA memory) above the level at entry, sampled in a thread."""
+
+    def __init__(self, device: torch.device):
+        self.device = device
+        self.process = psutil.Process()
+
+    def __enter__(self):
+        self.start = self.process.memory_info().rss
+        self.peak = self.start
+        self.running = True
+        self.thread = threading.Thread(target=self._sample, daemon=True)
+        self.thread.start()
+        if self.device.type == "cuda":
+            torch.cuda.reset_peak_memory_stats(self.device)
+        return self
+
+    def _sample(self):
+        while self.running:
+            self.peak = max(self.peak, self.process.memory_info().rss)
+            time.sleep(0.005)
+
+    def __exit__(self, *exc):
+        self.running = False
+        self.thread.join()
+        self.peak = max(self.peak, self.process.memory_info().rss)
+        self.cuda_peak = torch.cuda.max_memory_allocated(self.device) if self.device.type == "cuda" else 0
+
+    @property
+    def megabytes(self) -> float:
+        return (self.peak - self.start + self.cuda_peak) / 2**20
+
+
+def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False) -> dict:
+    """The plain procedure for one sample; returns its statistics (empty for the floor).
+
+    The original study's SVD runs on the float32 ``param.grad``; ``float64=True`` takes the SVD of
+    the same materialised gradient in float64, the reference for exactness checks (a float32 SVD
+    itself moves the effective rank by about 1e-4 through the noise in its tiny singular values).
+    """
+    projections = gradients.attention_projections(loaded.model)
+    for module in projections.values():
+        module.weight.requires_grad_(True)
+        module.weight.grad = None
+    input_ids = torch.tensor([sample.encoded.input_ids], device=loaded.device)
+    labels = input_ids.clone()
+    labels[0, : sample.encoded.prompt_length] = -100
+    loss = loaded.model(input_ids, labels=labels).loss
+    loss.backward()
+    stats = {}
+    if with_svd:
+        for key, module in projections.items():
+            gradient = module.weight.grad.double() if float64 else module.weight.grad
+            s = torch.linalg.svd(gradient)[1]
+            stats[key] = {k: v.item() for k, v in spectra.statistics_from_singular_values(s).items()}
+    if loaded.device.type == "cuda":
+        torch.cuda.synchronize(loaded.device)
+    for module in projections.values():
+        module.weight.requires_grad_(False)
+        module.weight.grad = None
+    return stats
+
+
+def project_run(loaded, plans_and_indices) -> list:
+    frames = []
+    for plan, indices in plans_and_indices:
+        for rows, _ in runner.compute_samples(loaded, plan, indices):
+            if rows is not None:
+                frames.append(rows)
+    if loaded.device.type == "cuda":
+        torch.cuda.synchronize(loaded.device)
+    return frames
+
+
+def largest_relative_difference(frames, reference: dict) -> float:
+    """Largest relative difference between project rows and baseline statistics (sigma_min on the sigma_max scale)."""
+    worst = 0.0
+    for frame in frames:
+        for row in frame.itertuples():
+            expected = reference[(row.condition, row.sample_index)][(row.layer, row.proj)]
+            for name in spectra.STATISTICS:
+                scale = expected["sigma_max"] if name == "sigma_min" else expected[name]
+                if scale:
+                    worst = max(worst, abs(getattr(row, name) - expected[name]) / abs(scale))
+    return worst
+
+
+def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> dict:
+    plans, samples = [], []
+    for spec in specs:
+        plan = runner.plan_run(loaded.name, loaded.template, spec, store, n_samples, max_length, data_dir)
+        indices = list(range(n_samples))
+        prepared, _ = runner.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir)
+        plans.append((plan, [p.index for p in prepared]))
+        samples.extend((plan.identity["condition"], p) for p in prepared)
+    n = len(samples)
+    # exactness on these very samples, and a warm-up of every path
+    reference = {(cond, s.index): baseline_sample(loaded, s, float64=True) for cond, s in samples}
+    difference = largest_relative_difference(project_run(loaded, plans), reference)
+    methods = {
+        "baseline": lambda: [baseline_sample(loaded, s) for _, s in samples],
+        "project": lambda: project_run(loaded, plans),
+        "floor": lambda: [baseline_sample(loaded, s, with_svd=False) for _, s in samples],
+    }
+    seconds = {name: [] for name in methods}
+    memory = {name: 0.0 for name in methods}
+    order = list(methods)
+    for repeat in range(repeats):
+        for name in order[repeat % 3:] + order[: repeat % 3]:
+            with PeakMemory(loaded.device) as peak:
+                started = time.perf_counter()
+                methods[name]()
+                seconds[name].append((time.perf_counter() - started) / n)
+            memory[name] = max(memory[name], peak.megabytes)
+    median = {name: statistics.median(values) for name, values in seconds.items()}
+    return {
+        "samples": n,
+        "mean_tokens": sum(len(s.encoded.input_ids) for _, s in samples) / n,
+        "seconds_per_sample": median,
+        "all_seconds_per_sample": seconds,
+        "peak_memory_mb": memory,
+        "baseline_over_project": median["baseline"] / median["project"],
+        "project_over_floor": median["project"] / median["floor"],
+        "max_relative_difference": difference,
+    }
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--model", action="append", help="run only these models (offline name, folder or hub id)")
+    parser.add_argument("--template", choices=["base", "instruct"], help="template for a model outside the registry")
+    parser.add_argument("--data", nargs="+", help="conditions for --model (default: the built-in cases)")
+    parser.add_argument("--samples", type=int, default=4, help="samples per condition")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--max-length", type=int, default=1024)
+    parser.add_argument("--device", default="auto")
+    parser.add_argument("--data-dir")
+    parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    args = parser.parse_args(argv)
+
+    if args.model and args.data:
+        cases = [(m, args.data, " + ".join(args.data)) for m in args.model]
+    else:
+        cases = [c for c in DEFAULT_CASES if not args.model or c[0] in args.model]
+    scratch = ResultsStore(Path(args.out).parent / ".bench-store")
+    results = []
+    loaded = None
+    for model_name, specs, label in cases:
+        if loaded is None or loaded.name != model_name:
+            loaded = models.load(model_name, args.template, args.device)
+        case = run_case(loaded, specs, args.samples, args.repeats, args.data_dir, args.max_length, scratch)
+        case.update({"model": model_name, "case": label, "conditions": specs, "device": str(loaded.device)})
+        results.append(case)
+        s = case["seconds_per_sample"]
+        print(f"{model_name:24} {label:26} baseline {s['baseline']:.3f}  project {s['project']:.3f}  floor {s['floor']:.3f} s/sample | "
+              f"baseline/project {case['baseline_over_project']:.2f}  project/floor {case['project_over_floor']:.2f} | "
+              f"max rel diff {case['max_relative_difference']:.1e}", flush=True)
+    payload = {
+        "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": psutil.cpu_count(),
+                    "torch": torch.__version__, "threads": torch.get_num_threads(),
+                    "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+        "samples_per_condition": args.samples,
+        "repeats": args.repeats,
+        "max_length": args.max_length,
+        "cases": results,
+    }
+    Path(args.out).write_text(json.dumps(payload, indent=2))
+    print(f"written {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
