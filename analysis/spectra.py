@@ -81,13 +81,13 @@ def entry_statistics(gradient: torch.Tensor) -> dict[str, torch.Tensor]:
 class LayerFactors:
     """Factors of one projection's per-sample gradients across layers: ``g`` (L, T, m), ``x`` (L, T, n).
 
-    The dense gradients ``g^T x`` are formed at most once, and only when that is the cheaper
-    route for the quantity asked for.
+    The dense gradients ``g^T x`` are formed at most once, in the factors' precision (as autograd
+    forms ``param.grad``), and only when that is the cheaper route for the quantity asked for.
     """
 
     def __init__(self, g: torch.Tensor, x: torch.Tensor):
-        self.g = g.to(torch.float64)
-        self.x = x.to(torch.float64)
+        self.g = g
+        self.x = x
         self._dense: torch.Tensor | None = None
 
     @property
@@ -101,7 +101,7 @@ class LayerFactors:
     def dense(self) -> torch.Tensor:
         """The gradients themselves, (L, m, n) float64."""
         if self._dense is None:
-            self._dense = self.g.mT @ self.x
+            self._dense = (self.g.mT @ self.x).to(torch.float64)
         return self._dense
 
     def prefers_dense(self) -> bool:
@@ -111,9 +111,24 @@ class LayerFactors:
 
     def singular_values(self) -> torch.Tensor:
         """(L, min(m, n)) descending singular values of every layer's gradient."""
-        if uses_factored_path(self.n_tokens, self.shape):
+        if prefers_factored_spectrum(self.n_tokens, self.shape):
             return singular_values(self.g, self.x)
-        return _singular_values_of(self.dense())
+        values = _singular_values_of(self.dense())
+        if self.n_tokens < values.shape[-1]:
+            values[..., self.n_tokens :] = 0.0  # rank(g^T x) <= T: the rest is rounding noise
+        return values
+
+
+def prefers_factored_spectrum(n_tokens: int, shape: tuple[int, int]) -> bool:
+    """Whether the T x T factor route is cheaper than forming the gradient (both are exact).
+
+    The factor route needs T < min(m, n); near that bound its two QR decompositions cost more
+    than forming the gradient, so it is taken only below ``FACTORED_FRACTION * min(m, n)``.
+    """
+    return n_tokens < FACTORED_FRACTION * min(shape)
+
+
+FACTORED_FRACTION = 0.8
 
 
 def frobenius_inner(a: LayerFactors, b: LayerFactors, a_layers: slice = slice(None), b_layers: slice = slice(None)) -> torch.Tensor:
@@ -124,8 +139,8 @@ def frobenius_inner(a: LayerFactors, b: LayerFactors, a_layers: slice = slice(No
     """
     if a.prefers_dense() and b.prefers_dense():
         return (a.dense()[a_layers] * b.dense()[b_layers]).sum((-2, -1))
-    gram_g = a.g[a_layers] @ b.g[b_layers].mT
-    gram_x = a.x[a_layers] @ b.x[b_layers].mT
+    gram_g = a.g[a_layers].double() @ b.g[b_layers].double().mT
+    gram_x = a.x[a_layers].double() @ b.x[b_layers].double().mT
     return (gram_g * gram_x).sum((-2, -1))
 
 
