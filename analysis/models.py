@@ -189,7 +189,9 @@ def load(
 ) -> LoadedModel:
     """Load a model by offline name, local folder or hub id, frozen, float32, in eval mode."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers.utils import logging as transformers_logging
 
+    transformers_logging.disable_progress_bar()  # the study's own progress bar is the one to watch
     chosen_template = resolve_template(name, template)
     target = pick_device(device)
     started = time.perf_counter()
