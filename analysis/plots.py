@@ -127,3 +127,34 @@ def length_scatter(per_sample: pd.DataFrame, model: str, dataset: str | None = N
         fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
     fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
     return fig
+
+
+def model_grid(curves: pd.DataFrame, models: Sequence[str], conditions: Sequence[str],
+               stat: str = "nuclear_norm", bands: pd.DataFrame | None = None,
+               note: str | None = None) -> Figure:
+    """Layer curves of one statistic for several models: one row per model, one column per
+    condition, Q/K/V/O lines with optional bootstrap bands (e.g. a base model above its
+    instruct version). Rows do not share the y axis: models differ in scale."""
+    n_rows, n_cols = len(models), len(conditions)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.4 * n_cols, 2.6 * n_rows), squeeze=False)
+    for i, model in enumerate(models):
+        for j, condition in enumerate(conditions):
+            ax = axes[i, j]
+            selected = _select(curves, model, condition, stat)
+            band = None if bands is None else _select(bands, model, condition, stat)
+            if selected.empty:
+                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
+            _draw_curves(ax, selected, band)
+            if i == 0:
+                ax.set_title(condition_title(condition), fontsize=9)
+            if j == 0:
+                ax.set_ylabel(f"{model}\n{STAT_LABELS.get(stat, stat)}", fontsize=8)
+            if i == n_rows - 1:
+                ax.set_xlabel("layer")
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
+    fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 0.95))
+    return fig

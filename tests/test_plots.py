@@ -9,7 +9,7 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from analysis.metrics import layer_curves
-from analysis.plots import (condition_title, effective_rank_figure, length_scatter,
+from analysis.plots import (condition_title, effective_rank_figure, length_scatter, model_grid,
                             nuclear_norm_figure)
 from analysis.stats import curve_band_table, per_sample_means
 from synthetic import make_results, reasoning_conditions
@@ -75,3 +75,15 @@ def test_length_scatter_points_per_sample(results):
 
 def test_condition_title():
     assert condition_title("wiki/len1000/correct") == "wiki: Wiki ~1000 words"
+
+
+def test_model_grid_one_row_per_model():
+    two = make_results(reasoning_conditions("aqua"), n_samples=3,
+                       models={"base-model": ("base", 18), "chat-model": ("instruct", 30)})
+    curves = layer_curves(two, "nuclear_norm")
+    fig = model_grid(curves, ["base-model", "chat-model"], CONDITIONS[:2], note="two families")
+    assert len(fig.axes) == 2 * 2
+    assert [len(line.get_xdata()) for line in fig.axes[0].get_lines()] == [18] * 4
+    assert [len(line.get_xdata()) for line in fig.axes[2].get_lines()] == [30] * 4
+    assert fig.axes[2].get_ylabel().startswith("chat-model")
+    assert any(t.get_text() == "two families" for t in fig.texts)

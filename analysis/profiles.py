@@ -1,0 +1,118 @@
+"""Run profiles: which models, conditions and sample counts one run of the study covers.
+
+``quick`` is a smoke run (minutes, for tests and first looks), ``cpu`` the default study on the
+two offline models, ``paper`` the paper's ten models on a GPU. The conditions of every profile
+and of every notebook family are derived from ``analysis.data``, never listed by hand.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from analysis import data, models
+
+FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
+SUMMARY_NOTEBOOKS = ("beyond_the_paper", "summary", "reproducibility")
+NOTEBOOKS = FAMILY_NOTEBOOKS + SUMMARY_NOTEBOOKS
+
+# Samples per condition of the cpu profile (set from a measurement of the per-sample cost).
+CPU_SAMPLES = 6
+PAPER_SAMPLES = 500
+
+OFFLINE_MODEL_NAMES = tuple(models.OFFLINE_MODELS)
+PAPER_MODEL_NAMES = tuple(models.PAPER_MODELS)
+
+
+class ProfileError(ValueError):
+    """An unknown profile or notebook family."""
+
+
+@dataclass(frozen=True)
+class Profile:
+    """One way of running the whole study: extraction settings plus bootstrap settings."""
+
+    name: str
+    models: tuple[str, ...]
+    conditions: tuple[str, ...]  # condition keys, e.g. "aqua/detailed/correct"
+    n_samples: int | None  # first N samples of every condition; None: all of them
+    max_length: int
+    batch_size: int
+    token_budget: int
+    device: str
+    n_resamples: int = 1000
+    seed: int = 0
+    threads: int | None = None  # CPU threads for torch during extraction; None: torch's default
+    description: str = ""
+
+    def conditions_for(self, notebook: str) -> tuple[str, ...]:
+        """The profile's conditions that a notebook reads (all of them for the summary pages)."""
+        if notebook in SUMMARY_NOTEBOOKS:
+            return self.conditions
+        wanted = set(family_conditions(notebook))
+        return tuple(c for c in self.conditions if c in wanted)
+
+    def as_dict(self) -> dict:
+        """The profile's fields as plain JSON-ready values."""
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in asdict(self).items()}
+
+
+def family_conditions(family: str) -> tuple[str, ...]:
+    """Condition keys of a notebook family, in registry order.
+
+    The three data families take their conditions (with the length-control views of their
+    Detailed CoT files) from ``Condition.family``; pre-trained vs instruct compares the two
+    kinds of model on every study file.
+    """
+    if family == "pretrained_vs_instruct":
+        return tuple(c.key for c in data.study_conditions())
+    if family not in FAMILY_NOTEBOOKS:
+        raise ProfileError(f"unknown notebook family {family!r}; families: {', '.join(FAMILY_NOTEBOOKS)}")
+    return tuple(c.key for c in data.REGISTRY.values() if c.family == family)
+
+
+def all_conditions() -> tuple[str, ...]:
+    """The 56 study conditions followed by the 30 length-control conditions."""
+    study = [c.key for c in data.study_conditions()]
+    derived = [c.key for c in data.REGISTRY.values() if c.length_reference is not None]
+    return tuple(study + derived)
+
+
+def quick_conditions() -> tuple[str, ...]:
+    """A small set that still exercises every notebook and every section of it.
+
+    The first dataset of each reasoning family and Wiki, with both response types, the fast and
+    slow extremes (No and Detailed CoT, shortest and longest Wiki responses) and the
+    length-control view of Detailed CoT cut to the No-CoT response length.
+    """
+    datasets = (data.MATH_REASONING[0], data.COMMONSENSE_REASONING[0], "wiki")
+    settings = (data.COT_SETTINGS[0], data.COT_SETTINGS[-1], data.WIKI_SETTINGS[0], data.WIKI_SETTINGS[2],
+                *[s for s, reference in data.LENGTH_CONTROL_SETTINGS.items() if reference == data.COT_SETTINGS[0]])
+    chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True)
+    return tuple(c.key for c in chosen)
+
+
+PROFILES: dict[str, Profile] = {
+    "quick": Profile(
+        name="quick", models=OFFLINE_MODEL_NAMES, conditions=quick_conditions(), n_samples=2, max_length=128,
+        batch_size=4, token_budget=1024, device="cpu", n_resamples=200, threads=1,
+        description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens",
+    ),
+    "cpu": Profile(
+        name="cpu", models=OFFLINE_MODEL_NAMES, conditions=all_conditions(), n_samples=CPU_SAMPLES, max_length=1024,
+        batch_size=4, token_budget=2048, device="cpu", n_resamples=1000,
+        description=f"both offline models, all 56 study and 30 length-control conditions, {CPU_SAMPLES} samples each",
+    ),
+    "paper": Profile(
+        name="paper", models=PAPER_MODEL_NAMES, conditions=all_conditions(), n_samples=PAPER_SAMPLES, max_length=1024,
+        batch_size=8, token_budget=8192, device="auto", n_resamples=1000,
+        description="the paper's ten models, all samples (500 per file), max_length 1024, on a GPU",
+    ),
+}
+
+
+def get_profile(name: str) -> Profile:
+    """The named profile, or a ProfileError listing the names."""
+    try:
+        return PROFILES[name]
+    except KeyError:
+        raise ProfileError(f"unknown profile {name!r}; profiles: {', '.join(PROFILES)}") from None
