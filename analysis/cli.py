@@ -56,6 +56,22 @@ def build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--base-url", default=data.SOURCE_URL, help="where to download from (default: the pinned commit)")
 
     commands.add_parser("models", help="list the offline and paper models")
+
+    from analysis.profiles import PROFILES
+
+    run = commands.add_parser("run", help="extract a profile's results, execute the notebooks and build the book")
+    run.add_argument("--profile", choices=list(PROFILES), default="cpu",
+                     help="; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()))
+    run.add_argument("--results", help="results store directory (default: results/<profile>)")
+    run.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    run.add_argument("--no-book", action="store_true", help="only extract; do not execute notebooks or build the book")
+    run.add_argument("--executor", choices=["local", "ray"], default="local",
+                     help="local: this process; ray: spread extraction over a Ray cluster")
+    run.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
+                     help="execute only this notebook (repeatable; default: every notebooks/*.py)")
+    run.add_argument("--threads", type=_positive_int,
+                     help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)")
+    run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     return parser
 
 
@@ -121,9 +137,29 @@ def _sigterm_as_interrupt():
         signal.signal(signal.SIGTERM, previous)
 
 
+def run_pipeline(args: argparse.Namespace) -> int:
+    from analysis import pipeline
+
+    try:
+        result = pipeline.run_profile(args.profile, args.results, args.data_dir, executor=args.executor,
+                                      book=not args.no_book, notebooks=args.notebooks, progress=not args.no_progress,
+                                      threads=args.threads)
+    except pipeline.PipelineError as error:
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    computed = sum(r["computed"] for r in result.extraction)
+    print(f"profile {result.profile.name}: {computed} samples computed, results in {result.results_dir}, "
+          f"{result.seconds:.0f} s in all")
+    if result.book_index is not None:
+        print(f"book: open {result.book_index}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"extract": run_extract, "data": run_data, "models": run_models}
+    handlers = {"extract": run_extract, "data": run_data, "models": run_models, "run": run_pipeline}
     from analysis.store import StoreError
 
     try:

@@ -86,3 +86,14 @@ def study_data_dir() -> Path:
     if not (candidate / "cot_500").is_dir():
         pytest.skip(f"study data not found at {candidate}; set LAYER_GRADIENT_DATA")
     return candidate
+
+
+@pytest.fixture(scope="session")
+def quick_book(tmp_path_factory, study_data_dir):
+    """The quick profile run end to end once per session (extraction, notebooks, book build) in a
+    temporary folder; the pipeline and the browser tests read the same run."""
+    from analysis import pipeline
+
+    root = tmp_path_factory.mktemp("quick-run")
+    return pipeline.run_profile("quick", results_dir=root / "results", data_dir=study_data_dir,
+                                book_root=root / "site", progress=False, say=lambda _: None)

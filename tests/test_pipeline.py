@@ -1,0 +1,160 @@
+import json
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from analysis import models, pipeline, profiles
+from analysis.models import ModelInfo
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+# --------------------------------------------------------------------------- profiles
+
+
+def test_profiles_derive_their_conditions_from_the_registry():
+    from analysis import data
+
+    cpu = profiles.get_profile("cpu")
+    assert len(cpu.conditions) == 86 and len(set(cpu.conditions)) == 86
+    assert set(cpu.conditions) == set(data.REGISTRY)
+    assert cpu.models == ("gemma-3-270m", "smollm2-135m-instruct")
+    assert cpu.n_samples == profiles.CPU_SAMPLES
+    paper = profiles.get_profile("paper")
+    assert paper.models == tuple(models.PAPER_MODELS) and paper.n_samples == 500 and paper.max_length == 1024
+    quick = profiles.get_profile("quick")
+    for family in profiles.FAMILY_NOTEBOOKS:
+        assert quick.conditions_for(family), family  # the quick run feeds every notebook
+    assert {c.split("/")[1] for c in quick.conditions} >= {"none", "detailed", "detailed_cut_none", "len100", "len1000"}
+    with pytest.raises(profiles.ProfileError, match="unknown profile 'fast'; profiles: quick, cpu, paper"):
+        profiles.get_profile("fast")
+
+
+def test_family_conditions_split_the_registry():
+    families = [set(profiles.family_conditions(f)) for f in profiles.FAMILY_NOTEBOOKS[:3]]
+    assert sum(len(f) for f in families) == 86
+    assert not (families[0] & families[1]) and not (families[1] & families[2])
+    assert "aqua/detailed_cut_none/irrelevant" in families[0]
+    assert len(profiles.family_conditions("pretrained_vs_instruct")) == 56
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def test_every_notebook_has_a_parameters_cell_then_validation():
+    import jupytext
+
+    sources = pipeline.notebook_sources(ROOT)
+    assert [p.stem for p in sources] == list(profiles.NOTEBOOKS)
+    for source in sources:
+        notebook = jupytext.read(source)
+        code = [c for c in notebook.cells if c.cell_type == "code"]
+        assert "parameters" in code[0].metadata.get("tags", []), source
+        assert "parameters.validate(" in code[1].source, source
+
+
+def test_notebook_parameters_and_conversion(tmp_path):
+    quick = profiles.get_profile("quick")
+    params = pipeline.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", "data")
+    assert params["conditions"] == list(quick.conditions_for("wiki_knowledge"))
+    assert Path(params["results_dir"]).is_absolute() and Path(params["data_dir"]).is_absolute()
+    assert "benchmarks_file" in pipeline.notebook_parameters("reproducibility", quick, tmp_path)
+    converted = pipeline.text_notebook_to_ipynb(ROOT / "notebooks" / "summary.py", tmp_path / "summary.ipynb")
+    notebook = nbformat.read(converted, as_version=4)
+    assert notebook.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_papermill_rejects_a_wrong_parameter_with_a_clear_message(tmp_path):
+    quick = profiles.get_profile("quick")
+    params = {**pipeline.notebook_parameters("math_reasoning", quick, tmp_path), "n_samples": "ten"}
+    output = tmp_path / "math_reasoning.ipynb"
+    with pytest.raises(pipeline.PipelineError) as caught:
+        pipeline.execute_notebook(ROOT / "notebooks" / "math_reasoning.py", output, params)
+    message = str(caught.value)
+    assert "ParameterError" in message
+    assert "notebook parameter n_samples: expected an integer >= 1 or None, got 'ten' (str)" in message
+    assert output.is_file()  # the partly executed notebook is kept for reading
+
+
+# --------------------------------------------------------------------------- extraction and run log
+
+
+@pytest.fixture
+def tiny_profile(tiny_model_dir, monkeypatch):
+    folder = str(tiny_model_dir("llama"))
+    monkeypatch.setitem(models.PAPER_MODELS, folder, ModelInfo("base", "tiny test model", 4))
+    return profiles.Profile(name="tiny", models=(folder,), conditions=("aqua/none/correct", "aqua/detailed_cut_none/correct"),
+                            n_samples=2, max_length=256, batch_size=2, token_budget=1024, device="cpu")
+
+
+def test_extraction_is_resumable_and_logged(tiny_profile, study_data_dir, tmp_path, monkeypatch):
+    loads = []
+    real_load = models.load
+    monkeypatch.setattr(models, "load", lambda *a, **k: loads.append(a[0]) or real_load(*a, **k))
+    results = tmp_path / "results"
+    first = pipeline.run_profile(tiny_profile, results, study_data_dir, book=False, progress=False, say=lambda _: None)
+    assert [r["computed"] for r in first.extraction] == [2, 2]
+    assert len(loads) == 1  # one load for every condition of the model
+    again = pipeline.run_profile(tiny_profile, results, study_data_dir, book=False, progress=False, say=lambda _: None)
+    assert again.extraction == [] and len(loads) == 1  # nothing left to do: the model is not even loaded
+
+    log = pipeline.read_run_log(results)
+    assert len(log["runs"]) == 2
+    run = log["runs"][0]
+    assert run["profile"]["name"] == "tiny" and run["profile"]["n_samples"] == 2
+    assert {d["condition"] for d in run["data"]} == set(tiny_profile.conditions)
+    assert all(d["sha256_ok"] for d in run["data"])
+    assert run["packages"]["torch"] != "not installed"
+    assert [r["condition"] for r in run["extraction"]] == list(tiny_profile.conditions)
+    assert run["finished"] and run["wall_seconds"] > 0
+
+
+def test_missing_data_stops_before_any_compute(tiny_profile, tmp_path):
+    from analysis.data import DataError
+
+    with pytest.raises(DataError, match="not found"):
+        pipeline.run_profile(tiny_profile, tmp_path / "r", tmp_path / "no-data", book=False, say=lambda _: None)
+    assert not (tmp_path / "r" / "rows").exists()
+
+
+def test_unknown_executor(tiny_profile, tmp_path):
+    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+        pipeline.run_profile(tiny_profile, tmp_path / "r", executor="dask", book=False)
+
+
+def test_cli_run_reports_errors_in_one_line(tmp_path, capsys):
+    from analysis.cli import main
+
+    assert main(["run", "--profile", "quick", "--results", str(tmp_path / "r"), "--data-dir", str(tmp_path),
+                 "--no-book"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: ") and "not found" in err and "Traceback" not in err
+
+
+# --------------------------------------------------------------------------- end to end
+
+
+@pytest.mark.slow
+def test_quick_profile_end_to_end(quick_book):
+    html = quick_book.book_index.parent
+    assert quick_book.book_index.is_file()
+    for name in profiles.NOTEBOOKS:
+        assert (html / "book" / "notebooks" / f"{name}.html").is_file(), name
+        notebook = nbformat.read(quick_book.book_index.parents[2] / "notebooks" / f"{name}.ipynb", as_version=4)
+        for cell in notebook.cells:
+            for output in cell.get("outputs", []):
+                assert output.get("output_type") != "error", (name, output.get("ename"), output.get("evalue"))
+                text = json.dumps(output)
+                assert "Traceback" not in text, name
+    for page in ("intro", "methods"):
+        assert (html / "book" / f"{page}.html").is_file()
+    math_page = (html / "book" / "notebooks" / "math_reasoning.html").read_text()
+    assert "quantised (GGUF) then dequantised" in math_page and "<table" in math_page and "<img" in math_page
+    pvi = (html / "book" / "notebooks" / "pretrained_vs_instruct.html").read_text()
+    assert "This comparison is confounded" in pvi and "PAPER_PAIRS" in pvi
+    log = pipeline.read_run_log(quick_book.results_dir)
+    run = log["runs"][-1]
+    assert run["book"]["seconds"] > 0 and len(run["notebooks"]) == len(profiles.NOTEBOOKS)
+    computed = {(r["model"], r["condition"]) for r in run["extraction"]}
+    assert len(computed) == len(run["extraction"])  # every (model, condition) extracted once
