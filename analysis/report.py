@@ -40,6 +40,8 @@ LEVEL = 0.95
 SIGNIFICANCE = 0.05
 # Below this many samples per condition a bootstrap cannot estimate the spread: no verdict.
 MIN_VERDICT_SAMPLES = 5
+# The smallest number of pairs for which a two-sided Wilcoxon signed-rank test can reach p < 0.05.
+MIN_WILCOXON_PAIRS = 6
 HOLDS, FAILS, UNRESOLVED = "holds", "does not hold", "not resolved"
 
 OFFLINE_NOTE = ("{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
@@ -248,7 +250,7 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
                    for c in WRAP_COLUMNS if c in shown.columns}
         if wrapped:
             styled = styled.set_table_styles(wrapped, overwrite=False)
-        display(styled)
+        display(styled.set_table_attributes('style="margin-left: 0"'))
 
 
 def show_markdown(text: str) -> None:
@@ -837,7 +839,7 @@ def findings_summary(table: pd.DataFrame) -> str:
         counts = group["verdict"].value_counts()
         parts = [f"{int(counts.get(v, 0))} {v}" for v in (HOLDS, FAILS, UNRESOLVED)]
         cases = "1 case" if len(group) == 1 else f"{len(group)} cases"
-        lines.append(f"- **{check}** ({group['claim'].iloc[0]}): {cases}: " + ", ".join(parts) + ".")
+        lines.append(f"- **{check}**: {cases}: " + ", ".join(parts) + ".")
     level = int(round(100 * LEVEL))
     few = int((table["n_samples"] < MIN_VERDICT_SAMPLES).sum())
     caveat = (f" {few} cases rest on fewer than {MIN_VERDICT_SAMPLES} samples per condition and get no verdict."
@@ -920,8 +922,11 @@ def separability_sentence(table: pd.DataFrame) -> str:
     for model, group in table.groupby("model", sort=False):
         judged = group[group["verdict"].isin(["separable", "not shown"])]
         separable = judged[judged["verdict"] == "separable"]
-        text = (f"- {model}: correct and irrelevant responses are separable from one sample's layer-wise nuclear norms "
-                f"(lower end of the AUROC interval above 0.5) in {len(separable)} of {len(judged)} settings")
+        if len(judged):
+            text = (f"- {model}: correct and irrelevant responses are separable from one sample's layer-wise nuclear "
+                    f"norms (lower end of the AUROC interval above 0.5) in {len(separable)} of {len(judged)} settings")
+        else:
+            text = f"- {model}: no setting has enough instructions to judge"
         if len(separable):
             best = separable.sort_values("auroc", ascending=False).iloc[0]
             text += (f"; the clearest is {_scope(best['dataset'], best['setting'])} with AUROC "
@@ -1001,7 +1006,11 @@ def length_control_sentence(table: pd.DataFrame) -> str:
     equal = table[table["compared_with"] != "detailed"]
     for row in equal.itertuples():
         direction = _direction(row._asdict())
-        if direction == "no detectable difference":
+        if row.n < MIN_WILCOXON_PAIRS:
+            what = (f"Detailed CoT cut to the {_label(row.compared_with)} length against {_label(row.compared_with)}: "
+                    f"{row.n} pairs, too few for a two-sided Wilcoxon test to reach p < {SIGNIFICANCE} "
+                    f"(median difference {fmt(row.median_difference)})")
+        elif direction == "no detectable difference":
             what = (f"Detailed CoT cut to the {_label(row.compared_with)} length shows no detectable difference from "
                     f"{_label(row.compared_with)} (Wilcoxon p = {fmt(row.p_value)}, n = {row.n})")
         else:
@@ -1045,6 +1054,10 @@ def length_regression_sentence(table: pd.DataFrame) -> str:
         if row.setting is None or not (np.isfinite(row.coef_setting_only) and np.isfinite(row.coef_with_length)):
             lines.append(f"- {row.model}, {row.dataset}: not identified ({row.reason or 'one setting only'}).")
             continue
+        if row.n_samples < 2 * MIN_VERDICT_SAMPLES:
+            lines.append(f"- {row.model}, {row.dataset}: {row.n_samples} samples, too few for a regression on length "
+                         "and setting.")
+            continue
         before, after = row.coef_setting_only, row.coef_with_length
         share = 1 - abs(after) / abs(before) if before != 0 else math.nan
         if not np.isfinite(share):
@@ -1078,10 +1091,15 @@ def effective_rank_sentence(draws: dict[str, CurveDraws]) -> str:
             qb = _proj_mean(cd, b, lambda c: _segment_mean(c, "all"), "effective_rank")
             diff = cd.interval(qa[0] - qb[0], qa[1] - qb[1])
             n = min(cd.n_samples[(a, "q", "effective_rank")], cd.n_samples[(b, "q", "effective_rank")])
-            outcome = verdict([diff[1:]]) if n >= MIN_VERDICT_SAMPLES else UNRESOLVED
-            word = {HOLDS: "higher than", FAILS: "lower than", UNRESOLVED: "not resolved against"}[outcome]
+            numbers = f"difference {fmt_interval(*diff)}, n = {n}"
+            if n < MIN_VERDICT_SAMPLES:
+                lines.append(f"- {model}, {dataset}: mean effective rank {fmt(qa[0])} under {_label(fast)} and "
+                             f"{fmt(qb[0])} under {_label(slow)} ({numbers}): too few samples to tell them apart.")
+                continue
+            word = {HOLDS: "higher than", FAILS: "lower than",
+                    UNRESOLVED: "not distinguishable from"}[verdict([diff[1:]])]
             lines.append(f"- {model}, {dataset}: the mean effective rank under {_label(fast)} ({fmt(qa[0])}) is {word} "
-                         f"that under {_label(slow)} ({fmt(qb[0])}); difference {fmt_interval(*diff)}, n = {n}.")
+                         f"that under {_label(slow)} ({fmt(qb[0])}); {numbers}.")
     return "\n".join(lines) if lines else "No dataset has two settings with effective ranks."
 
 
@@ -1243,7 +1261,8 @@ def run_sentence(log: dict, results_dir) -> str:
         return (f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
                 "older version, so profile, times and versions are not recorded.")
     profile = (run.get("profile") or {}).get("name", "?")
-    text = (f"Latest of {len(log.get('runs', []))} recorded runs: profile **{profile}**, started {run['started']}, "
+    started = datetime.fromisoformat(run["started"]).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"Latest of {len(log.get('runs', []))} recorded runs: profile **{profile}**, started {started}, "
             f"executor {run.get('executor', 'local')}, Python {run.get('python', '?')} on {run.get('platform', '?')} "
             f"({run.get('cpu_count', '?')} CPUs).")
     if not run.get("finished"):

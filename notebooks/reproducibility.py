@@ -94,4 +94,5 @@ report.show_table(report.package_table(run, pipeline.package_versions()))
 
 # %%
 benchmark = report.benchmark_table(benchmarks) if benchmarks else None
-report.show_table(benchmark, empty=f"No benchmark results file ({benchmarks_file}); `make benchmark` writes one.")
+report.show_table(benchmark, empty=f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
+                  "`make benchmark` writes `benchmarks/results.json`.", by=None)

@@ -408,3 +408,16 @@ def test_data_check_table_with_study_data(study_data_dir):
     table = report.data_check_table(["aqua/none/correct", "wiki/len100/irrelevant"], study_data_dir)
     assert (table["status"] == "matches").all()
     assert report.data_check_sentence(table) == "2 of 2 data files match their published sha256."
+
+
+def test_beyond_the_paper_sentences_decline_to_judge_two_samples(paper_rows):
+    two = paper_rows[paper_rows["sample_index"] < 2]
+    separability = report.separability_table(two, n_resamples=50)
+    assert set(separability["verdict"]) == {"too few samples"}
+    assert "no setting has enough instructions to judge" in report.separability_sentence(separability)
+    control = report.length_control_sentence(report.length_control_table(two))
+    assert "2 pairs, too few for a two-sided Wilcoxon test to reach p < 0.05" in control
+    regression = report.length_regression_sentence(report.length_regression_table(two))
+    assert "too few for a regression on length and setting" in regression
+    draws = report.all_curve_draws(_results(two), ("effective_rank",), n_resamples=50)
+    assert "too few samples to tell them apart" in report.effective_rank_sentence(draws)
