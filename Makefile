@@ -60,3 +60,9 @@ clean-book:
 	rm -rf book/_build book/notebooks
 
 # (benchmark targets go below)
+
+# Extraction speed vs the original study's plain procedure and the forward/backward floor
+# (minutes; writes benchmarks/results.json, which the book's reproducibility page shows).
+.PHONY: benchmark
+benchmark: setup data
+	$(PYTHON) benchmarks/bench_extraction.py

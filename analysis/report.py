@@ -1332,12 +1332,29 @@ def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
 
 
 def benchmark_table(path) -> pd.DataFrame | None:
-    """The benchmark results file flattened into (name, value) rows; None when it does not exist."""
+    """One row per benchmark case of ``benchmarks/results.json``; None when there is no such file.
+
+    Seconds per sample of the three ways to the same numbers (the original study's plain
+    procedure, this project's extraction and the bare forward/backward floor), their ratios next
+    to the targets, peak memory and the largest relative difference to a full SVD.
+    """
     path = Path(path)
     if not path.is_file():
         return None
     payload = json.loads(path.read_text())
-    if isinstance(payload, list):
-        return pd.json_normalize(payload, sep=".")
-    flat = pd.json_normalize(payload, sep=".").iloc[0]
-    return pd.DataFrame({"name": flat.index, "value": [str(v) for v in flat.to_numpy()]})
+    rows = []
+    for case in payload.get("cases", []):
+        seconds = case["seconds_per_sample"]
+        memory = case.get("peak_memory_mb", {})
+        rows.append({
+            "model": case["model"], "case": case["case"], "device": case.get("device", ""),
+            "samples": case["samples"], "mean tokens": round(case["mean_tokens"]),
+            "baseline s/sample": round(seconds["baseline"], 3), "project s/sample": round(seconds["project"], 3),
+            "floor s/sample": round(seconds["floor"], 3),
+            "baseline / project": round(case["baseline_over_project"], 2),
+            "project / floor": round(case["project_over_floor"], 2),
+            "peak MB (baseline / project / floor)": " / ".join(
+                f"{memory.get(k, float('nan')):.0f}" for k in ("baseline", "project", "floor")),
+            "max rel. difference": f"{case['max_relative_difference']:.1e}",
+        })
+    return pd.DataFrame(rows)

@@ -392,10 +392,16 @@ def test_run_log_tables():
 
 def test_benchmark_table(tmp_path):
     assert report.benchmark_table(tmp_path / "missing.json") is None
+    case = {"model": "m", "case": "None CoT", "device": "cpu", "samples": 4, "mean_tokens": 101.4,
+            "seconds_per_sample": {"baseline": 3.0, "project": 0.5, "floor": 0.4},
+            "baseline_over_project": 6.0, "project_over_floor": 1.25,
+            "peak_memory_mb": {"baseline": 900.0, "project": 300.0, "floor": 850.0}, "max_relative_difference": 2e-6}
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"spectra": {"seconds": 1.5}, "device": "cpu"}))
+    path.write_text(json.dumps({"machine": {"cpus": 2}, "cases": [case, {**case, "case": "Detailed CoT"}]}))
     table = report.benchmark_table(path)
-    assert dict(zip(table["name"], table["value"])) == {"spectra.seconds": "1.5", "device": "cpu"}
+    assert list(table["case"]) == ["None CoT", "Detailed CoT"]
+    assert table.loc[0, "baseline / project"] == 6.0 and table.loc[0, "project / floor"] == 1.25
+    assert table.loc[0, "peak MB (baseline / project / floor)"] == "900 / 300 / 850"
 
 
 def test_data_check_table_without_files(tmp_path):
