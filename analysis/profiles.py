@@ -16,7 +16,7 @@ SUMMARY_NOTEBOOKS = ("beyond_the_paper", "summary", "reproducibility")
 NOTEBOOKS = FAMILY_NOTEBOOKS + SUMMARY_NOTEBOOKS
 
 # Samples per condition of the cpu profile (set from a measurement of the per-sample cost).
-CPU_SAMPLES = 6
+CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
 
 OFFLINE_MODEL_NAMES = tuple(models.OFFLINE_MODELS)

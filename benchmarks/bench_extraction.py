@@ -177,26 +177,17 @@ def main(argv=None) -> int:
     parser.add_argument("--max-length", type=int, default=1024)
     parser.add_argument("--device", default="auto")
     parser.add_argument("--data-dir")
+    parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
     args = parser.parse_args(argv)
+    if args.threads:
+        torch.set_num_threads(args.threads)
 
     if args.model and args.data:
         cases = [(m, args.data, " + ".join(args.data)) for m in args.model]
     else:
         cases = [c for c in DEFAULT_CASES if not args.model or c[0] in args.model]
     scratch = ResultsStore(Path(args.out).parent / ".bench-store")
-    results = []
-    loaded = None
-    for model_name, specs, label in cases:
-        if loaded is None or loaded.name != model_name:
-            loaded = models.load(model_name, args.template, args.device)
-        case = run_case(loaded, specs, args.samples, args.repeats, args.data_dir, args.max_length, scratch)
-        case.update({"model": model_name, "case": label, "conditions": specs, "device": str(loaded.device)})
-        results.append(case)
-        s = case["seconds_per_sample"]
-        print(f"{model_name:24} {label:26} baseline {s['baseline']:.3f}  project {s['project']:.3f}  floor {s['floor']:.3f} s/sample | "
-              f"baseline/project {case['baseline_over_project']:.2f}  project/floor {case['project_over_floor']:.2f} | "
-              f"max rel diff {case['max_relative_difference']:.1e}", flush=True)
     payload = {
         "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": psutil.cpu_count(),
                     "torch": torch.__version__, "threads": torch.get_num_threads(),
@@ -204,9 +195,20 @@ def main(argv=None) -> int:
         "samples_per_condition": args.samples,
         "repeats": args.repeats,
         "max_length": args.max_length,
-        "cases": results,
+        "cases": [],
     }
-    Path(args.out).write_text(json.dumps(payload, indent=2))
+    loaded = None
+    for model_name, specs, label in cases:
+        if loaded is None or loaded.name != model_name:
+            loaded = models.load(model_name, args.template, args.device)
+        case = run_case(loaded, specs, args.samples, args.repeats, args.data_dir, args.max_length, scratch)
+        case.update({"model": model_name, "case": label, "conditions": specs, "device": str(loaded.device)})
+        payload["cases"].append(case)
+        Path(args.out).write_text(json.dumps(payload, indent=2))  # each finished case is kept
+        s = case["seconds_per_sample"]
+        print(f"{model_name:24} {label:26} baseline {s['baseline']:.3f}  project {s['project']:.3f}  floor {s['floor']:.3f} s/sample | "
+              f"baseline/project {case['baseline_over_project']:.2f}  project/floor {case['project_over_floor']:.2f} | "
+              f"max rel diff {case['max_relative_difference']:.1e}", flush=True)
     print(f"written {args.out}")
     return 0
 
