@@ -45,6 +45,10 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--no-progress", action="store_true", help="hide the progress bar")
     extract.add_argument("--flush-every", type=_positive_int, default=32,
                          help="store results after this many samples (an interrupted run recomputes at most these)")
+    extract.add_argument("--executor", choices=["local", "ray"], default="local",
+                         help="local: this process; ray: shards on a Ray cluster, one worker per GPU (pip install .[distributed])")
+    extract.add_argument("--ray-address", help="with --executor ray: auto or HOST:PORT of a running cluster "
+                         "(default: $RAY_ADDRESS if set, else a Ray instance started on this machine)")
 
     data_cmd = commands.add_parser("data", help="list or download the study's data files")
     data_sub = data_cmd.add_subparsers(dest="data_command", required=True)
@@ -86,6 +90,11 @@ def run_extract(args: argparse.Namespace) -> int:
         if resolved.sha256_ok is False:
             print(f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
                   "the results record this (column data_sha256_ok)", file=sys.stderr)
+    if args.executor == "ray":
+        return run_extract_on_ray(args)
+    if args.ray_address:
+        print("error: --ray-address needs --executor ray", file=sys.stderr)
+        return 2
     store = ResultsStore(args.out)
     loaded = models.load(args.model, args.template, args.device, args.trust_remote_code)
     for spec in args.data:
@@ -98,6 +107,28 @@ def run_extract(args: argparse.Namespace) -> int:
         print(f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "
               f"skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample")
     return 0
+
+
+def run_extract_on_ray(args: argparse.Namespace) -> int:
+    """``extract --executor ray``: the same rows, computed by Ray workers; exit 1 if some samples failed."""
+    from analysis import distributed
+
+    try:
+        report = distributed.run_extraction(
+            [(args.model, args.template, spec) for spec in args.data], args.out, address=args.ray_address,
+            limit=args.limit, max_length=args.max_length, batch_size=args.batch_size, token_budget=args.token_budget,
+            data_dir=args.data_dir, shard_size=args.flush_every, entry_stats=args.entry_stats,
+            device="cuda" if args.device.startswith("cuda") else args.device, cpus_per_worker=args.threads,
+            trust_remote_code=args.trust_remote_code, progress=not args.no_progress,
+        )
+    except distributed.DistributedError as error:
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    if args.no_progress:
+        print(report.describe())
+    return 0 if report.ok else 1
 
 
 def run_data(args: argparse.Namespace) -> int:
