@@ -470,7 +470,7 @@ def _connect(ray, address: str | None, num_cpus: int | None, object_store_memory
         else:
             ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ray.exceptions.RayError) as error:
-        if _caused_by(error, ray.exceptions.AuthenticationError):
+        if _refused_for_token(error):
             raise DistributedError(
                 f"the Ray cluster at {address} asks for a token: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
                 "(or the file ~/.ray/auth_token) as on the cluster"
@@ -480,9 +480,10 @@ def _connect(ray, address: str | None, num_cpus: int | None, object_store_memory
     return True
 
 
-def _caused_by(error: BaseException | None, kind: type) -> bool:
+def _refused_for_token(error: BaseException | None) -> bool:
+    """Whether joining failed on the cluster's token authentication (Ray wraps that error in others)."""
     while error is not None:
-        if isinstance(error, kind):
+        if type(error).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(error):
             return True
         error = error.__cause__ or error.__context__
     return False
