@@ -148,11 +148,14 @@ def cached_offline_folder(name: str) -> Path:
     model.save_pretrained(staging, safe_serialization=True)
     tokenizer.save_pretrained(staging)
     folder.parent.mkdir(parents=True, exist_ok=True)
-    if folder.exists():
+    try:
+        os.rename(staging, folder)
+    except OSError:  # another process finished the same conversion first: keep theirs
         import shutil
 
-        shutil.rmtree(folder)
-    os.replace(staging, folder)
+        shutil.rmtree(staging, ignore_errors=True)
+        if not (folder / "model.safetensors").is_file():
+            raise ModelError(f"{folder}: an unfinished cache folder is in the way; remove it and retry") from None
     return folder
 
 
