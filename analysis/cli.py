@@ -157,15 +157,20 @@ def _interrupt(signum, frame) -> None:
 
 @contextmanager
 def _sigterm_as_interrupt():
-    """SIGTERM (a scheduler stopping the job) ends a run like Ctrl-C: what is computed gets stored."""
+    """SIGTERM (a scheduler stopping the job) ends a run like Ctrl-C: what is computed gets stored.
+
+    SIGINT gets the same handler because a job started in the background by a shell inherits
+    SIGINT as ignored, and `kill -INT` must still stop it cleanly.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {number: signal.signal(number, _interrupt) for number in (signal.SIGTERM, signal.SIGINT)}
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
