@@ -184,11 +184,7 @@ def sample_statistics(
     ``n_positions`` is the number of leading positions with a non-zero output gradient: the last
     token predicts nothing, so its row of ``g`` is exactly zero and is left out.
     """
-    n_layers = 1 + max(layer for layer, _ in captured.inputs)
-    factors = {}
-    for proj in PROJECTIONS:
-        pairs = [captured.factors((layer, proj), row, n_positions) for layer in range(n_layers)]
-        factors[proj] = spectra.LayerFactors(torch.stack([g for g, _ in pairs]), torch.stack([x for _, x in pairs]))
+    factors = layer_factors(captured, row, n_positions)
     broken = non_finite_gradients(factors)
     if broken:  # the eigensolver raises on NaN or inf; report the sample instead
         return SampleGradientStats(loss, n_positions + 1, {}, failure=f"non-finite gradient ({', '.join(broken[:4])})")
@@ -209,11 +205,29 @@ def sample_statistics(
     return SampleGradientStats(loss, n_positions + 1, values, failure)
 
 
+def layer_factors(captured: CapturedFactors, row: int, n_positions: int) -> dict[str, spectra.LayerFactors]:
+    """One sample's factors of each projection, stacked over layers.
+
+    Projections that read the same input tensor (Q, K and V do) share one
+    :class:`spectra.LayerInputs`, so its QR factor and Gram matrices are computed once.
+    """
+    n_layers = 1 + max(layer for layer, _ in captured.inputs)
+    shared: dict[tuple, spectra.LayerInputs] = {}
+    factors = {}
+    for proj in PROJECTIONS:
+        pairs = [captured.factors((layer, proj), row, n_positions) for layer in range(n_layers)]
+        identity = tuple((x.data_ptr(), x.shape, x.stride()) for _, x in pairs)
+        if identity not in shared:
+            shared[identity] = spectra.LayerInputs(torch.stack([x for _, x in pairs]))
+        factors[proj] = spectra.LayerFactors(torch.stack([g for g, _ in pairs]), shared[identity])
+    return factors
+
+
 def non_finite_gradients(factors: dict[str, spectra.LayerFactors]) -> list[str]:
     """``layer.proj`` names of the gradients whose factors hold a NaN or an infinity."""
     broken = []
     for proj, layer_factors in factors.items():
-        finite = torch.isfinite(layer_factors.g).flatten(1).all(1) & torch.isfinite(layer_factors.x).flatten(1).all(1)
+        finite = layer_factors.finite_layers()
         broken.extend(f"layer {layer} {proj}" for layer in (~finite).nonzero().flatten().tolist())
     return broken
 

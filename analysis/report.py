@@ -1331,6 +1331,14 @@ def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _against_target(value: float, target: float | None, relation: str) -> str:
+    """``value`` with its target and whether it is met, e.g. ``1.28 (target >= 1.6: missed)``."""
+    if target is None:
+        return f"{value:.2f}"
+    met = {">=": value >= target, "<=": value <= target, "<": value < target}[relation]
+    return f"{value:.2f} (target {relation} {target:g}: {'met' if met else 'missed'})"
+
+
 def benchmark_table(path) -> pd.DataFrame | None:
     """One row per benchmark case of ``benchmarks/results.json``; None when there is no such file.
 
@@ -1346,15 +1354,18 @@ def benchmark_table(path) -> pd.DataFrame | None:
     for case in payload.get("cases", []):
         seconds = case["seconds_per_sample"]
         memory = case.get("peak_memory_mb", {})
+        targets = case.get("targets", {})
+        load = payload.get("cached_loads", {}).get(case["model"], {})
         rows.append({
             "model": case["model"], "case": case["case"], "device": case.get("device", ""),
             "samples": case["samples"], "mean tokens": round(case["mean_tokens"]),
             "baseline s/sample": round(seconds["baseline"], 3), "project s/sample": round(seconds["project"], 3),
             "floor s/sample": round(seconds["floor"], 3),
-            "baseline / project": round(case["baseline_over_project"], 2),
-            "project / floor": round(case["project_over_floor"], 2),
+            "baseline / project": _against_target(case["baseline_over_project"], targets.get("baseline_over_project_at_least"), ">="),
+            "project / floor": _against_target(case["project_over_floor"], targets.get("project_over_floor_at_most"), "<="),
             "peak MB (baseline / project / floor)": " / ".join(
                 f"{memory.get(k, float('nan')):.0f}" for k in ("baseline", "project", "floor")),
             "max rel. difference": f"{case['max_relative_difference']:.1e}",
+            "cached load s": _against_target(load["load_seconds"], load.get("target_seconds"), "<") if load else "",
         })
     return pd.DataFrame(rows)

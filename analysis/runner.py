@@ -84,14 +84,27 @@ def response_limits(loaded, condition: data.Condition, indices, max_length, data
     return limits
 
 
-def length_sorted_batches(samples: list[PreparedSample], batch_size: int, token_budget: int) -> list[list[PreparedSample]]:
-    """Batches of samples of similar length, at most ``batch_size`` samples and ``token_budget`` padded tokens."""
+# At most this fraction of a batch's positions may be padding: padded positions cost as much
+# compute as real ones, and on a CPU batching saves nothing that would pay for them.
+MAX_PADDING = 0.1
+
+
+def length_sorted_batches(
+    samples: list[PreparedSample], batch_size: int, token_budget: int, max_padding: float = MAX_PADDING
+) -> list[list[PreparedSample]]:
+    """Batches of samples of similar length.
+
+    A batch holds at most ``batch_size`` samples and ``token_budget`` padded positions, of which
+    at most a ``max_padding`` fraction are padding.
+    """
     ordered = sorted(samples, key=lambda s: len(s.encoded.input_ids))
     batches: list[list[PreparedSample]] = []
     current: list[PreparedSample] = []
     for sample in ordered:
-        longest = max([len(s.encoded.input_ids) for s in current] + [len(sample.encoded.input_ids)])
-        if current and (len(current) >= batch_size or longest * (len(current) + 1) > token_budget):
+        lengths = [len(s.encoded.input_ids) for s in current] + [len(sample.encoded.input_ids)]
+        padded = max(lengths) * len(lengths)
+        too_big = len(lengths) > batch_size or padded > token_budget
+        if current and (too_big or padded > (1 + max_padding) * sum(lengths)):
             batches.append(current)
             current = []
         current.append(sample)
@@ -192,6 +205,22 @@ def compute_samples(
     prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_directory)
     if skips:
         yield None, [skip_row(identity, index, reason) for index, reason in skips.items()]
+    yield from compute_prepared(loaded, identity, prepared, batch_size, token_budget, entry_stats)
+
+
+def compute_prepared(
+    loaded: models.LoadedModel,
+    identity: dict,
+    prepared: list[PreparedSample],
+    batch_size: int = 8,
+    token_budget: int = 2048,
+    entry_stats: bool = False,
+):
+    """Yield (rows, failed) for encoded samples, one length-sorted batch at a time.
+
+    ``identity`` labels the rows (as :func:`compute_samples` builds it); ``failed`` lists the
+    samples whose numbers came out non-finite, as skip rows.
+    """
     projections = gradients.attention_projections(loaded.model)
     pad_id = models.pad_token_id(loaded.tokenizer)
     for batch_samples in length_sorted_batches(prepared, batch_size, token_budget):

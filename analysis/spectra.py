@@ -2,10 +2,12 @@
 
 The gradient of a linear layer for one sample is ``G = g^T x`` where ``x`` (T x n) holds the
 layer's inputs and ``g`` (T x m) the gradients at its outputs, one row per token position. Its
-rank is at most T, so when T < min(m, n) the non-zero singular values of G are those of the
-small T x T matrix ``R_g R_x^T`` built from thin QR factors of ``g^T`` and ``x^T``
-(see STUDY.md §2). Otherwise G itself is formed. Either way the small linear algebra runs in
-float64, so the statistics equal those of a full SVD of the materialised gradient.
+rank is at most T. When T < min(m, n), write ``x^T = Q R`` (thin QR, R is T x T): then
+``G = g^T R^T Q^T`` has the singular values of the small T x m matrix ``R g``, whose T x T Gram
+matrix ``R g g^T R^T`` gives them as square roots of its eigenvalues (see STUDY.md §2).
+Q, K and V read the same input, so one R serves all three. Otherwise G itself is formed. Either
+way the small linear algebra runs in float64, so the statistics equal those of a full SVD of the
+materialised gradient.
 """
 
 from __future__ import annotations
@@ -17,30 +19,44 @@ import torch
 STATISTICS = ("nuclear_norm", "sigma_max", "sigma_min", "sigma1_ratio", "frobenius", "effective_rank")
 ENTRY_STATISTICS = ("entry_mean", "entry_max", "entry_min")
 
+# The T x T route is taken below this fraction of min(m, n); above it, forming G is cheaper.
+FACTORED_FRACTION = 0.8
+
 
 def uses_factored_path(n_tokens: int, shape: tuple[int, int]) -> bool:
-    """Whether the singular values come from the T x T factor core rather than the gradient."""
+    """Whether the singular values can come from the T x T factor core rather than the gradient."""
     return n_tokens < min(shape)
 
 
-def singular_values(g: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+def prefers_factored_spectrum(n_tokens: int, shape: tuple[int, int]) -> bool:
+    """Whether the T x T factor route is cheaper than forming the gradient (both are exact).
+
+    Near T = min(m, n) the QR decomposition and the T x T products cost more than forming G,
+    so the factor route is taken only below ``FACTORED_FRACTION * min(m, n)``.
+    """
+    return n_tokens < FACTORED_FRACTION * min(shape)
+
+
+def input_triangle(x: torch.Tensor) -> torch.Tensor:
+    """R of the thin QR ``x^T = Q R`` for a batch of inputs (..., T, n) with T <= n, float64."""
+    return torch.linalg.qr(x.to(torch.float64).mT, mode="r").R
+
+
+def singular_values(g: torch.Tensor, x: torch.Tensor, triangle: torch.Tensor | None = None) -> torch.Tensor:
     """Singular values (descending, float64) of ``g^T x`` for a batch of factor pairs.
 
     ``g`` is (..., T, m) and ``x`` is (..., T, n); the result is (..., min(m, n)). Leading
     dimensions batch independent gradients that share T, m and n (e.g. all layers of a model).
+    ``triangle`` is :func:`input_triangle` of ``x`` when the caller already has it.
     """
-    g = g.to(torch.float64)
-    x = x.to(torch.float64)
     n_tokens, m, n = g.shape[-2], g.shape[-1], x.shape[-1]
     k = min(m, n)
-    if uses_factored_path(n_tokens, (m, n)):
-        r_g = torch.linalg.qr(g.mT, mode="r").R
-        r_x = torch.linalg.qr(x.mT, mode="r").R
-        core = r_g @ r_x.mT
-        values = _singular_values_of(core)
-        padding = values.new_zeros(values.shape[:-1] + (k - n_tokens,))
-        return torch.cat([values, padding], dim=-1)
-    return _singular_values_of(g.mT @ x)
+    if not uses_factored_path(n_tokens, (m, n)):
+        return _singular_values_of(g.to(torch.float64).mT @ x.to(torch.float64))
+    triangle = input_triangle(x) if triangle is None else triangle
+    values = _singular_values_of(triangle @ g.to(torch.float64))
+    padding = values.new_zeros(values.shape[:-1] + (k - n_tokens,))
+    return torch.cat([values, padding], dim=-1)
 
 
 def _singular_values_of(matrix: torch.Tensor) -> torch.Tensor:
@@ -78,6 +94,61 @@ def entry_statistics(gradient: torch.Tensor) -> dict[str, torch.Tensor]:
     return {"entry_mean": flat.mean(-1), "entry_max": flat.amax(-1), "entry_min": flat.amin(-1)}
 
 
+def all_finite(tensor: torch.Tensor) -> torch.Tensor:
+    """Per leading index (e.g. per layer), whether every entry of the rest is finite.
+
+    A sum is non-finite whenever an entry is (and, rarely, when finite entries overflow it); only
+    then are the entries themselves checked, which keeps the common case to one pass of additions.
+    """
+    finite = torch.isfinite(tensor.flatten(1).sum(1))
+    if not finite.all():
+        finite = torch.isfinite(tensor).flatten(1).all(1)
+    return finite
+
+
+class LayerInputs:
+    """Inputs ``x`` (L, T, n) of a projection across layers, shared by projections that read them.
+
+    Q, K and V of a layer read the same hidden states, so their float64 copy, their QR factor
+    and their Gram matrices are computed once here and reused by all three.
+    """
+
+    def __init__(self, x: torch.Tensor):
+        self.x = x
+        self._float64: torch.Tensor | None = None
+        self._triangle: torch.Tensor | None = None
+        self._grams: dict[tuple, torch.Tensor] = {}
+
+    def float64(self) -> torch.Tensor:
+        if self._float64 is None:
+            self._float64 = self.x.to(torch.float64)
+        return self._float64
+
+    def triangle(self) -> torch.Tensor:
+        """(L, T, T) upper-triangular R with ``R^T R = x x^T``, computed on first use.
+
+        It comes from the Cholesky factor of the Gram matrix ``x x^T`` (also needed for the
+        gradients' inner products), which is backward stable: the eigenvalues built from it move
+        by about 1e-16 of the largest. Layers whose Gram matrix is numerically singular (repeated
+        tokens at layer 0 give identical rows of x) fall back to the QR decomposition of ``x^T``.
+        """
+        if self._triangle is None:
+            lower, info = torch.linalg.cholesky_ex(self.gram_with(self, slice(None), slice(None)))
+            triangle = lower.mT.contiguous()
+            singular = info != 0
+            if singular.any():
+                triangle[singular] = input_triangle(self.float64()[singular])
+            self._triangle = triangle
+        return self._triangle
+
+    def gram_with(self, other: LayerInputs, layers: slice, other_layers: slice) -> torch.Tensor:
+        """``x[layers] @ other.x[other_layers]^T`` in float64, (L', T, T), cached."""
+        key = (id(other), layers.start, layers.stop, other_layers.start, other_layers.stop)
+        if key not in self._grams:
+            self._grams[key] = self.float64()[layers] @ other.float64()[other_layers].mT
+        return self._grams[key]
+
+
 class LayerFactors:
     """Factors of one projection's per-sample gradients across layers: ``g`` (L, T, m), ``x`` (L, T, n).
 
@@ -85,10 +156,15 @@ class LayerFactors:
     forms ``param.grad``), and only when that is the cheaper route for the quantity asked for.
     """
 
-    def __init__(self, g: torch.Tensor, x: torch.Tensor):
+    def __init__(self, g: torch.Tensor, inputs: LayerInputs | torch.Tensor):
         self.g = g
-        self.x = x
+        self.inputs = inputs if isinstance(inputs, LayerInputs) else LayerInputs(inputs)
+        self._g64: torch.Tensor | None = None
         self._dense: torch.Tensor | None = None
+
+    @property
+    def x(self) -> torch.Tensor:
+        return self.inputs.x
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -97,6 +173,11 @@ class LayerFactors:
     @property
     def n_tokens(self) -> int:
         return self.g.shape[-2]
+
+    def g_float64(self) -> torch.Tensor:
+        if self._g64 is None:
+            self._g64 = self.g.to(torch.float64)
+        return self._g64
 
     def dense(self) -> torch.Tensor:
         """The gradients themselves, (L, m, n) float64."""
@@ -112,23 +193,15 @@ class LayerFactors:
     def singular_values(self) -> torch.Tensor:
         """(L, min(m, n)) descending singular values of every layer's gradient."""
         if prefers_factored_spectrum(self.n_tokens, self.shape):
-            return singular_values(self.g, self.x)
+            return singular_values(self.g_float64(), self.inputs.float64(), self.inputs.triangle())
         values = _singular_values_of(self.dense())
         if self.n_tokens < values.shape[-1]:
             values[..., self.n_tokens :] = 0.0  # rank(g^T x) <= T: the rest is rounding noise
         return values
 
-
-def prefers_factored_spectrum(n_tokens: int, shape: tuple[int, int]) -> bool:
-    """Whether the T x T factor route is cheaper than forming the gradient (both are exact).
-
-    The factor route needs T < min(m, n); near that bound its two QR decompositions cost more
-    than forming the gradient, so it is taken only below ``FACTORED_FRACTION * min(m, n)``.
-    """
-    return n_tokens < FACTORED_FRACTION * min(shape)
-
-
-FACTORED_FRACTION = 0.8
+    def finite_layers(self) -> torch.Tensor:
+        """(L,) whether each layer's factors are free of NaN and infinity."""
+        return all_finite(self.g) & all_finite(self.x)
 
 
 def frobenius_inner(a: LayerFactors, b: LayerFactors, a_layers: slice = slice(None), b_layers: slice = slice(None)) -> torch.Tensor:
@@ -138,10 +211,15 @@ def frobenius_inner(a: LayerFactors, b: LayerFactors, a_layers: slice = slice(No
     gradients it is the entrywise product. Both give the same number; the cheaper is used.
     """
     if a.prefers_dense() and b.prefers_dense():
-        return (a.dense()[a_layers] * b.dense()[b_layers]).sum((-2, -1))
-    gram_g = a.g[a_layers].double() @ b.g[b_layers].double().mT
-    gram_x = a.x[a_layers].double() @ b.x[b_layers].double().mT
-    return (gram_g * gram_x).sum((-2, -1))
+        return _row_dots(a.dense()[a_layers].flatten(-2), b.dense()[b_layers].flatten(-2))
+    gram_g = a.g_float64()[a_layers] @ b.g_float64()[b_layers].mT
+    gram_x = a.inputs.gram_with(b.inputs, a_layers, b_layers)
+    return _row_dots(gram_g.flatten(-2), gram_x.flatten(-2))
+
+
+def _row_dots(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Dot products of matching rows of two (L, N) matrices, without an (L, N) temporary."""
+    return (a.unsqueeze(-2) @ b.unsqueeze(-1)).squeeze(-1).squeeze(-1)
 
 
 def cosine(inner: torch.Tensor, norm_a: torch.Tensor, norm_b: torch.Tensor) -> torch.Tensor:

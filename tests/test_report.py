@@ -397,10 +397,16 @@ def test_benchmark_table(tmp_path):
             "baseline_over_project": 6.0, "project_over_floor": 1.25,
             "peak_memory_mb": {"baseline": 900.0, "project": 300.0, "floor": 850.0}, "max_relative_difference": 2e-6}
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"machine": {"cpus": 2}, "cases": [case, {**case, "case": "Detailed CoT"}]}))
+    targeted = {**case, "case": "Detailed CoT",
+                "targets": {"baseline_over_project_at_least": 1.6, "project_over_floor_at_most": 1.1}}
+    loads = {"m": {"load_seconds": 2.5, "process_seconds": 4.0, "target_seconds": 5.0}}
+    path.write_text(json.dumps({"machine": {"cpus": 2}, "cases": [case, targeted], "cached_loads": loads}))
     table = report.benchmark_table(path)
     assert list(table["case"]) == ["None CoT", "Detailed CoT"]
-    assert table.loc[0, "baseline / project"] == 6.0 and table.loc[0, "project / floor"] == 1.25
+    assert table.loc[0, "baseline / project"] == "6.00" and table.loc[0, "project / floor"] == "1.25"
+    assert table.loc[1, "baseline / project"] == "6.00 (target >= 1.6: met)"
+    assert table.loc[1, "project / floor"] == "1.25 (target <= 1.1: missed)"
+    assert table.loc[0, "cached load s"] == "2.50 (target < 5: met)"
     assert table.loc[0, "peak MB (baseline / project / floor)"] == "900 / 300 / 850"
 
 

@@ -83,5 +83,15 @@ def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp
 
 def test_length_sorted_batches_respect_size_and_budget():
     samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * n, 1)) for i, n in enumerate([5, 50, 6, 7, 400])]
-    batches = runner.length_sorted_batches(samples, batch_size=2, token_budget=120)
+    batches = runner.length_sorted_batches(samples, batch_size=2, token_budget=120, max_padding=10.0)
     assert [[s.index for s in b] for b in batches] == [[0, 2], [3, 1], [4]]
+
+
+def test_length_sorted_batches_limit_padding():
+    lengths = [100, 104, 109, 140, 150, 600]
+    samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * n, 1)) for i, n in enumerate(lengths)]
+    batches = runner.length_sorted_batches(samples, batch_size=8, token_budget=4096)
+    assert [[s.index for s in b] for b in batches] == [[0, 1, 2], [3, 4], [5]]
+    for batch in batches:
+        real = sum(len(s.encoded.input_ids) for s in batch)
+        assert max(len(s.encoded.input_ids) for s in batch) * len(batch) <= 1.1 * real

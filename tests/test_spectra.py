@@ -103,3 +103,53 @@ def test_inner_products_and_entry_statistics_match_dense(n_tokens):
 def test_cosine_of_zero_gradient_is_nan():
     value = spectra.cosine(torch.tensor([0.0]), torch.tensor([0.0]), torch.tensor([1.0]))
     assert math.isnan(value.item())
+
+
+@pytest.mark.parametrize("n_tokens", [6, 30])
+def test_projections_sharing_inputs_equal_separate_ones(n_tokens):
+    """Q, K and V reuse one QR factor and Gram matrix of their common input: same numbers as alone."""
+    torch.manual_seed(4)
+    x = torch.randn(3, n_tokens, 48)
+    shared = spectra.LayerInputs(x)
+    gs = [torch.randn(3, n_tokens, m) for m in (48, 16, 16)]
+    assert spectra.prefers_factored_spectrum(n_tokens, (16, 48)) == (n_tokens < 12.8)
+    for g in gs:
+        together = spectra.LayerFactors(g, shared).singular_values()
+        alone = spectra.LayerFactors(g, x.clone()).singular_values()
+        assert torch.allclose(together, alone, rtol=1e-10, atol=1e-12)
+        reference = torch.linalg.svdvals(g.double().mT @ x.double())
+        assert ((together[:, : reference.shape[-1]] - reference).abs().max() / reference[:, 0].min()) < 1e-6  # float32 dense route: G formed as autograd forms it
+    k, v = (spectra.LayerFactors(g, shared) for g in gs[1:])
+    expected = ((k.g.double().mT @ x.double()) * (v.g.double().mT @ x.double())).sum((-2, -1))
+    assert torch.allclose(spectra.frobenius_inner(k, v), expected, rtol=1e-6)
+    following = spectra.frobenius_inner(k, k, slice(0, -1), slice(1, None))
+    dense = k.g.double().mT @ x.double()
+    assert torch.allclose(following, (dense[:-1] * dense[1:]).sum((-2, -1)), rtol=1e-6)
+
+
+def test_finiteness_check_per_layer():
+    values = torch.randn(4, 5, 6)
+    values[1, 2, 3] = math.nan
+    values[2, 0, 0] = math.inf
+    values[3] = 3e38  # finite entries whose sum overflows: still finite
+    assert spectra.all_finite(values).tolist() == [True, False, False, True]
+
+
+def test_layer_with_repeated_inputs_is_exact_through_the_shared_factor():
+    """A numerically singular Gram matrix (identical rows of x) falls back to QR for that layer only."""
+    torch.manual_seed(5)
+    x = torch.randn(3, 8, 40)
+    x[0] = torch.randn(1, 40).repeat(8, 1)  # layer 0: eight identical inputs
+    x[1, 4:] = x[1, :4]  # layer 1: rank 4
+    g = torch.randn(3, 8, 48)
+    inputs = spectra.LayerInputs(x)
+    ours = spectra.LayerFactors(g, inputs).singular_values()
+    triangle = inputs.triangle()
+    assert torch.allclose(triangle.mT @ triangle, x.double() @ x.double().mT, rtol=1e-9, atol=1e-9)
+    reference = torch.linalg.svdvals(g.double().mT @ x.double())
+    ours_stats = spectra.statistics_from_singular_values(ours)
+    reference_stats = spectra.statistics_from_singular_values(reference)
+    for name in spectra.STATISTICS:
+        scale = reference_stats["sigma_max"] if name == "sigma_min" else reference_stats[name]
+        assert ((ours_stats[name] - reference_stats[name]).abs() / scale).max() < 1e-6, name
+    assert ours[0, 1:].abs().max() < 1e-6 * ours[0, 0]
