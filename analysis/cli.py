@@ -35,7 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)")
     extract.add_argument("--limit", type=_positive_int, help="first N samples of each condition (default: all)")
     extract.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
-    extract.add_argument("--batch-size", type=_positive_int, default=8, help="samples per forward/backward pass")
+    extract.add_argument("--batch-size", type=_positive_int,
+                         help="samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)")
     extract.add_argument("--token-budget", type=_positive_int, default=2048, help="padded tokens per batch at most (long samples run alone)")
     extract.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     extract.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")

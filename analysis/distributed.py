@@ -110,7 +110,7 @@ class WorkerSettings:
     """What every actor needs besides its tasks."""
 
     device: str  # "cuda" (Ray assigns the GPU) or "cpu"
-    batch_size: int
+    batch_size: int | None  # None: the device's default (runner.batch_size_for)
     token_budget: int
     data_dir: str
     entry_stats: bool
@@ -380,7 +380,7 @@ def run_extraction(
     address: str | None = None,
     limit: int | None = None,
     max_length: int = 1024,
-    batch_size: int = 8,
+    batch_size: int | None = None,
     token_budget: int = 2048,
     data_dir: str | os.PathLike | None = None,
     shard_size: int = 32,
@@ -445,7 +445,8 @@ def run_extraction(
                 layout = worker_layout(ray.nodes(), device, cpus_per_worker)
                 count = min(layout.count, max_workers or layout.count, sum(len(t.indices) for t in tasks))
                 report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
-                settings = WorkerSettings(layout.device, batch_size, token_budget, data_root, entry_stats,
+                settings = WorkerSettings(layout.device, runner.batch_size_for(layout.device, batch_size), token_budget,
+                                          data_root, entry_stats,
                                           trust_remote_code, os.environ.get(CRASH_ENV) or None)
                 _dispatch(ray, tasks, layout, count, settings, shard_size, max_retries, store, summaries, report, progress)
             finally:

@@ -97,12 +97,12 @@ def quick_conditions() -> tuple[str, ...]:
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         name="quick", models=OFFLINE_MODEL_NAMES, conditions=quick_conditions(), n_samples=2, max_length=128,
-        batch_size=4, token_budget=1024, device="cpu", n_resamples=200, threads=1,
+        batch_size=1, token_budget=1024, device="cpu", n_resamples=200, threads=1,
         description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens",
     ),
     "cpu": Profile(
         name="cpu", models=OFFLINE_MODEL_NAMES, conditions=all_conditions(), n_samples=CPU_SAMPLES, max_length=1024,
-        batch_size=4, token_budget=2048, device="cpu", n_resamples=1000,
+        batch_size=1, token_budget=2048, device="cpu", n_resamples=1000,
         description=f"both offline models, all 56 study and 30 length-control conditions, {CPU_SAMPLES} samples each",
     ),
     "paper": Profile(

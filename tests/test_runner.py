@@ -4,6 +4,7 @@ import json
 
 import pandas as pd
 import pytest
+import torch
 
 from analysis import models, runner
 from analysis.store import ResultsStore, read_results, read_skipped
@@ -95,3 +96,9 @@ def test_length_sorted_batches_limit_padding():
     for batch in batches:
         real = sum(len(s.encoded.input_ids) for s in batch)
         assert max(len(s.encoded.input_ids) for s in batch) * len(batch) <= 1.1 * real
+
+
+def test_batch_size_defaults_to_one_sample_on_a_cpu():
+    assert runner.batch_size_for("cpu") == 1
+    assert runner.batch_size_for(torch.device("cuda", 0)) == runner.GPU_BATCH_SIZE
+    assert runner.batch_size_for("cpu", 4) == 4
