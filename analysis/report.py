@@ -243,14 +243,18 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
         notes = [f"{c.replace('_', ' ')}: {part[c].iloc[0]}" for c in constant]
         if key is not None or notes:
             display(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
-        shown = part.drop(columns=constant)
-        styled = shown.style.hide(axis="index").set_table_styles(
-            [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.85em; padding: 0.2em 0.6em;"}])
-        wrapped = {c: [{"selector": "td", "props": "white-space: normal; min-width: 28em;"}]
-                   for c in WRAP_COLUMNS if c in shown.columns}
-        if wrapped:
-            styled = styled.set_table_styles(wrapped, overwrite=False)
-        display(styled.set_table_attributes('style="margin-left: 0"'))
+        display(styled_table(part.drop(columns=constant)))
+
+
+def styled_table(table: pd.DataFrame):
+    """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text)."""
+    styled = table.style.format(escape="html").hide(axis="index").set_table_styles(
+        [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.85em; padding: 0.2em 0.6em;"}])
+    wrapped = {c: [{"selector": "td", "props": "white-space: normal; min-width: 28em;"}]
+               for c in WRAP_COLUMNS if c in table.columns}
+    if wrapped:
+        styled = styled.set_table_styles(wrapped, overwrite=False)
+    return styled.set_table_attributes('style="margin-left: 0"')
 
 
 def show_markdown(text: str) -> None:

@@ -408,6 +408,8 @@ def test_benchmark_table(tmp_path):
     assert table.loc[1, "project / floor"] == "1.25 (target <= 1.1: missed)"
     assert table.loc[0, "cached load s"] == "2.50 (target < 5: met)"
     assert table.loc[0, "peak MB (baseline / project / floor)"] == "900 / 300 / 850"
+    rendered = report.styled_table(table).to_html()
+    assert "1.25 (target &lt;= 1.1: missed)" in rendered and "2.50 (target &lt; 5: met)" in rendered
 
 
 def test_data_check_table_without_files(tmp_path):
