@@ -110,7 +110,7 @@ class WorkerSettings:
     """What every actor needs besides its tasks."""
 
     device: str  # "cuda" (Ray assigns the GPU) or "cpu"
-    batch_size: int | None  # None: the device's default (runner.batch_size_for)
+    batch_size: int
     token_budget: int
     data_dir: str
     entry_stats: bool

@@ -209,7 +209,7 @@ def layer_factors(captured: CapturedFactors, row: int, n_positions: int) -> dict
     """One sample's factors of each projection, stacked over layers.
 
     Projections that read the same input tensor (Q, K and V do) share one
-    :class:`spectra.LayerInputs`, so its QR factor and Gram matrices are computed once.
+    :class:`spectra.LayerInputs`, so its triangular factor and Gram matrices are computed once.
     """
     n_layers = 1 + max(layer for layer, _ in captured.inputs)
     shared: dict[tuple, spectra.LayerInputs] = {}

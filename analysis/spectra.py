@@ -109,15 +109,22 @@ def all_finite(tensor: torch.Tensor) -> torch.Tensor:
 class LayerInputs:
     """Inputs ``x`` (L, T, n) of a projection across layers, shared by projections that read them.
 
-    Q, K and V of a layer read the same hidden states, so their float64 copy, their QR factor
-    and their Gram matrices are computed once here and reused by all three.
+    Q, K and V of a layer read the same hidden states, so their float64 copy, their triangular
+    factor, their Gram matrices and their finiteness check are computed once here for all three.
     """
 
     def __init__(self, x: torch.Tensor):
         self.x = x
         self._float64: torch.Tensor | None = None
         self._triangle: torch.Tensor | None = None
+        self._finite: torch.Tensor | None = None
         self._grams: dict[tuple, torch.Tensor] = {}
+
+    def finite_layers(self) -> torch.Tensor:
+        """(L,) whether each layer's inputs are free of NaN and infinity."""
+        if self._finite is None:
+            self._finite = all_finite(self.x)
+        return self._finite
 
     def float64(self) -> torch.Tensor:
         if self._float64 is None:
@@ -129,7 +136,7 @@ class LayerInputs:
 
         It comes from the Cholesky factor of the Gram matrix ``x x^T`` (also needed for the
         gradients' inner products), which is backward stable: the eigenvalues built from it move
-        by about 1e-16 of the largest. Layers whose Gram matrix is numerically singular (repeated
+        by about 1e-16 of ``|g|^2 |x|^2``, the same order as with a QR factor. Layers whose Gram matrix is numerically singular (repeated
         tokens at layer 0 give identical rows of x) fall back to the QR decomposition of ``x^T``.
         """
         if self._triangle is None:
@@ -201,7 +208,7 @@ class LayerFactors:
 
     def finite_layers(self) -> torch.Tensor:
         """(L,) whether each layer's factors are free of NaN and infinity."""
-        return all_finite(self.g) & all_finite(self.x)
+        return all_finite(self.g) & self.inputs.finite_layers()
 
 
 def frobenius_inner(a: LayerFactors, b: LayerFactors, a_layers: slice = slice(None), b_layers: slice = slice(None)) -> torch.Tensor:
