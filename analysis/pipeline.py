@@ -12,8 +12,9 @@
    as errors, HTML into ``book/_build/html``.
 
 A run log (``run_log.json`` in the results directory) records, per run, the profile, package
-versions, the data files' sha256 status, seconds per model and condition, and the phase times;
-the book's reproducibility page shows it.
+versions, the data files' sha256 status, each model's revision, attention implementation and
+chat template hash, seconds per model and condition, and the phase times; the book's
+reproducibility page shows it.
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ def start_run_log(profile: Profile, results_dir: Path, executor: str, data_statu
         "packages": package_versions(),
         "data": data_status,
         "model_loads": {},
+        "models": {},
         "extraction": [],
         "notebooks": [],
     }
@@ -179,6 +181,7 @@ def _extract_models(profile: Profile, results_dir: Path, data_dir, log: RunLog |
         loaded = models.load(model, device=profile.device)
         if log is not None:
             log.entry["model_loads"][model] = loaded.load_seconds
+            log.entry.setdefault("models", {})[model] = loaded.facts().as_dict()
         for spec in todo:
             summary = runner.extract(loaded, spec, store, limit=profile.n_samples, max_length=profile.max_length,
                                      batch_size=profile.batch_size, token_budget=profile.token_budget,
@@ -192,6 +195,15 @@ def _extract_models(profile: Profile, results_dir: Path, data_dir, log: RunLog |
                 log.save()
         del loaded
     return records
+
+
+def model_facts(model: str) -> dict:
+    """A model's revision, attention implementation, chat template hash and transformers version,
+    read from its config and tokenizer (the workers, not this process, load its weights)."""
+    try:
+        return models.describe(model).as_dict()
+    except models.ModelError as error:
+        return {"error": str(error)}
 
 
 def extract_with_ray(profile: Profile, results_dir: Path, data_dir=None, log: RunLog | None = None,
@@ -213,6 +225,7 @@ def extract_with_ray(profile: Profile, results_dir: Path, data_dir=None, log: Ru
     if log is not None:
         log.entry["extraction"] = records
         log.entry["model_loads"] = dict(report.load_seconds)
+        log.entry["models"] = {model: model_facts(model) for model in profile.models}
         log.save()
     if not report.ok:
         raise PipelineError("some samples failed on the Ray workers; the notebooks were not executed:\n"
