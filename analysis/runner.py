@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, gradients, models, prompts
+from analysis import data, gradients, memory, models, prompts
 from analysis.store import ResultsStore, RunKey, StoreError
 
 SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
@@ -104,12 +105,14 @@ MAX_PADDING = 0.1
 
 
 def length_sorted_batches(
-    samples: list[PreparedSample], batch_size: int, token_budget: int, max_padding: float = MAX_PADDING
+    samples: list[PreparedSample], batch_size: int, token_budget: int, max_padding: float = MAX_PADDING,
+    fits: Callable[[int, int], bool] | None = None,
 ) -> list[list[PreparedSample]]:
     """Batches of samples of similar length.
 
     A batch holds at most ``batch_size`` samples and ``token_budget`` padded positions, of which
-    at most a ``max_padding`` fraction are padding.
+    at most a ``max_padding`` fraction are padding; with ``fits`` (n_samples, longest) -> bool,
+    only batches that it accepts (a device's memory plan, see :mod:`analysis.memory`).
     """
     ordered = sorted(samples, key=lambda s: len(s.encoded.input_ids))
     batches: list[list[PreparedSample]] = []
@@ -118,6 +121,7 @@ def length_sorted_batches(
         lengths = [len(s.encoded.input_ids) for s in current] + [len(sample.encoded.input_ids)]
         padded = max(lengths) * len(lengths)
         too_big = len(lengths) > batch_size or padded > token_budget
+        too_big = too_big or (fits is not None and not fits(len(lengths), max(lengths)))
         if current and (too_big or padded > (1 + max_padding) * sum(lengths)):
             batches.append(current)
             current = []
@@ -233,24 +237,97 @@ def compute_prepared(
     """Yield (rows, failed) for encoded samples, one length-sorted batch at a time.
 
     ``identity`` labels the rows (as :func:`compute_samples` builds it); ``failed`` lists the
-    samples whose numbers came out non-finite, as skip rows. ``batch_size`` None: see
-    :func:`batch_size_for`.
+    samples whose numbers came out non-finite, or that did not fit in the device's memory even
+    alone, as skip rows. ``batch_size`` None: see :func:`batch_size_for`. On a GPU, batches are
+    also planned to fit the memory the device reports free (:func:`memory_plan`), and a batch
+    that runs out of memory anyway is computed again in halves (:class:`HalvingRetry`).
     """
     batch_size = batch_size_for(loaded.device, batch_size)
     projections = gradients.attention_projections(loaded.model)
     pad_id = models.pad_token_id(loaded.tokenizer)
-    for batch_samples in length_sorted_batches(prepared, batch_size, token_budget):
-        batch = gradients.make_batch(
-            [s.encoded.input_ids for s in batch_samples], [s.encoded.prompt_length for s in batch_samples], pad_id, loaded.device
-        )
-        results = gradients.batch_statistics(loaded.model, batch, projections, entry_stats=entry_stats)
+    plan = memory_plan(loaded, prepared)
+    retry = HalvingRetry(loaded, projections, pad_id, entry_stats)
+    for batch_samples in length_sorted_batches(prepared, batch_size, token_budget, fits=plan.fits if plan else None):
         frames, failed = [], []
-        for sample, stats in zip(batch_samples, results):
-            if stats.failure:
-                failed.append(skip_row(identity, sample.index, f"numerical failure: {stats.failure}"))
+        for sample, outcome in retry.compute(batch_samples):
+            if isinstance(outcome, str):
+                failed.append(skip_row(identity, sample.index, outcome))
+            elif outcome.failure:
+                failed.append(skip_row(identity, sample.index, f"numerical failure: {outcome.failure}"))
             else:
-                frames.append(sample_rows(stats, sample, identity, loaded.n_layers))
+                frames.append(sample_rows(outcome, sample, identity, loaded.n_layers))
         yield (pd.concat(frames, ignore_index=True) if frames else None), failed
+
+
+def memory_plan(loaded: models.LoadedModel, prepared: list[PreparedSample]) -> memory.MemoryPlan | None:
+    """The memory plan of the loaded model's CUDA device (None on a CPU: batches as asked)."""
+    if loaded.device.type != "cuda" or not prepared:
+        return None
+    longest = max(len(s.encoded.input_ids) for s in prepared)
+    return memory.plan_for(loaded.model.config, loaded.attention, loaded.device, longest)
+
+
+def is_out_of_memory(error: BaseException) -> bool:
+    """Whether an error is the device running out of memory (CUDA's error, or a RuntimeError saying so)."""
+    return isinstance(error, torch.cuda.OutOfMemoryError) or (
+        isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
+    )
+
+
+def release_memory(device: torch.device) -> None:
+    """Give the memory of a failed pass back to the device before the next try."""
+    import gc
+
+    gc.collect()
+    if device.type == "cuda":
+        torch.cuda.empty_cache()
+
+
+class HalvingRetry:
+    """Per-sample statistics of a batch, halving it and computing each half again on out-of-memory.
+
+    A single sample that still does not fit is reported with the reason, never dropped. After a
+    batch of N padded positions runs out of memory, later batches of N positions or more are
+    split before they are tried, so one misjudged size costs one failed pass, not one per batch.
+    """
+
+    def __init__(self, loaded: models.LoadedModel, projections, pad_id: int, entry_stats: bool):
+        self.loaded = loaded
+        self.projections = projections
+        self.pad_id = pad_id
+        self.entry_stats = entry_stats
+        self.failed_positions: int | None = None  # smallest padded size that ran out of memory
+
+    def compute(self, samples: list[PreparedSample]) -> list[tuple[PreparedSample, gradients.SampleGradientStats | str]]:
+        """(sample, statistics) per sample, or (sample, reason) for one that does not fit alone."""
+        positions = len(samples) * max(len(s.encoded.input_ids) for s in samples)
+        if len(samples) > 1 and self.failed_positions is not None and positions >= self.failed_positions:
+            return self._halves(samples)
+        try:
+            return list(zip(samples, self._statistics(samples)))
+        except Exception as error:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
+            if not is_out_of_memory(error):
+                raise
+            message = str(error).splitlines()[0] if str(error) else type(error).__name__
+        # outside the except block, so that the failed pass's tensors are no longer referenced
+        release_memory(self.loaded.device)
+        self.failed_positions = positions if self.failed_positions is None else min(self.failed_positions, positions)
+        if len(samples) == 1:
+            tokens = len(samples[0].encoded.input_ids)
+            return [(samples[0], f"out of memory: one sample of {tokens} tokens does not fit on {self.loaded.device} "
+                                 f"({message})")]
+        return self._halves(samples)
+
+    def _halves(self, samples: list[PreparedSample]) -> list:
+        middle = (len(samples) + 1) // 2
+        return self.compute(samples[:middle]) + self.compute(samples[middle:])
+
+    def _statistics(self, samples: list[PreparedSample]) -> list[gradients.SampleGradientStats]:
+        batch = gradients.make_batch(
+            [s.encoded.input_ids for s in samples], [s.encoded.prompt_length for s in samples], self.pad_id,
+            self.loaded.device,
+        )
+        return gradients.batch_statistics(self.loaded.model, batch, self.projections, entry_stats=self.entry_stats)
 
 
 def skip_label(reason: str) -> str:

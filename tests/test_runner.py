@@ -102,3 +102,77 @@ def test_batch_size_defaults_to_one_sample_on_a_cpu():
     assert runner.batch_size_for("cpu") == 1
     assert runner.batch_size_for(torch.device("cuda", 0)) == runner.GPU_BATCH_SIZE
     assert runner.batch_size_for("cpu", 4) == 4
+
+
+def _out_of_memory_above(limit: int, original, calls: list):
+    """batch_statistics that raises CUDA's out-of-memory error for batches of more than ``limit`` samples."""
+    def statistics(model, batch, *args, **kwargs):
+        calls.append(batch.input_ids.shape[0])
+        if batch.input_ids.shape[0] > limit:
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+        return original(model, batch, *args, **kwargs)
+    return statistics
+
+
+@pytest.mark.parametrize("limit", [1, 2])
+def test_out_of_memory_halves_the_batch_and_gives_the_same_rows(tiny, tmp_path, monkeypatch, limit):
+    path, keys = tmp_path / "same_length.json", ["sample_index", "layer", "proj"]
+    path.write_text(json.dumps([{"instruction": f"Add {i} and {i + 1}.", "input": "", "output": f"It is {2 * i + 1}."}
+                                for i in range(1, 9)]))
+    runner.extract(tiny, str(path), ResultsStore(tmp_path / "clean"), max_length=1024, batch_size=4, progress=False)
+    calls: list[int] = []
+    monkeypatch.setattr(runner.gradients, "batch_statistics",
+                        _out_of_memory_above(limit, runner.gradients.batch_statistics, calls))
+    summary = runner.extract(tiny, str(path), ResultsStore(tmp_path / "oom"), max_length=1024, batch_size=4,
+                             progress=False)
+    assert summary.computed == 8 and not summary.skipped
+    assert calls.count(4) == 1  # the second batch of 4 is split before it is tried
+    assert sum(size for size in calls if size <= limit) == 8
+    fresh = read_results(tmp_path / "clean").sort_values(keys).reset_index(drop=True)
+    retried = read_results(tmp_path / "oom").sort_values(keys).reset_index(drop=True)
+    assert len(retried) == len(fresh) == 8 * tiny.n_layers * 4
+    for column in ("nuclear_norm", "sigma_max", "frobenius", "effective_rank", "loss"):
+        pd.testing.assert_series_equal(retried[column], fresh[column], rtol=1e-5)
+
+
+def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_data_dir, tmp_path, monkeypatch):
+    original = runner.gradients.batch_statistics
+
+    def statistics(model, batch, *args, **kwargs):
+        if batch.input_ids.shape[1] == longest:
+            raise RuntimeError("CUDA error: out of memory")
+        return original(model, batch, *args, **kwargs)
+
+    store = ResultsStore(tmp_path / "r")
+    plan = runner.plan_run(tiny.name, "base", "aqua/none/correct", store, 4, 1024, study_data_dir)
+    prepared, _ = runner.prepare_samples(tiny, plan.resolved, plan.todo, 1024)
+    longest = max(len(s.encoded.input_ids) for s in prepared)
+    monkeypatch.setattr(runner.gradients, "batch_statistics", statistics)
+    summary = runner.extract(tiny, "aqua/none/correct", store, limit=4, max_length=1024, batch_size=4,
+                             data_directory=study_data_dir, progress=False)
+    too_long = sum(len(s.encoded.input_ids) == longest for s in prepared)
+    assert summary.skipped == {"out of memory": too_long} and summary.computed == 4 - too_long
+    reasons = read_skipped(tmp_path / "r")["reason"]
+    assert reasons.str.startswith(f"out of memory: one sample of {longest} tokens does not fit on cpu").all()
+
+
+def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_path, monkeypatch):
+    def broken(*args, **kwargs):
+        raise RuntimeError("shape mismatch")
+
+    monkeypatch.setattr(runner.gradients, "batch_statistics", broken)
+    with pytest.raises(RuntimeError, match="shape mismatch"):
+        runner.extract(tiny, "aqua/none/correct", ResultsStore(tmp_path / "r"), limit=2, max_length=1024,
+                       data_directory=study_data_dir, progress=False)
+
+
+def test_batches_follow_the_memory_plan():
+    samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * 100, 1)) for i in range(8)]
+    plan = runner.memory.MemoryPlan(budget_bytes=3 * 100 * 10.0, bytes_per_token=10.0, bytes_per_token_pair=0.0)
+    batches = runner.length_sorted_batches(samples, batch_size=8, token_budget=8192, fits=plan.fits)
+    assert [len(b) for b in batches] == [3, 3, 2]
+
+
+def test_no_memory_plan_on_a_cpu(tiny):
+    samples = [runner.PreparedSample(0, runner.prompts.EncodedSample([0] * 10, 1))]
+    assert runner.memory_plan(tiny, samples) is None
