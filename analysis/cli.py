@@ -33,6 +33,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--data", required=True, nargs="+", help="condition key(s) like aqua/detailed/correct, or JSON file path(s)")
     extract.add_argument("--out", required=True, help="results store directory")
     extract.add_argument("--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)")
+    extract.add_argument("--revision", help="hub revision of --model: a commit sha, branch or tag (default: the commit "
+                         "pinned in the registry for the paper's models, else the default branch); hub models only")
     extract.add_argument("--limit", type=_positive_int, help="first N samples of each condition (default: all)")
     extract.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
     extract.add_argument("--batch-size", type=_positive_int,
@@ -92,12 +94,19 @@ def run_extract(args: argparse.Namespace) -> int:
             print(f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
                   "the results record this (column data_sha256_ok)", file=sys.stderr)
     if args.executor == "ray":
+        if args.revision:
+            print("error: --revision is not available with --executor ray (the workers load the registry's pinned "
+                  "revision); use --executor local, or a local model folder of that revision", file=sys.stderr)
+            return 2
         return run_extract_on_ray(args)
     if args.ray_address:
         print("error: --ray-address needs --executor ray", file=sys.stderr)
         return 2
     store = ResultsStore(args.out)
-    loaded = models.load(args.model, args.template, args.device, args.trust_remote_code)
+    loaded = models.load(args.model, args.template, args.device, args.trust_remote_code, revision=args.revision)
+    facts = loaded.facts()
+    print(f"{args.model}: revision {facts.revision}, {facts.attention} attention, chat template sha256 "
+          f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}", file=sys.stderr)
     for spec in args.data:
         summary = runner.extract(
             loaded, spec, store, limit=args.limit, max_length=args.max_length, batch_size=args.batch_size,
@@ -148,7 +157,8 @@ def run_data(args: argparse.Namespace) -> int:
 
 def run_models(_: argparse.Namespace) -> int:
     for name, info in {**models.OFFLINE_MODELS, **models.PAPER_MODELS}.items():
-        print(f"{name:34} {info.template:9} {info.layers or '?':>3} layers  {info.description}")
+        pinned = f"  revision {info.revision[:12]}" if info.revision else ""
+        print(f"{name:34} {info.template:9} {info.layers or '?':>3} layers  {info.description}{pinned}")
     return 0
 
 

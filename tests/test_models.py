@@ -153,3 +153,26 @@ def test_facts_of_a_local_folder(tiny_model_dir):
     assert facts.chat_template_sha256 is None
     assert facts.attention == "sdpa" and facts.revision == f"local folder {folder.resolve()}"
     assert models.describe(str(folder)) == facts
+
+
+def test_command_line_revision_reaches_the_loader(tiny_model_dir, tmp_path, capsys, monkeypatch):
+    from analysis import cli
+
+    data = tmp_path / "d.json"
+    data.write_text('[{"instruction": "q", "input": "", "output": "a"}]')
+    argv = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--data", str(data),
+            "--out", str(tmp_path / "r"), "--revision", "main", "--no-progress"]
+    assert cli.main(argv) == 2
+    assert "hub models only" in capsys.readouterr().err
+    assert cli.main(argv + ["--executor", "ray"]) == 2
+    assert "--revision is not available with --executor ray" in capsys.readouterr().err
+    seen = {}
+
+    def fake_load(name, template, device, trust_remote_code, revision=None):
+        seen["revision"] = revision
+        raise models.ModelError("stop")
+
+    monkeypatch.setattr(models, "load", fake_load)
+    assert cli.main(["extract", "--model", "Qwen/Qwen2-1.5B", "--data", str(data), "--out", str(tmp_path / "r"),
+                     "--revision", "0123abc"]) == 2
+    assert seen == {"revision": "0123abc"}
