@@ -191,10 +191,10 @@ def _check_local_folder(folder: Path) -> None:
         raise ModelError(f"{folder}: no safetensors weights found{detail}")
 
 
-# Attention implementations that compute exactly what the architecture's eager code computes.
-# sdpa applies no soft-capping of the attention logits, so a model that soft-caps (Gemma 2) runs
-# eager, as the original study ran every model (transformers' default then).
-EXACT_SDPA = "sdpa"
+# The two attention implementations the study uses. sdpa (PyTorch's fused attention) computes
+# the same attention as eager except for soft-capping of the attention logits, which it lacks;
+# the original study ran every model with transformers' default, eager for Gemma 2.
+SDPA = "sdpa"
 EAGER = "eager"
 
 
@@ -208,7 +208,7 @@ def attention_implementation(config) -> str:
     model_type = getattr(config, "model_type", "") or ""
     if model_type == "gemma2" or getattr(config, "attn_logit_softcapping", None) is not None:
         return EAGER
-    return EXACT_SDPA
+    return SDPA
 
 
 @dataclass(frozen=True)
@@ -249,7 +249,7 @@ class LoadedModel:
     n_layers: int
     system_message: bool
     load_seconds: float
-    attention: str = EXACT_SDPA
+    attention: str = SDPA
     revision: str = "unknown"
 
     def facts(self) -> ModelFacts:
