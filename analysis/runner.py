@@ -8,6 +8,7 @@ most the samples since its last flush.
 
 from __future__ import annotations
 
+import gc
 import math
 import time
 from collections.abc import Callable
@@ -276,8 +277,6 @@ def is_out_of_memory(error: BaseException) -> bool:
 
 def release_memory(device: torch.device) -> None:
     """Give the memory of a failed pass back to the device before the next try."""
-    import gc
-
     gc.collect()
     if device.type == "cuda":
         torch.cuda.empty_cache()
