@@ -253,3 +253,21 @@ def fetch(directory: str | os.PathLike | None = None, base_url: str = SOURCE_URL
         os.replace(temporary, path)
         written.append(path)
     return written
+
+
+def identical_response_ids(dataset: str, setting: str, directory: str | os.PathLike | None = None) -> frozenset[int]:
+    """Instructions of a setting whose "irrelevant" response is the same text as the correct one.
+
+    The irrelevant files splice in the response of another question; where the answers are
+    yes/no or "Sentence A/B", about half of those are the very same answer. Such a pair is one
+    input twice, not a correct and an irrelevant response, so the correct-vs-irrelevant
+    comparisons leave it out. Empty when a file is missing or the setting has no pair.
+    """
+    pair = [f"{dataset}/{setting}/{responses}" for responses in RESPONSES]
+    if not all(key in REGISTRY for key in pair):
+        return frozenset()
+    try:
+        correct, irrelevant = (load_records(data_dir(directory) / REGISTRY[key].relative_path) for key in pair)
+    except DataError:
+        return frozenset()
+    return frozenset(i for i, (a, b) in enumerate(zip(correct, irrelevant)) if a.output.strip() == b.output.strip())

@@ -29,8 +29,6 @@ class NotebookParameters:
     conditions: tuple[str, ...]
     n_samples: int | None
     max_length: int
-    batch_size: int
-    device: str
     results_dir: Path
     data_dir: Path | None
     seed: int
@@ -97,14 +95,8 @@ def optional_path(name: str, value) -> Path | None:
     return _path(name, value, True)
 
 
-def _device(value) -> str:
-    if not isinstance(value, str) or not (value in ("auto", "cpu") or value.startswith("cuda")):
-        raise _fail("device", "'auto', 'cpu' or 'cuda[:N]'", value)
-    return value
-
-
-def validate(notebook: str, *, models=None, conditions=None, n_samples=None, max_length=1024, batch_size=4,
-             device="auto", results_dir=None, data_dir=None, seed=0, n_resamples=1000) -> NotebookParameters:
+def validate(notebook: str, *, models=None, conditions=None, n_samples=None, max_length=1024, results_dir=None,
+             data_dir=None, seed=0, n_resamples=1000) -> NotebookParameters:
     """Checked parameters of ``notebook``; None for models/conditions/results_dir means the default
     profile's (``cpu``): its models, its conditions for this notebook, and ``results/cpu``."""
     if notebook not in profiles.NOTEBOOKS:
@@ -121,8 +113,6 @@ def validate(notebook: str, *, models=None, conditions=None, n_samples=None, max
         conditions=chosen_conditions,
         n_samples=_integer("n_samples", n_samples, 1, allow_none=True),
         max_length=_integer("max_length", max_length, 1),
-        batch_size=_integer("batch_size", batch_size, 1),
-        device=_device(device),
         results_dir=results,
         data_dir=_path("data_dir", data_dir, True),
         seed=_integer("seed", seed, 0),

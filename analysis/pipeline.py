@@ -256,13 +256,13 @@ def notebook_parameters(notebook: str, profile: Profile, results_dir: Path, data
         "conditions": list(profile.conditions_for(notebook)),
         "n_samples": profile.n_samples,
         "max_length": profile.max_length,
-        "batch_size": profile.batch_size,
-        "device": profile.device,
         "results_dir": str(Path(results_dir).resolve()),
         "data_dir": str(Path(data_dir).resolve()) if data_dir else None,
         "seed": profile.seed,
         "n_resamples": profile.n_resamples,
     }
+    if notebook in ("intro", "summary"):
+        parameters["profile"] = profile.name
     if notebook == "reproducibility":
         parameters["benchmarks_file"] = str((root / "benchmarks" / "results.json").resolve())
     return parameters
@@ -319,8 +319,8 @@ def execute_notebook(source: Path, output: Path, parameters: dict, cwd: Path = P
 
 
 def fold_code(path: Path) -> None:
-    """Tag every code cell of an executed notebook ``hide-input``: the book shows results, with
-    the code that made them one click away."""
+    """Tag every code cell of an executed notebook that carries no display tag ``remove-input``:
+    the book shows results, and the code that made them is in the notebook files."""
     import nbformat
 
     notebook = nbformat.read(path, as_version=4)
@@ -328,7 +328,7 @@ def fold_code(path: Path) -> None:
         if cell.cell_type == "code":
             tags = cell.metadata.setdefault("tags", [])
             if not {"hide-input", "remove-input", "remove-cell"} & set(tags):
-                tags.append("hide-input")
+                tags.append("remove-input")
     nbformat.write(notebook, path)
 
 

@@ -1,24 +1,23 @@
 """Figures of layer curves and per-sample statistics. Drawing only: the numbers come from
-analysis.metrics (layer_curves) and analysis.stats (curve_band_table, per_sample_means)."""
+the callers (mean curves and bands of analysis.bootstrap, verdicts of analysis.findings)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
+import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
+from analysis import vocabulary
+
 PROJ_COLOURS = {"q": "r", "k": "g", "v": "b", "o": "gray"}
-SETTING_LABELS = {"none": "None CoT", "simplified": "Simplified CoT", "detailed": "Detailed CoT",
-                  "len100": "Wiki ~100 words", "len500": "Wiki ~500 words",
-                  "len1000": "Wiki ~1000 words", "unpopular": "Wiki unpopular",
-                  "detailed_cut_simplified": "Detailed CoT cut to simplified length",
-                  "detailed_cut_none": "Detailed CoT cut to no-CoT length"}
-STAT_LABELS = {"nuclear_norm": "nuclear norm", "sigma1_ratio": "s1 / nuclear norm",
-               "effective_rank": "effective rank", "sigma_max": "largest singular value",
-               "frobenius": "Frobenius norm"}
+SETTING_LABELS = vocabulary.SETTING_LABELS
+STAT_LABELS = vocabulary.STAT_LABELS
+VERDICT_COLOURS = {"holds": "#4daf4a", "does not hold": "#e41a1c", "not resolved": "#bdbdbd",
+                   "too few samples": "#fdd49e"}
 
 
 def condition_title(condition: str) -> str:
@@ -52,15 +51,16 @@ def curve_grid(curves: pd.DataFrame, model: str, conditions: Sequence[str],
                stats: Sequence[str], bands: pd.DataFrame | None = None,
                note: str | None = None) -> Figure:
     """Grid of layer curves: one column per condition, one row per statistic, Q/K/V/O lines
-    (red, green, blue, gray), with optional bootstrap bands.
+    (red, green, blue, gray), with optional bootstrap bands. The panels of a row share their
+    y-scale, so that the settings' magnitudes compare at a glance.
 
     `curves`: layer_curves output (rows of several statistics told apart by its `stat` column);
     `bands`: curve_band_table output; `note`: a line printed under the figure (e.g. where the
     weights come from).
     """
     n_rows, n_cols = len(stats), len(conditions)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.4 * n_cols, 2.6 * n_rows), squeeze=False,
-                             sharex=True)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False,
+                             sharex=True, sharey="row")
     for i, stat in enumerate(stats):
         for j, condition in enumerate(conditions):
             ax = axes[i, j]
@@ -134,9 +134,10 @@ def model_grid(curves: pd.DataFrame, models: Sequence[str], conditions: Sequence
                note: str | None = None) -> Figure:
     """Layer curves of one statistic for several models: one row per model, one column per
     condition, Q/K/V/O lines with optional bootstrap bands (e.g. a base model above its
-    instruct version). Rows do not share the y axis: models differ in scale."""
+    instruct version). A row shares its y-scale across conditions; rows have their own, since
+    models differ in scale."""
     n_rows, n_cols = len(models), len(conditions)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.4 * n_cols, 2.6 * n_rows), squeeze=False)
+    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False, sharey="row")
     for i, model in enumerate(models):
         for j, condition in enumerate(conditions):
             ax = axes[i, j]
@@ -157,4 +158,73 @@ def model_grid(curves: pd.DataFrame, models: Sequence[str], conditions: Sequence
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
     fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 0.95))
+    return fig
+
+
+def verdict_matrix(table: pd.DataFrame, checks: Sequence[str], scopes: Sequence[str],
+                   scope_labels: dict[str, str] | None = None, note: str | None = None) -> Figure:
+    """One panel per model: a check x scope grid coloured by verdict (blank: not covered).
+
+    `table`: findings with columns check, model, scope, verdict, n.
+    """
+    models = list(dict.fromkeys(table["model"]))
+    labels = [(scope_labels or {}).get(s, s) for s in scopes]
+    fig, axes = plt.subplots(1, len(models), figsize=(max(4.0, 0.55 * len(scopes) + 1.2) * len(models), 0.42 * len(checks) + 2.0),
+                             squeeze=False)
+    for ax, model in zip(axes[0], models):
+        rows = table[table["model"] == model].set_index(["check", "scope"])
+        for i, check in enumerate(checks):
+            for j, scope in enumerate(scopes):
+                if (check, scope) not in rows.index:
+                    continue
+                row = rows.loc[(check, scope)]
+                ax.add_patch(plt.Rectangle((j, i), 0.94, 0.9, color=VERDICT_COLOURS[row["verdict"]], lw=0))
+                ax.text(j + 0.47, i + 0.45, str(int(row["n"])), ha="center", va="center", fontsize=7)
+        ax.set_xlim(0, len(scopes))
+        ax.set_ylim(len(checks), 0)
+        ax.set_xticks(np.arange(len(scopes)) + 0.47)
+        ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
+        ax.set_yticks(np.arange(len(checks)) + 0.45)
+        ax.set_yticklabels(checks, fontsize=9)
+        ax.set_title(model, fontsize=9)
+        ax.tick_params(length=0)
+        for side in ax.spines.values():
+            side.set_visible(False)
+    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in VERDICT_COLOURS.values()]
+    fig.legend(handles, list(VERDICT_COLOURS), loc="upper center", ncol=len(handles), fontsize=8, frameon=False)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 0.92))
+    return fig
+
+
+def forest(table: pd.DataFrame, reference: float | None = None, x_label: str = "", log_x: bool = False,
+           note: str | None = None, title: str | None = None) -> Figure:
+    """Estimates with intervals as points and bars, one row per line of `table` (columns label,
+    value, low, high and optionally group, which sets the colour), a vertical line at `reference`."""
+    fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(table) + 1.3))
+    groups = list(dict.fromkeys(table["group"])) if "group" in table.columns else [None]
+    palette = dict(zip(groups, sns.color_palette("colorblind", len(groups))))
+    y = np.arange(len(table))
+    for i, row in enumerate(table.itertuples()):
+        colour = palette[getattr(row, "group", None)]
+        if np.isfinite(row.low) and np.isfinite(row.high):
+            ax.plot([row.low, row.high], [i, i], color=colour, lw=1.6)
+        ax.plot([row.value], [i], "o", color=colour, ms=4)
+    if reference is not None:
+        ax.axvline(reference, color="k", lw=0.8, ls="--")
+    if log_x:
+        ax.set_xscale("log")
+    ax.set_yticks(y)
+    ax.set_yticklabels(table["label"], fontsize=8)
+    ax.set_ylim(len(table) - 0.5, -0.5)
+    ax.set_xlabel(x_label)
+    if groups != [None]:
+        handles = [plt.Line2D([], [], color=palette[g], marker="o", lw=1.6) for g in groups]
+        ax.legend(handles, groups, fontsize=7, loc="best", frameon=False)
+    if title:
+        ax.set_title(title, fontsize=9)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
+    fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
     return fig

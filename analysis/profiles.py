@@ -12,13 +12,14 @@ from dataclasses import asdict, dataclass
 from analysis import data, models
 
 FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
-SUMMARY_NOTEBOOKS = ("beyond_the_paper", "summary", "reproducibility")
-NOTEBOOKS = FAMILY_NOTEBOOKS + SUMMARY_NOTEBOOKS
+SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "reproducibility")
+# Book order: the landing page, the families, then the pages that read every condition.
+NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
 
 # Samples per condition of the cpu profile. Measured on an idle 2-core CPU (2 threads, max_length
 # 1024): 0.5-0.7 s per bare-answer sample and 4.7-6.2 s per Detailed-CoT sample on the two offline
 # models, so 5 samples of all 86 conditions on both models take about 35 minutes; 5 is also the
-# fewest samples for which the book gives a verdict (report.MIN_VERDICT_SAMPLES).
+# fewest samples for which the book gives a verdict (bootstrap.MIN_VERDICT_SAMPLES).
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
 

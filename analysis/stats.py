@@ -1,11 +1,8 @@
-"""Statistics beyond the paper: bootstrap intervals, paired tests, correct-vs-irrelevant
-separability of single samples, and how much of the fast/slow gap response length explains."""
+"""Statistics beyond the paper: paired tests, correct-vs-irrelevant separability of single
+samples, and how much of the fast/slow gap response length explains. Intervals come from the
+book's one bootstrap engine, ``analysis.bootstrap``."""
 
 from __future__ import annotations
-
-import warnings
-from collections.abc import Callable
-from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
@@ -16,153 +13,10 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from analysis.metrics import (CONDITION_COLUMNS, CORRECT, IRRELEVANT, layer_splits,
-                              mean_absolute_difference, relative_difference, sample_matrix)
+from analysis import bootstrap, vocabulary
+from analysis.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
 
-# Upper bound on the number of floats one chunk of resampled data may hold (about 64 MB).
-_CHUNK_ELEMENTS = 8_000_000
-
-SETTING_ORDER = ("none", "simplified", "detailed", "len100", "len500", "len1000", "unpopular",
-                 "detailed_cut_simplified", "detailed_cut_none")
-
-
-class Interval(NamedTuple):
-    """A point estimate with a percentile bootstrap interval (arrays of the statistic's shape)."""
-
-    estimate: np.ndarray
-    low: np.ndarray
-    high: np.ndarray
-
-
-# --------------------------------------------------------------------------- bootstrap
-
-
-def bootstrap_ci(samples: np.ndarray, stat_fn: Callable[..., np.ndarray], n_resamples: int = 1000,
-                 seed: int = 0, level: float = 0.95, paired_with: np.ndarray | None = None,
-                 independent_with: np.ndarray | None = None) -> Interval:
-    """Percentile bootstrap interval of `stat_fn` over the rows (samples) of `samples`.
-
-    `stat_fn` is vectorised over resamples: it receives arrays with a leading resample axis,
-    (r, n, ...), and returns (r, ...). The point estimate is `stat_fn` on the data itself.
-    Each resample draws n row indices with replacement; the index matrix (n_resamples, n) is
-    drawn in chunks that bound memory, never one resample at a time.
-
-    paired_with: a second array with the same rows (the same instructions), resampled with the
-    same indices and passed as the second argument. independent_with: a second array resampled
-    on its own (unrelated samples). At most one of them.
-    """
-    if paired_with is not None and independent_with is not None:
-        raise ValueError("give paired_with or independent_with, not both")
-    a = np.asarray(samples, dtype=float)
-    b = None
-    if paired_with is not None:
-        b = np.asarray(paired_with, dtype=float)
-        if b.shape[0] != a.shape[0]:
-            raise ValueError(f"paired arrays need the same rows: {a.shape[0]} vs {b.shape[0]}")
-    elif independent_with is not None:
-        b = np.asarray(independent_with, dtype=float)
-    if a.shape[0] == 0 or (b is not None and b.shape[0] == 0):
-        raise ValueError("bootstrap needs at least one sample")
-
-    rng = np.random.default_rng(seed)
-    data = (a,) if b is None else (a, b)
-    estimate = np.asarray(stat_fn(*(x[None] for x in data)))[0]
-    per_resample = a.size + (0 if b is None else b.size)
-    chunk = max(1, _CHUNK_ELEMENTS // max(1, per_resample))
-    draws = []
-    for start in range(0, n_resamples, chunk):
-        r = min(chunk, n_resamples - start)
-        idx = rng.integers(0, a.shape[0], size=(r, a.shape[0]))
-        args = [a[idx]]
-        if paired_with is not None:
-            args.append(b[idx])
-        elif b is not None:
-            args.append(b[rng.integers(0, b.shape[0], size=(r, b.shape[0]))])
-        draws.append(np.asarray(stat_fn(*args)))
-    low, high = _percentiles(np.concatenate(draws), level)
-    return Interval(estimate, low, high)
-
-
-def _percentiles(draws: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
-    if not 0 < level < 1:
-        raise ValueError(f"level must lie in (0, 1), got {level}")
-    alpha = (1 - level) / 2
-    with np.errstate(invalid="ignore"):
-        low, high = np.nanquantile(draws, [alpha, 1 - alpha], axis=0)
-    return low, high
-
-
-def _mean_curve(x: np.ndarray) -> np.ndarray:
-    return x.mean(axis=1)
-
-
-def curve_ci(matrix: np.ndarray, n_resamples: int = 1000, seed: int = 0,
-             level: float = 0.95) -> Interval:
-    """Per-layer interval of the mean curve of a samples x layers matrix."""
-    return bootstrap_ci(matrix, _mean_curve, n_resamples=n_resamples, seed=seed, level=level)
-
-
-def mad_ci(matrix: np.ndarray, segment: str = "all", n_resamples: int = 1000, seed: int = 0,
-           level: float = 0.95) -> Interval:
-    """Interval of the MAD of the mean curve over `segment` (early, middle, late or all)."""
-    n_layers = np.asarray(matrix).shape[1]
-    lo, hi = (0, n_layers) if segment == "all" else layer_splits(n_layers)[segment]
-
-    def stat(x: np.ndarray) -> np.ndarray:
-        return np.asarray(mean_absolute_difference(x.mean(axis=1)[:, lo:hi]))
-
-    return bootstrap_ci(matrix, stat, n_resamples=n_resamples, seed=seed, level=level)
-
-
-def _mean_abs_rd(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    rd = np.abs(relative_difference(a.mean(axis=1), b.mean(axis=1)))
-    rd[~np.isfinite(rd)] = np.nan
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN curves give NaN
-        return np.nanmean(rd, axis=-1)
-
-
-def rd_ci(matrix_a: np.ndarray, matrix_b: np.ndarray, ids_a: np.ndarray | None = None,
-          ids_b: np.ndarray | None = None, n_resamples: int = 1000, seed: int = 0,
-          level: float = 0.95) -> Interval:
-    """Interval of mean |RD| between the mean curves of a (reference) and b.
-
-    Resampling is paired, one index per instruction for both matrices, when `ids_a` and
-    `ids_b` hold the same sample ids (rows of b are reordered to match a); otherwise the two
-    matrices are resampled independently.
-    """
-    a = np.asarray(matrix_a, dtype=float)
-    b = np.asarray(matrix_b, dtype=float)
-    if ids_a is not None and ids_b is not None and _same_ids(ids_a, ids_b):
-        position = {sid: i for i, sid in enumerate(np.asarray(ids_b).tolist())}
-        b = b[[position[sid] for sid in np.asarray(ids_a).tolist()]]
-        return bootstrap_ci(a, _mean_abs_rd, n_resamples, seed, level, paired_with=b)
-    return bootstrap_ci(a, _mean_abs_rd, n_resamples, seed, level, independent_with=b)
-
-
-def _same_ids(ids_a: np.ndarray, ids_b: np.ndarray) -> bool:
-    ids_a, ids_b = np.asarray(ids_a), np.asarray(ids_b)
-    return (len(ids_a) == len(ids_b) == len(np.unique(ids_a))
-            and set(ids_a.tolist()) == set(ids_b.tolist()))
-
-
-def curve_band_table(df: pd.DataFrame, stat: str = "nuclear_norm", n_resamples: int = 1000,
-                     seed: int = 0, level: float = 0.95) -> pd.DataFrame:
-    """Per-layer bootstrap bands of the mean curves, for plotting next to `layer_curves`.
-
-    Columns: model, condition, proj, layer, stat, low, high.
-    """
-    pieces = []
-    for (model, condition, proj), rows in df.groupby(["model", "condition", "proj"], sort=True):
-        matrix, _, _ = sample_matrix(rows, stat, proj)
-        if matrix.shape[0] == 0:
-            continue
-        band = curve_ci(matrix, n_resamples=n_resamples, seed=seed, level=level)
-        pieces.append(pd.DataFrame({"model": model, "condition": condition, "proj": proj,
-                                    "layer": np.arange(matrix.shape[1]), "stat": stat,
-                                    "low": band.low, "high": band.high}))
-    columns = ["model", "condition", "proj", "layer", "stat", "low", "high"]
-    return pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(columns=columns)
+SETTING_ORDER = vocabulary.SETTING_ORDER
 
 
 # --------------------------------------------------------------------------- paired test
@@ -222,15 +76,11 @@ def weighted_auroc(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray |
     return auc if weights is not None else auc[0]
 
 
-def _group_bootstrap_weights(groups: np.ndarray, n_resamples: int, seed: int) -> np.ndarray:
-    """(n_resamples, n_rows) counts from resampling whole groups with replacement."""
+def _group_bootstrap_weights(groups: np.ndarray, n_resamples: int, seed) -> np.ndarray:
+    """(n_resamples, n_rows) counts from resampling whole groups (instructions) with replacement."""
     codes, inverse = np.unique(groups, return_inverse=True)
-    n_groups = codes.size
-    rng = np.random.default_rng(seed)
-    draws = rng.integers(0, n_groups, size=(n_resamples, n_groups))
-    offsets = np.arange(n_resamples)[:, None] * n_groups
-    counts = np.bincount((draws + offsets).ravel(), minlength=n_resamples * n_groups)
-    return counts.reshape(n_resamples, n_groups)[:, inverse].astype(float)
+    counts = bootstrap.resample_counts(codes.size, n_resamples, np.random.default_rng(seed))
+    return counts[:, inverse]
 
 
 def _column_aurocs(x: np.ndarray, y: np.ndarray) -> np.ndarray:
@@ -278,7 +128,7 @@ def _out_of_fold_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_fold
 
 def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
                  stat: str = "nuclear_norm", n_splits: int = 5, n_resamples: int = 1000,
-                 seed: int = 0, level: float = 0.95) -> dict:
+                 seed: int = 0, level: float = bootstrap.LEVEL, excluded=()) -> dict:
     """Can one sample's layer statistics tell a correct response from an irrelevant one?
 
     Features: `stat` of every (projection, layer) of one sample (log-scaled when all positive);
@@ -289,13 +139,17 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
     single best (projection, layer) feature chosen inside each training fold (`best_feature` is
     the one chosen most often); and, for reference, the in-sample best feature and its AUROC
     (optimistic by construction). Values are NaN with a `reason` when they cannot be computed.
+    `auroc_draws` holds the AUROC under each resample of the instructions (for pooling over
+    datasets); the interval is the engine's t interval over them. Instructions in `excluded`
+    (e.g. those whose irrelevant response equals the correct one) are left out.
     Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
     """
-    rows = df[(df["model"] == model) & (df["dataset"] == dataset) & (df["setting"] == setting)]
+    rows = df[(df["model"] == model) & (df["dataset"] == dataset) & (df["setting"] == setting)
+              & ~df["sample_index"].isin(list(excluded))]
     out = {"model": model, "dataset": dataset, "setting": setting, "stat": stat,
            "n_samples": 0, "n_rows": 0, "n_dropped": 0, "n_folds": 0,
-           "auroc": np.nan, "auroc_low": np.nan, "auroc_high": np.nan,
+           "auroc": np.nan, "auroc_low": np.nan, "auroc_high": np.nan, "auroc_draws": None,
            "best_feature_auroc": np.nan, "best_feature": None,
            "best_feature_auroc_in_sample": np.nan, "best_feature_in_sample": None, "reason": None}
     if rows.empty:
@@ -329,11 +183,14 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
     oof_model, oof_single, chosen = folds
     chosen = [names[k] for k in chosen]
 
-    weights = _group_bootstrap_weights(groups, n_resamples, seed)
-    low, high = _percentiles(weighted_auroc(oof_model, y, weights), level)
+    weights = _group_bootstrap_weights(groups, n_resamples, [seed, *map(ord, dataset)])
+    draws = weighted_auroc(oof_model, y, weights)
+    auroc = float(weighted_auroc(oof_model, y))
+    n = out["n_samples"]
+    low, high = bootstrap.t_interval(auroc, draws, n, n - 1, level)
     values, counts = np.unique(chosen, return_counts=True)
-    out.update(auroc=float(weighted_auroc(oof_model, y)), auroc_low=float(low),
-               auroc_high=float(high), best_feature_auroc=float(weighted_auroc(oof_single, y)),
+    out.update(auroc=auroc, auroc_low=low, auroc_high=high, auroc_draws=draws,
+               best_feature_auroc=float(weighted_auroc(oof_single, y)),
                best_feature=str(values[np.argmax(counts)]))
     return out
 

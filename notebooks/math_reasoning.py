@@ -13,133 +13,127 @@
 # %% [markdown]
 # # Math reasoning
 #
-# AQuA and GSM8K under No CoT (bare answer), Simplified CoT and Detailed CoT, and three MATH
+# AQuA and GSM8K under None CoT (bare answer), Simplified CoT and Detailed CoT, and three MATH
 # subsets (Algebra, Counting & Probability, Geometry) under Simplified and Detailed CoT, each with
-# correct responses and with irrelevant ones (responses of other questions). For every sample the
-# gradients of the attention projections were computed once and stored; this page reads them and
-# shows, per model, the paper's layer curves, the MAD and RD tables, effective ranks, the checks
-# of the paper's findings that these data cover (F1 to F4), and three analyses beyond the paper.
-# The definitions are on the [methods page](../methods.md). Every number below comes with a 95%
-# bootstrap interval over instructions; a verdict says "holds" only when the interval supports it.
+# correct responses and with irrelevant ones (responses of other questions). This page checks the
+# paper's findings F1 to F4 on these data, per dataset and pooled over the family, then shows the
+# layer curves, the MAD and RD tables and three analyses beyond the paper. Definitions and the
+# verdict rules: [methods](../methods.md).
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "remove-cell"]
 models = None  # None: the default (cpu) profile's models
 conditions = None  # None: every condition of this family
 n_samples = None  # first N samples of each condition; None: all that are stored
 max_length = 1024
-batch_size = 4
-device = "cpu"
 results_dir = "results/cpu"
 data_dir = None
 seed = 0
 n_resamples = 1000
 
-# %%
-from analysis import parameters, report
+# %% tags=["remove-cell"]
+from analysis.report import sections
+from analysis.report.display import show_markdown
+from analysis.report.page import Page
 
-params = parameters.validate(
-    "math_reasoning", models=models, conditions=conditions, n_samples=n_samples, max_length=max_length,
-    batch_size=batch_size, device=device, results_dir=results_dir, data_dir=data_dir, seed=seed,
-    n_resamples=n_resamples,
-)
-results = report.load_results(params.results_dir, params.models, params.conditions, params.max_length,
-                              params.n_samples, params.data_dir)
-report.require_rows(results)
-draws = report.all_curve_draws(results, n_resamples=params.n_resamples, seed=params.seed)
-curves, bands = report.curves_and_bands(draws)
+page = Page.open("math_reasoning", models=models, conditions=conditions, n_samples=n_samples, max_length=max_length,
+                 results_dir=results_dir, data_dir=data_dir, seed=seed, n_resamples=n_resamples)
+
+# %% tags=["remove-input"]
+show_markdown(page.coverage())
 
 # %% [markdown]
-# ## What this page reads
+# ## The findings on these data
+#
+# Each cell: one check for one model, on a family of datasets pooled or on one dataset; the
+# number is the instructions behind the verdict. The claims:
 
-# %%
-report.show_markdown(report.coverage_message(results))
-if report.figure_note(results.models):
-    report.show_markdown(f"*{report.figure_note(results.models)}.*")
+# %% tags=["remove-input"]
+sections.claims(("F1", "F2", "F3", "F4", "L"))
+sections.answers(page, ("F1", "F2", "F3", "F4", "L"))
+
+# %% [markdown]
+# The pooled answers with the numbers behind them (each part of a claim with its 95% interval):
+
+# %% tags=["remove-input"]
+sections.pooled_findings(page, ("F1", "F2", "F3", "F4", "L"))
+
+# %% [markdown]
+# Every check per dataset:
+
+# %% tags=["remove-input", "hide-output"]
+sections.tables_findings(page, ("F1", "F2", "F3", "F4", "L"))
 
 # %% [markdown]
 # ## Layer curves
 #
 # Mean nuclear norm of the gradient of each attention projection (Q red, K green, V blue, O gray)
-# per layer, one panel per setting (correct responses); the second row shows the share of the
-# largest singular value, s1 / nuclear norm. Shaded: 95% bootstrap bands.
+# per layer, one panel per setting (correct responses, panels of a row on one scale); the second
+# row shows the share of the largest singular value, s1 / nuclear norm. Shaded: 95% bands.
 
-# %%
-report.show_figures(report.paper_figures(draws, curves, bands, params.n_samples))
+# %% tags=["remove-input"]
+sections.layer_curves(page)
 
 # %% [markdown]
-# ## Differences across layers (MAD)
+# ## Differences across layers (MAD) and correct vs irrelevant (RD)
 #
-# Mean absolute difference between adjacent layers of each mean curve, over the early, middle and
-# late layers and over all layers (correct responses).
+# The mean absolute difference between adjacent layers of each mean curve, over the early,
+# middle and late layers and over all layers, and the relative difference of irrelevant against
+# correct responses per layer ([methods](../methods.md)), with 95% intervals.
 
-# %%
-report.show_table(report.format_segment_table(report.mad_interval_table(draws)))
+# %% tags=["remove-input", "hide-output"]
+sections.tables_mad(page)
 
-# %% [markdown]
-# ## Correct vs irrelevant responses (RD)
-#
-# Relative difference (irrelevant - correct) / correct per layer; the table gives its mean absolute
-# value and its mean over layers, and the layers where it is largest.
-
-# %%
-report.show_table(report.format_rd_table(report.rd_interval_table(draws)))
-
-# %% [markdown]
-# ## Effective rank
-#
-# The effective rank of each gradient (the exponential of the entropy of its normalised singular
-# values), averaged over samples.
-
-# %%
-report.show_figures(report.effective_rank_figures(draws, curves, bands, params.n_samples))
-report.show_table(report.format_segment_table(report.effective_rank_table(draws)))
-report.show_markdown(report.effective_rank_sentence(draws))
-
-# %% [markdown]
-# ## The paper's findings on these data
-
-# %%
-findings = report.findings_table(draws, results.rows, checks=("F1", "F2", "F3", "F4"))
-report.show_markdown(report.claims_text(findings))
-report.show_markdown(report.findings_summary(findings))
-report.show_table(report.format_findings(findings))
-
-# %%
-report.show_markdown("\n\n".join(report.finding_sentence(row) for _, row in findings.iterrows()))
+# %% tags=["remove-input", "hide-output"]
+sections.tables_rd(page)
 
 # %% [markdown]
 # ## Beyond the paper
 #
+# ### Effective rank
+#
+# The effective rank of each gradient (the exponential of the entropy of its normalised
+# singular values, from the follow-up study {cite:p}`li2025dataquality`), averaged over layers
+# and projections: the fastest setting minus the slowest, per dataset and pooled.
+
+# %% tags=["remove-input"]
+ranks = sections.effective_rank(page)
+
+# %% tags=["remove-input", "hide-output"]
+sections.tables_effective_rank(ranks)
+
+# %% [markdown]
 # ### One sample at a time: correct or irrelevant?
 #
 # A logistic regression on one sample's layer-wise nuclear norms (all projections and layers),
-# cross-validated with instructions kept out of the folds they are tested on.
+# cross-validated with instructions kept out of the folds they are tested on; the out-of-fold
+# AUROC is 0.5 without signal.
 
-# %%
-separability = report.separability_table(results.rows, params.n_resamples, params.seed)
-report.show_table(report.format_separability(separability))
-report.show_markdown(report.separability_sentence(separability))
+# %% tags=["remove-input"]
+separable = sections.separability(page)
 
-# %% [markdown]
-# ### Length control
-#
-# Detailed CoT responses cut to the token count of the same question's No-CoT (or Simplified-CoT)
-# response: if the gradients of the cut responses match the faster setting's, response length
-# explains the gap; if not, the content does too.
-
-# %%
-report.show_figures(report.length_control_figures(draws, curves, bands, params.n_samples))
-length_control = report.length_control_table(results.rows)
-report.show_table(report.format_length_control(length_control))
-report.show_markdown(report.length_control_sentence(length_control))
+# %% tags=["remove-input", "hide-output"]
+sections.tables_separability(separable)
 
 # %% [markdown]
-# ### Length regression
+# ### Is the gap only response length?
 #
-# Log of each sample's mean nuclear norm regressed on the log of its response length, on the
-# setting, and on both.
+# Detailed CoT responses cut to the token count of the same question's None-CoT response: the
+# share of the None vs Detailed gap in nuclear norm that remains at equal length (1: none of the
+# gap is length; 0: all of it is).
 
-# %%
-regression = report.length_regression_table(results.rows)
-report.show_table(report.format_length_regression(regression))
-report.show_markdown(report.length_regression_sentence(regression))
+# %% tags=["remove-input"]
+sections.length(page)
+
+# %% tags=["remove-input", "hide-output"]
+sections.length_curves(page)
+
+# %% [markdown]
+# A regression over all samples of a dataset: the log of a sample's mean nuclear norm on the log
+# of its response length and on its setting.
+
+# %% tags=["remove-input"]
+regression = sections.length_regression(page)
+
+# %% tags=["remove-input", "hide-output"]
+sections.tables_length_regression(regression)
+

@@ -13,51 +13,57 @@
 # %% [markdown]
 # # Reproducibility
 #
-# What produced the numbers in this book: the run profile, the package versions, the data files
-# and their published checksums, the models, and how long each part took. The run log is
-# `run_log.json` in the results directory; `python -m analysis run --profile <name>` writes it.
+# What produced the numbers in this book: the run profile, the package versions, the models and
+# their revisions, the data files and their published checksums, how long each part took, and how
+# well the book's intervals and verdicts work. The run log is `run_log.json` in the results
+# directory; `python -m analysis run --profile <name>` writes it.
 
-# %% tags=["parameters"]
+# %% tags=["parameters", "remove-cell"]
 models = None  # None: the default (cpu) profile's models
 conditions = None  # None: every condition of the default profile
 n_samples = None
 max_length = 1024
-batch_size = 4
-device = "cpu"
 results_dir = "results/cpu"
 data_dir = None
 seed = 0
 n_resamples = 1000
 benchmarks_file = "benchmarks/results.json"
 
-# %%
-from analysis import parameters, pipeline, report
+# %% tags=["remove-cell"]
+from analysis import calibration, parameters, pipeline
+from analysis.report import provenance
+from analysis.report.display import show_markdown, show_table
+from analysis.report.load import figure_note, load_results
 
-params = parameters.validate(
-    "reproducibility", models=models, conditions=conditions, n_samples=n_samples, max_length=max_length,
-    batch_size=batch_size, device=device, results_dir=results_dir, data_dir=data_dir, seed=seed,
-    n_resamples=n_resamples,
-)
+params = parameters.validate("reproducibility", models=models, conditions=conditions, n_samples=n_samples,
+                             max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
+                             n_resamples=n_resamples)
 benchmarks = parameters.optional_path("benchmarks_file", benchmarks_file)
 log = pipeline.read_run_log(params.results_dir)
-run = report.latest_run(log)
-results = report.load_results(params.results_dir, params.models, params.conditions, params.max_length,
-                              params.n_samples, params.data_dir)
+run = provenance.latest_run(log)
+results = load_results(params.results_dir, params.models, params.conditions, params.max_length, params.n_samples,
+                       params.data_dir)
 
 # %% [markdown]
 # ## The run
 
-# %%
-report.show_markdown(report.run_sentence(log, params.results_dir))
-report.show_table(report.profile_table(run), empty="The results directory has no run log.")
+# %% tags=["remove-input"]
+show_markdown(provenance.run_sentence(log, params.results_dir))
+show_table(provenance.profile_table(run), empty="The results directory has no run log.")
 
 # %% [markdown]
 # ## Models
+#
+# The models found in the results store, and what the run recorded of each: the revision loaded
+# (a hub commit, the offline package's version, or a local folder), the attention implementation
+# and the hash of the tokenizer's chat template (a different template changes the prompt, the
+# loss mask and so the gradients).
 
-# %%
-report.show_table(report.models_used_table(results.rows), empty="No results are stored.", by=None)
-if report.figure_note(results.models):
-    report.show_markdown(f"*{report.figure_note(results.models)}.*")
+# %% tags=["remove-input"]
+show_table(provenance.models_used_table(results.rows), empty="No results are stored.", by=None)
+show_table(provenance.model_facts_table(run), empty="The run log records no model facts.", by=None)
+if figure_note(results.models):
+    show_markdown(f"*{figure_note(results.models)}.*")
 
 # %% [markdown]
 # ## Data files
@@ -65,34 +71,67 @@ if report.figure_note(results.models):
 # Each condition's file, hashed now and compared with the sha256 published with the original
 # study's data (the results store also records the hash of the file each row came from).
 
-# %%
-data_check = report.data_check_table(params.conditions, params.data_dir)
-report.show_markdown(report.data_check_sentence(data_check))
+# %% tags=["remove-input"]
+data_check = provenance.data_check_table(params.conditions, params.data_dir)
+show_markdown(provenance.data_check_sentence(data_check))
 
-# %% tags=["hide-output"]
-report.show_table(data_check)
+# %% tags=["remove-input", "hide-output"]
+show_table(data_check)
 
 # %% [markdown]
 # ## Run times
 
-# %%
-report.show_table(report.time_summary(log), empty="No run times are recorded.")
+# %% tags=["remove-input"]
+show_table(provenance.time_summary(log), empty="No run times are recorded.")
 
-# %% tags=["hide-output"]
-report.show_table(report.extraction_time_table(log), empty="No extraction was recorded.")
+# %% tags=["remove-input", "hide-output"]
+show_table(provenance.extraction_time_table(log), empty="No extraction was recorded.")
+
+# %% [markdown]
+# ## How well the intervals and verdicts work
+#
+# Data simulated in the study's design (instructions nested in datasets, two settings per
+# instruction, lognormal values) and passed through the book's own engine: the coverage of its 95%
+# intervals of a log ratio of two settings' means, and the share of "holds" verdicts for "the
+# ratio exceeds 1" at several true ratios, for the default profile's design of 5 instructions in
+# each of 6 datasets. At ratio 1 that share is the false-positive rate (nominal: 2.5%, one side of
+# a 95% interval).
+
+# %% tags=["remove-input"]
+show_table(calibration.coverage_table(reps=400, seed=params.seed), by=None)
+show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 
 # %% [markdown]
 # ## Package versions
 #
 # As recorded by the run, next to those of the kernel that executed this page.
 
-# %%
-report.show_table(report.package_table(run, pipeline.package_versions()))
+# %% tags=["remove-input"]
+show_table(provenance.package_table(run, pipeline.package_versions()))
 
 # %% [markdown]
 # ## Benchmarks
 
-# %%
-benchmark = report.benchmark_table(benchmarks) if benchmarks else None
-report.show_table(benchmark, empty=f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
-                  "`make benchmark` writes `benchmarks/results.json`.", by=None)
+# %% tags=["remove-input"]
+benchmark = provenance.benchmark_table(benchmarks) if benchmarks else None
+show_table(benchmark, empty=f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
+           "`make benchmark` writes `benchmarks/results.json`.", by=None)
+
+# %% [markdown]
+# ## How a page is made
+#
+# Every chapter opens its data with one call, then shows what the `analysis.report` modules
+# return; the code cells are hidden from the pages. For example, the math reasoning chapter:
+#
+# ```python
+# from analysis.report import sections
+# from analysis.report.page import Page
+#
+# page = Page.open("math_reasoning", models=models, conditions=conditions, n_samples=n_samples,
+#                  max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
+#                  n_resamples=n_resamples)
+# sections.answers(page, ("F1", "F2", "F3", "F4", "L"))  # the verdict matrix and a paragraph per model
+# sections.layer_curves(page)                             # the paper's figure per model and dataset
+# ```
+#
+# To execute a chapter by hand, see the README ("Re-executing one notebook by hand").

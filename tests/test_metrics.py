@@ -2,7 +2,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.metrics import (default_model_pairs, findings, layer_curves, layer_splits,
+from analysis.metrics import (layer_curves, layer_splits,
                               mad_by_segment, mad_table, mean_absolute_difference, rd_summary,
                               rd_table, relative_difference, sample_matrix)
 from synthetic import make_results, reasoning_conditions
@@ -153,109 +153,3 @@ def test_rd_table_pairs_correct_with_irrelevant():
     np.testing.assert_allclose(detailed["mean_abs_rd"], 0.5)
     np.testing.assert_allclose(table[table.setting == "none"]["mean_abs_rd"], 0.0, atol=1e-12)
     assert (detailed["n_correct"] == 8).all() and (detailed["n_irrelevant"] == 8).all()
-
-
-# --------------------------------------------------------------------------- findings
-
-def paper_like_curve(hold: bool):
-    """Curves built so that every check F1-F5 holds (hold=True) or fails (hold=False).
-
-    Fast thinking is jagged and large, slow thinking smooth and small (swapped to fail).
-    Irrelevant responses are scaled by 1 + RD: holding, RD is 0.5 (base) / 0.2 (instruct) under
-    detailed CoT and 0 elsewhere; failing, RD is 1.5 under none and 0.1 (base) / 0.3
-    (instruct) under detailed CoT, and Wiki irrelevant responses are doubled.
-    """
-    jagged = lambda level, amp, layers: level + amp * (-1.0) ** layers
-    fast, slow = ("none", "detailed") if hold else ("detailed", "none")
-
-    def irrelevant_factor(model, dataset, setting):
-        is_base = model.startswith("base")
-        if dataset == "wiki":
-            return 1.0 if hold else 2.0
-        if hold:
-            rd = {"detailed": 0.5 if is_base else 0.2}
-        else:
-            rd = {"none": 1.5, "detailed": 0.1 if is_base else 0.3}
-        return 1.0 + rd.get(setting, 0.0)
-
-    def curve(model, dataset, setting, responses, proj, layers):
-        if dataset == "wiki":
-            base = jagged(2.0, 0.5, layers)
-        else:
-            base = {fast: jagged(10.0, 3.0, layers), "simplified": jagged(4.0, 1.0, layers),
-                    slow: 1.0 + 0.01 * layers}[setting]
-        if responses == "irrelevant":
-            base = base * irrelevant_factor(model, dataset, setting)
-        return base
-
-    return curve
-
-
-MODELS = {"base-model": ("base", 18), "instruct-model": ("instruct", 18)}
-ALL_CONDITIONS = (reasoning_conditions("aqua")
-                  + reasoning_conditions("wiki", settings=("len100", "len1000")))
-
-
-def test_findings_hold_when_built_to_hold():
-    df = make_results(ALL_CONDITIONS, models=MODELS, n_samples=6, curve=paper_like_curve(True))
-    out = findings(df)
-    assert list(out.columns) == ["check", "claim", "model", "scope", "numbers", "holds"]
-    assert set(out.check) == {"F1", "F2", "F3", "F4", "F5"}
-    assert out["holds"].tolist() == [True] * len(out)
-    f4 = out[out.check == "F4"]
-    assert set(f4.model) == {"instruct-model"} and set(f4.scope) == {"aqua", "all"}
-    f1 = out[(out.check == "F1") & (out.model == "base-model")].iloc[0]
-    assert f1.scope == "aqua" and "early" in f1.numbers
-    assert set(out[out.check == "F5"].scope) == {"wiki"}
-
-
-def test_findings_fail_when_built_to_fail():
-    df = make_results(ALL_CONDITIONS, models=MODELS, n_samples=6, curve=paper_like_curve(False))
-    out = findings(df)
-    assert set(out.check) == {"F1", "F2", "F3", "F4", "F5"}
-    assert out["holds"].tolist() == [False] * len(out)
-
-
-def test_f5_fails_when_long_wiki_responses_flatten_the_curve():
-    hold = paper_like_curve(True)
-
-    def curve(model, dataset, setting, responses, proj, layers):
-        if setting == "len100":
-            return 6.0 + 5.0 * (-1.0) ** layers
-        if setting == "len1000":
-            return 0.2 + 0.0 * layers
-        return hold(model, dataset, setting, responses, proj, layers)
-
-    out = findings(make_results(ALL_CONDITIONS, models=MODELS, n_samples=6, curve=curve))
-    assert out[out.check == "F5"].holds.tolist() == [False, False]
-    assert out[out.check != "F5"].holds.tolist() == [True] * 8
-
-
-def test_findings_only_cover_what_the_data_holds():
-    curve = paper_like_curve(True)
-    base_only = {"base-model": ("base", 18)}
-    df = make_results(reasoning_conditions("aqua"), models=base_only, curve=curve)
-    assert set(findings(df).check) == {"F1", "F2", "F3"}
-    math = make_results(reasoning_conditions("math-algebra", settings=("simplified", "detailed")),
-                        models=base_only, curve=curve)
-    out = findings(math)
-    assert out.check.tolist() == ["F2"] and out.holds.tolist() == [True]
-    assert "simplified/detailed" in out.numbers.iloc[0]
-
-
-def test_f5_without_reasoning_data_uses_fallbacks_and_undecided_without_len100():
-    curve = paper_like_curve(True)
-    wiki = make_results(reasoning_conditions("wiki", settings=("len100", "len1000")), curve=curve)
-    out = findings(wiki)
-    assert out.check.tolist() == ["F5"] and out.holds.tolist() == [True]
-    assert "fallback" in out.numbers.iloc[0]
-    partial = make_results(reasoning_conditions("wiki", settings=("len500", "len1000")), curve=curve)
-    assert findings(partial).holds.tolist() == [None]
-
-
-def test_default_model_pairs_by_longest_prefix():
-    templates = {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct",
-                 "google/gemma-2-2b": "base", "google/gemma-2-2b-it": "instruct"}
-    assert default_model_pairs(templates) == {"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B",
-                                              "google/gemma-2-2b-it": "google/gemma-2-2b"}
-    assert default_model_pairs({"a": "instruct"}) == {}

@@ -31,10 +31,8 @@ def test_single_names_and_paths_are_accepted():
     ("n_samples", True, "n_samples"),
     ("max_length", -5, "max_length: expected an integer >= 1, got -5"),
     ("max_length", 10.5, "max_length"),
-    ("batch_size", None, "batch_size"),
     ("seed", -1, "seed: expected an integer >= 0"),
     ("n_resamples", 3, "n_resamples: expected an integer >= 10"),
-    ("device", "tpu", "device: expected 'auto', 'cpu' or 'cuda[:N]'"),
     ("results_dir", "", "results_dir: expected a directory path"),
     ("data_dir", 7, "data_dir"),
     ("models", [], "models: expected a non-empty list"),
@@ -75,3 +73,8 @@ def test_optional_path():
     assert optional_path("benchmarks_file", "b/results.json") == Path("b/results.json")
     with pytest.raises(ParameterError, match="benchmarks_file"):
         optional_path("benchmarks_file", 3)
+
+
+def test_parameters_that_nothing_reads_are_refused():
+    with pytest.raises(TypeError):
+        validate("summary", batch_size=4)

@@ -42,7 +42,7 @@ def test_family_conditions_split_the_registry():
 # --------------------------------------------------------------------------- notebooks
 
 
-def test_every_notebook_has_a_parameters_cell_then_validation():
+def test_every_notebook_has_a_hidden_parameters_cell_then_one_checked_setup_call():
     import jupytext
 
     sources = pipeline.notebook_sources(ROOT)
@@ -50,8 +50,12 @@ def test_every_notebook_has_a_parameters_cell_then_validation():
     for source in sources:
         notebook = jupytext.read(source)
         code = [c for c in notebook.cells if c.cell_type == "code"]
-        assert "parameters" in code[0].metadata.get("tags", []), source
-        assert "parameters.validate(" in code[1].source, source
+        assert {"parameters", "remove-cell"} <= set(code[0].metadata.get("tags", [])), source
+        assert "remove-cell" in code[1].metadata.get("tags", []), source
+        assert "Page.open(" in code[1].source or "parameters.validate(" in code[1].source, source
+        for cell in code[2:]:  # the book shows results, not the code that made them
+            assert "remove-input" in cell.metadata.get("tags", []), (source, cell.source[:60])
+        assert len(notebook.cells) < 60, source
 
 
 def test_notebook_parameters_and_conversion(tmp_path):
@@ -147,8 +151,7 @@ def test_quick_profile_end_to_end(quick_book):
                 assert output.get("output_type") != "error", (name, output.get("ename"), output.get("evalue"))
                 text = json.dumps(output)
                 assert "Traceback" not in text, name
-    for page in ("intro", "methods"):
-        assert (html / "book" / f"{page}.html").is_file()
+    assert (html / "book" / "methods.html").is_file()
     math_page = (html / "book" / "notebooks" / "math_reasoning.html").read_text()
     assert "quantised (GGUF) then dequantised" in math_page and "<table" in math_page and "<img" in math_page
     pvi = (html / "book" / "notebooks" / "pretrained_vs_instruct.html").read_text()

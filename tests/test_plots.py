@@ -9,9 +9,11 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 
 from analysis.metrics import layer_curves
-from analysis.plots import (condition_title, effective_rank_figure, length_scatter, model_grid,
-                            nuclear_norm_figure)
-from analysis.stats import curve_band_table, per_sample_means
+from analysis.bootstrap import all_curve_draws
+from analysis.plots import (condition_title, effective_rank_figure, forest, length_scatter, model_grid,
+                            nuclear_norm_figure, verdict_matrix)
+from analysis.report.figures import curves_and_bands
+from analysis.stats import per_sample_means
 from synthetic import make_results, reasoning_conditions
 
 CONDITIONS = ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"]
@@ -47,7 +49,8 @@ def test_nuclear_norm_figure_grid_and_lines(curves):
 
 
 def test_nuclear_norm_figure_bands(results, curves):
-    bands = curve_band_table(results[results.condition.isin(CONDITIONS)], n_resamples=100)
+    _, bands = curves_and_bands(all_curve_draws(results[results.condition.isin(CONDITIONS)], ["base-model"],
+                                                ("nuclear_norm",), n_resamples=100))
     fig = nuclear_norm_figure(curves, "base-model", CONDITIONS, stats=("nuclear_norm",),
                               bands=bands)
     assert len(fig.axes) == 3
@@ -87,3 +90,23 @@ def test_model_grid_one_row_per_model():
     assert [len(line.get_xdata()) for line in fig.axes[2].get_lines()] == [30] * 4
     assert fig.axes[2].get_ylabel().startswith("chat-model")
     assert any(t.get_text() == "two families" for t in fig.texts)
+
+
+def test_verdict_matrix_colours_each_covered_cell():
+    table = pd.DataFrame({"model": ["a", "a", "b"], "check": ["F1", "F2", "F1"],
+                          "scope": ["math_reasoning", "aqua", "aqua"],
+                          "verdict": ["holds", "does not hold", "too few samples"], "n": [10, 5, 3]})
+    fig = verdict_matrix(table, ["F1", "F2"], ["math_reasoning", "aqua"], {"math_reasoning": "math (pooled)"})
+    assert len(fig.axes) == 2
+    assert len(fig.axes[0].patches) == 2 and len(fig.axes[1].patches) == 1
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["math (pooled)", "aqua"]
+    assert fig.axes[0].patches[0].get_facecolor()[:3] != fig.axes[0].patches[1].get_facecolor()[:3]
+
+
+def test_forest_one_row_per_estimate():
+    table = pd.DataFrame({"label": ["x", "y"], "value": [0.6, 0.4], "low": [0.55, 0.2], "high": [0.7, 0.6],
+                          "group": ["a", "b"]})
+    fig = forest(table, reference=0.5, x_label="AUROC")
+    (ax,) = fig.axes
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y"]
+    assert ax.get_xlabel() == "AUROC"

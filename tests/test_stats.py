@@ -1,81 +1,12 @@
-import time
 
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
 
-from analysis.metrics import mean_absolute_difference, rd_summary
-from analysis.stats import (bootstrap_ci, curve_band_table, curve_ci, length_regression, mad_ci,
-                            paired_test, per_sample_means, rd_ci, separability, weighted_auroc)
+from analysis.stats import (length_regression, paired_test, per_sample_means, separability, weighted_auroc)
 from synthetic import make_results, reasoning_conditions
 
-
-# --------------------------------------------------------------------------- bootstrap
-
-def test_curve_ci_covers_true_mean_at_nominal_rate():
-    rng = np.random.default_rng(0)
-    true_mean = np.array([1.0, 2.0, 3.0])
-    covered = []
-    for trial in range(200):
-        data = true_mean + rng.standard_normal((60, 3))
-        est, low, high = curve_ci(data, n_resamples=500, seed=trial)
-        np.testing.assert_allclose(est, data.mean(axis=0))
-        covered.append((low <= true_mean) & (true_mean <= high))
-    coverage = np.mean(covered)
-    assert 0.90 <= coverage <= 0.99, coverage
-
-
-def test_bootstrap_is_fast_and_reproducible():
-    data = np.random.default_rng(1).gamma(2.0, size=(500, 30))
-    start = time.perf_counter()
-    first = curve_ci(data, n_resamples=1000, seed=3)
-    elapsed = time.perf_counter() - start
-    assert elapsed < 3.0, elapsed
-    again = curve_ci(data, n_resamples=1000, seed=3)
-    np.testing.assert_array_equal(first.low, again.low)
-    assert first.low.shape == first.high.shape == (30,)
-    assert np.all(first.low < first.estimate) and np.all(first.estimate < first.high)
-
-
-def test_bootstrap_rejects_bad_input():
-    with pytest.raises(ValueError):
-        bootstrap_ci(np.ones((3, 2)), lambda x: x.mean(1), level=1.5)
-    with pytest.raises(ValueError):
-        bootstrap_ci(np.ones((3, 2)), lambda x, y: x.mean(1), paired_with=np.ones((4, 2)))
-
-
-def test_mad_ci_point_estimate_is_mad_of_mean_curve():
-    data = np.random.default_rng(2).normal(size=(40, 18)) + np.arange(18)
-    est, low, high = mad_ci(data, segment="early")
-    assert est == pytest.approx(mean_absolute_difference(data.mean(axis=0)[:5]))
-    assert low <= est <= high
-    assert mad_ci(data).estimate == pytest.approx(mean_absolute_difference(data.mean(axis=0)))
-
-
-def test_rd_ci_pairs_same_instructions_and_narrows_interval():
-    rng = np.random.default_rng(3)
-    instruction = rng.gamma(2.0, size=(80, 1)) * np.ones((1, 10))
-    a = instruction + 0.05 * rng.standard_normal((80, 10))
-    b = 1.2 * instruction + 0.05 * rng.standard_normal((80, 10))
-    ids = np.arange(80)
-    paired = rd_ci(a, b[::-1], ids, ids[::-1], n_resamples=500)  # b stored in another order
-    np.testing.assert_allclose(paired.estimate,
-                               rd_summary(a.mean(axis=0), b.mean(axis=0))["mean_abs_rd"])
-    unpaired = rd_ci(a, b, n_resamples=500)
-    assert paired.estimate == pytest.approx(unpaired.estimate)
-    assert paired.high - paired.low < 0.5 * (unpaired.high - unpaired.low)
-    assert paired.low <= 0.2 <= paired.high
-
-
-def test_curve_band_table_from_results():
-    df = make_results([("aqua", "none", "correct")], n_samples=6)
-    bands = curve_band_table(df, n_resamples=200)
-    assert len(bands) == 4 * 18
-    assert (bands["low"] <= bands["high"]).all()
-
-
-# --------------------------------------------------------------------------- paired test
 
 def test_paired_test_detects_known_shift():
     rng = np.random.default_rng(4)

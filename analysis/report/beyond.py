@@ -1,0 +1,234 @@
+"""Questions beyond the paper: one sample's separability, response length, effective rank.
+
+Each answer comes per dataset and pooled over a family's datasets, with the same intervals and
+verdict rule as the paper's findings (``analysis.findings.decide``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from analysis import findings, stats, vocabulary
+from analysis.bootstrap import CurveDraws, Estimate, pooled
+from analysis.findings import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
+from analysis.formatting import fmt, fmt_interval
+
+SEPARABLE = {HOLDS: "separable", FAILS: "worse than chance", UNRESOLVED: "not shown", TOO_FEW: TOO_FEW}
+
+
+# --------------------------------------------------------------------------- separability
+
+
+def separability_table(rows: pd.DataFrame, identical: dict[str, frozenset] | None = None, n_resamples: int = 1000,
+                       seed: int = 0) -> pd.DataFrame:
+    """Out-of-fold AUROC of correct vs irrelevant per (model, dataset, study setting), then pooled per
+    (model, family, setting) over the family's datasets; with intervals and verdicts.
+
+    Instructions whose None-CoT irrelevant response equals the correct one (``identical``) are
+    left out: they are one input twice.
+    """
+    identical = identical or {}
+    out = []
+    study = rows[rows["setting"].isin(vocabulary.STUDY_SETTINGS)]
+    for (model, dataset, setting), group in study.groupby(["model", "dataset", "setting"], sort=False):
+        if group["responses"].nunique() < 2:
+            continue
+        excluded = identical.get(dataset, ()) if setting == "none" else ()
+        result = stats.separability(group, model, dataset, setting, n_resamples=n_resamples, seed=seed,
+                                    excluded=excluded)
+        draws = result.pop("auroc_draws")
+        estimate = None if draws is None else Estimate(result["auroc"], draws, ((dataset, result["n_samples"]),))
+        result.update(scope=dataset, pooled=False, n_excluded=len(set(excluded)), estimate=estimate)
+        out.append(result)
+    table = pd.DataFrame(out)
+    if table.empty:
+        return table
+    pooled_rows = []
+    for (model, setting), group in table.groupby(["model", "setting"], sort=False):
+        for family in vocabulary.FAMILY_DATASETS:
+            members = group[group["dataset"].map(vocabulary.family_of) == family]
+            members = members[members["estimate"].notna()]
+            if len(members) < 2:
+                continue
+            estimate = pooled(list(members["estimate"]))
+            low, high = estimate.interval()
+            pooled_rows.append({"model": model, "dataset": family, "setting": setting, "scope": family, "pooled": True,
+                                "n_samples": estimate.n, "auroc": estimate.value, "auroc_low": low, "auroc_high": high,
+                                "estimate": estimate, "n_excluded": int(members["n_excluded"].sum()),
+                                "reason": None})
+    table = pd.concat([table, pd.DataFrame(pooled_rows)], ignore_index=True)
+    table["verdict"] = [_separability_verdict(r) for r in table.itertuples()]
+    table["_scope"] = table["scope"].map(findings.scope_rank)
+    table["_setting"] = table["setting"].map(vocabulary.setting_rank)
+    return (table.sort_values(["model", "_scope", "_setting"], kind="stable").drop(columns=["_scope", "_setting"])
+            .reset_index(drop=True))
+
+
+def _separability_verdict(row) -> str:
+    if row.estimate is None or not np.isfinite(row.auroc):
+        return "not computed"
+    return SEPARABLE[findings.decide([Part("AUROC", row.estimate, "above", 0.5)])]
+
+
+def format_separability(table: pd.DataFrame) -> pd.DataFrame:
+    """The separability table for display."""
+    if table.empty:
+        return table
+    out = pd.DataFrame({"model": table["model"],
+                        "scope": [vocabulary.scope_label(s) + (" (pooled)" if p else "")
+                                  for s, p in zip(table["scope"], table["pooled"])],
+                        "setting": table["setting"].map(vocabulary.setting_label),
+                        "n": table["n_samples"],
+                        "AUROC (out of fold)": [fmt_interval(*v) for v in zip(table["auroc"], table["auroc_low"],
+                                                                               table["auroc_high"])],
+                        "verdict": table["verdict"],
+                        "left out (identical)": table["n_excluded"].fillna(0).astype(int)})
+    return out
+
+
+def separability_paragraph(table: pd.DataFrame) -> str:
+    """Markdown, one short paragraph per model: the pooled answers, then the per-dataset count."""
+    if table.empty:
+        return "No setting holds both correct and irrelevant responses, so separability is not computed."
+    lines = []
+    for model, group in table.groupby("model", sort=False):
+        pooled_rows = group[group["pooled"]]
+        separable = pooled_rows[pooled_rows["verdict"] == "separable"]
+        text = (f"**{model}.** Pooled over a family's datasets, one sample's layer-wise nuclear norms tell correct "
+                f"from irrelevant responses in {len(separable)} of {len(pooled_rows)} (family, setting) cases")
+        if len(separable):
+            text += ": " + ", ".join(f"{vocabulary.scope_label(r.scope)} {vocabulary.setting_label(r.setting)} "
+                                     f"(AUROC {fmt_interval(r.auroc, r.auroc_low, r.auroc_high)})"
+                                     for r in separable.itertuples())
+        single = group[~group["pooled"]]
+        counts = single["verdict"].value_counts()
+        text += ". Per dataset: " + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + "."
+        lines.append(text)
+    return "\n\n".join(lines)
+
+
+# --------------------------------------------------------------------------- length
+
+
+def length_paragraph(table: pd.DataFrame) -> str:
+    """Markdown: per model, how much of the None/Detailed gap remains at equal response length."""
+    rows = table[table["check"] == "L"]
+    if rows.empty:
+        return ("These data hold no length-control condition (Detailed CoT cut to the None-CoT length), so the "
+                "length question is answered by the regression only.")
+    lines = []
+    for model, group in rows.groupby("model", sort=False):
+        pooled_rows = group[group["pooled"]]
+        shown = pooled_rows if len(pooled_rows) else group
+        parts = [f"{vocabulary.scope_label(r.scope)} {r.numbers.removeprefix('share of the gap left at equal length ')}"
+                 f" ({r.verdict}, n = {r.n})" for r in shown.itertuples()]
+        lines.append(f"**{model}.** Share of the None vs Detailed CoT gap in log nuclear norm that remains when "
+                     f"Detailed CoT is cut to the None-CoT length: " + "; ".join(parts) + ".")
+    return "\n\n".join(lines)
+
+
+def length_regression_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """stats.length_regression over the study settings (length-control views left out)."""
+    study = rows[rows["setting"].isin(vocabulary.STUDY_SETTINGS)]
+    if study.empty:
+        return pd.DataFrame()
+    return stats.length_regression(study, "nuclear_norm")
+
+
+def format_length_regression(table: pd.DataFrame) -> pd.DataFrame:
+    """The length regression for display: slopes, setting gaps with and without length, R^2."""
+    if table.empty:
+        return table
+    out = table[["model", "dataset", "responses", "n_samples", "reference_setting", "setting"]].copy()
+    for column in ("slope_length_only", "r2_length_only", "coef_setting_only", "coef_with_length",
+                   "slope_with_setting", "r2_with_setting"):
+        out[column] = table[column].map(fmt)
+    out["note"] = table["reason"].fillna("")
+    return out
+
+
+def length_regression_paragraph(table: pd.DataFrame) -> str:
+    """Markdown: per model, how much of the setting gaps survives adding response length (medians)."""
+    if table.empty:
+        return "No data for the length regression."
+    rows = table[(table["responses"] == vocabulary.CORRECT) & table["setting"].notna()]
+    rows = rows[np.isfinite(rows["coef_setting_only"]) & np.isfinite(rows["coef_with_length"])]
+    if rows.empty:
+        return "No dataset has two settings with enough samples for the length regression."
+    lines = []
+    for model, group in rows.groupby("model", sort=False):
+        kept = (group["coef_with_length"] / group["coef_setting_only"]).replace([np.inf, -np.inf], np.nan)
+        lines.append(f"**{model}.** Over {len(group)} (dataset, setting) gaps, the median share of a setting's gap "
+                     f"in log nuclear norm that remains once log response length enters the regression is "
+                     f"{fmt(float(np.nanmedian(kept)))} (range {fmt(float(np.nanmin(kept)))} to "
+                     f"{fmt(float(np.nanmax(kept)))}); length alone explains a median R² of "
+                     f"{fmt(float(group['r2_length_only'].median()))}.")
+    return "Correlational: length and content were not randomised.\n\n" + "\n\n".join(lines)
+
+
+# --------------------------------------------------------------------------- effective rank
+
+
+def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
+    """Per model and scope: mean effective rank (all layers, q/k/v/o) under the fastest setting
+    minus that under the slowest, per dataset and pooled per family, with intervals."""
+    rows = []
+    for model, cd in draws.items():
+        by_family: dict[str, list[Estimate]] = {}
+        for dataset in cd.datasets():
+            settings = cd.settings(dataset)
+            if len(settings) < 2:
+                continue
+            fast = findings.mean_level(cd, dataset, settings[0], stat="effective_rank")
+            slow = findings.mean_level(cd, dataset, settings[-1], stat="effective_rank")
+            if fast is None or slow is None:
+                continue
+            difference = findings.combine(np.subtract, fast, slow)
+            by_family.setdefault(vocabulary.family_of(dataset), []).append(difference)
+            rows.append(_rank_row(model, dataset, False, f"{vocabulary.setting_label(settings[0])} - "
+                                  f"{vocabulary.setting_label(settings[-1])}", difference))
+        for family, estimates in by_family.items():
+            if len(estimates) >= 2:
+                rows.append(_rank_row(model, family, True, "fastest - slowest", pooled(estimates)))
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return table.assign(_s=table["scope"].map(findings.scope_rank)).sort_values(["model", "_s"]).drop(
+        columns="_s").reset_index(drop=True)
+
+
+def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, estimate: Estimate) -> dict:
+    part = Part("effective rank difference", estimate, "above", 0.0)
+    low, high = part.interval()
+    verdict = findings.decide([part])
+    word = {HOLDS: "higher under fast thinking", FAILS: "lower under fast thinking", UNRESOLVED: "not resolved",
+            TOO_FEW: TOO_FEW}[verdict]
+    return {"model": model, "scope": scope, "pooled": is_pooled, "contrast": contrast, "n": estimate.n,
+            "value": estimate.value, "low": low, "high": high, "verdict": word}
+
+
+def effective_rank_paragraph(table: pd.DataFrame) -> str:
+    """Markdown: per model, the pooled effective-rank differences between fast and slow thinking."""
+    if table.empty:
+        return "No dataset has two settings with effective ranks."
+    lines = []
+    for model, group in table.groupby("model", sort=False):
+        shown = group[group["pooled"]] if group["pooled"].any() else group
+        parts = [f"{vocabulary.scope_label(r.scope)} {fmt_interval(r.value, r.low, r.high)} ({r.verdict}, n = {r.n})"
+                 for r in shown.itertuples()]
+        lines.append(f"**{model}.** Mean effective rank, fastest minus slowest setting: " + "; ".join(parts) + ".")
+    return "\n\n".join(lines)
+
+
+def format_effective_rank(table: pd.DataFrame) -> pd.DataFrame:
+    """The effective-rank differences for display."""
+    if table.empty:
+        return table
+    return pd.DataFrame({"model": table["model"],
+                         "scope": [vocabulary.scope_label(s) + (" (pooled)" if p else "")
+                                   for s, p in zip(table["scope"], table["pooled"])],
+                         "contrast": table["contrast"], "n": table["n"],
+                         "difference": [fmt_interval(v, lo, hi) for v, lo, hi in
+                                        zip(table["value"], table["low"], table["high"])],
+                         "verdict": table["verdict"]})

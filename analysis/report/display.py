@@ -1,0 +1,76 @@
+"""Showing a page's results in a notebook: Markdown, tables sized to the page, figures."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+# Columns left out of a displayed table when they hold one value, which is named above it instead.
+CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "n_folds")
+# Long text columns that wrap (every other column keeps each cell on one line).
+WRAP_COLUMNS = ("numbers", "note", "claim")
+
+
+def show_markdown(text: str) -> None:
+    """Display generated Markdown text in a notebook."""
+    from IPython.display import Markdown, display
+
+    if text:
+        display(Markdown(text))
+
+
+def show_figures(figures: Iterable[tuple[str, Figure]], empty: str = "No figure: the data read here have no "
+                 "condition for it.") -> int:
+    """Display (title, figure) pairs, closing each figure; the number shown."""
+    import matplotlib.pyplot as plt
+    from IPython.display import Markdown, display
+
+    shown = 0
+    for title, fig in figures:
+        if title:
+            display(Markdown(f"**{title}**"))
+        display(fig)
+        plt.close(fig)
+        shown += 1
+    if not shown and empty:
+        display(Markdown(empty))
+    return shown
+
+
+def show_figure(fig: Figure | None, empty: str = "") -> None:
+    """Display one figure (or a line saying why there is none)."""
+    show_figures([("", fig)] if fig is not None else [], empty=empty)
+
+
+def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | None = "model") -> None:
+    """Display a table without its index, one table per value of ``by`` (a bold line names it),
+    with single-valued bookkeeping columns moved into that line; or a line saying why there is none."""
+    from IPython.display import Markdown, display
+
+    if table is None or table.empty:
+        if empty:
+            display(Markdown(empty))
+        return
+    groups = list(table.groupby(by, sort=False)) if by in table.columns else [(None, table)]
+    for key, part in groups:
+        if key is not None:
+            part = part.drop(columns=[by])
+        constant = [c for c in CONSTANT_COLUMNS if c in part.columns and len(part) > 1 and part[c].nunique() == 1]
+        notes = [f"{c.replace('_', ' ')}: {part[c].iloc[0]}" for c in constant]
+        if key is not None or notes:
+            display(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
+        display(styled_table(part.drop(columns=constant)))
+
+
+def styled_table(table: pd.DataFrame):
+    """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text);
+    long text columns wrap so that the table fits the page."""
+    styled = table.style.format(escape="html").hide(axis="index").set_table_styles(
+        [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.8em; padding: 0.15em 0.5em;"}])
+    wrapped = {c: [{"selector": "td", "props": "white-space: normal; min-width: 14em;"}]
+               for c in WRAP_COLUMNS if c in table.columns}
+    if wrapped:
+        styled = styled.set_table_styles(wrapped, overwrite=False)
+    return styled.set_table_attributes('style="margin-left: 0"')

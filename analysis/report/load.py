@@ -1,0 +1,171 @@
+"""Reading what a page needs from the results store, and saying what is missing or skipped."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+
+from analysis import data
+from analysis.models import OFFLINE_MODELS, known_model
+from analysis.store import ResultsStore, StoreError
+
+OFFLINE_NOTE = ("{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
+                "from two different families and are not the paper's models")
+
+
+class ReportError(RuntimeError):
+    """The results store does not hold what a notebook needs."""
+
+
+@dataclass
+class StudyResults:
+    """Rows of the results store that one notebook reads, with what is missing or skipped."""
+
+    rows: pd.DataFrame
+    skipped: pd.DataFrame
+    coverage: pd.DataFrame  # one row per requested (model, condition)
+    models: tuple[str, ...]  # requested models that have rows, in the requested order
+    conditions: tuple[str, ...]  # requested conditions
+    n_samples: int | None
+
+    @property
+    def templates(self) -> dict[str, str]:
+        return self.rows.groupby("model")["template"].first().to_dict() if len(self.rows) else {}
+
+
+def _registry_template(model: str) -> str | None:
+    info = known_model(model)
+    return info.template if info else None
+
+
+def _expected_count(condition: str, n_samples: int | None, data_dir) -> int | None:
+    """Samples a complete run holds for a condition: n_samples, or fewer if the file is shorter."""
+    try:
+        records = len(data.load_records(data.data_dir(data_dir) / data.get_condition(condition).relative_path))
+    except data.DataError:
+        return n_samples
+    return records if n_samples is None else min(n_samples, records)
+
+
+def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], max_length: int | None = None,
+                 n_samples: int | None = None, data_dir=None) -> StudyResults:
+    """Stored rows of the given models and conditions (first ``n_samples`` samples of each).
+
+    A model keeps the rows of its registry template; with several truncation lengths stored,
+    ``max_length`` must say which one. Missing (model, condition) pairs are reported in
+    ``coverage``, not raised: a notebook shows what is stored and says what is not.
+    """
+    root = Path(results_dir)
+    if not (root / "store.json").is_file():
+        raise ReportError(f"{root}: no results store here; run `python -m analysis run --profile cpu` "
+                          f"(or pass the results_dir of the run you made)")
+    store = ResultsStore(root, create=False)
+    filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
+    if max_length is not None:
+        filters.append(("max_length", "==", int(max_length)))
+    try:
+        rows = store.read("rows", filters=filters)
+        skipped = store.read("skipped", filters=filters)
+    except (OSError, ValueError) as error:
+        raise StoreError(f"{root}: cannot read the results store ({error})") from None
+    rows, skipped = _one_run_per_model(rows, skipped)
+    if n_samples is not None and len(rows):
+        rows = rows[rows["sample_index"] < n_samples].reset_index(drop=True)
+        if len(skipped):
+            skipped = skipped[skipped["sample_index"] < n_samples].reset_index(drop=True)
+    coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
+    present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
+    return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
+
+
+def _one_run_per_model(rows: pd.DataFrame, skipped: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Keep each model's registry template and refuse an ambiguous truncation length."""
+    if rows.empty:
+        return rows, skipped
+    keep = pd.Series(True, index=rows.index)
+    for model, group in rows.groupby("model"):
+        template = _registry_template(model)
+        if template is not None and (group["template"] == template).any():
+            keep &= ~((rows["model"] == model) & (rows["template"] != template))
+        elif group["template"].nunique() > 1:
+            raise ReportError(f"model {model!r} has results under several templates {sorted(group['template'].unique())}")
+        lengths = sorted(group["max_length"].unique())
+        if len(lengths) > 1:
+            raise ReportError(f"model {model!r} has results for several max_length values {lengths}: "
+                              "pass the notebook parameter max_length")
+    rows = rows[keep].reset_index(drop=True)
+    if len(skipped):
+        runs = rows[["model", "template", "max_length"]].drop_duplicates()
+        skipped = skipped.merge(runs, on=["model", "template", "max_length"], how="inner")
+    return rows, skipped
+
+
+def _coverage(rows, skipped, models, conditions, n_samples, data_dir) -> pd.DataFrame:
+    stored = rows.groupby(["model", "condition"])["sample_index"].nunique() if len(rows) else pd.Series(dtype=int)
+    skips = skipped.groupby(["model", "condition"])["sample_index"].nunique() if len(skipped) else pd.Series(dtype=int)
+    expected = {c: _expected_count(c, n_samples, data_dir) for c in conditions}
+    table = []
+    for model in models:
+        for condition in conditions:
+            n_stored = int(stored.get((model, condition), 0))
+            n_skipped = int(skips.get((model, condition), 0))
+            want = expected[condition]
+            missing = (n_stored + n_skipped == 0) if want is None else max(0, want - n_stored - n_skipped)
+            table.append({"model": model, "condition": condition, "expected": want, "stored": n_stored,
+                          "skipped": n_skipped, "missing": int(missing)})
+    return pd.DataFrame(table, columns=["model", "condition", "expected", "stored", "skipped", "missing"])
+
+
+def coverage_message(results: StudyResults) -> str:
+    """Markdown: how many samples each (model, condition) holds, what is missing or skipped."""
+    cov = results.coverage
+    if cov.empty:
+        return "No models or conditions were requested."
+    lines = []
+    complete = cov[cov["missing"] == 0]
+    counts = sorted(set(complete["stored"]))
+    per = f"{counts[0]}" if len(counts) == 1 else f"{min(counts)} to {max(counts)}" if counts else "0"
+    lines.append(f"{len(complete)} of {len(cov)} (model, condition) pairs are complete, with {per} samples each "
+                 f"({int(cov['stored'].sum())} samples in all).")
+    missing = cov[cov["missing"] > 0]
+    if len(missing):
+        listed = "; ".join(f"{r.model} {r.condition} ({r.stored} of {r.expected if r.expected is not None else '?'} stored)"
+                           for r in missing.head(12).itertuples())
+        more = f" and {len(missing) - 12} more" if len(missing) > 12 else ""
+        lines.append(f"**Missing results:** {listed}{more}. Compute them with `python -m analysis run` (the same "
+                     "profile) or `python -m analysis extract`; everything below uses only what is stored.")
+    if len(results.skipped):
+        reasons = results.skipped["reason"].map(lambda r: r.split(":")[0]).value_counts()
+        text = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
+        lines.append(f"{len(results.skipped)} samples were not computed and are left out: {text}.")
+    else:
+        lines.append("No sample was skipped.")
+    return "\n\n".join(lines)
+
+
+def require_rows(results: StudyResults) -> None:
+    """Stop with a clear message when nothing at all is stored for the request."""
+    if results.rows.empty:
+        raise ReportError(
+            f"the results store holds no rows for models {list(results.coverage['model'].unique())} and the "
+            f"{len(results.conditions)} requested conditions; run `python -m analysis run --profile <name>` first"
+        )
+
+
+def offline_models(names: Sequence[str]) -> list[str]:
+    """The offline (GGUF) models among ``names``."""
+    return [n for n in names if n in OFFLINE_MODELS]
+
+
+def figure_note(models: Sequence[str] | str, n_samples: int | None = None) -> str | None:
+    """The line printed under every figure that shows an offline model (None otherwise)."""
+    names = [models] if isinstance(models, str) else list(models)
+    offline = offline_models(names)
+    if not offline:
+        return None
+    note = OFFLINE_NOTE.format(names=", ".join(offline))
+    return note + (f"; {n_samples} samples per condition" if n_samples else "")
+

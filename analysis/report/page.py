@@ -1,0 +1,110 @@
+"""One book page's data in one call: checked parameters, stored rows, bootstrap curves, findings.
+
+Every notebook starts with ``page = Page.open("<notebook>", **parameters)`` and then only shows
+what the page's attributes and the ``report`` modules return.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from analysis import data, findings, parameters, vocabulary
+from analysis.bootstrap import CurveDraws, all_curve_draws
+from analysis.findings import CHECKS, Finding
+from analysis.report import figures
+from analysis.report.load import StudyResults, coverage_message, figure_note, load_results, require_rows
+
+FIGURE_STATS = ("nuclear_norm", "sigma1_ratio", "effective_rank")
+
+
+@dataclass
+class Page:
+    """What a page reads and what every section of it is computed from."""
+
+    params: parameters.NotebookParameters
+    results: StudyResults
+    draws: dict[str, CurveDraws]
+    curves: pd.DataFrame
+    bands: pd.DataFrame
+    identical: dict[str, frozenset] = field(default_factory=dict)
+    reference: dict[str, CurveDraws] = field(default_factory=dict)
+
+    @classmethod
+    def open(cls, notebook: str, stats: Sequence[str] = FIGURE_STATS, **raw) -> Page:
+        """Check the notebook's parameters, read the store and bootstrap every curve."""
+        params = parameters.validate(notebook, **raw)
+        results = load_results(params.results_dir, params.models, params.conditions, params.max_length,
+                               params.n_samples, params.data_dir)
+        require_rows(results)
+        draws = all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed)
+        curves, bands = figures.curves_and_bands(draws)
+        identical = {d: data.identical_response_ids(d, "none", params.data_dir)
+                     for d in results.rows["dataset"].unique() if d != vocabulary.WIKI_DATASET}
+        page = cls(params, results, draws, curves, bands, identical)
+        page.reference = page._f5_reference()
+        return page
+
+    def _f5_reference(self) -> dict[str, CurveDraws]:
+        """Reasoning curves (Simplified and Detailed CoT) for F5 when this page holds Wiki data only."""
+        rows = self.results.rows
+        if rows.empty or not (rows["dataset"] == vocabulary.WIKI_DATASET).any():
+            return {}
+        if (rows["dataset"] != vocabulary.WIKI_DATASET).any():
+            return self.draws
+        reasoning = [*data.MATH_REASONING, *data.COMMONSENSE_REASONING]
+        keys = [c.key for c in data.conditions_matching(datasets=reasoning, settings=("simplified", "detailed"),
+                                                          responses=(vocabulary.CORRECT,))]
+        reference = load_results(self.params.results_dir, self.results.models, keys, self.params.max_length,
+                                 self.params.n_samples, self.params.data_dir)
+        if reference.rows.empty:
+            return {}
+        return all_curve_draws(reference.rows, reference.models, ("nuclear_norm",), self.params.n_resamples,
+                               self.params.seed)
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return self.results.models
+
+    @property
+    def pairs(self) -> dict[str, str]:
+        """instruct -> base model pairs among the page's models."""
+        return findings.model_pairs(self.results.models, self.results.templates)
+
+    def findings(self, checks: Sequence[str] = CHECKS) -> list[Finding]:
+        """Every check in ``checks`` that the page's data cover, per dataset and pooled per family."""
+        out = []
+        for model, cd in self.draws.items():
+            out += findings.model_findings(cd, checks, self.identical, self.reference.get(model))
+        if "F4" in checks:
+            out += findings.pair_findings(self.draws, self.pairs)
+        return out
+
+    def note(self) -> str | None:
+        """The offline-model caveat printed under every figure, with the sample count."""
+        return figure_note(self.results.models, self.params.n_samples)
+
+    def coverage(self) -> str:
+        """Markdown: what the page reads, what is missing or skipped, the instructions left out of
+        correct-vs-irrelevant comparisons, and the offline caveat."""
+        text = coverage_message(self.results)
+        left_out = self.identical_in_store()
+        if left_out:
+            listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
+            text += (f"\n\nNone-CoT instructions whose irrelevant answer is the same text as the correct one, "
+                     f"left out of every correct-vs-irrelevant comparison: {listed}.")
+        note = figure_note(self.results.models)
+        return text + (f"\n\n*{note}.*" if note else "")
+
+    def identical_in_store(self) -> dict[str, int]:
+        """Per dataset, the stored None-CoT instructions whose irrelevant answer equals the correct one."""
+        rows = self.results.rows
+        none = rows[rows["setting"] == "none"]
+        counts = {}
+        for dataset, ids in self.identical.items():
+            stored = set(none.loc[none["dataset"] == dataset, "sample_index"].unique())
+            if stored & ids:
+                counts[dataset] = len(stored & ids)
+        return counts

@@ -1,0 +1,188 @@
+"""What produced the numbers: the run log, package versions, data checksums, models and benchmarks."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from analysis import data
+from analysis.models import OFFLINE_MODELS, known_model
+
+def latest_run(log: dict) -> dict:
+    """The last run recorded in a run log (an empty dict when there is none)."""
+    runs = log.get("runs") or []
+    return runs[-1] if runs else {}
+
+
+def profile_table(run: dict) -> pd.DataFrame:
+    """Profile parameters of a run, one row per parameter."""
+    profile = dict(run.get("profile") or {})
+    if "conditions" in profile:
+        profile["conditions"] = f"{len(profile['conditions'])} conditions"
+    return pd.DataFrame({"parameter": list(profile), "value": [str(v) for v in profile.values()]})
+
+
+def package_table(run: dict, current: dict[str, str] | None = None) -> pd.DataFrame:
+    """Package versions recorded by the run, next to those of the kernel that renders the book."""
+    recorded = run.get("packages") or {}
+    names = sorted(set(recorded) | set(current or {}))
+    return pd.DataFrame({"package": names, "run": [recorded.get(n, "") for n in names],
+                         "this kernel": [(current or {}).get(n, "") for n in names]})
+
+
+def extraction_time_table(log: dict) -> pd.DataFrame:
+    """Seconds of computation per (model, condition), summed over every run that computed samples."""
+    records = [r for run in log.get("runs") or [] for r in run.get("extraction") or []]
+    if not records:
+        return pd.DataFrame(columns=["model", "condition", "computed", "seconds", "seconds_per_sample"])
+    frame = pd.DataFrame(records)
+    table = frame.groupby(["model", "condition"], sort=False).agg(computed=("computed", "sum"),
+                                                                   seconds=("seconds", "sum")).reset_index()
+    with np.errstate(invalid="ignore", divide="ignore"):
+        table["seconds_per_sample"] = table["seconds"] / table["computed"].where(table["computed"] > 0)
+    return table
+
+
+def _elapsed(run: dict) -> float | None:
+    """Wall seconds of a run: recorded when it finished, else from its start until now."""
+    if run.get("finished") and run.get("wall_seconds") is not None:
+        return run["wall_seconds"]
+    if not run.get("started"):
+        return None
+    started = datetime.fromisoformat(run["started"])
+    return (datetime.now(timezone.utc) - started).total_seconds()
+
+
+def run_sentence(log: dict, results_dir) -> str:
+    """Markdown: which run this page describes, and whether it had finished when the page ran."""
+    run = latest_run(log)
+    if not run:
+        return (f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
+                "older version, so profile, times and versions are not recorded.")
+    profile = (run.get("profile") or {}).get("name", "?")
+    started = datetime.fromisoformat(run["started"]).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"Latest of {len(log.get('runs', []))} recorded runs: profile **{profile}**, started {started}, "
+            f"executor {run.get('executor', 'local')}, Python {run.get('python', '?')} on {run.get('platform', '?')} "
+            f"({run.get('cpu_count', '?')} CPUs).")
+    if not run.get("finished"):
+        text += (" The run was still going when this page was executed (this page runs before the book is "
+                 "built), so its total is the time elapsed until then.")
+    return text
+
+
+def time_summary(log: dict) -> pd.DataFrame:
+    """Wall time of each phase of the latest run, and total compute per model over all runs."""
+    run = latest_run(log)
+    total = "total wall time" if run.get("finished") else "elapsed until this page was executed"
+    phases = [("extraction", run.get("extraction_seconds")), ("notebooks", run.get("notebooks_seconds")),
+              ("book build", (run.get("book") or {}).get("seconds")), (total, _elapsed(run))]
+    out = [{"what": f"latest run: {name}", "seconds": seconds} for name, seconds in phases if seconds is not None]
+    per_model = extraction_time_table(log).groupby("model", sort=False)[["computed", "seconds"]].sum()
+    for model, r in per_model.iterrows():
+        out.append({"what": f"{model}: {int(r['computed'])} samples computed over all runs", "seconds": r["seconds"]})
+    for model, seconds in (run.get("model_loads") or {}).items():
+        out.append({"what": f"{model}: model load (latest run)", "seconds": seconds})
+    table = pd.DataFrame(out, columns=["what", "seconds"])
+    table["seconds"] = table["seconds"].map(lambda s: f"{s:.1f}" if s is not None and np.isfinite(s) else "")
+    return table
+
+
+def data_check_table(conditions: Sequence[str], data_dir=None) -> pd.DataFrame:
+    """Each condition's data file with its sha256 checked against the published value now."""
+    out = []
+    for key in conditions:
+        condition = data.get_condition(key)
+        try:
+            resolved = data.resolve(key, data_dir)
+            status = "matches" if resolved.sha256_ok else "DIFFERS from the published file"
+            digest = resolved.sha256[:16]
+        except data.DataError:
+            status, digest = "file not found", ""
+        out.append({"condition": key, "file": condition.relative_path, "sha256 (first 16)": digest, "status": status})
+    return pd.DataFrame(out)
+
+
+def data_check_sentence(table: pd.DataFrame) -> str:
+    """Markdown: how many data files match their published sha256."""
+    if table.empty:
+        return "No data files were checked."
+    files = table.drop_duplicates("file")
+    ok = int((files["status"] == "matches").sum())
+    bad = files[files["status"] != "matches"]
+    text = f"{ok} of {len(files)} data files match their published sha256."
+    if len(bad):
+        text += " Not matching: " + "; ".join(f"{r.file} ({r.status})" for r in bad.itertuples()) + "."
+    return text
+
+
+def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
+    """Models found in the results store: template, depth, conditions and samples stored."""
+    if rows.empty:
+        return pd.DataFrame(columns=["model", "template", "layers", "conditions", "samples", "source"])
+    out = []
+    for model, group in rows.groupby("model", sort=False):
+        info = known_model(model)
+        source = ("offline GGUF (quantised, dequantised to float32)" if model in OFFLINE_MODELS
+                  else "paper model (hub)" if info else "local folder or other")
+        out.append({"model": model, "template": group["template"].iloc[0], "layers": int(group["n_layers"].iloc[0]),
+                    "conditions": int(group["condition"].nunique()),
+                    "samples": int(group.groupby("condition")["sample_index"].nunique().sum()), "source": source})
+    return pd.DataFrame(out)
+
+
+def _against_target(value: float, target: float | None, relation: str) -> str:
+    """``value`` with its target and whether it is met, e.g. ``1.28 (target >= 1.6: missed)``."""
+    if target is None:
+        return f"{value:.2f}"
+    met = {">=": value >= target, "<=": value <= target, "<": value < target}[relation]
+    return f"{value:.2f} (target {relation} {target:g}: {'met' if met else 'missed'})"
+
+
+def benchmark_table(path) -> pd.DataFrame | None:
+    """One row per benchmark case of ``benchmarks/results.json``; None when there is no such file.
+
+    Seconds per sample of the three ways to the same numbers (the original study's plain
+    procedure, this project's extraction and the bare forward/backward floor), their ratios next
+    to the targets, peak memory and the largest relative difference to a full SVD.
+    """
+    path = Path(path)
+    if not path.is_file():
+        return None
+    payload = json.loads(path.read_text())
+    rows = []
+    for case in payload.get("cases", []):
+        seconds = case["seconds_per_sample"]
+        memory = case.get("peak_memory_mb", {})
+        targets = case.get("targets", {})
+        load = payload.get("cached_loads", {}).get(case["model"], {})
+        rows.append({
+            "model": case["model"], "case": case["case"], "device": case.get("device", ""),
+            "samples": case["samples"], "mean tokens": round(case["mean_tokens"]),
+            "baseline s/sample": round(seconds["baseline"], 3), "project s/sample": round(seconds["project"], 3),
+            "floor s/sample": round(seconds["floor"], 3),
+            "baseline / project": _against_target(case["baseline_over_project"], targets.get("baseline_over_project_at_least"), ">="),
+            "project / floor": _against_target(case["project_over_floor"], targets.get("project_over_floor_at_most"), "<="),
+            "peak MB (baseline / project / floor)": " / ".join(
+                f"{memory.get(k, float('nan')):.0f}" for k in ("baseline", "project", "floor")),
+            "max rel. difference": f"{case['max_relative_difference']:.1e}",
+            "cached load s": _against_target(load["load_seconds"], load.get("target_seconds"), "<") if load else "",
+        })
+    return pd.DataFrame(rows)
+
+def model_facts_table(run: dict) -> pd.DataFrame:
+    """Each model's revision, attention implementation, chat template hash and transformers version,
+    as the run recorded them."""
+    facts = run.get("models") or {}
+    rows = []
+    for model, fact in facts.items():
+        template = fact.get("chat_template_sha256")
+        rows.append({"model": model, "revision": fact.get("revision") or "",
+                     "attention": fact.get("attention") or "",
+                     "chat template sha256 (first 16)": template[:16] if template else "none",
+                     "transformers": fact.get("transformers") or ""})
+    return pd.DataFrame(rows)

