@@ -145,6 +145,7 @@ class SampleGradientStats:
     n_tokens: int
     values: dict[str, torch.Tensor]  # statistic -> (n_layers, 4) float64, columns in PROJECTIONS order
     failure: str | None = None
+    spectra: dict[str, torch.Tensor] | None = None  # projection -> (n_layers, min(m, n)) singular values, if kept
 
 
 def batch_statistics(
@@ -153,13 +154,15 @@ def batch_statistics(
     projections: dict[tuple[int, str], nn.Linear] | None = None,
     entry_stats: bool = False,
     similarities: bool = True,
+    keep_spectra: bool = False,
 ) -> list[SampleGradientStats]:
     """Per-sample gradient statistics of every attention projection for one batch.
 
     One forward and one backward pass serve the whole batch: the summed per-sample mean losses
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
-    failed, and the other samples of its batch are still computed.
+    failed, and the other samples of its batch are still computed. ``keep_spectra`` also returns
+    every gradient's singular values (``SampleGradientStats.spectra``).
     """
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
@@ -172,14 +175,17 @@ def batch_statistics(
         if not math.isfinite(loss):
             results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
             continue
-        results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities))
+        results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities,
+                                         keep_spectra))
     return results
 
 
 def sample_statistics(
-    captured: CapturedFactors, row: int, n_positions: int, loss: float, entry_stats: bool, similarities: bool
+    captured: CapturedFactors, row: int, n_positions: int, loss: float, entry_stats: bool, similarities: bool,
+    keep_spectra: bool = False,
 ) -> SampleGradientStats:
-    """Statistics of one sample from its captured factors.
+    """Statistics of one sample from its captured factors (and, with ``keep_spectra``, the
+    singular values they come from).
 
     ``n_positions`` is the number of leading positions with a non-zero output gradient: the last
     token predicts nothing, so its row of ``g`` is exactly zero and is left out.
@@ -189,8 +195,12 @@ def sample_statistics(
     if broken:  # the eigensolver raises on NaN or inf; report the sample instead
         return SampleGradientStats(loss, n_positions + 1, {}, failure=f"non-finite gradient ({', '.join(broken[:4])})")
     columns: dict[str, list[torch.Tensor]] = {}
+    kept: dict[str, torch.Tensor] = {}
     for proj in PROJECTIONS:
-        stats = spectra.statistics_from_singular_values(factors[proj].singular_values())
+        singular_values = factors[proj].singular_values()
+        if keep_spectra:
+            kept[proj] = singular_values
+        stats = spectra.statistics_from_singular_values(singular_values)
         if entry_stats:
             stats.update(spectra.entry_statistics(factors[proj].dense()))
         for name, value in stats.items():
@@ -202,7 +212,7 @@ def sample_statistics(
     bad = [name for name, value in values.items() if name in spectra.STATISTICS and not torch.isfinite(value).all()]
     if bad:
         failure = f"non-finite gradient statistics ({', '.join(bad)})"
-    return SampleGradientStats(loss, n_positions + 1, values, failure)
+    return SampleGradientStats(loss, n_positions + 1, values, failure, kept if keep_spectra else None)
 
 
 def layer_factors(captured: CapturedFactors, row: int, n_positions: int) -> dict[str, spectra.LayerFactors]:

@@ -399,6 +399,39 @@ def load(
     )
 
 
+SCRATCH_SUFFIX = "@scratch"
+
+
+def scratch_name(name: str) -> str:
+    """The name under which a model's randomly initialised copy is stored, e.g. ``gemma-3-270m@scratch``."""
+    return f"{name}{SCRATCH_SUFFIX}"
+
+
+def scratch_copy(loaded: LoadedModel, seed: int = 0) -> LoadedModel:
+    """A randomly initialised model of the same architecture and tokenizer (config only, no weights).
+
+    The follow-up study's "scratch" baseline: what a gradient profile looks like before any
+    training. The initialisation is the architecture's own (``from_config``) under a fixed seed,
+    so the same seed gives the same weights; frozen, float32, eval mode, on the loaded model's device.
+    """
+    from transformers import AutoModelForCausalLM
+
+    started = time.perf_counter()
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = AutoModelForCausalLM.from_config(loaded.model.config, attn_implementation=loaded.attention,
+                                                 dtype=torch.float32)
+    model.to(loaded.device).eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    return LoadedModel(
+        name=scratch_name(loaded.name), model=model, tokenizer=loaded.tokenizer, template=loaded.template,
+        device=loaded.device, n_layers=loaded.n_layers, system_message=loaded.system_message,
+        load_seconds=time.perf_counter() - started, attention=loaded.attention,
+        revision=f"random initialisation of {loaded.name}'s architecture, seed {seed}",
+    )
+
+
 def _is_load_error(error: BaseException) -> bool:
     """Errors of reaching, reading or storing a model's files (not bugs in the model's code)."""
     return any(isinstance(e, OSError) or type(e).__name__ in _HUB_ERRORS for e in _exception_chain(error))

@@ -152,7 +152,18 @@ def sample_rows(
     frame["loss"] = stats.loss
     frame["n_tokens"] = len(sample.encoded.input_ids)
     frame["n_response_tokens"] = sample.encoded.n_response_tokens
+    if stats.spectra is not None:
+        frame[SPECTRUM_COLUMN] = spectrum_cells(stats.spectra, n_layers)
     return frame
+
+
+SPECTRUM_COLUMN = "singular_values"
+
+
+def spectrum_cells(spectra: dict[str, torch.Tensor], n_layers: int) -> list:
+    """One array of descending singular values per (layer, projection), in the rows' order."""
+    arrays = {proj: values.cpu().numpy() for proj, values in spectra.items()}
+    return [arrays[proj][layer] for layer in range(n_layers) for proj in gradients.PROJECTIONS]
 
 
 @dataclass
@@ -214,6 +225,7 @@ def compute_samples(
     token_budget: int = 2048,
     data_directory=None,
     entry_stats: bool = False,
+    keep_spectra: bool = False,
 ):
     """Yield (rows, skipped) for the given samples, one batch at a time, without touching the store.
 
@@ -224,7 +236,7 @@ def compute_samples(
     prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_directory)
     if skips:
         yield None, [skip_row(identity, index, reason) for index, reason in skips.items()]
-    yield from compute_prepared(loaded, identity, prepared, batch_size, token_budget, entry_stats)
+    yield from compute_prepared(loaded, identity, prepared, batch_size, token_budget, entry_stats, keep_spectra)
 
 
 def compute_prepared(
@@ -234,6 +246,7 @@ def compute_prepared(
     batch_size: int | None = None,
     token_budget: int = 2048,
     entry_stats: bool = False,
+    keep_spectra: bool = False,
 ):
     """Yield (rows, failed) for encoded samples, one length-sorted batch at a time.
 
@@ -247,7 +260,7 @@ def compute_prepared(
     projections = gradients.attention_projections(loaded.model)
     pad_id = models.pad_token_id(loaded.tokenizer)
     plan = memory_plan(loaded, prepared)
-    retry = HalvingRetry(loaded, projections, pad_id, entry_stats)
+    retry = HalvingRetry(loaded, projections, pad_id, entry_stats, keep_spectra)
     for batch_samples in length_sorted_batches(prepared, batch_size, token_budget, fits=plan.fits if plan else None):
         frames, failed = [], []
         for sample, outcome in retry.compute(batch_samples):
@@ -290,11 +303,13 @@ class HalvingRetry:
     split before they are tried, so one misjudged size costs one failed pass, not one per batch.
     """
 
-    def __init__(self, loaded: models.LoadedModel, projections, pad_id: int, entry_stats: bool):
+    def __init__(self, loaded: models.LoadedModel, projections, pad_id: int, entry_stats: bool,
+                 keep_spectra: bool = False):
         self.loaded = loaded
         self.projections = projections
         self.pad_id = pad_id
         self.entry_stats = entry_stats
+        self.keep_spectra = keep_spectra
         self.failed_positions: int | None = None  # smallest padded size that ran out of memory
 
     def compute(self, samples: list[PreparedSample]) -> list[tuple[PreparedSample, gradients.SampleGradientStats | str]]:
@@ -326,7 +341,8 @@ class HalvingRetry:
             [s.encoded.input_ids for s in samples], [s.encoded.prompt_length for s in samples], self.pad_id,
             self.loaded.device,
         )
-        return gradients.batch_statistics(self.loaded.model, batch, self.projections, entry_stats=self.entry_stats)
+        return gradients.batch_statistics(self.loaded.model, batch, self.projections, entry_stats=self.entry_stats,
+                                          keep_spectra=self.keep_spectra)
 
 
 def skip_label(reason: str) -> str:
@@ -361,8 +377,13 @@ def extract(
     entry_stats: bool = False,
     flush_every: int = 32,
     progress: bool = True,
+    keep_spectra: bool = False,
 ) -> ConditionSummary:
-    """Compute and store the statistics of the first ``limit`` samples of one condition (or file)."""
+    """Compute and store the statistics of the first ``limit`` samples of one condition (or file).
+
+    ``keep_spectra`` also stores every gradient's singular values (column ``singular_values``,
+    for the samples computed by this call).
+    """
     first_plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
     with store.lock(first_plan.key):
         plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
@@ -391,7 +412,7 @@ def extract(
         try:
             since_flush = 0
             for rows, skipped in compute_samples(
-                loaded, plan, plan.todo, batch_size, token_budget, data_directory, entry_stats
+                loaded, plan, plan.todo, batch_size, token_budget, data_directory, entry_stats, keep_spectra
             ):
                 n_rows = 0 if rows is None else rows["sample_index"].nunique()
                 if rows is not None:
