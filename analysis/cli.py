@@ -79,7 +79,59 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--threads", type=_positive_int,
                      help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)")
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+    add_profile_data_parser(commands)
     return parser
+
+
+def add_profile_data_parser(commands) -> None:
+    """``profile-data``: a page placing the user's data among the reference settings of one model."""
+    from analysis import profile_data
+
+    sub = commands.add_parser("profile-data", help="place your own data file(s) among the study's reference settings "
+                              "on one model: extraction, scratch control, a standalone HTML page")
+    sub.add_argument("--model", required=True, help="offline name, local folder or hub id")
+    sub.add_argument("--data", required=True, nargs="+", help="your data file(s): .json (a list of records) or .jsonl; "
+                     "records {instruction, input?, output} or {messages: [{role, content}, ...]}")
+    sub.add_argument("--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)")
+    sub.add_argument("--reference", default=",".join(profile_data.DEFAULT_REFERENCE_DATASETS),
+                     help="comma-separated reasoning datasets whose None/Simplified/Detailed CoT files (correct and "
+                     "irrelevant) are the references (default: %(default)s)")
+    sub.add_argument("--n-samples", type=_positive_int, default=profile_data.DEFAULT_SAMPLES,
+                     help="first N samples of every file and reference condition (default: %(default)s)")
+    sub.add_argument("--out", default=str(profile_data.DEFAULT_OUT), help="results store directory (default: %(default)s)")
+    sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")
+    sub.add_argument("--notebook", help="the executed notebook, for a book (default: <out>/your_data.ipynb)")
+    sub.add_argument("--keep-spectra", action="store_true", help="also store every gradient's singular values")
+    sub.add_argument("--no-scratch", action="store_true", help="skip the randomly initialised control")
+    sub.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
+    sub.add_argument("--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    sub.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    sub.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
+    sub.add_argument("--seed", type=int, default=0, help="seed of the scratch model, the folds and the bootstrap")
+    sub.add_argument("--n-resamples", type=_positive_int, default=1000, help="bootstrap resamples")
+    sub.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def run_profile_data(args: argparse.Namespace) -> int:
+    from analysis import pipeline, profile_data, profiles
+    from analysis.report.load import ReportError
+
+    datasets = [d.strip() for d in args.reference.split(",") if d.strip()]
+    try:
+        result = profile_data.run(
+            args.model, args.data, args.template, datasets, args.n_samples, args.out, args.html, args.notebook,
+            args.keep_spectra, args.max_length, args.data_dir, args.device, args.threads, args.seed, args.n_resamples,
+            scratch=not args.no_scratch, progress=not args.no_progress, say=lambda line: print(line, file=sys.stderr),
+        )
+    except (pipeline.PipelineError, profiles.ProfileError, ReportError) as error:
+        if args.debug:
+            raise
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    computed = sum(r["computed"] for r in result.extraction)
+    print(f"{computed} samples computed in {result.seconds['extraction']:.0f} s, page in "
+          f"{result.seconds['notebook']:.0f} s; open {result.html}")
+    return 0
 
 
 def run_extract(args: argparse.Namespace) -> int:
@@ -191,7 +243,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
         result = pipeline.run_profile(args.profile, args.results, args.data_dir, executor=args.executor,
                                       book=not args.no_book, notebooks=args.notebooks, progress=not args.no_progress,
                                       threads=args.threads)
-    except pipeline.PipelineError as error:
+    except (pipeline.PipelineError, profiles.ProfileError, ReportError) as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
@@ -206,7 +258,8 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"extract": run_extract, "data": run_data, "models": run_models, "run": run_pipeline}
+    handlers = {"extract": run_extract, "data": run_data, "models": run_models, "run": run_pipeline,
+                "profile-data": run_profile_data}
     from analysis.store import StoreError
 
     try:

@@ -243,7 +243,7 @@ def non_finite_gradients(factors: dict[str, spectra.LayerFactors]) -> list[str]:
 
 
 def similarity_statistics(factors: dict[str, spectra.LayerFactors], frobenius: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Cosine similarities of one sample's gradients (STUDY.md §3, from 2504.10766).
+    """Cosine similarities of one sample's gradients (the methods page; the measure of 2504.10766).
 
     ``cos_same_layer``: Q with O and K with V of the same layer (NaN where shapes differ);
     ``cos_next_layer``: each projection in layer i with the same projection in layer i + 1

@@ -333,11 +333,12 @@ def fold_code(path: Path) -> None:
 
 
 def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = None) -> list[Path]:
-    """The text notebooks to execute, in book order (every ``notebooks/*.py`` by default)."""
+    """The text notebooks to execute, in book order (by default every ``notebooks/*.py`` but the
+    standalone ones, which their own command runs)."""
     directory = root / "notebooks"
     found = {p.stem: p for p in directory.glob("*.py")}
     wanted = list(names) if names else [n for n in profiles.NOTEBOOKS if n in found] + sorted(
-        set(found) - set(profiles.NOTEBOOKS))
+        set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS))
     missing = [n for n in wanted if n not in found]
     if missing:
         raise PipelineError(f"{directory}: no notebook {', '.join(missing)} (found: {', '.join(sorted(found))})")

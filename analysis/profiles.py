@@ -15,6 +15,11 @@ FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge",
 SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "reproducibility")
 # Book order: the landing page, the families, then the pages that read every condition.
 NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
+# Notebooks that take other parameters than a profile's and run by their own command
+# (``python -m analysis profile-data``), never as part of a profile's book.
+STANDALONE_NOTEBOOKS = ("your_data",)
+# The reference datasets of the your-data page: their None, Simplified and Detailed CoT files.
+REFERENCE_DATASETS = ("aqua", "gsm8k")
 
 # Samples per condition of the cpu profile. Measured on an idle 2-core CPU (2 threads, max_length
 # 1024): 0.5-0.7 s per bare-answer sample and 4.7-6.2 s per Detailed-CoT sample on the two offline
@@ -72,6 +77,16 @@ def family_conditions(family: str) -> tuple[str, ...]:
     if family not in FAMILY_NOTEBOOKS:
         raise ProfileError(f"unknown notebook family {family!r}; families: {', '.join(FAMILY_NOTEBOOKS)}")
     return tuple(c.key for c in data.REGISTRY.values() if c.family == family)
+
+
+def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
+    """None, Simplified and Detailed CoT of each dataset, correct and irrelevant responses: the
+    reference settings of the your-data page."""
+    unknown = [d for d in datasets if d not in data.REASONING_DATASETS]
+    if unknown or not datasets:
+        raise ProfileError(f"reference dataset {(unknown or [''])[0]!r} has no None/Simplified/Detailed CoT files; "
+                           f"choose from {', '.join(data.REASONING_DATASETS)}")
+    return tuple(c.key for c in data.conditions_matching(datasets=datasets, settings=data.COT_SETTINGS))
 
 
 def all_conditions() -> tuple[str, ...]:

@@ -1,4 +1,4 @@
-"""Prompt templates and the response-only label mask (STUDY.md §1).
+"""Prompt templates and the response-only label mask (the methods page, "One gradient per sample").
 
 Base models see ``instruction + "\\n" + output``; instruct models see the tokenizer's chat
 template over a system and a user message, with the generation prompt, then ``output``

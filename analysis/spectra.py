@@ -4,7 +4,7 @@ The gradient of a linear layer for one sample is ``G = g^T x`` where ``x`` (T x 
 layer's inputs and ``g`` (T x m) the gradients at its outputs, one row per token position. Its
 rank is at most T. When T < min(m, n), write ``x^T = Q R`` (thin QR, R is T x T): then
 ``G = g^T R^T Q^T`` has the singular values of the small T x m matrix ``R g``, whose T x T Gram
-matrix ``R g g^T R^T`` gives them as square roots of its eigenvalues (see STUDY.md §2).
+matrix ``R g g^T R^T`` gives them as square roots of its eigenvalues (see the methods page, "Exact spectra without forming the gradient").
 Q, K and V read the same input, so one R serves all three. Otherwise G itself is formed. Either
 way the small linear algebra runs in float64, so the statistics equal those of a full SVD of the
 materialised gradient.

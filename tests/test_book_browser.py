@@ -1,13 +1,32 @@
-"""The built book in a real browser: pages load, figures are decoded, tables have rows."""
+"""The built book in a real browser: every page loads and fits a 1400 px window, figures are
+decoded, the answers are on the landing page, and no page is a wall of generated text."""
 
 from pathlib import Path
 
 import pytest
 
+from analysis import profiles
+
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
+WIDTH = 1400
+MAX_WORDS = 4000  # reading text of a page: prose and lists, not tables, code or collapsed outputs
+MAX_LIST_ITEMS = 12
+
+READING_TEXT = """
+const article = document.querySelector('article') || document.body;
+const copy = article.cloneNode(true);
+copy.querySelectorAll('table, pre, script, style, details, .toggle-details, .cell_output details')
+    .forEach(e => e.remove());
+return copy.innerText;
+"""
+LONGEST_VISIBLE_LIST = """
+const lists = Array.from(document.querySelectorAll('article ul, article ol'))
+    .filter(l => !l.closest('details') && !l.closest('nav') && l.offsetParent !== null);
+return Math.max(0, ...lists.map(l => l.querySelectorAll(':scope > li').length));
+"""
 
 
 @pytest.fixture(scope="module")
@@ -20,7 +39,7 @@ def browser():
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
     for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1400,1000"):
+                     f"--window-size={WIDTH},1000"):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
@@ -35,9 +54,9 @@ def _open(driver, page: Path) -> None:
     WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
 
 
-def _images(driver) -> list[tuple[str, bool]]:
+def _images(driver) -> list[tuple[str, str, bool]]:
     return driver.execute_script(
-        "return Array.from(document.images).map(i => [i.src, i.complete && i.naturalWidth > 0]);")
+        "return Array.from(document.images).map(i => [i.src.slice(0, 80), i.alt, i.complete && i.naturalWidth > 0]);")
 
 
 def _screenshot(driver, quick_book, name: str) -> Path:
@@ -48,7 +67,23 @@ def _screenshot(driver, quick_book, name: str) -> Path:
     return path
 
 
-def test_front_page_links_every_chapter(quick_book, browser):
+def _page(quick_book, name: str) -> Path:
+    return quick_book.book_index.parent / "book" / ("methods.html" if name == "methods" else f"notebooks/{name}.html")
+
+
+@pytest.mark.parametrize("name", ["methods", *profiles.NOTEBOOKS])
+def test_every_page_loads_fits_the_window_and_reads_short(quick_book, browser, name):
+    _open(browser, _page(quick_book, name))
+    assert all(loaded for _, _, loaded in _images(browser)), [src for src, _, ok in _images(browser) if not ok]
+    width = browser.execute_script("return document.documentElement.scrollWidth")
+    assert width <= WIDTH, f"{name}: the page is {width} px wide in a {WIDTH} px window"
+    words = len(browser.execute_script(READING_TEXT).split())
+    assert words <= MAX_WORDS, f"{name}: {words} words"
+    assert browser.execute_script(LONGEST_VISIBLE_LIST) <= MAX_LIST_ITEMS, name
+    assert "Show code cell source" not in browser.find_element("tag name", "body").text, name
+
+
+def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browser):
     from selenium.webdriver.common.by import By
 
     _open(browser, quick_book.book_index)
@@ -57,20 +92,31 @@ def test_front_page_links_every_chapter(quick_book, browser):
              if a.get_attribute("href")}
     for page in ("methods.html", "math_reasoning.html", "wiki_knowledge.html", "summary.html", "reproducibility.html"):
         assert page in links, page
-    assert all(loaded for _, loaded in _images(browser))
+    alts = [alt for _, alt, _ in _images(browser)]
+    assert any(alt.startswith("Verdict matrix") for alt in alts), alts
+    assert "The answers at a glance" in browser.find_element(By.TAG_NAME, "body").text
     assert _screenshot(browser, quick_book, "index").stat().st_size > 0
+
+
+def test_summary_shows_the_verdict_matrix(quick_book, browser):
+    _open(browser, _page(quick_book, "summary"))
+    assert any(alt.startswith("Verdict matrix") for _, alt, _ in _images(browser))
+
+
+def test_beyond_page_has_a_figure_per_question(quick_book, browser):
+    _open(browser, _page(quick_book, "beyond_the_paper"))
+    alts = [alt for _, alt, _ in _images(browser)]
+    for question in ("Separability", "Length", "Effective rank"):
+        assert any(alt.startswith(question) for alt in alts), (question, alts)
+    assert _screenshot(browser, quick_book, "beyond_the_paper").stat().st_size > 0
 
 
 def test_family_chapter_shows_figures_and_tables(quick_book, browser):
     from selenium.webdriver.common.by import By
 
-    page = quick_book.book_index.parent / "book" / "notebooks" / "math_reasoning.html"
-    _open(browser, page)
-    images = _images(browser)
-    figures = [src for src, _ in images if "_images" in src or src.startswith("data:image")]
-    assert len(figures) >= 4, images
-    assert all(loaded for _, loaded in images), [src for src, ok in images if not ok]
-    rows = browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
-    assert len(rows) >= 10
+    _open(browser, _page(quick_book, "math_reasoning"))
+    figures = [alt for _, alt, _ in _images(browser) if alt]
+    assert sum(alt.startswith("Layer curves") for alt in figures) >= 2, figures
+    assert browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
     assert "quantised (GGUF) then dequantised" in browser.find_element(By.TAG_NAME, "body").text
     assert _screenshot(browser, quick_book, "math_reasoning").stat().st_size > 0

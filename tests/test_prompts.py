@@ -1,4 +1,4 @@
-"""Template text and label-mask boundaries (STUDY.md §1)."""
+"""Template text and label-mask boundaries (the methods page, "One gradient per sample")."""
 
 import pytest
 from conftest import char_tokenizer

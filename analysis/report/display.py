@@ -21,17 +21,30 @@ def show_markdown(text: str) -> None:
         display(Markdown(text))
 
 
+def figure_html(fig: Figure, alt: str) -> str:
+    """A figure as an HTML image with alternative text, the PNG inlined."""
+    import base64
+    import html
+    import io
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+    data = base64.b64encode(buffer.getvalue()).decode("ascii")
+    return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" style="max-width: 100%;">'
+
+
 def show_figures(figures: Iterable[tuple[str, Figure]], empty: str = "No figure: the data read here have no "
-                 "condition for it.") -> int:
-    """Display (title, figure) pairs, closing each figure; the number shown."""
+                 "condition for it.", alt: str = "") -> int:
+    """Display (title, figure) pairs, each with its title as alternative text, closing each
+    figure; the number shown."""
     import matplotlib.pyplot as plt
-    from IPython.display import Markdown, display
+    from IPython.display import HTML, Markdown, display
 
     shown = 0
     for title, fig in figures:
         if title:
             display(Markdown(f"**{title}**"))
-        display(fig)
+        display(HTML(figure_html(fig, f"{alt}{': ' if alt and title else ''}{title}" or "figure")))
         plt.close(fig)
         shown += 1
     if not shown and empty:
@@ -39,9 +52,9 @@ def show_figures(figures: Iterable[tuple[str, Figure]], empty: str = "No figure:
     return shown
 
 
-def show_figure(fig: Figure | None, empty: str = "") -> None:
-    """Display one figure (or a line saying why there is none)."""
-    show_figures([("", fig)] if fig is not None else [], empty=empty)
+def show_figure(fig: Figure | None, alt: str, empty: str = "") -> None:
+    """Display one figure with its alternative text (or a line saying why there is none)."""
+    show_figures([("", fig)] if fig is not None else [], empty=empty, alt=alt)
 
 
 def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | None = "model") -> None:

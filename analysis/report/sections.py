@@ -41,7 +41,8 @@ def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = No
     if found.empty:
         show_markdown("The data read here cover none of the checks.")
         return
-    show_figure(figures.verdict_figure(found, verdicts.matrix_note(found, profile, page.note())))
+    show_figure(figures.verdict_figure(found, verdicts.matrix_note(found, profile, page.note())),
+                "Verdict matrix: each check per model, pooled per family and per dataset")
     show_markdown(verdicts.summary_text(found))
 
 
@@ -64,19 +65,20 @@ def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
 def headline(page: Page) -> None:
     """The headline layer curves: one reasoning dataset, None / Simplified / Detailed CoT."""
     show_figure(figures.headline_figure(page.draws, page.curves, page.bands, page.params.n_samples),
+                "Layer curves of nuclear norm under None, Simplified and Detailed CoT",
                 empty="No dataset with all three CoT settings is stored.")
 
 
 def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     """The paper's figure per model and dataset."""
     show_figures(figures.paper_figures(page.draws, page.curves, page.bands, page.params.n_samples,
-                                       datasets=datasets))
+                                       datasets=datasets), alt="Layer curves")
 
 
 def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
     show_figures(figures.pair_figures(page.draws, page.pairs, page.curves, page.bands, stat, page.params.n_samples),
-                 empty="No base and instruct model pair is present.")
+                 empty="No base and instruct model pair is present.", alt="Base above instruct")
 
 
 def tables_pairs(page: Page) -> None:
@@ -99,7 +101,7 @@ def effective_rank(page: Page) -> pd.DataFrame:
                                "value": table["value"], "low": table["low"], "high": table["high"],
                                "group": table["model"]})
         show_figure(plots.forest(forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting",
-                                 note=page.note()))
+                                 note=page.note()), "Effective rank: fastest minus slowest setting, with intervals")
     show_markdown(beyond.effective_rank_paragraph(table))
     return table
 
@@ -109,7 +111,8 @@ def separability(page: Page) -> pd.DataFrame:
     table = beyond.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
     if not table.empty:
         shown = table[table["pooled"]] if table["pooled"].any() else table
-        show_figure(figures.separability_forest(shown, note=page.note()))
+        show_figure(figures.separability_forest(shown, note=page.note()),
+                    "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals")
     show_markdown(beyond.separability_paragraph(table))
     return table
 
@@ -121,14 +124,14 @@ def length(page: Page) -> None:
     figure = figures.part_forest(parts[parts["check"] == "L"], "share of the gap left at equal length",
                                  "share of the None vs Detailed gap left at equal length", reference=0.0,
                                  note=page.note())
-    show_figure(figure, empty="")
+    show_figure(figure, "Length: share of the None vs Detailed gap left at equal length, with intervals")
     show_markdown(beyond.length_paragraph(found))
 
 
 def length_curves(page: Page) -> None:
     """Layer curves of the length-control conditions next to the settings they are cut to."""
     show_figures(figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
-                 empty="No length-control condition is stored.")
+                 empty="No length-control condition is stored.", alt="Length-control layer curves")
 
 
 def length_regression(page: Page) -> pd.DataFrame:

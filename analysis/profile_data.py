@@ -1,0 +1,147 @@
+"""``python -m analysis profile-data``: your own data file(s) through the study's lens, on one model.
+
+Three steps, each doing only what the results store lacks:
+
+1. extraction of the user's file(s) and of the reference conditions (None, Simplified and
+   Detailed CoT of a few reasoning datasets, correct and irrelevant responses) on the model;
+2. extraction of the user's file(s) on a randomly initialised copy of the model's architecture
+   (stored as ``<model>@scratch``), the control that shows what of the profile comes from training;
+3. execution of ``notebooks/your_data.py`` with papermill into a notebook (the book can include
+   it) and its export to a standalone HTML page with the code hidden.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from analysis import data, models, pipeline, profiles
+from analysis.store import ResultsStore
+
+NOTEBOOK = "your_data"
+DEFAULT_OUT = Path("results/your_data")
+DEFAULT_SAMPLES = 20
+DEFAULT_REFERENCE_DATASETS = profiles.REFERENCE_DATASETS
+# Cells papermill and the notebook hide: the parameters, the setup, and their code.
+HIDDEN_CELL_TAGS = {"remove-cell", "parameters", "injected-parameters"}
+
+
+@dataclass
+class ProfileResult:
+    """What one ``profile-data`` run did and where its outputs are."""
+
+    results_dir: Path
+    extraction: list[dict] = field(default_factory=list)
+    notebook: Path | None = None
+    html: Path | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Job:
+    """One (model name, data spec) to extract: a user file or a reference condition."""
+
+    model: str
+    spec: str
+
+
+def plan_jobs(model: str, template: str, files: Sequence[str], references: Sequence[str], store: ResultsStore,
+              n_samples: int | None, max_length: int, data_dir=None, scratch: bool = True) -> list[Job]:
+    """The (model, spec) pairs that still lack samples in the store."""
+    from analysis import runner
+
+    wanted = [Job(model, str(f)) for f in files] + [Job(model, r) for r in references]
+    if scratch:
+        wanted += [Job(models.scratch_name(model), str(f)) for f in files]
+    return [job for job in wanted
+            if runner.plan_run(job.model, template, job.spec, store, n_samples, max_length, data_dir).todo]
+
+
+def extract(model: str, template: str, jobs: Sequence[Job], store: ResultsStore, n_samples: int | None,
+            max_length: int, data_dir=None, device: str = "auto", keep_spectra: bool = False, seed: int = 0,
+            progress: bool = True, say: Callable[[str], None] = print) -> list[dict]:
+    """Run the jobs: the model is loaded once, its scratch copy made once if a job needs it."""
+    from analysis import runner
+
+    if not jobs:
+        return []
+    loaded = models.load(model, template, device)
+    scratch = None
+    records = []
+    for job in jobs:
+        if job.model != model and scratch is None:
+            scratch = models.scratch_copy(loaded, seed)
+        runs_on = loaded if job.model == model else scratch
+        say(f"{job.model}: {job.spec}")
+        summary = runner.extract(runs_on, job.spec, store, limit=n_samples, max_length=max_length,
+                                 data_directory=data_dir, progress=progress, keep_spectra=keep_spectra)
+        records.append({"model": job.model, "condition": summary.condition, "computed": summary.computed,
+                        "already_done": summary.already_done, "skipped": summary.skipped, "seconds": summary.seconds})
+    return records
+
+
+def notebook_parameters(files: Sequence[Path], model: str, template: str, n_samples: int | None, results_dir: Path,
+                        references: Sequence[str], max_length: int, seed: int, n_resamples: int) -> dict:
+    """The papermill parameters of ``notebooks/your_data.py`` (absolute paths)."""
+    return {"data_files": [str(Path(f).resolve()) for f in files], "model": model, "template": template,
+            "n_samples": n_samples, "results_dir": str(Path(results_dir).resolve()),
+            "reference_conditions": list(references), "max_length": max_length, "seed": seed,
+            "n_resamples": n_resamples}
+
+
+def export_html(notebook: Path, target: Path) -> Path:
+    """A standalone HTML page of an executed notebook: outputs only, hidden cells left out."""
+    import nbformat
+    from nbconvert import HTMLExporter
+    from nbconvert.preprocessors import TagRemovePreprocessor
+
+    node = nbformat.read(notebook, as_version=4)
+    remover = TagRemovePreprocessor(remove_cell_tags=HIDDEN_CELL_TAGS, enabled=True)
+    node, _ = remover.preprocess(node, {})
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(node)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(body, encoding="utf-8")
+    return target
+
+
+def run(model: str, data_files: Sequence[str], template: str | None = None,
+        reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS, n_samples: int | None = DEFAULT_SAMPLES,
+        out=DEFAULT_OUT, html=None, notebook=None, keep_spectra: bool = False, max_length: int = 1024,
+        data_dir=None, device: str = "auto", threads: int | None = None, seed: int = 0, n_resamples: int = 1000,
+        scratch: bool = True, progress: bool = True, root: Path = pipeline.PROJECT_ROOT,
+        say: Callable[[str], None] = print) -> ProfileResult:
+    """Extract what the store lacks, execute the page and export it (see the module docstring).
+
+    ``notebook`` default: ``<out>/your_data.ipynb``; ``html`` default: ``<out>/your_data.html``.
+    Every file is validated before anything is computed.
+    """
+    from analysis.report.your_data import user_files
+
+    started = time.perf_counter()
+    references = profiles.reference_conditions(tuple(reference_datasets))
+    for spec in references:
+        data.resolve(spec, data_dir)
+    files = [f.path for f in user_files(data_files, reference_datasets)]
+    template = models.resolve_template(model, template)
+    out = Path(out)
+    store = ResultsStore(out)
+    result = ProfileResult(out)
+    jobs = plan_jobs(model, template, files, references, store, n_samples, max_length, data_dir, scratch)
+    say(f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute, "
+        f"{n_samples or 'all'} samples each, into {out}")
+    with pipeline.torch_threads(threads):
+        result.extraction = extract(model, template, jobs, store, n_samples, max_length, data_dir, device,
+                                    keep_spectra, seed, progress, say)
+    result.seconds["extraction"] = time.perf_counter() - started
+    pipeline.ensure_kernel()
+    result.notebook = Path(notebook) if notebook else out / f"{NOTEBOOK}.ipynb"
+    parameters = notebook_parameters(files, model, template, n_samples, out, references, max_length, seed, n_resamples)
+    say(f"executing notebooks/{NOTEBOOK}.py -> {result.notebook}")
+    result.seconds["notebook"] = pipeline.execute_notebook(root / "notebooks" / f"{NOTEBOOK}.py", result.notebook,
+                                                           parameters, cwd=root)
+    result.html = export_html(result.notebook, Path(html) if html else out / f"{NOTEBOOK}.html")
+    result.seconds["total"] = time.perf_counter() - started
+    return result

@@ -1,0 +1,498 @@
+"""The page that places your own data among the study's reference settings, on one model.
+
+It reads the user's file(s), the reference conditions and the scratch control (the same file
+through a randomly initialised copy of the model) from a results store; every interval comes
+from the book's bootstrap engine (``analysis.bootstrap``), the placement from the reference
+classifier of ``analysis.placement``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis import data, metrics, placement, plots, profiles, vocabulary
+from analysis.bootstrap import CurveDraws, Estimate, all_curve_draws, combine, pooled, t_band
+from analysis.formatting import fmt, fmt_interval
+from analysis.models import model_slug, scratch_name
+from analysis.report.figures import curves_and_bands
+from analysis.report.load import ReportError, figure_note
+from analysis.store import ResultsStore
+
+USER_SETTING = "your data"
+STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
+READ_COLUMNS = ["model", "dataset", "setting", "responses", "condition", "data_sha256", "sample_index", "layer",
+                "proj", "n_layers", "n_response_tokens", "max_length", "template", *STATS]
+SETTING_COLOURS = {"none": "#d95f02", "simplified": "#7570b3", "detailed": "#1b9e77"}
+TOP_K = 10
+
+
+def user_label(path: Path, taken: set[str]) -> str:
+    """A short name for a user's file on the page: its stem, made unique and kept apart from the
+    reference datasets (rows of one dataset are resampled together)."""
+    base = re.sub(r"[^A-Za-z0-9_.-]+", "_", path.stem) or "data"
+    label, n = base, 2
+    while label in taken:
+        label, n = f"{base}-{n}", n + 1
+    return label
+
+
+@dataclass
+class UserFile:
+    """One of the user's files: where it is, its sha256 and the name the page gives it."""
+
+    path: Path
+    sha256: str
+    label: str
+    n_records: int
+
+    @property
+    def condition(self) -> str:
+        return f"{self.label}/{USER_SETTING}/{vocabulary.CORRECT}"
+
+
+def user_files(paths: Sequence[str], reference_datasets: Sequence[str]) -> list[UserFile]:
+    """The user's files, validated (a DataError names the bad record) and labelled."""
+    taken = set(reference_datasets) | {c.dataset for c in data.REGISTRY.values()}
+    found = []
+    for spec in paths:
+        resolved = data.resolve(str(spec))
+        records = data.load_records(resolved.path)
+        label = user_label(resolved.path, taken)
+        taken.add(label)
+        found.append(UserFile(resolved.path, resolved.sha256, label, len(records)))
+    return found
+
+
+def read_rows(results_dir, model: str, template: str, max_length: int, files: Sequence[UserFile],
+              references: Sequence[str], n_samples: int | None) -> pd.DataFrame:
+    """Stored rows of the user's files (on the model and its scratch copy) and of the references
+    (on the model), first ``n_samples`` of each, user rows relabelled as ``<label>/your data/correct``."""
+    root = Path(results_dir)
+    if not (root / "store.json").is_file():
+        raise ReportError(f"{root}: no results store here; run `python -m analysis profile-data` first")
+    store = ResultsStore(root, create=False)
+    filters = [("model", "in", [model, scratch_name(model)]), ("template", "==", template),
+               ("max_length", "==", int(max_length))]
+    rows = store.read("rows", filters=filters, columns=READ_COLUMNS)
+    if n_samples is not None and len(rows):
+        rows = rows[rows["sample_index"] < n_samples]
+    reference_rows = rows[(rows["model"] == model) & rows["condition"].isin(list(references))]
+    pieces = [reference_rows]
+    for file in files:
+        mine = rows[(rows["condition"] == f"file:{file.path.stem}") & (rows["data_sha256"] == file.sha256)]
+        pieces.append(mine.assign(dataset=file.label, setting=USER_SETTING, responses=vocabulary.CORRECT,
+                                  condition=file.condition))
+    return pd.concat(pieces, ignore_index=True)
+
+
+@dataclass
+class YourData:
+    """Everything the page shows, computed once."""
+
+    model: str
+    template: str
+    files: list[UserFile]
+    references: list[str]
+    rows: pd.DataFrame
+    draws: dict[str, CurveDraws]
+    results_dir: Path
+    n_samples: int | None
+    placement: placement.Placement | None = None
+    placement_error: str | None = None
+    assigned: pd.DataFrame = field(default_factory=pd.DataFrame)
+
+    @property
+    def scratch(self) -> str:
+        return scratch_name(self.model)
+
+    @classmethod
+    def open(cls, data_files: Sequence[str], model: str, template: str, n_samples: int | None, results_dir,
+             reference_conditions: Sequence[str] | None = None, max_length: int = 1024, seed: int = 0,
+             n_resamples: int = 1000) -> YourData:
+        """Read the store and compute curves, intervals and the placement."""
+        if isinstance(data_files, str):
+            data_files = [data_files]
+        references = list(reference_conditions) if reference_conditions else reference_conditions_default()
+        files = user_files(data_files, sorted({r.split("/")[0] for r in references}))
+        rows = read_rows(results_dir, model, template, max_length, files, references, n_samples)
+        if not (rows["condition"].isin([f.condition for f in files]) & (rows["model"] == model)).any():
+            raise ReportError(f"{results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
+                              f"(template {template}, max_length {max_length}); run `python -m analysis profile-data`")
+        draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, n_resamples, seed)
+        page = cls(model, template, files, references, rows, draws, Path(results_dir), n_samples)
+        page._place(seed, n_resamples)
+        return page
+
+    def _place(self, seed: int, n_resamples: int) -> None:
+        trained = self.rows[self.rows["model"] == self.model]
+        reference = trained[trained["condition"].isin(self.references) & (trained["responses"] == vocabulary.CORRECT)]
+        try:
+            self.placement = placement.train_on_rows(reference, "setting", [s for s in vocabulary.COT_SETTINGS],
+                                                     n_resamples=n_resamples, seed=seed)
+        except placement.PlacementError as error:
+            self.placement_error = str(error)
+            return
+        mine = trained[trained["setting"] == USER_SETTING]
+        self.assigned = self.placement.assign(placement.sample_features(mine))
+
+    # ------------------------------------------------------------------ numbers
+
+    def user_conditions(self) -> list[str]:
+        return [f.condition for f in self.files]
+
+    def reference_groups(self) -> list[tuple[str, str]]:
+        """(setting, responses) of the references, fast to slow thinking, correct first."""
+        present = {(self.draws[self.model].conditions[c][1], self.draws[self.model].conditions[c][2])
+                   for c in self.references if c in self.draws[self.model].conditions}
+        return sorted(present, key=lambda p: (vocabulary.RESPONSES.index(p[1]), vocabulary.setting_rank(p[0])))
+
+    def reference_condition_list(self, setting: str, responses: str) -> list[str]:
+        cd = self.draws[self.model]
+        return [c for c in self.references if c in cd.conditions and cd.conditions[c][1:] == (setting, responses)]
+
+
+def reference_conditions_default() -> list[str]:
+    return list(profiles.reference_conditions())
+
+
+# --------------------------------------------------------------------------- estimates
+
+
+def condition_estimate(cd: CurveDraws, condition: str, stat: str, summary: str = "mean") -> Estimate | None:
+    """A condition's mean (over projections and layers) or MAD (mean over projections of each
+    projection's all-layer MAD) of ``stat``, with its bootstrap draws; projections where the
+    statistic is undefined (a cosine of two shapes that differ) are left out."""
+    keys = [(condition, p, stat) for p in vocabulary.PROJECTIONS if (condition, p, stat) in cd.estimate]
+    if not keys or condition not in cd.conditions:
+        return None
+    dataset = cd.conditions[condition][0]
+    n = min(cd.n_samples[k] for k in keys)
+    if summary == "mean":
+        value = np.nanmean([np.nanmean(cd.estimate[k]) for k in keys])
+        draws = np.nanmean(np.stack([np.nanmean(cd.draws[k], axis=1) for k in keys]), axis=0)
+    else:
+        value = np.nanmean([metrics.mean_absolute_difference(cd.estimate[k][np.isfinite(cd.estimate[k])])
+                            for k in keys])
+        draws = np.nanmean(np.stack([metrics.mean_absolute_difference(
+            cd.draws[k][:, np.isfinite(cd.estimate[k])]) for k in keys]), axis=0)
+    if not np.isfinite(value):
+        return None
+    return Estimate(float(value), np.asarray(draws, dtype=float), ((dataset, n),))
+
+
+def _shown(estimate: Estimate | None) -> str:
+    return "–" if estimate is None else fmt_interval(estimate.value, *estimate.interval())
+
+
+def _group_estimate(page: YourData, setting: str, responses: str, stat: str, summary: str) -> Estimate | None:
+    cd = page.draws[page.model]
+    return pooled([condition_estimate(cd, c, stat, summary) for c in page.reference_condition_list(setting, responses)])
+
+
+def level_table(page: YourData) -> pd.DataFrame:
+    """Mean nuclear norm, MAD and mean effective rank with 95% intervals: the user's files on the
+    model and its scratch copy, and each reference setting pooled over its datasets."""
+    rows = []
+    for model in (page.model, page.scratch):
+        cd = page.draws.get(model)
+        for file in page.files:
+            if cd is None or file.condition not in cd.conditions:
+                continue
+            kind = "your data" if model == page.model else "your data, scratch model"
+            rows.append(_level_row(kind, file.label, model, lambda s, m: condition_estimate(cd, file.condition, s, m),
+                                   cd.count(file.condition)))
+    for setting, responses in page.reference_groups():
+        conditions = page.reference_condition_list(setting, responses)
+        n = sum(page.draws[page.model].count(c) for c in conditions)
+        rows.append(_level_row("reference", f"{vocabulary.setting_label(setting)} ({responses})", page.model,
+                               lambda s, m, a=setting, b=responses: _group_estimate(page, a, b, s, m), n,
+                               ", ".join(sorted({c.split('/')[0] for c in conditions}))))
+    return pd.DataFrame(rows)
+
+
+def _level_row(kind: str, name: str, model: str, estimate, n: int, datasets: str = "") -> dict:
+    return {"data": kind, "name": name, "datasets": datasets, "model": model, "n": n,
+            "mean nuclear norm": _shown(estimate("nuclear_norm", "mean")),
+            "MAD of nuclear norm": _shown(estimate("nuclear_norm", "mad")),
+            "mean effective rank": _shown(estimate("effective_rank", "mean")),
+            "mean cosine, same layer": _shown(estimate("cos_same_layer", "mean")),
+            "mean cosine, next layer": _shown(estimate("cos_next_layer", "mean"))}
+
+
+# --------------------------------------------------------------------------- figures
+
+
+def _pooled_curve(page: YourData, conditions: Sequence[str], proj: str, stat: str):
+    """Mean curve, band and instructions of conditions pooled with equal weight per dataset."""
+    cd = page.draws[page.model]
+    keys = [(c, proj, stat) for c in conditions if (c, proj, stat) in cd.estimate]
+    if not keys:
+        return None
+    value = np.mean([cd.estimate[k] for k in keys], axis=0)
+    draws = np.mean([cd.draws[k] for k in keys], axis=0)
+    n = min(cd.n_samples[k] for k in keys)
+    low, high = t_band(value, draws, n, cd.level)
+    return value, low, high
+
+
+def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -> Figure:
+    """One panel per projection: the reference settings' mean curves (pooled over datasets; correct
+    solid with 95% bands, irrelevant dashed) and the user's curve in black with its band."""
+    cd = page.draws[page.model]
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3.0), sharex=True)
+    layers = np.arange(cd.n_layers)
+    for ax, proj in zip(axes, vocabulary.PROJECTIONS):
+        for setting, responses in page.reference_groups():
+            curve = _pooled_curve(page, page.reference_condition_list(setting, responses), proj, stat)
+            if curve is None:
+                continue
+            colour = SETTING_COLOURS.get(setting, "gray")
+            dashed = responses != vocabulary.CORRECT
+            ax.plot(layers, curve[0], color=colour, lw=1.0, ls="--" if dashed else "-",
+                    label=f"{vocabulary.setting_label(setting)}{' (irrelevant)' if dashed else ''}")
+            if not dashed:
+                ax.fill_between(layers, curve[1], curve[2], color=colour, alpha=0.15, lw=0)
+        key = (file.condition, proj, stat)
+        if key in cd.estimate:
+            low, high = t_band(cd.estimate[key], cd.draws[key], cd.n_samples[key], cd.level)
+            ax.plot(layers, cd.estimate[key], color="black", lw=2.0, label=f"{file.label} (yours)")
+            ax.fill_between(layers, low, high, color="black", alpha=0.15, lw=0)
+        if stat == "nuclear_norm":
+            ax.set_yscale("log")
+        ax.set_title(proj.upper(), fontsize=9)
+        ax.set_xlabel("layer")
+    axes[0].set_ylabel(vocabulary.STAT_LABELS.get(stat, stat))
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=7, frameon=False)
+    note = figure_note(page.model, page.n_samples)
+    if note:
+        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
+    fig.suptitle(page.model, x=0.01, ha="left", fontsize=10)
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 0.86))
+    return fig
+
+
+def scratch_figures(page: YourData, file: UserFile) -> list[tuple[str, Figure]]:
+    """The user's curves (nuclear norm, effective rank) on the trained model and on its scratch copy."""
+    curves, bands = curves_and_bands({m: cd for m, cd in page.draws.items()})
+    figures = []
+    for model, title in ((page.model, "trained model"), (page.scratch, "randomly initialised copy (scratch)")):
+        if model not in page.draws or file.condition not in page.draws[model].conditions:
+            continue
+        fig = plots.curve_grid(curves, model, [file.condition], ("nuclear_norm", "effective_rank"), bands=bands,
+                               note=figure_note(page.model, page.n_samples))
+        figures.append((f"{file.label}: {title}", fig))
+    return figures
+
+
+# --------------------------------------------------------------------------- placement
+
+
+def placement_text(page: YourData) -> str:
+    """Markdown: what the classifier is, how well it does on held-out references, where the data land."""
+    if page.placement is None:
+        return f"No placement: {page.placement_error}"
+    p = page.placement
+    low, high = p.accuracy.interval()
+    n_groups = p.accuracy.n
+    lines = [
+        f"A multinomial logistic regression on the log nuclear norm of every (projection, layer) learns the reference "
+        f"setting ({', '.join(vocabulary.setting_label(c) for c in p.classes)}) from {len(p.out_of_fold)} reference "
+        f"samples with correct responses ({n_groups} instructions). Cross-validated over {p.n_folds} folds grouped by "
+        f"instruction, it assigns **{p.accuracy.value:.0%}** of the held-out reference samples to their own setting "
+        f"(95% interval over instructions {_pct(low)} to {_pct(high)}; always guessing one setting gives "
+        f"{p.chance:.0%}).",
+    ]
+    if p.accuracy.value < p.chance + 0.2:
+        lines.append("**The classifier barely beats guessing on the references: do not read much into where your "
+                     "data land.**")
+    for file in page.files:
+        summary = file_assignment(page, file)
+        if summary is None:
+            lines.append(f"{file.label}: no sample to place.")
+            continue
+        closest = placement.closest(summary)
+        row = summary.set_index("class").loc[closest]
+        lines.append(f"**{file.label}** is closest to **{vocabulary.setting_label(closest)}**: "
+                     f"{row['share assigned']:.0%} of its {summary.attrs['n']} samples are assigned to it, with a mean "
+                     f"probability of {row['mean probability']:.2f}.")
+    return "\n\n".join(lines)
+
+
+def _pct(value: float) -> str:
+    return "–" if not math.isfinite(value) else f"{max(0.0, min(1.0, value)):.0%}"
+
+
+def file_assignment(page: YourData, file: UserFile) -> pd.DataFrame | None:
+    """Share of a file's samples assigned to each setting and the mean probability of each."""
+    if page.placement is None or page.assigned.empty:
+        return None
+    mine = page.assigned[page.assigned.index.get_level_values("condition") == file.condition]
+    if mine.empty:
+        return None
+    summary = placement.assignment_summary(mine, page.placement.classes)
+    summary.attrs["n"] = len(mine)
+    return summary
+
+
+def assignment_table(page: YourData) -> pd.DataFrame:
+    """Per user file and reference setting: share assigned and mean probability."""
+    tables = []
+    for file in page.files:
+        summary = file_assignment(page, file)
+        if summary is not None:
+            summary = summary.assign(setting=summary["class"].map(vocabulary.setting_label)).drop(columns="class")
+            summary.insert(0, "data", file.label)
+            tables.append(summary)
+    if not tables:
+        return pd.DataFrame()
+    table = pd.concat(tables, ignore_index=True)
+    table["share assigned"] = table["share assigned"].map(lambda v: f"{v:.0%}")
+    table["mean probability"] = table["mean probability"].map(lambda v: f"{v:.2f}")
+    return table[["data", "setting", "share assigned", "mean probability"]]
+
+
+def confusion_table(page: YourData) -> pd.DataFrame:
+    """Out-of-fold confusion of the reference classifier (rows: true setting)."""
+    if page.placement is None:
+        return pd.DataFrame()
+    table = page.placement.confusion()
+    table.index = [vocabulary.setting_label(c) for c in table.index]
+    table.columns = [f"assigned {vocabulary.setting_label(c)}" for c in table.columns]
+    return table.rename_axis("true setting").reset_index()
+
+
+# --------------------------------------------------------------------------- per-sample scores
+
+
+def sample_scores(page: YourData, file: UserFile) -> pd.DataFrame:
+    """One row per sample of a file on the trained model: mean nuclear norm and effective rank
+    (over projections and layers), the classifier's probabilities, and the record's text;
+    ranked by mean nuclear norm, lowest first (the follow-up study's higher-quality direction)."""
+    mine = page.rows[(page.rows["model"] == page.model) & (page.rows["condition"] == file.condition)]
+    if mine.empty:
+        return pd.DataFrame()
+    scores = mine.groupby("sample_index").agg(mean_nuclear_norm=("nuclear_norm", "mean"),
+                                              mean_effective_rank=("effective_rank", "mean"),
+                                              n_response_tokens=("n_response_tokens", "first"))
+    if not page.assigned.empty:
+        assigned = page.assigned[page.assigned.index.get_level_values("condition") == file.condition]
+        assigned = assigned.reset_index(level=[k for k in placement.SAMPLE_KEYS if k != "sample_index"], drop=True)
+        for setting in page.placement.classes:
+            scores[f"p_{setting}"] = assigned[setting]
+        scores["closest_setting"] = assigned["assigned"]
+    records = data.load_records(file.path)
+    scores["instruction"] = [records[i].instruction for i in scores.index]
+    scores["output"] = [records[i].output for i in scores.index]
+    scores = scores.sort_values("mean_nuclear_norm").reset_index()
+    scores.insert(0, "rank", np.arange(1, len(scores) + 1))
+    return scores
+
+
+def write_scores(page: YourData, k: int = TOP_K) -> list[Path]:
+    """Per file: all samples ranked (CSV), and the top and bottom ``k`` (CSV and JSON), in the
+    store's ``scores/`` folder; the paths written."""
+    folder = page.results_dir / "scores"
+    folder.mkdir(parents=True, exist_ok=True)
+    written = []
+    for file in page.files:
+        scores = sample_scores(page, file)
+        if scores.empty:
+            continue
+        stem = f"{file.label}-{model_slug(page.model)}"
+        parts = {"ranked": scores, "top": scores.head(k), "bottom": scores.tail(k).iloc[::-1]}
+        for name, table in parts.items():
+            csv = folder / f"{stem}-{name}.csv"
+            table.to_csv(csv, index=False)
+            written.append(csv)
+            if name != "ranked":
+                path = folder / f"{stem}-{name}.json"
+                path.write_text(json.dumps(table.to_dict(orient="records"), indent=1, ensure_ascii=False))
+                written.append(path)
+    return written
+
+
+def score_preview(page: YourData, file: UserFile, k: int = 5) -> pd.DataFrame:
+    """The ``k`` lowest and ``k`` highest ranked samples, text shortened, for display."""
+    scores = sample_scores(page, file)
+    if scores.empty:
+        return scores
+    shown = pd.concat([scores.head(k), scores.tail(k)]).drop_duplicates("rank")
+    columns = ["rank", "sample_index", "mean_nuclear_norm", "mean_effective_rank", "n_response_tokens"]
+    columns += [c for c in shown.columns if c.startswith("p_") or c == "closest_setting"] + ["instruction"]
+    shown = shown[columns].copy()
+    for column in ("mean_nuclear_norm", "mean_effective_rank") + tuple(c for c in columns if c.startswith("p_")):
+        shown[column] = shown[column].map(fmt)
+    shown["instruction"] = shown["instruction"].map(lambda t: t if len(t) <= 80 else t[:77] + "...")
+    return shown
+
+
+# --------------------------------------------------------------------------- texts
+
+
+def quality_text(page: YourData) -> str:
+    """The follow-up study's statement about data quality, with the user's numbers beside the references'."""
+    cd = page.draws[page.model]
+    lines = ["The follow-up study (Li et al. 2025, arXiv 2504.10766, code MingLiiii/Gradient_Unified) reports that "
+             "higher-quality "
+             "instruction data give **lower nuclear norms and higher effective ranks**, and that the cosine "
+             "similarities between gradients do **not** track quality. Here, on " f"{page.model}:"]
+    items = []
+    for file in page.files:
+        nuclear = condition_estimate(cd, file.condition, "nuclear_norm")
+        rank = condition_estimate(cd, file.condition, "effective_rank")
+        items.append(f"- **{file.label}**: mean nuclear norm {_shown(nuclear)}, mean effective rank {_shown(rank)}.")
+    for setting, responses in page.reference_groups():
+        nuclear = _group_estimate(page, setting, responses, "nuclear_norm", "mean")
+        rank = _group_estimate(page, setting, responses, "effective_rank", "mean")
+        items.append(f"- {vocabulary.setting_label(setting)} ({responses}): mean nuclear norm {_shown(nuclear)}, "
+                     f"mean effective rank {_shown(rank)}.")
+    lines.append("\n".join(items))
+    lines.append("The settings differ in response length as well as in content, and the follow-up's comparisons "
+                 "hold the task fixed: read lower nuclear norms and higher effective ranks as *more like the "
+                 "slow-thinking, higher-quality references*, not as a quality score on their own. The per-sample "
+                 "ranking below orders your samples by the same measure.")
+    return "\n\n".join(lines)
+
+
+def scratch_text(page: YourData) -> str:
+    """How far the trained model's profile of each file is from the scratch copy's."""
+    if page.scratch not in page.draws:
+        return "The scratch control is not stored; run `python -m analysis profile-data` again to compute it."
+    lines = []
+    for file in page.files:
+        trained = condition_estimate(page.draws[page.model], file.condition, "nuclear_norm")
+        scratch = condition_estimate(page.draws[page.scratch], file.condition, "nuclear_norm")
+        if trained is None or scratch is None:
+            continue
+        ratio = combine(lambda a, b: a / b, trained, scratch)
+        rank_t = condition_estimate(page.draws[page.model], file.condition, "effective_rank")
+        rank_s = condition_estimate(page.draws[page.scratch], file.condition, "effective_rank")
+        lines.append(f"**{file.label}**: mean nuclear norm {_shown(trained)} on the trained model and {_shown(scratch)} "
+                     f"on the scratch copy (ratio {_shown(ratio)}); mean effective rank {_shown(rank_t)} vs "
+                     f"{_shown(rank_s)}.")
+    return "\n\n".join(lines)
+
+
+def coverage_text(page: YourData) -> str:
+    """Markdown: samples behind each part of the page."""
+    cd = page.draws[page.model]
+    parts = []
+    for file in page.files:
+        n = cd.count(file.condition) if file.condition in cd.conditions else 0
+        parts.append(f"**{file.label}** (`{file.path.name}`, {file.n_records} records, sha256 {file.sha256[:12]}): "
+                     f"{n} samples on {page.model}")
+    counts = [cd.count(c) for c in page.references if c in cd.conditions]
+    parts.append(f"{len(counts)} of {len(page.references)} reference conditions stored with "
+                 f"{min(counts, default=0)} to {max(counts, default=0)} samples each")
+    return "; ".join(parts) + ". Intervals are 95% intervals over instructions (the book's bootstrap engine)."
