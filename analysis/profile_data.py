@@ -121,10 +121,10 @@ def run(model: str, data_files: Sequence[str], template: str | None = None,
     from analysis.report.your_data import user_files
 
     started = time.perf_counter()
+    files = [f.path for f in user_files(data_files, reference_datasets)]
     references = profiles.reference_conditions(tuple(reference_datasets))
     for spec in references:
         data.resolve(spec, data_dir)
-    files = [f.path for f in user_files(data_files, reference_datasets)]
     template = models.resolve_template(model, template)
     out = Path(out)
     store = ResultsStore(out)

@@ -115,3 +115,161 @@ def test_scratch_copy_is_random_reproducible_and_named_apart(tiny):
     assert not torch.equal(weights(first)[name], weights(tiny)[name])
     assert type(first.model) is type(tiny.model) and first.n_layers == tiny.n_layers
     assert not any(p.requires_grad for p in first.model.parameters())
+
+
+# --------------------------------------------------------------------------- the reference classifier
+
+
+def _synthetic_features(n_instructions=8, seed=0):
+    from analysis import placement
+
+    rng = np.random.default_rng(seed)
+    levels = {"none": 2.0, "simplified": 0.0, "detailed": -2.0}
+    index, rows = [], []
+    for dataset in ("a", "b"):
+        for i in range(n_instructions):
+            shift = rng.normal(0, 0.3)
+            for setting, level in levels.items():
+                index.append(("m", f"{dataset}/{setting}/correct", dataset, setting, "correct", i))
+                rows.append(level + shift + rng.normal(0, 0.5, size=6))
+    columns = pd.MultiIndex.from_product([["q", "k"], [0, 1, 2]], names=["proj", "layer"])
+    return pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=placement.SAMPLE_KEYS), columns=columns)
+
+
+def test_classifier_is_cross_validated_by_instruction_and_places_new_samples():
+    from analysis import placement
+
+    features = _synthetic_features()
+    labels = features.index.get_level_values("setting")
+    groups = [f"{d}:{i}" for d, i in zip(features.index.get_level_values("dataset"),
+                                          features.index.get_level_values("sample_index"))]
+    model = placement.train(features, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
+    assert model.accuracy.value > 0.9 and model.accuracy.n == 16
+    low, high = model.accuracy.interval()
+    assert low < model.accuracy.value <= high
+    assert model.confusion().to_numpy().sum() == len(features)
+    assert math.isclose(model.chance, 1 / 3)
+    new = _synthetic_features(n_instructions=4, seed=1)
+    new = new[new.index.get_level_values("setting") == "detailed"]
+    assigned = model.assign(new)
+    summary = placement.assignment_summary(assigned, model.classes)
+    assert placement.closest(summary) == "detailed"
+    assert np.allclose(assigned[list(model.classes)].sum(axis=1), 1.0)
+
+
+def test_classifier_without_signal_is_near_chance_and_says_so():
+    from analysis import placement
+
+    features = _synthetic_features()
+    rng = np.random.default_rng(5)
+    noise = pd.DataFrame(rng.normal(size=features.shape), index=features.index, columns=features.columns)
+    labels = features.index.get_level_values("setting")
+    groups = [f"{d}:{i}" for d, i in zip(features.index.get_level_values("dataset"),
+                                          features.index.get_level_values("sample_index"))]
+    model = placement.train(noise, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
+    assert model.accuracy.value < 0.6
+    with pytest.raises(placement.PlacementError, match="two or more"):
+        placement.train(noise, ["none"] * len(noise), groups, ["none", "detailed"])
+
+
+# --------------------------------------------------------------------------- the command
+
+
+def test_profile_runs_never_execute_the_standalone_page():
+    from analysis import pipeline
+
+    assert "your_data" not in [p.stem for p in pipeline.notebook_sources()]
+
+
+def test_command_refuses_a_bad_record_or_reference_before_computing(tmp_path, capsys, study_data_dir):
+    from analysis.cli import main
+
+    bad = _write(tmp_path / "mine.jsonl", '{"messages": [{"role": "user", "content": "q"}]}\n')
+    assert main(["profile-data", "--model", "smollm2-135m-instruct", "--data", str(bad), "--out",
+                 str(tmp_path / "store")]) == 2
+    assert f"{bad}: line 1 (record 0): field 'messages' has no assistant message" in capsys.readouterr().err
+    good = _write(tmp_path / "ok.json", '[{"instruction": "q", "output": "a"}]')
+    assert main(["profile-data", "--model", "smollm2-135m-instruct", "--data", str(good), "--reference", "wiki",
+                 "--out", str(tmp_path / "store"), "--data-dir", str(study_data_dir)]) == 2
+    assert "reference dataset 'wiki'" in capsys.readouterr().err
+    assert not (tmp_path / "store").exists()
+
+
+def _user_files(folder, study_data_dir, first=100, n=6):
+    """Detailed-CoT responses of AQuA questions the references do not use, in the chat format,
+    and bare answers of the same questions as JSON Lines."""
+    cot = study_data_dir / "cot_500"
+    detailed = json.loads((cot / "aqua_train_with_cot_gpt4o.json").read_text())[first:first + n]
+    bare = json.loads((cot / "aqua_train_no_cot.json").read_text())[first:first + n]
+    chat = [{"messages": [{"role": "system", "content": "You reason step by step."},
+                          {"role": "user", "content": r["instruction"]},
+                          {"role": "assistant", "content": r["output"]}]} for r in detailed]
+    detailed_path = _write(folder / "my data.json", json.dumps(chat))
+    bare_path = _write(folder / "bare.jsonl", "\n".join(json.dumps(r) for r in bare))
+    return detailed_path, bare_path
+
+
+@pytest.fixture(scope="module")
+def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
+    """profile-data on the tiny model, AQuA references, 5 samples each; the result and the inputs."""
+    from analysis import profile_data
+
+    folder = tmp_path_factory.mktemp("your-data")
+    files = _user_files(folder, study_data_dir, n=5)
+    result = profile_data.run(str(tiny_model_dir("llama")), [str(f) for f in files], template="base",
+                              reference_datasets=["aqua"], n_samples=5, out=folder / "store",
+                              html=folder / "page.html", data_dir=study_data_dir, device="cpu", n_resamples=200,
+                              seed=7, progress=False, say=lambda _: None)
+    return result, files, folder
+
+
+@pytest.mark.slow
+def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_profile, tiny_model_dir, study_data_dir):
+    from analysis import placement
+    from analysis.report import your_data
+
+    result, files, folder = tiny_profile
+    page = your_data.YourData.open([str(f) for f in files], str(tiny_model_dir("llama")), "base", 5, result.results_dir,
+                                   [c for c in your_data.profiles.reference_conditions(("aqua",))], seed=7,
+                                   n_resamples=200)
+    assert page.placement is not None and page.placement.accuracy.value > 0.6
+    detailed, bare = page.files
+    assert placement.closest(your_data.file_assignment(page, detailed)) == "detailed"
+    assert placement.closest(your_data.file_assignment(page, bare)) == "none"
+    assert page.scratch in page.draws and detailed.condition in page.draws[page.scratch].conditions
+    trained = your_data.condition_estimate(page.draws[page.model], detailed.condition, "nuclear_norm")
+    scratch = your_data.condition_estimate(page.draws[page.scratch], detailed.condition, "nuclear_norm")
+    assert trained.value != scratch.value
+
+
+@pytest.mark.slow
+def test_command_writes_the_page_the_notebook_and_the_ranked_samples(tiny_profile):
+    result, files, folder = tiny_profile
+    html = result.html.read_text()
+    assert result.html == folder / "page.html" and result.notebook.is_file()
+    assert "closest to" in html and "Detailed CoT" in html and "scratch" in html
+    assert "page_data" not in html and "import " not in html  # code hidden, parameters removed
+    assert html.count("data:image/png;base64") >= 4
+    ranked = sorted((result.results_dir / "scores").glob("*-ranked.csv"))
+    assert len(ranked) == 2
+    table = pd.read_csv(ranked[0])
+    assert list(table["rank"]) == list(range(1, len(table) + 1))
+    assert table["mean_nuclear_norm"].is_monotonic_increasing
+    assert {"p_none", "p_simplified", "p_detailed", "closest_setting", "instruction", "output"} <= set(table.columns)
+    top = json.loads(next((result.results_dir / "scores").glob("*-top.json")).read_text())
+    assert top and {"instruction", "output", "mean_effective_rank"} <= set(top[0])
+
+
+@pytest.mark.slow
+def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir, study_data_dir):
+    from analysis import profile_data
+
+    result, files, folder = tiny_profile
+    jobs = profile_data.plan_jobs(str(tiny_model_dir("llama")), "base", files,
+                                  profile_data.profiles.reference_conditions(("aqua",)),
+                                  profile_data.ResultsStore(result.results_dir), 5, 1024, study_data_dir)
+    assert jobs == []
+    more = profile_data.plan_jobs(str(tiny_model_dir("llama")), "base", files,
+                                  profile_data.profiles.reference_conditions(("aqua",)),
+                                  profile_data.ResultsStore(result.results_dir), 6, 1024, study_data_dir)
+    assert sorted(job.spec for job in more) == sorted(profile_data.profiles.reference_conditions(("aqua",)))  # files hold 5
