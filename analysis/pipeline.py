@@ -21,9 +21,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import importlib.util
-import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -31,16 +29,14 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analysis import data, models, profiles
+from analysis import data, models, profiles, runlog
 from analysis.profiles import Profile
 from analysis.store import ResultsStore
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-RUN_LOG = "run_log.json"
 KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 RECORDED_PACKAGES = ("torch", "transformers", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "matplotlib",
@@ -66,55 +62,25 @@ def package_versions(names: Sequence[str] = RECORDED_PACKAGES) -> dict[str, str]
     return versions
 
 
-def read_run_log(results_dir) -> dict:
-    """The run log of a results directory ({"runs": []} when there is none yet)."""
-    path = Path(results_dir) / RUN_LOG
-    if not path.is_file():
-        return {"runs": []}
-    try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise PipelineError(f"{path}: unreadable run log ({error.msg} at line {error.lineno})") from None
-
-
-def _write_json_atomic(path: Path, payload: dict) -> None:
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(payload, indent=1, default=str))
-    os.replace(temporary, path)
-
-
 @dataclass
 class RunLog:
-    """The record of one pipeline run, appended to the results directory's run log."""
+    """The record of the run in progress, saved to the results directory's run log after every step."""
 
     results_dir: Path
-    entry: dict = field(default_factory=dict)
+    record: runlog.RunRecord
 
     def save(self) -> None:
-        log = read_run_log(self.results_dir)
-        runs = [r for r in log.get("runs", []) if r.get("id") != self.entry["id"]]
-        _write_json_atomic(self.results_dir / RUN_LOG, {"runs": runs + [self.entry]})
+        runlog.save(self.results_dir, self.record)
 
 
 def start_run_log(profile: Profile, results_dir: Path, executor: str, data_status: list[dict]) -> RunLog:
-    """A new run entry with the profile, the environment and the data files' sha256 status."""
-    started = datetime.now(timezone.utc)
-    entry = {
-        "id": started.strftime("%Y%m%dT%H%M%S.%fZ"),
-        "started": started.isoformat(),
-        "profile": profile.as_dict(),
-        "executor": executor,
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "packages": package_versions(),
-        "data": data_status,
-        "model_loads": {},
-        "models": {},
-        "extraction": [],
-        "notebooks": [],
-    }
-    return RunLog(results_dir, entry)
+    """A new run record with the profile, the environment and the data files' sha256 status."""
+    return RunLog(results_dir, runlog.RunRecord.start(profile.as_dict(), executor, package_versions(), data_status))
+
+
+def read_run_log(results_dir) -> list[runlog.RunRecord]:
+    """Every run recorded in a results directory (``runlog.read``)."""
+    return runlog.read(results_dir)
 
 
 # --------------------------------------------------------------------------- extraction
@@ -180,8 +146,8 @@ def _extract_models(profile: Profile, results_dir: Path, data_dir, log: RunLog |
         say(f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute")
         loaded = models.load(model, device=profile.device)
         if log is not None:
-            log.entry["model_loads"][model] = loaded.load_seconds
-            log.entry.setdefault("models", {})[model] = loaded.facts().as_dict()
+            log.record.model_loads[model] = loaded.load_seconds
+            log.record.models[model] = loaded.facts().as_dict()
         for spec in todo:
             summary = runner.extract(loaded, spec, store, limit=profile.n_samples, max_length=profile.max_length,
                                      batch_size=profile.batch_size, token_budget=profile.token_budget,
@@ -191,7 +157,7 @@ def _extract_models(profile: Profile, results_dir: Path, data_dir, log: RunLog |
                       "skipped": summary.skipped, "seconds": summary.seconds}
             records.append(record)
             if log is not None:
-                log.entry["extraction"].append(record)
+                log.record.extraction.append(record)
                 log.save()
         del loaded
     return records
@@ -223,9 +189,9 @@ def extract_with_ray(profile: Profile, results_dir: Path, data_dir=None, log: Ru
     records = [{"model": s.model, "condition": s.condition, "requested": s.requested, "already_done": s.already_done,
                 "computed": s.computed, "skipped": s.skipped, "seconds": s.seconds} for s in report.conditions]
     if log is not None:
-        log.entry["extraction"] = records
-        log.entry["model_loads"] = dict(report.load_seconds)
-        log.entry["models"] = {model: model_facts(model) for model in profile.models}
+        log.record.extraction = records
+        log.record.model_loads = dict(report.load_seconds)
+        log.record.models = {model: model_facts(model) for model in profile.models}
         log.save()
     if not report.ok:
         raise PipelineError("some samples failed on the Ray workers; the notebooks were not executed:\n"
@@ -359,7 +325,7 @@ def execute_notebooks(profile: Profile, results_dir: Path, book_root: Path, data
         record = {"notebook": source.stem, "seconds": seconds, "output": str(output)}
         records.append(record)
         if log is not None:
-            log.entry["notebooks"].append(record)
+            log.record.notebooks.append(record)
             log.save()
     return records
 
@@ -464,8 +430,8 @@ def run_profile(profile: Profile | str, results_dir=None, data_dir=None, executo
         extraction = extract_with_ray(profile, results, data_dir, log, progress)
     else:
         extraction = extract_profile(profile, results, data_dir, log, progress, say)
-    log.entry["extraction_seconds"] = time.perf_counter() - started
-    log.entry["wall_seconds"] = log.entry["extraction_seconds"]
+    log.record.extraction_seconds = time.perf_counter() - started
+    log.record.wall_seconds = log.record.extraction_seconds
     log.save()
 
     executed: list[dict] = []
@@ -476,14 +442,14 @@ def run_profile(profile: Profile | str, results_dir=None, data_dir=None, executo
             copy_book_sources(root, target)
         notebooks_started = time.perf_counter()
         executed = execute_notebooks(profile, results, target, data_dir, root, notebooks, log, say)
-        log.entry["notebooks_seconds"] = time.perf_counter() - notebooks_started
-        log.entry["wall_seconds"] = time.perf_counter() - started
+        log.record.notebooks_seconds = time.perf_counter() - notebooks_started
+        log.record.wall_seconds = time.perf_counter() - started
         log.save()
         say("building the book")
-        log.entry["book"] = {"seconds": build_book(target, strict=strict)}
+        log.record.book = {"seconds": build_book(target, strict=strict)}
         index = book_index(target)
-        log.entry["book"]["index"] = str(index)
-    log.entry["wall_seconds"] = time.perf_counter() - started
-    log.entry["finished"] = datetime.now(timezone.utc).isoformat()
+        log.record.book["index"] = str(index)
+    log.record.wall_seconds = time.perf_counter() - started
+    log.record.finish()
     log.save()
-    return RunResult(profile, results, extraction, executed, index, log.entry["wall_seconds"])
+    return RunResult(profile, results, extraction, executed, index, log.record.wall_seconds)

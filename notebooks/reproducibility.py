@@ -30,7 +30,7 @@ n_resamples = 1000
 benchmarks_file = "benchmarks/results.json"
 
 # %% tags=["remove-cell"]
-from analysis import calibration, parameters, pipeline
+from analysis import calibration, parameters, pipeline, runlog
 from analysis.report import provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, load_results
@@ -39,8 +39,8 @@ params = parameters.validate("reproducibility", models=models, conditions=condit
                              max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
                              n_resamples=n_resamples)
 benchmarks = parameters.optional_path("benchmarks_file", benchmarks_file)
-log = pipeline.read_run_log(params.results_dir)
-run = provenance.latest_run(log)
+runs = runlog.read(params.results_dir)
+run = runs[-1] if runs else None
 results = load_results(params.results_dir, params.models, params.conditions, params.max_length, params.n_samples,
                        params.data_dir)
 
@@ -48,7 +48,7 @@ results = load_results(params.results_dir, params.models, params.conditions, par
 # ## The run
 
 # %% tags=["remove-input"]
-show_markdown(provenance.run_sentence(log, params.results_dir))
+show_markdown(provenance.run_sentence(runs, params.results_dir))
 show_table(provenance.profile_table(run), empty="The results directory has no run log.")
 
 # %% [markdown]
@@ -82,10 +82,10 @@ show_table(data_check)
 # ## Run times
 
 # %% tags=["remove-input"]
-show_table(provenance.time_summary(log), empty="No run times are recorded.")
+show_table(provenance.time_summary(runs), empty="No run times are recorded.")
 
 # %% tags=["remove-input", "hide-output"]
-show_table(provenance.extraction_time_table(log), empty="No extraction was recorded.")
+show_table(provenance.extraction_time_table(runs), empty="No extraction was recorded.")
 
 # %% [markdown]
 # ## How well the intervals and verdicts work

@@ -197,7 +197,7 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
     log = pipeline.start_run_log(profile, results, "local", [])
     records = pipeline.extract_profile(profile, results, study_data_dir, log, progress=False, say=lambda _: None)
     assert records[0]["computed"] == 2
-    facts = pipeline.read_run_log(results)["runs"][-1]["models"][folder]
+    facts = pipeline.read_run_log(results)[-1].models[folder]
     assert facts["attention"] == "eager"
     assert facts["revision"].startswith("local folder ")
     assert facts["chat_template_sha256"] == models.chat_template_sha256(char_tokenizer(CHAT_TEMPLATE))

@@ -103,15 +103,15 @@ def test_extraction_is_resumable_and_logged(tiny_profile, study_data_dir, tmp_pa
     again = pipeline.run_profile(tiny_profile, results, study_data_dir, book=False, progress=False, say=lambda _: None)
     assert again.extraction == [] and len(loads) == 1  # nothing left to do: the model is not even loaded
 
-    log = pipeline.read_run_log(results)
-    assert len(log["runs"]) == 2
-    run = log["runs"][0]
-    assert run["profile"]["name"] == "tiny" and run["profile"]["n_samples"] == 2
-    assert {d["condition"] for d in run["data"]} == set(tiny_profile.conditions)
-    assert all(d["sha256_ok"] for d in run["data"])
-    assert run["packages"]["torch"] != "not installed"
-    assert [r["condition"] for r in run["extraction"]] == list(tiny_profile.conditions)
-    assert run["finished"] and run["wall_seconds"] > 0
+    runs = pipeline.read_run_log(results)
+    assert len(runs) == 2
+    run = runs[0]
+    assert run.profile["name"] == "tiny" and run.profile["n_samples"] == 2
+    assert {d["condition"] for d in run.data} == set(tiny_profile.conditions)
+    assert all(d["sha256_ok"] for d in run.data)
+    assert run.packages["torch"] != "not installed"
+    assert [r["condition"] for r in run.extraction] == list(tiny_profile.conditions)
+    assert run.finished and run.wall_seconds > 0
 
 
 def test_missing_data_stops_before_any_compute(tiny_profile, tmp_path):
@@ -156,8 +156,7 @@ def test_quick_profile_end_to_end(quick_book):
     assert "quantised (GGUF) then dequantised" in math_page and "<table" in math_page and "<img" in math_page
     pvi = (html / "book" / "notebooks" / "pretrained_vs_instruct.html").read_text()
     assert "This comparison is confounded" in pvi and "PAPER_PAIRS" in pvi
-    log = pipeline.read_run_log(quick_book.results_dir)
-    run = log["runs"][-1]
-    assert run["book"]["seconds"] > 0 and len(run["notebooks"]) == len(profiles.NOTEBOOKS)
-    computed = {(r["model"], r["condition"]) for r in run["extraction"]}
-    assert len(computed) == len(run["extraction"])  # every (model, condition) extracted once
+    run = pipeline.read_run_log(quick_book.results_dir)[-1]
+    assert run.book["seconds"] > 0 and len(run.notebooks) == len(profiles.NOTEBOOKS)
+    computed = {(r["model"], r["condition"]) for r in run.extraction}
+    assert len(computed) == len(run.extraction)  # every (model, condition) extracted once

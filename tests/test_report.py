@@ -249,31 +249,49 @@ def test_pairs_confound_statement_and_comparison(paper_draws):
 
 
 def test_run_log_tables():
-    log = {"runs": [
+    from analysis.runlog import RunRecord
+
+    finished = RunRecord.from_dict(
         {"id": "1", "started": "2025-01-01T00:00:00+00:00", "finished": "2025-01-01T00:10:00+00:00",
          "wall_seconds": 600.0, "extraction_seconds": 500.0, "notebooks_seconds": 60.0, "book": {"seconds": 40.0},
          "profile": {"name": "quick", "conditions": ["a", "b"], "n_samples": 2},
-         "packages": {"torch": "2.13.0"}, "model_loads": {"m": 3.0},
+         "packages": {"torch": "2.13.0"}, "model_loads": {"m": 3.0}, "a key of a later version": 1,
          "models": {"m": {"revision": "abc", "attention": "sdpa", "chat_template_sha256": None,
                           "transformers": "5"}},
-         "extraction": [{"model": "m", "condition": "a", "computed": 2, "seconds": 10.0}]},
-        {"id": "2", "started": "2025-01-02T00:00:00+00:00", "profile": {"name": "quick"}, "packages": {},
+         "extraction": [{"model": "m", "condition": "a", "computed": 2, "seconds": 10.0}]})
+    going = RunRecord.from_dict(
+        {"id": "2", "started": "2025-01-02T00:00:00+00:00", "profile": {"name": "quick"},
          "extraction": [{"model": "m", "condition": "a", "computed": 1, "seconds": 5.0},
-                        {"model": "m", "condition": "b", "computed": 0, "seconds": 0.0}]},
-    ]}
-    times = provenance.extraction_time_table(log)
+                        {"model": "m", "condition": "b", "computed": 0, "seconds": 0.0}]})
+    runs = [finished, going]
+    times = provenance.extraction_time_table(runs)
     a = times[times["condition"] == "a"].iloc[0]
     assert a["computed"] == 3 and a["seconds"] == 15.0 and a["seconds_per_sample"] == 5.0
     assert math.isnan(times[times["condition"] == "b"].iloc[0]["seconds_per_sample"])
-    assert "elapsed until this page was executed" in " ".join(provenance.time_summary(log)["what"])
-    assert "still going" in provenance.run_sentence(log, "r")
-    finished = {"runs": log["runs"][:1]}
-    assert list(provenance.time_summary(finished)["seconds"][:4]) == ["500.0", "60.0", "40.0", "600.0"]
-    profile = provenance.profile_table(provenance.latest_run(finished))
+    assert "elapsed until this page was executed" in " ".join(provenance.time_summary(runs)["what"])
+    assert "still going" in provenance.run_sentence(runs, "r")
+    assert list(provenance.time_summary([finished])["seconds"][:4]) == ["500.0", "60.0", "40.0", "600.0"]
+    profile = provenance.profile_table(finished)
     assert dict(zip(profile["parameter"], profile["value"]))["conditions"] == "2 conditions"
-    facts = provenance.model_facts_table(provenance.latest_run(finished))
+    facts = provenance.model_facts_table(finished)
     assert facts.iloc[0]["revision"] == "abc" and facts.iloc[0]["chat template sha256 (first 16)"] == "none"
-    assert "No run log" in provenance.run_sentence({"runs": []}, "r")
+    assert "No run log" in provenance.run_sentence([], "r")
+    assert provenance.profile_table(None).empty and provenance.time_summary([]).empty
+
+
+def test_run_log_round_trip(tmp_path):
+    from analysis import runlog
+
+    record = runlog.RunRecord.start({"name": "cpu"}, "local", {"torch": "2.13.0"}, [])
+    runlog.save(tmp_path, record)
+    record.extraction.append({"model": "m", "condition": "a", "computed": 1, "seconds": 2.0})
+    record.finish()
+    runlog.save(tmp_path, record)
+    [again] = runlog.read(tmp_path)
+    assert again == record and again.finished
+    (tmp_path / runlog.RUN_LOG).write_text("{not json")
+    with pytest.raises(runlog.RunLogError, match="unreadable run log"):
+        runlog.read(tmp_path)
 
 
 def test_benchmark_table(tmp_path):

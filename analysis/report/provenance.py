@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from datetime import datetime, timezone
+from datetime import datetime
 from pathlib import Path
 
 import numpy as np
@@ -12,32 +12,28 @@ import pandas as pd
 
 from analysis import data
 from analysis.models import OFFLINE_MODELS, known_model
-
-def latest_run(log: dict) -> dict:
-    """The last run recorded in a run log (an empty dict when there is none)."""
-    runs = log.get("runs") or []
-    return runs[-1] if runs else {}
+from analysis.runlog import RunRecord
 
 
-def profile_table(run: dict) -> pd.DataFrame:
+def profile_table(run: RunRecord | None) -> pd.DataFrame:
     """Profile parameters of a run, one row per parameter."""
-    profile = dict(run.get("profile") or {})
+    profile = dict(run.profile if run else {})
     if "conditions" in profile:
         profile["conditions"] = f"{len(profile['conditions'])} conditions"
     return pd.DataFrame({"parameter": list(profile), "value": [str(v) for v in profile.values()]})
 
 
-def package_table(run: dict, current: dict[str, str] | None = None) -> pd.DataFrame:
+def package_table(run: RunRecord | None, current: dict[str, str] | None = None) -> pd.DataFrame:
     """Package versions recorded by the run, next to those of the kernel that renders the book."""
-    recorded = run.get("packages") or {}
+    recorded = run.packages if run else {}
     names = sorted(set(recorded) | set(current or {}))
     return pd.DataFrame({"package": names, "run": [recorded.get(n, "") for n in names],
                          "this kernel": [(current or {}).get(n, "") for n in names]})
 
 
-def extraction_time_table(log: dict) -> pd.DataFrame:
+def extraction_time_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
     """Seconds of computation per (model, condition), summed over every run that computed samples."""
-    records = [r for run in log.get("runs") or [] for r in run.get("extraction") or []]
+    records = [r for run in runs for r in run.extraction]
     if not records:
         return pd.DataFrame(columns=["model", "condition", "computed", "seconds", "seconds_per_sample"])
     frame = pd.DataFrame(records)
@@ -48,44 +44,35 @@ def extraction_time_table(log: dict) -> pd.DataFrame:
     return table
 
 
-def _elapsed(run: dict) -> float | None:
-    """Wall seconds of a run: recorded when it finished, else from its start until now."""
-    if run.get("finished") and run.get("wall_seconds") is not None:
-        return run["wall_seconds"]
-    if not run.get("started"):
-        return None
-    started = datetime.fromisoformat(run["started"])
-    return (datetime.now(timezone.utc) - started).total_seconds()
-
-
-def run_sentence(log: dict, results_dir) -> str:
+def run_sentence(runs: Sequence[RunRecord], results_dir) -> str:
     """Markdown: which run this page describes, and whether it had finished when the page ran."""
-    run = latest_run(log)
-    if not run:
+    if not runs:
         return (f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
                 "older version, so profile, times and versions are not recorded.")
-    profile = (run.get("profile") or {}).get("name", "?")
-    started = datetime.fromisoformat(run["started"]).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"Latest of {len(log.get('runs', []))} recorded runs: profile **{profile}**, started {started}, "
-            f"executor {run.get('executor', 'local')}, Python {run.get('python', '?')} on {run.get('platform', '?')} "
-            f"({run.get('cpu_count', '?')} CPUs).")
-    if not run.get("finished"):
+    run = runs[-1]
+    started = datetime.fromisoformat(run.started).strftime("%Y-%m-%d %H:%M UTC")
+    text = (f"Latest of {len(runs)} recorded runs: profile **{run.profile.get('name', '?')}**, started {started}, "
+            f"executor {run.executor}, Python {run.python or '?'} on {run.platform or '?'} "
+            f"({run.cpu_count or '?'} CPUs).")
+    if not run.finished:
         text += (" The run was still going when this page was executed (this page runs before the book is "
                  "built), so its total is the time elapsed until then.")
     return text
 
 
-def time_summary(log: dict) -> pd.DataFrame:
+def time_summary(runs: Sequence[RunRecord]) -> pd.DataFrame:
     """Wall time of each phase of the latest run, and total compute per model over all runs."""
-    run = latest_run(log)
-    total = "total wall time" if run.get("finished") else "elapsed until this page was executed"
-    phases = [("extraction", run.get("extraction_seconds")), ("notebooks", run.get("notebooks_seconds")),
-              ("book build", (run.get("book") or {}).get("seconds")), (total, _elapsed(run))]
-    out = [{"what": f"latest run: {name}", "seconds": seconds} for name, seconds in phases if seconds is not None]
-    per_model = extraction_time_table(log).groupby("model", sort=False)[["computed", "seconds"]].sum()
+    out = []
+    if runs:
+        run = runs[-1]
+        total = "total wall time" if run.finished else "elapsed until this page was executed"
+        phases = [("extraction", run.extraction_seconds), ("notebooks", run.notebooks_seconds),
+                  ("book build", run.book.get("seconds")), (total, run.elapsed())]
+        out += [{"what": f"latest run: {name}", "seconds": seconds} for name, seconds in phases if seconds is not None]
+    per_model = extraction_time_table(runs).groupby("model", sort=False)[["computed", "seconds"]].sum()
     for model, r in per_model.iterrows():
         out.append({"what": f"{model}: {int(r['computed'])} samples computed over all runs", "seconds": r["seconds"]})
-    for model, seconds in (run.get("model_loads") or {}).items():
+    for model, seconds in (runs[-1].model_loads if runs else {}).items():
         out.append({"what": f"{model}: model load (latest run)", "seconds": seconds})
     table = pd.DataFrame(out, columns=["what", "seconds"])
     table["seconds"] = table["seconds"].map(lambda s: f"{s:.1f}" if s is not None and np.isfinite(s) else "")
@@ -174,10 +161,10 @@ def benchmark_table(path) -> pd.DataFrame | None:
         })
     return pd.DataFrame(rows)
 
-def model_facts_table(run: dict) -> pd.DataFrame:
+def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
     """Each model's revision, attention implementation, chat template hash and transformers version,
     as the run recorded them."""
-    facts = run.get("models") or {}
+    facts = run.models if run else {}
     rows = []
     for model, fact in facts.items():
         template = fact.get("chat_template_sha256")

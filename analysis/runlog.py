@@ -1,0 +1,101 @@
+"""The run log: what each pipeline run did, in ``run_log.json`` beside the results store.
+
+One ``RunRecord`` per run of ``python -m analysis run``: the profile, the environment, the data
+files' sha256 status, the models' facts (revision, attention, chat template hash), seconds per
+(model, condition), the notebooks and the book, and the phase times. The pipeline writes it and
+the reproducibility page reads it, both through this module.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+from dataclasses import asdict, dataclass, field, fields
+from datetime import datetime, timezone
+from pathlib import Path
+
+RUN_LOG = "run_log.json"
+
+
+class RunLogError(RuntimeError):
+    """A run log that cannot be read."""
+
+
+@dataclass
+class RunRecord:
+    """One pipeline run."""
+
+    id: str
+    started: str  # ISO time, UTC
+    profile: dict = field(default_factory=dict)
+    executor: str = "local"
+    python: str = ""
+    platform: str = ""
+    cpu_count: int | None = None
+    packages: dict = field(default_factory=dict)  # package -> version
+    data: list = field(default_factory=list)  # {condition, file, sha256, sha256_ok}
+    model_loads: dict = field(default_factory=dict)  # model -> seconds
+    models: dict = field(default_factory=dict)  # model -> {revision, attention, chat_template_sha256, transformers}
+    extraction: list = field(default_factory=list)  # {model, condition, requested, already_done, computed, ...}
+    notebooks: list = field(default_factory=list)  # {notebook, seconds, output}
+    extraction_seconds: float | None = None
+    notebooks_seconds: float | None = None
+    book: dict = field(default_factory=dict)  # {seconds, index}
+    wall_seconds: float | None = None
+    finished: str | None = None  # ISO time, UTC; None while the run goes on (or if it died)
+
+    @classmethod
+    def start(cls, profile: dict, executor: str, packages: dict, data: list) -> RunRecord:
+        """A new record stamped with the start time and this machine."""
+        now = datetime.now(timezone.utc)
+        return cls(id=now.strftime("%Y%m%dT%H%M%S.%fZ"), started=now.isoformat(), profile=profile,
+                   executor=executor, python=sys.version.split()[0], platform=platform.platform(),
+                   cpu_count=os.cpu_count(), packages=packages, data=data)
+
+    @classmethod
+    def from_dict(cls, payload: dict) -> RunRecord:
+        """A record from its JSON form; keys this version does not know are ignored."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in payload.items() if k in known})
+
+    def finish(self) -> None:
+        self.finished = datetime.now(timezone.utc).isoformat()
+
+    def elapsed(self) -> float | None:
+        """Wall seconds: recorded when the run finished, else from its start until now."""
+        if self.finished and self.wall_seconds is not None:
+            return self.wall_seconds
+        started = datetime.fromisoformat(self.started)
+        return (datetime.now(timezone.utc) - started).total_seconds()
+
+
+def read(results_dir) -> list[RunRecord]:
+    """Every recorded run of a results directory, oldest first ([] when there is no log)."""
+    path = Path(results_dir) / RUN_LOG
+    if not path.is_file():
+        return []
+    try:
+        payload = json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise RunLogError(f"{path}: unreadable run log ({error.msg} at line {error.lineno})") from None
+    return [RunRecord.from_dict(run) for run in payload.get("runs", [])]
+
+
+def latest(results_dir) -> RunRecord | None:
+    """The last recorded run, or None."""
+    runs = read(results_dir)
+    return runs[-1] if runs else None
+
+
+def save(results_dir, record: RunRecord) -> None:
+    """Write ``record`` into the results directory's log, replacing its earlier version."""
+    path = Path(results_dir) / RUN_LOG
+    runs = [asdict(r) for r in read(results_dir) if r.id != record.id] + [asdict(record)]
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    with open(temporary, "w") as handle:
+        handle.write(json.dumps({"runs": runs}, indent=1, default=str))
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(temporary, path)
