@@ -273,3 +273,38 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
                                   profile_data.profiles.reference_conditions(("aqua",)),
                                   profile_data.ResultsStore(result.results_dir), 6, 1024, study_data_dir)
     assert sorted(job.spec for job in more) == sorted(profile_data.profiles.reference_conditions(("aqua",)))  # files hold 5
+
+
+@pytest.mark.slow
+@pytest.mark.browser
+def test_page_opens_in_headless_chromium_with_its_figures_and_tables(tiny_profile):
+    from pathlib import Path
+
+    chromium, driver_path = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
+    if not (chromium.is_file() and driver_path.is_file()):
+        pytest.skip("headless Chromium is not installed (make setup-browser installs chromium and chromium-driver)")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(chromium)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
+                     "--window-size=1400,1000"):
+        options.add_argument(argument)
+    driver = webdriver.Chrome(service=Service(str(driver_path)), options=options)
+    try:
+        driver.set_page_load_timeout(60)
+        driver.get(tiny_profile[0].html.as_uri())
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        images = driver.execute_script(
+            "return Array.from(document.images).map(i => [i.alt, i.complete && i.naturalWidth > 0]);")
+        assert len(images) >= 4 and all(loaded for _, loaded in images), images
+        assert any("over the reference settings" in alt for alt, _ in images)
+        assert len(driver.find_elements(By.CSS_SELECTOR, "table tbody tr")) >= 10
+        text = driver.find_element(By.TAG_NAME, "body").text
+        assert "is closest to" in text and "Your samples, ranked" in text
+        assert "page_data" not in text
+    finally:
+        driver.quit()

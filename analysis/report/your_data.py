@@ -249,7 +249,7 @@ def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -
     """One panel per projection: the reference settings' mean curves (pooled over datasets; correct
     solid with 95% bands, irrelevant dashed) and the user's curve in black with its band."""
     cd = page.draws[page.model]
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.0), sharex=True)
+    fig, axes = plt.subplots(1, 4, figsize=(13, 3.2), sharex=True)
     layers = np.arange(cd.n_layers)
     for ax, proj in zip(axes, vocabulary.PROJECTIONS):
         for setting, responses in page.reference_groups():
@@ -278,7 +278,7 @@ def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
     fig.suptitle(page.model, x=0.01, ha="left", fontsize=10)
-    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 0.86))
+    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 0.9))
     return fig
 
 
@@ -449,20 +449,26 @@ def quality_text(page: YourData) -> str:
              "similarities between gradients do **not** track quality. Here, on " f"{page.model}:"]
     items = []
     for file in page.files:
-        nuclear = condition_estimate(cd, file.condition, "nuclear_norm")
-        rank = condition_estimate(cd, file.condition, "effective_rank")
-        items.append(f"- **{file.label}**: mean nuclear norm {_shown(nuclear)}, mean effective rank {_shown(rank)}.")
+        numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in QUALITY_STATS]
+        items.append(f"- **{file.label}**: " + _quality_numbers(numbers))
     for setting, responses in page.reference_groups():
-        nuclear = _group_estimate(page, setting, responses, "nuclear_norm", "mean")
-        rank = _group_estimate(page, setting, responses, "effective_rank", "mean")
-        items.append(f"- {vocabulary.setting_label(setting)} ({responses}): mean nuclear norm {_shown(nuclear)}, "
-                     f"mean effective rank {_shown(rank)}.")
+        numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in QUALITY_STATS]
+        items.append(f"- {vocabulary.setting_label(setting)} ({responses}): " + _quality_numbers(numbers))
     lines.append("\n".join(items))
     lines.append("The settings differ in response length as well as in content, and the follow-up's comparisons "
                  "hold the task fixed: read lower nuclear norms and higher effective ranks as *more like the "
                  "slow-thinking, higher-quality references*, not as a quality score on their own. The per-sample "
                  "ranking below orders your samples by the same measure.")
     return "\n\n".join(lines)
+
+
+QUALITY_STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
+
+
+def _quality_numbers(numbers: Sequence[str]) -> str:
+    nuclear, rank, same, following = numbers
+    return (f"mean nuclear norm {nuclear}, mean effective rank {rank}; mean cosine similarity {same} within a layer, "
+            f"{following} between adjacent layers.")
 
 
 def scratch_text(page: YourData) -> str:
