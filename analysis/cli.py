@@ -243,7 +243,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
         result = pipeline.run_profile(args.profile, args.results, args.data_dir, executor=args.executor,
                                       book=not args.no_book, notebooks=args.notebooks, progress=not args.no_progress,
                                       threads=args.threads)
-    except (pipeline.PipelineError, profiles.ProfileError, ReportError) as error:
+    except pipeline.PipelineError as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)

@@ -12,7 +12,6 @@ import torch
 from analysis import data, models, runner
 from analysis.store import ResultsStore, read_results
 
-
 # --------------------------------------------------------------------------- input formats
 
 
@@ -108,11 +107,10 @@ def test_scratch_copy_is_random_reproducible_and_named_apart(tiny):
     first, second = models.scratch_copy(tiny, seed=3), models.scratch_copy(tiny, seed=3)
     other = models.scratch_copy(tiny, seed=4)
     assert first.name == f"{tiny.name}@scratch" and models.model_slug(first.name) != models.model_slug(tiny.name)
-    weights = lambda m: dict(m.model.named_parameters())  # noqa: E731
     name = "model.layers.0.self_attn.q_proj.weight"
-    assert torch.equal(weights(first)[name], weights(second)[name])
-    assert not torch.equal(weights(first)[name], weights(other)[name])
-    assert not torch.equal(weights(first)[name], weights(tiny)[name])
+    assert torch.equal(dict(first.model.named_parameters())[name], dict(second.model.named_parameters())[name])
+    assert not torch.equal(dict(first.model.named_parameters())[name], dict(other.model.named_parameters())[name])
+    assert not torch.equal(dict(first.model.named_parameters())[name], dict(tiny.model.named_parameters())[name])
     assert type(first.model) is type(tiny.model) and first.n_layers == tiny.n_layers
     assert not any(p.requires_grad for p in first.model.parameters())
 
@@ -228,7 +226,7 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
     from analysis import placement
     from analysis.report import your_data
 
-    result, files, folder = tiny_profile
+    result, files, _ = tiny_profile
     page = your_data.YourData.open([str(f) for f in files], str(tiny_model_dir("llama")), "base", 5, result.results_dir,
                                    [c for c in your_data.profiles.reference_conditions(("aqua",))], seed=7,
                                    n_resamples=200)
@@ -244,7 +242,7 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
 
 @pytest.mark.slow
 def test_command_writes_the_page_the_notebook_and_the_ranked_samples(tiny_profile):
-    result, files, folder = tiny_profile
+    result, _, folder = tiny_profile
     html = result.html.read_text()
     assert result.html == folder / "page.html" and result.notebook.is_file()
     assert "closest to" in html and "Detailed CoT" in html and "scratch" in html
@@ -264,7 +262,7 @@ def test_command_writes_the_page_the_notebook_and_the_ranked_samples(tiny_profil
 def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir, study_data_dir):
     from analysis import profile_data
 
-    result, files, folder = tiny_profile
+    result, files, _ = tiny_profile
     jobs = profile_data.plan_jobs(str(tiny_model_dir("llama")), "base", files,
                                   profile_data.profiles.reference_conditions(("aqua",)),
                                   profile_data.ResultsStore(result.results_dir), 5, 1024, study_data_dir)

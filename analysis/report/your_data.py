@@ -21,7 +21,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import data, metrics, placement, plots, profiles, vocabulary
-from analysis.bootstrap import CurveDraws, Estimate, all_curve_draws, combine, pooled, t_band
+from analysis.bootstrap import (
+    CurveDraws,
+    Estimate,
+    all_curve_draws,
+    combine,
+    pooled,
+    t_band,
+)
 from analysis.formatting import fmt, fmt_interval
 from analysis.models import model_slug, scratch_name
 from analysis.report.figures import curves_and_bands
@@ -209,7 +216,8 @@ def level_table(page: YourData) -> pd.DataFrame:
             if cd is None or file.condition not in cd.conditions:
                 continue
             kind = "your data" if model == page.model else "your data, scratch model"
-            rows.append(_level_row(kind, file.label, model, lambda s, m: condition_estimate(cd, file.condition, s, m),
+            rows.append(_level_row(kind, file.label, model,
+                                   lambda s, m, cd=cd, c=file.condition: condition_estimate(cd, c, s, m),
                                    cd.count(file.condition)))
     for setting, responses in page.reference_groups():
         conditions = page.reference_condition_list(setting, responses)
@@ -305,13 +313,13 @@ def placement_text(page: YourData) -> str:
     p = page.placement
     low, high = p.accuracy.interval()
     n_groups = p.accuracy.n
-    lines = [
+    lines = [(
         f"A multinomial logistic regression on the log nuclear norm of every (projection, layer) learns the reference "
         f"setting ({', '.join(vocabulary.setting_label(c) for c in p.classes)}) from {len(p.out_of_fold)} reference "
         f"samples with correct responses ({n_groups} instructions). Cross-validated over {p.n_folds} folds grouped by "
         f"instruction, it assigns **{p.accuracy.value:.0%}** of the held-out reference samples to their own setting "
         f"(95% interval over instructions {_pct(low)} to {_pct(high)}; always guessing one setting gives "
-        f"{p.chance:.0%}).",
+        f"{p.chance:.0%})."),
     ]
     if p.accuracy.value < p.chance + 0.2:
         lines.append("**The classifier barely beats guessing on the references: do not read much into where your "
@@ -443,10 +451,9 @@ def score_preview(page: YourData, file: UserFile, k: int = 5) -> pd.DataFrame:
 def quality_text(page: YourData) -> str:
     """The follow-up study's statement about data quality, with the user's numbers beside the references'."""
     cd = page.draws[page.model]
-    lines = ["The follow-up study (Li et al. 2025, arXiv 2504.10766, code MingLiiii/Gradient_Unified) reports that "
-             "higher-quality "
-             "instruction data give **lower nuclear norms and higher effective ranks**, and that the cosine "
-             "similarities between gradients do **not** track quality. Here, on " f"{page.model}:"]
+    lines = [("The follow-up study (Li et al. 2025, arXiv 2504.10766, code MingLiiii/Gradient_Unified) reports that "
+              "higher-quality instruction data give **lower nuclear norms and higher effective ranks**, and that the "
+              f"cosine similarities between gradients do **not** track quality. Here, on {page.model}:")]
     items = []
     for file in page.files:
         numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in QUALITY_STATS]
