@@ -29,7 +29,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from analysis import metrics
+from analysis import metrics, vocabulary
 
 PROJECTIONS = metrics.PROJECTIONS
 LEVEL = 0.95
@@ -259,13 +259,9 @@ class CurveDraws:
         return f"{dataset}/{setting}/{responses}"
 
     def datasets(self) -> list[str]:
-        from analysis import vocabulary
-
         return sorted({d for d, _, _ in self.conditions.values()}, key=vocabulary.dataset_rank)
 
     def settings(self, dataset: str, responses: str = metrics.CORRECT, study_only: bool = True) -> list[str]:
-        from analysis import vocabulary
-
         present = {s for d, s, r in self.conditions.values() if d == dataset and r == responses}
         order = vocabulary.STUDY_SETTINGS if study_only else vocabulary.STUDY_SETTINGS + vocabulary.CUT_SETTINGS
         return [s for s in order if s in present]

@@ -21,6 +21,7 @@ The rules and their margins are stated on the methods page, one paragraph per fi
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -179,13 +180,11 @@ def log_mad_ratio(cd: CurveDraws, dataset: str, slow: str, fast: str) -> Estimat
 
 
 def _finite_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over the last axis of the finite values (NaN where there are none)."""
     values = np.where(np.isfinite(values), values, np.nan)
-    with np.errstate(invalid="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            return np.nanmean(values, axis=-1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN
+        return np.nanmean(values, axis=-1)
 
 
 def rd_level(cd: CurveDraws, dataset: str, setting: str, signed: bool = False,

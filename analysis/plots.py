@@ -1,4 +1,4 @@
-"""Figures of layer curves and per-sample statistics. Drawing only: the numbers come from
+"""Figures of layer curves, verdicts and intervals. Drawing only: the numbers come from
 the callers (mean curves and bands of analysis.bootstrap, verdicts of analysis.findings)."""
 
 from __future__ import annotations
@@ -47,21 +47,14 @@ def _draw_curves(ax, curves: pd.DataFrame, bands: pd.DataFrame | None) -> None:
                                 alpha=0.2, lw=0)
 
 
-def curve_grid(curves: pd.DataFrame, model: str, conditions: Sequence[str],
-               stats: Sequence[str], bands: pd.DataFrame | None = None,
-               note: str | None = None) -> Figure:
-    """Grid of layer curves: one column per condition, one row per statistic, Q/K/V/O lines
-    (red, green, blue, gray), with optional bootstrap bands. The panels of a row share their
-    y-scale, so that the settings' magnitudes compare at a glance.
-
-    `curves`: layer_curves output (rows of several statistics told apart by its `stat` column);
-    `bands`: curve_band_table output; `note`: a line printed under the figure (e.g. where the
-    weights come from).
-    """
-    n_rows, n_cols = len(stats), len(conditions)
+def _grid(rows: Sequence[tuple[str, str, str]], conditions: Sequence[str], curves: pd.DataFrame,
+          bands: pd.DataFrame | None, note: str | None, title: str | None = None) -> Figure:
+    """Panels of layer curves: one row per (model, stat, y label), one column per condition, Q/K/V/O
+    lines with optional bands; the panels of a row share their y-scale."""
+    n_rows, n_cols = len(rows), len(conditions)
     fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False,
                              sharex=True, sharey="row")
-    for i, stat in enumerate(stats):
+    for i, (model, stat, label) in enumerate(rows):
         for j, condition in enumerate(conditions):
             ax = axes[i, j]
             selected = _select(curves, model, condition, stat)
@@ -72,93 +65,42 @@ def curve_grid(curves: pd.DataFrame, model: str, conditions: Sequence[str],
             if i == 0:
                 ax.set_title(condition_title(condition), fontsize=9)
             if j == 0:
-                ax.set_ylabel(STAT_LABELS.get(stat, stat))
+                ax.set_ylabel(label, fontsize=8)
             if i == n_rows - 1:
                 ax.set_xlabel("layer")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
-    fig.suptitle(model, x=0.01, ha="left", fontsize=10)
+    if title:
+        fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     if note:
         fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
     fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 0.95))
     return fig
 
 
-def nuclear_norm_figure(curves: pd.DataFrame, model: str, conditions: Sequence[str],
-                        stats: Sequence[str] = ("nuclear_norm", "sigma1_ratio"),
-                        bands: pd.DataFrame | None = None, note: str | None = None) -> Figure:
-    """The paper's main figure: nuclear norm (and s1 ratio) curves per setting, Q/K/V/O lines."""
-    return curve_grid(curves, model, conditions, stats, bands=bands, note=note)
+def curve_grid(curves: pd.DataFrame, model: str, conditions: Sequence[str],
+               stats: Sequence[str], bands: pd.DataFrame | None = None,
+               note: str | None = None) -> Figure:
+    """Layer curves of one model: one column per condition, one row per statistic, Q/K/V/O lines
+    (red, green, blue, gray), with optional bands. The panels of a row share their y-scale, so
+    that the settings' magnitudes compare at a glance.
 
-
-def effective_rank_figure(curves: pd.DataFrame, model: str, conditions: Sequence[str],
-                          bands: pd.DataFrame | None = None, note: str | None = None) -> Figure:
-    """Effective-rank layer curves (2504.10766's measure), one panel per condition."""
-    return curve_grid(curves, model, conditions, ("effective_rank",), bands=bands, note=note)
-
-
-def length_scatter(per_sample: pd.DataFrame, model: str, dataset: str | None = None,
-                   responses: str = "correct", y_label: str = "mean nuclear norm",
-                   note: str | None = None) -> Figure:
-    """Per-sample mean statistic against response length (log-log), one colour per setting.
-
-    `per_sample`: stats.per_sample_means output; with a `proj` column, marker style shows the
-    projection.
+    `curves`: mean curves (rows of several statistics told apart by a `stat` column); `bands`:
+    per-layer low/high in the same layout; `note`: a line printed under the figure.
     """
-    sel = per_sample[(per_sample["model"] == model) & (per_sample["responses"] == responses)]
-    if dataset is not None:
-        sel = sel[sel["dataset"] == dataset]
-    fig, ax = plt.subplots(figsize=(5, 3.8))
-    if sel.empty:
-        ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-    else:
-        hue_order = [s for s in SETTING_LABELS if s in set(sel["setting"])]
-        hue_order += sorted(set(sel["setting"]) - set(hue_order))
-        sns.scatterplot(data=sel, x="n_response_tokens", y="value", hue="setting",
-                        hue_order=hue_order, style="proj" if "proj" in sel.columns else None,
-                        s=12, alpha=0.6, linewidth=0, ax=ax)
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-    ax.set_xlabel("response tokens")
-    ax.set_ylabel(y_label)
-    ax.set_title(f"{model}" + (f", {dataset}" if dataset else "") + f" ({responses})", fontsize=9)
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 1))
-    return fig
+    rows = [(model, stat, STAT_LABELS.get(stat, stat)) for stat in stats]
+    return _grid(rows, conditions, curves, bands, note, title=model)
 
 
 def model_grid(curves: pd.DataFrame, models: Sequence[str], conditions: Sequence[str],
                stat: str = "nuclear_norm", bands: pd.DataFrame | None = None,
                note: str | None = None) -> Figure:
-    """Layer curves of one statistic for several models: one row per model, one column per
-    condition, Q/K/V/O lines with optional bootstrap bands (e.g. a base model above its
-    instruct version). A row shares its y-scale across conditions; rows have their own, since
-    models differ in scale."""
-    n_rows, n_cols = len(models), len(conditions)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False, sharey="row")
-    for i, model in enumerate(models):
-        for j, condition in enumerate(conditions):
-            ax = axes[i, j]
-            selected = _select(curves, model, condition, stat)
-            band = None if bands is None else _select(bands, model, condition, stat)
-            if selected.empty:
-                ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-            _draw_curves(ax, selected, band)
-            if i == 0:
-                ax.set_title(condition_title(condition), fontsize=9)
-            if j == 0:
-                ax.set_ylabel(f"{model}\n{STAT_LABELS.get(stat, stat)}", fontsize=8)
-            if i == n_rows - 1:
-                ax.set_xlabel("layer")
-    handles, labels = axes[0, 0].get_legend_handles_labels()
-    if handles:
-        fig.legend(handles, labels, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 0.95))
-    return fig
+    """Layer curves of one statistic for several models: one row per model (e.g. a base model
+    above its instruct version), one column per condition. A row shares its y-scale across
+    conditions; rows have their own, since models differ in scale."""
+    rows = [(model, stat, f"{model}\n{STAT_LABELS.get(stat, stat)}") for model in models]
+    return _grid(rows, conditions, curves, bands, note)
 
 
 def verdict_matrix(table: pd.DataFrame, checks: Sequence[str], scopes: Sequence[str],

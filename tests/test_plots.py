@@ -10,10 +10,8 @@ from matplotlib.figure import Figure
 
 from analysis.metrics import layer_curves
 from analysis.bootstrap import all_curve_draws
-from analysis.plots import (condition_title, effective_rank_figure, forest, length_scatter, model_grid,
-                            nuclear_norm_figure, verdict_matrix)
+from analysis.plots import condition_title, curve_grid, forest, model_grid, verdict_matrix
 from analysis.report.figures import curves_and_bands
-from analysis.stats import per_sample_means
 from synthetic import make_results, reasoning_conditions
 
 CONDITIONS = ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"]
@@ -37,7 +35,7 @@ def close_figures():
 
 
 def test_nuclear_norm_figure_grid_and_lines(curves):
-    fig = nuclear_norm_figure(curves, "base-model", CONDITIONS, note="synthetic numbers")
+    fig = curve_grid(curves, "base-model", CONDITIONS, ("nuclear_norm", "sigma1_ratio"), note="synthetic numbers")
     assert isinstance(fig, Figure)
     assert len(fig.axes) == 2 * 3
     for ax in fig.axes:
@@ -51,29 +49,19 @@ def test_nuclear_norm_figure_grid_and_lines(curves):
 def test_nuclear_norm_figure_bands(results, curves):
     _, bands = curves_and_bands(all_curve_draws(results[results.condition.isin(CONDITIONS)], ["base-model"],
                                                 ("nuclear_norm",), n_resamples=100))
-    fig = nuclear_norm_figure(curves, "base-model", CONDITIONS, stats=("nuclear_norm",),
-                              bands=bands)
+    fig = curve_grid(curves, "base-model", CONDITIONS, ("nuclear_norm",), bands=bands)
     assert len(fig.axes) == 3
     for ax in fig.axes:
         assert sum(isinstance(c, PolyCollection) for c in ax.collections) == 4
 
 
 def test_effective_rank_figure_and_missing_condition(curves):
-    fig = effective_rank_figure(curves, "base-model", CONDITIONS + ["aqua/none/irrelevant",
-                                                                  "gsm8k/none/correct"])
+    fig = curve_grid(curves, "base-model", CONDITIONS + ["aqua/none/irrelevant", "gsm8k/none/correct"],
+                     ("effective_rank",))
     assert len(fig.axes) == 5
     assert len(fig.axes[0].get_lines()) == 4
     assert len(fig.axes[4].get_lines()) == 0  # no data for gsm8k
     assert fig.axes[3].get_title() == "aqua: None CoT (irrelevant)"
-
-
-def test_length_scatter_points_per_sample(results):
-    per_sample = per_sample_means(results)
-    fig = length_scatter(per_sample, "base-model", "aqua")
-    (ax,) = fig.axes
-    points = sum(len(c.get_offsets()) for c in ax.collections)
-    assert points == 3 * 4  # correct responses of three settings, four samples each
-    assert ax.get_xscale() == "log" and ax.get_yscale() == "log"
 
 
 def test_condition_title():

@@ -49,18 +49,6 @@ def paper_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.
                                                               note=figure_note(model, n_samples))
 
 
-def effective_rank_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame,
-                           n_samples: int | None = None) -> Iterator[tuple[str, Figure]]:
-    """Effective-rank layer curves per (model, dataset), one panel per setting (correct responses)."""
-    for model, cd in draws.items():
-        for dataset in cd.datasets():
-            conditions = [cd.condition_key(dataset, s) for s in cd.settings(dataset)
-                          if cd.has(cd.condition_key(dataset, s), "effective_rank")]
-            if conditions:
-                yield f"{model}, {dataset}", plots.effective_rank_figure(curves, model, conditions, bands=bands,
-                                                                        note=figure_note(model, n_samples))
-
-
 def length_control_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame,
                            n_samples: int | None = None) -> Iterator[tuple[str, Figure]]:
     """Per (model, dataset) with a length-control condition: nuclear-norm curves of the reference

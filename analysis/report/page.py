@@ -31,6 +31,7 @@ class Page:
     bands: pd.DataFrame
     identical: dict[str, frozenset] = field(default_factory=dict)
     reference: dict[str, CurveDraws] = field(default_factory=dict)
+    _tables: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(cls, notebook: str, stats: Sequence[str] = FIGURE_STATS, **raw) -> Page:
@@ -81,6 +82,21 @@ class Page:
         if "F4" in checks:
             out += findings.pair_findings(self.draws, self.pairs)
         return out
+
+    def findings_table(self, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
+        """The findings of ``checks`` as one table (``findings.findings_table``), computed once."""
+        return self._both_tables(checks)[0]
+
+    def part_table(self, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
+        """Every part of the findings of ``checks`` with its value and interval, computed once."""
+        return self._both_tables(checks)[1]
+
+    def _both_tables(self, checks: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
+        key = tuple(checks)
+        if key not in self._tables:
+            found = self.findings(checks)
+            self._tables[key] = (findings.findings_table(found), findings.part_table(found))
+        return self._tables[key]
 
     def note(self) -> str | None:
         """The offline-model caveat printed under every figure, with the sample count."""

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis import findings as findings_module
 from analysis import plots
 from analysis.findings import CHECKS
 from analysis.report import beyond, figures, tables, verdicts
@@ -20,19 +19,8 @@ from analysis.report.page import Page
 
 
 def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-    """The page's findings of ``checks`` as a table (computed once per page and check set)."""
-    key = tuple(checks)
-    cache = page.__dict__.setdefault("_findings", {})
-    if key not in cache:
-        found = page.findings(checks)
-        cache[key] = (verdicts.table(found), findings_module.part_table(found))
-    return cache[key][0]
-
-
-def part_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-    """Every part of the page's findings with its value and interval."""
-    findings_table(page, checks)
-    return page.__dict__["_findings"][tuple(checks)][1]
+    """The page's findings of ``checks`` as a table."""
+    return page.findings_table(checks)
 
 
 def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = None) -> None:
@@ -119,8 +107,8 @@ def separability(page: Page) -> pd.DataFrame:
 
 def length(page: Page) -> None:
     """Is the fast/slow gap only length: the share of the gap left at equal length, with intervals."""
-    found = findings_table(page, CHECKS)
-    parts = part_table(page, CHECKS)
+    found = page.findings_table(CHECKS)
+    parts = page.part_table(CHECKS)
     figure = figures.part_forest(parts[parts["check"] == "L"], "share of the gap left at equal length",
                                  "share of the None vs Detailed gap left at equal length", reference=0.0,
                                  note=page.note())
