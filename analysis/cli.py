@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     extract.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     extract.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
     extract.add_argument("--entry-stats", action="store_true", help="also store mean/max/min of the gradient entries")
+    extract.add_argument("--keep-spectra", action="store_true",
+                         help="also store every gradient's singular values (column singular_values; local executor)")
     extract.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
     extract.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
     extract.add_argument("--no-progress", action="store_true", help="hide the progress bar")
@@ -150,6 +152,9 @@ def run_extract(args: argparse.Namespace) -> int:
             print("error: --revision is not available with --executor ray (the workers load the registry's pinned "
                   "revision); use --executor local, or a local model folder of that revision", file=sys.stderr)
             return 2
+        if args.keep_spectra:
+            print("error: --keep-spectra is not available with --executor ray; use --executor local", file=sys.stderr)
+            return 2
         return run_extract_on_ray(args)
     if args.ray_address:
         print("error: --ray-address needs --executor ray", file=sys.stderr)
@@ -163,7 +168,7 @@ def run_extract(args: argparse.Namespace) -> int:
         summary = runner.extract(
             loaded, spec, store, limit=args.limit, max_length=args.max_length, batch_size=args.batch_size,
             token_budget=args.token_budget, data_directory=args.data_dir, entry_stats=args.entry_stats,
-            flush_every=args.flush_every, progress=not args.no_progress,
+            flush_every=args.flush_every, progress=not args.no_progress, keep_spectra=args.keep_spectra,
         )
         skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
         print(f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "

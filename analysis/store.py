@@ -6,7 +6,8 @@ Layout under the store's root::
     rows/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet   one row per (sample, layer, projection)
     skipped/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet  samples not computed, with the reason
 
-``<run>`` is ``ml<max_length>-<template>``. A part file is written under a hidden temporary
+``<run>`` is ``ml<max_length>-<template>``. Rows computed with ``--keep-spectra`` also hold each
+gradient's descending singular values in a list column ``singular_values``. A part file is written under a hidden temporary
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
 A run holds an exclusive lock on its own directory while it computes, so two processes never
 write the same samples; a second one is told so before it computes anything. Re-running a

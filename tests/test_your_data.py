@@ -306,3 +306,17 @@ def test_page_opens_in_headless_chromium_with_its_figures_and_tables(tiny_profil
         assert "page_data" not in text
     finally:
         driver.quit()
+
+
+def test_extract_command_keeps_spectra_on_request(tiny_model_dir, study_data_dir, tmp_path):
+    from analysis.cli import main
+
+    out = tmp_path / "store"
+    arguments = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--data",
+                 "gsm8k/none/correct", "--out", str(out), "--limit", "2", "--data-dir", str(study_data_dir),
+                 "--device", "cpu", "--no-progress", "--keep-spectra"]
+    assert main(arguments) == 0
+    rows = read_results(out)
+    assert rows[runner.SPECTRUM_COLUMN].map(len).gt(0).all()
+    sums = rows[runner.SPECTRUM_COLUMN].map(np.sum).to_numpy()
+    assert np.allclose(sums, rows["nuclear_norm"].to_numpy(), rtol=1e-12)
