@@ -76,6 +76,7 @@ class Part:
     side: str
     bound: float
     show: Callable[[float], float] = float
+    group: str = ""  # parts of one group are written together, e.g. one ratio for Q, K, V and O
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         return (math.nan, math.nan) if self.estimate is None else self.estimate.interval(level)
@@ -99,6 +100,11 @@ class Part:
         low, high = self.interval()
         shown = [self.show(v) if np.isfinite(v) else math.nan for v in (self.estimate.value, low, high)]
         return f"{self.name} {fmt_interval(*shown)}"
+
+    @property
+    def label(self) -> str:
+        """The part's full name (its group and its own name)."""
+        return f"{self.group} {self.name}".strip()
 
 
 def decide(parts: Sequence[Part], level: float = LEVEL) -> str:
@@ -135,7 +141,13 @@ class Finding:
         return min((p.n for p in self.parts), default=0)
 
     def numbers(self) -> str:
-        text = "; ".join(p.text() for p in self.parts)
+        """Each part with its interval; the parts of a group after one heading."""
+        groups: dict[str, list[Part]] = {}
+        for part in self.parts:
+            groups.setdefault(part.group, []).append(part)
+        pieces = [(f"{group}: " if group else "") + ", ".join(p.text() for p in parts)
+                  for group, parts in groups.items()]
+        text = "; ".join(pieces)
         return f"{text} ({self.note})" if self.note else text
 
 
@@ -234,8 +246,8 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     for fast, slow in zip(settings, settings[1:]):
         for proj in vocabulary.PROJECTIONS:
             ratio = log_ratio(mad(cd, dataset, fast, proj), mad(cd, dataset, slow, proj))
-            label = f"MAD {vocabulary.setting_label(fast).split()[0]} / {vocabulary.setting_label(slow).split()[0]} {proj.upper()} x"
-            parts.append(Part(label, ratio, "above", 0.0, _times))
+            group = f"MAD {vocabulary.setting_label(fast).split()[0]} / {vocabulary.setting_label(slow).split()[0]} x"
+            parts.append(Part(proj.upper(), ratio, "above", 0.0, _times, group))
     return parts
 
 
@@ -293,12 +305,13 @@ PER_DATASET = {"F1": f1_parts, "F2": f2_parts, "F3": f3_parts, "L": length_parts
 
 def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
     """A family's parts: each part (matched by name) pooled over the datasets that have it."""
-    names = list(dict.fromkeys(p.name for parts in per_dataset for p in parts))
+    labels = list(dict.fromkeys(p.label for parts in per_dataset for p in parts))
     out = []
-    for name in names:
-        same = [p for parts in per_dataset for p in parts if p.name == name]
+    for label in labels:
+        same = [p for parts in per_dataset for p in parts if p.label == label]
         first = same[0]
-        out.append(Part(name, pooled([p.estimate for p in same]), first.side, first.bound, first.show))
+        out.append(Part(first.name, pooled([p.estimate for p in same]), first.side, first.bound, first.show,
+                        first.group))
     return out
 
 
@@ -433,7 +446,7 @@ def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
             low, high = p.interval()
             value = math.nan if p.estimate is None else p.estimate.value
             shown = [p.show(v) if np.isfinite(v) else math.nan for v in (value, low, high)]
-            rows.append({"check": f.check, "model": f.model, "scope": f.scope, "pooled": f.pooled, "part": p.name,
+            rows.append({"check": f.check, "model": f.model, "scope": f.scope, "pooled": f.pooled, "part": p.label,
                          "value": shown[0], "low": shown[1], "high": shown[2], "bound": p.show(p.bound),
                          "side": p.side, "supports": p.supports(), "n": p.n})
     return pd.DataFrame(rows)
