@@ -346,7 +346,7 @@ def model_findings(cd: CurveDraws, checks: Sequence[str] = CHECKS, identical: di
                 parts = PER_DATASET[check](cd, dataset, identical=identical.get(dataset, ()))
                 if parts is not None:
                     by_dataset[dataset] = parts
-            note = _identical_note(identical, by_dataset) if check == "F3" else ""
+            note = _identical_note(cd, identical, by_dataset) if check == "F3" else ""
             out += _family_findings(check, cd.model, by_dataset, note)
         elif check == "F5":
             parts = f5_parts(cd, reference)
@@ -355,11 +355,18 @@ def model_findings(cd: CurveDraws, checks: Sequence[str] = CHECKS, identical: di
     return out
 
 
-def _identical_note(identical: dict[str, frozenset], by_dataset: dict) -> str:
-    counted = {d: len(identical.get(d, ())) for d in by_dataset}
-    if not any(counted.values()):
+def _identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: dict) -> str:
+    """Says how many stored None-CoT pairs were left out as one input twice (empty when none)."""
+    counted = {}
+    for dataset in by_dataset:
+        key = (cd.condition_key(dataset, "none"), "q", "nuclear_norm")
+        if key in cd.samples:
+            counted[dataset] = len(set(cd.samples[key][1].tolist()) & set(identical.get(dataset, ())))
+    left_out = {d: n for d, n in counted.items() if n}
+    if not left_out:
         return ""
-    return "None |RD| leaves out instructions whose irrelevant answer equals the correct one"
+    listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
+    return f"None |RD| leaves out instructions whose irrelevant answer equals the correct one: {listed}"
 
 
 def _common_prefix_length(a: str, b: str) -> int:
