@@ -38,8 +38,7 @@ from analysis.models import resolve_template
 from analysis.report import your_data as page_data
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 
-if not data_files:
-    raise ValueError("parameter data_files: name at least one data file")
+page_data.check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples)
 page = page_data.YourData.open(data_files, model, resolve_template(model, template), n_samples, results_dir,
                                reference_conditions, max_length=max_length, seed=seed, n_resamples=n_resamples)
 

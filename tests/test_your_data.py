@@ -320,3 +320,19 @@ def test_extract_command_keeps_spectra_on_request(tiny_model_dir, study_data_dir
     assert rows[runner.SPECTRUM_COLUMN].map(len).gt(0).all()
     sums = rows[runner.SPECTRUM_COLUMN].map(np.sum).to_numpy()
     assert np.allclose(sums, rows["nuclear_norm"].to_numpy(), rtol=1e-12)
+
+
+@pytest.mark.parametrize("change,message", [
+    ({"data_files": []}, "parameter data_files"),
+    ({"n_samples": 0}, "parameter n_samples"),
+    ({"reference_conditions": ["aqua/fast/correct"]}, "parameter reference_conditions"),
+    ({"max_length": "1024"}, "parameter max_length"),
+])
+def test_page_parameters_are_checked(change, message):
+    from analysis.report import your_data
+
+    good = {"data_files": ["a.json"], "n_samples": 20, "reference_conditions": None, "max_length": 1024, "seed": 0,
+            "n_resamples": 1000}
+    your_data.check_parameters(**good)
+    with pytest.raises(your_data.ReportError, match=message):
+        your_data.check_parameters(**{**good, **change})

@@ -43,6 +43,29 @@ SETTING_COLOURS = {"none": "#d95f02", "simplified": "#7570b3", "detailed": "#1b9
 TOP_K = 10
 
 
+def check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
+    """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
+    def fail(name: str, expected: str, value) -> None:
+        raise ReportError(f"parameter {name}: expected {expected}, got {value!r}")
+
+    files = [data_files] if isinstance(data_files, str) else data_files
+    if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
+        fail("data_files", "one or more data file paths", data_files)
+    if n_samples is not None and not (isinstance(n_samples, int) and n_samples > 0):
+        fail("n_samples", "a positive integer or None", n_samples)
+    if reference_conditions is not None:
+        if not isinstance(reference_conditions, (list, tuple)) or not reference_conditions:
+            fail("reference_conditions", "a list of condition keys or None", reference_conditions)
+        for key in reference_conditions:
+            if key not in data.REGISTRY:
+                fail("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
+    for name, value in (("max_length", max_length), ("n_resamples", n_resamples)):
+        if not (isinstance(value, int) and value > 0):
+            fail(name, "a positive integer", value)
+    if not isinstance(seed, int):
+        fail("seed", "an integer", seed)
+
+
 def user_label(path: Path, taken: set[str]) -> str:
     """A short name for a user's file on the page: its stem, made unique and kept apart from the
     reference datasets (rows of one dataset are resampled together)."""
