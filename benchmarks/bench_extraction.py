@@ -29,10 +29,11 @@ import threading
 import time
 from pathlib import Path
 
+import pandas as pd
 import psutil
 import torch
 
-from analysis import data, gradients, models, runner, spectra
+from analysis import models, reference, runner
 from analysis.store import ResultsStore
 
 DEFAULT_CASES = [
@@ -110,34 +111,18 @@ class PeakMemory:
         return (self.peak - self.start + self.cuda_peak) / 2**20
 
 
-def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False) -> dict:
-    """The plain procedure for one sample; returns its statistics (empty for the floor).
+def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False) -> reference.ReferenceSample:
+    """The plain procedure for one sample (:func:`analysis.reference.reference_statistics`).
 
     The original study's SVD runs on the float32 ``param.grad``; ``float64=True`` takes the SVD of
     the same materialised gradient in float64, the reference for exactness checks (a float32 SVD
     itself moves the effective rank by about 1e-4 through the noise in its tiny singular values).
+    ``with_svd=False`` is the floor: the forward and backward pass alone.
     """
-    projections = gradients.attention_projections(loaded.model)
-    for module in projections.values():
-        module.weight.requires_grad_(True)
-        module.weight.grad = None
-    input_ids = torch.tensor([sample.encoded.input_ids], device=loaded.device)
-    labels = input_ids.clone()
-    labels[0, : sample.encoded.prompt_length] = -100
-    loss = loaded.model(input_ids, labels=labels).loss
-    loss.backward()
-    stats = {}
-    if with_svd:
-        for key, module in projections.items():
-            gradient = module.weight.grad.double() if float64 else module.weight.grad
-            s = torch.linalg.svd(gradient)[1]
-            stats[key] = {k: v.item() for k, v in spectra.statistics_from_singular_values(s).items()}
+    result = reference.reference_statistics(loaded.model, sample.encoded, with_svd=with_svd, float64=float64)
     if loaded.device.type == "cuda":
         torch.cuda.synchronize(loaded.device)
-    for module in projections.values():
-        module.weight.requires_grad_(False)
-        module.weight.grad = None
-    return stats
+    return result
 
 
 def project_run(loaded, prepared_runs) -> list:
@@ -152,17 +137,13 @@ def project_run(loaded, prepared_runs) -> list:
     return frames
 
 
-def largest_relative_difference(frames, reference: dict) -> float:
-    """Largest relative difference between project rows and baseline statistics (sigma_min on the sigma_max scale)."""
-    worst = 0.0
-    for frame in frames:
-        for row in frame.itertuples():
-            expected = reference[(row.condition, row.sample_index)][(row.layer, row.proj)]
-            for name in spectra.STATISTICS:
-                scale = expected["sigma_max"] if name == "sigma_min" else expected[name]
-                if scale:
-                    worst = max(worst, abs(getattr(row, name) - expected[name]) / abs(scale))
-    return worst
+def largest_relative_difference(frames, expected: dict) -> float:
+    """Largest relative difference between project rows and baseline statistics, over all samples."""
+    rows = pd.concat(frames)
+    return max(
+        reference.largest_relative_difference(sample_rows, expected[key])
+        for key, sample_rows in rows.groupby(["condition", "sample_index"])
+    )
 
 
 def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> dict:
@@ -175,8 +156,8 @@ def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> 
         samples.extend((plan.identity["condition"], p) for p in prepared)
     n = len(samples)
     # exactness on these very samples, and a warm-up of every path
-    reference = {(cond, s.index): baseline_sample(loaded, s, float64=True) for cond, s in samples}
-    difference = largest_relative_difference(project_run(loaded, plans), reference)
+    expected = {(cond, s.index): baseline_sample(loaded, s, float64=True) for cond, s in samples}
+    difference = largest_relative_difference(project_run(loaded, plans), expected)
     methods = {
         "baseline": lambda: [baseline_sample(loaded, s) for _, s in samples],
         "project": lambda: project_run(loaded, plans),

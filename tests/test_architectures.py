@@ -20,9 +20,8 @@ from pathlib import Path
 import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
-from test_gradients import plain_procedure
 
-from analysis import gradients, models, pipeline, profiles, runner, spectra
+from analysis import gradients, models, pipeline, profiles, reference, runner, spectra
 from analysis.store import ResultsStore, read_results
 
 PROJECT = Path(__file__).resolve().parents[1]
@@ -105,15 +104,10 @@ def largest_difference(frame, loaded: models.LoadedModel, prepared: list[runner.
     """Largest relative difference of any stored statistic (and loss) to the plain procedure."""
     worst = 0.0
     for sample in prepared:
-        loss, reference = plain_procedure(loaded.model, sample.encoded.input_ids, sample.encoded.prompt_length)
         rows = frame[frame["sample_index"] == sample.index]
         assert len(rows) == loaded.n_layers * len(gradients.PROJECTIONS)
-        worst = max(worst, abs(rows["loss"].iloc[0] - loss) / abs(loss))
-        for row in rows.itertuples():
-            expected = reference[(row.layer, row.proj)]
-            for stat in spectra.STATISTICS:
-                scale = expected["sigma_max"] if stat == "sigma_min" else expected[stat]
-                worst = max(worst, abs(getattr(row, stat) - expected[stat]) / abs(scale))
+        expected = reference.reference_statistics(loaded.model, sample.encoded)
+        worst = max(worst, reference.largest_relative_difference(rows, expected, with_loss=True))
     return worst
 
 

@@ -4,29 +4,7 @@ import pytest
 import torch
 from conftest import tiny_model
 
-from analysis import gradients, spectra
-
-
-def plain_procedure(model, ids: list[int], prompt_length: int):
-    """Batch size 1, Hugging Face loss with -100 labels, ``param.grad`` and a full SVD."""
-    projections = gradients.attention_projections(model)
-    for module in projections.values():
-        module.weight.requires_grad_(True)
-        module.weight.grad = None
-    input_ids = torch.tensor([ids])
-    labels = input_ids.clone()
-    labels[0, :prompt_length] = -100
-    loss = model(input_ids, labels=labels).loss
-    loss.backward()
-    stats = {}
-    for key, module in projections.items():
-        s = torch.linalg.svd(module.weight.grad.double())[1]
-        stats[key] = {name: value.item() for name, value in spectra.statistics_from_singular_values(s).items()}
-        stats[key]["grad"] = module.weight.grad.double().clone()
-    for module in projections.values():
-        module.weight.requires_grad_(False)
-        module.weight.grad = None
-    return loss.item(), stats
+from analysis import gradients, prompts, reference, runner
 
 
 SAMPLES = [(list(range(5, 12)), 3), (list(range(3, 43)), 10), (list(range(2, 90)), 60), (list(range(7, 30)), 22)]
@@ -39,15 +17,12 @@ def test_batch_of_four_mixed_lengths_equals_plain_procedure(kind):
     results = gradients.batch_statistics(model, batch)
     worst = 0.0
     for result, (ids, prompt_length) in zip(results, SAMPLES):
-        loss, reference = plain_procedure(model, ids, prompt_length)
+        expected = reference.reference_statistics(model, ids, prompt_length)
         assert result.failure is None
-        assert result.loss == pytest.approx(loss, rel=1e-5)
-        for (layer, proj), expected in reference.items():
-            column = gradients.PROJECTIONS.index(proj)
-            for name in spectra.STATISTICS:
-                scale = expected["sigma_max"] if name == "sigma_min" else expected[name]
-                error = abs(result.values[name][layer, column].item() - expected[name]) / abs(scale)
-                worst = max(worst, error)
+        assert result.loss == pytest.approx(expected.loss, rel=1e-5)
+        sample = runner.PreparedSample(0, prompts.EncodedSample(ids, prompt_length))
+        rows = runner.sample_rows(result, sample, {}, model.config.num_hidden_layers)
+        worst = max(worst, reference.largest_relative_difference(rows, expected))
     assert worst < 1e-4
 
 
@@ -67,16 +42,16 @@ def test_similarities_match_dense_gradients():
     model = tiny_model("llama", layers=3)
     ids, prompt_length = SAMPLES[2]
     result = gradients.batch_statistics(model, gradients.make_batch([ids], [prompt_length], 0, torch.device("cpu")))[0]
-    _, reference = plain_procedure(model, ids, prompt_length)
+    grads = reference.reference_statistics(model, ids, prompt_length, keep_gradients=True).gradients
 
     def cos(a, b):
         return (a * b).sum() / (a.norm() * b.norm())
 
-    q, o = reference[(1, "q")]["grad"], reference[(1, "o")]["grad"]
-    k, v = reference[(1, "k")]["grad"], reference[(1, "v")]["grad"]
+    q, o = grads[(1, "q")], grads[(1, "o")]
+    k, v = grads[(1, "k")], grads[(1, "v")]
     assert result.values["cos_same_layer"][1, 0].item() == pytest.approx(cos(q, o).item(), rel=1e-4)
     assert result.values["cos_same_layer"][1, 1].item() == pytest.approx(cos(k, v).item(), rel=1e-4)
-    k0, k1 = reference[(0, "k")]["grad"], reference[(1, "k")]["grad"]
+    k0, k1 = grads[(0, "k")], grads[(1, "k")]
     assert result.values["cos_next_layer"][0, 1].item() == pytest.approx(cos(k0, k1).item(), rel=1e-4)
     assert torch.isnan(result.values["cos_next_layer"][-1]).all()
 

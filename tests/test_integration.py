@@ -3,32 +3,12 @@
 import pytest
 import torch
 
-from analysis import cli, gradients, models, runner, spectra
+from analysis import cli, models, reference, runner, spectra
 from analysis.store import ResultsStore, read_results
 
 pytestmark = pytest.mark.slow
 
 OFFLINE = [("gemma-3-270m", 18), ("smollm2-135m-instruct", 30)]
-
-
-def plain_statistics(loaded, encoded) -> dict:
-    """Batch size 1, Hugging Face loss, materialised param.grad, full SVD in float64."""
-    projections = gradients.attention_projections(loaded.model)
-    for module in projections.values():
-        module.weight.requires_grad_(True)
-        module.weight.grad = None
-    input_ids = torch.tensor([encoded.input_ids])
-    labels = input_ids.clone()
-    labels[0, : encoded.prompt_length] = -100
-    loaded.model(input_ids, labels=labels).loss.backward()
-    stats = {}
-    for key, module in projections.items():
-        s = torch.linalg.svd(module.weight.grad.double())[1]
-        stats[key] = {k: v.item() for k, v in spectra.statistics_from_singular_values(s).items()}
-    for module in projections.values():
-        module.weight.requires_grad_(False)
-        module.weight.grad = None
-    return stats
 
 
 @pytest.mark.parametrize("name,n_layers", OFFLINE)
@@ -48,12 +28,8 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
     prepared, _ = runner.prepare_samples(loaded, plan.resolved, [0, 1], 1024)
     worst = 0.0
     for sample in prepared:
-        reference = plain_statistics(loaded, sample.encoded)
         rows = frame[frame["sample_index"] == sample.index]
-        for row in rows.itertuples():
-            expected = reference[(row.layer, row.proj)]
-            for stat in spectra.STATISTICS:
-                scale = expected["sigma_max"] if stat == "sigma_min" else expected[stat]
-                worst = max(worst, abs(getattr(row, stat) - expected[stat]) / abs(scale))
+        expected = reference.reference_statistics(loaded.model, sample.encoded)
+        worst = max(worst, reference.largest_relative_difference(rows, expected))
     print(f"{name}: largest relative difference to the plain procedure {worst:.2e}")
     assert worst < 1e-4
