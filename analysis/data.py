@@ -10,17 +10,23 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
-import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+import pooch
+import requests
 
 DATA_ENV = "LAYER_GRADIENT_DATA"
 DEFAULT_DATA_DIR = Path("data/layer_gradient")
 SOURCE_REPOSITORY = "MingLiiii/Layer_Gradient"
 SOURCE_COMMIT = "e2072e8daa9f250cea025b2d3fa9590a901ca766"
 SOURCE_URL = f"https://raw.githubusercontent.com/{SOURCE_REPOSITORY}/{SOURCE_COMMIT}/data"
+DOWNLOAD_TIMEOUT = 60  # seconds without an answer from the server
 
 REASONING_DATASETS = ("aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking")
 MATH_DATASETS = {"math-algebra": "algebra", "math-counting": "counting_probability", "math-geometry": "geometry"}
@@ -313,25 +319,58 @@ def resolve(spec: str, directory: str | os.PathLike | None = None) -> ResolvedDa
 def fetch(directory: str | os.PathLike | None = None, base_url: str = SOURCE_URL, force: bool = False) -> list[Path]:
     """Download every data file of the study into ``directory`` and verify its sha256.
 
-    Files already present with the right hash are kept; a download with a wrong hash is
-    removed and reported.
+    Files already present with the right hash are kept (all are downloaded again with
+    ``force``); a present file with another hash is replaced; a download with a wrong hash is
+    removed and reported. Returns the files written.
     """
     target = data_dir(directory)
     written = []
-    for relative, digest in sorted(expected_sha256().items()):
-        path = target / relative
-        if path.is_file() and not force and file_sha256(path) == digest:
-            continue
-        path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.part")
-        with urllib.request.urlopen(f"{base_url}/{relative}", timeout=60) as response:
-            temporary.write_bytes(response.read())
-        if file_sha256(temporary) != digest:
-            temporary.unlink()
-            raise DataError(f"{base_url}/{relative}: downloaded file does not match its published sha256 {digest}")
-        os.replace(temporary, path)
-        written.append(path)
+    with _quiet(pooch.get_logger()):
+        for relative, digest in sorted(expected_sha256().items()):
+            path = target / relative
+            url = f"{base_url}/{relative}"
+            if force:
+                scratch = path.with_name(f".{path.name}.part")
+                scratch.unlink(missing_ok=True)
+                download(url, scratch, digest)
+                os.replace(scratch, path)
+                written.append(path)
+            elif download(url, path, digest):
+                written.append(path)
     return written
+
+
+def download(url: str, path: Path, digest: str) -> bool:
+    """Make ``path`` the file at ``url`` whose sha256 is ``digest``; False when it already was.
+
+    pooch streams the download into a temporary file beside ``path`` and moves it into place only
+    when its hash matches, so a failed or wrong download leaves nothing behind.
+    """
+    actions = []
+
+    def record(fname: str, action: str, _pooch) -> str:
+        actions.append(action)
+        return fname
+
+    try:
+        pooch.retrieve(url, known_hash=f"sha256:{digest}", fname=path.name, path=path.parent, processor=record,
+                       downloader=pooch.HTTPDownloader(timeout=DOWNLOAD_TIMEOUT), progressbar=False)
+    except requests.RequestException:
+        raise  # an OSError: the server or the network, not the file
+    except ValueError as error:  # pooch's hash mismatch
+        raise DataError(f"{url}: downloaded file does not match its published sha256 {digest}") from error
+    return actions != ["fetch"]
+
+
+@contextmanager
+def _quiet(logger: logging.Logger) -> Iterator[None]:
+    """Only warnings from ``logger`` while the block runs (pooch logs every download)."""
+    level = logger.level
+    logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def identical_response_ids(dataset: str, setting: str, directory: str | os.PathLike | None = None) -> frozenset[int]:

@@ -1,9 +1,13 @@
 """The registry of the study's data files, validation errors, and fetching."""
 
+import hashlib
 import http.server
 import json
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import partial
+from pathlib import Path
 
 import pytest
 
@@ -74,22 +78,88 @@ def test_file_outside_registry_has_no_published_hash(tmp_path):
     assert resolved.condition.dataset == "mine" and resolved.sha256_ok is None
 
 
-def test_fetch_downloads_and_verifies(study_data_dir, tmp_path, monkeypatch):
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(study_data_dir))
-    handler.log_message = lambda *args: None
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+class QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, *args) -> None:
+        """No line per request on stderr."""
+
+
+@contextmanager
+def served(directory: Path, seconds: float = 120) -> Iterator[str]:
+    """The files of ``directory`` over HTTP on 127.0.0.1; the server stops on exit or after ``seconds``."""
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), partial(QuietHandler, directory=str(directory)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
+    deadline = threading.Timer(seconds, server.shutdown)
+    deadline.daemon = True
     thread.start()
+    deadline.start()
     try:
-        base = f"http://127.0.0.1:{server.server_address[1]}"
-        written = data.fetch(tmp_path / "mirror", base_url=base)
-        assert len(written) == 56
-        assert data.fetch(tmp_path / "mirror", base_url=base) == []  # already verified: nothing downloaded
-        corrupt = tmp_path / "corrupt"
-        (corrupt / "cot_500").mkdir(parents=True)
-        monkeypatch.setattr(data, "expected_sha256", lambda: {"cot_500/aqua_train_no_cot.json": "0" * 64})
-        with pytest.raises(data.DataError, match="does not match its published sha256"):
-            data.fetch(corrupt, base_url=base)
-        assert not (corrupt / "cot_500" / "aqua_train_no_cot.json").exists()
+        yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
+        deadline.cancel()
         server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture
+def small_registry(tmp_path, monkeypatch) -> dict[str, bytes]:
+    """Two served files and a registry of their sha256 in place of the study's 56."""
+    files = {"cot_500/a.json": b'[{"instruction": "a", "input": "", "output": "b"}]', "wiki/b.json": b"[]"}
+    for relative, content in files.items():
+        (tmp_path / "server" / relative).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / "server" / relative).write_bytes(content)
+    table = {relative: hashlib.sha256(content).hexdigest() for relative, content in files.items()}
+    monkeypatch.setattr(data, "expected_sha256", lambda: table)
+    return files
+
+
+def all_files(directory: Path) -> set[str]:
+    return {str(path.relative_to(directory)) for path in directory.rglob("*") if path.is_file()}
+
+
+def test_fetch_downloads_verifies_and_keeps_verified_files(small_registry, tmp_path):
+    mirror = tmp_path / "mirror"
+    with served(tmp_path / "server") as base:
+        assert data.fetch(mirror, base_url=base) == [mirror / "cot_500/a.json", mirror / "wiki/b.json"]
+        assert all_files(mirror) == set(small_registry)
+        assert all((mirror / r).read_bytes() == content for r, content in small_registry.items())
+        assert data.fetch(mirror, base_url=base) == []  # already verified: nothing downloaded
+
+        (mirror / "wiki/b.json").write_text("changed")
+        assert data.fetch(mirror, base_url=base) == [mirror / "wiki/b.json"]
+        assert (mirror / "wiki/b.json").read_bytes() == b"[]"
+
+        assert len(data.fetch(mirror, base_url=base, force=True)) == 2
+        assert all_files(mirror) == set(small_registry)
+
+
+def test_fetch_of_a_file_with_another_hash_names_it_and_leaves_nothing(small_registry, tmp_path, monkeypatch):
+    table = {**data.expected_sha256(), "wiki/b.json": "0" * 64}
+    monkeypatch.setattr(data, "expected_sha256", lambda: table)
+    mirror = tmp_path / "mirror"
+    with served(tmp_path / "server") as base:
+        with pytest.raises(data.DataError) as error:
+            data.fetch(mirror, base_url=base)
+        assert str(error.value) == f"{base}/wiki/b.json: downloaded file does not match its published sha256 {'0' * 64}"
+        assert all_files(mirror) == {"cot_500/a.json"}
+
+        with pytest.raises(data.DataError, match="does not match its published sha256"):
+            data.fetch(mirror, base_url=base, force=True)
+        assert all_files(mirror) == {"cot_500/a.json"}
+
+
+def test_fetch_of_a_missing_file_is_an_os_error_and_leaves_nothing(small_registry, tmp_path):
+    (tmp_path / "server/wiki/b.json").unlink()
+    mirror = tmp_path / "mirror"
+    with served(tmp_path / "server") as base:
+        with pytest.raises(OSError, match="404"):
+            data.fetch(mirror, base_url=base)
+    assert all_files(mirror) == {"cot_500/a.json"}
+
+
+def test_fetch_of_the_study_files_from_a_mirror(study_data_dir, tmp_path):
+    with served(study_data_dir) as base:
+        written = data.fetch(tmp_path / "mirror", base_url=base)
+    assert len(written) == 56
+    assert all(data.file_sha256(path) == data.expected_sha256()[str(path.relative_to(tmp_path / "mirror"))]
+               for path in written)
