@@ -27,7 +27,6 @@ import os
 import socket
 import sys
 import time
-import uuid
 from collections import deque
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
@@ -41,7 +40,6 @@ from analysis import data, models, runner
 from analysis.store import ResultsStore, RunKey
 
 INSTALL_HINT = "pip install '.[distributed]' (or: pip install 'ray[default]')"
-CRASH_ENV = "LAYER_GRADIENT_WORKER_CRASH"  # fault-injection tests only: see ShardWorker._maybe_crash
 MAX_CPUS_PER_GPU_WORKER = 4
 
 
@@ -115,7 +113,6 @@ class WorkerSettings:
     data_dir: str
     entry_stats: bool
     trust_remote_code: bool
-    crash: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +222,6 @@ class ShardWorker:
                 if rows is not None:
                     frames.append(rows)
                 skipped.extend(skips)
-                self._maybe_crash()
         restarted = self.first_task and _actor_was_restarted()
         self.first_task = False
         return TaskResult(batches, pd.concat(frames, ignore_index=True) if frames else None, skipped,
@@ -258,16 +254,6 @@ class ShardWorker:
             self.loaded = models.load(source, template, self.settings.device, self.settings.trust_remote_code)
         self.holding = model_key
         return time.perf_counter() - started
-
-    def _maybe_crash(self) -> None:
-        """Fault injection for tests: ``$LAYER_GRADIENT_WORKER_CRASH`` = ``N@DIR`` makes the process
-        exit abruptly after a batch while DIR holds fewer than N marker files (one is added per exit)."""
-        if not self.settings.crash:
-            return
-        times, directory = self.settings.crash.split("@", 1)
-        if len(list(Path(directory).glob("crash-*"))) < int(times):
-            (Path(directory) / f"crash-{uuid.uuid4().hex}").touch()
-            os._exit(1)
 
 
 def _actor_was_restarted() -> bool:
@@ -446,8 +432,7 @@ def run_extraction(
                 count = min(layout.count, max_workers or layout.count, sum(len(t.indices) for t in tasks))
                 report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
                 settings = WorkerSettings(layout.device, runner.batch_size_for(layout.device, batch_size), token_budget,
-                                          data_root, entry_stats,
-                                          trust_remote_code, os.environ.get(CRASH_ENV) or None)
+                                          data_root, entry_stats, trust_remote_code)
                 _dispatch(ray, tasks, layout, count, settings, shard_size, max_retries, store, summaries, report, progress)
             finally:
                 if started_ray:

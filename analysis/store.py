@@ -19,7 +19,6 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import time
 import uuid
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -33,8 +32,6 @@ import pyarrow.parquet as pq
 
 FORMAT = "layer-gradient-results"
 VERSION = 1
-WRITE_PAUSE_ENV = "LAYER_GRADIENT_WRITE_PAUSE"  # fault-injection tests only: see _pause_for_fault_injection
-WRITE_HOLD_ENV = "LAYER_GRADIENT_WRITE_HOLD"
 KEY_COLUMNS = ("model", "condition", "max_length", "template", "sample_index", "layer", "proj")
 SKIP_COLUMNS = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template", "sample_index", "reason")
 
@@ -151,9 +148,7 @@ class ResultsStore:
             final = directory / f"part-{first:06d}-{last:06d}-{tag}.parquet"
             temporary = directory / f".part-{tag}.tmp"
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
-            _pause_for_fault_injection()
             _fsync_and_replace(temporary, final)
-            _pause_for_fault_injection()
 
     def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
         """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
@@ -186,20 +181,6 @@ def _fsync_and_replace(temporary: Path, final: Path) -> None:
         os.fsync(directory)
     finally:
         os.close(directory)
-
-
-def _pause_for_fault_injection() -> None:
-    """Stall a write just before and just after its rename, so that tests can interrupt it there.
-
-    ``$LAYER_GRADIENT_WRITE_PAUSE`` sleeps that many seconds; ``$LAYER_GRADIENT_WRITE_HOLD`` names
-    a file and waits while it exists. Neither is set in normal use.
-    """
-    seconds = float(os.environ.get(WRITE_PAUSE_ENV) or 0)
-    if seconds > 0:
-        time.sleep(seconds)
-    hold = os.environ.get(WRITE_HOLD_ENV)
-    while hold and os.path.exists(hold):
-        time.sleep(0.01)
 
 
 def _atomic_write_bytes(path: Path, payload: bytes) -> None:

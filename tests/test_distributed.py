@@ -17,6 +17,7 @@ from types import SimpleNamespace
 import pandas as pd
 import pytest
 import torch
+from faults import injection
 
 from analysis import cli, distributed, models, runner
 from analysis.store import ResultsStore, StoreBusy, read_results, read_skipped
@@ -188,7 +189,8 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
     markers.mkdir()
     # the worker process exits in the middle of its first three shards: with one retry the first
     # shard fails twice and is reported, the second succeeds on its retry
-    monkeypatch.setenv(distributed.CRASH_ENV, f"3@{markers}")
+    for name, value in injection.child_environment(**{injection.CRASH_ENV: f"3@{markers}"}).items():
+        monkeypatch.setenv(name, value)  # read by the Ray workers, which Ray starts after this
     prestore(tmp_path / "r", model_dir, data_dir)
     report = distributed.run_extraction(
         jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE, data_dir=data_dir,

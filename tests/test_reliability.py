@@ -7,7 +7,8 @@ nothing is loaded with remote code or pickle unless asked.
 
 Runs are real ``python -m analysis`` processes. Most are forked from tests/faults/forkserver.py,
 which has imported torch and transformers once, so that each of dozens of runs starts in a
-fraction of a second instead of several seconds.
+fraction of a second instead of several seconds. The fork server loads the faults of
+tests/faults/injection.py (stalled store writes), which each run switches on by its environment.
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ import pyarrow.parquet as pq
 import pytest
 import torch
 from conftest import SHARED_DATA, tiny_model
+from faults.injection import WRITE_HOLD_ENV, WRITE_PAUSE_ENV, child_environment
 
 from analysis import cli, gradients, models
-from analysis.store import WRITE_HOLD_ENV, WRITE_PAUSE_ENV, StoreError, read_results, read_skipped
+from analysis.store import StoreError, read_results, read_skipped
 
 ROOT = Path(__file__).resolve().parents[1]
 FORKSERVER = ROOT / "tests" / "faults" / "forkserver.py"
@@ -90,7 +92,7 @@ class Runs:
         self.unwaited: dict[int, Started] = {}
         self.server = subprocess.Popen(
             [sys.executable, str(FORKSERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
-            env={**os.environ, **OFFLINE},
+            env={**os.environ, **OFFLINE, **child_environment()},
         )
         self.ready = False  # importing in the background until the first request
 

@@ -1,0 +1,5 @@
+"""Run by Python at start-up in processes with this folder on PYTHONPATH: install the test faults."""
+
+import injection
+
+injection.install()
