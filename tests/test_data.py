@@ -151,9 +151,8 @@ def test_fetch_of_a_file_with_another_hash_names_it_and_leaves_nothing(small_reg
 def test_fetch_of_a_missing_file_is_an_os_error_and_leaves_nothing(small_registry, tmp_path):
     (tmp_path / "server/wiki/b.json").unlink()
     mirror = tmp_path / "mirror"
-    with served(tmp_path / "server") as base:
-        with pytest.raises(OSError, match="404"):
-            data.fetch(mirror, base_url=base)
+    with served(tmp_path / "server") as base, pytest.raises(OSError, match="404"):
+        data.fetch(mirror, base_url=base)
     assert all_files(mirror) == {"cot_500/a.json"}
 
 
