@@ -24,7 +24,8 @@ def _positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m analysis", description=__doc__)
+    program = "layer-gradient" if sys.argv and sys.argv[0].endswith("layer-gradient") else "python -m analysis"
+    parser = argparse.ArgumentParser(prog=program, description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True)
 
