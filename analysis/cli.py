@@ -30,31 +30,66 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", required=True)
 
     extract = commands.add_parser("extract", help="compute per-sample gradient statistics into a results store")
-    extract.add_argument("--model", required=True, help="offline name (gemma-3-270m, smollm2-135m-instruct), local folder or hub id")
-    extract.add_argument("--data", required=True, nargs="+", help="condition key(s) like aqua/detailed/correct, or JSON file path(s)")
+    extract.add_argument(
+        "--model", required=True, help="offline name (gemma-3-270m, smollm2-135m-instruct), local folder or hub id"
+    )
+    extract.add_argument(
+        "--data", required=True, nargs="+", help="condition key(s) like aqua/detailed/correct, or JSON file path(s)"
+    )
     extract.add_argument("--out", required=True, help="results store directory")
-    extract.add_argument("--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)")
-    extract.add_argument("--revision", help="hub revision of --model: a commit sha, branch or tag (default: the commit "
-                         "pinned in the registry for the paper's models, else the default branch); hub models only")
+    extract.add_argument(
+        "--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)"
+    )
+    extract.add_argument(
+        "--revision",
+        help="hub revision of --model: a commit sha, branch or tag (default: the commit "
+        "pinned in the registry for the paper's models, else the default branch); hub models only",
+    )
     extract.add_argument("--limit", type=_positive_int, help="first N samples of each condition (default: all)")
-    extract.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
-    extract.add_argument("--batch-size", type=_positive_int,
-                         help="samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)")
-    extract.add_argument("--token-budget", type=_positive_int, default=2048, help="padded tokens per batch at most (long samples run alone)")
+    extract.add_argument(
+        "--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens"
+    )
+    extract.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        help="samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)",
+    )
+    extract.add_argument(
+        "--token-budget",
+        type=_positive_int,
+        default=2048,
+        help="padded tokens per batch at most (long samples run alone)",
+    )
     extract.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     extract.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
     extract.add_argument("--entry-stats", action="store_true", help="also store mean/max/min of the gradient entries")
-    extract.add_argument("--keep-spectra", action="store_true",
-                         help="also store every gradient's singular values (column singular_values; local executor)")
-    extract.add_argument("--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)")
+    extract.add_argument(
+        "--keep-spectra",
+        action="store_true",
+        help="also store every gradient's singular values (column singular_values; local executor)",
+    )
+    extract.add_argument(
+        "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
+    )
     extract.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
     extract.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    extract.add_argument("--flush-every", type=_positive_int, default=32,
-                         help="store results after this many samples (an interrupted run recomputes at most these)")
-    extract.add_argument("--executor", choices=["local", "ray"], default="local",
-                         help="local: this process; ray: shards on a Ray cluster, one worker per GPU (pip install .[distributed])")
-    extract.add_argument("--ray-address", help="with --executor ray: auto or HOST:PORT of a running cluster "
-                         "(default: $RAY_ADDRESS if set, else a Ray instance started on this machine)")
+    extract.add_argument(
+        "--flush-every",
+        type=_positive_int,
+        default=32,
+        help="store results after this many samples (an interrupted run recomputes at most these)",
+    )
+    extract.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process; ray: shards on a Ray cluster, one worker per GPU (pip install .[distributed])",
+    )
+    extract.add_argument(
+        "--ray-address",
+        help="with --executor ray: auto or HOST:PORT of a running cluster "
+        "(default: $RAY_ADDRESS if set, else a Ray instance started on this machine)",
+    )
 
     data_cmd = commands.add_parser("data", help="list or download the study's data files")
     data_sub = data_cmd.add_subparsers(dest="data_command", required=True)
@@ -63,24 +98,42 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument("--length-control", action="store_true", help="include the derived length-control conditions")
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")
-    fetch.add_argument("--base-url", default=data.SOURCE_URL, help="where to download from (default: the pinned commit)")
+    fetch.add_argument(
+        "--base-url", default=data.SOURCE_URL, help="where to download from (default: the pinned commit)"
+    )
 
     commands.add_parser("models", help="list the offline and paper models")
 
     from analysis.profiles import PROFILES
 
     run = commands.add_parser("run", help="extract a profile's results, execute the notebooks and build the book")
-    run.add_argument("--profile", choices=list(PROFILES), default="cpu",
-                     help="; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()))
+    run.add_argument(
+        "--profile",
+        choices=list(PROFILES),
+        default="cpu",
+        help="; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()),
+    )
     run.add_argument("--results", help="results store directory (default: results/<profile>)")
     run.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
     run.add_argument("--no-book", action="store_true", help="only extract; do not execute notebooks or build the book")
-    run.add_argument("--executor", choices=["local", "ray"], default="local",
-                     help="local: this process; ray: spread extraction over a Ray cluster")
-    run.add_argument("--notebook", action="append", dest="notebooks", metavar="NAME",
-                     help="execute only this notebook (repeatable; default: every notebooks/*.py)")
-    run.add_argument("--threads", type=_positive_int,
-                     help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)")
+    run.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process; ray: spread extraction over a Ray cluster",
+    )
+    run.add_argument(
+        "--notebook",
+        action="append",
+        dest="notebooks",
+        metavar="NAME",
+        help="execute only this notebook (repeatable; default: every notebooks/*.py)",
+    )
+    run.add_argument(
+        "--threads",
+        type=_positive_int,
+        help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)",
+    )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_profile_data_parser(commands)
     return parser
@@ -90,24 +143,45 @@ def add_profile_data_parser(commands) -> None:
     """``profile-data``: a page placing the user's data among the reference settings of one model."""
     from analysis import profile_data
 
-    sub = commands.add_parser("profile-data", help="place your own data file(s) among the study's reference settings "
-                              "on one model: extraction, scratch control, a standalone HTML page")
+    sub = commands.add_parser(
+        "profile-data",
+        help="place your own data file(s) among the study's reference settings "
+        "on one model: extraction, scratch control, a standalone HTML page",
+    )
     sub.add_argument("--model", required=True, help="offline name, local folder or hub id")
-    sub.add_argument("--data", required=True, nargs="+", help="your data file(s): .json (a list of records) or .jsonl; "
-                     "records {instruction, input?, output} or {messages: [{role, content}, ...]}")
-    sub.add_argument("--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)")
-    sub.add_argument("--reference", default=",".join(profile_data.DEFAULT_REFERENCE_DATASETS),
-                     help="comma-separated reasoning datasets whose None/Simplified/Detailed CoT files (correct and "
-                     "irrelevant) are the references (default: %(default)s)")
-    sub.add_argument("--n-samples", type=_positive_int, default=profile_data.DEFAULT_SAMPLES,
-                     help="first N samples of every file and reference condition (default: %(default)s)")
-    sub.add_argument("--out", default=str(profile_data.DEFAULT_OUT), help="results store directory (default: %(default)s)")
+    sub.add_argument(
+        "--data",
+        required=True,
+        nargs="+",
+        help="your data file(s): .json (a list of records) or .jsonl; "
+        "records {instruction, input?, output} or {messages: [{role, content}, ...]}",
+    )
+    sub.add_argument(
+        "--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)"
+    )
+    sub.add_argument(
+        "--reference",
+        default=",".join(profile_data.DEFAULT_REFERENCE_DATASETS),
+        help="comma-separated reasoning datasets whose None/Simplified/Detailed CoT files (correct and "
+        "irrelevant) are the references (default: %(default)s)",
+    )
+    sub.add_argument(
+        "--n-samples",
+        type=_positive_int,
+        default=profile_data.DEFAULT_SAMPLES,
+        help="first N samples of every file and reference condition (default: %(default)s)",
+    )
+    sub.add_argument(
+        "--out", default=str(profile_data.DEFAULT_OUT), help="results store directory (default: %(default)s)"
+    )
     sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")
     sub.add_argument("--notebook", help="the executed notebook, for a book (default: <out>/your_data.ipynb)")
     sub.add_argument("--keep-spectra", action="store_true", help="also store every gradient's singular values")
     sub.add_argument("--no-scratch", action="store_true", help="skip the randomly initialised control")
     sub.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
-    sub.add_argument("--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    sub.add_argument(
+        "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
+    )
     sub.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     sub.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
     sub.add_argument("--seed", type=int, default=0, help="seed of the scratch model, the folds and the bootstrap")
@@ -122,9 +196,24 @@ def run_profile_data(args: argparse.Namespace) -> int:
     datasets = [d.strip() for d in args.reference.split(",") if d.strip()]
     try:
         result = profile_data.run(
-            args.model, args.data, args.template, datasets, args.n_samples, args.out, args.html, args.notebook,
-            args.keep_spectra, args.max_length, args.data_dir, args.device, args.threads, args.seed, args.n_resamples,
-            scratch=not args.no_scratch, progress=not args.no_progress, say=lambda line: print(line, file=sys.stderr),
+            args.model,
+            args.data,
+            args.template,
+            datasets,
+            args.n_samples,
+            args.out,
+            args.html,
+            args.notebook,
+            args.keep_spectra,
+            args.max_length,
+            args.data_dir,
+            args.device,
+            args.threads,
+            args.seed,
+            args.n_resamples,
+            scratch=not args.no_scratch,
+            progress=not args.no_progress,
+            say=lambda line: print(line, file=sys.stderr),
         )
     except (pipeline.PipelineError, profiles.ProfileError, ReportError) as error:
         if args.debug:
@@ -132,8 +221,10 @@ def run_profile_data(args: argparse.Namespace) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     computed = sum(r["computed"] for r in result.extraction)
-    print(f"{computed} samples computed in {result.seconds['extraction']:.0f} s, page in "
-          f"{result.seconds['notebook']:.0f} s; open {result.html}")
+    print(
+        f"{computed} samples computed in {result.seconds['extraction']:.0f} s, page in "
+        f"{result.seconds['notebook']:.0f} s; open {result.html}"
+    )
     return 0
 
 
@@ -146,12 +237,18 @@ def run_extract(args: argparse.Namespace) -> int:
     for resolved in specs:
         data.load_records(resolved.path)
         if resolved.sha256_ok is False:
-            print(f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
-                  "the results record this (column data_sha256_ok)", file=sys.stderr)
+            print(
+                f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
+                "the results record this (column data_sha256_ok)",
+                file=sys.stderr,
+            )
     if args.executor == "ray":
         if args.revision:
-            print("error: --revision is not available with --executor ray (the workers load the registry's pinned "
-                  "revision); use --executor local, or a local model folder of that revision", file=sys.stderr)
+            print(
+                "error: --revision is not available with --executor ray (the workers load the registry's pinned "
+                "revision); use --executor local, or a local model folder of that revision",
+                file=sys.stderr,
+            )
             return 2
         if args.keep_spectra:
             print("error: --keep-spectra is not available with --executor ray; use --executor local", file=sys.stderr)
@@ -163,17 +260,31 @@ def run_extract(args: argparse.Namespace) -> int:
     store = ResultsStore(args.out)
     loaded = models.load(args.model, args.template, args.device, args.trust_remote_code, revision=args.revision)
     facts = loaded.facts()
-    print(f"{args.model}: revision {facts.revision}, {facts.attention} attention, chat template sha256 "
-          f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}", file=sys.stderr)
+    print(
+        f"{args.model}: revision {facts.revision}, {facts.attention} attention, chat template sha256 "
+        f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}",
+        file=sys.stderr,
+    )
     for spec in args.data:
         summary = runner.extract(
-            loaded, spec, store, limit=args.limit, max_length=args.max_length, batch_size=args.batch_size,
-            token_budget=args.token_budget, data_directory=args.data_dir, entry_stats=args.entry_stats,
-            flush_every=args.flush_every, progress=not args.no_progress, keep_spectra=args.keep_spectra,
+            loaded,
+            spec,
+            store,
+            limit=args.limit,
+            max_length=args.max_length,
+            batch_size=args.batch_size,
+            token_budget=args.token_budget,
+            data_directory=args.data_dir,
+            entry_stats=args.entry_stats,
+            flush_every=args.flush_every,
+            progress=not args.no_progress,
+            keep_spectra=args.keep_spectra,
         )
         skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
-        print(f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "
-              f"skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample")
+        print(
+            f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "
+            f"skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample"
+        )
     return 0
 
 
@@ -183,11 +294,20 @@ def run_extract_on_ray(args: argparse.Namespace) -> int:
 
     try:
         report = distributed.run_extraction(
-            [(args.model, args.template, spec) for spec in args.data], args.out, address=args.ray_address,
-            limit=args.limit, max_length=args.max_length, batch_size=args.batch_size, token_budget=args.token_budget,
-            data_dir=args.data_dir, shard_size=args.flush_every, entry_stats=args.entry_stats,
-            device="cuda" if args.device.startswith("cuda") else args.device, cpus_per_worker=args.threads,
-            trust_remote_code=args.trust_remote_code, progress=not args.no_progress,
+            [(args.model, args.template, spec) for spec in args.data],
+            args.out,
+            address=args.ray_address,
+            limit=args.limit,
+            max_length=args.max_length,
+            batch_size=args.batch_size,
+            token_budget=args.token_budget,
+            data_dir=args.data_dir,
+            shard_size=args.flush_every,
+            entry_stats=args.entry_stats,
+            device="cuda" if args.device.startswith("cuda") else args.device,
+            cpus_per_worker=args.threads,
+            trust_remote_code=args.trust_remote_code,
+            progress=not args.no_progress,
         )
     except distributed.DistributedError as error:
         if args.debug:
@@ -202,7 +322,9 @@ def run_extract_on_ray(args: argparse.Namespace) -> int:
 def run_data(args: argparse.Namespace) -> int:
     if args.data_command == "fetch":
         written = data.fetch(args.data_dir, args.base_url)
-        print(f"{len(written)} files downloaded into {data.data_dir(args.data_dir)}, all {len(data.expected_sha256())} verified")
+        print(
+            f"{len(written)} files downloaded into {data.data_dir(args.data_dir)}, all {len(data.expected_sha256())} verified"
+        )
         return 0
     directory = data.data_dir(args.data_dir)
     print(f"{'condition':42} {'samples':>7}  file")
@@ -246,17 +368,26 @@ def run_pipeline(args: argparse.Namespace) -> int:
     from analysis import pipeline
 
     try:
-        result = pipeline.run_profile(args.profile, args.results, args.data_dir, executor=args.executor,
-                                      book=not args.no_book, notebooks=args.notebooks, progress=not args.no_progress,
-                                      threads=args.threads)
+        result = pipeline.run_profile(
+            args.profile,
+            args.results,
+            args.data_dir,
+            executor=args.executor,
+            book=not args.no_book,
+            notebooks=args.notebooks,
+            progress=not args.no_progress,
+            threads=args.threads,
+        )
     except pipeline.PipelineError as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
     computed = sum(r["computed"] for r in result.extraction)
-    print(f"profile {result.profile.name}: {computed} samples computed, results in {result.results_dir}, "
-          f"{result.seconds:.0f} s in all")
+    print(
+        f"profile {result.profile.name}: {computed} samples computed, results in {result.results_dir}, "
+        f"{result.seconds:.0f} s in all"
+    )
     if result.book_index is not None:
         print(f"book: open {result.book_index}")
     return 0
@@ -264,8 +395,13 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    handlers = {"extract": run_extract, "data": run_data, "models": run_models, "run": run_pipeline,
-                "profile-data": run_profile_data}
+    handlers = {
+        "extract": run_extract,
+        "data": run_data,
+        "models": run_models,
+        "run": run_pipeline,
+        "profile-data": run_profile_data,
+    }
     from analysis.store import StoreError
 
     try:
@@ -277,5 +413,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("interrupted: results computed so far are stored; run the same command again to continue", file=sys.stderr)
+        print(
+            "interrupted: results computed so far are stored; run the same command again to continue", file=sys.stderr
+        )
         return 130

@@ -90,7 +90,9 @@ def _build_registry() -> dict[str, Condition]:
                 path = f"{_folder('lighteval_math', responses)}/{stem}_{_COT_SUFFIX[setting]}.json"
                 conditions.append(Condition(dataset, setting, responses, path))
         for setting, stem in _WIKI_STEM.items():
-            conditions.append(Condition("wiki", setting, responses, f"{_folder('wiki_popularity', responses)}/{stem}.json"))
+            conditions.append(
+                Condition("wiki", setting, responses, f"{_folder('wiki_popularity', responses)}/{stem}.json")
+            )
     registry = {c.key: c for c in conditions}
     for condition in list(registry.values()):
         if condition.setting != "detailed":
@@ -98,7 +100,9 @@ def _build_registry() -> dict[str, Condition]:
         for setting, reference in LENGTH_CONTROL_SETTINGS.items():
             reference_key = f"{condition.dataset}/{reference}/{condition.responses}"
             if reference_key in registry:
-                derived = Condition(condition.dataset, setting, condition.responses, condition.relative_path, reference_key)
+                derived = Condition(
+                    condition.dataset, setting, condition.responses, condition.relative_path, reference_key
+                )
                 registry[derived.key] = derived
     return registry
 
@@ -243,8 +247,9 @@ def chat_record(messages, where: str) -> Record:
     if not any(text.strip() for text in users):
         raise DataError(f"{where}: field 'messages' has no user message before the last assistant message")
     if not turns[last][1]:
-        raise DataError(f"{where}: field 'messages': the last assistant message is empty (no response to take a "
-                        "gradient of)")
+        raise DataError(
+            f"{where}: field 'messages': the last assistant message is empty (no response to take a gradient of)"
+        )
     return Record("\n\n".join(users), "", turns[last][1])
 
 
@@ -276,7 +281,9 @@ def load_records(path: str | os.PathLike) -> list[Record]:
     """The validated records of one data file: a JSON list (``.json``) or JSON Lines (``.jsonl``)."""
     path = Path(path)
     if not path.is_file():
-        raise DataError(f"{path}: data file not found (set --data-dir or ${DATA_ENV}, or run `python -m analysis data fetch`)")
+        raise DataError(
+            f"{path}: data file not found (set --data-dir or ${DATA_ENV}, or run `python -m analysis data fetch`)"
+        )
     text = _read_text(path)
     if path.suffix == ".jsonl":
         return _json_lines(path, text)
@@ -353,8 +360,15 @@ def download(url: str, path: Path, digest: str) -> bool:
         return fname
 
     try:
-        pooch.retrieve(url, known_hash=f"sha256:{digest}", fname=path.name, path=path.parent, processor=record,
-                       downloader=pooch.HTTPDownloader(timeout=DOWNLOAD_TIMEOUT), progressbar=False)
+        pooch.retrieve(
+            url,
+            known_hash=f"sha256:{digest}",
+            fname=path.name,
+            path=path.parent,
+            processor=record,
+            downloader=pooch.HTTPDownloader(timeout=DOWNLOAD_TIMEOUT),
+            progressbar=False,
+        )
     except requests.RequestException:
         raise  # an OSError: the server or the network, not the file
     except ValueError as error:  # pooch's hash mismatch

@@ -28,10 +28,10 @@ import socket
 import sys
 import time
 from collections import deque
+from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterator, Sequence
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -146,16 +146,18 @@ def worker_layout(nodes: Sequence[dict], device: str = "auto", cpus_per_worker: 
     cpus_gpus = [(int(res.get("CPU", 0)), int(res.get("GPU", 0))) for res in alive]
     gpu_nodes = [(cpus, gpus) for cpus, gpus in cpus_gpus if gpus > 0]
     if device.startswith("cuda") and not gpu_nodes:
-        raise DistributedError("CUDA workers were asked for, but no node of the Ray cluster has a GPU; "
-                               "use device auto or cpu")
+        raise DistributedError(
+            "CUDA workers were asked for, but no node of the Ray cluster has a GPU; use device auto or cpu"
+        )
     if gpu_nodes and device != "cpu":
         share = cpus_per_worker
         if share is None:
             share = min(MAX_CPUS_PER_GPU_WORKER, *(cpus // gpus for cpus, gpus in gpu_nodes))
         count = sum(min(gpus, cpus // share) if share else gpus for cpus, gpus in gpu_nodes)
         if count == 0:
-            raise DistributedError(f"no GPU node of the Ray cluster has {share} CPUs per GPU; "
-                                   "ask for fewer CPUs per worker")
+            raise DistributedError(
+                f"no GPU node of the Ray cluster has {share} CPUs per GPU; ask for fewer CPUs per worker"
+            )
         return WorkerLayout(count, share, 1)
     cpu_counts = [cpus for cpus, _ in cpus_gpus if cpus > 0]
     if not cpu_counts:
@@ -171,8 +173,9 @@ def planned_run(plan: runner.RunPlan, model: str, template: str, spec: str) -> R
     """The driver's plan as actors on any node can use it (absolute paths for local files)."""
     local = model not in models.OFFLINE_MODELS and Path(model).exists()
     source = str(Path(model).resolve()) if local else model
-    return Run(model, source, template, str(Path(spec).resolve()) if spec.endswith(".json") else spec,
-               plan.key, plan.identity)
+    return Run(
+        model, source, template, str(Path(spec).resolve()) if spec.endswith(".json") else spec, plan.key, plan.identity
+    )
 
 
 def shards_of(batches: Sequence[Sequence[int]], shard_size: int) -> list[tuple[int, ...]]:
@@ -209,23 +212,36 @@ class ShardWorker:
         plan = self._plan(task)
         batches, frames, skipped = [], [], []
         if task.kind == "batches":
-            prepared, skips = runner.prepare_samples(self.loaded, plan.resolved, plan.todo, plan.identity["max_length"],
-                                                     self.settings.data_dir)
+            prepared, skips = runner.prepare_samples(
+                self.loaded, plan.resolved, plan.todo, plan.identity["max_length"], self.settings.data_dir
+            )
             groups = runner.length_sorted_batches(prepared, self.settings.batch_size, self.settings.token_budget)
             batches = [tuple(sample.index for sample in group) for group in groups]
             skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
         else:
             for rows, skips in runner.compute_samples(
-                self.loaded, plan, plan.todo, self.settings.batch_size, self.settings.token_budget,
-                self.settings.data_dir, self.settings.entry_stats,
+                self.loaded,
+                plan,
+                plan.todo,
+                self.settings.batch_size,
+                self.settings.token_budget,
+                self.settings.data_dir,
+                self.settings.entry_stats,
             ):
                 if rows is not None:
                     frames.append(rows)
                 skipped.extend(skips)
         restarted = self.first_task and _actor_was_restarted()
         self.first_task = False
-        return TaskResult(batches, pd.concat(frames, ignore_index=True) if frames else None, skipped,
-                          time.perf_counter() - started, load_seconds, socket.gethostname(), restarted)
+        return TaskResult(
+            batches,
+            pd.concat(frames, ignore_index=True) if frames else None,
+            skipped,
+            time.perf_counter() - started,
+            load_seconds,
+            socket.gethostname(),
+            restarted,
+        )
 
     def _plan(self, task: Task) -> runner.RunPlan:
         """The driver's plan with this node's copy of the data file, which must be the same file."""
@@ -324,9 +340,18 @@ class ExtractionReport:
     def records(self) -> list[dict]:
         """One plain record per (model, condition): requested, already_done, computed, skipped, seconds, failed."""
         return [
-            {"model": s.model, "condition": s.condition, "requested": s.requested, "already_done": s.already_done,
-             "computed": s.computed, "skipped": dict(s.skipped), "seconds": s.seconds,
-             "failed": sum(len(f.indices) for f in self.failures if (f.model, f.condition) == (s.model, s.condition))}
+            {
+                "model": s.model,
+                "condition": s.condition,
+                "requested": s.requested,
+                "already_done": s.already_done,
+                "computed": s.computed,
+                "skipped": dict(s.skipped),
+                "seconds": s.seconds,
+                "failed": sum(
+                    len(f.indices) for f in self.failures if (f.model, f.condition) == (s.model, s.condition)
+                ),
+            }
             for s in self.conditions
         ]
 
@@ -420,8 +445,13 @@ def run_extraction(
         summaries: dict[RunKey, runner.ConditionSummary] = {}
         for key, (job, template, plan) in plans().items():  # again under the locks: the store may have grown
             runner.check_same_data(store, plan)
-            summaries[key] = runner.ConditionSummary(job.model, plan.identity["condition"], plan.requested,
-                                                     plan.requested - len(plan.todo), sha256_ok=plan.resolved.sha256_ok)
+            summaries[key] = runner.ConditionSummary(
+                job.model,
+                plan.identity["condition"],
+                plan.requested,
+                plan.requested - len(plan.todo),
+                sha256_ok=plan.resolved.sha256_ok,
+            )
             if plan.todo:
                 tasks.append(Task("batches", planned_run(plan, job.model, template, job.spec), tuple(plan.todo)))
         report.conditions = list(summaries.values())
@@ -431,9 +461,17 @@ def run_extraction(
                 layout = worker_layout(ray.nodes(), device, cpus_per_worker)
                 count = min(layout.count, max_workers or layout.count, sum(len(t.indices) for t in tasks))
                 report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
-                settings = WorkerSettings(layout.device, runner.batch_size_for(layout.device, batch_size), token_budget,
-                                          data_root, entry_stats, trust_remote_code)
-                _dispatch(ray, tasks, layout, count, settings, shard_size, max_retries, store, summaries, report, progress)
+                settings = WorkerSettings(
+                    layout.device,
+                    runner.batch_size_for(layout.device, batch_size),
+                    token_budget,
+                    data_root,
+                    entry_stats,
+                    trust_remote_code,
+                )
+                _dispatch(
+                    ray, tasks, layout, count, settings, shard_size, max_retries, store, summaries, report, progress
+                )
             finally:
                 if started_ray:
                     ray.shutdown()
@@ -451,8 +489,13 @@ def _connect(ray, address: str | None, num_cpus: int | None, object_store_memory
     address = address or os.environ.get("RAY_ADDRESS") or None
     try:
         if address is None:
-            ray.init(address="local", num_cpus=num_cpus or os.cpu_count(), include_dashboard=False,
-                     object_store_memory=object_store_memory, **quiet)
+            ray.init(
+                address="local",
+                num_cpus=num_cpus or os.cpu_count(),
+                include_dashboard=False,
+                object_store_memory=object_store_memory,
+                **quiet,
+            )
         else:
             ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ray.exceptions.RayError) as error:
@@ -475,9 +518,19 @@ def _refused_for_token(error: BaseException | None) -> bool:
     return False
 
 
-def _dispatch(ray, tasks: list[Task], layout: WorkerLayout, count: int, settings: WorkerSettings, shard_size: int,
-              max_retries: int, store: ResultsStore, summaries: dict[RunKey, runner.ConditionSummary],
-              report: ExtractionReport, progress: bool) -> None:
+def _dispatch(
+    ray,
+    tasks: list[Task],
+    layout: WorkerLayout,
+    count: int,
+    settings: WorkerSettings,
+    shard_size: int,
+    max_retries: int,
+    store: ResultsStore,
+    summaries: dict[RunKey, runner.ConditionSummary],
+    report: ExtractionReport,
+    progress: bool,
+) -> None:
     """Hand tasks to actors, preferring the model an actor holds; store each result as it comes.
 
     Ray restarts an actor whose process died and runs its task again (``max_task_retries``);
@@ -486,7 +539,8 @@ def _dispatch(ray, tasks: list[Task], layout: WorkerLayout, count: int, settings
     from ray.exceptions import RayActorError, RayError, RayTaskError, WorkerCrashedError
 
     actor_class = ray.remote(ShardWorker).options(
-        num_cpus=layout.num_cpus, num_gpus=layout.num_gpus, max_restarts=-1, max_task_retries=max_retries)
+        num_cpus=layout.num_cpus, num_gpus=layout.num_gpus, max_restarts=-1, max_task_retries=max_retries
+    )
     actors = [actor_class.remote(settings) for _ in range(count)]
     holding: list[tuple[str, str] | None] = [None] * count
     queues: dict[tuple[str, str], deque[Task]] = {}
@@ -541,8 +595,10 @@ def _dispatch(ray, tasks: list[Task], layout: WorkerLayout, count: int, settings
                 else:
                     report.shards_stored += 1
                     bar.update(len(task.indices))
-            bar.set_postfix_str(f"shards {report.shards_stored}/{report.shards}"
-                                + (f", failed {len(report.failures)}" if report.failures else ""))
+            bar.set_postfix_str(
+                f"shards {report.shards_stored}/{report.shards}"
+                + (f", failed {len(report.failures)}" if report.failures else "")
+            )
             feed(actor)
             busy = {n for n, _ in running.values()}
             for idle in range(count):  # new shards may have been queued for actors that had none
@@ -554,8 +610,9 @@ def _dispatch(ray, tasks: list[Task], layout: WorkerLayout, count: int, settings
             ray.kill(handle)
 
 
-def _take_result(store: ResultsStore, task: Task, result: TaskResult, summary: runner.ConditionSummary,
-                 report: ExtractionReport) -> None:
+def _take_result(
+    store: ResultsStore, task: Task, result: TaskResult, summary: runner.ConditionSummary, report: ExtractionReport
+) -> None:
     """Store a task's rows and skips as one part, and count them in the condition's summary."""
     if result.rows is not None or result.skipped:
         store.write(task.run.key, result.rows, pd.DataFrame(result.skipped) if result.skipped else None)

@@ -45,17 +45,17 @@ LENGTH_SHARE = 0.25
 
 CLAIMS = {
     "F1": "None CoT gives larger nuclear norms than Detailed CoT, and the gap is larger in the early "
-          "layers than in the late ones",
+    "layers than in the late ones",
     "F2": "MAD falls from None to Simplified to Detailed CoT, for each of Q, K, V and O",
     "F3": f"Under Detailed CoT correct and irrelevant responses differ clearly (mean |RD| > {NEARLY_SAME_RD:g}, "
-          f"irrelevant larger); under None CoT they are nearly the same (mean |RD| < {NEARLY_SAME_RD:g})",
+    f"irrelevant larger); under None CoT they are nearly the same (mean |RD| < {NEARLY_SAME_RD:g})",
     "F4": "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its base "
-          f"model (its mean |RD| at most {math.exp(F4_MARGIN) - 1:.0%} larger)",
+    f"model (its mean |RD| at most {math.exp(F4_MARGIN) - 1:.0%} larger)",
     "F5": "Longer Wiki responses do not shrink MAD as much as slow thinking does at a similar length ratio "
-          "(Detailed vs Simplified CoT), and correct vs irrelevant Wiki curves are nearly the same "
-          f"(mean |RD| < {NEARLY_SAME_RD:g})",
+    "(Detailed vs Simplified CoT), and correct vs irrelevant Wiki curves are nearly the same "
+    f"(mean |RD| < {NEARLY_SAME_RD:g})",
     "L": f"The None vs Detailed CoT gap is not only response length: more than {LENGTH_SHARE:.0%} of it remains "
-         "when Detailed CoT is cut to the None-CoT length",
+    "when Detailed CoT is cut to the None-CoT length",
 }
 PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
 CHECKS = (*PAPER_CHECKS, "L")
@@ -94,7 +94,7 @@ class Part:
         return 0 if self.estimate is None else self.estimate.n
 
     def text(self) -> str:
-        """"name est [low, high]" in the reader's units."""
+        """ "name est [low, high]" in the reader's units."""
         if self.estimate is None:
             return f"{self.name}: not computed"
         low, high = self.interval()
@@ -145,8 +145,9 @@ class Finding:
         groups: dict[str, list[Part]] = {}
         for part in self.parts:
             groups.setdefault(part.group, []).append(part)
-        pieces = [(f"{group}: " if group else "") + ", ".join(p.text() for p in parts)
-                  for group, parts in groups.items()]
+        pieces = [
+            (f"{group}: " if group else "") + ", ".join(p.text() for p in parts) for group, parts in groups.items()
+        ]
         text = "; ".join(pieces)
         return f"{text} ({self.note})" if self.note else text
 
@@ -162,15 +163,23 @@ def _estimate(value, draws, dataset: str, n: int) -> Estimate:
     return Estimate(float(value), np.asarray(draws, dtype=float), ((dataset, int(n)),))
 
 
-def mean_level(cd: CurveDraws, dataset: str, setting: str, segment: str = "all",
-               responses: str = vocabulary.CORRECT, stat: str = "nuclear_norm") -> Estimate | None:
+def mean_level(
+    cd: CurveDraws,
+    dataset: str,
+    setting: str,
+    segment: str = "all",
+    responses: str = vocabulary.CORRECT,
+    stat: str = "nuclear_norm",
+) -> Estimate | None:
     """Mean of a condition's curves over q, k, v, o and the segment's layers."""
     condition = cd.condition_key(dataset, setting, responses)
     if not cd.has(condition, stat):
         return None
     lo, hi = _segment(cd.n_layers, segment)
     estimate, draws = cd.stacked(condition, stat)
-    return _estimate(estimate[:, lo:hi].mean(), draws[:, :, lo:hi].mean(axis=(0, 2)), dataset, cd.count(condition, stat))
+    return _estimate(
+        estimate[:, lo:hi].mean(), draws[:, :, lo:hi].mean(axis=(0, 2)), dataset, cd.count(condition, stat)
+    )
 
 
 def mad(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nuclear_norm") -> Estimate | None:
@@ -178,14 +187,21 @@ def mad(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nucl
     key = (cd.condition_key(dataset, setting), proj, stat)
     if key not in cd.estimate:
         return None
-    return _estimate(metrics.mean_absolute_difference(cd.estimate[key]),
-                     metrics.mean_absolute_difference(cd.draws[key]), dataset, cd.n_samples[key])
+    return _estimate(
+        metrics.mean_absolute_difference(cd.estimate[key]),
+        metrics.mean_absolute_difference(cd.draws[key]),
+        dataset,
+        cd.n_samples[key],
+    )
 
 
 def log_mad_ratio(cd: CurveDraws, dataset: str, slow: str, fast: str) -> Estimate | None:
     """log(MAD(slow) / MAD(fast)) averaged over q, k, v, o."""
-    ratios = [log_ratio(a, b) for p in vocabulary.PROJECTIONS
-              if (a := mad(cd, dataset, slow, p)) is not None and (b := mad(cd, dataset, fast, p)) is not None]
+    ratios = [
+        log_ratio(a, b)
+        for p in vocabulary.PROJECTIONS
+        if (a := mad(cd, dataset, slow, p)) is not None and (b := mad(cd, dataset, fast, p)) is not None
+    ]
     if len(ratios) < len(vocabulary.PROJECTIONS):
         return None
     return combine(lambda *r: np.mean(np.stack(r), axis=0), *ratios)
@@ -199,8 +215,9 @@ def _finite_mean(values: np.ndarray) -> np.ndarray:
         return np.nanmean(values, axis=-1)
 
 
-def rd_level(cd: CurveDraws, dataset: str, setting: str, signed: bool = False,
-             excluded: Iterable[int] = ()) -> Estimate | None:
+def rd_level(
+    cd: CurveDraws, dataset: str, setting: str, signed: bool = False, excluded: Iterable[int] = ()
+) -> Estimate | None:
     """Mean |RD| (or mean RD) over layers of irrelevant against correct curves, averaged over
     q, k, v, o; instructions in ``excluded`` are left out of both curves."""
     a, b = (cd.condition_key(dataset, setting, r) for r in vocabulary.RESPONSES)
@@ -227,14 +244,18 @@ def _times(x: float) -> float:
 
 def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     """F1: None over Detailed CoT nuclear norm (all layers) > 1, and that ratio larger early than late."""
-    levels = {(s, seg): mean_level(cd, dataset, s, seg) for s in ("none", "detailed") for seg in ("all", "early", "late")}
+    levels = {
+        (s, seg): mean_level(cd, dataset, s, seg) for s in ("none", "detailed") for seg in ("all", "early", "late")
+    }
     if any(v is None for v in levels.values()):
         return None
     overall = log_ratio(levels["none", "all"], levels["detailed", "all"])
     early = log_ratio(levels["none", "early"], levels["detailed", "early"])
     late = log_ratio(levels["none", "late"], levels["detailed", "late"])
-    return [Part("None / Detailed (all layers) x", overall, "above", 0.0, _times),
-            Part("early / late of that ratio x", combine(np.subtract, early, late), "above", 0.0, _times)]
+    return [
+        Part("None / Detailed (all layers) x", overall, "above", 0.0, _times),
+        Part("early / late of that ratio x", combine(np.subtract, early, late), "above", 0.0, _times),
+    ]
 
 
 def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
@@ -258,9 +279,11 @@ def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
     none = rd_level(cd, dataset, "none", excluded=identical)
     if detailed is None or none is None:
         return None
-    return [Part("Detailed mean |RD|", detailed, "above", NEARLY_SAME_RD),
-            Part("Detailed mean RD", signed, "above", 0.0),
-            Part("None mean |RD|", none, "below", NEARLY_SAME_RD)]
+    return [
+        Part("Detailed mean |RD|", detailed, "above", NEARLY_SAME_RD),
+        Part("Detailed mean RD", signed, "above", 0.0),
+        Part("None mean |RD|", none, "below", NEARLY_SAME_RD),
+    ]
 
 
 def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part] | None:
@@ -293,8 +316,10 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     rds = [rd_level(cd, wiki, s) for s in vocabulary.WIKI_SETTINGS]
     rds = [r for r in rds if r is not None]
     wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
-    return [Part("Wiki MAD shrink / reasoning MAD shrink x", contrast, "above", 0.0, _times),
-            Part("Wiki mean |RD|", wiki_rd, "below", NEARLY_SAME_RD)]
+    return [
+        Part("Wiki MAD shrink / reasoning MAD shrink x", contrast, "above", 0.0, _times),
+        Part("Wiki mean |RD|", wiki_rd, "below", NEARLY_SAME_RD),
+    ]
 
 
 PER_DATASET = {"F1": f1_parts, "F2": f2_parts, "F3": f3_parts, "L": length_parts}
@@ -310,8 +335,9 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
     for label in labels:
         same = [p for parts in per_dataset for p in parts if p.label == label]
         first = same[0]
-        out.append(Part(first.name, pooled([p.estimate for p in same]), first.side, first.bound, first.show,
-                        first.group))
+        out.append(
+            Part(first.name, pooled([p.estimate for p in same]), first.side, first.bound, first.show, first.group)
+        )
     return out
 
 
@@ -329,8 +355,12 @@ def reasoning_datasets(cd: CurveDraws) -> list[str]:
     return [d for d in cd.datasets() if d != vocabulary.WIKI_DATASET]
 
 
-def model_findings(cd: CurveDraws, checks: Sequence[str] = CHECKS, identical: dict[str, frozenset] | None = None,
-                   reference: CurveDraws | None = None) -> list[Finding]:
+def model_findings(
+    cd: CurveDraws,
+    checks: Sequence[str] = CHECKS,
+    identical: dict[str, frozenset] | None = None,
+    reference: CurveDraws | None = None,
+) -> list[Finding]:
     """Every check of one model that its curves cover, per dataset and per family.
 
     ``identical``: dataset -> instruction ids whose None-CoT irrelevant response equals the
@@ -387,8 +417,11 @@ def default_model_pairs(templates: dict[str, str]) -> dict[str, str]:
     bases = sorted(m for m, t in templates.items() if t == "base")
     if not bases:
         return {}
-    return {m: max(bases, key=lambda b: (_common_prefix_length(m, b), -bases.index(b)))
-            for m, t in sorted(templates.items()) if t == "instruct"}
+    return {
+        m: max(bases, key=lambda b: (_common_prefix_length(m, b), -bases.index(b)))
+        for m, t in sorted(templates.items())
+        if t == "instruct"
+    }
 
 
 def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, str]:
@@ -427,16 +460,26 @@ FINDING_COLUMNS = ["check", "model", "scope", "pooled", "verdict", "n", "numbers
 def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
     """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
     smallest part), numbers (each part with its interval) and the claim."""
-    rows = [{"check": f.check, "model": f.model, "scope": f.scope, "pooled": f.pooled, "verdict": f.verdict,
-             "n": f.n, "numbers": f.numbers(), "claim": CLAIMS[f.check]} for f in findings]
+    rows = [
+        {
+            "check": f.check,
+            "model": f.model,
+            "scope": f.scope,
+            "pooled": f.pooled,
+            "verdict": f.verdict,
+            "n": f.n,
+            "numbers": f.numbers(),
+            "claim": CLAIMS[f.check],
+        }
+        for f in findings
+    ]
     table = pd.DataFrame(rows, columns=FINDING_COLUMNS)
     if table.empty:
         return table
     order = {c: i for i, c in enumerate(CHECKS)}
     table["_c"] = table["check"].map(order)
     table["_s"] = table["scope"].map(scope_rank)
-    return (table.sort_values(["_c", "model", "_s"], kind="stable").drop(columns=["_c", "_s"])
-            .reset_index(drop=True))
+    return table.sort_values(["_c", "model", "_s"], kind="stable").drop(columns=["_c", "_s"]).reset_index(drop=True)
 
 
 def scope_rank(scope: str) -> int:
@@ -453,7 +496,20 @@ def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
             low, high = p.interval()
             value = math.nan if p.estimate is None else p.estimate.value
             shown = [p.show(v) if np.isfinite(v) else math.nan for v in (value, low, high)]
-            rows.append({"check": f.check, "model": f.model, "scope": f.scope, "pooled": f.pooled, "part": p.label,
-                         "value": shown[0], "low": shown[1], "high": shown[2], "bound": p.show(p.bound),
-                         "side": p.side, "supports": p.supports(), "n": p.n})
+            rows.append(
+                {
+                    "check": f.check,
+                    "model": f.model,
+                    "scope": f.scope,
+                    "pooled": f.pooled,
+                    "part": p.label,
+                    "value": shown[0],
+                    "low": shown[1],
+                    "high": shown[2],
+                    "bound": p.show(p.bound),
+                    "side": p.side,
+                    "supports": p.supports(),
+                    "n": p.n,
+                }
+            )
     return pd.DataFrame(rows)

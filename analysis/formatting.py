@@ -13,7 +13,7 @@ def fmt(value: float | None) -> str:
 
 
 def fmt_interval(estimate: float, low: float, high: float) -> str:
-    """"est [low, high]", or just the estimate when the interval is undefined."""
+    """ "est [low, high]", or just the estimate when the interval is undefined."""
     if not (np.isfinite(low) and np.isfinite(high)):
         return fmt(estimate)
     return f"{fmt(estimate)} [{fmt(low)}, {fmt(high)}]"

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator
 
 import torch
 from torch import nn
@@ -175,13 +175,19 @@ def batch_statistics(
         if not math.isfinite(loss):
             results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
             continue
-        results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities,
-                                         keep_spectra))
+        results.append(
+            sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities, keep_spectra)
+        )
     return results
 
 
 def sample_statistics(
-    captured: CapturedFactors, row: int, n_positions: int, loss: float, entry_stats: bool, similarities: bool,
+    captured: CapturedFactors,
+    row: int,
+    n_positions: int,
+    loss: float,
+    entry_stats: bool,
+    similarities: bool,
     keep_spectra: bool = False,
 ) -> SampleGradientStats:
     """Statistics of one sample from its captured factors (and, with ``keep_spectra``, the

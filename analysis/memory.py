@@ -96,8 +96,12 @@ def statistics_bytes(config, n_tokens: int) -> float:
     T x T Gram matrices, and the dense gradients of the projections whose spectrum is taken
     from the gradient itself (when T is not small against the projection's shape)."""
     d = _dimensions(config)
-    shapes = {"q": (d["query"], d["hidden"]), "k": (d["key_value"], d["hidden"]),
-              "v": (d["key_value"], d["hidden"]), "o": (d["hidden"], d["query"])}
+    shapes = {
+        "q": (d["query"], d["hidden"]),
+        "k": (d["key_value"], d["hidden"]),
+        "v": (d["key_value"], d["hidden"]),
+        "o": (d["hidden"], d["query"]),
+    }
     factors = n_tokens * (2 * d["hidden"] + 2 * d["query"] + 2 * d["key_value"])
     grams = 12 * n_tokens * n_tokens
     dense = sum(m * n for m, n in shapes.values() if not spectra.prefers_factored_spectrum(n_tokens, (m, n)))
@@ -111,8 +115,9 @@ def free_bytes(device: torch.device) -> int:
     return int(free + max(0, held_unused))
 
 
-def plan_for(config, attention: str, device: torch.device, longest_sample: int,
-             available: int | None = None) -> MemoryPlan:
+def plan_for(
+    config, attention: str, device: torch.device, longest_sample: int, available: int | None = None
+) -> MemoryPlan:
     """The memory plan of a loaded model on a CUDA device (``available``: free bytes, measured if None).
 
     The model's parameters are already on the device, so the free memory measured excludes
@@ -121,4 +126,6 @@ def plan_for(config, attention: str, device: torch.device, longest_sample: int,
     if available is None:
         available = free_bytes(device)
     budget = USABLE_FRACTION * available - statistics_bytes(config, longest_sample)
-    return MemoryPlan(max(0.0, budget), activation_bytes_per_token(config), score_bytes_per_token_pair(config, attention))
+    return MemoryPlan(
+        max(0.0, budget), activation_bytes_per_token(config), score_bytes_per_token_pair(config, attention)
+    )

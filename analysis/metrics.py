@@ -38,8 +38,7 @@ def layer_splits(n_layers: int) -> dict[str, tuple[int, int]]:
     else:
         edge = int(np.floor(n_layers / 4 + 0.5))
         first_middle, first_late = edge, n_layers - edge
-    return {"early": (0, first_middle), "middle": (first_middle, first_late),
-            "late": (first_late, n_layers)}
+    return {"early": (0, first_middle), "middle": (first_middle, first_late), "late": (first_late, n_layers)}
 
 
 # --------------------------------------------------------------------------- MAD and RD
@@ -112,8 +111,9 @@ def _n_layers(rows: pd.DataFrame) -> int:
 def _pivot_samples(rows: pd.DataFrame, stat: str, n_layers: int) -> tuple[np.ndarray, np.ndarray, int]:
     """Samples x layers matrix of one projection's rows, incomplete samples dropped."""
     if rows.duplicated(["sample_index", "layer"]).any():
-        raise ValueError("several rows for one sample and layer: keep one max_length and "
-                         "template per model before computing curves")
+        raise ValueError(
+            "several rows for one sample and layer: keep one max_length and template per model before computing curves"
+        )
     table = rows.pivot(index="sample_index", columns="layer", values=stat)
     table = table.reindex(columns=range(n_layers))
     values = table.to_numpy(dtype=float)
@@ -154,22 +154,30 @@ def layer_curves(df: pd.DataFrame, stat: str = "nuclear_norm") -> pd.DataFrame:
             matrix, _, n_dropped = _pivot_samples(proj_rows, stat, n_layers)
             n_samples = matrix.shape[0]
             value = matrix.mean(axis=0) if n_samples else np.full(n_layers, np.nan)
-            piece = pd.DataFrame({
-                "model": model, "dataset": first["dataset"], "setting": first["setting"],
-                "responses": first["responses"], "condition": condition, "proj": proj,
-                "layer": np.arange(n_layers), "value": value, "n_samples": n_samples,
-                "n_dropped": n_dropped, "stat": stat, "n_layers": n_layers,
-            })
+            piece = pd.DataFrame(
+                {
+                    "model": model,
+                    "dataset": first["dataset"],
+                    "setting": first["setting"],
+                    "responses": first["responses"],
+                    "condition": condition,
+                    "proj": proj,
+                    "layer": np.arange(n_layers),
+                    "value": value,
+                    "n_samples": n_samples,
+                    "n_dropped": n_dropped,
+                    "stat": stat,
+                    "n_layers": n_layers,
+                }
+            )
             for column in extra:
                 piece[column] = first[column]
             pieces.append(piece)
-    columns = CONDITION_COLUMNS + ["proj", "layer", "value", "n_samples", "n_dropped", "stat",
-                                   "n_layers"] + extra
+    columns = CONDITION_COLUMNS + ["proj", "layer", "value", "n_samples", "n_dropped", "stat", "n_layers"] + extra
     if not pieces:
         return pd.DataFrame(columns=columns)
     out = pd.concat(pieces, ignore_index=True)[columns]
-    return out.sort_values(["model", "condition", "proj", "layer"], key=_proj_sort_key,
-                           ignore_index=True)
+    return out.sort_values(["model", "condition", "proj", "layer"], key=_proj_sort_key, ignore_index=True)
 
 
 def _proj_order(values: Iterable[str]) -> list[str]:
@@ -201,8 +209,7 @@ def mad_table_from_curves(curves: pd.DataFrame) -> pd.DataFrame:
         row = {c: first[c] for c in CONDITION_COLUMNS + ["proj", "n_samples", "n_dropped"]}
         row.update(mad_by_segment(curve["value"].to_numpy()))
         rows.append(row)
-    out = pd.DataFrame(rows, columns=CONDITION_COLUMNS + ["proj", "n_samples", "n_dropped",
-                                                           *SEGMENTS, "all"])
+    out = pd.DataFrame(rows, columns=CONDITION_COLUMNS + ["proj", "n_samples", "n_dropped", *SEGMENTS, "all"])
     return out.sort_values(["model", "condition", "proj"], key=_proj_sort_key, ignore_index=True)
 
 
@@ -217,8 +224,17 @@ def rd_table_from_curves(curves: pd.DataFrame, top: int = 5) -> pd.DataFrame:
     Columns: model, dataset, setting, proj, mean_abs_rd, mean_rd (positive: irrelevant larger),
     top_layers, n_correct, n_irrelevant. Settings without both response types are skipped.
     """
-    columns = ["model", "dataset", "setting", "proj", "mean_abs_rd", "mean_rd", "top_layers",
-               "n_correct", "n_irrelevant"]
+    columns = [
+        "model",
+        "dataset",
+        "setting",
+        "proj",
+        "mean_abs_rd",
+        "mean_rd",
+        "top_layers",
+        "n_correct",
+        "n_irrelevant",
+    ]
     rows = []
     for key, group in _curve_groups(curves, ["model", "dataset", "setting", "proj"]):
         by_responses = {r: g.sort_values("layer") for r, g in group.groupby("responses")}
@@ -226,12 +242,16 @@ def rd_table_from_curves(curves: pd.DataFrame, top: int = 5) -> pd.DataFrame:
             continue
         a, b = by_responses[CORRECT], by_responses[IRRELEVANT]
         summary = rd_summary(a["value"].to_numpy(), b["value"].to_numpy(), top=top)
-        rows.append(dict(zip(["model", "dataset", "setting", "proj"], key), **summary,
-                         n_correct=int(a["n_samples"].iloc[0]),
-                         n_irrelevant=int(b["n_samples"].iloc[0])))
+        rows.append(
+            dict(
+                zip(["model", "dataset", "setting", "proj"], key),
+                **summary,
+                n_correct=int(a["n_samples"].iloc[0]),
+                n_irrelevant=int(b["n_samples"].iloc[0]),
+            )
+        )
     out = pd.DataFrame(rows, columns=columns)
-    return out.sort_values(["model", "dataset", "setting", "proj"], key=_proj_sort_key,
-                           ignore_index=True)
+    return out.sort_values(["model", "dataset", "setting", "proj"], key=_proj_sort_key, ignore_index=True)
 
 
 def rd_table(df: pd.DataFrame, stat: str = "nuclear_norm", top: int = 5) -> pd.DataFrame:

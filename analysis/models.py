@@ -64,11 +64,15 @@ PAPER_MODELS = {
     "google/gemma-2-2b-it": ModelInfo(
         "instruct", "Gemma 2 2B instruct", 26, revision="299a8560bedf22ed1c72a8a11e7dce4a7f9f51f8"
     ),
-    "meta-llama/Llama-2-7b-hf": ModelInfo("base", "Llama 2 7B", 32, revision="01c7f73d771dfac7d292323805ebc428287df4f9"),
+    "meta-llama/Llama-2-7b-hf": ModelInfo(
+        "base", "Llama 2 7B", 32, revision="01c7f73d771dfac7d292323805ebc428287df4f9"
+    ),
     "meta-llama/Llama-2-7b-chat-hf": ModelInfo(
         "instruct", "Llama 2 7B chat", 32, revision="f5db02db724555f92da89c216ac04704f23d4590"
     ),
-    "meta-llama/Llama-3.1-8B": ModelInfo("base", "Llama 3.1 8B", 32, revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b"),
+    "meta-llama/Llama-3.1-8B": ModelInfo(
+        "base", "Llama 3.1 8B", 32, revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b"
+    ),
     "meta-llama/Llama-3.1-8B-Instruct": ModelInfo(
         "instruct", "Llama 3.1 8B Instruct", 32, revision="0e9e39f249a16976918f6564b8830bc894c89659"
     ),
@@ -117,7 +121,9 @@ def pick_device(device: str = "auto") -> torch.device:
     if device == "auto":
         return torch.device("cuda" if torch.cuda.is_available() else "cpu")
     if device.startswith("cuda") and not torch.cuda.is_available():
-        raise ModelError(f"--device {device} was asked for, but no CUDA device is available here; use --device cpu or auto")
+        raise ModelError(
+            f"--device {device} was asked for, but no CUDA device is available here; use --device cpu or auto"
+        )
     if device not in ("cpu",) and not device.startswith("cuda"):
         raise ModelError(f"--device must be auto, cpu or cuda[:N], not {device!r}")
     return torch.device(device)
@@ -300,15 +306,21 @@ def load_error_message(name: str, revision: str | None, error: BaseException) ->
     names = {type(e).__name__ for e in chain}
     text = " ".join(str(e) for e in chain).lower()
     if "GatedRepoError" in names or "gated repo" in text:
-        return (f"cannot load model {name!r}: it is a gated repository; accept its licence on its hub page "
-                f"(https://huggingface.co/{name}) and log in with `hf auth login` (`huggingface-cli login` in older "
-                "versions) or set HF_TOKEN")
+        return (
+            f"cannot load model {name!r}: it is a gated repository; accept its licence on its hub page "
+            f"(https://huggingface.co/{name}) and log in with `hf auth login` (`huggingface-cli login` in older "
+            "versions) or set HF_TOKEN"
+        )
     if "RevisionNotFoundError" in names or "not a valid git identifier" in text:
-        return (f"cannot load model {name!r}: revision {revision!r} does not exist in that repository; "
-                "pass --revision with one of its commit shas, branches or tags")
+        return (
+            f"cannot load model {name!r}: revision {revision!r} does not exist in that repository; "
+            "pass --revision with one of its commit shas, branches or tags"
+        )
     if any(isinstance(e, OSError) and e.errno == errno.ENOSPC for e in chain) or "no space left" in text:
-        return (f"cannot load model {name!r}: no space left on the disk that holds the hub cache "
-                f"({_hub_cache_dir()}); free space or point HF_HOME at a larger disk")
+        return (
+            f"cannot load model {name!r}: no space left on the disk that holds the hub cache "
+            f"({_hub_cache_dir()}); free space or point HF_HOME at a larger disk"
+        )
     if "RepositoryNotFoundError" in names:
         return f"cannot load model {name!r}: no such repository on the hub (or a private one without a login)"
     return f"cannot load model {name!r}: {error}".splitlines()[0]
@@ -331,8 +343,9 @@ def _hub_cache_dir() -> str:
         return "$HF_HOME/hub"
 
 
-def _load_pretrained(source: str | Path, revision: str | None, trust_remote_code: bool,
-                     attn_implementation: str | None):
+def _load_pretrained(
+    source: str | Path, revision: str | None, trust_remote_code: bool, attn_implementation: str | None
+):
     """Config, model and tokenizer from one source at one revision, with the chosen attention."""
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
@@ -383,7 +396,9 @@ def load(
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     if chosen_template == "instruct" and not getattr(tokenizer, "chat_template", None):
-        raise ModelError(f"model {name!r} has no chat template, so the instruct template cannot be used; pass --template base")
+        raise ModelError(
+            f"model {name!r} has no chat template, so the instruct template cannot be used; pass --template base"
+        )
     model_type = getattr(model.config, "model_type", "") or ""
     return LoadedModel(
         name=name,
@@ -419,15 +434,22 @@ def scratch_copy(loaded: LoadedModel, seed: int = 0) -> LoadedModel:
     started = time.perf_counter()
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
-        model = AutoModelForCausalLM.from_config(loaded.model.config, attn_implementation=loaded.attention,
-                                                 dtype=torch.float32)
+        model = AutoModelForCausalLM.from_config(
+            loaded.model.config, attn_implementation=loaded.attention, dtype=torch.float32
+        )
     model.to(loaded.device).eval()
     for parameter in model.parameters():
         parameter.requires_grad_(False)
     return LoadedModel(
-        name=scratch_name(loaded.name), model=model, tokenizer=loaded.tokenizer, template=loaded.template,
-        device=loaded.device, n_layers=loaded.n_layers, system_message=loaded.system_message,
-        load_seconds=time.perf_counter() - started, attention=loaded.attention,
+        name=scratch_name(loaded.name),
+        model=model,
+        tokenizer=loaded.tokenizer,
+        template=loaded.template,
+        device=loaded.device,
+        n_layers=loaded.n_layers,
+        system_message=loaded.system_message,
+        load_seconds=time.perf_counter() - started,
+        attention=loaded.attention,
         revision=f"random initialisation of {loaded.name}'s architecture, seed {seed}",
     )
 
@@ -437,8 +459,14 @@ def _is_load_error(error: BaseException) -> bool:
     return any(isinstance(e, OSError) or type(e).__name__ in _HUB_ERRORS for e in _exception_chain(error))
 
 
-_HUB_ERRORS = {"GatedRepoError", "RevisionNotFoundError", "RepositoryNotFoundError", "HfHubHTTPError",
-               "EntryNotFoundError", "LocalEntryNotFoundError"}
+_HUB_ERRORS = {
+    "GatedRepoError",
+    "RevisionNotFoundError",
+    "RepositoryNotFoundError",
+    "HfHubHTTPError",
+    "EntryNotFoundError",
+    "LocalEntryNotFoundError",
+}
 
 
 def describe(name: str, revision: str | None = None, trust_remote_code: bool = False) -> ModelFacts:
@@ -454,8 +482,12 @@ def describe(name: str, revision: str | None = None, trust_remote_code: bool = F
         if not _is_load_error(error):
             raise
         raise ModelError(load_error_message(name, hub_revision, error)) from None
-    return ModelFacts(described or hub_commit(name, hub_revision), attention_implementation(config),
-                      chat_template_sha256(tokenizer), transformers_version())
+    return ModelFacts(
+        described or hub_commit(name, hub_revision),
+        attention_implementation(config),
+        chat_template_sha256(tokenizer),
+        transformers_version(),
+    )
 
 
 def pad_token_id(tokenizer) -> int:

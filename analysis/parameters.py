@@ -66,8 +66,10 @@ def _check_models(names: tuple[str, ...]) -> None:
     for name in names:
         if models.known_model(name) is None and not Path(name).is_dir():
             known = ", ".join([*models.OFFLINE_MODELS, *models.PAPER_MODELS])
-            raise ParameterError(f"notebook parameter models: unknown model {name!r} (not a registered model nor a "
-                                 f"local folder); registered: {known}")
+            raise ParameterError(
+                f"notebook parameter models: unknown model {name!r} (not a registered model nor a "
+                f"local folder); registered: {known}"
+            )
 
 
 def _check_conditions(notebook: str, names: tuple[str, ...]) -> None:
@@ -78,8 +80,10 @@ def _check_conditions(notebook: str, names: tuple[str, ...]) -> None:
         except data.DataError as error:
             raise ParameterError(f"notebook parameter conditions: {error}") from None
         if name not in allowed:
-            raise ParameterError(f"notebook parameter conditions: {name!r} is not a condition of the {notebook} notebook "
-                                 f"(its conditions come from analysis.profiles.family_conditions({notebook!r}))")
+            raise ParameterError(
+                f"notebook parameter conditions: {name!r} is not a condition of the {notebook} notebook "
+                f"(its conditions come from analysis.profiles.family_conditions({notebook!r}))"
+            )
 
 
 def _path(name: str, value, allow_none: bool) -> Path | None:
@@ -95,8 +99,18 @@ def optional_path(name: str, value) -> Path | None:
     return _path(name, value, True)
 
 
-def validate(notebook: str, *, models=None, conditions=None, n_samples=None, max_length=1024, results_dir=None,
-             data_dir=None, seed=0, n_resamples=1000) -> NotebookParameters:
+def validate(
+    notebook: str,
+    *,
+    models=None,
+    conditions=None,
+    n_samples=None,
+    max_length=1024,
+    results_dir=None,
+    data_dir=None,
+    seed=0,
+    n_resamples=1000,
+) -> NotebookParameters:
     """Checked parameters of ``notebook``; None for models/conditions/results_dir means the default
     profile's (``cpu``): its models, its conditions for this notebook, and ``results/cpu``."""
     if notebook not in profiles.NOTEBOOKS:

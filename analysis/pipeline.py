@@ -39,8 +39,23 @@ from analysis.store import ResultsStore
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
-RECORDED_PACKAGES = ("torch", "transformers", "numpy", "scipy", "pandas", "pyarrow", "scikit-learn", "matplotlib",
-                     "seaborn", "gguf", "safetensors", "papermill", "jupytext", "jupyter-book", "layer-gradient-study")
+RECORDED_PACKAGES = (
+    "torch",
+    "transformers",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "matplotlib",
+    "seaborn",
+    "gguf",
+    "safetensors",
+    "papermill",
+    "jupytext",
+    "jupyter-book",
+    "layer-gradient-study",
+)
 EXECUTORS = ("local", "ray")
 
 
@@ -91,8 +106,14 @@ def data_status(conditions: Sequence[str], data_dir=None) -> list[dict]:
     status = []
     for key in conditions:
         resolved = data.resolve(key, data_dir)
-        status.append({"condition": key, "file": resolved.condition.relative_path, "sha256": resolved.sha256,
-                       "sha256_ok": resolved.sha256_ok})
+        status.append(
+            {
+                "condition": key,
+                "file": resolved.condition.relative_path,
+                "sha256": resolved.sha256,
+                "sha256_ok": resolved.sha256_ok,
+            }
+        )
     return status
 
 
@@ -101,8 +122,11 @@ def pending_conditions(model: str, profile: Profile, store: ResultsStore, data_d
     from analysis import runner  # not at import time: the book's pages import this module for its run log
 
     template = models.resolve_template(model, None)
-    return [spec for spec in profile.conditions
-            if runner.plan_run(model, template, spec, store, profile.n_samples, profile.max_length, data_dir).todo]
+    return [
+        spec
+        for spec in profile.conditions
+        if runner.plan_run(model, template, spec, store, profile.n_samples, profile.max_length, data_dir).todo
+    ]
 
 
 @contextmanager
@@ -125,15 +149,22 @@ def torch_threads(threads: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-def extract_profile(profile: Profile, results_dir: Path, data_dir=None, log: RunLog | None = None,
-                    progress: bool = True, say: Callable[[str], None] = print) -> list[dict]:
+def extract_profile(
+    profile: Profile,
+    results_dir: Path,
+    data_dir=None,
+    log: RunLog | None = None,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
     with torch_threads(profile.threads):
         return _extract_models(profile, results_dir, data_dir, log, progress, say)
 
 
-def _extract_models(profile: Profile, results_dir: Path, data_dir, log: RunLog | None, progress: bool,
-                    say: Callable[[str], None]) -> list[dict]:
+def _extract_models(
+    profile: Profile, results_dir: Path, data_dir, log: RunLog | None, progress: bool, say: Callable[[str], None]
+) -> list[dict]:
     from analysis import runner
 
     store = ResultsStore(results_dir)
@@ -149,12 +180,26 @@ def _extract_models(profile: Profile, results_dir: Path, data_dir, log: RunLog |
             log.record.model_loads[model] = loaded.load_seconds
             log.record.models[model] = loaded.facts().as_dict()
         for spec in todo:
-            summary = runner.extract(loaded, spec, store, limit=profile.n_samples, max_length=profile.max_length,
-                                     batch_size=profile.batch_size, token_budget=profile.token_budget,
-                                     data_directory=data_dir, progress=progress)
-            record = {"model": model, "condition": spec, "requested": summary.requested,
-                      "already_done": summary.already_done, "computed": summary.computed,
-                      "skipped": summary.skipped, "seconds": summary.seconds}
+            summary = runner.extract(
+                loaded,
+                spec,
+                store,
+                limit=profile.n_samples,
+                max_length=profile.max_length,
+                batch_size=profile.batch_size,
+                token_budget=profile.token_budget,
+                data_directory=data_dir,
+                progress=progress,
+            )
+            record = {
+                "model": model,
+                "condition": spec,
+                "requested": summary.requested,
+                "already_done": summary.already_done,
+                "computed": summary.computed,
+                "skipped": summary.skipped,
+                "seconds": summary.seconds,
+            }
             records.append(record)
             if log is not None:
                 log.record.extraction.append(record)
@@ -172,30 +217,51 @@ def model_facts(model: str) -> dict:
         return {"error": str(error)}
 
 
-def extract_with_ray(profile: Profile, results_dir: Path, data_dir=None, log: RunLog | None = None,
-                     progress: bool = True) -> list[dict]:
+def extract_with_ray(
+    profile: Profile, results_dir: Path, data_dir=None, log: RunLog | None = None, progress: bool = True
+) -> list[dict]:
     """Extraction spread over a Ray cluster by ``analysis.distributed``: an embedded Ray on this
     machine, or the cluster that ``RAY_ADDRESS`` names."""
     if importlib.util.find_spec("analysis.distributed") is None:
-        raise PipelineError("--executor ray needs the module analysis.distributed, which this installation does not "
-                            "have; use --executor local")
+        raise PipelineError(
+            "--executor ray needs the module analysis.distributed, which this installation does not "
+            "have; use --executor local"
+        )
     from analysis import distributed
 
     jobs = [(model, None, spec) for model in profile.models for spec in profile.conditions]
     report = distributed.run_extraction(
-        jobs, results_dir, limit=profile.n_samples, max_length=profile.max_length, batch_size=profile.batch_size,
-        token_budget=profile.token_budget, data_dir=data_dir, device=profile.device, progress=progress,
+        jobs,
+        results_dir,
+        limit=profile.n_samples,
+        max_length=profile.max_length,
+        batch_size=profile.batch_size,
+        token_budget=profile.token_budget,
+        data_dir=data_dir,
+        device=profile.device,
+        progress=progress,
     )
-    records = [{"model": s.model, "condition": s.condition, "requested": s.requested, "already_done": s.already_done,
-                "computed": s.computed, "skipped": s.skipped, "seconds": s.seconds} for s in report.conditions]
+    records = [
+        {
+            "model": s.model,
+            "condition": s.condition,
+            "requested": s.requested,
+            "already_done": s.already_done,
+            "computed": s.computed,
+            "skipped": s.skipped,
+            "seconds": s.seconds,
+        }
+        for s in report.conditions
+    ]
     if log is not None:
         log.record.extraction = records
         log.record.model_loads = dict(report.load_seconds)
         log.record.models = {model: model_facts(model) for model in profile.models}
         log.save()
     if not report.ok:
-        raise PipelineError("some samples failed on the Ray workers; the notebooks were not executed:\n"
-                            + report.describe())
+        raise PipelineError(
+            "some samples failed on the Ray workers; the notebooks were not executed:\n" + report.describe()
+        )
     return records
 
 
@@ -214,8 +280,9 @@ def ensure_kernel(name: str = KERNEL_NAME) -> None:
         raise PipelineError(f"cannot register the Jupyter kernel {name!r}: {done.stderr.strip().splitlines()[-1:]}")
 
 
-def notebook_parameters(notebook: str, profile: Profile, results_dir: Path, data_dir=None,
-                        root: Path = PROJECT_ROOT) -> dict:
+def notebook_parameters(
+    notebook: str, profile: Profile, results_dir: Path, data_dir=None, root: Path = PROJECT_ROOT
+) -> dict:
     """The papermill parameters of one notebook under a profile (absolute paths)."""
     parameters = {
         "models": list(profile.models),
@@ -275,11 +342,20 @@ def execute_notebook(source: Path, output: Path, parameters: dict, cwd: Path = P
     with tempfile.TemporaryDirectory(prefix="notebook-") as scratch, single_threaded_kernels():
         ipynb = text_notebook_to_ipynb(source, Path(scratch) / f"{source.stem}.ipynb")
         try:
-            papermill.execute_notebook(str(ipynb), str(output), parameters=parameters, kernel_name=KERNEL_NAME,
-                                       language="python", cwd=str(cwd), progress_bar=False)
+            papermill.execute_notebook(
+                str(ipynb),
+                str(output),
+                parameters=parameters,
+                kernel_name=KERNEL_NAME,
+                language="python",
+                cwd=str(cwd),
+                progress_bar=False,
+            )
         except PapermillExecutionError as error:
-            raise PipelineError(f"{source}: cell {error.exec_count} failed: {error.ename}: {error.evalue} "
-                                f"(the executed notebook is at {output})") from None
+            raise PipelineError(
+                f"{source}: cell {error.exec_count} failed: {error.ename}: {error.evalue} "
+                f"(the executed notebook is at {output})"
+            ) from None
     fold_code(output)
     return time.perf_counter() - started
 
@@ -303,17 +379,28 @@ def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = No
     standalone ones, which their own command runs)."""
     directory = root / "notebooks"
     found = {p.stem: p for p in directory.glob("*.py")}
-    wanted = list(names) if names else [n for n in profiles.NOTEBOOKS if n in found] + sorted(
-        set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS))
+    wanted = (
+        list(names)
+        if names
+        else [n for n in profiles.NOTEBOOKS if n in found]
+        + sorted(set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS))
+    )
     missing = [n for n in wanted if n not in found]
     if missing:
         raise PipelineError(f"{directory}: no notebook {', '.join(missing)} (found: {', '.join(sorted(found))})")
     return [found[n] for n in wanted]
 
 
-def execute_notebooks(profile: Profile, results_dir: Path, book_root: Path, data_dir=None, root: Path = PROJECT_ROOT,
-                      names: Sequence[str] | None = None, log: RunLog | None = None,
-                      say: Callable[[str], None] = print) -> list[dict]:
+def execute_notebooks(
+    profile: Profile,
+    results_dir: Path,
+    book_root: Path,
+    data_dir=None,
+    root: Path = PROJECT_ROOT,
+    names: Sequence[str] | None = None,
+    log: RunLog | None = None,
+    say: Callable[[str], None] = print,
+) -> list[dict]:
     """Execute the notebooks into ``book_root/book/notebooks``; one record per notebook."""
     ensure_kernel()
     records = []
@@ -338,7 +425,9 @@ def jupyter_book_command() -> str:
     beside = Path(sys.executable).with_name("jupyter-book")
     found = str(beside) if beside.is_file() else shutil.which("jupyter-book")
     if not found:
-        raise PipelineError("jupyter-book is not installed in this environment: pip install 'jupyter-book>=1.0.4.post1,<2'")
+        raise PipelineError(
+            "jupyter-book is not installed in this environment: pip install 'jupyter-book>=1.0.4.post1,<2'"
+        )
     return found
 
 
@@ -347,8 +436,12 @@ def copy_book_sources(root: Path, book_root: Path) -> None:
     for name in BOOK_SOURCES:
         source, target = root / name, book_root / name
         if source.is_dir():
-            shutil.copytree(source, target, dirs_exist_ok=True,
-                            ignore=shutil.ignore_patterns("_build", "notebooks", ".ipynb_checkpoints"))
+            shutil.copytree(
+                source,
+                target,
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("_build", "notebooks", ".ipynb_checkpoints"),
+            )
         elif source.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
@@ -359,8 +452,15 @@ def build_book(book_root: Path, strict: bool = True) -> float:
 
     ``strict`` turns warnings (a missing figure, a broken reference) into a failed build.
     """
-    command = [jupyter_book_command(), "build", str(book_root), "--path-output", str(book_root / "book"),
-               "--builder", "html"]
+    command = [
+        jupyter_book_command(),
+        "build",
+        str(book_root),
+        "--path-output",
+        str(book_root / "book"),
+        "--builder",
+        "html",
+    ]
     if strict:
         command += ["-W", "-n", "--keep-going"]
     started = time.perf_counter()
@@ -396,10 +496,20 @@ def default_results_dir(profile: Profile, root: Path = PROJECT_ROOT) -> Path:
     return root / "results" / profile.name
 
 
-def run_profile(profile: Profile | str, results_dir=None, data_dir=None, executor: str = "local", book: bool = True,
-                notebooks: Sequence[str] | None = None, book_root=None, root: Path = PROJECT_ROOT,
-                progress: bool = True, strict: bool = True, threads: int | None = None,
-                say: Callable[[str], None] = print) -> RunResult:
+def run_profile(
+    profile: Profile | str,
+    results_dir=None,
+    data_dir=None,
+    executor: str = "local",
+    book: bool = True,
+    notebooks: Sequence[str] | None = None,
+    book_root=None,
+    root: Path = PROJECT_ROOT,
+    progress: bool = True,
+    strict: bool = True,
+    threads: int | None = None,
+    say: Callable[[str], None] = print,
+) -> RunResult:
     """Run the study under a profile: extraction, notebooks, book (see the module docstring).
 
     ``book_root``: where the executed notebooks and the built book go (default: the project
@@ -419,13 +529,17 @@ def run_profile(profile: Profile | str, results_dir=None, data_dir=None, executo
     status = data_status(profile.conditions, data_dir)
     mismatched = [s["file"] for s in status if s["sha256_ok"] is False]
     if mismatched:
-        say(f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
-            + ", ".join(sorted(set(mismatched))[:5]))
+        say(
+            f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
+            + ", ".join(sorted(set(mismatched))[:5])
+        )
     log = start_run_log(profile, results.resolve(), executor, status)
     log.save()
 
-    say(f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
-        f"{profile.n_samples or 'all'} samples each, results in {results}")
+    say(
+        f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
+        f"{profile.n_samples or 'all'} samples each, results in {results}"
+    )
     if executor == "ray":
         extraction = extract_with_ray(profile, results, data_dir, log, progress)
     else:

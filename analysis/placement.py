@@ -67,8 +67,9 @@ class Placement:
         """Probability of each reference class and the assigned class, per sample of ``features``."""
         missing = [c for c in self.columns if c not in features.columns]
         if missing:
-            raise PlacementError(f"samples lack the features {missing[:3]} that the classifier was trained on "
-                                 "(another model or depth?)")
+            raise PlacementError(
+                f"samples lack the features {missing[:3]} that the classifier was trained on (another model or depth?)"
+            )
         with threadpool_limits(1):
             probabilities = self.classifier.predict_proba(features[self.columns].to_numpy())
         table = pd.DataFrame(probabilities, index=features.index, columns=list(self.classifier.classes_))
@@ -81,8 +82,15 @@ def _classifier() -> Pipeline:
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
 
 
-def train(features: pd.DataFrame, labels: Sequence[str], groups: Sequence[str], classes: Sequence[str],
-          n_splits: int = 5, n_resamples: int = 1000, seed: int = 0) -> Placement:
+def train(
+    features: pd.DataFrame,
+    labels: Sequence[str],
+    groups: Sequence[str],
+    classes: Sequence[str],
+    n_splits: int = 5,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Placement:
     """Cross-validate and fit the classifier of ``labels`` on reference ``features``.
 
     ``groups`` names each sample's instruction (dataset and index): the folds never split one.
@@ -104,19 +112,27 @@ def train(features: pd.DataFrame, labels: Sequence[str], groups: Sequence[str], 
             model = _classifier().fit(x[fit_rows], y[fit_rows])
             scores = model.predict_proba(x[test_rows])
             columns = [list(model.classes_).index(c) if c in model.classes_ else None for c in present]
-            probability[test_rows] = np.column_stack([scores[:, j] if j is not None else np.zeros(len(test_rows))
-                                                      for j in columns])
+            probability[test_rows] = np.column_stack(
+                [scores[:, j] if j is not None else np.zeros(len(test_rows)) for j in columns]
+            )
             predicted[test_rows] = model.predict(x[test_rows])
         final = _classifier().fit(x, y)
     out_of_fold = pd.DataFrame(probability, index=features.index, columns=present)
     out_of_fold.insert(0, "predicted", predicted)
     out_of_fold.insert(0, "true", y)
-    return Placement(tuple(present), features.columns, final, accuracy_estimate(y == predicted, groups, n_resamples,
-                                                                                 seed), out_of_fold, n_folds)
+    return Placement(
+        tuple(present),
+        features.columns,
+        final,
+        accuracy_estimate(y == predicted, groups, n_resamples, seed),
+        out_of_fold,
+        n_folds,
+    )
 
 
-def accuracy_estimate(correct: np.ndarray, groups: np.ndarray, n_resamples: int = 1000, seed: int = 0
-                      ) -> bootstrap.Estimate:
+def accuracy_estimate(
+    correct: np.ndarray, groups: np.ndarray, n_resamples: int = 1000, seed: int = 0
+) -> bootstrap.Estimate:
     """Share of correct answers, resampled over instructions (all samples of one drawn together)."""
     codes, inverse = np.unique(groups, return_inverse=True)
     counts = bootstrap.resample_counts(codes.size, n_resamples, np.random.default_rng([seed, codes.size]))
@@ -126,13 +142,21 @@ def accuracy_estimate(correct: np.ndarray, groups: np.ndarray, n_resamples: int 
     return bootstrap.Estimate(float(hits.mean()), draws, (("references", int(codes.size)),))
 
 
-def train_on_rows(rows: pd.DataFrame, label: str = "setting", classes: Sequence[str] | None = None,
-                  n_splits: int = 5, n_resamples: int = 1000, seed: int = 0) -> Placement:
+def train_on_rows(
+    rows: pd.DataFrame,
+    label: str = "setting",
+    classes: Sequence[str] | None = None,
+    n_splits: int = 5,
+    n_resamples: int = 1000,
+    seed: int = 0,
+) -> Placement:
     """``train`` on the rows of reference samples, learning their ``label`` column."""
     features = sample_features(rows)
     labels = features.index.get_level_values(label)
-    groups = [f"{d}:{i}" for d, i in zip(features.index.get_level_values("dataset"),
-                                          features.index.get_level_values("sample_index"))]
+    groups = [
+        f"{d}:{i}"
+        for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
+    ]
     classes = list(classes) if classes is not None else sorted(set(labels))
     return train(features, labels, groups, classes, n_splits, n_resamples, seed)
 
@@ -140,8 +164,13 @@ def train_on_rows(rows: pd.DataFrame, label: str = "setting", classes: Sequence[
 def assignment_summary(assigned: pd.DataFrame, classes: Sequence[str]) -> pd.DataFrame:
     """Per class: the share of samples assigned to it and the mean probability given to it."""
     share = assigned["assigned"].value_counts(normalize=True).reindex(list(classes), fill_value=0.0)
-    return pd.DataFrame({"class": list(classes), "share assigned": share.to_numpy(),
-                         "mean probability": assigned[list(classes)].mean().to_numpy()})
+    return pd.DataFrame(
+        {
+            "class": list(classes),
+            "share assigned": share.to_numpy(),
+            "mean probability": assigned[list(classes)].mean().to_numpy(),
+        }
+    )
 
 
 def closest(summary: pd.DataFrame) -> str:

@@ -16,8 +16,12 @@ from analysis import vocabulary
 PROJ_COLOURS = {"q": "r", "k": "g", "v": "b", "o": "gray"}
 SETTING_LABELS = vocabulary.SETTING_LABELS
 STAT_LABELS = vocabulary.STAT_LABELS
-VERDICT_COLOURS = {"holds": "#4daf4a", "does not hold": "#e41a1c", "not resolved": "#bdbdbd",
-                   "too few samples": "#fdd49e"}
+VERDICT_COLOURS = {
+    "holds": "#4daf4a",
+    "does not hold": "#e41a1c",
+    "not resolved": "#bdbdbd",
+    "too few samples": "#fdd49e",
+}
 
 
 def condition_title(condition: str) -> str:
@@ -43,17 +47,23 @@ def _draw_curves(ax, curves: pd.DataFrame, bands: pd.DataFrame | None) -> None:
         if bands is not None:
             band = bands[bands["proj"] == proj].sort_values("layer")
             if not band.empty:
-                ax.fill_between(band["layer"], band["low"], band["high"], color=colour,
-                                alpha=0.2, lw=0)
+                ax.fill_between(band["layer"], band["low"], band["high"], color=colour, alpha=0.2, lw=0)
 
 
-def _grid(rows: Sequence[tuple[str, str, str]], conditions: Sequence[str], curves: pd.DataFrame,
-          bands: pd.DataFrame | None, note: str | None, title: str | None = None) -> Figure:
+def _grid(
+    rows: Sequence[tuple[str, str, str]],
+    conditions: Sequence[str],
+    curves: pd.DataFrame,
+    bands: pd.DataFrame | None,
+    note: str | None,
+    title: str | None = None,
+) -> Figure:
     """Panels of layer curves: one row per (model, stat, y label), one column per condition, Q/K/V/O
     lines with optional bands; the panels of a row share their y-scale."""
     n_rows, n_cols = len(rows), len(conditions)
-    fig, axes = plt.subplots(n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False,
-                             sharex=True, sharey="row")
+    fig, axes = plt.subplots(
+        n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False, sharex=True, sharey="row"
+    )
     for i, (model, stat, label) in enumerate(rows):
         for j, condition in enumerate(conditions):
             ax = axes[i, j]
@@ -79,9 +89,14 @@ def _grid(rows: Sequence[tuple[str, str, str]], conditions: Sequence[str], curve
     return fig
 
 
-def curve_grid(curves: pd.DataFrame, model: str, conditions: Sequence[str],
-               stats: Sequence[str], bands: pd.DataFrame | None = None,
-               note: str | None = None) -> Figure:
+def curve_grid(
+    curves: pd.DataFrame,
+    model: str,
+    conditions: Sequence[str],
+    stats: Sequence[str],
+    bands: pd.DataFrame | None = None,
+    note: str | None = None,
+) -> Figure:
     """Layer curves of one model: one column per condition, one row per statistic, Q/K/V/O lines
     (red, green, blue, gray), with optional bands. The panels of a row share their y-scale, so
     that the settings' magnitudes compare at a glance.
@@ -93,9 +108,14 @@ def curve_grid(curves: pd.DataFrame, model: str, conditions: Sequence[str],
     return _grid(rows, conditions, curves, bands, note, title=model)
 
 
-def model_grid(curves: pd.DataFrame, models: Sequence[str], conditions: Sequence[str],
-               stat: str = "nuclear_norm", bands: pd.DataFrame | None = None,
-               note: str | None = None) -> Figure:
+def model_grid(
+    curves: pd.DataFrame,
+    models: Sequence[str],
+    conditions: Sequence[str],
+    stat: str = "nuclear_norm",
+    bands: pd.DataFrame | None = None,
+    note: str | None = None,
+) -> Figure:
     """Layer curves of one statistic for several models: one row per model (e.g. a base model
     above its instruct version), one column per condition. A row shares its y-scale across
     conditions; rows have their own, since models differ in scale."""
@@ -103,16 +123,25 @@ def model_grid(curves: pd.DataFrame, models: Sequence[str], conditions: Sequence
     return _grid(rows, conditions, curves, bands, note)
 
 
-def verdict_matrix(table: pd.DataFrame, checks: Sequence[str], scopes: Sequence[str],
-                   scope_labels: dict[str, str] | None = None, note: str | None = None) -> Figure:
+def verdict_matrix(
+    table: pd.DataFrame,
+    checks: Sequence[str],
+    scopes: Sequence[str],
+    scope_labels: dict[str, str] | None = None,
+    note: str | None = None,
+) -> Figure:
     """One panel per model: a check x scope grid coloured by verdict (blank: not covered).
 
     `table`: findings with columns check, model, scope, verdict, n.
     """
     models = list(dict.fromkeys(table["model"]))
     labels = [(scope_labels or {}).get(s, s) for s in scopes]
-    fig, axes = plt.subplots(1, len(models), figsize=(max(4.0, 0.55 * len(scopes) + 1.2) * len(models), 0.42 * len(checks) + 2.0),
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1,
+        len(models),
+        figsize=(max(4.0, 0.55 * len(scopes) + 1.2) * len(models), 0.42 * len(checks) + 2.0),
+        squeeze=False,
+    )
     for ax, model in zip(axes[0], models):
         rows = table[table["model"] == model].set_index(["check", "scope"])
         for i, check in enumerate(checks):
@@ -140,8 +169,14 @@ def verdict_matrix(table: pd.DataFrame, checks: Sequence[str], scopes: Sequence[
     return fig
 
 
-def forest(table: pd.DataFrame, reference: float | None = None, x_label: str = "", log_x: bool = False,
-           note: str | None = None, title: str | None = None) -> Figure:
+def forest(
+    table: pd.DataFrame,
+    reference: float | None = None,
+    x_label: str = "",
+    log_x: bool = False,
+    note: str | None = None,
+    title: str | None = None,
+) -> Figure:
     """Estimates with intervals as points and bars, one row per line of `table` (columns label,
     value, low, high and optionally group, which sets the colour), a vertical line at `reference`."""
     fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(table) + 1.3))

@@ -47,21 +47,44 @@ class Job:
     spec: str
 
 
-def plan_jobs(model: str, template: str, files: Sequence[str], references: Sequence[str], store: ResultsStore,
-              n_samples: int | None, max_length: int, data_dir=None, scratch: bool = True) -> list[Job]:
+def plan_jobs(
+    model: str,
+    template: str,
+    files: Sequence[str],
+    references: Sequence[str],
+    store: ResultsStore,
+    n_samples: int | None,
+    max_length: int,
+    data_dir=None,
+    scratch: bool = True,
+) -> list[Job]:
     """The (model, spec) pairs that still lack samples in the store."""
     from analysis import runner
 
     wanted = [Job(model, str(f)) for f in files] + [Job(model, r) for r in references]
     if scratch:
         wanted += [Job(models.scratch_name(model), str(f)) for f in files]
-    return [job for job in wanted
-            if runner.plan_run(job.model, template, job.spec, store, n_samples, max_length, data_dir).todo]
+    return [
+        job
+        for job in wanted
+        if runner.plan_run(job.model, template, job.spec, store, n_samples, max_length, data_dir).todo
+    ]
 
 
-def extract(model: str, template: str, jobs: Sequence[Job], store: ResultsStore, n_samples: int | None,
-            max_length: int, data_dir=None, device: str = "auto", keep_spectra: bool = False, seed: int = 0,
-            progress: bool = True, say: Callable[[str], None] = print) -> list[dict]:
+def extract(
+    model: str,
+    template: str,
+    jobs: Sequence[Job],
+    store: ResultsStore,
+    n_samples: int | None,
+    max_length: int,
+    data_dir=None,
+    device: str = "auto",
+    keep_spectra: bool = False,
+    seed: int = 0,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> list[dict]:
     """Run the jobs: the model is loaded once, its scratch copy made once if a job needs it."""
     from analysis import runner
 
@@ -75,20 +98,52 @@ def extract(model: str, template: str, jobs: Sequence[Job], store: ResultsStore,
             scratch = models.scratch_copy(loaded, seed)
         runs_on = loaded if job.model == model else scratch
         say(f"{job.model}: {job.spec}")
-        summary = runner.extract(runs_on, job.spec, store, limit=n_samples, max_length=max_length,
-                                 data_directory=data_dir, progress=progress, keep_spectra=keep_spectra)
-        records.append({"model": job.model, "condition": summary.condition, "computed": summary.computed,
-                        "already_done": summary.already_done, "skipped": summary.skipped, "seconds": summary.seconds})
+        summary = runner.extract(
+            runs_on,
+            job.spec,
+            store,
+            limit=n_samples,
+            max_length=max_length,
+            data_directory=data_dir,
+            progress=progress,
+            keep_spectra=keep_spectra,
+        )
+        records.append(
+            {
+                "model": job.model,
+                "condition": summary.condition,
+                "computed": summary.computed,
+                "already_done": summary.already_done,
+                "skipped": summary.skipped,
+                "seconds": summary.seconds,
+            }
+        )
     return records
 
 
-def notebook_parameters(files: Sequence[Path], model: str, template: str, n_samples: int | None, results_dir: Path,
-                        references: Sequence[str], max_length: int, seed: int, n_resamples: int) -> dict:
+def notebook_parameters(
+    files: Sequence[Path],
+    model: str,
+    template: str,
+    n_samples: int | None,
+    results_dir: Path,
+    references: Sequence[str],
+    max_length: int,
+    seed: int,
+    n_resamples: int,
+) -> dict:
     """The papermill parameters of ``notebooks/your_data.py`` (absolute paths)."""
-    return {"data_files": [str(Path(f).resolve()) for f in files], "model": model, "template": template,
-            "n_samples": n_samples, "results_dir": str(Path(results_dir).resolve()),
-            "reference_conditions": list(references), "max_length": max_length, "seed": seed,
-            "n_resamples": n_resamples}
+    return {
+        "data_files": [str(Path(f).resolve()) for f in files],
+        "model": model,
+        "template": template,
+        "n_samples": n_samples,
+        "results_dir": str(Path(results_dir).resolve()),
+        "reference_conditions": list(references),
+        "max_length": max_length,
+        "seed": seed,
+        "n_resamples": n_resamples,
+    }
 
 
 def export_html(notebook: Path, target: Path) -> Path:
@@ -107,12 +162,27 @@ def export_html(notebook: Path, target: Path) -> Path:
     return target
 
 
-def run(model: str, data_files: Sequence[str], template: str | None = None,
-        reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS, n_samples: int | None = DEFAULT_SAMPLES,
-        out=DEFAULT_OUT, html=None, notebook=None, keep_spectra: bool = False, max_length: int = 1024,
-        data_dir=None, device: str = "auto", threads: int | None = None, seed: int = 0, n_resamples: int = 1000,
-        scratch: bool = True, progress: bool = True, root: Path = pipeline.PROJECT_ROOT,
-        say: Callable[[str], None] = print) -> ProfileResult:
+def run(
+    model: str,
+    data_files: Sequence[str],
+    template: str | None = None,
+    reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS,
+    n_samples: int | None = DEFAULT_SAMPLES,
+    out=DEFAULT_OUT,
+    html=None,
+    notebook=None,
+    keep_spectra: bool = False,
+    max_length: int = 1024,
+    data_dir=None,
+    device: str = "auto",
+    threads: int | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    scratch: bool = True,
+    progress: bool = True,
+    root: Path = pipeline.PROJECT_ROOT,
+    say: Callable[[str], None] = print,
+) -> ProfileResult:
     """Extract what the store lacks, execute the page and export it (see the module docstring).
 
     ``notebook`` default: ``<out>/your_data.ipynb``; ``html`` default: ``<out>/your_data.html``.
@@ -130,18 +200,22 @@ def run(model: str, data_files: Sequence[str], template: str | None = None,
     store = ResultsStore(out)
     result = ProfileResult(out)
     jobs = plan_jobs(model, template, files, references, store, n_samples, max_length, data_dir, scratch)
-    say(f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute, "
-        f"{n_samples or 'all'} samples each, into {out}")
+    say(
+        f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute, "
+        f"{n_samples or 'all'} samples each, into {out}"
+    )
     with pipeline.torch_threads(threads):
-        result.extraction = extract(model, template, jobs, store, n_samples, max_length, data_dir, device,
-                                    keep_spectra, seed, progress, say)
+        result.extraction = extract(
+            model, template, jobs, store, n_samples, max_length, data_dir, device, keep_spectra, seed, progress, say
+        )
     result.seconds["extraction"] = time.perf_counter() - started
     pipeline.ensure_kernel()
     result.notebook = Path(notebook) if notebook else out / f"{NOTEBOOK}.ipynb"
     parameters = notebook_parameters(files, model, template, n_samples, out, references, max_length, seed, n_resamples)
     say(f"executing notebooks/{NOTEBOOK}.py -> {result.notebook}")
-    result.seconds["notebook"] = pipeline.execute_notebook(root / "notebooks" / f"{NOTEBOOK}.py", result.notebook,
-                                                           parameters, cwd=root)
+    result.seconds["notebook"] = pipeline.execute_notebook(
+        root / "notebooks" / f"{NOTEBOOK}.py", result.notebook, parameters, cwd=root
+    )
     result.html = export_html(result.notebook, Path(html) if html else out / f"{NOTEBOOK}.html")
     result.seconds["total"] = time.perf_counter() - started
     return result

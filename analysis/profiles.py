@@ -84,8 +84,10 @@ def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
     reference settings of the your-data page."""
     unknown = [d for d in datasets if d not in data.REASONING_DATASETS]
     if unknown or not datasets:
-        raise ProfileError(f"reference dataset {(unknown or [''])[0]!r} has no None/Simplified/Detailed CoT files; "
-                           f"choose from {', '.join(data.REASONING_DATASETS)}")
+        raise ProfileError(
+            f"reference dataset {(unknown or [''])[0]!r} has no None/Simplified/Detailed CoT files; "
+            f"choose from {', '.join(data.REASONING_DATASETS)}"
+        )
     return tuple(c.key for c in data.conditions_matching(datasets=datasets, settings=data.COT_SETTINGS))
 
 
@@ -104,26 +106,53 @@ def quick_conditions() -> tuple[str, ...]:
     length-control view of Detailed CoT cut to the No-CoT response length.
     """
     datasets = (data.MATH_REASONING[0], data.COMMONSENSE_REASONING[0], "wiki")
-    settings = (data.COT_SETTINGS[0], data.COT_SETTINGS[-1], data.WIKI_SETTINGS[0], data.WIKI_SETTINGS[2],
-                *[s for s, reference in data.LENGTH_CONTROL_SETTINGS.items() if reference == data.COT_SETTINGS[0]])
+    settings = (
+        data.COT_SETTINGS[0],
+        data.COT_SETTINGS[-1],
+        data.WIKI_SETTINGS[0],
+        data.WIKI_SETTINGS[2],
+        *[s for s, reference in data.LENGTH_CONTROL_SETTINGS.items() if reference == data.COT_SETTINGS[0]],
+    )
     chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True)
     return tuple(c.key for c in chosen)
 
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
-        name="quick", models=OFFLINE_MODEL_NAMES, conditions=quick_conditions(), n_samples=2, max_length=128,
-        batch_size=1, token_budget=1024, device="cpu", n_resamples=200, threads=1,
+        name="quick",
+        models=OFFLINE_MODEL_NAMES,
+        conditions=quick_conditions(),
+        n_samples=2,
+        max_length=128,
+        batch_size=1,
+        token_budget=1024,
+        device="cpu",
+        n_resamples=200,
+        threads=1,
         description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens",
     ),
     "cpu": Profile(
-        name="cpu", models=OFFLINE_MODEL_NAMES, conditions=all_conditions(), n_samples=CPU_SAMPLES, max_length=1024,
-        batch_size=1, token_budget=2048, device="cpu", n_resamples=1000,
+        name="cpu",
+        models=OFFLINE_MODEL_NAMES,
+        conditions=all_conditions(),
+        n_samples=CPU_SAMPLES,
+        max_length=1024,
+        batch_size=1,
+        token_budget=2048,
+        device="cpu",
+        n_resamples=1000,
         description=f"both offline models, all 56 study and 30 length-control conditions, {CPU_SAMPLES} samples each",
     ),
     "paper": Profile(
-        name="paper", models=PAPER_MODEL_NAMES, conditions=all_conditions(), n_samples=PAPER_SAMPLES, max_length=1024,
-        batch_size=8, token_budget=8192, device="auto", n_resamples=1000,
+        name="paper",
+        models=PAPER_MODEL_NAMES,
+        conditions=all_conditions(),
+        n_samples=PAPER_SAMPLES,
+        max_length=1024,
+        batch_size=8,
+        token_budget=8192,
+        device="auto",
+        n_resamples=1000,
         description="the paper's ten models, all samples (500 per file), max_length 1024, on a GPU",
     ),
 }

@@ -54,7 +54,9 @@ class EncodedSample:
         return max(0, len(self.input_ids) - max(self.prompt_length, 1))
 
 
-def encode(tokenizer, prompt: str, response: str, max_length: int, response_token_limit: int | None = None) -> EncodedSample:
+def encode(
+    tokenizer, prompt: str, response: str, max_length: int, response_token_limit: int | None = None
+) -> EncodedSample:
     """Tokenize ``prompt + response`` truncated to ``max_length``; mask length from ``prompt``.
 
     ``response_token_limit`` keeps at most that many response tokens (the length-control

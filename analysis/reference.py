@@ -40,7 +40,10 @@ class ReferenceSample:
         """One row per (layer, projection) with ``loss`` and the statistics, as the store holds them."""
         keys = sorted(self.statistics, key=lambda key: (key[0], gradients.PROJECTIONS.index(key[1])))
         return pd.DataFrame(
-            [{"layer": layer, "proj": proj, **self.statistics[(layer, proj)], "loss": self.loss} for layer, proj in keys]
+            [
+                {"layer": layer, "proj": proj, **self.statistics[(layer, proj)], "loss": self.loss}
+                for layer, proj in keys
+            ]
         )
 
 

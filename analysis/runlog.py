@@ -50,9 +50,17 @@ class RunRecord:
     def start(cls, profile: dict, executor: str, packages: dict, data: list) -> RunRecord:
         """A new record stamped with the start time and this machine."""
         now = datetime.now(timezone.utc)
-        return cls(id=now.strftime("%Y%m%dT%H%M%S.%fZ"), started=now.isoformat(), profile=profile,
-                   executor=executor, python=sys.version.split()[0], platform=platform.platform(),
-                   cpu_count=os.cpu_count(), packages=packages, data=data)
+        return cls(
+            id=now.strftime("%Y%m%dT%H%M%S.%fZ"),
+            started=now.isoformat(),
+            profile=profile,
+            executor=executor,
+            python=sys.version.split()[0],
+            platform=platform.platform(),
+            cpu_count=os.cpu_count(),
+            packages=packages,
+            data=data,
+        )
 
     @classmethod
     def from_dict(cls, payload: dict) -> RunRecord:

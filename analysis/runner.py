@@ -65,7 +65,9 @@ def prepare_samples(
         prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
         encoded = prompts.encode(loaded.tokenizer, prompt, record.output, max_length, limits.get(index))
         if encoded.n_response_tokens == 0:
-            skips[index] = f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
+            skips[index] = (
+                f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
+            )
         else:
             prepared.append(PreparedSample(index, encoded))
     return prepared, skips
@@ -106,7 +108,10 @@ MAX_PADDING = 0.1
 
 
 def length_sorted_batches(
-    samples: list[PreparedSample], batch_size: int, token_budget: int, max_padding: float = MAX_PADDING,
+    samples: list[PreparedSample],
+    batch_size: int,
+    token_budget: int,
+    max_padding: float = MAX_PADDING,
     fits: Callable[[int, int], bool] | None = None,
 ) -> list[list[PreparedSample]]:
     """Batches of samples of similar length.
@@ -145,8 +150,19 @@ def sample_rows(
             "proj": list(gradients.PROJECTIONS) * n_layers,
         }
     )
-    for name in ("nuclear_norm", "sigma_max", "sigma_min", "sigma1_ratio", "frobenius", "effective_rank",
-                 "entry_mean", "entry_max", "entry_min", "cos_same_layer", "cos_next_layer"):
+    for name in (
+        "nuclear_norm",
+        "sigma_max",
+        "sigma_min",
+        "sigma1_ratio",
+        "frobenius",
+        "effective_rank",
+        "entry_mean",
+        "entry_max",
+        "entry_min",
+        "cos_same_layer",
+        "cos_next_layer",
+    ):
         value = stats.values.get(name)
         frame[name] = value.reshape(-1).cpu().numpy() if value is not None else math.nan
     frame["loss"] = stats.loss
@@ -179,7 +195,13 @@ class RunPlan:
 
 
 def plan_run(
-    model_name: str, template: str, spec: str, store: ResultsStore, limit: int | None, max_length: int, data_directory=None
+    model_name: str,
+    template: str,
+    spec: str,
+    store: ResultsStore,
+    limit: int | None,
+    max_length: int,
+    data_directory=None,
 ) -> RunPlan:
     """What extracting ``spec`` with this model would store, and which samples are not stored yet."""
     resolved = data.resolve(spec, data_directory)
@@ -303,8 +325,9 @@ class HalvingRetry:
     split before they are tried, so one misjudged size costs one failed pass, not one per batch.
     """
 
-    def __init__(self, loaded: models.LoadedModel, projections, pad_id: int, entry_stats: bool,
-                 keep_spectra: bool = False):
+    def __init__(
+        self, loaded: models.LoadedModel, projections, pad_id: int, entry_stats: bool, keep_spectra: bool = False
+    ):
         self.loaded = loaded
         self.projections = projections
         self.pad_id = pad_id
@@ -312,7 +335,9 @@ class HalvingRetry:
         self.keep_spectra = keep_spectra
         self.failed_positions: int | None = None  # smallest padded size that ran out of memory
 
-    def compute(self, samples: list[PreparedSample]) -> list[tuple[PreparedSample, gradients.SampleGradientStats | str]]:
+    def compute(
+        self, samples: list[PreparedSample]
+    ) -> list[tuple[PreparedSample, gradients.SampleGradientStats | str]]:
         """(sample, statistics) per sample, or (sample, reason) for one that does not fit alone."""
         positions = len(samples) * max(len(s.encoded.input_ids) for s in samples)
         if len(samples) > 1 and self.failed_positions is not None and positions >= self.failed_positions:
@@ -328,8 +353,12 @@ class HalvingRetry:
         self.failed_positions = positions if self.failed_positions is None else min(self.failed_positions, positions)
         if len(samples) == 1:
             tokens = len(samples[0].encoded.input_ids)
-            return [(samples[0], f"out of memory: one sample of {tokens} tokens does not fit on {self.loaded.device} "
-                                 f"({message})")]
+            return [
+                (
+                    samples[0],
+                    f"out of memory: one sample of {tokens} tokens does not fit on {self.loaded.device} ({message})",
+                )
+            ]
         return self._halves(samples)
 
     def _halves(self, samples: list[PreparedSample]) -> list:
@@ -338,11 +367,14 @@ class HalvingRetry:
 
     def _statistics(self, samples: list[PreparedSample]) -> list[gradients.SampleGradientStats]:
         batch = gradients.make_batch(
-            [s.encoded.input_ids for s in samples], [s.encoded.prompt_length for s in samples], self.pad_id,
+            [s.encoded.input_ids for s in samples],
+            [s.encoded.prompt_length for s in samples],
+            self.pad_id,
             self.loaded.device,
         )
-        return gradients.batch_statistics(self.loaded.model, batch, self.projections, entry_stats=self.entry_stats,
-                                          keep_spectra=self.keep_spectra)
+        return gradients.batch_statistics(
+            self.loaded.model, batch, self.projections, entry_stats=self.entry_stats, keep_spectra=self.keep_spectra
+        )
 
 
 def skip_label(reason: str) -> str:
@@ -389,7 +421,10 @@ def extract(
         plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
         check_same_data(store, plan)
         summary = ConditionSummary(
-            loaded.name, plan.identity["condition"], plan.requested, plan.requested - len(plan.todo),
+            loaded.name,
+            plan.identity["condition"],
+            plan.requested,
+            plan.requested - len(plan.todo),
             sha256_ok=plan.resolved.sha256_ok,
         )
         if not plan.todo:
@@ -407,8 +442,12 @@ def extract(
             store.write(plan.key, rows, skips)
 
         started = time.perf_counter()
-        bar = tqdm(total=len(plan.todo), desc=f"{models.model_slug(loaded.name)} {plan.identity['condition']}",
-                   unit="sample", disable=not progress)
+        bar = tqdm(
+            total=len(plan.todo),
+            desc=f"{models.model_slug(loaded.name)} {plan.identity['condition']}",
+            unit="sample",
+            disable=not progress,
+        )
         try:
             since_flush = 0
             for rows, skipped in compute_samples(

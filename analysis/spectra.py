@@ -211,7 +211,9 @@ class LayerFactors:
         return all_finite(self.g) & self.inputs.finite_layers()
 
 
-def frobenius_inner(a: LayerFactors, b: LayerFactors, a_layers: slice = slice(None), b_layers: slice = slice(None)) -> torch.Tensor:
+def frobenius_inner(
+    a: LayerFactors, b: LayerFactors, a_layers: slice = slice(None), b_layers: slice = slice(None)
+) -> torch.Tensor:
     """<G_a, G_b>_F per layer for gradients of one sample (same T and shape).
 
     From factors it is sum((g_a g_b^T) * (x_a x_b^T)) over T x T matrices; from dense

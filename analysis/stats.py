@@ -35,17 +35,26 @@ def paired_test(x: np.ndarray, y: np.ndarray) -> dict:
         raise ValueError(f"paired samples need the same shape: {x.shape} vs {y.shape}")
     d = (x - y)[np.isfinite(x) & np.isfinite(y)]
     nonzero = d[d != 0]
-    out = {"n": int(d.size), "n_nonzero": int(nonzero.size), "statistic": np.nan,
-           "p_value": np.nan, "rank_biserial": np.nan,
-           "median_difference": float(np.median(d)) if d.size else np.nan, "reason": None}
+    out = {
+        "n": int(d.size),
+        "n_nonzero": int(nonzero.size),
+        "statistic": np.nan,
+        "p_value": np.nan,
+        "rank_biserial": np.nan,
+        "median_difference": float(np.median(d)) if d.size else np.nan,
+        "reason": None,
+    }
     if nonzero.size == 0:
         out["reason"] = "no non-zero paired difference"
         return out
     ranks = sps.rankdata(np.abs(nonzero))
     w_plus, w_minus = ranks[nonzero > 0].sum(), ranks[nonzero < 0].sum()
     result = sps.wilcoxon(nonzero)
-    out.update(statistic=float(result.statistic), p_value=float(result.pvalue),
-               rank_biserial=float((w_plus - w_minus) / (w_plus + w_minus)))
+    out.update(
+        statistic=float(result.statistic),
+        p_value=float(result.pvalue),
+        rank_biserial=float((w_plus - w_minus) / (w_plus + w_minus)),
+    )
     return out
 
 
@@ -104,8 +113,9 @@ def _separability_features(df: pd.DataFrame, stat: str) -> tuple[pd.DataFrame, i
     return wide[complete], int((~complete).sum())
 
 
-def _out_of_fold_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_folds: int,
-                        seed: int) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
+def _out_of_fold_scores(
+    x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_folds: int, seed: int
+) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
     """Out-of-fold logistic-regression scores, out-of-fold scores of the single feature chosen
     on each training fold, and the chosen feature indices; None if a fold lacks a class."""
     oof_model = np.full(y.size, np.nan)
@@ -126,9 +136,18 @@ def _out_of_fold_scores(x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_fold
     return oof_model, oof_single, chosen
 
 
-def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
-                 stat: str = "nuclear_norm", n_splits: int = 5, n_resamples: int = 1000,
-                 seed: int = 0, level: float = bootstrap.LEVEL, excluded=()) -> dict:
+def separability(
+    df: pd.DataFrame,
+    model: str,
+    dataset: str,
+    setting: str,
+    stat: str = "nuclear_norm",
+    n_splits: int = 5,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = bootstrap.LEVEL,
+    excluded=(),
+) -> dict:
     """Can one sample's layer statistics tell a correct response from an irrelevant one?
 
     Features: `stat` of every (projection, layer) of one sample (log-scaled when all positive);
@@ -145,13 +164,31 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
     Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
     """
-    rows = df[(df["model"] == model) & (df["dataset"] == dataset) & (df["setting"] == setting)
-              & ~df["sample_index"].isin(list(excluded))]
-    out = {"model": model, "dataset": dataset, "setting": setting, "stat": stat,
-           "n_samples": 0, "n_rows": 0, "n_dropped": 0, "n_folds": 0,
-           "auroc": np.nan, "auroc_low": np.nan, "auroc_high": np.nan, "auroc_draws": None,
-           "best_feature_auroc": np.nan, "best_feature": None,
-           "best_feature_auroc_in_sample": np.nan, "best_feature_in_sample": None, "reason": None}
+    rows = df[
+        (df["model"] == model)
+        & (df["dataset"] == dataset)
+        & (df["setting"] == setting)
+        & ~df["sample_index"].isin(list(excluded))
+    ]
+    out = {
+        "model": model,
+        "dataset": dataset,
+        "setting": setting,
+        "stat": stat,
+        "n_samples": 0,
+        "n_rows": 0,
+        "n_dropped": 0,
+        "n_folds": 0,
+        "auroc": np.nan,
+        "auroc_low": np.nan,
+        "auroc_high": np.nan,
+        "auroc_draws": None,
+        "best_feature_auroc": np.nan,
+        "best_feature": None,
+        "best_feature_auroc_in_sample": np.nan,
+        "best_feature_in_sample": None,
+        "reason": None,
+    }
     if rows.empty:
         return {**out, "reason": "no rows for this model, dataset and setting"}
     wide, n_dropped = _separability_features(rows, stat)
@@ -163,8 +200,9 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
     names = [f"{proj}{layer}" for proj, layer in wide.columns]
     per_class = [np.unique(groups[y == c]).size for c in (0, 1)]
     n_folds = min(n_splits, *per_class)
-    out.update(n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped,
-               n_folds=int(max(n_folds, 0)))
+    out.update(
+        n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped, n_folds=int(max(n_folds, 0))
+    )
     if min(per_class) == 0:
         return {**out, "reason": "needs both correct and irrelevant responses"}
     if n_folds < 2:
@@ -172,8 +210,7 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
 
     in_sample = _column_aurocs(x, y)
     j = int(np.argmax(np.abs(in_sample - 0.5)))
-    out.update(best_feature_in_sample=names[j],
-               best_feature_auroc_in_sample=float(max(in_sample[j], 1 - in_sample[j])))
+    out.update(best_feature_in_sample=names[j], best_feature_auroc_in_sample=float(max(in_sample[j], 1 - in_sample[j])))
 
     # The fits are small: BLAS threads only add contention, on a busy machine by tens of times.
     with threadpool_limits(1):
@@ -189,9 +226,14 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str,
     n = out["n_samples"]
     low, high = bootstrap.t_interval(auroc, draws, n, n - 1, level)
     values, counts = np.unique(chosen, return_counts=True)
-    out.update(auroc=auroc, auroc_low=low, auroc_high=high, auroc_draws=draws,
-               best_feature_auroc=float(weighted_auroc(oof_single, y)),
-               best_feature=str(values[np.argmax(counts)]))
+    out.update(
+        auroc=auroc,
+        auroc_low=low,
+        auroc_high=high,
+        auroc_draws=draws,
+        best_feature_auroc=float(weighted_auroc(oof_single, y)),
+        best_feature=str(values[np.argmax(counts)]),
+    )
     return out
 
 
@@ -207,11 +249,12 @@ def per_sample_means(df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool
     n_response_tokens.
     """
     keys = CONDITION_COLUMNS + ["sample_index"] + (["proj"] if by_proj else [])
-    per_sample = (df.assign(_nan=df[stat].isna())
-                  .groupby(keys, sort=True)
-                  .agg(value=(stat, "mean"), _nan=("_nan", "sum"),
-                       n_response_tokens=("n_response_tokens", "first"))
-                  .reset_index())
+    per_sample = (
+        df.assign(_nan=df[stat].isna())
+        .groupby(keys, sort=True)
+        .agg(value=(stat, "mean"), _nan=("_nan", "sum"), n_response_tokens=("n_response_tokens", "first"))
+        .reset_index()
+    )
     condition_keys = CONDITION_COLUMNS + (["proj"] if by_proj else [])
     least = per_sample.groupby(condition_keys)["_nan"].transform("min")
     return per_sample[per_sample["_nan"] == least].drop(columns="_nan").reset_index(drop=True)
@@ -238,8 +281,9 @@ def _ols(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray | None, float]:
     return coef, float(r2)
 
 
-def length_regression(df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool = False,
-                      log_y: bool = True) -> pd.DataFrame:
+def length_regression(
+    df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool = False, log_y: bool = True
+) -> pd.DataFrame:
     """Is the gap in gradient size between settings only a response-length effect?
 
     Per (model, dataset, responses[, proj]), over the samples of all its settings, y = log of a
@@ -277,19 +321,40 @@ def length_regression(df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: boo
         both, r2_both = _ols(np.column_stack([ones, x, dummies]), y)
         fits = {"length only": length_only, "setting only": setting_only, "length and setting": both}
         reasons = [name for name, fit in fits.items() if fit is None]
-        base.update(reference_setting=settings[0] if settings else None,
-                    slope_length_only=np.nan if length_only is None else float(length_only[1]),
-                    r2_length_only=r2_length, r2_setting_only=r2_setting,
-                    slope_with_setting=np.nan if both is None else float(both[1]),
-                    r2_with_setting=r2_both,
-                    reason=("unidentified: " + ", ".join(reasons)) if reasons else None)
+        base.update(
+            reference_setting=settings[0] if settings else None,
+            slope_length_only=np.nan if length_only is None else float(length_only[1]),
+            r2_length_only=r2_length,
+            r2_setting_only=r2_setting,
+            slope_with_setting=np.nan if both is None else float(both[1]),
+            r2_with_setting=r2_both,
+            reason=("unidentified: " + ", ".join(reasons)) if reasons else None,
+        )
         for i, setting in enumerate(settings[1:] or [None]):
             alone = np.nan if setting is None or setting_only is None else float(setting_only[1 + i])
             adjusted = np.nan if setting is None or both is None else float(both[2 + i])
-            rows.append({**base, "setting": setting, "coef_setting_only": alone,
-                         "coef_with_length": adjusted, "coef_change": adjusted - alone})
-    columns = group_keys + ["n_samples", "reference_setting", "setting", "slope_length_only",
-                            "r2_length_only", "coef_setting_only", "r2_setting_only",
-                            "slope_with_setting", "coef_with_length", "r2_with_setting",
-                            "coef_change", "n_dropped", "reason"]
+            rows.append(
+                {
+                    **base,
+                    "setting": setting,
+                    "coef_setting_only": alone,
+                    "coef_with_length": adjusted,
+                    "coef_change": adjusted - alone,
+                }
+            )
+    columns = group_keys + [
+        "n_samples",
+        "reference_setting",
+        "setting",
+        "slope_length_only",
+        "r2_length_only",
+        "coef_setting_only",
+        "r2_setting_only",
+        "slope_with_setting",
+        "coef_with_length",
+        "r2_with_setting",
+        "coef_change",
+        "n_dropped",
+        "reason",
+    ]
     return pd.DataFrame(rows, columns=columns)

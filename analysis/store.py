@@ -20,10 +20,10 @@ import fcntl
 import json
 import os
 import uuid
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterator
 
 import pandas as pd
 import pyarrow as pa
@@ -33,7 +33,18 @@ import pyarrow.parquet as pq
 FORMAT = "layer-gradient-results"
 VERSION = 1
 KEY_COLUMNS = ("model", "condition", "max_length", "template", "sample_index", "layer", "proj")
-SKIP_COLUMNS = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template", "sample_index", "reason")
+SKIP_COLUMNS = (
+    "model",
+    "condition",
+    "dataset",
+    "setting",
+    "responses",
+    "source_file",
+    "max_length",
+    "template",
+    "sample_index",
+    "reason",
+)
 
 
 class StoreError(RuntimeError):
@@ -56,7 +67,13 @@ class RunKey:
     template: str
 
     def relative_dir(self) -> Path:
-        return Path(self.model_slug, self.dataset, self.setting or "-", self.responses or "-", f"ml{self.max_length}-{self.template}")
+        return Path(
+            self.model_slug,
+            self.dataset,
+            self.setting or "-",
+            self.responses or "-",
+            f"ml{self.max_length}-{self.template}",
+        )
 
 
 class ResultsStore:

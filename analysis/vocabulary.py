@@ -28,14 +28,24 @@ REASONING_FAMILIES = (MATH, COMMONSENSE)
 FAMILY_LABELS = {MATH: "math reasoning", COMMONSENSE: "commonsense reasoning", WIKI: "Wiki knowledge"}
 DATASET_ORDER = (*data.MATH_REASONING, *data.COMMONSENSE_REASONING, WIKI_DATASET)
 
-SETTING_LABELS = {"none": "None CoT", "simplified": "Simplified CoT", "detailed": "Detailed CoT",
-                  "len100": "Wiki ~100 words", "len500": "Wiki ~500 words",
-                  "len1000": "Wiki ~1000 words", "unpopular": "Wiki unpopular",
-                  "detailed_cut_simplified": "Detailed CoT cut to simplified length",
-                  "detailed_cut_none": "Detailed CoT cut to no-CoT length"}
-STAT_LABELS = {"nuclear_norm": "nuclear norm", "sigma1_ratio": "s1 / nuclear norm",
-               "effective_rank": "effective rank", "sigma_max": "largest singular value",
-               "frobenius": "Frobenius norm"}
+SETTING_LABELS = {
+    "none": "None CoT",
+    "simplified": "Simplified CoT",
+    "detailed": "Detailed CoT",
+    "len100": "Wiki ~100 words",
+    "len500": "Wiki ~500 words",
+    "len1000": "Wiki ~1000 words",
+    "unpopular": "Wiki unpopular",
+    "detailed_cut_simplified": "Detailed CoT cut to simplified length",
+    "detailed_cut_none": "Detailed CoT cut to no-CoT length",
+}
+STAT_LABELS = {
+    "nuclear_norm": "nuclear norm",
+    "sigma1_ratio": "s1 / nuclear norm",
+    "effective_rank": "effective rank",
+    "sigma_max": "largest singular value",
+    "frobenius": "Frobenius norm",
+}
 
 
 def family_of(dataset: str) -> str:

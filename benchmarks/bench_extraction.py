@@ -41,13 +41,20 @@ DEFAULT_CASES = [
     ("smollm2-135m-instruct", ["aqua/none/correct"], "None CoT"),
     ("gemma-3-270m", ["aqua/detailed/correct"], "Detailed CoT"),
     ("gemma-3-270m", ["aqua/none/correct"], "None CoT"),
-    ("smollm2-135m-instruct", ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"], "mixed: all AQuA settings"),
+    (
+        "smollm2-135m-instruct",
+        ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"],
+        "mixed: all AQuA settings",
+    ),
 ]
 
 
 # The performance targets: project/floor on every case; baseline/project on SmolLM2 by setting.
 PROJECT_OVER_FLOOR_TARGET = 1.10
-BASELINE_OVER_PROJECT_TARGETS = {("smollm2-135m-instruct", "Detailed CoT"): 1.6, ("smollm2-135m-instruct", "None CoT"): 4.0}
+BASELINE_OVER_PROJECT_TARGETS = {
+    ("smollm2-135m-instruct", "Detailed CoT"): 1.6,
+    ("smollm2-135m-instruct", "None CoT"): 4.0,
+}
 CACHED_LOAD_TARGET_SECONDS = 5.0
 
 
@@ -71,7 +78,9 @@ def cached_load_seconds(model: str, template: str | None, device: str) -> dict:
         "print(json.dumps({'load_seconds': loaded.load_seconds, 'process_seconds': time.perf_counter() - started}))"
     )
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-c", code, model, template or "", device], capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", code, model, template or "", device], capture_output=True, text=True, check=True
+    )
     result = json.loads(done.stdout.strip().splitlines()[-1])
     result["wall_seconds"] = time.perf_counter() - started
     result["target_seconds"] = CACHED_LOAD_TARGET_SECONDS
@@ -167,7 +176,7 @@ def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> 
     memory = {name: 0.0 for name in methods}
     order = list(methods)
     for repeat in range(repeats):
-        for name in order[repeat % 3:] + order[: repeat % 3]:
+        for name in order[repeat % 3 :] + order[: repeat % 3]:
             with PeakMemory(loaded.device) as peak:
                 started = time.perf_counter()
                 methods[name]()
@@ -208,9 +217,14 @@ def main(argv=None) -> int:
         cases = [c for c in DEFAULT_CASES if not args.model or c[0] in args.model]
     scratch = ResultsStore(Path(args.out).parent / ".bench-store")
     payload = {
-        "machine": {"platform": platform.platform(), "processor": platform.processor(), "cpus": psutil.cpu_count(),
-                    "torch": torch.__version__, "threads": torch.get_num_threads(),
-                    "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None},
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.processor(),
+            "cpus": psutil.cpu_count(),
+            "torch": torch.__version__,
+            "threads": torch.get_num_threads(),
+            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        },
         "samples_per_condition": args.samples,
         "repeats": args.repeats,
         "max_length": args.max_length,
@@ -222,17 +236,30 @@ def main(argv=None) -> int:
         if loaded is None or loaded.name != model_name:
             loaded = models.load(model_name, args.template, args.device)  # converts and caches an offline model once
             payload["cached_loads"][model_name] = load = cached_load_seconds(model_name, args.template, args.device)
-            print(f"{model_name:24} cached load {load['load_seconds']:.2f} s in models.load, "
-                  f"{load['process_seconds']:.2f} s for a fresh process", flush=True)
+            print(
+                f"{model_name:24} cached load {load['load_seconds']:.2f} s in models.load, "
+                f"{load['process_seconds']:.2f} s for a fresh process",
+                flush=True,
+            )
         case = run_case(loaded, specs, args.samples, args.repeats, args.data_dir, args.max_length, scratch)
-        case.update({"model": model_name, "case": label, "conditions": specs, "device": str(loaded.device),
-                     "targets": targets_of(model_name, label)})
+        case.update(
+            {
+                "model": model_name,
+                "case": label,
+                "conditions": specs,
+                "device": str(loaded.device),
+                "targets": targets_of(model_name, label),
+            }
+        )
         payload["cases"].append(case)
         Path(args.out).write_text(json.dumps(payload, indent=2))  # each finished case is kept
         s = case["seconds_per_sample"]
-        print(f"{model_name:24} {label:26} baseline {s['baseline']:.3f}  project {s['project']:.3f}  floor {s['floor']:.3f} s/sample | "
-              f"baseline/project {case['baseline_over_project']:.2f}  project/floor {case['project_over_floor']:.2f} | "
-              f"max rel diff {case['max_relative_difference']:.1e}", flush=True)
+        print(
+            f"{model_name:24} {label:26} baseline {s['baseline']:.3f}  project {s['project']:.3f}  floor {s['floor']:.3f} s/sample | "
+            f"baseline/project {case['baseline_over_project']:.2f}  project/floor {case['project_over_floor']:.2f} | "
+            f"max rel diff {case['max_relative_difference']:.1e}",
+            flush=True,
+        )
     print(f"written {args.out}")
     return 0
 

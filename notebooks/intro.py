@@ -35,8 +35,17 @@ from analysis.report import sections
 from analysis.report.display import show_markdown
 from analysis.report.page import Page
 
-page = Page.open("intro", models=models, conditions=conditions, n_samples=n_samples, max_length=max_length,
-                 results_dir=results_dir, data_dir=data_dir, seed=seed, n_resamples=n_resamples)
+page = Page.open(
+    "intro",
+    models=models,
+    conditions=conditions,
+    n_samples=n_samples,
+    max_length=max_length,
+    results_dir=results_dir,
+    data_dir=data_dir,
+    seed=seed,
+    n_resamples=n_resamples,
+)
 
 # %% [markdown]
 # ## The answers at a glance

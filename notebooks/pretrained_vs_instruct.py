@@ -35,17 +35,28 @@ from analysis.report import sections, tables
 from analysis.report.display import show_markdown, show_table
 from analysis.report.page import Page
 
-page = Page.open("pretrained_vs_instruct", models=models, conditions=conditions, n_samples=n_samples,
-                 max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
-                 n_resamples=n_resamples)
+page = Page.open(
+    "pretrained_vs_instruct",
+    models=models,
+    conditions=conditions,
+    n_samples=n_samples,
+    max_length=max_length,
+    results_dir=results_dir,
+    data_dir=data_dir,
+    seed=seed,
+    n_resamples=n_resamples,
+)
 
 # %% [markdown]
 # ## Which models are compared
 
 # %% tags=["remove-input"]
 show_markdown(page.coverage())
-show_table(tables.pairs_table(page.pairs, page.results.templates, {m: cd.n_layers for m, cd in page.draws.items()}),
-           empty="No base and instruct model pair is present.", by=None)
+show_table(
+    tables.pairs_table(page.pairs, page.results.templates, {m: cd.n_layers for m, cd in page.draws.items()}),
+    empty="No base and instruct model pair is present.",
+    by=None,
+)
 show_markdown(tables.confound_statement(page.pairs))
 
 # %% [markdown]

@@ -35,14 +35,23 @@ from analysis.report import provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, load_results
 
-params = parameters.validate("reproducibility", models=models, conditions=conditions, n_samples=n_samples,
-                             max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
-                             n_resamples=n_resamples)
+params = parameters.validate(
+    "reproducibility",
+    models=models,
+    conditions=conditions,
+    n_samples=n_samples,
+    max_length=max_length,
+    results_dir=results_dir,
+    data_dir=data_dir,
+    seed=seed,
+    n_resamples=n_resamples,
+)
 benchmarks = parameters.optional_path("benchmarks_file", benchmarks_file)
 runs = runlog.read(params.results_dir)
 run = runs[-1] if runs else None
-results = load_results(params.results_dir, params.models, params.conditions, params.max_length, params.n_samples,
-                       params.data_dir)
+results = load_results(
+    params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
+)
 
 # %% [markdown]
 # ## The run
@@ -114,8 +123,12 @@ show_table(provenance.package_table(run, pipeline.package_versions()))
 
 # %% tags=["remove-input"]
 benchmark = provenance.benchmark_table(benchmarks) if benchmarks else None
-show_table(benchmark, empty=f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
-           "`make benchmark` writes `benchmarks/results.json`.", by=None)
+show_table(
+    benchmark,
+    empty=f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
+    "`make benchmark` writes `benchmarks/results.json`.",
+    by=None,
+)
 
 # %% [markdown]
 # ## How a page is made

@@ -36,9 +36,18 @@ from analysis.report import sections, tables
 from analysis.report.display import show_markdown, show_table
 from analysis.report.page import Page
 
-page = Page.open("summary", stats=("nuclear_norm",), models=models, conditions=conditions, n_samples=n_samples,
-                 max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
-                 n_resamples=n_resamples)
+page = Page.open(
+    "summary",
+    stats=("nuclear_norm",),
+    models=models,
+    conditions=conditions,
+    n_samples=n_samples,
+    max_length=max_length,
+    results_dir=results_dir,
+    data_dir=data_dir,
+    seed=seed,
+    n_resamples=n_resamples,
+)
 
 # %% [markdown]
 # ## The claims
@@ -80,5 +89,7 @@ show_markdown(page.coverage())
 # indicative only). It is compared here when that model's results are stored.
 
 # %% tags=["remove-input"]
-show_table(tables.reported_mad_comparison(page.draws),
-           empty="Qwen/Qwen2-1.5B is not among the stored models (it runs in the paper profile).")
+show_table(
+    tables.reported_mad_comparison(page.draws),
+    empty="Qwen/Qwen2-1.5B is not among the stored models (it runs in the paper profile).",
+)

@@ -36,8 +36,17 @@ from analysis.report import sections
 from analysis.report.display import show_markdown
 from analysis.report.page import Page
 
-page = Page.open("wiki_knowledge", models=models, conditions=conditions, n_samples=n_samples, max_length=max_length,
-                 results_dir=results_dir, data_dir=data_dir, seed=seed, n_resamples=n_resamples)
+page = Page.open(
+    "wiki_knowledge",
+    models=models,
+    conditions=conditions,
+    n_samples=n_samples,
+    max_length=max_length,
+    results_dir=results_dir,
+    data_dir=data_dir,
+    seed=seed,
+    n_resamples=n_resamples,
+)
 
 # %% tags=["remove-input"]
 show_markdown(page.coverage())
@@ -112,4 +121,3 @@ regression = sections.length_regression(page)
 
 # %% tags=["remove-input", "hide-output"]
 sections.tables_length_regression(regression)
-

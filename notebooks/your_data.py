@@ -39,8 +39,17 @@ from analysis.report import your_data as page_data
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 
 page_data.check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples)
-page = page_data.YourData.open(data_files, model, resolve_template(model, template), n_samples, results_dir,
-                               reference_conditions, max_length=max_length, seed=seed, n_resamples=n_resamples)
+page = page_data.YourData.open(
+    data_files,
+    model,
+    resolve_template(model, template),
+    n_samples,
+    results_dir,
+    reference_conditions,
+    max_length=max_length,
+    seed=seed,
+    n_resamples=n_resamples,
+)
 
 # %% tags=["remove-input"]
 show_markdown(page_data.coverage_text(page))
@@ -54,10 +63,14 @@ show_markdown(page_data.coverage_text(page))
 
 # %% tags=["remove-input"]
 for file in page.files:
-    show_figure(page_data.overlay_figure(page, file, "nuclear_norm"),
-                alt=f"{file.label}: nuclear norm per layer over the reference settings")
-    show_figure(page_data.overlay_figure(page, file, "effective_rank"),
-                alt=f"{file.label}: effective rank per layer over the reference settings")
+    show_figure(
+        page_data.overlay_figure(page, file, "nuclear_norm"),
+        alt=f"{file.label}: nuclear norm per layer over the reference settings",
+    )
+    show_figure(
+        page_data.overlay_figure(page, file, "effective_rank"),
+        alt=f"{file.label}: effective rank per layer over the reference settings",
+    )
 
 # %% [markdown]
 # ## Levels, differences across layers and similarities

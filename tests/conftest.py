@@ -43,15 +43,30 @@ def tiny_model(kind: str, vocab_size: int = 110, layers: int = 3):
     if kind == "llama":
         from transformers import LlamaConfig, LlamaForCausalLM
 
-        config = LlamaConfig(vocab_size=vocab_size, hidden_size=48, intermediate_size=64, num_hidden_layers=layers,
-                             num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096)
+        config = LlamaConfig(
+            vocab_size=vocab_size,
+            hidden_size=48,
+            intermediate_size=64,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=2,
+            max_position_embeddings=4096,
+        )
         model = LlamaForCausalLM(config)
     elif kind == "gemma3":
         from transformers import Gemma3ForCausalLM, Gemma3TextConfig
 
-        config = Gemma3TextConfig(vocab_size=vocab_size, hidden_size=48, intermediate_size=64, num_hidden_layers=layers,
-                                  num_attention_heads=4, num_key_value_heads=1, head_dim=16, max_position_embeddings=4096,
-                                  sliding_window=16)
+        config = Gemma3TextConfig(
+            vocab_size=vocab_size,
+            hidden_size=48,
+            intermediate_size=64,
+            num_hidden_layers=layers,
+            num_attention_heads=4,
+            num_key_value_heads=1,
+            head_dim=16,
+            max_position_embeddings=4096,
+            sliding_window=16,
+        )
         model = Gemma3ForCausalLM(config)
     else:
         raise ValueError(kind)
@@ -95,5 +110,11 @@ def quick_book(tmp_path_factory, study_data_dir):
     from analysis import pipeline
 
     root = tmp_path_factory.mktemp("quick-run")
-    return pipeline.run_profile("quick", results_dir=root / "results", data_dir=study_data_dir,
-                                book_root=root / "site", progress=False, say=lambda _: None)
+    return pipeline.run_profile(
+        "quick",
+        results_dir=root / "results",
+        data_dir=study_data_dir,
+        book_root=root / "site",
+        progress=False,
+        say=lambda _: None,
+    )

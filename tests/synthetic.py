@@ -8,23 +8,36 @@ import numpy as np
 import pandas as pd
 
 PROJS = ("q", "k", "v", "o")
-TYPICAL_TOKENS = {"none": 4, "simplified": 60, "detailed": 300, "len100": 130, "len500": 650,
-                  "len1000": 1300, "unpopular": 600, "detailed_cut_simplified": 60,
-                  "detailed_cut_none": 4}
+TYPICAL_TOKENS = {
+    "none": 4,
+    "simplified": 60,
+    "detailed": 300,
+    "len100": 130,
+    "len500": 650,
+    "len1000": 1300,
+    "unpopular": 600,
+    "detailed_cut_simplified": 60,
+    "detailed_cut_none": 4,
+}
 
 Curve = Callable[[str, str, str, str, str, np.ndarray], np.ndarray]
 
 
-def rising_curve(model: str, dataset: str, setting: str, responses: str, proj: str,
-                 layers: np.ndarray) -> np.ndarray:
+def rising_curve(model: str, dataset: str, setting: str, responses: str, proj: str, layers: np.ndarray) -> np.ndarray:
     """The same gently rising curve for every condition."""
     return 1.0 + 0.05 * layers
 
 
-def make_results(conditions: Iterable[tuple[str, str, str]],
-                 models: dict[str, tuple[str, int]] | None = None, n_samples: int = 8,
-                 curve: Curve = rising_curve, noise: float = 0.02, sample_sd: float = 0.0,
-                 length_exponent: float = 0.0, seed: int = 0) -> pd.DataFrame:
+def make_results(
+    conditions: Iterable[tuple[str, str, str]],
+    models: dict[str, tuple[str, int]] | None = None,
+    n_samples: int = 8,
+    curve: Curve = rising_curve,
+    noise: float = 0.02,
+    sample_sd: float = 0.0,
+    length_exponent: float = 0.0,
+    seed: int = 0,
+) -> pd.DataFrame:
     """Long results table: one row per (model, condition, sample, layer, projection).
 
     conditions: (dataset, setting, responses) triples. models: name -> (template, n_layers).
@@ -37,34 +50,55 @@ def make_results(conditions: Iterable[tuple[str, str, str]],
     for model, (template, n_layers) in models.items():
         for dataset, setting, responses in conditions:
             layers = np.arange(n_layers)
-            sample, layer, proj = (a.ravel() for a in np.meshgrid(
-                np.arange(n_samples), layers, np.arange(len(PROJS)), indexing="ij"))
-            curves = np.stack([np.asarray(curve(model, dataset, setting, responses, p, layers),
-                                          dtype=float) for p in PROJS])
-            tokens = np.maximum(1, np.round(TYPICAL_TOKENS.get(setting, 100)
-                                            * np.exp(0.3 * rng.standard_normal(n_samples))))
-            scale = tokens ** length_exponent * np.exp(sample_sd * rng.standard_normal(n_samples))
-            nuclear = (curves[proj, layer] * scale[sample]
-                       * np.exp(noise * rng.standard_normal(sample.size)))
+            sample, layer, proj = (
+                a.ravel() for a in np.meshgrid(np.arange(n_samples), layers, np.arange(len(PROJS)), indexing="ij")
+            )
+            curves = np.stack(
+                [np.asarray(curve(model, dataset, setting, responses, p, layers), dtype=float) for p in PROJS]
+            )
+            tokens = np.maximum(
+                1, np.round(TYPICAL_TOKENS.get(setting, 100) * np.exp(0.3 * rng.standard_normal(n_samples)))
+            )
+            scale = tokens**length_exponent * np.exp(sample_sd * rng.standard_normal(n_samples))
+            nuclear = curves[proj, layer] * scale[sample] * np.exp(noise * rng.standard_normal(sample.size))
             condition = f"{dataset}/{setting}/{responses}"
-            pieces.append(pd.DataFrame({
-                "model": model, "dataset": dataset, "setting": setting, "responses": responses,
-                "condition": condition, "source_file": f"{condition}.json",
-                "sample_index": sample, "layer": layer, "proj": np.array(PROJS)[proj],
-                "nuclear_norm": nuclear, "sigma_max": 0.3 * nuclear, "sigma_min": 1e-3 * nuclear,
-                "sigma1_ratio": 0.3 + 0.001 * layer, "frobenius": 0.5 * nuclear,
-                "effective_rank": 10.0 + 0.1 * layer, "entry_mean": 0.0,
-                "entry_max": 0.01 * nuclear, "entry_min": -0.01 * nuclear,
-                "cos_same_layer": np.where(proj < 2, 0.5, np.nan),
-                "cos_next_layer": np.where(layer < n_layers - 1, 0.8, np.nan),
-                "loss": 1.0 + 0.1 * sample, "n_tokens": tokens[sample] + 20,
-                "n_response_tokens": tokens[sample].astype(int), "max_length": 1024,
-                "template": template, "n_layers": n_layers,
-            }))
+            pieces.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "dataset": dataset,
+                        "setting": setting,
+                        "responses": responses,
+                        "condition": condition,
+                        "source_file": f"{condition}.json",
+                        "sample_index": sample,
+                        "layer": layer,
+                        "proj": np.array(PROJS)[proj],
+                        "nuclear_norm": nuclear,
+                        "sigma_max": 0.3 * nuclear,
+                        "sigma_min": 1e-3 * nuclear,
+                        "sigma1_ratio": 0.3 + 0.001 * layer,
+                        "frobenius": 0.5 * nuclear,
+                        "effective_rank": 10.0 + 0.1 * layer,
+                        "entry_mean": 0.0,
+                        "entry_max": 0.01 * nuclear,
+                        "entry_min": -0.01 * nuclear,
+                        "cos_same_layer": np.where(proj < 2, 0.5, np.nan),
+                        "cos_next_layer": np.where(layer < n_layers - 1, 0.8, np.nan),
+                        "loss": 1.0 + 0.1 * sample,
+                        "n_tokens": tokens[sample] + 20,
+                        "n_response_tokens": tokens[sample].astype(int),
+                        "max_length": 1024,
+                        "template": template,
+                        "n_layers": n_layers,
+                    }
+                )
+            )
     return pd.concat(pieces, ignore_index=True)
 
 
-def reasoning_conditions(dataset: str, settings=("none", "simplified", "detailed"),
-                         responses=("correct", "irrelevant")) -> list[tuple[str, str, str]]:
+def reasoning_conditions(
+    dataset: str, settings=("none", "simplified", "detailed"), responses=("correct", "irrelevant")
+) -> list[tuple[str, str, str]]:
     """All (dataset, setting, responses) triples of one dataset."""
     return [(dataset, s, r) for s in settings for r in responses]

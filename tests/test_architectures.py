@@ -46,10 +46,15 @@ def llama2(vocab: int):
 def llama31(vocab: int):
     from transformers import LlamaConfig, LlamaForCausalLM
 
-    rope = {"rope_type": "llama3", "rope_theta": 500000.0, "factor": 8.0, "low_freq_factor": 1.0,
-            "high_freq_factor": 4.0, "original_max_position_embeddings": 64}
-    config = LlamaConfig(vocab_size=vocab, num_attention_heads=4, num_key_value_heads=1, rope_parameters=rope,
-                         **SMALL)
+    rope = {
+        "rope_type": "llama3",
+        "rope_theta": 500000.0,
+        "factor": 8.0,
+        "low_freq_factor": 1.0,
+        "high_freq_factor": 4.0,
+        "original_max_position_embeddings": 64,
+    }
+    config = LlamaConfig(vocab_size=vocab, num_attention_heads=4, num_key_value_heads=1, rope_parameters=rope, **SMALL)
     return LlamaForCausalLM(config)
 
 
@@ -58,10 +63,21 @@ def gemma2(vocab: int, sliding_window: int = SLIDING_WINDOW):
 
     # Soft-capping thresholds low enough for a random model's logits to reach them (the real
     # models' 50 and 30 act on logits that large), and a query scaling that is not head_dim.
-    config = Gemma2Config(vocab_size=vocab, num_attention_heads=4, num_key_value_heads=2, head_dim=16,
-                          query_pre_attn_scalar=12, attn_logit_softcapping=1.0, final_logit_softcapping=2.0,
-                          sliding_window=sliding_window, initializer_range=0.2, pad_token_id=0, bos_token_id=1,
-                          eos_token_id=2, **SMALL)
+    config = Gemma2Config(
+        vocab_size=vocab,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        head_dim=16,
+        query_pre_attn_scalar=12,
+        attn_logit_softcapping=1.0,
+        final_logit_softcapping=2.0,
+        sliding_window=sliding_window,
+        initializer_range=0.2,
+        pad_token_id=0,
+        bos_token_id=1,
+        eos_token_id=2,
+        **SMALL,
+    )
     return Gemma2ForCausalLM(config)
 
 
@@ -72,8 +88,11 @@ EXPECTED_ATTENTION = {"qwen2": "sdpa", "llama2": "sdpa", "llama3.1": "sdpa", "ge
 RECORDS = [
     {"instruction": "What is 12 times 7?", "input": "", "output": "12 times 7 is 84, so the answer is 84."},
     {"instruction": "Name a prime.", "input": "", "output": "Seven."},
-    {"instruction": "Is the sky green? Answer yes or no.", "input": "",
-     "output": "No. The sky looks blue on a clear day because air scatters short wavelengths more."},
+    {
+        "instruction": "Is the sky green? Answer yes or no.",
+        "input": "",
+        "output": "No. The sky looks blue on a clear day because air scatters short wavelengths more.",
+    },
     {"instruction": "Add 3 and 4.", "input": "", "output": "3 + 4 = 7. The final answer is 7."},
     {"instruction": "Say hello.", "input": "", "output": "Hello there, friend!"},
 ]
@@ -126,8 +145,9 @@ def test_loads_with_the_attention_that_computes_the_model(architecture, model_di
 def test_stored_statistics_equal_the_plain_procedure(architecture, model_dirs, records_file, tmp_path):
     loaded = models.load(str(model_dirs[architecture]), template="base", device="cpu")
     store = ResultsStore(tmp_path / "results")
-    summary = runner.extract(loaded, str(records_file), store, max_length=128, batch_size=3, token_budget=4096,
-                             progress=False)
+    summary = runner.extract(
+        loaded, str(records_file), store, max_length=128, batch_size=3, token_budget=4096, progress=False
+    )
     assert summary.computed == len(RECORDS) and not summary.skipped
     frame = read_results(tmp_path / "results")
     plan = runner.plan_run(loaded.name, "base", str(records_file), store, None, 128)
@@ -169,11 +189,39 @@ def test_gemma2_is_refused_sdpa_and_chosen_eager():
 
 def test_gemma2_folder_runs_end_to_end_through_the_command_line(model_dirs, study_data_dir, tmp_path):
     out = tmp_path / "results"
-    command = [sys.executable, "-m", "analysis", "extract", "--model", str(model_dirs["gemma2"]), "--template", "base",
-               "--data", "aqua/none/correct", "--limit", "2", "--max-length", "256", "--out", str(out),
-               "--data-dir", str(study_data_dir), "--device", "cpu", "--threads", "1", "--no-progress"]
-    done = subprocess.run(command, cwd=PROJECT, capture_output=True, text=True, timeout=300,
-                          env={**os.environ, "PYTHONPATH": str(PROJECT)})
+    command = [
+        sys.executable,
+        "-m",
+        "analysis",
+        "extract",
+        "--model",
+        str(model_dirs["gemma2"]),
+        "--template",
+        "base",
+        "--data",
+        "aqua/none/correct",
+        "--limit",
+        "2",
+        "--max-length",
+        "256",
+        "--out",
+        str(out),
+        "--data-dir",
+        str(study_data_dir),
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+        "--no-progress",
+    ]
+    done = subprocess.run(
+        command,
+        cwd=PROJECT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(PROJECT)},
+    )
     assert done.returncode == 0, done.stderr
     assert "2 computed" in done.stdout
     frame = read_results(out)
@@ -184,8 +232,16 @@ def test_gemma2_folder_runs_end_to_end_through_the_command_line(model_dirs, stud
 def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, study_data_dir, tmp_path, monkeypatch):
     folder = str(model_dirs["gemma2"])
     monkeypatch.setitem(models.PAPER_MODELS, folder, models.ModelInfo("base", "tiny Gemma 2", 4))
-    profile = profiles.Profile(name="paper-tiny", models=(folder,), conditions=("aqua/none/correct",), n_samples=2,
-                               max_length=256, batch_size=8, token_budget=8192, device="cpu")
+    profile = profiles.Profile(
+        name="paper-tiny",
+        models=(folder,),
+        conditions=("aqua/none/correct",),
+        n_samples=2,
+        max_length=256,
+        batch_size=8,
+        token_budget=8192,
+        device="cpu",
+    )
     results = tmp_path / "results"
     results.mkdir()
     log = pipeline.start_run_log(profile, results, "local", [])

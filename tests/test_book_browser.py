@@ -38,8 +38,13 @@ def browser():
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(CHROMIUM)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     f"--window-size={WIDTH},1000"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        f"--window-size={WIDTH},1000",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
     driver.set_page_load_timeout(60)
@@ -56,7 +61,8 @@ def _open(driver, page: Path) -> None:
 
 def _images(driver) -> list[tuple[str, str, bool]]:
     return driver.execute_script(
-        "return Array.from(document.images).map(i => [i.src.slice(0, 80), i.alt, i.complete && i.naturalWidth > 0]);")
+        "return Array.from(document.images).map(i => [i.src.slice(0, 80), i.alt, i.complete && i.naturalWidth > 0]);"
+    )
 
 
 def _screenshot(driver, quick_book, name: str) -> Path:
@@ -88,8 +94,11 @@ def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browse
 
     _open(browser, quick_book.book_index)
     assert "gradient" in browser.title.lower()
-    links = {a.get_attribute("href").rsplit("/", 1)[-1] for a in browser.find_elements(By.CSS_SELECTOR, "nav a")
-             if a.get_attribute("href")}
+    links = {
+        a.get_attribute("href").rsplit("/", 1)[-1]
+        for a in browser.find_elements(By.CSS_SELECTOR, "nav a")
+        if a.get_attribute("href")
+    }
     for page in ("methods.html", "math_reasoning.html", "wiki_knowledge.html", "summary.html", "reproducibility.html"):
         assert page in links, page
     alts = [alt for _, alt, _ in _images(browser)]

@@ -6,10 +6,10 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import make_results, reasoning_conditions
 
 from analysis import bootstrap, metrics
 from analysis.bootstrap import Estimate, all_curve_draws, combine, pooled, t_interval
-from synthetic import make_results, reasoning_conditions
 
 
 def test_estimates_equal_the_layer_curves():
@@ -22,8 +22,9 @@ def test_estimates_equal_the_layer_curves():
 
 
 def test_resampling_is_reproducible_and_shared_by_conditions_and_models():
-    rows = make_results(reasoning_conditions("aqua"), {"a": ("base", 18), "b": ("instruct", 18)}, n_samples=6,
-                        sample_sd=0.3, seed=2)
+    rows = make_results(
+        reasoning_conditions("aqua"), {"a": ("base", 18), "b": ("instruct", 18)}, n_samples=6, sample_sd=0.3, seed=2
+    )
     first = all_curve_draws(rows, ["a", "b"], ("nuclear_norm",), n_resamples=100, seed=5)
     again = all_curve_draws(rows, ["a", "b"], ("nuclear_norm",), n_resamples=100, seed=5)
     key = ("aqua/none/correct", "q", "nuclear_norm")

@@ -160,5 +160,6 @@ def test_fetch_of_the_study_files_from_a_mirror(study_data_dir, tmp_path):
     with served(study_data_dir) as base:
         written = data.fetch(tmp_path / "mirror", base_url=base)
     assert len(written) == 56
-    assert all(data.file_sha256(path) == data.expected_sha256()[str(path.relative_to(tmp_path / "mirror"))]
-               for path in written)
+    assert all(
+        data.file_sha256(path) == data.expected_sha256()[str(path.relative_to(tmp_path / "mirror"))] for path in written
+    )

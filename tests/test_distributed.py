@@ -42,10 +42,16 @@ def data_dir(tmp_path_factory) -> Path:
     def text(n_words: int) -> str:
         return " ".join(rng.choice(words) for _ in range(n_words))
 
-    files = {"aqua_train_no_cot.json": (0, 1), "aqua_train_with_cot.json": (4, 8), "aqua_train_with_cot_gpt4o.json": (8, 16)}
+    files = {
+        "aqua_train_no_cot.json": (0, 1),
+        "aqua_train_with_cot.json": (4, 8),
+        "aqua_train_with_cot_gpt4o.json": (8, 16),
+    }
     for name, (low, high) in files.items():
-        records = [{"instruction": text(rng.randint(3, 8)), "input": "", "output": f"{text(rng.randint(low, high))} (B)"}
-                   for _ in range(LIMIT + 1)]
+        records = [
+            {"instruction": text(rng.randint(3, 8)), "input": "", "output": f"{text(rng.randint(low, high))} (B)"}
+            for _ in range(LIMIT + 1)
+        ]
         records[3]["instruction"] = text(30)  # longer than MAX_LENGTH: its response is truncated away
         (root / "cot_500").mkdir(exist_ok=True)
         (root / "cot_500" / name).write_text(json.dumps(records))
@@ -60,8 +66,16 @@ def model_dir(tiny_model_dir) -> Path:
 def prestore(store_dir: Path, model_dir: Path, data_dir: Path) -> None:
     """Store the first two samples of PRESTORED with a local run."""
     loaded = models.load(str(model_dir), template="base", device="cpu")
-    runner.extract(loaded, PRESTORED, ResultsStore(store_dir), limit=2, max_length=MAX_LENGTH, batch_size=BATCH_SIZE,
-                   data_directory=data_dir, progress=False)
+    runner.extract(
+        loaded,
+        PRESTORED,
+        ResultsStore(store_dir),
+        limit=2,
+        max_length=MAX_LENGTH,
+        batch_size=BATCH_SIZE,
+        data_directory=data_dir,
+        progress=False,
+    )
 
 
 @pytest.fixture(scope="module")
@@ -71,8 +85,16 @@ def local_results(tmp_path_factory, model_dir, data_dir) -> Path:
     prestore(root, model_dir, data_dir)
     loaded = models.load(str(model_dir), template="base", device="cpu")
     for spec in CONDITIONS:
-        runner.extract(loaded, spec, ResultsStore(root), limit=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE,
-                       data_directory=data_dir, progress=False)
+        runner.extract(
+            loaded,
+            spec,
+            ResultsStore(root),
+            limit=LIMIT,
+            max_length=MAX_LENGTH,
+            batch_size=BATCH_SIZE,
+            data_directory=data_dir,
+            progress=False,
+        )
     return root
 
 
@@ -105,8 +127,21 @@ def test_without_ray_the_command_says_how_to_install_it(monkeypatch, tmp_path, c
     monkeypatch.setitem(sys.modules, "ray", None)  # `import ray` now raises ImportError
     data = tmp_path / "d.json"
     data.write_text(json.dumps([{"instruction": "q", "input": "", "output": "a"}]))
-    code = cli.main(["extract", "--model", "no-such-model", "--template", "base", "--data", str(data),
-                     "--out", str(tmp_path / "r"), "--executor", "ray"])
+    code = cli.main(
+        [
+            "extract",
+            "--model",
+            "no-such-model",
+            "--template",
+            "base",
+            "--data",
+            str(data),
+            "--out",
+            str(tmp_path / "r"),
+            "--executor",
+            "ray",
+        ]
+    )
     message = capsys.readouterr().err
     assert code == 2
     assert "pip install '.[distributed]'" in message and "Ray" in message
@@ -115,13 +150,19 @@ def test_without_ray_the_command_says_how_to_install_it(monkeypatch, tmp_path, c
 
 
 def test_gpu_workers_one_per_gpu_and_none_asked_where_there_is_no_gpu():
-    gpu_nodes = [{"Alive": True, "Resources": {"CPU": 32.0, "GPU": 8.0}}, {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 2.0}}]
+    gpu_nodes = [
+        {"Alive": True, "Resources": {"CPU": 32.0, "GPU": 8.0}},
+        {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 2.0}},
+    ]
     layout = distributed.worker_layout(gpu_nodes)
     assert (layout.count, layout.num_gpus, layout.device) == (10, 1, "cuda")
     assert layout.num_cpus == 4  # the smaller node's share per GPU; every worker fits its node
     assert distributed.worker_layout(gpu_nodes, device="cpu").num_gpus == 0
-    cpu_nodes = [{"Alive": True, "Resources": {"CPU": 16.0}}, {"Alive": True, "Resources": {"CPU": 8.0}},
-                 {"Alive": False, "Resources": {"CPU": 64.0, "GPU": 4.0}}]
+    cpu_nodes = [
+        {"Alive": True, "Resources": {"CPU": 16.0}},
+        {"Alive": True, "Resources": {"CPU": 8.0}},
+        {"Alive": False, "Resources": {"CPU": 64.0, "GPU": 4.0}},
+    ]
     layout = distributed.worker_layout(cpu_nodes)
     assert (layout.count, layout.num_cpus, layout.num_gpus) == (3, 8, 0)
     assert distributed.worker_layout(cpu_nodes, cpus_per_worker=4).count == 6
@@ -133,7 +174,9 @@ def test_gpu_workers_one_per_gpu_and_none_asked_where_there_is_no_gpu():
 
 def test_a_shard_rebatches_into_the_batches_a_single_process_run_forms():
     rng = random.Random(1)
-    samples = [SimpleNamespace(index=i, encoded=SimpleNamespace(input_ids=[0] * rng.randint(5, 200))) for i in range(60)]
+    samples = [
+        SimpleNamespace(index=i, encoded=SimpleNamespace(input_ids=[0] * rng.randint(5, 200))) for i in range(60)
+    ]
     whole_run = runner.length_sorted_batches(samples, batch_size=4, token_budget=300)
     shards = distributed.shards_of([[s.index for s in batch] for batch in whole_run], shard_size=7)
     assert sorted(i for shard in shards for i in shard) == list(range(60))
@@ -153,19 +196,31 @@ def test_a_run_being_computed_elsewhere_is_refused_before_ray_starts(model_dir, 
     store = ResultsStore(tmp_path / "r")
     key = runner.plan_run(str(model_dir), "base", CONDITIONS[1], store, LIMIT, MAX_LENGTH, data_dir).key
     with store.lock(key), pytest.raises(StoreBusy):
-        distributed.run_extraction(jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir)
+        distributed.run_extraction(
+            jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir
+        )
 
 
 # -- with Ray ------------------------------------------------------------------------------------
 
 
 @pytest.mark.slow
-def test_embedded_ray_stores_exactly_what_a_local_run_stores(model_dir, data_dir, local_results, tmp_path, clean_ray_env):
+def test_embedded_ray_stores_exactly_what_a_local_run_stores(
+    model_dir, data_dir, local_results, tmp_path, clean_ray_env
+):
     pytest.importorskip("ray")
     prestore(tmp_path / "r", model_dir, data_dir)
     report = distributed.run_extraction(
-        jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE, data_dir=data_dir,
-        shard_size=SHARD_SIZE, cpus_per_worker=THREADS, num_cpus=RAY_CPUS, object_store_memory=OBJECT_STORE_BYTES,
+        jobs(model_dir),
+        tmp_path / "r",
+        limit=LIMIT,
+        max_length=MAX_LENGTH,
+        batch_size=BATCH_SIZE,
+        data_dir=data_dir,
+        shard_size=SHARD_SIZE,
+        cpus_per_worker=THREADS,
+        num_cpus=RAY_CPUS,
+        object_store_memory=OBJECT_STORE_BYTES,
         progress=False,
     )
     assert report.ok and report.shards_stored == report.shards > len(CONDITIONS)
@@ -173,10 +228,14 @@ def test_embedded_ray_stores_exactly_what_a_local_run_stores(model_dir, data_dir
     assert counts[PRESTORED] == (2, 2, {"response truncated away": 1})
     assert counts[CONDITIONS[1]] == (0, 4, {"response truncated away": 1})
     assert [(r["condition"], r["computed"], r["failed"]) for r in report.records()] == [
-        (PRESTORED, 2, 0), (CONDITIONS[1], 4, 0), (CONDITIONS[2], 4, 0)]
+        (PRESTORED, 2, 0),
+        (CONDITIONS[1], 4, 0),
+        (CONDITIONS[2], 4, 0),
+    ]
     assert_same_store(tmp_path / "r", local_results)
-    again = distributed.run_extraction(jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH,
-                                       data_dir=data_dir, progress=False)
+    again = distributed.run_extraction(
+        jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir, progress=False
+    )
     assert again.shards == 0 and sum(s.computed for s in again.conditions) == 0  # nothing left: Ray not even started
 
 
@@ -193,9 +252,19 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
         monkeypatch.setenv(name, value)  # read by the Ray workers, which Ray starts after this
     prestore(tmp_path / "r", model_dir, data_dir)
     report = distributed.run_extraction(
-        jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE, data_dir=data_dir,
-        shard_size=SHARD_SIZE, cpus_per_worker=THREADS, num_cpus=RAY_CPUS, max_workers=1, max_retries=1,
-        object_store_memory=OBJECT_STORE_BYTES, progress=False,
+        jobs(model_dir),
+        tmp_path / "r",
+        limit=LIMIT,
+        max_length=MAX_LENGTH,
+        batch_size=BATCH_SIZE,
+        data_dir=data_dir,
+        shard_size=SHARD_SIZE,
+        cpus_per_worker=THREADS,
+        num_cpus=RAY_CPUS,
+        max_workers=1,
+        max_retries=1,
+        object_store_memory=OBJECT_STORE_BYTES,
+        progress=False,
     )
     assert len(list(markers.iterdir())) == 3
     [failure] = report.failures
@@ -207,8 +276,16 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
     assert not set(failure.indices) & set(stored.loc[stored["condition"] == failure.condition, "sample_index"])
     # the driver is gone; a plain local run picks up exactly the missing samples
     loaded = models.load(str(model_dir), template="base", device="cpu")
-    resumed = runner.extract(loaded, failure.condition, ResultsStore(tmp_path / "r"), limit=LIMIT, max_length=MAX_LENGTH,
-                             batch_size=BATCH_SIZE, data_directory=data_dir, progress=False)
+    resumed = runner.extract(
+        loaded,
+        failure.condition,
+        ResultsStore(tmp_path / "r"),
+        limit=LIMIT,
+        max_length=MAX_LENGTH,
+        batch_size=BATCH_SIZE,
+        data_directory=data_dir,
+        progress=False,
+    )
     assert resumed.computed == len(failure.indices)
     assert_same_store(tmp_path / "r", local_results)
 
@@ -226,18 +303,58 @@ def test_a_separately_started_ray_head_gives_the_same_store(model_dir, data_dir,
     env = {**os.environ, "RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(32)}
     env.pop("RAY_ADDRESS", None)
     head = subprocess.Popen(
-        [sys.executable, "-m", "ray.scripts.scripts", "start", "--head", "--block", f"--port={port}",
-         "--node-ip-address=127.0.0.1", f"--num-cpus={RAY_CPUS}", "--include-dashboard=false",
-         f"--object-store-memory={OBJECT_STORE_BYTES}", "--disable-usage-stats"],
-        env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True,
+        [
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "start",
+            "--head",
+            "--block",
+            f"--port={port}",
+            "--node-ip-address=127.0.0.1",
+            f"--num-cpus={RAY_CPUS}",
+            "--include-dashboard=false",
+            f"--object-store-memory={OBJECT_STORE_BYTES}",
+            "--disable-usage-stats",
+        ],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
     )
     try:
         prestore(tmp_path / "r", model_dir, data_dir)
-        command = [sys.executable, "-m", "analysis", "extract", "--model", str(model_dir), "--template", "base",
-                   "--data", *CONDITIONS, "--out", str(tmp_path / "r"), "--data-dir", str(data_dir),
-                   "--limit", str(LIMIT), "--max-length", str(MAX_LENGTH), "--batch-size", str(BATCH_SIZE),
-                   "--flush-every", str(SHARD_SIZE), "--threads", str(THREADS), "--no-progress",
-                   "--executor", "ray", "--ray-address", f"127.0.0.1:{port}"]
+        command = [
+            sys.executable,
+            "-m",
+            "analysis",
+            "extract",
+            "--model",
+            str(model_dir),
+            "--template",
+            "base",
+            "--data",
+            *CONDITIONS,
+            "--out",
+            str(tmp_path / "r"),
+            "--data-dir",
+            str(data_dir),
+            "--limit",
+            str(LIMIT),
+            "--max-length",
+            str(MAX_LENGTH),
+            "--batch-size",
+            str(BATCH_SIZE),
+            "--flush-every",
+            str(SHARD_SIZE),
+            "--threads",
+            str(THREADS),
+            "--no-progress",
+            "--executor",
+            "ray",
+            "--ray-address",
+            f"127.0.0.1:{port}",
+        ]
         deadline = time.monotonic() + 120
         while True:  # the head takes a few seconds to accept drivers
             done = subprocess.run(command, env=env, capture_output=True, text=True, timeout=180)

@@ -37,8 +37,15 @@ print(list(runner.compute_samples()))
 
 def run_child(code: str, env: dict, *args: str) -> subprocess.CompletedProcess:
     environment = {k: v for k, v in os.environ.items() if not k.startswith("LAYER_GRADIENT_") and k != "PYTHONPATH"}
-    return subprocess.run([sys.executable, "-c", code, *args], check=False, capture_output=True, text=True,
-                          cwd=ROOT, env={**environment, **env}, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code, *args],
+        check=False,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**environment, **env},
+        timeout=120,
+    )
 
 
 def test_production_modules_hold_no_fault_injection():

@@ -4,18 +4,34 @@ no effect with few samples stays unresolved, and too few samples get no verdict.
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import make_results, reasoning_conditions
 
 from analysis import findings
 from analysis.bootstrap import all_curve_draws
 from analysis.findings import FAILS, HOLDS, TOO_FEW, UNRESOLVED
-from synthetic import make_results, reasoning_conditions
 
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
 MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
-LEVEL = {"none": 3.0, "simplified": 2.0, "detailed": 1.0, "detailed_cut_none": 1.0,
-         "len100": 1.0, "len500": 1.0, "len1000": 1.0, "unpopular": 1.0}
-WIGGLE = {"none": 1.0, "simplified": 0.3, "detailed": 0.05, "detailed_cut_none": 0.05,
-          "len100": 0.3, "len500": 0.3, "len1000": 0.3, "unpopular": 0.3}
+LEVEL = {
+    "none": 3.0,
+    "simplified": 2.0,
+    "detailed": 1.0,
+    "detailed_cut_none": 1.0,
+    "len100": 1.0,
+    "len500": 1.0,
+    "len1000": 1.0,
+    "unpopular": 1.0,
+}
+WIGGLE = {
+    "none": 1.0,
+    "simplified": 0.3,
+    "detailed": 0.05,
+    "detailed_cut_none": 0.05,
+    "len100": 0.3,
+    "len500": 0.3,
+    "len1000": 0.3,
+    "unpopular": 0.3,
+}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
@@ -31,8 +47,9 @@ def paper_like(model, dataset, setting, responses, proj, layers):
 
 def reversed_paper(model, dataset, setting, responses, proj, layers):
     """Everything the other way round."""
-    flipped = {"none": "detailed", "detailed": "none", "simplified": "simplified",
-               "detailed_cut_none": "detailed"}[setting]  # the cut matches None: all length
+    flipped = {"none": "detailed", "detailed": "none", "simplified": "simplified", "detailed_cut_none": "detailed"}[
+        setting
+    ]  # the cut matches None: all length
     curve = LEVEL[flipped] + WIGGLE[flipped] * np.sin(1.7 * layers) ** 2
     if responses == "irrelevant" and setting == "none":
         curve = 1.5 * curve
@@ -91,8 +108,9 @@ def test_false_claims_do_not_hold(check):
 
 
 def test_no_effect_with_few_samples_is_not_resolved():
-    rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, noise=0.3,
-                        sample_sd=0.5, seed=3)
+    rows = make_results(
+        _conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, noise=0.3, sample_sd=0.5, seed=3
+    )
     table = _findings(rows, ("F1", "F2", "L"))
     assert set(table["verdict"]) == {UNRESOLVED}
 
@@ -107,9 +125,15 @@ def test_f1_needs_the_gap_to_be_larger_early():
     def early_equal(model, dataset, setting, responses, proj, layers):
         return {"none": 3.0, "detailed": 1.0}[setting] * np.where(layers < 5, 0.6, 1.0)
 
-    rows = make_results(_conditions(("aqua",), ("none", "detailed")), {BASE: ("base", 18)}, n_samples=12,
-                        curve=lambda *a: early_equal(*a) if a[2] == "none" else np.ones_like(a[5], dtype=float),
-                        noise=0.02, sample_sd=0.05, seed=5)
+    rows = make_results(
+        _conditions(("aqua",), ("none", "detailed")),
+        {BASE: ("base", 18)},
+        n_samples=12,
+        curve=lambda *a: early_equal(*a) if a[2] == "none" else np.ones_like(a[5], dtype=float),
+        noise=0.02,
+        sample_sd=0.05,
+        seed=5,
+    )
     table = _findings(rows, ("F1",))
     assert set(table["verdict"]) == {FAILS}  # None > Detailed overall, but the gap is smaller early
 
@@ -119,8 +143,15 @@ def test_f3_leaves_identical_answers_out_of_the_none_rd():
         curve = paper_like(model, dataset, setting, responses, proj, layers)
         return 2.0 * curve if responses == "irrelevant" and setting == "none" else curve
 
-    rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=12, curve=none_irrelevant_far,
-                        noise=0.02, sample_sd=0.05, seed=6)
+    rows = make_results(
+        _conditions(("aqua",)),
+        {BASE: ("base", 18)},
+        n_samples=12,
+        curve=none_irrelevant_far,
+        noise=0.02,
+        sample_sd=0.05,
+        seed=6,
+    )
     # the first 6 instructions answer the same under both response types: one input twice
     same = (rows["setting"] == "none") & (rows["sample_index"] < 6) & (rows["responses"] == "irrelevant")
     correct = rows[(rows["setting"] == "none") & (rows["sample_index"] < 6) & (rows["responses"] == "correct")]
@@ -134,8 +165,9 @@ def test_f3_leaves_identical_answers_out_of_the_none_rd():
 
 
 def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
-    base = make_results(_conditions(), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, noise=0.05,
-                        sample_sd=0.2, seed=7)
+    base = make_results(
+        _conditions(), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, noise=0.05, sample_sd=0.2, seed=7
+    )
     same = base.assign(model=INSTRUCT, template="instruct")
     table = _findings(pd.concat([base, same]), ("F4",))
     assert _verdicts(table, "F4") == {HOLDS}
@@ -145,8 +177,9 @@ def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
         curve = paper_like(model, dataset, setting, responses, proj, layers)
         return curve * 1.5 if responses == "irrelevant" and setting == "detailed" else curve  # |RD| 0.5 -> 1.25
 
-    better = make_results(_conditions(), {INSTRUCT: ("instruct", 30)}, n_samples=8, curve=sharper, noise=0.02,
-                          sample_sd=0.05, seed=8)
+    better = make_results(
+        _conditions(), {INSTRUCT: ("instruct", 30)}, n_samples=8, curve=sharper, noise=0.02, sample_sd=0.05, seed=8
+    )
     table = _findings(pd.concat([base, better]), ("F4",))
     assert _verdicts(table, "F4", pooled=True) == {FAILS}
 
@@ -154,8 +187,9 @@ def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
 def test_f5_compares_wiki_with_a_reasoning_contrast_of_similar_length_ratio():
     wiki = [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")]
     reasoning = _conditions(("aqua", "gsm8k"), ("simplified", "detailed"))
-    rows = make_results(wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=paper_like, noise=0.02,
-                        sample_sd=0.05, seed=9)
+    rows = make_results(
+        wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=paper_like, noise=0.02, sample_sd=0.05, seed=9
+    )
     assert _verdicts(_findings(rows, ("F5",)), "F5") == {HOLDS}
 
     def long_wiki_flat(model, dataset, setting, responses, proj, layers):
@@ -163,14 +197,22 @@ def test_f5_compares_wiki_with_a_reasoning_contrast_of_similar_length_ratio():
             return 1.0 + 0.001 * np.sin(1.7 * layers) ** 2  # MAD shrinks far more than Detailed vs Simplified
         return paper_like(model, dataset, setting, responses, proj, layers)
 
-    rows = make_results(wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=long_wiki_flat, noise=0.02,
-                        sample_sd=0.05, seed=10)
+    rows = make_results(
+        wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=long_wiki_flat, noise=0.02, sample_sd=0.05, seed=10
+    )
     assert _verdicts(_findings(rows, ("F5",)), "F5") == {FAILS}
 
 
 def test_pooling_answers_what_single_datasets_cannot():
-    rows = make_results(_conditions(("strategyqa", "ecqa", "creak", "sensemaking")), {BASE: ("base", 18)},
-                        n_samples=5, curve=paper_like, noise=0.05, sample_sd=0.3, seed=11)
+    rows = make_results(
+        _conditions(("strategyqa", "ecqa", "creak", "sensemaking")),
+        {BASE: ("base", 18)},
+        n_samples=5,
+        curve=paper_like,
+        noise=0.05,
+        sample_sd=0.3,
+        seed=11,
+    )
     table = _findings(rows, ("F1",))
     pooled = table[table["pooled"]]
     assert list(pooled["scope"]) == ["commonsense_reasoning"] and pooled["n"].iloc[0] == 20
@@ -196,9 +238,11 @@ def test_verdict_rule_on_parts():
 def test_model_pairs():
     offline = findings.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()})
     assert offline == {INSTRUCT: BASE}
-    paper = findings.model_pairs(["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b"],
-                                 {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct",
-                                  "google/gemma-2-2b": "base"})
+    paper = findings.model_pairs(
+        ["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b"],
+        {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct", "google/gemma-2-2b": "base"},
+    )
     assert paper == {"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"}
-    assert findings.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == \
-        {"org/a-chat": "org/a-base"}
+    assert findings.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == {
+        "org/a-chat": "org/a-base"
+    }

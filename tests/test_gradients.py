@@ -6,7 +6,6 @@ from conftest import tiny_model
 
 from analysis import gradients, prompts, reference, runner
 
-
 SAMPLES = [(list(range(5, 12)), 3), (list(range(3, 43)), 10), (list(range(2, 90)), 60), (list(range(7, 30)), 22)]
 
 
@@ -33,7 +32,9 @@ def test_batch_equals_batch_size_one(kind):
         model, gradients.make_batch([s for s, _ in SAMPLES], [p for _, p in SAMPLES], 0, torch.device("cpu"))
     )
     for result, (ids, prompt_length) in zip(together, SAMPLES):
-        alone = gradients.batch_statistics(model, gradients.make_batch([ids], [prompt_length], 0, torch.device("cpu")))[0]
+        alone = gradients.batch_statistics(model, gradients.make_batch([ids], [prompt_length], 0, torch.device("cpu")))[
+            0
+        ]
         for name, value in alone.values.items():
             assert torch.allclose(result.values[name], value, rtol=1e-4, atol=1e-9, equal_nan=True), name
 

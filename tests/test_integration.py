@@ -14,8 +14,22 @@ OFFLINE = [("gemma-3-270m", 18), ("smollm2-135m-instruct", 30)]
 @pytest.mark.parametrize("name,n_layers", OFFLINE)
 def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_data_dir, tmp_path, capsys):
     out = tmp_path / "results"
-    code = cli.main(["extract", "--model", name, "--data", "aqua/simplified/correct", "--out", str(out),
-                     "--limit", "2", "--data-dir", str(study_data_dir), "--no-progress"])
+    code = cli.main(
+        [
+            "extract",
+            "--model",
+            name,
+            "--data",
+            "aqua/simplified/correct",
+            "--out",
+            str(out),
+            "--limit",
+            "2",
+            "--data-dir",
+            str(study_data_dir),
+            "--no-progress",
+        ]
+    )
     assert code == 0
     assert "2 computed" in capsys.readouterr().out
     frame = read_results(out)
@@ -24,7 +38,9 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
     assert torch.isfinite(torch.tensor(frame[list(spectra.STATISTICS)].to_numpy())).all()
 
     loaded = models.load(name, device="cpu")
-    plan = runner.plan_run(name, loaded.template, "aqua/simplified/correct", ResultsStore(tmp_path / "scratch"), 2, 1024, study_data_dir)
+    plan = runner.plan_run(
+        name, loaded.template, "aqua/simplified/correct", ResultsStore(tmp_path / "scratch"), 2, 1024, study_data_dir
+    )
     prepared, _ = runner.prepare_samples(loaded, plan.resolved, [0, 1], 1024)
     worst = 0.0
     for sample in prepared:

@@ -6,10 +6,23 @@ from transformers import Gemma2Config, Qwen2Config
 from analysis import memory
 
 GIB = 1024**3
-GEMMA2_9B = Gemma2Config(vocab_size=256000, hidden_size=3584, intermediate_size=14336, num_hidden_layers=42,
-                         num_attention_heads=16, num_key_value_heads=8, head_dim=256)
-QWEN2_1_5B = Qwen2Config(vocab_size=151936, hidden_size=1536, intermediate_size=8960, num_hidden_layers=28,
-                         num_attention_heads=12, num_key_value_heads=2)
+GEMMA2_9B = Gemma2Config(
+    vocab_size=256000,
+    hidden_size=3584,
+    intermediate_size=14336,
+    num_hidden_layers=42,
+    num_attention_heads=16,
+    num_key_value_heads=8,
+    head_dim=256,
+)
+QWEN2_1_5B = Qwen2Config(
+    vocab_size=151936,
+    hidden_size=1536,
+    intermediate_size=8960,
+    num_hidden_layers=28,
+    num_attention_heads=12,
+    num_key_value_heads=2,
+)
 
 
 @pytest.mark.parametrize("device_gib", [80, 141])

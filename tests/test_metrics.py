@@ -1,24 +1,35 @@
 import numpy as np
 import pandas as pd
 import pytest
-
-from analysis.metrics import (layer_curves, layer_splits,
-                              mad_by_segment, mad_table, mean_absolute_difference, rd_summary,
-                              rd_table, relative_difference, sample_matrix)
 from synthetic import make_results, reasoning_conditions
 
+from analysis.metrics import (
+    layer_curves,
+    layer_splits,
+    mad_by_segment,
+    mad_table,
+    mean_absolute_difference,
+    rd_summary,
+    rd_table,
+    relative_difference,
+    sample_matrix,
+)
 
 # --------------------------------------------------------------------------- splits
 
-@pytest.mark.parametrize("n_layers, expected", [
-    (28, {"early": (0, 7), "middle": (7, 21), "late": (21, 28)}),
-    (26, {"early": (0, 7), "middle": (7, 20), "late": (20, 26)}),
-    (32, {"early": (0, 10), "middle": (10, 20), "late": (20, 32)}),
-    (42, {"early": (0, 12), "middle": (12, 30), "late": (30, 42)}),
-    (18, {"early": (0, 5), "middle": (5, 13), "late": (13, 18)}),
-    (30, {"early": (0, 8), "middle": (8, 22), "late": (22, 30)}),
-    (4, {"early": (0, 1), "middle": (1, 3), "late": (3, 4)}),
-])
+
+@pytest.mark.parametrize(
+    "n_layers, expected",
+    [
+        (28, {"early": (0, 7), "middle": (7, 21), "late": (21, 28)}),
+        (26, {"early": (0, 7), "middle": (7, 20), "late": (20, 26)}),
+        (32, {"early": (0, 10), "middle": (10, 20), "late": (20, 32)}),
+        (42, {"early": (0, 12), "middle": (12, 30), "late": (30, 42)}),
+        (18, {"early": (0, 5), "middle": (5, 13), "late": (13, 18)}),
+        (30, {"early": (0, 8), "middle": (8, 22), "late": (22, 30)}),
+        (4, {"early": (0, 1), "middle": (1, 3), "late": (3, 4)}),
+    ],
+)
 def test_layer_splits_paper_table_and_general_rule(n_layers, expected):
     assert layer_splits(n_layers) == expected
 
@@ -38,6 +49,7 @@ def test_layer_splits_reject_shallow_models():
 
 # --------------------------------------------------------------------------- MAD / RD
 
+
 def test_mad_hand_computed():
     assert mean_absolute_difference([1, 3, 2, 6]) == pytest.approx(7 / 3)
     assert mean_absolute_difference([5, 5, 5]) == 0
@@ -49,9 +61,9 @@ def test_mad_hand_computed():
 def test_mad_by_segment_uses_only_inside_differences():
     curve = np.arange(28, dtype=float) ** 2  # differences 2i + 1
     mad = mad_by_segment(curve)
-    assert mad["early"] == pytest.approx(36 / 6)           # layers 0..6
+    assert mad["early"] == pytest.approx(36 / 6)  # layers 0..6
     assert mad["middle"] == pytest.approx((400 - 49) / 13)  # layers 7..20
-    assert mad["late"] == pytest.approx((729 - 441) / 6)    # layers 21..27
+    assert mad["late"] == pytest.approx((729 - 441) / 6)  # layers 21..27
     assert mad["all"] == pytest.approx(729 / 27)
 
 
@@ -78,6 +90,7 @@ def test_rd_summary_skips_undefined_layers():
 
 
 # --------------------------------------------------------------------------- samples -> curves
+
 
 def one_condition(n_samples=5):
     return make_results([("aqua", "none", "correct")], n_samples=n_samples, seed=1)
@@ -117,8 +130,18 @@ def test_layer_curves_are_sample_means_with_counts():
     df = one_condition()
     df.loc[(df.sample_index == 2) & (df.proj == "v"), "nuclear_norm"] = np.nan
     curves = layer_curves(df)
-    assert list(curves.columns[:10]) == ["model", "dataset", "setting", "responses", "condition",
-                                         "proj", "layer", "value", "n_samples", "n_dropped"]
+    assert list(curves.columns[:10]) == [
+        "model",
+        "dataset",
+        "setting",
+        "responses",
+        "condition",
+        "proj",
+        "layer",
+        "value",
+        "n_samples",
+        "n_dropped",
+    ]
     assert list(curves["proj"].unique()) == ["q", "k", "v", "o"]
     q = df[df.proj == "q"].groupby("layer")["nuclear_norm"].mean().to_numpy()
     np.testing.assert_allclose(curves[curves.proj == "q"]["value"], q)
@@ -144,8 +167,7 @@ def test_rd_table_pairs_correct_with_irrelevant():
         scale = 1.5 if (setting == "detailed" and responses == "irrelevant") else 1.0
         return scale * (1.0 + 0.1 * layers)
 
-    df = make_results(reasoning_conditions("ecqa", settings=("none", "detailed")), curve=curve,
-                      noise=0.0)
+    df = make_results(reasoning_conditions("ecqa", settings=("none", "detailed")), curve=curve, noise=0.0)
     df = pd.concat([df, make_results([("ecqa", "simplified", "correct")], noise=0.0)])
     table = rd_table(df)
     assert set(table.setting) == {"none", "detailed"}  # simplified lacks irrelevant responses

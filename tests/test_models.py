@@ -160,8 +160,20 @@ def test_command_line_revision_reaches_the_loader(tiny_model_dir, tmp_path, caps
 
     data = tmp_path / "d.json"
     data.write_text('[{"instruction": "q", "input": "", "output": "a"}]')
-    argv = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--data", str(data),
-            "--out", str(tmp_path / "r"), "--revision", "main", "--no-progress"]
+    argv = [
+        "extract",
+        "--model",
+        str(tiny_model_dir("llama")),
+        "--template",
+        "base",
+        "--data",
+        str(data),
+        "--out",
+        str(tmp_path / "r"),
+        "--revision",
+        "main",
+        "--no-progress",
+    ]
     assert cli.main(argv) == 2
     assert "hub models only" in capsys.readouterr().err
     assert cli.main(argv + ["--executor", "ray"]) == 2
@@ -173,6 +185,20 @@ def test_command_line_revision_reaches_the_loader(tiny_model_dir, tmp_path, caps
         raise models.ModelError("stop")
 
     monkeypatch.setattr(models, "load", fake_load)
-    assert cli.main(["extract", "--model", "Qwen/Qwen2-1.5B", "--data", str(data), "--out", str(tmp_path / "r"),
-                     "--revision", "0123abc"]) == 2
+    assert (
+        cli.main(
+            [
+                "extract",
+                "--model",
+                "Qwen/Qwen2-1.5B",
+                "--data",
+                str(data),
+                "--out",
+                str(tmp_path / "r"),
+                "--revision",
+                "0123abc",
+            ]
+        )
+        == 2
+    )
     assert seen == {"revision": "0123abc"}

@@ -17,28 +17,37 @@ def test_defaults_come_from_the_cpu_profile():
 
 
 def test_single_names_and_paths_are_accepted():
-    params = validate("math_reasoning", models="gemma-3-270m", conditions="aqua/none/correct", n_samples=3,
-                      results_dir=Path("/tmp/r"), data_dir="/tmp/d")
+    params = validate(
+        "math_reasoning",
+        models="gemma-3-270m",
+        conditions="aqua/none/correct",
+        n_samples=3,
+        results_dir=Path("/tmp/r"),
+        data_dir="/tmp/d",
+    )
     assert params.models == ("gemma-3-270m",)
     assert params.conditions == ("aqua/none/correct",)
     assert params.n_samples == 3
     assert params.data_dir == Path("/tmp/d")
 
 
-@pytest.mark.parametrize("name, value, message", [
-    ("n_samples", "ten", "n_samples: expected an integer >= 1 or None, got 'ten' (str)"),
-    ("n_samples", 0, "n_samples: expected an integer >= 1"),
-    ("n_samples", True, "n_samples"),
-    ("max_length", -5, "max_length: expected an integer >= 1, got -5"),
-    ("max_length", 10.5, "max_length"),
-    ("seed", -1, "seed: expected an integer >= 0"),
-    ("n_resamples", 3, "n_resamples: expected an integer >= 10"),
-    ("results_dir", "", "results_dir: expected a directory path"),
-    ("data_dir", 7, "data_dir"),
-    ("models", [], "models: expected a non-empty list"),
-    ("models", ["gemma-3-270m", "gemma-3-270m"], "repeated entries"),
-    ("conditions", [1, 2], "conditions: expected a non-empty list"),
-])
+@pytest.mark.parametrize(
+    "name, value, message",
+    [
+        ("n_samples", "ten", "n_samples: expected an integer >= 1 or None, got 'ten' (str)"),
+        ("n_samples", 0, "n_samples: expected an integer >= 1"),
+        ("n_samples", True, "n_samples"),
+        ("max_length", -5, "max_length: expected an integer >= 1, got -5"),
+        ("max_length", 10.5, "max_length"),
+        ("seed", -1, "seed: expected an integer >= 0"),
+        ("n_resamples", 3, "n_resamples: expected an integer >= 10"),
+        ("results_dir", "", "results_dir: expected a directory path"),
+        ("data_dir", 7, "data_dir"),
+        ("models", [], "models: expected a non-empty list"),
+        ("models", ["gemma-3-270m", "gemma-3-270m"], "repeated entries"),
+        ("conditions", [1, 2], "conditions: expected a non-empty list"),
+    ],
+)
 def test_wrong_values_name_the_parameter(name, value, message):
     with pytest.raises(ParameterError, match="notebook parameter") as caught:
         validate("math_reasoning", **{name: value})

@@ -88,8 +88,16 @@ def test_papermill_rejects_a_wrong_parameter_with_a_clear_message(tmp_path):
 def tiny_profile(tiny_model_dir, monkeypatch):
     folder = str(tiny_model_dir("llama"))
     monkeypatch.setitem(models.PAPER_MODELS, folder, ModelInfo("base", "tiny test model", 4))
-    return profiles.Profile(name="tiny", models=(folder,), conditions=("aqua/none/correct", "aqua/detailed_cut_none/correct"),
-                            n_samples=2, max_length=256, batch_size=2, token_budget=1024, device="cpu")
+    return profiles.Profile(
+        name="tiny",
+        models=(folder,),
+        conditions=("aqua/none/correct", "aqua/detailed_cut_none/correct"),
+        n_samples=2,
+        max_length=256,
+        batch_size=2,
+        token_budget=1024,
+        device="cpu",
+    )
 
 
 def test_extraction_is_resumable_and_logged(tiny_profile, study_data_dir, tmp_path, monkeypatch):
@@ -130,8 +138,10 @@ def test_unknown_executor(tiny_profile, tmp_path):
 def test_cli_run_reports_errors_in_one_line(tmp_path, capsys):
     from analysis.cli import main
 
-    assert main(["run", "--profile", "quick", "--results", str(tmp_path / "r"), "--data-dir", str(tmp_path),
-                 "--no-book"]) == 2
+    assert (
+        main(["run", "--profile", "quick", "--results", str(tmp_path / "r"), "--data-dir", str(tmp_path), "--no-book"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.startswith("error: ") and "not found" in err and "Traceback" not in err
 

@@ -7,12 +7,12 @@ import pandas as pd
 import pytest
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from synthetic import make_results, reasoning_conditions
 
-from analysis.metrics import layer_curves
 from analysis.bootstrap import all_curve_draws
+from analysis.metrics import layer_curves
 from analysis.plots import condition_title, curve_grid, forest, model_grid, verdict_matrix
 from analysis.report.figures import curves_and_bands
-from synthetic import make_results, reasoning_conditions
 
 CONDITIONS = ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"]
 
@@ -24,8 +24,7 @@ def results():
 
 @pytest.fixture(scope="module")
 def curves(results):
-    return pd.concat([layer_curves(results, s)
-                      for s in ("nuclear_norm", "sigma1_ratio", "effective_rank")])
+    return pd.concat([layer_curves(results, s) for s in ("nuclear_norm", "sigma1_ratio", "effective_rank")])
 
 
 @pytest.fixture(autouse=True)
@@ -47,8 +46,9 @@ def test_nuclear_norm_figure_grid_and_lines(curves):
 
 
 def test_nuclear_norm_figure_bands(results, curves):
-    _, bands = curves_and_bands(all_curve_draws(results[results.condition.isin(CONDITIONS)], ["base-model"],
-                                                ("nuclear_norm",), n_resamples=100))
+    _, bands = curves_and_bands(
+        all_curve_draws(results[results.condition.isin(CONDITIONS)], ["base-model"], ("nuclear_norm",), n_resamples=100)
+    )
     fig = curve_grid(curves, "base-model", CONDITIONS, ("nuclear_norm",), bands=bands)
     assert len(fig.axes) == 3
     for ax in fig.axes:
@@ -56,8 +56,9 @@ def test_nuclear_norm_figure_bands(results, curves):
 
 
 def test_effective_rank_figure_and_missing_condition(curves):
-    fig = curve_grid(curves, "base-model", CONDITIONS + ["aqua/none/irrelevant", "gsm8k/none/correct"],
-                     ("effective_rank",))
+    fig = curve_grid(
+        curves, "base-model", CONDITIONS + ["aqua/none/irrelevant", "gsm8k/none/correct"], ("effective_rank",)
+    )
     assert len(fig.axes) == 5
     assert len(fig.axes[0].get_lines()) == 4
     assert len(fig.axes[4].get_lines()) == 0  # no data for gsm8k
@@ -69,8 +70,9 @@ def test_condition_title():
 
 
 def test_model_grid_one_row_per_model():
-    two = make_results(reasoning_conditions("aqua"), n_samples=3,
-                       models={"base-model": ("base", 18), "chat-model": ("instruct", 30)})
+    two = make_results(
+        reasoning_conditions("aqua"), n_samples=3, models={"base-model": ("base", 18), "chat-model": ("instruct", 30)}
+    )
     curves = layer_curves(two, "nuclear_norm")
     fig = model_grid(curves, ["base-model", "chat-model"], CONDITIONS[:2], note="two families")
     assert len(fig.axes) == 2 * 2
@@ -81,9 +83,15 @@ def test_model_grid_one_row_per_model():
 
 
 def test_verdict_matrix_colours_each_covered_cell():
-    table = pd.DataFrame({"model": ["a", "a", "b"], "check": ["F1", "F2", "F1"],
-                          "scope": ["math_reasoning", "aqua", "aqua"],
-                          "verdict": ["holds", "does not hold", "too few samples"], "n": [10, 5, 3]})
+    table = pd.DataFrame(
+        {
+            "model": ["a", "a", "b"],
+            "check": ["F1", "F2", "F1"],
+            "scope": ["math_reasoning", "aqua", "aqua"],
+            "verdict": ["holds", "does not hold", "too few samples"],
+            "n": [10, 5, 3],
+        }
+    )
     fig = verdict_matrix(table, ["F1", "F2"], ["math_reasoning", "aqua"], {"math_reasoning": "math (pooled)"})
     assert len(fig.axes) == 2
     assert len(fig.axes[0].patches) == 2 and len(fig.axes[1].patches) == 1
@@ -92,8 +100,9 @@ def test_verdict_matrix_colours_each_covered_cell():
 
 
 def test_forest_one_row_per_estimate():
-    table = pd.DataFrame({"label": ["x", "y"], "value": [0.6, 0.4], "low": [0.55, 0.2], "high": [0.7, 0.6],
-                          "group": ["a", "b"]})
+    table = pd.DataFrame(
+        {"label": ["x", "y"], "value": [0.6, 0.4], "low": [0.55, 0.2], "high": [0.7, 0.6], "group": ["a", "b"]}
+    )
     fig = forest(table, reference=0.5, x_label="AUROC")
     (ax,) = fig.axes
     assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y"]

@@ -20,7 +20,7 @@ def test_base_template_joins_instruction_and_output_with_newline():
     encoded = prompts.encode(tokenizer, prompt, "4", max_length=1024)
     # <bos> + 13 prompt characters, then the response character
     assert encoded.prompt_length == 1 + len(prompt)
-    assert encoded.input_ids[encoded.prompt_length:] == tokenizer("4", add_special_tokens=False)["input_ids"]
+    assert encoded.input_ids[encoded.prompt_length :] == tokenizer("4", add_special_tokens=False)["input_ids"]
     assert encoded.n_response_tokens == 1
 
 

@@ -25,7 +25,8 @@ def test_statistics_are_those_of_the_materialised_gradient():
     gradient = result.gradients[(1, "v")]
     assert result.statistics[(1, "v")]["frobenius"] == pytest.approx(gradient.norm().item(), rel=1e-12)
     assert result.statistics[(1, "v")]["nuclear_norm"] == pytest.approx(
-        torch.linalg.matrix_norm(gradient, ord="nuc").item(), rel=1e-12)
+        torch.linalg.matrix_norm(gradient, ord="nuc").item(), rel=1e-12
+    )
 
 
 def test_token_ids_need_a_prompt_length():

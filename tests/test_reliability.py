@@ -43,13 +43,25 @@ FORKSERVER = ROOT / "tests" / "faults" / "forkserver.py"
 N_LAYERS = 4
 MAX_LENGTH = 96
 ROW_KEYS = ["condition", "sample_index", "layer", "proj"]
-NUMBERS = ["nuclear_norm", "sigma_max", "sigma_min", "sigma1_ratio", "frobenius", "effective_rank",
-           "cos_same_layer", "cos_next_layer", "loss", "n_tokens", "n_response_tokens"]
+NUMBERS = [
+    "nuclear_norm",
+    "sigma_max",
+    "sigma_min",
+    "sigma1_ratio",
+    "frobenius",
+    "effective_rank",
+    "cos_same_layer",
+    "cos_next_layer",
+    "loss",
+    "n_tokens",
+    "n_response_tokens",
+]
 PAUSE = 0.03  # seconds a faulted write stalls just before and just after its rename
 OFFLINE = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
 # ---------------------------------------------------------------- running `python -m analysis`
+
 
 @dataclass
 class Finished:
@@ -91,11 +103,14 @@ class Runs:
         self.count = 0
         self.unwaited: dict[int, Started] = {}
         self.server = subprocess.Popen(
-            [sys.executable, str(FORKSERVER)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT,
+            [sys.executable, str(FORKSERVER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
             env={**os.environ, **OFFLINE, **child_environment()},
         )
         self.ready = False  # importing in the background until the first request
-
 
     def _call(self, request: dict) -> dict:
         if not self.ready:
@@ -113,7 +128,9 @@ class Runs:
         out, err = self.logs / f"run{self.count}.out", self.logs / f"run{self.count}.err"
         out.touch()
         err.touch()  # a run killed before it opens them has said nothing
-        reply = self._call({"op": "run", "argv": [str(a) for a in argv], "env": env or {}, "stdout": str(out), "stderr": str(err)})
+        reply = self._call(
+            {"op": "run", "argv": [str(a) for a in argv], "env": env or {}, "stdout": str(out), "stderr": str(err)}
+        )
         started = self.unwaited[reply["pid"]] = Started(reply["pid"], out, err)
         return started
 
@@ -128,8 +145,14 @@ class Runs:
     @staticmethod
     def fresh_process(argv: list[str], env: dict | None = None, timeout: float = 300) -> Finished:
         """A plain ``python -m analysis`` subprocess (seconds of imports; used sparingly)."""
-        done = subprocess.run([sys.executable, "-m", "analysis", *map(str, argv)], capture_output=True, text=True,
-                              cwd=ROOT, env={**os.environ, **OFFLINE, **(env or {})}, timeout=timeout)
+        done = subprocess.run(
+            [sys.executable, "-m", "analysis", *map(str, argv)],
+            capture_output=True,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, **OFFLINE, **(env or {})},
+            timeout=timeout,
+        )
         return Finished(done.returncode, done.stdout, done.stderr)
 
     def close(self) -> None:
@@ -149,6 +172,7 @@ def runs(tmp_path_factory):
 
 # ---------------------------------------------------------------- data, model and reference run
 
+
 def synthetic_records(rng: random.Random, count: int, too_long: set[int]) -> list[dict]:
     """Short instruction/response pairs; those in ``too_long`` have a prompt longer than MAX_LENGTH."""
     letters = string.ascii_lowercase + "     "
@@ -156,8 +180,14 @@ def synthetic_records(rng: random.Random, count: int, too_long: set[int]) -> lis
     def text(low: int, high: int) -> str:
         return "".join(rng.choice(letters) for _ in range(rng.randint(low, high))).strip() or "x"
 
-    return [{"instruction": text(MAX_LENGTH + 5, MAX_LENGTH + 30) if i in too_long else text(8, 40),
-             "input": "", "output": text(6, 40)} for i in range(count)]
+    return [
+        {
+            "instruction": text(MAX_LENGTH + 5, MAX_LENGTH + 30) if i in too_long else text(8, 40),
+            "input": "",
+            "output": text(6, 40),
+        }
+        for i in range(count)
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -179,9 +209,29 @@ def model_dir(tiny_model_dir) -> Path:
 
 
 def extract_argv(model: Path, data: list[Path | str], out: Path, *extra: str) -> list[str]:
-    return ["extract", "--model", str(model), "--template", "base", "--data", *map(str, data), "--out", str(out),
-            "--max-length", str(MAX_LENGTH), "--batch-size", "2", "--flush-every", "1", "--device", "cpu",
-            "--threads", "1", "--no-progress", *extra]
+    return [
+        "extract",
+        "--model",
+        str(model),
+        "--template",
+        "base",
+        "--data",
+        *map(str, data),
+        "--out",
+        str(out),
+        "--max-length",
+        str(MAX_LENGTH),
+        "--batch-size",
+        "2",
+        "--flush-every",
+        "1",
+        "--device",
+        "cpu",
+        "--threads",
+        "1",
+        "--no-progress",
+        *extra,
+    ]
 
 
 @dataclass
@@ -227,16 +277,28 @@ def assert_same_results(out: Path, reference: Reference) -> None:
     clean = reference.rows.sort_values(ROW_KEYS).reset_index(drop=True)
     assert mine[ROW_KEYS].equals(clean[ROW_KEYS])
     for column in NUMBERS:
-        np.testing.assert_allclose(mine[column].to_numpy(float), clean[column].to_numpy(float), rtol=1e-6, atol=1e-12,
-                                   equal_nan=True, err_msg=column)
+        np.testing.assert_allclose(
+            mine[column].to_numpy(float),
+            clean[column].to_numpy(float),
+            rtol=1e-6,
+            atol=1e-12,
+            equal_nan=True,
+            err_msg=column,
+        )
     keys = ["condition", "sample_index", "reason"]
-    assert (skipped[keys].sort_values(keys).reset_index(drop=True)
-            .equals(reference.skipped[keys].sort_values(keys).reset_index(drop=True)))
+    assert (
+        skipped[keys]
+        .sort_values(keys)
+        .reset_index(drop=True)
+        .equals(reference.skipped[keys].sort_values(keys).reset_index(drop=True))
+    )
 
 
 def store_snapshot(out: Path) -> tuple[dict[str, bytes], pd.DataFrame]:
     """Every file of a store (bytes) and its rows, to check that a failing command changed nothing."""
-    files = {str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".lock"}
+    files = {
+        str(p.relative_to(out)): p.read_bytes() for p in sorted(out.rglob("*")) if p.is_file() and p.name != ".lock"
+    }
     return files, read_results(out)
 
 
@@ -248,11 +310,19 @@ def test_clean_run_reports_truncated_prompts_as_skipped(reference):
         assert re.search(r": 16 computed, 0 already stored, skipped: 2 response truncated away;", line), line
     assert set(reference.skipped["reason"].str.split(":").str[0]) == {"response truncated away"}
     assert sorted(zip(reference.skipped["condition"], reference.skipped["sample_index"])) == [
-        ("file:alpha", 3), ("file:alpha", 11), ("file:beta", 0), ("file:beta", 16)]
-    assert reference.rows.groupby("condition")["sample_index"].nunique().to_dict() == {"file:alpha": 16, "file:beta": 16}
+        ("file:alpha", 3),
+        ("file:alpha", 11),
+        ("file:beta", 0),
+        ("file:beta", 16),
+    ]
+    assert reference.rows.groupby("condition")["sample_index"].nunique().to_dict() == {
+        "file:alpha": 16,
+        "file:beta": 16,
+    }
 
 
 # ---------------------------------------------------------------- 1. killed at random points
+
 
 def temporaries(out: Path) -> list[Path]:
     return list(out.rglob(".part-*.tmp")) if out.exists() else []
@@ -281,7 +351,11 @@ def landing(out: Path, finished: Finished) -> str:
     left = temporaries(out)
     if left:
         whole = all(_is_whole_parquet(p) for p in left)
-        return "inside a write: temporary file complete, not renamed" if whole else "inside a write: temporary file partly written"
+        return (
+            "inside a write: temporary file complete, not renamed"
+            if whole
+            else "inside a write: temporary file partly written"
+        )
     if visible_parts(out) == 0:
         return "before the first write (start-up or first batch)"
     return "between writes (computing, or just after a rename)"
@@ -295,8 +369,16 @@ def _is_whole_parquet(path: Path) -> bool:
         return False
 
 
-def kill_at_random(runs: Runs, rng: random.Random, mode: str, argv: list[str], out: Path, reference: Reference,
-                   startup: float, duration: float) -> str:
+def kill_at_random(
+    runs: Runs,
+    rng: random.Random,
+    mode: str,
+    argv: list[str],
+    out: Path,
+    reference: Reference,
+    startup: float,
+    duration: float,
+) -> str:
     """Start a run with stalled writes, SIGKILL it, and say where the kill landed.
 
     ``random``: at a uniform time over the run's expected length; ``write``: while the temporary
@@ -355,15 +437,18 @@ def test_sigkill_at_random_points_then_resume_gives_the_clean_result(runs, model
         stored = {} if before.empty else before.groupby("condition")["sample_index"].nunique().to_dict()
         for line in resumed.lines("stdout"):
             condition, computed, already, skips = re.search(
-                r"(file:\w+): (\d+) computed, (\d+) already stored, skipped: (.*);", line).groups()
+                r"(file:\w+): (\d+) computed, (\d+) already stored, skipped: (.*);", line
+            ).groups()
             newly_skipped = sum(int(n) for n in re.findall(r"(\d+) [a-z]", skips))
             assert int(computed) + int(already) + newly_skipped == 18 and int(already) >= stored.get(condition, 0), line
         assert_same_results(out, reference)
         assert not temporaries(out), "the resumed run left stale temporary files"
 
     counts = pd.Series(landings).value_counts()
-    print(f"\n{len(landings)} SIGKILL trials (run: {startup:.1f} s fixed cost, {duration:.1f} s in all with stalled writes):\n"
-          f"{counts.to_string()}")
+    print(
+        f"\n{len(landings)} SIGKILL trials (run: {startup:.1f} s fixed cost, {duration:.1f} s in all with stalled writes):\n"
+        f"{counts.to_string()}"
+    )
     inside = sum(n for where, n in counts.items() if "inside a write" in where)
     live = sum(n for where, n in counts.items() if "after the run had finished" not in where)
     assert inside >= 8, f"only {inside} kills landed inside a write"
@@ -372,14 +457,16 @@ def test_sigkill_at_random_points_then_resume_gives_the_clean_result(runs, model
 
 @pytest.mark.slow
 @pytest.mark.parametrize("number", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interrupt_just_after_a_part_is_renamed_stores_no_sample_twice(runs, model_dir, data_files, reference, tmp_path, number):
+def test_interrupt_just_after_a_part_is_renamed_stores_no_sample_twice(
+    runs, model_dir, data_files, reference, tmp_path, number
+):
     """Ctrl-C or SIGTERM inside a write, after its part is in place: the final flush must not write it again."""
     rng = random.Random(number)
     for trial in range(2):
         out = tmp_path / f"trial{trial}"
         run = runs.start(extract_argv(model_dir, data_files, out), {WRITE_PAUSE_ENV: str(2 * PAUSE)})
         target = rng.randint(2, reference.parts - 1)
-        assert wait_until(lambda: visible_parts(out) >= target, run, every=0.001)
+        assert wait_until(lambda out=out, target=target: visible_parts(out) >= target, run, every=0.001)
         run.signal(number)
         stopped = runs.wait(run)
         assert stopped.status == 130, stopped.stderr
@@ -418,6 +505,7 @@ def test_sigterm_stores_what_was_computed_since_the_last_flush(runs, model_dir, 
 
 
 # ---------------------------------------------------------------- 2. two runs on one store
+
 
 @pytest.mark.slow
 def test_second_run_on_a_busy_store_says_so_and_stops(runs, model_dir, data_files, reference, tmp_path):
@@ -459,6 +547,7 @@ def test_runs_started_together_never_store_a_sample_twice(runs, model_dir, data_
 
 # ---------------------------------------------------------------- 3. bad input
 
+
 def _write(path: Path, text: str) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(text)
@@ -468,12 +557,19 @@ def _write(path: Path, text: str) -> Path:
 BAD_FILES = {
     "malformed JSON": ('[{"instruction": "x", "output": "y"', r"bad\.json: malformed JSON at line 1, column \d+"),
     "not a list": ('{"instruction": "x", "output": "y"}', r"bad\.json: expected a JSON list of records, found dict"),
-    "missing instruction": ('[{"instruction": "a", "output": "b"}, {"output": "y"}]',
-                            r"bad\.json: record 1: missing field 'instruction'"),
+    "missing instruction": (
+        '[{"instruction": "a", "output": "b"}, {"output": "y"}]',
+        r"bad\.json: record 1: missing field 'instruction'",
+    ),
     "missing output": ('[{"instruction": "x"}]', r"bad\.json: record 0: missing field 'output'"),
-    "non-string output": ('[{"instruction": "x", "output": 3}]', r"bad\.json: record 0: field 'output' must be a string, found int"),
-    "non-string instruction": ('[{"instruction": "a", "output": "b"}, {"instruction": ["x"], "output": "y"}]',
-                               r"bad\.json: record 1: field 'instruction' must be a string, found list"),
+    "non-string output": (
+        '[{"instruction": "x", "output": 3}]',
+        r"bad\.json: record 0: field 'output' must be a string, found int",
+    ),
+    "non-string instruction": (
+        '[{"instruction": "a", "output": "b"}, {"instruction": ["x"], "output": "y"}]',
+        r"bad\.json: record 1: field 'instruction' must be a string, found list",
+    ),
     "empty response": ('[{"instruction": "x", "output": ""}]', r"bad\.json: record 0: field 'output' is empty"),
 }
 
@@ -525,17 +621,31 @@ def _no_weights(tmp: Path, model_dir: Path) -> Path:
 BAD_RUNS = {
     "unknown condition": (lambda tmp, m, d: ["--data", "aqua/slow/correct"], r"unknown condition 'aqua/slow/correct'"),
     "missing data file": (lambda tmp, m, d: ["--data", str(tmp / "absent.json")], r"absent\.json: data file not found"),
-    "unreachable hub model": (lambda tmp, m, d: ["--model", "nobody-here/no-such-model"],
-                              r"cannot load model 'nobody-here/no-such-model'"),
-    "unknown model without a template": (lambda tmp, m, d: ["--model", "nobody-here/no-such-model", "--template", None],
-                                         r"'nobody-here/no-such-model' is not in the registry.*--template"),
-    "model folder without weights": (lambda tmp, m, d: ["--model", str(_no_weights(tmp, m))], r"no-weights: no safetensors weights"),
+    "unreachable hub model": (
+        lambda tmp, m, d: ["--model", "nobody-here/no-such-model"],
+        r"cannot load model 'nobody-here/no-such-model'",
+    ),
+    "unknown model without a template": (
+        lambda tmp, m, d: ["--model", "nobody-here/no-such-model", "--template", None],
+        r"'nobody-here/no-such-model' is not in the registry.*--template",
+    ),
+    "model folder without weights": (
+        lambda tmp, m, d: ["--model", str(_no_weights(tmp, m))],
+        r"no-weights: no safetensors weights",
+    ),
     "folder that is not a model": (lambda tmp, m, d: ["--model", str(tmp)], r"not a model folder \(no config\.json\)"),
-    "no chat template for instruct": (lambda tmp, m, d: ["--model", str(d), "--template", "instruct"],
-                                      r"has no chat template, so the instruct template cannot be used"),
-    "unwritable results directory": (lambda tmp, m, d: ["--out", str(_write(tmp / "a-file", "x") / "results")],
-                                     r"a-file/results: cannot create the results store"),
-    "CUDA where none exists": (lambda tmp, m, d: ["--device", "cuda"], r"--device cuda was asked for, but no CUDA device"),
+    "no chat template for instruct": (
+        lambda tmp, m, d: ["--model", str(d), "--template", "instruct"],
+        r"has no chat template, so the instruct template cannot be used",
+    ),
+    "unwritable results directory": (
+        lambda tmp, m, d: ["--out", str(_write(tmp / "a-file", "x") / "results")],
+        r"a-file/results: cannot create the results store",
+    ),
+    "CUDA where none exists": (
+        lambda tmp, m, d: ["--device", "cuda"],
+        r"--device cuda was asked for, but no CUDA device",
+    ),
     "unknown device": (lambda tmp, m, d: ["--device", "tpu"], r"--device must be auto, cpu or cuda"),
 }
 
@@ -553,7 +663,9 @@ def _with(argv: list[str], changes: list[str | None]) -> list[str]:
 
 
 @pytest.mark.parametrize("case", list(BAD_RUNS))
-def test_bad_run_is_one_error_line_and_loses_nothing(runs, model_dir, tiny_model_dir, data_files, prior, tmp_path, case):
+def test_bad_run_is_one_error_line_and_loses_nothing(
+    runs, model_dir, tiny_model_dir, data_files, prior, tmp_path, case
+):
     if case == "CUDA where none exists" and torch.cuda.is_available():
         pytest.skip("checks the message given where no CUDA device exists")
     change, pattern = BAD_RUNS[case]
@@ -570,8 +682,10 @@ def test_store_of_an_incompatible_version_is_refused_not_misread(runs, model_dir
     files = {p: p.read_bytes() for p in prior.rglob("*") if p.is_file() and p.name != ".lock"}
     finished = runs.run(extract_argv(model_dir, data_files, prior))
     assert finished.status == 2 and len(finished.error_lines()) == 1 and "Traceback" not in finished.stderr
-    assert re.search(r"store\.json: results written by an incompatible version \(format 'layer-gradient-results', version 99",
-                     finished.error_lines()[0])
+    assert re.search(
+        r"store\.json: results written by an incompatible version \(format 'layer-gradient-results', version 99",
+        finished.error_lines()[0],
+    )
     assert {p: p.read_bytes() for p in prior.rglob("*") if p.is_file() and p.name != ".lock"} == files
     with pytest.raises(StoreError, match="incompatible version"):
         read_results(prior)
@@ -589,8 +703,10 @@ def test_changed_registry_file_is_warned_recorded_and_read_back(runs, model_dir,
     records[0]["output"] += " (edited)"
     changed = _write(tmp_path / "data" / "cot_500" / relative, json.dumps(records))
     before = store_snapshot(prior)
-    argv = _with(extract_argv(model_dir, ["gsm8k/none/correct"], prior, "--data-dir", str(tmp_path / "data"), "--limit", "3"),
-                 ["--max-length", "1024"])
+    argv = _with(
+        extract_argv(model_dir, ["gsm8k/none/correct"], prior, "--data-dir", str(tmp_path / "data"), "--limit", "3"),
+        ["--max-length", "1024"],
+    )
     finished = runs.run(argv)
     assert finished.status == 0, finished.stderr
     (warning,) = [line for line in finished.lines() if line.startswith("warning:")]
@@ -606,8 +722,12 @@ def test_changed_registry_file_is_warned_recorded_and_read_back(runs, model_dir,
     changed.write_text(json.dumps(records))
     before = store_snapshot(prior)
     message = assert_one_error_and_nothing_lost(
-        runs.run(_with(argv, ["--limit", "5"])), r"the stored results of gsm8k/none/correct were computed from a data file "
-        r"with sha256 \w+…, but .*gsm8k_train_no_cot\.json now has sha256 \w+…; use a different --out", prior, before)
+        runs.run(_with(argv, ["--limit", "5"])),
+        r"the stored results of gsm8k/none/correct were computed from a data file "
+        r"with sha256 \w+…, but .*gsm8k_train_no_cot\.json now has sha256 \w+…; use a different --out",
+        prior,
+        before,
+    )
     print(f"\nchanged data under stored results: {message}")
 
 
@@ -621,13 +741,18 @@ def test_store_whose_creation_was_interrupted_reads_as_empty(tmp_path):
 
 # ---------------------------------------------------------------- 4. numerical faults
 
+
 def _batch(samples):
     return gradients.make_batch([s for s, _ in samples], [p for _, p in samples], 0, torch.device("cpu"))
 
 
 POISON = 99  # a token id found in one sample only
-SAMPLES = [(list(range(5, 30)), 8), (list(range(3, 40)) + [POISON] + list(range(40, 50)), 6), (list(range(7, 25)), 5),
-           (list(range(10, 60)), 12)]
+SAMPLES = [
+    (list(range(5, 30)), 8),
+    (list(range(3, 40)) + [POISON] + list(range(40, 50)), 6),
+    (list(range(7, 25)), 5),
+    (list(range(10, 60)), 12),
+]
 
 
 def _assert_same_values(result, expected, rtol, atol=1e-12):
@@ -656,7 +781,9 @@ def test_nan_in_one_sample_fails_that_sample_only():
     for row in (0, 2, 3):
         _assert_same_values(faulted[row], clean[row], rtol=1e-6)
         alone = gradients.batch_statistics(model, _batch([SAMPLES[row]]))[0]
-        _assert_same_values(faulted[row], alone, rtol=1e-4, atol=1e-9)  # the batched-vs-single tolerance of test_gradients
+        _assert_same_values(
+            faulted[row], alone, rtol=1e-4, atol=1e-9
+        )  # the batched-vs-single tolerance of test_gradients
 
 
 def test_infinite_gradient_with_a_finite_loss_fails_that_sample_only():
@@ -713,11 +840,18 @@ def test_poisoned_weights_fail_one_sample_recorded_and_counted(runs, model_dir, 
     mine, clean = (f.sort_values(ROW_KEYS).reset_index(drop=True) for f in (rows, expected))
     assert mine[ROW_KEYS].equals(clean[ROW_KEYS])
     for column in NUMBERS:
-        np.testing.assert_allclose(mine[column].to_numpy(float), clean[column].to_numpy(float), rtol=1e-6, atol=1e-12,
-                                   equal_nan=True, err_msg=column)
+        np.testing.assert_allclose(
+            mine[column].to_numpy(float),
+            clean[column].to_numpy(float),
+            rtol=1e-6,
+            atol=1e-12,
+            equal_nan=True,
+            err_msg=column,
+        )
 
 
 # ---------------------------------------------------------------- 5. safety
+
 
 class _Stop(Exception):
     pass
@@ -740,7 +874,9 @@ def _capture_loading_kwargs(monkeypatch) -> list[dict]:
 @pytest.mark.parametrize("asked", [False, True])
 def test_remote_code_is_trusted_only_when_asked(monkeypatch, model_dir, data_files, tmp_path, asked):
     seen = _capture_loading_kwargs(monkeypatch)
-    argv = _with(extract_argv(model_dir, data_files[:1], tmp_path / "r"), ["--threads", None])  # in-process: keep torch's threads
+    argv = _with(
+        extract_argv(model_dir, data_files[:1], tmp_path / "r"), ["--threads", None]
+    )  # in-process: keep torch's threads
     argv += ["--trust-remote-code"] if asked else []
     with pytest.raises(_Stop):
         cli.main(argv)
@@ -775,15 +911,20 @@ def unsafe_loading(source: str) -> list[str]:
             owner = node.func.value
             if isinstance(owner, ast.Name) and (owner.id, node.func.attr) in UNSAFE_CALLS:
                 found.append(f"{owner.id}.{node.func.attr}()")
-            if any(k.arg in ("allow_pickle", "weights_only") and isinstance(k.value, ast.Constant)
-                   and k.value.value is (k.arg == "allow_pickle") for k in node.keywords):
+            if any(
+                k.arg in ("allow_pickle", "weights_only")
+                and isinstance(k.value, ast.Constant)
+                and k.value.value is (k.arg == "allow_pickle")
+                for k in node.keywords
+            ):
                 found.append(f"{node.func.attr}(... pickle allowed)")
     return found
 
 
 def test_the_detector_finds_pickle_loading():
-    assert unsafe_loading("import pickle\nimport torch\nx = torch.load('f.pt')\nimport numpy as np\nnp.load('a', allow_pickle=True)") == [
-        "import pickle", "torch.load()", "load(... pickle allowed)"]
+    assert unsafe_loading(
+        "import pickle\nimport torch\nx = torch.load('f.pt')\nimport numpy as np\nnp.load('a', allow_pickle=True)"
+    ) == ["import pickle", "torch.load()", "load(... pickle allowed)"]
     assert unsafe_loading("from safetensors.torch import load_file\nload_file('m.safetensors')") == []
 
 

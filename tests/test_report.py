@@ -11,6 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from synthetic import make_results, reasoning_conditions
 
 from analysis import metrics, vocabulary
 from analysis.bootstrap import all_curve_draws
@@ -19,13 +20,11 @@ from analysis.report.display import styled_table
 from analysis.report.load import ReportError, coverage_message, figure_note, load_results, require_rows
 from analysis.report.page import Page
 from analysis.store import ResultsStore, RunKey
-from synthetic import make_results, reasoning_conditions
 
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
 MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
 SCALE = {"none": 3.0, "simplified": 2.0, "detailed": 1.0, "detailed_cut_none": 1.0, "len100": 1.0, "len1000": 1.0}
-WIGGLE = {"none": 1.0, "simplified": 0.3, "detailed": 0.05, "detailed_cut_none": 0.05, "len100": 0.05,
-          "len1000": 0.05}
+WIGGLE = {"none": 1.0, "simplified": 0.3, "detailed": 0.05, "detailed_cut_none": 0.05, "len100": 0.05, "len1000": 0.05}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
@@ -36,9 +35,12 @@ def paper_like(model, dataset, setting, responses, proj, layers):
     return curve
 
 
-CONDITIONS = (reasoning_conditions("aqua") + reasoning_conditions("gsm8k")
-              + [("aqua", "detailed_cut_none", r) for r in ("correct", "irrelevant")]
-              + [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")])
+CONDITIONS = (
+    reasoning_conditions("aqua")
+    + reasoning_conditions("gsm8k")
+    + [("aqua", "detailed_cut_none", r) for r in ("correct", "irrelevant")]
+    + [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")]
+)
 
 
 @pytest.fixture(scope="module")
@@ -48,8 +50,9 @@ def paper_rows():
 
 @pytest.fixture(scope="module")
 def paper_draws(paper_rows):
-    return all_curve_draws(paper_rows, list(MODELS), ("nuclear_norm", "sigma1_ratio", "effective_rank"),
-                           n_resamples=200)
+    return all_curve_draws(
+        paper_rows, list(MODELS), ("nuclear_norm", "sigma1_ratio", "effective_rank"), n_resamples=200
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -60,15 +63,27 @@ def close_figures():
 
 def _store_with(tmp_path, rows, skipped=None):
     store = ResultsStore(tmp_path / "results")
-    for (model, condition), group in rows.groupby(["model", "condition"]):
+    for (model, _), group in rows.groupby(["model", "condition"]):
         first = group.iloc[0]
-        key = RunKey(model.replace("/", "--"), first["dataset"], first["setting"], first["responses"],
-                     int(first["max_length"]), first["template"])
+        key = RunKey(
+            model.replace("/", "--"),
+            first["dataset"],
+            first["setting"],
+            first["responses"],
+            int(first["max_length"]),
+            first["template"],
+        )
         store.write(key, group, None)
     if skipped is not None:
         first = skipped.iloc[0]
-        key = RunKey(first["model"], first["dataset"], first["setting"], first["responses"],
-                     int(first["max_length"]), first["template"])
+        key = RunKey(
+            first["model"],
+            first["dataset"],
+            first["setting"],
+            first["responses"],
+            int(first["max_length"]),
+            first["template"],
+        )
         store.write(key, None, skipped)
     return store.root
 
@@ -150,7 +165,10 @@ def test_separability_per_dataset_and_pooled(paper_rows):
     assert (detailed["verdict"] == "separable").all()
     pooled = detailed[detailed["pooled"]].iloc[0]
     assert pooled["n_samples"] == 24
-    assert beyond.separability_paragraph(table).count("in 1 of 3 (family, setting) cases: math reasoning Detailed CoT") == 2
+    assert (
+        beyond.separability_paragraph(table).count("in 1 of 3 (family, setting) cases: math reasoning Detailed CoT")
+        == 2
+    )
     left_out = beyond.separability_table(paper_rows, {"aqua": frozenset({0, 1, 2})}, n_resamples=50)
     none = left_out[(left_out["scope"] == "aqua") & (left_out["setting"] == "none")]
     assert (none["n_samples"] == 9).all() and (none["n_excluded"] == 3).all()
@@ -170,25 +188,45 @@ def test_effective_rank_and_length_regression_paragraphs(paper_rows, paper_draws
 def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir):
     root = _store_with(tmp_path, paper_rows)
     conditions = sorted(paper_rows["condition"].unique())
-    page = Page.open("summary", models=list(MODELS), conditions=conditions, results_dir=str(root),
-                     data_dir=str(study_data_dir), n_resamples=100)
+    page = Page.open(
+        "summary",
+        models=list(MODELS),
+        conditions=conditions,
+        results_dir=str(root),
+        data_dir=str(study_data_dir),
+        n_resamples=100,
+    )
     assert set(page.draws) == set(MODELS) and page.pairs == {INSTRUCT: BASE}
     found = sections.findings_table(page)
     assert {"F1", "F2", "F3", "F4", "F5", "L"} <= set(found["check"])
     assert found[found["check"] == "F5"]["verdict"].iloc[0] in ("holds", "not resolved")
-    for show in (sections.answers, sections.pooled_findings, sections.tables_findings, sections.headline,
-                 sections.length, sections.separability, sections.effective_rank):
+    for show in (
+        sections.answers,
+        sections.pooled_findings,
+        sections.tables_findings,
+        sections.headline,
+        sections.length,
+        sections.separability,
+        sections.effective_rank,
+    ):
         show(page)
     shown = verdicts.format_findings(found, pooled_only=True)
     assert set(shown["scope"]) == {"math reasoning (pooled)", "wiki"}
 
 
 def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
-    rows = make_results(reasoning_conditions("strategyqa", settings=("none",)), {BASE: ("base", 18)},
-                        n_samples=60, seed=3)
+    rows = make_results(
+        reasoning_conditions("strategyqa", settings=("none",)), {BASE: ("base", 18)}, n_samples=60, seed=3
+    )
     root = _store_with(tmp_path, rows)
-    page = Page.open("commonsense_reasoning", models=[BASE], conditions=sorted(rows["condition"].unique()),
-                     results_dir=str(root), data_dir=str(study_data_dir), n_resamples=50)
+    page = Page.open(
+        "commonsense_reasoning",
+        models=[BASE],
+        conditions=sorted(rows["condition"].unique()),
+        results_dir=str(root),
+        data_dir=str(study_data_dir),
+        n_resamples=50,
+    )
     assert 0 < page.identical_in_store()["strategyqa"] < 60
     assert "left out of every correct-vs-irrelevant comparison: strategyqa" in page.coverage()
 
@@ -199,10 +237,22 @@ def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
 def test_load_results_reports_missing_and_skipped(tmp_path):
     rows = make_results(reasoning_conditions("aqua", settings=("none", "detailed")), {BASE: ("base", 18)}, n_samples=4)
     rows = rows[~((rows["condition"] == "aqua/detailed/irrelevant") & (rows["sample_index"] == 3))]
-    skipped = pd.DataFrame([{"model": BASE, "condition": "aqua/detailed/irrelevant", "dataset": "aqua",
-                             "setting": "detailed", "responses": "irrelevant", "source_file": "x.json",
-                             "max_length": 1024, "template": "base", "sample_index": 3,
-                             "reason": "response truncated away: prompt has 2000 tokens"}])
+    skipped = pd.DataFrame(
+        [
+            {
+                "model": BASE,
+                "condition": "aqua/detailed/irrelevant",
+                "dataset": "aqua",
+                "setting": "detailed",
+                "responses": "irrelevant",
+                "source_file": "x.json",
+                "max_length": 1024,
+                "template": "base",
+                "sample_index": 3,
+                "reason": "response truncated away: prompt has 2000 tokens",
+            }
+        ]
+    )
     root = _store_with(tmp_path, rows, skipped)
     conditions = ["aqua/none/correct", "aqua/detailed/irrelevant", "aqua/simplified/correct"]
     results = load_results(root, [BASE, INSTRUCT], conditions, n_samples=3, data_dir=tmp_path / "no-data")
@@ -236,7 +286,10 @@ def test_pairs_confound_statement_and_comparison(paper_draws):
     assert "confounded" in text and "different model families" in text and "PAPER_PAIRS" in text
     assert "matched pairs" in tables.confound_statement({"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"})
     table = tables.pairs_table(pairs, {}, {BASE: 18, INSTRUCT: 30})
-    assert table.iloc[0]["matched pair"] == "no: different families" and table.iloc[0]["layers (base / instruct)"] == "18 / 30"
+    assert (
+        table.iloc[0]["matched pair"] == "no: different families"
+        and table.iloc[0]["layers (base / instruct)"] == "18 / 30"
+    )
     curves, bands = figures.curves_and_bands(paper_draws)
     made = list(figures.pair_figures(paper_draws, pairs, curves, bands))
     assert [t for t, _ in made] == [f"{BASE} vs {INSTRUCT}, {d}" for d in ("aqua", "gsm8k", "wiki")]
@@ -252,17 +305,35 @@ def test_run_log_tables():
     from analysis.runlog import RunRecord
 
     finished = RunRecord.from_dict(
-        {"id": "1", "started": "2025-01-01T00:00:00+00:00", "finished": "2025-01-01T00:10:00+00:00",
-         "wall_seconds": 600.0, "extraction_seconds": 500.0, "notebooks_seconds": 60.0, "book": {"seconds": 40.0},
-         "profile": {"name": "quick", "conditions": ["a", "b"], "n_samples": 2},
-         "packages": {"torch": "2.13.0"}, "model_loads": {"m": 3.0}, "a key of a later version": 1,
-         "models": {"m": {"revision": "abc", "attention": "sdpa", "chat_template_sha256": None,
-                          "transformers": "5"}},
-         "extraction": [{"model": "m", "condition": "a", "computed": 2, "seconds": 10.0}]})
+        {
+            "id": "1",
+            "started": "2025-01-01T00:00:00+00:00",
+            "finished": "2025-01-01T00:10:00+00:00",
+            "wall_seconds": 600.0,
+            "extraction_seconds": 500.0,
+            "notebooks_seconds": 60.0,
+            "book": {"seconds": 40.0},
+            "profile": {"name": "quick", "conditions": ["a", "b"], "n_samples": 2},
+            "packages": {"torch": "2.13.0"},
+            "model_loads": {"m": 3.0},
+            "a key of a later version": 1,
+            "models": {
+                "m": {"revision": "abc", "attention": "sdpa", "chat_template_sha256": None, "transformers": "5"}
+            },
+            "extraction": [{"model": "m", "condition": "a", "computed": 2, "seconds": 10.0}],
+        }
+    )
     going = RunRecord.from_dict(
-        {"id": "2", "started": "2025-01-02T00:00:00+00:00", "profile": {"name": "quick"},
-         "extraction": [{"model": "m", "condition": "a", "computed": 1, "seconds": 5.0},
-                        {"model": "m", "condition": "b", "computed": 0, "seconds": 0.0}]})
+        {
+            "id": "2",
+            "started": "2025-01-02T00:00:00+00:00",
+            "profile": {"name": "quick"},
+            "extraction": [
+                {"model": "m", "condition": "a", "computed": 1, "seconds": 5.0},
+                {"model": "m", "condition": "b", "computed": 0, "seconds": 0.0},
+            ],
+        }
+    )
     runs = [finished, going]
     times = provenance.extraction_time_table(runs)
     a = times[times["condition"] == "a"].iloc[0]
@@ -296,15 +367,27 @@ def test_run_log_round_trip(tmp_path):
 
 def test_benchmark_table(tmp_path):
     assert provenance.benchmark_table(tmp_path / "missing.json") is None
-    case = {"model": "m", "case": "None CoT", "device": "cpu", "samples": 4, "mean_tokens": 101.4,
-            "seconds_per_sample": {"baseline": 3.0, "project": 0.5, "floor": 0.4},
-            "baseline_over_project": 6.0, "project_over_floor": 1.25,
-            "peak_memory_mb": {"baseline": 900.0, "project": 300.0, "floor": 850.0}, "max_relative_difference": 2e-6}
-    targeted = {**case, "case": "Detailed CoT",
-                "targets": {"baseline_over_project_at_least": 1.6, "project_over_floor_at_most": 1.1}}
+    case = {
+        "model": "m",
+        "case": "None CoT",
+        "device": "cpu",
+        "samples": 4,
+        "mean_tokens": 101.4,
+        "seconds_per_sample": {"baseline": 3.0, "project": 0.5, "floor": 0.4},
+        "baseline_over_project": 6.0,
+        "project_over_floor": 1.25,
+        "peak_memory_mb": {"baseline": 900.0, "project": 300.0, "floor": 850.0},
+        "max_relative_difference": 2e-6,
+    }
+    targeted = {
+        **case,
+        "case": "Detailed CoT",
+        "targets": {"baseline_over_project_at_least": 1.6, "project_over_floor_at_most": 1.1},
+    }
     path = tmp_path / "results.json"
-    path.write_text(json.dumps({"cases": [case, targeted],
-                                "cached_loads": {"m": {"load_seconds": 2.5, "target_seconds": 5.0}}}))
+    path.write_text(
+        json.dumps({"cases": [case, targeted], "cached_loads": {"m": {"load_seconds": 2.5, "target_seconds": 5.0}}})
+    )
     table = provenance.benchmark_table(path)
     assert table.loc[1, "project / floor"] == "1.25 (target <= 1.1: missed)"
     assert table.loc[0, "cached load s"] == "2.50 (target < 5: met)"

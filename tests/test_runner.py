@@ -9,9 +9,27 @@ import torch
 from analysis import models, runner
 from analysis.store import ResultsStore, read_results, read_skipped
 
-SCHEMA = ["model", "dataset", "setting", "responses", "source_file", "sample_index", "layer", "proj", "nuclear_norm",
-          "sigma_max", "sigma_min", "sigma1_ratio", "frobenius", "effective_rank", "loss", "n_tokens",
-          "n_response_tokens", "max_length", "template"]
+SCHEMA = [
+    "model",
+    "dataset",
+    "setting",
+    "responses",
+    "source_file",
+    "sample_index",
+    "layer",
+    "proj",
+    "nuclear_norm",
+    "sigma_max",
+    "sigma_min",
+    "sigma1_ratio",
+    "frobenius",
+    "effective_rank",
+    "loss",
+    "n_tokens",
+    "n_response_tokens",
+    "max_length",
+    "template",
+]
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +39,9 @@ def tiny(tiny_model_dir):
 
 def test_condition_rows_have_the_schema(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
-    summary = runner.extract(tiny, "aqua/none/correct", store, limit=3, max_length=1024, data_directory=study_data_dir, progress=False)
+    summary = runner.extract(
+        tiny, "aqua/none/correct", store, limit=3, max_length=1024, data_directory=study_data_dir, progress=False
+    )
     assert summary.computed == 3
     frame = read_results(tmp_path / "r")
     assert set(SCHEMA) <= set(frame.columns)
@@ -43,17 +63,42 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
 
     monkeypatch.setattr(runner.gradients, "batch_statistics", failing_after_two_batches)
     with pytest.raises(KeyboardInterrupt):
-        runner.extract(tiny, "gsm8k/simplified/correct", store, limit=6, max_length=1024, batch_size=1,
-                       data_directory=study_data_dir, progress=False)
-    assert len(store.done_samples(runner.plan_run(tiny.name, "base", "gsm8k/simplified/correct", store, 6, 1024, study_data_dir).key)) == 2
+        runner.extract(
+            tiny,
+            "gsm8k/simplified/correct",
+            store,
+            limit=6,
+            max_length=1024,
+            batch_size=1,
+            data_directory=study_data_dir,
+            progress=False,
+        )
+    assert (
+        len(
+            store.done_samples(
+                runner.plan_run(tiny.name, "base", "gsm8k/simplified/correct", store, 6, 1024, study_data_dir).key
+            )
+        )
+        == 2
+    )
     monkeypatch.setattr(runner.gradients, "batch_statistics", original)
-    summary = runner.extract(tiny, "gsm8k/simplified/correct", store, limit=6, max_length=1024, batch_size=1,
-                             data_directory=study_data_dir, progress=False)
+    summary = runner.extract(
+        tiny,
+        "gsm8k/simplified/correct",
+        store,
+        limit=6,
+        max_length=1024,
+        batch_size=1,
+        data_directory=study_data_dir,
+        progress=False,
+    )
     assert (summary.already_done, summary.computed) == (2, 4)
     frame = read_results(tmp_path / "r")
     assert not frame.duplicated(["sample_index", "layer", "proj"]).any()
     clean = ResultsStore(tmp_path / "clean")
-    runner.extract(tiny, "gsm8k/simplified/correct", clean, limit=6, max_length=1024, data_directory=study_data_dir, progress=False)
+    runner.extract(
+        tiny, "gsm8k/simplified/correct", clean, limit=6, max_length=1024, data_directory=study_data_dir, progress=False
+    )
     keys = ["sample_index", "layer", "proj"]
     resumed = frame.sort_values(keys).reset_index(drop=True)
     fresh = read_results(tmp_path / "clean").sort_values(keys).reset_index(drop=True)
@@ -62,8 +107,14 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
 
 def test_truncated_away_samples_are_recorded_and_counted(tiny, tmp_path):
     path = tmp_path / "long.json"
-    path.write_text(json.dumps([{"instruction": "q" * 80, "input": "", "output": "a"},
-                                {"instruction": "short", "input": "", "output": "answer"}]))
+    path.write_text(
+        json.dumps(
+            [
+                {"instruction": "q" * 80, "input": "", "output": "a"},
+                {"instruction": "short", "input": "", "output": "answer"},
+            ]
+        )
+    )
     store = ResultsStore(tmp_path / "r")
     summary = runner.extract(tiny, str(path), store, max_length=40, progress=False)
     assert summary.computed == 1 and summary.skipped == {"response truncated away": 1}
@@ -83,7 +134,9 @@ def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp
 
 
 def test_length_sorted_batches_respect_size_and_budget():
-    samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * n, 1)) for i, n in enumerate([5, 50, 6, 7, 400])]
+    samples = [
+        runner.PreparedSample(i, runner.prompts.EncodedSample([0] * n, 1)) for i, n in enumerate([5, 50, 6, 7, 400])
+    ]
     batches = runner.length_sorted_batches(samples, batch_size=2, token_budget=120, max_padding=10.0)
     assert [[s.index for s in b] for b in batches] == [[0, 2], [3, 1], [4]]
 
@@ -106,25 +159,35 @@ def test_batch_size_defaults_to_one_sample_on_a_cpu():
 
 def _out_of_memory_above(limit: int, original, calls: list):
     """batch_statistics that raises CUDA's out-of-memory error for batches of more than ``limit`` samples."""
+
     def statistics(model, batch, *args, **kwargs):
         calls.append(batch.input_ids.shape[0])
         if batch.input_ids.shape[0] > limit:
             raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
         return original(model, batch, *args, **kwargs)
+
     return statistics
 
 
 @pytest.mark.parametrize("limit", [1, 2])
 def test_out_of_memory_halves_the_batch_and_gives_the_same_rows(tiny, tmp_path, monkeypatch, limit):
     path, keys = tmp_path / "same_length.json", ["sample_index", "layer", "proj"]
-    path.write_text(json.dumps([{"instruction": f"Add {i} and {i + 1}.", "input": "", "output": f"It is {2 * i + 1}."}
-                                for i in range(1, 9)]))
+    path.write_text(
+        json.dumps(
+            [
+                {"instruction": f"Add {i} and {i + 1}.", "input": "", "output": f"It is {2 * i + 1}."}
+                for i in range(1, 9)
+            ]
+        )
+    )
     runner.extract(tiny, str(path), ResultsStore(tmp_path / "clean"), max_length=1024, batch_size=4, progress=False)
     calls: list[int] = []
-    monkeypatch.setattr(runner.gradients, "batch_statistics",
-                        _out_of_memory_above(limit, runner.gradients.batch_statistics, calls))
-    summary = runner.extract(tiny, str(path), ResultsStore(tmp_path / "oom"), max_length=1024, batch_size=4,
-                             progress=False)
+    monkeypatch.setattr(
+        runner.gradients, "batch_statistics", _out_of_memory_above(limit, runner.gradients.batch_statistics, calls)
+    )
+    summary = runner.extract(
+        tiny, str(path), ResultsStore(tmp_path / "oom"), max_length=1024, batch_size=4, progress=False
+    )
     assert summary.computed == 8 and not summary.skipped
     assert calls.count(4) == 1  # the second batch of 4 is split before it is tried
     assert sum(size for size in calls if size <= limit) == 8
@@ -148,8 +211,16 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
     prepared, _ = runner.prepare_samples(tiny, plan.resolved, plan.todo, 1024)
     longest = max(len(s.encoded.input_ids) for s in prepared)
     monkeypatch.setattr(runner.gradients, "batch_statistics", statistics)
-    summary = runner.extract(tiny, "aqua/none/correct", store, limit=4, max_length=1024, batch_size=4,
-                             data_directory=study_data_dir, progress=False)
+    summary = runner.extract(
+        tiny,
+        "aqua/none/correct",
+        store,
+        limit=4,
+        max_length=1024,
+        batch_size=4,
+        data_directory=study_data_dir,
+        progress=False,
+    )
     too_long = sum(len(s.encoded.input_ids) == longest for s in prepared)
     assert summary.skipped == {"out of memory": too_long} and summary.computed == 4 - too_long
     reasons = read_skipped(tmp_path / "r")["reason"]
@@ -162,8 +233,15 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
 
     monkeypatch.setattr(runner.gradients, "batch_statistics", broken)
     with pytest.raises(RuntimeError, match="shape mismatch"):
-        runner.extract(tiny, "aqua/none/correct", ResultsStore(tmp_path / "r"), limit=2, max_length=1024,
-                       data_directory=study_data_dir, progress=False)
+        runner.extract(
+            tiny,
+            "aqua/none/correct",
+            ResultsStore(tmp_path / "r"),
+            limit=2,
+            max_length=1024,
+            data_directory=study_data_dir,
+            progress=False,
+        )
 
 
 def test_batches_follow_the_memory_plan():

@@ -117,7 +117,9 @@ def test_projections_sharing_inputs_equal_separate_ones(n_tokens):
         alone = spectra.LayerFactors(g, x.clone()).singular_values()
         assert torch.allclose(together, alone, rtol=1e-10, atol=1e-12)
         reference = torch.linalg.svdvals(g.double().mT @ x.double())
-        assert ((together[:, : reference.shape[-1]] - reference).abs().max() / reference[:, 0].min()) < 1e-6  # float32 dense route: G formed as autograd forms it
+        assert (
+            (together[:, : reference.shape[-1]] - reference).abs().max() / reference[:, 0].min()
+        ) < 1e-6  # float32 dense route: G formed as autograd forms it
     k, v = (spectra.LayerFactors(g, shared) for g in gs[1:])
     expected = ((k.g.double().mT @ x.double()) * (v.g.double().mT @ x.double())).sum((-2, -1))
     assert torch.allclose(spectra.frobenius_inner(k, v), expected, rtol=1e-6)

@@ -1,11 +1,10 @@
-
 import numpy as np
 import pandas as pd
 import pytest
 from sklearn.metrics import roc_auc_score
-
-from analysis.stats import (length_regression, paired_test, per_sample_means, separability, weighted_auroc)
 from synthetic import make_results, reasoning_conditions
+
+from analysis.stats import length_regression, paired_test, per_sample_means, separability, weighted_auroc
 
 
 def test_paired_test_detects_known_shift():
@@ -33,6 +32,7 @@ def test_paired_test_without_shift_and_degenerate():
 
 # --------------------------------------------------------------------------- AUROC
 
+
 def test_weighted_auroc_matches_sklearn_with_ties_and_weights():
     rng = np.random.default_rng(6)
     scores = rng.integers(0, 5, size=40).astype(float)
@@ -47,12 +47,18 @@ def separable_curve(gap):
     def curve(model, dataset, setting, responses, proj, layers):
         bump = gap * (layers >= 10) if responses == "irrelevant" else 0.0
         return (1.0 + 0.05 * layers) * (1.0 + bump)
+
     return curve
 
 
 def test_separability_near_one_on_separable_data():
-    df = make_results(reasoning_conditions("aqua", settings=("detailed",)), n_samples=30,
-                      curve=separable_curve(0.5), noise=0.1, sample_sd=0.3)
+    df = make_results(
+        reasoning_conditions("aqua", settings=("detailed",)),
+        n_samples=30,
+        curve=separable_curve(0.5),
+        noise=0.1,
+        sample_sd=0.3,
+    )
     out = separability(df, "base-model", "aqua", "detailed", n_resamples=300)
     assert out["reason"] is None and out["n_folds"] == 5 and out["n_samples"] == 30
     assert out["auroc"] > 0.95 and out["auroc_low"] > 0.85
@@ -72,10 +78,17 @@ def shuffle_within_instructions(df, seed):
 def test_separability_near_half_on_shuffled_labels():
     aurocs, single, in_sample = [], [], []
     for seed in range(6):
-        df = make_results(reasoning_conditions("aqua", settings=("detailed",)), n_samples=60,
-                          curve=separable_curve(0.5), noise=0.1, sample_sd=0.3, seed=seed)
-        out = separability(shuffle_within_instructions(df, seed), "base-model", "aqua",
-                           "detailed", n_resamples=200, seed=seed)
+        df = make_results(
+            reasoning_conditions("aqua", settings=("detailed",)),
+            n_samples=60,
+            curve=separable_curve(0.5),
+            noise=0.1,
+            sample_sd=0.3,
+            seed=seed,
+        )
+        out = separability(
+            shuffle_within_instructions(df, seed), "base-model", "aqua", "detailed", n_resamples=200, seed=seed
+        )
         aurocs.append(out["auroc"])
         single.append(out["best_feature_auroc"])
         in_sample.append(out["best_feature_auroc_in_sample"])
@@ -87,8 +100,7 @@ def test_separability_near_half_on_shuffled_labels():
 
 
 def test_separability_small_and_impossible_cases():
-    df = make_results(reasoning_conditions("aqua", settings=("detailed",)), n_samples=4,
-                      curve=separable_curve(0.5))
+    df = make_results(reasoning_conditions("aqua", settings=("detailed",)), n_samples=4, curve=separable_curve(0.5))
     small = separability(df, "base-model", "aqua", "detailed", n_resamples=100)
     assert small["n_folds"] == 4 and small["reason"] is None and np.isfinite(small["auroc"])
     one = separability(df[df.sample_index == 0], "base-model", "aqua", "detailed")
@@ -101,9 +113,11 @@ def test_separability_small_and_impossible_cases():
 
 # --------------------------------------------------------------------------- length
 
+
 def test_length_regression_recovers_length_effect():
-    df = make_results(reasoning_conditions("gsm8k", responses=("correct",)), n_samples=40,
-                      length_exponent=-0.5, noise=0.01)
+    df = make_results(
+        reasoning_conditions("gsm8k", responses=("correct",)), n_samples=40, length_exponent=-0.5, noise=0.01
+    )
     out = length_regression(df)
     assert list(out.setting) == ["simplified", "detailed"]
     assert (out.reference_setting == "none").all()
@@ -119,8 +133,7 @@ def test_length_regression_keeps_setting_effect_beyond_length():
     def curve(model, dataset, setting, responses, proj, layers):
         return {"none": 4.0, "simplified": 2.0, "detailed": 1.0}[setting] * np.ones(len(layers))
 
-    df = make_results(reasoning_conditions("gsm8k", responses=("correct",)), n_samples=40,
-                      curve=curve, noise=0.01)
+    df = make_results(reasoning_conditions("gsm8k", responses=("correct",)), n_samples=40, curve=curve, noise=0.01)
     out = length_regression(df, by_proj=True)
     assert len(out) == 2 * 4
     detailed = out[out.setting == "detailed"]

@@ -12,8 +12,18 @@ KEY = RunKey("tiny", "aqua", "none", "correct", 64, "base")
 
 def rows_for(indices):
     return pd.DataFrame(
-        [{"model": "tiny", "condition": "aqua/none/correct", "sample_index": i, "layer": l, "proj": "q",
-          "nuclear_norm": float(i + l)} for i in indices for l in range(2)]
+        [
+            {
+                "model": "tiny",
+                "condition": "aqua/none/correct",
+                "sample_index": i,
+                "layer": layer,
+                "proj": "q",
+                "nuclear_norm": float(i + layer),
+            }
+            for i in indices
+            for layer in range(2)
+        ]
     )
 
 

@@ -21,12 +21,25 @@ def _write(path, text):
 
 
 def test_study_chat_and_jsonl_formats_give_the_same_records(tmp_path):
-    study = [{"instruction": "What is 2+2?", "input": "", "output": "4"},
-             {"instruction": "Name a colour.", "output": "Blue."}]
-    chat = [{"messages": [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is 2+2?"},
-                          {"role": "assistant", "content": "4"}]},
-            {"messages": [{"role": "user", "content": [{"type": "text", "text": "Name a colour."}]},
-                          {"role": "assistant", "content": "Blue."}]}]
+    study = [
+        {"instruction": "What is 2+2?", "input": "", "output": "4"},
+        {"instruction": "Name a colour.", "output": "Blue."},
+    ]
+    chat = [
+        {
+            "messages": [
+                {"role": "system", "content": "Be brief."},
+                {"role": "user", "content": "What is 2+2?"},
+                {"role": "assistant", "content": "4"},
+            ]
+        },
+        {
+            "messages": [
+                {"role": "user", "content": [{"type": "text", "text": "Name a colour."}]},
+                {"role": "assistant", "content": "Blue."},
+            ]
+        },
+    ]
     expected = [data.Record("What is 2+2?", "", "4"), data.Record("Name a colour.", "", "Blue.")]
     assert data.load_records(_write(tmp_path / "a.json", json.dumps(study))) == expected
     assert data.load_records(_write(tmp_path / "b.json", json.dumps(chat))) == expected
@@ -36,9 +49,14 @@ def test_study_chat_and_jsonl_formats_give_the_same_records(tmp_path):
 
 
 def test_chat_record_takes_the_last_turn_and_drops_the_system_message():
-    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "first question"},
-                {"role": "assistant", "content": "first answer"}, {"role": "user", "content": "part one"},
-                {"role": "user", "content": "part two"}, {"role": "assistant", "content": "final answer"}]
+    messages = [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": "first question"},
+        {"role": "assistant", "content": "first answer"},
+        {"role": "user", "content": "part one"},
+        {"role": "user", "content": "part two"},
+        {"role": "assistant", "content": "final answer"},
+    ]
     record = data.chat_record(messages, "f: record 0")
     assert record == data.Record("part one\n\npart two", "", "final answer")
 
@@ -46,21 +64,44 @@ def test_chat_record_takes_the_last_turn_and_drops_the_system_message():
 @pytest.mark.parametrize(
     "name,text,message",
     [
-        ("x.jsonl", '{"instruction": "a", "output": "b"}\n{"instruction": "a"}\n', "line 2 (record 1): missing field 'output'"),
+        (
+            "x.jsonl",
+            '{"instruction": "a", "output": "b"}\n{"instruction": "a"}\n',
+            "line 2 (record 1): missing field 'output'",
+        ),
         ("x.jsonl", '{"instruction": "a", "output": "b"}\n{"instruction": \n', "line 2 (record 1): malformed JSON"),
         ("x.jsonl", "\n \n", "no records"),
         ("x.json", '[{"messages": []}]', "record 0: field 'messages' must be a non-empty list"),
-        ("x.json", '[{"messages": [{"role": "user", "content": "q"}]}]', "record 0: field 'messages' has no assistant message"),
-        ("x.json", '[{"messages": [{"role": "system", "content": "s"}, {"role": "assistant", "content": "a"}]}]',
-         "record 0: field 'messages' has no user message before the last assistant message"),
-        ("x.json", '[{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": 5}]}]',
-         "record 0: field 'messages', message 1: field 'content' must be a string, found int"),
-        ("x.json", '[{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]}]',
-         "record 0: field 'messages': the last assistant message is empty"),
-        ("x.json", '[{"messages": [{"role": "critic", "content": "q"}, {"role": "assistant", "content": "a"}]}]',
-         "record 0: field 'messages': unknown role 'critic'"),
-        ("x.json", '[{"messages": [{"content": "q"}, {"role": "assistant", "content": "a"}]}]',
-         "record 0: field 'messages', message 0: field 'role' must be a string"),
+        (
+            "x.json",
+            '[{"messages": [{"role": "user", "content": "q"}]}]',
+            "record 0: field 'messages' has no assistant message",
+        ),
+        (
+            "x.json",
+            '[{"messages": [{"role": "system", "content": "s"}, {"role": "assistant", "content": "a"}]}]',
+            "record 0: field 'messages' has no user message before the last assistant message",
+        ),
+        (
+            "x.json",
+            '[{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": 5}]}]',
+            "record 0: field 'messages', message 1: field 'content' must be a string, found int",
+        ),
+        (
+            "x.json",
+            '[{"messages": [{"role": "user", "content": "q"}, {"role": "assistant", "content": ""}]}]',
+            "record 0: field 'messages': the last assistant message is empty",
+        ),
+        (
+            "x.json",
+            '[{"messages": [{"role": "critic", "content": "q"}, {"role": "assistant", "content": "a"}]}]',
+            "record 0: field 'messages': unknown role 'critic'",
+        ),
+        (
+            "x.json",
+            '[{"messages": [{"content": "q"}, {"role": "assistant", "content": "a"}]}]',
+            "record 0: field 'messages', message 0: field 'role' must be a string",
+        ),
     ],
 )
 def test_bad_records_name_the_file_the_record_and_the_field(tmp_path, name, text, message):
@@ -82,8 +123,16 @@ def tiny(tiny_model_dir):
 def test_kept_spectra_round_trip_and_give_the_stored_nuclear_norm(tiny, study_data_dir, tmp_path):
     plain, kept = ResultsStore(tmp_path / "plain"), ResultsStore(tmp_path / "kept")
     for store, keep in ((plain, False), (kept, True)):
-        runner.extract(tiny, "aqua/simplified/correct", store, limit=2, max_length=1024,
-                       data_directory=study_data_dir, progress=False, keep_spectra=keep)
+        runner.extract(
+            tiny,
+            "aqua/simplified/correct",
+            store,
+            limit=2,
+            max_length=1024,
+            data_directory=study_data_dir,
+            progress=False,
+            keep_spectra=keep,
+        )
     a, b = read_results(tmp_path / "plain"), read_results(tmp_path / "kept")
     assert runner.SPECTRUM_COLUMN not in a.columns
     keys = ["sample_index", "layer", "proj"]
@@ -139,8 +188,10 @@ def test_classifier_is_cross_validated_by_instruction_and_places_new_samples():
 
     features = _synthetic_features()
     labels = features.index.get_level_values("setting")
-    groups = [f"{d}:{i}" for d, i in zip(features.index.get_level_values("dataset"),
-                                          features.index.get_level_values("sample_index"))]
+    groups = [
+        f"{d}:{i}"
+        for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
+    ]
     model = placement.train(features, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
     assert model.accuracy.value > 0.9 and model.accuracy.n == 16
     low, high = model.accuracy.interval()
@@ -162,8 +213,10 @@ def test_classifier_without_signal_is_near_chance_and_says_so():
     rng = np.random.default_rng(5)
     noise = pd.DataFrame(rng.normal(size=features.shape), index=features.index, columns=features.columns)
     labels = features.index.get_level_values("setting")
-    groups = [f"{d}:{i}" for d, i in zip(features.index.get_level_values("dataset"),
-                                          features.index.get_level_values("sample_index"))]
+    groups = [
+        f"{d}:{i}"
+        for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
+    ]
     model = placement.train(noise, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
     assert model.accuracy.value < 0.6
     with pytest.raises(placement.PlacementError, match="two or more"):
@@ -183,12 +236,30 @@ def test_command_refuses_a_bad_record_or_reference_before_computing(tmp_path, ca
     from analysis.cli import main
 
     bad = _write(tmp_path / "mine.jsonl", '{"messages": [{"role": "user", "content": "q"}]}\n')
-    assert main(["profile-data", "--model", "smollm2-135m-instruct", "--data", str(bad), "--out",
-                 str(tmp_path / "store")]) == 2
+    assert (
+        main(["profile-data", "--model", "smollm2-135m-instruct", "--data", str(bad), "--out", str(tmp_path / "store")])
+        == 2
+    )
     assert f"{bad}: line 1 (record 0): field 'messages' has no assistant message" in capsys.readouterr().err
     good = _write(tmp_path / "ok.json", '[{"instruction": "q", "output": "a"}]')
-    assert main(["profile-data", "--model", "smollm2-135m-instruct", "--data", str(good), "--reference", "wiki",
-                 "--out", str(tmp_path / "store"), "--data-dir", str(study_data_dir)]) == 2
+    assert (
+        main(
+            [
+                "profile-data",
+                "--model",
+                "smollm2-135m-instruct",
+                "--data",
+                str(good),
+                "--reference",
+                "wiki",
+                "--out",
+                str(tmp_path / "store"),
+                "--data-dir",
+                str(study_data_dir),
+            ]
+        )
+        == 2
+    )
     assert "reference dataset 'wiki'" in capsys.readouterr().err
     assert not (tmp_path / "store").exists()
 
@@ -197,11 +268,18 @@ def _user_files(folder, study_data_dir, first=100, n=6):
     """Detailed-CoT responses of AQuA questions the references do not use, in the chat format,
     and bare answers of the same questions as JSON Lines."""
     cot = study_data_dir / "cot_500"
-    detailed = json.loads((cot / "aqua_train_with_cot_gpt4o.json").read_text())[first:first + n]
-    bare = json.loads((cot / "aqua_train_no_cot.json").read_text())[first:first + n]
-    chat = [{"messages": [{"role": "system", "content": "You reason step by step."},
-                          {"role": "user", "content": r["instruction"]},
-                          {"role": "assistant", "content": r["output"]}]} for r in detailed]
+    detailed = json.loads((cot / "aqua_train_with_cot_gpt4o.json").read_text())[first : first + n]
+    bare = json.loads((cot / "aqua_train_no_cot.json").read_text())[first : first + n]
+    chat = [
+        {
+            "messages": [
+                {"role": "system", "content": "You reason step by step."},
+                {"role": "user", "content": r["instruction"]},
+                {"role": "assistant", "content": r["output"]},
+            ]
+        }
+        for r in detailed
+    ]
     detailed_path = _write(folder / "my data.json", json.dumps(chat))
     bare_path = _write(folder / "bare.jsonl", "\n".join(json.dumps(r) for r in bare))
     return detailed_path, bare_path
@@ -214,10 +292,21 @@ def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
 
     folder = tmp_path_factory.mktemp("your-data")
     files = _user_files(folder, study_data_dir, n=5)
-    result = profile_data.run(str(tiny_model_dir("llama")), [str(f) for f in files], template="base",
-                              reference_datasets=["aqua"], n_samples=5, out=folder / "store",
-                              html=folder / "page.html", data_dir=study_data_dir, device="cpu", n_resamples=200,
-                              seed=7, progress=False, say=lambda _: None)
+    result = profile_data.run(
+        str(tiny_model_dir("llama")),
+        [str(f) for f in files],
+        template="base",
+        reference_datasets=["aqua"],
+        n_samples=5,
+        out=folder / "store",
+        html=folder / "page.html",
+        data_dir=study_data_dir,
+        device="cpu",
+        n_resamples=200,
+        seed=7,
+        progress=False,
+        say=lambda _: None,
+    )
     return result, files, folder
 
 
@@ -227,9 +316,16 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
     from analysis.report import your_data
 
     result, files, _ = tiny_profile
-    page = your_data.YourData.open([str(f) for f in files], str(tiny_model_dir("llama")), "base", 5, result.results_dir,
-                                   [c for c in your_data.profiles.reference_conditions(("aqua",))], seed=7,
-                                   n_resamples=200)
+    page = your_data.YourData.open(
+        [str(f) for f in files],
+        str(tiny_model_dir("llama")),
+        "base",
+        5,
+        result.results_dir,
+        [c for c in your_data.profiles.reference_conditions(("aqua",))],
+        seed=7,
+        n_resamples=200,
+    )
     assert page.placement is not None and page.placement.accuracy.value > 0.6
     detailed, bare = page.files
     assert placement.closest(your_data.file_assignment(page, detailed)) == "detailed"
@@ -263,14 +359,30 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
     from analysis import profile_data
 
     result, files, _ = tiny_profile
-    jobs = profile_data.plan_jobs(str(tiny_model_dir("llama")), "base", files,
-                                  profile_data.profiles.reference_conditions(("aqua",)),
-                                  profile_data.ResultsStore(result.results_dir), 5, 1024, study_data_dir)
+    jobs = profile_data.plan_jobs(
+        str(tiny_model_dir("llama")),
+        "base",
+        files,
+        profile_data.profiles.reference_conditions(("aqua",)),
+        profile_data.ResultsStore(result.results_dir),
+        5,
+        1024,
+        study_data_dir,
+    )
     assert jobs == []
-    more = profile_data.plan_jobs(str(tiny_model_dir("llama")), "base", files,
-                                  profile_data.profiles.reference_conditions(("aqua",)),
-                                  profile_data.ResultsStore(result.results_dir), 6, 1024, study_data_dir)
-    assert sorted(job.spec for job in more) == sorted(profile_data.profiles.reference_conditions(("aqua",)))  # files hold 5
+    more = profile_data.plan_jobs(
+        str(tiny_model_dir("llama")),
+        "base",
+        files,
+        profile_data.profiles.reference_conditions(("aqua",)),
+        profile_data.ResultsStore(result.results_dir),
+        6,
+        1024,
+        study_data_dir,
+    )
+    assert sorted(job.spec for job in more) == sorted(
+        profile_data.profiles.reference_conditions(("aqua",))
+    )  # files hold 5
 
 
 @pytest.mark.slow
@@ -288,8 +400,13 @@ def test_page_opens_in_headless_chromium_with_its_figures_and_tables(tiny_profil
 
     options = webdriver.ChromeOptions()
     options.binary_location = str(chromium)
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1400,1000"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1400,1000",
+    ):
         options.add_argument(argument)
     driver = webdriver.Chrome(service=Service(str(driver_path)), options=options)
     try:
@@ -297,7 +414,8 @@ def test_page_opens_in_headless_chromium_with_its_figures_and_tables(tiny_profil
         driver.get(tiny_profile[0].html.as_uri())
         WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
         images = driver.execute_script(
-            "return Array.from(document.images).map(i => [i.alt, i.complete && i.naturalWidth > 0]);")
+            "return Array.from(document.images).map(i => [i.alt, i.complete && i.naturalWidth > 0]);"
+        )
         assert len(images) >= 4 and all(loaded for _, loaded in images), images
         assert any("over the reference settings" in alt for alt, _ in images)
         assert len(driver.find_elements(By.CSS_SELECTOR, "table tbody tr")) >= 10
@@ -312,9 +430,25 @@ def test_extract_command_keeps_spectra_on_request(tiny_model_dir, study_data_dir
     from analysis.cli import main
 
     out = tmp_path / "store"
-    arguments = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--data",
-                 "gsm8k/none/correct", "--out", str(out), "--limit", "2", "--data-dir", str(study_data_dir),
-                 "--device", "cpu", "--no-progress", "--keep-spectra"]
+    arguments = [
+        "extract",
+        "--model",
+        str(tiny_model_dir("llama")),
+        "--template",
+        "base",
+        "--data",
+        "gsm8k/none/correct",
+        "--out",
+        str(out),
+        "--limit",
+        "2",
+        "--data-dir",
+        str(study_data_dir),
+        "--device",
+        "cpu",
+        "--no-progress",
+        "--keep-spectra",
+    ]
     assert main(arguments) == 0
     rows = read_results(out)
     assert rows[runner.SPECTRUM_COLUMN].map(len).gt(0).all()
@@ -322,17 +456,26 @@ def test_extract_command_keeps_spectra_on_request(tiny_model_dir, study_data_dir
     assert np.allclose(sums, rows["nuclear_norm"].to_numpy(), rtol=1e-12)
 
 
-@pytest.mark.parametrize("change,message", [
-    ({"data_files": []}, "parameter data_files"),
-    ({"n_samples": 0}, "parameter n_samples"),
-    ({"reference_conditions": ["aqua/fast/correct"]}, "parameter reference_conditions"),
-    ({"max_length": "1024"}, "parameter max_length"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        ({"data_files": []}, "parameter data_files"),
+        ({"n_samples": 0}, "parameter n_samples"),
+        ({"reference_conditions": ["aqua/fast/correct"]}, "parameter reference_conditions"),
+        ({"max_length": "1024"}, "parameter max_length"),
+    ],
+)
 def test_page_parameters_are_checked(change, message):
     from analysis.report import your_data
 
-    good = {"data_files": ["a.json"], "n_samples": 20, "reference_conditions": None, "max_length": 1024, "seed": 0,
-            "n_resamples": 1000}
+    good = {
+        "data_files": ["a.json"],
+        "n_samples": 20,
+        "reference_conditions": None,
+        "max_length": 1024,
+        "seed": 0,
+        "n_resamples": 1000,
+    }
     your_data.check_parameters(**good)
     with pytest.raises(your_data.ReportError, match=message):
         your_data.check_parameters(**{**good, **change})

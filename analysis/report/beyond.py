@@ -20,8 +20,9 @@ SEPARABLE = {HOLDS: "separable", FAILS: "worse than chance", UNRESOLVED: "not sh
 # --------------------------------------------------------------------------- separability
 
 
-def separability_table(rows: pd.DataFrame, identical: dict[str, frozenset] | None = None, n_resamples: int = 1000,
-                       seed: int = 0) -> pd.DataFrame:
+def separability_table(
+    rows: pd.DataFrame, identical: dict[str, frozenset] | None = None, n_resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
     """Out-of-fold AUROC of correct vs irrelevant per (model, dataset, study setting), then pooled per
     (model, family, setting) over the family's datasets; with intervals and verdicts.
 
@@ -35,8 +36,9 @@ def separability_table(rows: pd.DataFrame, identical: dict[str, frozenset] | Non
         if group["responses"].nunique() < 2:
             continue
         excluded = identical.get(dataset, ()) if setting == "none" else ()
-        result = stats.separability(group, model, dataset, setting, n_resamples=n_resamples, seed=seed,
-                                    excluded=excluded)
+        result = stats.separability(
+            group, model, dataset, setting, n_resamples=n_resamples, seed=seed, excluded=excluded
+        )
         draws = result.pop("auroc_draws")
         estimate = None if draws is None else Estimate(result["auroc"], draws, ((dataset, result["n_samples"]),))
         result.update(scope=dataset, pooled=False, n_excluded=len(set(excluded)), estimate=estimate)
@@ -53,16 +55,31 @@ def separability_table(rows: pd.DataFrame, identical: dict[str, frozenset] | Non
                 continue
             estimate = pooled(list(members["estimate"]))
             low, high = estimate.interval()
-            pooled_rows.append({"model": model, "dataset": family, "setting": setting, "scope": family, "pooled": True,
-                                "n_samples": estimate.n, "auroc": estimate.value, "auroc_low": low, "auroc_high": high,
-                                "estimate": estimate, "n_excluded": int(members["n_excluded"].sum()),
-                                "reason": None})
+            pooled_rows.append(
+                {
+                    "model": model,
+                    "dataset": family,
+                    "setting": setting,
+                    "scope": family,
+                    "pooled": True,
+                    "n_samples": estimate.n,
+                    "auroc": estimate.value,
+                    "auroc_low": low,
+                    "auroc_high": high,
+                    "estimate": estimate,
+                    "n_excluded": int(members["n_excluded"].sum()),
+                    "reason": None,
+                }
+            )
     table = pd.concat([table, pd.DataFrame(pooled_rows)], ignore_index=True)
     table["verdict"] = [_separability_verdict(r) for r in table.itertuples()]
     table["_scope"] = table["scope"].map(findings.scope_rank)
     table["_setting"] = table["setting"].map(vocabulary.setting_rank)
-    return (table.sort_values(["model", "_scope", "_setting"], kind="stable").drop(columns=["_scope", "_setting"])
-            .reset_index(drop=True))
+    return (
+        table.sort_values(["model", "_scope", "_setting"], kind="stable")
+        .drop(columns=["_scope", "_setting"])
+        .reset_index(drop=True)
+    )
 
 
 def _separability_verdict(row) -> str:
@@ -75,15 +92,21 @@ def format_separability(table: pd.DataFrame) -> pd.DataFrame:
     """The separability table for display."""
     if table.empty:
         return table
-    out = pd.DataFrame({"model": table["model"],
-                        "scope": [vocabulary.scope_label(s) + (" (pooled)" if p else "")
-                                  for s, p in zip(table["scope"], table["pooled"])],
-                        "setting": table["setting"].map(vocabulary.setting_label),
-                        "n": table["n_samples"],
-                        "AUROC (out of fold)": [fmt_interval(*v) for v in zip(table["auroc"], table["auroc_low"],
-                                                                               table["auroc_high"])],
-                        "verdict": table["verdict"],
-                        "left out (identical)": table["n_excluded"].fillna(0).astype(int)})
+    out = pd.DataFrame(
+        {
+            "model": table["model"],
+            "scope": [
+                vocabulary.scope_label(s) + (" (pooled)" if p else "") for s, p in zip(table["scope"], table["pooled"])
+            ],
+            "setting": table["setting"].map(vocabulary.setting_label),
+            "n": table["n_samples"],
+            "AUROC (out of fold)": [
+                fmt_interval(*v) for v in zip(table["auroc"], table["auroc_low"], table["auroc_high"])
+            ],
+            "verdict": table["verdict"],
+            "left out (identical)": table["n_excluded"].fillna(0).astype(int),
+        }
+    )
     return out
 
 
@@ -95,12 +118,16 @@ def separability_paragraph(table: pd.DataFrame) -> str:
     for model, group in table.groupby("model", sort=False):
         pooled_rows = group[group["pooled"]]
         separable = pooled_rows[pooled_rows["verdict"] == "separable"]
-        text = (f"**{model}.** Pooled over a family's datasets, one sample's layer-wise nuclear norms tell correct "
-                f"from irrelevant responses in {len(separable)} of {len(pooled_rows)} (family, setting) cases")
+        text = (
+            f"**{model}.** Pooled over a family's datasets, one sample's layer-wise nuclear norms tell correct "
+            f"from irrelevant responses in {len(separable)} of {len(pooled_rows)} (family, setting) cases"
+        )
         if len(separable):
-            text += ": " + ", ".join(f"{vocabulary.scope_label(r.scope)} {vocabulary.setting_label(r.setting)} "
-                                     f"(AUROC {fmt_interval(r.auroc, r.auroc_low, r.auroc_high)})"
-                                     for r in separable.itertuples())
+            text += ": " + ", ".join(
+                f"{vocabulary.scope_label(r.scope)} {vocabulary.setting_label(r.setting)} "
+                f"(AUROC {fmt_interval(r.auroc, r.auroc_low, r.auroc_high)})"
+                for r in separable.itertuples()
+            )
         single = group[~group["pooled"]]
         counts = single["verdict"].value_counts()
         text += ". Per dataset: " + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + "."
@@ -115,16 +142,23 @@ def length_paragraph(table: pd.DataFrame) -> str:
     """Markdown: per model, how much of the None/Detailed gap remains at equal response length."""
     rows = table[table["check"] == "L"]
     if rows.empty:
-        return ("These data hold no length-control condition (Detailed CoT cut to the None-CoT length), so the "
-                "length question is answered by the regression only.")
+        return (
+            "These data hold no length-control condition (Detailed CoT cut to the None-CoT length), so the "
+            "length question is answered by the regression only."
+        )
     lines = []
     for model, group in rows.groupby("model", sort=False):
         pooled_rows = group[group["pooled"]]
         shown = pooled_rows if len(pooled_rows) else group
-        parts = [f"{vocabulary.scope_label(r.scope)} {r.numbers.removeprefix('share of the gap left at equal length ')}"
-                 f" ({r.verdict}, n = {r.n})" for r in shown.itertuples()]
-        lines.append(f"**{model}.** Share of the None vs Detailed CoT gap in log nuclear norm that remains when "
-                     f"Detailed CoT is cut to the None-CoT length: " + "; ".join(parts) + ".")
+        parts = [
+            f"{vocabulary.scope_label(r.scope)} {r.numbers.removeprefix('share of the gap left at equal length ')}"
+            f" ({r.verdict}, n = {r.n})"
+            for r in shown.itertuples()
+        ]
+        lines.append(
+            f"**{model}.** Share of the None vs Detailed CoT gap in log nuclear norm that remains when "
+            f"Detailed CoT is cut to the None-CoT length: " + "; ".join(parts) + "."
+        )
     return "\n\n".join(lines)
 
 
@@ -141,8 +175,14 @@ def format_length_regression(table: pd.DataFrame) -> pd.DataFrame:
     if table.empty:
         return table
     out = table[["model", "dataset", "responses", "n_samples", "reference_setting", "setting"]].copy()
-    for column in ("slope_length_only", "r2_length_only", "coef_setting_only", "coef_with_length",
-                   "slope_with_setting", "r2_with_setting"):
+    for column in (
+        "slope_length_only",
+        "r2_length_only",
+        "coef_setting_only",
+        "coef_with_length",
+        "slope_with_setting",
+        "r2_with_setting",
+    ):
         out[column] = table[column].map(fmt)
     out["note"] = table["reason"].fillna("")
     return out
@@ -159,11 +199,13 @@ def length_regression_paragraph(table: pd.DataFrame) -> str:
     lines = []
     for model, group in rows.groupby("model", sort=False):
         kept = (group["coef_with_length"] / group["coef_setting_only"]).replace([np.inf, -np.inf], np.nan)
-        lines.append(f"**{model}.** Over {len(group)} (dataset, setting) gaps, the median share of a setting's gap "
-                     f"in log nuclear norm that remains once log response length enters the regression is "
-                     f"{fmt(float(np.nanmedian(kept)))} (range {fmt(float(np.nanmin(kept)))} to "
-                     f"{fmt(float(np.nanmax(kept)))}); length alone explains a median R² of "
-                     f"{fmt(float(group['r2_length_only'].median()))}.")
+        lines.append(
+            f"**{model}.** Over {len(group)} (dataset, setting) gaps, the median share of a setting's gap "
+            f"in log nuclear norm that remains once log response length enters the regression is "
+            f"{fmt(float(np.nanmedian(kept)))} (range {fmt(float(np.nanmin(kept)))} to "
+            f"{fmt(float(np.nanmax(kept)))}); length alone explains a median R² of "
+            f"{fmt(float(group['r2_length_only'].median()))}."
+        )
     return "Correlational: length and content were not randomised.\n\n" + "\n\n".join(lines)
 
 
@@ -186,26 +228,50 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
                 continue
             difference = findings.combine(np.subtract, fast, slow)
             by_family.setdefault(vocabulary.family_of(dataset), []).append(difference)
-            rows.append(_rank_row(model, dataset, False, f"{vocabulary.setting_label(settings[0])} - "
-                                  f"{vocabulary.setting_label(settings[-1])}", difference))
+            rows.append(
+                _rank_row(
+                    model,
+                    dataset,
+                    False,
+                    f"{vocabulary.setting_label(settings[0])} - {vocabulary.setting_label(settings[-1])}",
+                    difference,
+                )
+            )
         for family, estimates in by_family.items():
             if len(estimates) >= 2:
                 rows.append(_rank_row(model, family, True, "fastest - slowest", pooled(estimates)))
     table = pd.DataFrame(rows)
     if table.empty:
         return table
-    return table.assign(_s=table["scope"].map(findings.scope_rank)).sort_values(["model", "_s"]).drop(
-        columns="_s").reset_index(drop=True)
+    return (
+        table.assign(_s=table["scope"].map(findings.scope_rank))
+        .sort_values(["model", "_s"])
+        .drop(columns="_s")
+        .reset_index(drop=True)
+    )
 
 
 def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, estimate: Estimate) -> dict:
     part = Part("effective rank difference", estimate, "above", 0.0)
     low, high = part.interval()
     verdict = findings.decide([part])
-    word = {HOLDS: "higher under fast thinking", FAILS: "lower under fast thinking", UNRESOLVED: "not resolved",
-            TOO_FEW: TOO_FEW}[verdict]
-    return {"model": model, "scope": scope, "pooled": is_pooled, "contrast": contrast, "n": estimate.n,
-            "value": estimate.value, "low": low, "high": high, "verdict": word}
+    word = {
+        HOLDS: "higher under fast thinking",
+        FAILS: "lower under fast thinking",
+        UNRESOLVED: "not resolved",
+        TOO_FEW: TOO_FEW,
+    }[verdict]
+    return {
+        "model": model,
+        "scope": scope,
+        "pooled": is_pooled,
+        "contrast": contrast,
+        "n": estimate.n,
+        "value": estimate.value,
+        "low": low,
+        "high": high,
+        "verdict": word,
+    }
 
 
 def effective_rank_paragraph(table: pd.DataFrame) -> str:
@@ -215,8 +281,10 @@ def effective_rank_paragraph(table: pd.DataFrame) -> str:
     lines = []
     for model, group in table.groupby("model", sort=False):
         shown = group[group["pooled"]] if group["pooled"].any() else group
-        parts = [f"{vocabulary.scope_label(r.scope)} {fmt_interval(r.value, r.low, r.high)} ({r.verdict}, n = {r.n})"
-                 for r in shown.itertuples()]
+        parts = [
+            f"{vocabulary.scope_label(r.scope)} {fmt_interval(r.value, r.low, r.high)} ({r.verdict}, n = {r.n})"
+            for r in shown.itertuples()
+        ]
         lines.append(f"**{model}.** Mean effective rank, fastest minus slowest setting: " + "; ".join(parts) + ".")
     return "\n\n".join(lines)
 
@@ -225,10 +293,15 @@ def format_effective_rank(table: pd.DataFrame) -> pd.DataFrame:
     """The effective-rank differences for display."""
     if table.empty:
         return table
-    return pd.DataFrame({"model": table["model"],
-                         "scope": [vocabulary.scope_label(s) + (" (pooled)" if p else "")
-                                   for s, p in zip(table["scope"], table["pooled"])],
-                         "contrast": table["contrast"], "n": table["n"],
-                         "difference": [fmt_interval(v, lo, hi) for v, lo, hi in
-                                        zip(table["value"], table["low"], table["high"])],
-                         "verdict": table["verdict"]})
+    return pd.DataFrame(
+        {
+            "model": table["model"],
+            "scope": [
+                vocabulary.scope_label(s) + (" (pooled)" if p else "") for s, p in zip(table["scope"], table["pooled"])
+            ],
+            "contrast": table["contrast"],
+            "n": table["n"],
+            "difference": [fmt_interval(v, lo, hi) for v, lo, hi in zip(table["value"], table["low"], table["high"])],
+            "verdict": table["verdict"],
+        }
+    )

@@ -33,8 +33,11 @@ def figure_html(fig: Figure, alt: str) -> str:
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" style="max-width: 100%;">'
 
 
-def show_figures(figures: Iterable[tuple[str, Figure]], empty: str = "No figure: the data read here have no "
-                 "condition for it.", alt: str = "") -> int:
+def show_figures(
+    figures: Iterable[tuple[str, Figure]],
+    empty: str = "No figure: the data read here have no condition for it.",
+    alt: str = "",
+) -> int:
     """Display (title, figure) pairs, each with its title as alternative text, closing each
     figure; the number shown."""
     import matplotlib.pyplot as plt
@@ -80,10 +83,18 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
 def styled_table(table: pd.DataFrame):
     """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text);
     long text columns wrap so that the table fits the page."""
-    styled = table.style.format(escape="html").hide(axis="index").set_table_styles(
-        [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.8em; padding: 0.15em 0.5em;"}])
-    wrapped = {c: [{"selector": "td", "props": "white-space: normal; min-width: 14em;"}]
-               for c in WRAP_COLUMNS if c in table.columns}
+    styled = (
+        table.style.format(escape="html")
+        .hide(axis="index")
+        .set_table_styles(
+            [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.8em; padding: 0.15em 0.5em;"}]
+        )
+    )
+    wrapped = {
+        c: [{"selector": "td", "props": "white-space: normal; min-width: 14em;"}]
+        for c in WRAP_COLUMNS
+        if c in table.columns
+    }
     if wrapped:
         styled = styled.set_table_styles(wrapped, overwrite=False)
     return styled.set_table_attributes('style="margin-left: 0"')

@@ -23,20 +23,48 @@ def curves_and_bands(draws: dict[str, CurveDraws]) -> tuple[pd.DataFrame, pd.Dat
             dataset, setting, responses = cd.conditions[condition]
             key = (condition, proj, stat)
             low, high = t_band(estimate, cd.draws[key], cd.n_samples[key], cd.level)
-            curve_rows.append(pd.DataFrame({"model": model, "dataset": dataset, "setting": setting,
-                                            "responses": responses, "condition": condition, "proj": proj,
-                                            "layer": layers, "value": estimate, "stat": stat,
-                                            "n_samples": cd.n_samples[key]}))
-            band_rows.append(pd.DataFrame({"model": model, "condition": condition, "proj": proj, "layer": layers,
-                                           "stat": stat, "low": low, "high": high}))
+            curve_rows.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "dataset": dataset,
+                        "setting": setting,
+                        "responses": responses,
+                        "condition": condition,
+                        "proj": proj,
+                        "layer": layers,
+                        "value": estimate,
+                        "stat": stat,
+                        "n_samples": cd.n_samples[key],
+                    }
+                )
+            )
+            band_rows.append(
+                pd.DataFrame(
+                    {
+                        "model": model,
+                        "condition": condition,
+                        "proj": proj,
+                        "layer": layers,
+                        "stat": stat,
+                        "low": low,
+                        "high": high,
+                    }
+                )
+            )
     curves = pd.concat(curve_rows, ignore_index=True) if curve_rows else pd.DataFrame()
     bands = pd.concat(band_rows, ignore_index=True) if band_rows else pd.DataFrame()
     return curves, bands
 
 
-def paper_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame,
-                  n_samples: int | None = None, stats: Sequence[str] = ("nuclear_norm", "sigma1_ratio"),
-                  datasets: Sequence[str] | None = None) -> Iterator[tuple[str, Figure]]:
+def paper_figures(
+    draws: dict[str, CurveDraws],
+    curves: pd.DataFrame,
+    bands: pd.DataFrame,
+    n_samples: int | None = None,
+    stats: Sequence[str] = ("nuclear_norm", "sigma1_ratio"),
+    datasets: Sequence[str] | None = None,
+) -> Iterator[tuple[str, Figure]]:
     """The paper's figure per (model, dataset): nuclear norm per layer for q, k, v, o, one panel
     per setting (correct responses, shared y-scale), s1 ratio in the second row, with 95% bands."""
     for model, cd in draws.items():
@@ -45,12 +73,15 @@ def paper_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.
                 continue
             conditions = [cd.condition_key(dataset, s) for s in cd.settings(dataset)]
             if conditions:
-                yield f"{model}, {dataset}", plots.curve_grid(curves, model, conditions, stats, bands=bands,
-                                                              note=figure_note(model, n_samples))
+                yield (
+                    f"{model}, {dataset}",
+                    plots.curve_grid(curves, model, conditions, stats, bands=bands, note=figure_note(model, n_samples)),
+                )
 
 
-def length_control_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame,
-                           n_samples: int | None = None) -> Iterator[tuple[str, Figure]]:
+def length_control_figures(
+    draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame, n_samples: int | None = None
+) -> Iterator[tuple[str, Figure]]:
     """Per (model, dataset) with a length-control condition: nuclear-norm curves of the reference
     settings next to Detailed CoT cut to their response lengths (correct responses)."""
     order = ("none", "detailed_cut_none", "simplified", "detailed_cut_simplified", "detailed")
@@ -60,13 +91,23 @@ def length_control_figures(draws: dict[str, CurveDraws], curves: pd.DataFrame, b
             if not set(present) & set(vocabulary.CUT_SETTINGS):
                 continue
             conditions = [cd.condition_key(dataset, s) for s in order if s in present]
-            yield f"{model}, {dataset}", plots.curve_grid(curves, model, conditions, ("nuclear_norm",), bands=bands,
-                                                         note=figure_note(model, n_samples))
+            yield (
+                f"{model}, {dataset}",
+                plots.curve_grid(
+                    curves, model, conditions, ("nuclear_norm",), bands=bands, note=figure_note(model, n_samples)
+                ),
+            )
 
 
-def pair_figures(draws: dict[str, CurveDraws], pairs: dict[str, str], curves: pd.DataFrame, bands: pd.DataFrame,
-                 stat: str = "nuclear_norm", n_samples: int | None = None,
-                 datasets: Sequence[str] | None = None) -> Iterator[tuple[str, Figure]]:
+def pair_figures(
+    draws: dict[str, CurveDraws],
+    pairs: dict[str, str],
+    curves: pd.DataFrame,
+    bands: pd.DataFrame,
+    stat: str = "nuclear_norm",
+    n_samples: int | None = None,
+    datasets: Sequence[str] | None = None,
+) -> Iterator[tuple[str, Figure]]:
     """Per (base, instruct) pair and dataset: one row of panels per model, one column per setting."""
     for instruct, base in pairs.items():
         if base not in draws or instruct not in draws:
@@ -78,22 +119,26 @@ def pair_figures(draws: dict[str, CurveDraws], pairs: dict[str, str], curves: pd
             if not settings:
                 continue
             conditions = [f"{dataset}/{s}/{vocabulary.CORRECT}" for s in settings]
-            fig = plots.model_grid(curves, [base, instruct], conditions, stat, bands=bands,
-                                   note=figure_note([base, instruct], n_samples))
+            fig = plots.model_grid(
+                curves, [base, instruct], conditions, stat, bands=bands, note=figure_note([base, instruct], n_samples)
+            )
             yield f"{base} vs {instruct}, {dataset}", fig
 
 
-def headline_figure(draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame,
-                    n_samples: int | None = None) -> Figure | None:
+def headline_figure(
+    draws: dict[str, CurveDraws], curves: pd.DataFrame, bands: pd.DataFrame, n_samples: int | None = None
+) -> Figure | None:
     """The study's answer in one figure: nuclear-norm curves of the first reasoning dataset with
     all three CoT settings, one row per model, None / Simplified / Detailed CoT side by side."""
     for dataset in vocabulary.DATASET_ORDER:
-        models = [m for m, cd in draws.items()
-                  if all(cd.has(cd.condition_key(dataset, s)) for s in vocabulary.COT_SETTINGS)]
+        models = [
+            m for m, cd in draws.items() if all(cd.has(cd.condition_key(dataset, s)) for s in vocabulary.COT_SETTINGS)
+        ]
         if models:
             conditions = [f"{dataset}/{s}/{vocabulary.CORRECT}" for s in vocabulary.COT_SETTINGS]
-            return plots.model_grid(curves, models, conditions, "nuclear_norm", bands=bands,
-                                    note=figure_note(models, n_samples))
+            return plots.model_grid(
+                curves, models, conditions, "nuclear_norm", bands=bands, note=figure_note(models, n_samples)
+            )
     return None
 
 
@@ -109,8 +154,14 @@ def verdict_figure(table: pd.DataFrame, note: str | None = None) -> Figure | Non
     return plots.verdict_matrix(table, checks, scopes, labels, note)
 
 
-def part_forest(parts: pd.DataFrame, part: str, x_label: str, reference: float | None = None, log_x: bool = False,
-                note: str | None = None) -> Figure | None:
+def part_forest(
+    parts: pd.DataFrame,
+    part: str,
+    x_label: str,
+    reference: float | None = None,
+    log_x: bool = False,
+    note: str | None = None,
+) -> Figure | None:
     """One part of a check (e.g. the length share) per model and scope, with its interval."""
     rows = parts[parts["part"] == part]
     if rows.empty:
@@ -118,10 +169,18 @@ def part_forest(parts: pd.DataFrame, part: str, x_label: str, reference: float |
     from analysis.findings import scope_rank
 
     rows = rows.assign(_s=rows["scope"].map(scope_rank)).sort_values(["model", "_s"])
-    table = pd.DataFrame({"label": [vocabulary.scope_label(s) + (" (pooled)" if p and s != "wiki" else "")
-                                    for s, p in zip(rows["scope"], rows["pooled"])],
-                          "value": rows["value"].to_numpy(), "low": rows["low"].to_numpy(),
-                          "high": rows["high"].to_numpy(), "group": rows["model"].to_numpy()})
+    table = pd.DataFrame(
+        {
+            "label": [
+                vocabulary.scope_label(s) + (" (pooled)" if p and s != "wiki" else "")
+                for s, p in zip(rows["scope"], rows["pooled"])
+            ],
+            "value": rows["value"].to_numpy(),
+            "low": rows["low"].to_numpy(),
+            "high": rows["high"].to_numpy(),
+            "group": rows["model"].to_numpy(),
+        }
+    )
     return plots.forest(table, reference=reference, x_label=x_label, log_x=log_x, note=note)
 
 
@@ -132,9 +191,16 @@ def separability_forest(table: pd.DataFrame, note: str | None = None) -> Figure 
     rows = table[np.isfinite(table["auroc"].astype(float))]
     if rows.empty:
         return None
-    forest = pd.DataFrame({"label": [f"{vocabulary.scope_label(s)}{' (pooled)' if p else ''}, "
-                                     f"{vocabulary.setting_label(t)}"
-                                     for s, p, t in zip(rows["scope"], rows["pooled"], rows["setting"])],
-                           "value": rows["auroc"].to_numpy(float), "low": rows["auroc_low"].to_numpy(float),
-                           "high": rows["auroc_high"].to_numpy(float), "group": rows["model"].to_numpy()})
+    forest = pd.DataFrame(
+        {
+            "label": [
+                f"{vocabulary.scope_label(s)}{' (pooled)' if p else ''}, {vocabulary.setting_label(t)}"
+                for s, p, t in zip(rows["scope"], rows["pooled"], rows["setting"])
+            ],
+            "value": rows["auroc"].to_numpy(float),
+            "low": rows["auroc_low"].to_numpy(float),
+            "high": rows["auroc_high"].to_numpy(float),
+            "group": rows["model"].to_numpy(),
+        }
+    )
     return plots.forest(forest, reference=0.5, x_label="AUROC, correct vs irrelevant (out of fold)", note=note)

@@ -12,8 +12,10 @@ from analysis import data
 from analysis.models import OFFLINE_MODELS, known_model
 from analysis.store import ResultsStore, StoreError
 
-OFFLINE_NOTE = ("{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
-                "from two different families and are not the paper's models")
+OFFLINE_NOTE = (
+    "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
+    "from two different families and are not the paper's models"
+)
 
 
 class ReportError(RuntimeError):
@@ -50,8 +52,14 @@ def _expected_count(condition: str, n_samples: int | None, data_dir) -> int | No
     return records if n_samples is None else min(n_samples, records)
 
 
-def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], max_length: int | None = None,
-                 n_samples: int | None = None, data_dir=None) -> StudyResults:
+def load_results(
+    results_dir,
+    models: Sequence[str],
+    conditions: Sequence[str],
+    max_length: int | None = None,
+    n_samples: int | None = None,
+    data_dir=None,
+) -> StudyResults:
     """Stored rows of the given models and conditions (first ``n_samples`` samples of each).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
@@ -60,8 +68,10 @@ def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], 
     """
     root = Path(results_dir)
     if not (root / "store.json").is_file():
-        raise ReportError(f"{root}: no results store here; run `python -m analysis run --profile cpu` "
-                          f"(or pass the results_dir of the run you made)")
+        raise ReportError(
+            f"{root}: no results store here; run `python -m analysis run --profile cpu` "
+            f"(or pass the results_dir of the run you made)"
+        )
     store = ResultsStore(root, create=False)
     filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
@@ -91,11 +101,15 @@ def _one_run_per_model(rows: pd.DataFrame, skipped: pd.DataFrame) -> tuple[pd.Da
         if template is not None and (group["template"] == template).any():
             keep &= ~((rows["model"] == model) & (rows["template"] != template))
         elif group["template"].nunique() > 1:
-            raise ReportError(f"model {model!r} has results under several templates {sorted(group['template'].unique())}")
+            raise ReportError(
+                f"model {model!r} has results under several templates {sorted(group['template'].unique())}"
+            )
         lengths = sorted(group["max_length"].unique())
         if len(lengths) > 1:
-            raise ReportError(f"model {model!r} has results for several max_length values {lengths}: "
-                              "pass the notebook parameter max_length")
+            raise ReportError(
+                f"model {model!r} has results for several max_length values {lengths}: "
+                "pass the notebook parameter max_length"
+            )
     rows = rows[keep].reset_index(drop=True)
     if len(skipped):
         runs = rows[["model", "template", "max_length"]].drop_duplicates()
@@ -114,8 +128,16 @@ def _coverage(rows, skipped, models, conditions, n_samples, data_dir) -> pd.Data
             n_skipped = int(skips.get((model, condition), 0))
             want = expected[condition]
             missing = (n_stored + n_skipped == 0) if want is None else max(0, want - n_stored - n_skipped)
-            table.append({"model": model, "condition": condition, "expected": want, "stored": n_stored,
-                          "skipped": n_skipped, "missing": int(missing)})
+            table.append(
+                {
+                    "model": model,
+                    "condition": condition,
+                    "expected": want,
+                    "stored": n_stored,
+                    "skipped": n_skipped,
+                    "missing": int(missing),
+                }
+            )
     return pd.DataFrame(table, columns=["model", "condition", "expected", "stored", "skipped", "missing"])
 
 
@@ -128,15 +150,21 @@ def coverage_message(results: StudyResults) -> str:
     complete = cov[cov["missing"] == 0]
     counts = sorted(set(complete["stored"]))
     per = f"{counts[0]}" if len(counts) == 1 else f"{min(counts)} to {max(counts)}" if counts else "0"
-    lines.append(f"{len(complete)} of {len(cov)} (model, condition) pairs are complete, with {per} samples each "
-                 f"({int(cov['stored'].sum())} samples in all).")
+    lines.append(
+        f"{len(complete)} of {len(cov)} (model, condition) pairs are complete, with {per} samples each "
+        f"({int(cov['stored'].sum())} samples in all)."
+    )
     missing = cov[cov["missing"] > 0]
     if len(missing):
-        listed = "; ".join(f"{r.model} {r.condition} ({r.stored} of {r.expected if r.expected is not None else '?'} stored)"
-                           for r in missing.head(12).itertuples())
+        listed = "; ".join(
+            f"{r.model} {r.condition} ({r.stored} of {r.expected if r.expected is not None else '?'} stored)"
+            for r in missing.head(12).itertuples()
+        )
         more = f" and {len(missing) - 12} more" if len(missing) > 12 else ""
-        lines.append(f"**Missing results:** {listed}{more}. Compute them with `python -m analysis run` (the same "
-                     "profile) or `python -m analysis extract`; everything below uses only what is stored.")
+        lines.append(
+            f"**Missing results:** {listed}{more}. Compute them with `python -m analysis run` (the same "
+            "profile) or `python -m analysis extract`; everything below uses only what is stored."
+        )
     if len(results.skipped):
         reasons = results.skipped["reason"].map(lambda r: r.split(":")[0]).value_counts()
         text = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
@@ -168,4 +196,3 @@ def figure_note(models: Sequence[str] | str, n_samples: int | None = None) -> st
         return None
     note = OFFLINE_NOTE.format(names=", ".join(offline))
     return note + (f"; {n_samples} samples per condition" if n_samples else "")
-

@@ -37,13 +37,17 @@ class Page:
     def open(cls, notebook: str, stats: Sequence[str] = FIGURE_STATS, **raw) -> Page:
         """Check the notebook's parameters, read the store and bootstrap every curve."""
         params = parameters.validate(notebook, **raw)
-        results = load_results(params.results_dir, params.models, params.conditions, params.max_length,
-                               params.n_samples, params.data_dir)
+        results = load_results(
+            params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
+        )
         require_rows(results)
         draws = all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed)
         curves, bands = figures.curves_and_bands(draws)
-        identical = {d: data.identical_response_ids(d, "none", params.data_dir)
-                     for d in results.rows["dataset"].unique() if d != vocabulary.WIKI_DATASET}
+        identical = {
+            d: data.identical_response_ids(d, "none", params.data_dir)
+            for d in results.rows["dataset"].unique()
+            if d != vocabulary.WIKI_DATASET
+        }
         page = cls(params, results, draws, curves, bands, identical)
         page.reference = page._f5_reference()
         return page
@@ -56,14 +60,25 @@ class Page:
         if (rows["dataset"] != vocabulary.WIKI_DATASET).any():
             return self.draws
         reasoning = [*data.MATH_REASONING, *data.COMMONSENSE_REASONING]
-        keys = [c.key for c in data.conditions_matching(datasets=reasoning, settings=("simplified", "detailed"),
-                                                          responses=(vocabulary.CORRECT,))]
-        reference = load_results(self.params.results_dir, self.results.models, keys, self.params.max_length,
-                                 self.params.n_samples, self.params.data_dir)
+        keys = [
+            c.key
+            for c in data.conditions_matching(
+                datasets=reasoning, settings=("simplified", "detailed"), responses=(vocabulary.CORRECT,)
+            )
+        ]
+        reference = load_results(
+            self.params.results_dir,
+            self.results.models,
+            keys,
+            self.params.max_length,
+            self.params.n_samples,
+            self.params.data_dir,
+        )
         if reference.rows.empty:
             return {}
-        return all_curve_draws(reference.rows, reference.models, ("nuclear_norm",), self.params.n_resamples,
-                               self.params.seed)
+        return all_curve_draws(
+            reference.rows, reference.models, ("nuclear_norm",), self.params.n_resamples, self.params.seed
+        )
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -109,8 +124,10 @@ class Page:
         left_out = self.identical_in_store()
         if left_out:
             listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
-            text += (f"\n\nNone-CoT instructions whose irrelevant answer is the same text as the correct one, "
-                     f"left out of every correct-vs-irrelevant comparison: {listed}.")
+            text += (
+                f"\n\nNone-CoT instructions whose irrelevant answer is the same text as the correct one, "
+                f"left out of every correct-vs-irrelevant comparison: {listed}."
+            )
         note = figure_note(self.results.models)
         return text + (f"\n\n*{note}.*" if note else "")
 

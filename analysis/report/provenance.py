@@ -27,8 +27,13 @@ def package_table(run: RunRecord | None, current: dict[str, str] | None = None) 
     """Package versions recorded by the run, next to those of the kernel that renders the book."""
     recorded = run.packages if run else {}
     names = sorted(set(recorded) | set(current or {}))
-    return pd.DataFrame({"package": names, "run": [recorded.get(n, "") for n in names],
-                         "this kernel": [(current or {}).get(n, "") for n in names]})
+    return pd.DataFrame(
+        {
+            "package": names,
+            "run": [recorded.get(n, "") for n in names],
+            "this kernel": [(current or {}).get(n, "") for n in names],
+        }
+    )
 
 
 def extraction_time_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
@@ -37,8 +42,11 @@ def extraction_time_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
     if not records:
         return pd.DataFrame(columns=["model", "condition", "computed", "seconds", "seconds_per_sample"])
     frame = pd.DataFrame(records)
-    table = frame.groupby(["model", "condition"], sort=False).agg(computed=("computed", "sum"),
-                                                                   seconds=("seconds", "sum")).reset_index()
+    table = (
+        frame.groupby(["model", "condition"], sort=False)
+        .agg(computed=("computed", "sum"), seconds=("seconds", "sum"))
+        .reset_index()
+    )
     with np.errstate(invalid="ignore", divide="ignore"):
         table["seconds_per_sample"] = table["seconds"] / table["computed"].where(table["computed"] > 0)
     return table
@@ -47,16 +55,22 @@ def extraction_time_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
 def run_sentence(runs: Sequence[RunRecord], results_dir) -> str:
     """Markdown: which run this page describes, and whether it had finished when the page ran."""
     if not runs:
-        return (f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
-                "older version, so profile, times and versions are not recorded.")
+        return (
+            f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
+            "older version, so profile, times and versions are not recorded."
+        )
     run = runs[-1]
     started = datetime.fromisoformat(run.started).strftime("%Y-%m-%d %H:%M UTC")
-    text = (f"Latest of {len(runs)} recorded runs: profile **{run.profile.get('name', '?')}**, started {started}, "
-            f"executor {run.executor}, Python {run.python or '?'} on {run.platform or '?'} "
-            f"({run.cpu_count or '?'} CPUs).")
+    text = (
+        f"Latest of {len(runs)} recorded runs: profile **{run.profile.get('name', '?')}**, started {started}, "
+        f"executor {run.executor}, Python {run.python or '?'} on {run.platform or '?'} "
+        f"({run.cpu_count or '?'} CPUs)."
+    )
     if not run.finished:
-        text += (" The run was still going when this page was executed (this page runs before the book is "
-                 "built), so its total is the time elapsed until then.")
+        text += (
+            " The run was still going when this page was executed (this page runs before the book is "
+            "built), so its total is the time elapsed until then."
+        )
     return text
 
 
@@ -66,8 +80,12 @@ def time_summary(runs: Sequence[RunRecord]) -> pd.DataFrame:
     if runs:
         run = runs[-1]
         total = "total wall time" if run.finished else "elapsed until this page was executed"
-        phases = [("extraction", run.extraction_seconds), ("notebooks", run.notebooks_seconds),
-                  ("book build", run.book.get("seconds")), (total, run.elapsed())]
+        phases = [
+            ("extraction", run.extraction_seconds),
+            ("notebooks", run.notebooks_seconds),
+            ("book build", run.book.get("seconds")),
+            (total, run.elapsed()),
+        ]
         out += [{"what": f"latest run: {name}", "seconds": seconds} for name, seconds in phases if seconds is not None]
     per_model = extraction_time_table(runs).groupby("model", sort=False)[["computed", "seconds"]].sum()
     for model, r in per_model.iterrows():
@@ -114,11 +132,23 @@ def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for model, group in rows.groupby("model", sort=False):
         info = known_model(model)
-        source = ("offline GGUF (quantised, dequantised to float32)" if model in OFFLINE_MODELS
-                  else "paper model (hub)" if info else "local folder or other")
-        out.append({"model": model, "template": group["template"].iloc[0], "layers": int(group["n_layers"].iloc[0]),
-                    "conditions": int(group["condition"].nunique()),
-                    "samples": int(group.groupby("condition")["sample_index"].nunique().sum()), "source": source})
+        source = (
+            "offline GGUF (quantised, dequantised to float32)"
+            if model in OFFLINE_MODELS
+            else "paper model (hub)"
+            if info
+            else "local folder or other"
+        )
+        out.append(
+            {
+                "model": model,
+                "template": group["template"].iloc[0],
+                "layers": int(group["n_layers"].iloc[0]),
+                "conditions": int(group["condition"].nunique()),
+                "samples": int(group.groupby("condition")["sample_index"].nunique().sum()),
+                "source": source,
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -147,19 +177,31 @@ def benchmark_table(path) -> pd.DataFrame | None:
         memory = case.get("peak_memory_mb", {})
         targets = case.get("targets", {})
         load = payload.get("cached_loads", {}).get(case["model"], {})
-        rows.append({
-            "model": case["model"], "case": case["case"], "device": case.get("device", ""),
-            "samples": case["samples"], "mean tokens": round(case["mean_tokens"]),
-            "baseline s/sample": round(seconds["baseline"], 3), "project s/sample": round(seconds["project"], 3),
-            "floor s/sample": round(seconds["floor"], 3),
-            "baseline / project": _against_target(case["baseline_over_project"], targets.get("baseline_over_project_at_least"), ">="),
-            "project / floor": _against_target(case["project_over_floor"], targets.get("project_over_floor_at_most"), "<="),
-            "peak MB (baseline / project / floor)": " / ".join(
-                f"{memory.get(k, float('nan')):.0f}" for k in ("baseline", "project", "floor")),
-            "max rel. difference": f"{case['max_relative_difference']:.1e}",
-            "cached load s": _against_target(load["load_seconds"], load.get("target_seconds"), "<") if load else "",
-        })
+        rows.append(
+            {
+                "model": case["model"],
+                "case": case["case"],
+                "device": case.get("device", ""),
+                "samples": case["samples"],
+                "mean tokens": round(case["mean_tokens"]),
+                "baseline s/sample": round(seconds["baseline"], 3),
+                "project s/sample": round(seconds["project"], 3),
+                "floor s/sample": round(seconds["floor"], 3),
+                "baseline / project": _against_target(
+                    case["baseline_over_project"], targets.get("baseline_over_project_at_least"), ">="
+                ),
+                "project / floor": _against_target(
+                    case["project_over_floor"], targets.get("project_over_floor_at_most"), "<="
+                ),
+                "peak MB (baseline / project / floor)": " / ".join(
+                    f"{memory.get(k, float('nan')):.0f}" for k in ("baseline", "project", "floor")
+                ),
+                "max rel. difference": f"{case['max_relative_difference']:.1e}",
+                "cached load s": _against_target(load["load_seconds"], load.get("target_seconds"), "<") if load else "",
+            }
+        )
     return pd.DataFrame(rows)
+
 
 def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
     """Each model's revision, attention implementation, chat template hash and transformers version,
@@ -168,8 +210,13 @@ def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
     rows = []
     for model, fact in facts.items():
         template = fact.get("chat_template_sha256")
-        rows.append({"model": model, "revision": fact.get("revision") or "",
-                     "attention": fact.get("attention") or "",
-                     "chat template sha256 (first 16)": template[:16] if template else "none",
-                     "transformers": fact.get("transformers") or ""})
+        rows.append(
+            {
+                "model": model,
+                "revision": fact.get("revision") or "",
+                "attention": fact.get("attention") or "",
+                "chat template sha256 (first 16)": template[:16] if template else "none",
+                "transformers": fact.get("transformers") or "",
+            }
+        )
     return pd.DataFrame(rows)

@@ -29,8 +29,10 @@ def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = No
     if found.empty:
         show_markdown("The data read here cover none of the checks.")
         return
-    show_figure(figures.verdict_figure(found, verdicts.matrix_note(found, profile, page.note())),
-                "Verdict matrix: each check per model, pooled per family and per dataset")
+    show_figure(
+        figures.verdict_figure(found, verdicts.matrix_note(found, profile, page.note())),
+        "Verdict matrix: each check per model, pooled per family and per dataset",
+    )
     show_markdown(verdicts.summary_text(found))
 
 
@@ -41,8 +43,10 @@ def claims(checks: Sequence[str] = CHECKS) -> None:
 
 def pooled_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
     """The pooled (family) findings with their numbers."""
-    show_table(verdicts.format_findings(findings_table(page, checks), pooled_only=True),
-               empty="No family has two datasets for a pooled verdict here.")
+    show_table(
+        verdicts.format_findings(findings_table(page, checks), pooled_only=True),
+        empty="No family has two datasets for a pooled verdict here.",
+    )
 
 
 def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
@@ -52,21 +56,28 @@ def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
 
 def headline(page: Page) -> None:
     """The headline layer curves: one reasoning dataset, None / Simplified / Detailed CoT."""
-    show_figure(figures.headline_figure(page.draws, page.curves, page.bands, page.params.n_samples),
-                "Layer curves of nuclear norm under None, Simplified and Detailed CoT",
-                empty="No dataset with all three CoT settings is stored.")
+    show_figure(
+        figures.headline_figure(page.draws, page.curves, page.bands, page.params.n_samples),
+        "Layer curves of nuclear norm under None, Simplified and Detailed CoT",
+        empty="No dataset with all three CoT settings is stored.",
+    )
 
 
 def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     """The paper's figure per model and dataset."""
-    show_figures(figures.paper_figures(page.draws, page.curves, page.bands, page.params.n_samples,
-                                       datasets=datasets), alt="Layer curves")
+    show_figures(
+        figures.paper_figures(page.draws, page.curves, page.bands, page.params.n_samples, datasets=datasets),
+        alt="Layer curves",
+    )
 
 
 def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
-    show_figures(figures.pair_figures(page.draws, page.pairs, page.curves, page.bands, stat, page.params.n_samples),
-                 empty="No base and instruct model pair is present.", alt="Base above instruct")
+    show_figures(
+        figures.pair_figures(page.draws, page.pairs, page.curves, page.bands, stat, page.params.n_samples),
+        empty="No base and instruct model pair is present.",
+        alt="Base above instruct",
+    )
 
 
 def tables_pairs(page: Page) -> None:
@@ -85,11 +96,21 @@ def effective_rank(page: Page) -> pd.DataFrame:
     """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
     table = beyond.effective_rank_table(page.draws)
     if not table.empty:
-        forest = pd.DataFrame({"label": [verdicts.scope_text(s, p) for s, p in zip(table["scope"], table["pooled"])],
-                               "value": table["value"], "low": table["low"], "high": table["high"],
-                               "group": table["model"]})
-        show_figure(plots.forest(forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting",
-                                 note=page.note()), "Effective rank: fastest minus slowest setting, with intervals")
+        forest = pd.DataFrame(
+            {
+                "label": [verdicts.scope_text(s, p) for s, p in zip(table["scope"], table["pooled"])],
+                "value": table["value"],
+                "low": table["low"],
+                "high": table["high"],
+                "group": table["model"],
+            }
+        )
+        show_figure(
+            plots.forest(
+                forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting", note=page.note()
+            ),
+            "Effective rank: fastest minus slowest setting, with intervals",
+        )
     show_markdown(beyond.effective_rank_paragraph(table))
     return table
 
@@ -99,8 +120,10 @@ def separability(page: Page) -> pd.DataFrame:
     table = beyond.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
     if not table.empty:
         shown = table[table["pooled"]] if table["pooled"].any() else table
-        show_figure(figures.separability_forest(shown, note=page.note()),
-                    "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals")
+        show_figure(
+            figures.separability_forest(shown, note=page.note()),
+            "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals",
+        )
     show_markdown(beyond.separability_paragraph(table))
     return table
 
@@ -109,17 +132,24 @@ def length(page: Page) -> None:
     """Is the fast/slow gap only length: the share of the gap left at equal length, with intervals."""
     found = page.findings_table(CHECKS)
     parts = page.part_table(CHECKS)
-    figure = figures.part_forest(parts[parts["check"] == "L"], "share of the gap left at equal length",
-                                 "share of the None vs Detailed gap left at equal length", reference=0.0,
-                                 note=page.note())
+    figure = figures.part_forest(
+        parts[parts["check"] == "L"],
+        "share of the gap left at equal length",
+        "share of the None vs Detailed gap left at equal length",
+        reference=0.0,
+        note=page.note(),
+    )
     show_figure(figure, "Length: share of the None vs Detailed gap left at equal length, with intervals")
     show_markdown(beyond.length_paragraph(found))
 
 
 def length_curves(page: Page) -> None:
     """Layer curves of the length-control conditions next to the settings they are cut to."""
-    show_figures(figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
-                 empty="No length-control condition is stored.", alt="Length-control layer curves")
+    show_figures(
+        figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
+        empty="No length-control condition is stored.",
+        alt="Length-control layer curves",
+    )
 
 
 def length_regression(page: Page) -> pd.DataFrame:

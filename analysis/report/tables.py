@@ -33,8 +33,9 @@ def segment_mean(curve: np.ndarray, segment: str) -> np.ndarray:
     return np.asarray(curve[..., lo:hi].mean(axis=-1))
 
 
-def _segment_table(draws: dict[str, CurveDraws], stat: str, summary, responses: Sequence[str],
-                   study_only: bool = True) -> pd.DataFrame:
+def _segment_table(
+    draws: dict[str, CurveDraws], stat: str, summary, responses: Sequence[str], study_only: bool = True
+) -> pd.DataFrame:
     out = []
     for model, cd in draws.items():
         for dataset in cd.datasets():
@@ -45,11 +46,18 @@ def _segment_table(draws: dict[str, CurveDraws], stat: str, summary, responses: 
                         key = (condition, proj, stat)
                         if key not in cd.estimate:
                             continue
-                        row = {"model": model, "dataset": dataset, "setting": setting, "responses": response,
-                               "proj": proj, "n_samples": cd.n_samples[key]}
+                        row = {
+                            "model": model,
+                            "dataset": dataset,
+                            "setting": setting,
+                            "responses": response,
+                            "proj": proj,
+                            "n_samples": cd.n_samples[key],
+                        }
                         for segment in SEGMENTS:
-                            est, low, high = cd.interval(summary(cd.estimate[key], segment),
-                                                         summary(cd.draws[key], segment), cd.n_samples[key])
+                            est, low, high = cd.interval(
+                                summary(cd.estimate[key], segment), summary(cd.draws[key], segment), cd.n_samples[key]
+                            )
                             row.update({segment: est, f"{segment}_low": low, f"{segment}_high": high})
                         out.append(row)
     columns = ["model", "dataset", "setting", "responses", "proj", "n_samples"]
@@ -57,15 +65,20 @@ def _segment_table(draws: dict[str, CurveDraws], stat: str, summary, responses: 
     return pd.DataFrame(out, columns=columns)
 
 
-def mad_interval_table(draws: dict[str, CurveDraws], stat: str = "nuclear_norm",
-                       responses: Sequence[str] = (vocabulary.CORRECT,), study_only: bool = True) -> pd.DataFrame:
+def mad_interval_table(
+    draws: dict[str, CurveDraws],
+    stat: str = "nuclear_norm",
+    responses: Sequence[str] = (vocabulary.CORRECT,),
+    study_only: bool = True,
+) -> pd.DataFrame:
     """MAD of the mean curve over early/middle/late/all layers, with intervals, per
     (model, dataset, setting, responses, projection)."""
     return _segment_table(draws, stat, segment_mad, responses, study_only)
 
 
-def effective_rank_table(draws: dict[str, CurveDraws],
-                         responses: Sequence[str] = (vocabulary.CORRECT,)) -> pd.DataFrame:
+def effective_rank_table(
+    draws: dict[str, CurveDraws], responses: Sequence[str] = (vocabulary.CORRECT,)
+) -> pd.DataFrame:
     """Mean effective rank over early/middle/late/all layers, with intervals."""
     return _segment_table(draws, "effective_rank", segment_mean, responses)
 
@@ -75,8 +88,10 @@ def format_segment_table(table: pd.DataFrame) -> pd.DataFrame:
     out = table[["model", "dataset", "setting", "responses", "proj", "n_samples"]].copy()
     out["setting"] = out["setting"].map(vocabulary.setting_label)
     for segment in SEGMENTS:
-        out[segment] = [fmt_interval(e, lo, hi) for e, lo, hi in
-                        zip(table[segment], table[f"{segment}_low"], table[f"{segment}_high"])]
+        out[segment] = [
+            fmt_interval(e, lo, hi)
+            for e, lo, hi in zip(table[segment], table[f"{segment}_low"], table[f"{segment}_high"])
+        ]
     return out.reset_index(drop=True)
 
 
@@ -99,8 +114,9 @@ def rd_pairs(cd: CurveDraws, stat: str = "nuclear_norm") -> Iterator[tuple[str, 
                     yield dataset, setting, proj
 
 
-def rd_interval_table(draws: dict[str, CurveDraws], stat: str = "nuclear_norm", top: int = 3,
-                      study_only: bool = True) -> pd.DataFrame:
+def rd_interval_table(
+    draws: dict[str, CurveDraws], stat: str = "nuclear_norm", top: int = 3, study_only: bool = True
+) -> pd.DataFrame:
     """RD of irrelevant against correct curves: mean |RD| and mean RD with intervals, top layers."""
     out = []
     for model, cd in draws.items():
@@ -114,13 +130,38 @@ def rd_interval_table(draws: dict[str, CurveDraws], stat: str = "nuclear_norm", 
             rd = metrics.relative_difference(cd.draws[a], cd.draws[b])
             abs_ = cd.interval(summary["mean_abs_rd"], _finite_mean(np.abs(rd)), n)
             signed = cd.interval(summary["mean_rd"], _finite_mean(rd), n)
-            out.append({"model": model, "dataset": dataset, "setting": setting, "proj": proj,
-                        "mean_abs_rd": abs_[0], "mean_abs_rd_low": abs_[1], "mean_abs_rd_high": abs_[2],
-                        "mean_rd": signed[0], "mean_rd_low": signed[1], "mean_rd_high": signed[2],
-                        "top_layers": ", ".join(str(x) for x in summary["top_layers"]),
-                        "n_correct": cd.n_samples[a], "n_irrelevant": cd.n_samples[b]})
-    columns = ["model", "dataset", "setting", "proj", "mean_abs_rd", "mean_abs_rd_low", "mean_abs_rd_high", "mean_rd",
-               "mean_rd_low", "mean_rd_high", "top_layers", "n_correct", "n_irrelevant"]
+            out.append(
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "setting": setting,
+                    "proj": proj,
+                    "mean_abs_rd": abs_[0],
+                    "mean_abs_rd_low": abs_[1],
+                    "mean_abs_rd_high": abs_[2],
+                    "mean_rd": signed[0],
+                    "mean_rd_low": signed[1],
+                    "mean_rd_high": signed[2],
+                    "top_layers": ", ".join(str(x) for x in summary["top_layers"]),
+                    "n_correct": cd.n_samples[a],
+                    "n_irrelevant": cd.n_samples[b],
+                }
+            )
+    columns = [
+        "model",
+        "dataset",
+        "setting",
+        "proj",
+        "mean_abs_rd",
+        "mean_abs_rd_low",
+        "mean_abs_rd_high",
+        "mean_rd",
+        "mean_rd_low",
+        "mean_rd_high",
+        "top_layers",
+        "n_correct",
+        "n_irrelevant",
+    ]
     return pd.DataFrame(out, columns=columns)
 
 
@@ -128,8 +169,9 @@ def format_rd_table(table: pd.DataFrame) -> pd.DataFrame:
     """The RD table with "est [low, high]" cells, for display."""
     out = table[["model", "dataset", "setting", "proj"]].copy()
     out["setting"] = out["setting"].map(vocabulary.setting_label)
-    out["mean |RD|"] = [fmt_interval(*v) for v in zip(table["mean_abs_rd"], table["mean_abs_rd_low"],
-                                                        table["mean_abs_rd_high"])]
+    out["mean |RD|"] = [
+        fmt_interval(*v) for v in zip(table["mean_abs_rd"], table["mean_abs_rd_low"], table["mean_abs_rd_high"])
+    ]
     out["mean RD"] = [fmt_interval(*v) for v in zip(table["mean_rd"], table["mean_rd_low"], table["mean_rd_high"])]
     out["top layers (|RD|)"] = table["top_layers"]
     out["n (correct / irrelevant)"] = [f"{a} / {b}" for a, b in zip(table["n_correct"], table["n_irrelevant"])]
@@ -144,9 +186,14 @@ def pairs_table(pairs: dict[str, str], templates: dict[str, str], n_layers: dict
     matched = {(b, i) for b, i in PAPER_PAIRS}
     out = []
     for instruct, base in pairs.items():
-        out.append({"base model": base, "instruct model": instruct, "layers (base / instruct)":
-                    f"{n_layers.get(base, '?')} / {n_layers.get(instruct, '?')}",
-                    "matched pair": "yes" if (base, instruct) in matched else "no: different families"})
+        out.append(
+            {
+                "base model": base,
+                "instruct model": instruct,
+                "layers (base / instruct)": f"{n_layers.get(base, '?')} / {n_layers.get(instruct, '?')}",
+                "matched pair": "yes" if (base, instruct) in matched else "no: different families",
+            }
+        )
     return pd.DataFrame(out)
 
 
@@ -156,16 +203,22 @@ def confound_statement(pairs: dict[str, str]) -> str:
     unmatched = [(base, ins) for ins, base in pairs.items() if (base, ins) not in matched]
     paper = ", ".join(f"{b} / {i}" for b, i in PAPER_PAIRS)
     if not pairs:
-        return ("These results hold no base and instruct model to compare. The paper profile runs the matched "
-                f"pairs of `models.PAPER_PAIRS`: {paper}.")
+        return (
+            "These results hold no base and instruct model to compare. The paper profile runs the matched "
+            f"pairs of `models.PAPER_PAIRS`: {paper}."
+        )
     if not unmatched:
-        return ("Each instruct model here is compared with its own pre-trained version (the matched pairs of "
-                "`models.PAPER_PAIRS`), so differences come from instruction tuning.")
+        return (
+            "Each instruct model here is compared with its own pre-trained version (the matched pairs of "
+            "`models.PAPER_PAIRS`), so differences come from instruction tuning."
+        )
     listed = "; ".join(f"{b} (pre-trained) with {i} (instruct)" for b, i in unmatched)
-    return (f"**This comparison is confounded.** It pairs {listed}: these come from different model families, "
-            "so any difference mixes instruction tuning with differences in architecture, depth, tokenizer and "
-            "training data. Read it as a demonstration of the analysis, not as evidence about instruction tuning. "
-            f"The paper profile (`--profile paper`) runs the matched pairs of `models.PAPER_PAIRS`: {paper}.")
+    return (
+        f"**This comparison is confounded.** It pairs {listed}: these come from different model families, "
+        "so any difference mixes instruction tuning with differences in architecture, depth, tokenizer and "
+        "training data. Read it as a demonstration of the analysis, not as evidence about instruction tuning. "
+        f"The paper profile (`--profile paper`) runs the matched pairs of `models.PAPER_PAIRS`: {paper}."
+    )
 
 
 def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -> pd.DataFrame:
@@ -193,9 +246,13 @@ def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -
 
 
 # All-layer MADs reported for Qwen2-1.5B on AQuA, q/k/v/o (secondary source: indicative only).
-REPORTED_MAD = {("Qwen/Qwen2-1.5B", "aqua"): {"none": (4.42, 7.06, 17.32, 12.91),
-                                             "simplified": (0.69, 0.81, 2.36, 1.97),
-                                             "detailed": (0.28, 0.27, 0.64, 0.64)}}
+REPORTED_MAD = {
+    ("Qwen/Qwen2-1.5B", "aqua"): {
+        "none": (4.42, 7.06, 17.32, 12.91),
+        "simplified": (0.69, 0.81, 2.36, 1.97),
+        "detailed": (0.28, 0.27, 0.64, 0.64),
+    }
+}
 
 
 def reported_mad_comparison(draws: dict[str, CurveDraws]) -> pd.DataFrame:
@@ -211,10 +268,19 @@ def reported_mad_comparison(draws: dict[str, CurveDraws]) -> pd.DataFrame:
                 key = (condition, proj, "nuclear_norm")
                 if key not in cd.estimate:
                     continue
-                est, low, high = cd.interval(segment_mad(cd.estimate[key], "all"), segment_mad(cd.draws[key], "all"),
-                                             cd.n_samples[key])
+                est, low, high = cd.interval(
+                    segment_mad(cd.estimate[key], "all"), segment_mad(cd.draws[key], "all"), cd.n_samples[key]
+                )
                 inside = "yes" if np.isfinite(low) and low <= reported <= high else "no"
-                out.append({"model": model, "dataset": dataset, "setting": vocabulary.setting_label(setting),
-                            "proj": proj, "reported": reported, "this run": fmt_interval(est, low, high),
-                            "reported value inside the interval": inside})
+                out.append(
+                    {
+                        "model": model,
+                        "dataset": dataset,
+                        "setting": vocabulary.setting_label(setting),
+                        "proj": proj,
+                        "reported": reported,
+                        "this run": fmt_interval(est, low, high),
+                        "reported value inside the interval": inside,
+                    }
+                )
     return pd.DataFrame(out)

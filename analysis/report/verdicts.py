@@ -22,7 +22,7 @@ def claims_text(checks: Sequence[str] = CHECKS) -> str:
 
 
 def verdict_counts(rows: pd.DataFrame) -> str:
-    """"a holds, b does not hold, ..." over the verdicts of some findings."""
+    """ "a holds, b does not hold, ..." over the verdicts of some findings."""
     counts = rows["verdict"].value_counts()
     return ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if counts.get(v, 0))
 
@@ -69,15 +69,24 @@ def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFr
     if found.empty:
         return found
     rows = found[found["pooled"]] if pooled_only else found
-    return pd.DataFrame({"model": rows["model"], "check": rows["check"],
-                         "scope": [scope_text(s, p) for s, p in zip(rows["scope"], rows["pooled"])],
-                         "verdict": rows["verdict"], "n": rows["n"], "numbers": rows["numbers"]})
+    return pd.DataFrame(
+        {
+            "model": rows["model"],
+            "check": rows["check"],
+            "scope": [scope_text(s, p) for s, p in zip(rows["scope"], rows["pooled"])],
+            "verdict": rows["verdict"],
+            "n": rows["n"],
+            "numbers": rows["numbers"],
+        }
+    )
 
 
 def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> str:
     """The line under the verdict matrix: what each cell's number means and which run it is."""
-    text = (f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
-            f"{MIN_VERDICT_SAMPLES}.")
+    text = (
+        f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
+        f"{MIN_VERDICT_SAMPLES}."
+    )
     if profile:
         text += f" Profile: {profile}."
     return text + (f" {note}." if note else "")

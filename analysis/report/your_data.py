@@ -37,14 +37,29 @@ from analysis.store import ResultsStore
 
 USER_SETTING = "your data"
 STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
-READ_COLUMNS = ["model", "dataset", "setting", "responses", "condition", "data_sha256", "sample_index", "layer",
-                "proj", "n_layers", "n_response_tokens", "max_length", "template", *STATS]
+READ_COLUMNS = [
+    "model",
+    "dataset",
+    "setting",
+    "responses",
+    "condition",
+    "data_sha256",
+    "sample_index",
+    "layer",
+    "proj",
+    "n_layers",
+    "n_response_tokens",
+    "max_length",
+    "template",
+    *STATS,
+]
 SETTING_COLOURS = {"none": "#d95f02", "simplified": "#7570b3", "detailed": "#1b9e77"}
 TOP_K = 10
 
 
 def check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
     """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
+
     def fail(name: str, expected: str, value) -> None:
         raise ReportError(f"parameter {name}: expected {expected}, got {value!r}")
 
@@ -103,16 +118,26 @@ def user_files(paths: Sequence[str], reference_datasets: Sequence[str]) -> list[
     return found
 
 
-def read_rows(results_dir, model: str, template: str, max_length: int, files: Sequence[UserFile],
-              references: Sequence[str], n_samples: int | None) -> pd.DataFrame:
+def read_rows(
+    results_dir,
+    model: str,
+    template: str,
+    max_length: int,
+    files: Sequence[UserFile],
+    references: Sequence[str],
+    n_samples: int | None,
+) -> pd.DataFrame:
     """Stored rows of the user's files (on the model and its scratch copy) and of the references
     (on the model), first ``n_samples`` of each, user rows relabelled as ``<label>/your data/correct``."""
     root = Path(results_dir)
     if not (root / "store.json").is_file():
         raise ReportError(f"{root}: no results store here; run `python -m analysis profile-data` first")
     store = ResultsStore(root, create=False)
-    filters = [("model", "in", [model, scratch_name(model)]), ("template", "==", template),
-               ("max_length", "==", int(max_length))]
+    filters = [
+        ("model", "in", [model, scratch_name(model)]),
+        ("template", "==", template),
+        ("max_length", "==", int(max_length)),
+    ]
     rows = store.read("rows", filters=filters, columns=READ_COLUMNS)
     if n_samples is not None and len(rows):
         rows = rows[rows["sample_index"] < n_samples]
@@ -120,8 +145,11 @@ def read_rows(results_dir, model: str, template: str, max_length: int, files: Se
     pieces = [reference_rows]
     for file in files:
         mine = rows[(rows["condition"] == f"file:{file.path.stem}") & (rows["data_sha256"] == file.sha256)]
-        pieces.append(mine.assign(dataset=file.label, setting=USER_SETTING, responses=vocabulary.CORRECT,
-                                  condition=file.condition))
+        pieces.append(
+            mine.assign(
+                dataset=file.label, setting=USER_SETTING, responses=vocabulary.CORRECT, condition=file.condition
+            )
+        )
     return pd.concat(pieces, ignore_index=True)
 
 
@@ -146,9 +174,18 @@ class YourData:
         return scratch_name(self.model)
 
     @classmethod
-    def open(cls, data_files: Sequence[str], model: str, template: str, n_samples: int | None, results_dir,
-             reference_conditions: Sequence[str] | None = None, max_length: int = 1024, seed: int = 0,
-             n_resamples: int = 1000) -> YourData:
+    def open(
+        cls,
+        data_files: Sequence[str],
+        model: str,
+        template: str,
+        n_samples: int | None,
+        results_dir,
+        reference_conditions: Sequence[str] | None = None,
+        max_length: int = 1024,
+        seed: int = 0,
+        n_resamples: int = 1000,
+    ) -> YourData:
         """Read the store and compute curves, intervals and the placement."""
         if isinstance(data_files, str):
             data_files = [data_files]
@@ -156,8 +193,10 @@ class YourData:
         files = user_files(data_files, sorted({r.split("/")[0] for r in references}))
         rows = read_rows(results_dir, model, template, max_length, files, references, n_samples)
         if not (rows["condition"].isin([f.condition for f in files]) & (rows["model"] == model)).any():
-            raise ReportError(f"{results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
-                              f"(template {template}, max_length {max_length}); run `python -m analysis profile-data`")
+            raise ReportError(
+                f"{results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
+                f"(template {template}, max_length {max_length}); run `python -m analysis profile-data`"
+            )
         draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, n_resamples, seed)
         page = cls(model, template, files, references, rows, draws, Path(results_dir), n_samples)
         page._place(seed, n_resamples)
@@ -167,8 +206,9 @@ class YourData:
         trained = self.rows[self.rows["model"] == self.model]
         reference = trained[trained["condition"].isin(self.references) & (trained["responses"] == vocabulary.CORRECT)]
         try:
-            self.placement = placement.train_on_rows(reference, "setting", [s for s in vocabulary.COT_SETTINGS],
-                                                     n_resamples=n_resamples, seed=seed)
+            self.placement = placement.train_on_rows(
+                reference, "setting", [s for s in vocabulary.COT_SETTINGS], n_resamples=n_resamples, seed=seed
+            )
         except placement.PlacementError as error:
             self.placement_error = str(error)
             return
@@ -182,8 +222,11 @@ class YourData:
 
     def reference_groups(self) -> list[tuple[str, str]]:
         """(setting, responses) of the references, fast to slow thinking, correct first."""
-        present = {(self.draws[self.model].conditions[c][1], self.draws[self.model].conditions[c][2])
-                   for c in self.references if c in self.draws[self.model].conditions}
+        present = {
+            (self.draws[self.model].conditions[c][1], self.draws[self.model].conditions[c][2])
+            for c in self.references
+            if c in self.draws[self.model].conditions
+        }
         return sorted(present, key=lambda p: (vocabulary.RESPONSES.index(p[1]), vocabulary.setting_rank(p[0])))
 
     def reference_condition_list(self, setting: str, responses: str) -> list[str]:
@@ -211,10 +254,13 @@ def condition_estimate(cd: CurveDraws, condition: str, stat: str, summary: str =
         value = np.nanmean([np.nanmean(cd.estimate[k]) for k in keys])
         draws = np.nanmean(np.stack([np.nanmean(cd.draws[k], axis=1) for k in keys]), axis=0)
     else:
-        value = np.nanmean([metrics.mean_absolute_difference(cd.estimate[k][np.isfinite(cd.estimate[k])])
-                            for k in keys])
-        draws = np.nanmean(np.stack([metrics.mean_absolute_difference(
-            cd.draws[k][:, np.isfinite(cd.estimate[k])]) for k in keys]), axis=0)
+        value = np.nanmean(
+            [metrics.mean_absolute_difference(cd.estimate[k][np.isfinite(cd.estimate[k])]) for k in keys]
+        )
+        draws = np.nanmean(
+            np.stack([metrics.mean_absolute_difference(cd.draws[k][:, np.isfinite(cd.estimate[k])]) for k in keys]),
+            axis=0,
+        )
     if not np.isfinite(value):
         return None
     return Estimate(float(value), np.asarray(draws, dtype=float), ((dataset, n),))
@@ -239,25 +285,44 @@ def level_table(page: YourData) -> pd.DataFrame:
             if cd is None or file.condition not in cd.conditions:
                 continue
             kind = "your data" if model == page.model else "your data, scratch model"
-            rows.append(_level_row(kind, file.label, model,
-                                   lambda s, m, cd=cd, c=file.condition: condition_estimate(cd, c, s, m),
-                                   cd.count(file.condition)))
+            rows.append(
+                _level_row(
+                    kind,
+                    file.label,
+                    model,
+                    lambda s, m, cd=cd, c=file.condition: condition_estimate(cd, c, s, m),
+                    cd.count(file.condition),
+                )
+            )
     for setting, responses in page.reference_groups():
         conditions = page.reference_condition_list(setting, responses)
         n = sum(page.draws[page.model].count(c) for c in conditions)
-        rows.append(_level_row("reference", f"{vocabulary.setting_label(setting)} ({responses})", page.model,
-                               lambda s, m, a=setting, b=responses: _group_estimate(page, a, b, s, m), n,
-                               ", ".join(sorted({c.split('/')[0] for c in conditions}))))
+        rows.append(
+            _level_row(
+                "reference",
+                f"{vocabulary.setting_label(setting)} ({responses})",
+                page.model,
+                lambda s, m, a=setting, b=responses: _group_estimate(page, a, b, s, m),
+                n,
+                ", ".join(sorted({c.split("/")[0] for c in conditions})),
+            )
+        )
     return pd.DataFrame(rows)
 
 
 def _level_row(kind: str, name: str, model: str, estimate, n: int, datasets: str = "") -> dict:
-    return {"data": kind, "name": name, "datasets": datasets, "model": model, "n": n,
-            "mean nuclear norm": _shown(estimate("nuclear_norm", "mean")),
-            "MAD of nuclear norm": _shown(estimate("nuclear_norm", "mad")),
-            "mean effective rank": _shown(estimate("effective_rank", "mean")),
-            "mean cosine, same layer": _shown(estimate("cos_same_layer", "mean")),
-            "mean cosine, next layer": _shown(estimate("cos_next_layer", "mean"))}
+    return {
+        "data": kind,
+        "name": name,
+        "datasets": datasets,
+        "model": model,
+        "n": n,
+        "mean nuclear norm": _shown(estimate("nuclear_norm", "mean")),
+        "MAD of nuclear norm": _shown(estimate("nuclear_norm", "mad")),
+        "mean effective rank": _shown(estimate("effective_rank", "mean")),
+        "mean cosine, same layer": _shown(estimate("cos_same_layer", "mean")),
+        "mean cosine, next layer": _shown(estimate("cos_next_layer", "mean")),
+    }
 
 
 # --------------------------------------------------------------------------- figures
@@ -289,8 +354,14 @@ def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -
                 continue
             colour = SETTING_COLOURS.get(setting, "gray")
             dashed = responses != vocabulary.CORRECT
-            ax.plot(layers, curve[0], color=colour, lw=1.0, ls="--" if dashed else "-",
-                    label=f"{vocabulary.setting_label(setting)}{' (irrelevant)' if dashed else ''}")
+            ax.plot(
+                layers,
+                curve[0],
+                color=colour,
+                lw=1.0,
+                ls="--" if dashed else "-",
+                label=f"{vocabulary.setting_label(setting)}{' (irrelevant)' if dashed else ''}",
+            )
             if not dashed:
                 ax.fill_between(layers, curve[1], curve[2], color=colour, alpha=0.15, lw=0)
         key = (file.condition, proj, stat)
@@ -320,8 +391,14 @@ def scratch_figures(page: YourData, file: UserFile) -> list[tuple[str, Figure]]:
     for model, title in ((page.model, "trained model"), (page.scratch, "randomly initialised copy (scratch)")):
         if model not in page.draws or file.condition not in page.draws[model].conditions:
             continue
-        fig = plots.curve_grid(curves, model, [file.condition], ("nuclear_norm", "effective_rank"), bands=bands,
-                               note=figure_note(page.model, page.n_samples))
+        fig = plots.curve_grid(
+            curves,
+            model,
+            [file.condition],
+            ("nuclear_norm", "effective_rank"),
+            bands=bands,
+            note=figure_note(page.model, page.n_samples),
+        )
         figures.append((f"{file.label}: {title}", fig))
     return figures
 
@@ -336,17 +413,20 @@ def placement_text(page: YourData) -> str:
     p = page.placement
     low, high = p.accuracy.interval()
     n_groups = p.accuracy.n
-    lines = [(
-        f"A multinomial logistic regression on the log nuclear norm of every (projection, layer) learns the reference "
-        f"setting ({', '.join(vocabulary.setting_label(c) for c in p.classes)}) from {len(p.out_of_fold)} reference "
-        f"samples with correct responses ({n_groups} instructions). Cross-validated over {p.n_folds} folds grouped by "
-        f"instruction, it assigns **{p.accuracy.value:.0%}** of the held-out reference samples to their own setting "
-        f"(95% interval over instructions {_pct(low)} to {_pct(high)}; always guessing one setting gives "
-        f"{p.chance:.0%})."),
+    lines = [
+        (
+            f"A multinomial logistic regression on the log nuclear norm of every (projection, layer) learns the reference "
+            f"setting ({', '.join(vocabulary.setting_label(c) for c in p.classes)}) from {len(p.out_of_fold)} reference "
+            f"samples with correct responses ({n_groups} instructions). Cross-validated over {p.n_folds} folds grouped by "
+            f"instruction, it assigns **{p.accuracy.value:.0%}** of the held-out reference samples to their own setting "
+            f"(95% interval over instructions {_pct(low)} to {_pct(high)}; always guessing one setting gives "
+            f"{p.chance:.0%})."
+        ),
     ]
     if p.accuracy.value < p.chance + 0.2:
-        lines.append("**The classifier barely beats guessing on the references: do not read much into where your "
-                     "data land.**")
+        lines.append(
+            "**The classifier barely beats guessing on the references: do not read much into where your data land.**"
+        )
     for file in page.files:
         summary = file_assignment(page, file)
         if summary is None:
@@ -354,9 +434,11 @@ def placement_text(page: YourData) -> str:
             continue
         closest = placement.closest(summary)
         row = summary.set_index("class").loc[closest]
-        lines.append(f"**{file.label}** is closest to **{vocabulary.setting_label(closest)}**: "
-                     f"{row['share assigned']:.0%} of its {summary.attrs['n']} samples are assigned to it, with a mean "
-                     f"probability of {row['mean probability']:.2f}.")
+        lines.append(
+            f"**{file.label}** is closest to **{vocabulary.setting_label(closest)}**: "
+            f"{row['share assigned']:.0%} of its {summary.attrs['n']} samples are assigned to it, with a mean "
+            f"probability of {row['mean probability']:.2f}."
+        )
     return "\n\n".join(lines)
 
 
@@ -413,9 +495,11 @@ def sample_scores(page: YourData, file: UserFile) -> pd.DataFrame:
     mine = page.rows[(page.rows["model"] == page.model) & (page.rows["condition"] == file.condition)]
     if mine.empty:
         return pd.DataFrame()
-    scores = mine.groupby("sample_index").agg(mean_nuclear_norm=("nuclear_norm", "mean"),
-                                              mean_effective_rank=("effective_rank", "mean"),
-                                              n_response_tokens=("n_response_tokens", "first"))
+    scores = mine.groupby("sample_index").agg(
+        mean_nuclear_norm=("nuclear_norm", "mean"),
+        mean_effective_rank=("effective_rank", "mean"),
+        n_response_tokens=("n_response_tokens", "first"),
+    )
     if not page.assigned.empty:
         assigned = page.assigned[page.assigned.index.get_level_values("condition") == file.condition]
         assigned = assigned.reset_index(level=[k for k in placement.SAMPLE_KEYS if k != "sample_index"], drop=True)
@@ -474,9 +558,13 @@ def score_preview(page: YourData, file: UserFile, k: int = 5) -> pd.DataFrame:
 def quality_text(page: YourData) -> str:
     """The follow-up study's statement about data quality, with the user's numbers beside the references'."""
     cd = page.draws[page.model]
-    lines = [("The follow-up study (Li et al. 2025, arXiv 2504.10766, code MingLiiii/Gradient_Unified) reports that "
-              "higher-quality instruction data give **lower nuclear norms and higher effective ranks**, and that the "
-              f"cosine similarities between gradients do **not** track quality. Here, on {page.model}:")]
+    lines = [
+        (
+            "The follow-up study (Li et al. 2025, arXiv 2504.10766, code MingLiiii/Gradient_Unified) reports that "
+            "higher-quality instruction data give **lower nuclear norms and higher effective ranks**, and that the "
+            f"cosine similarities between gradients do **not** track quality. Here, on {page.model}:"
+        )
+    ]
     items = []
     for file in page.files:
         numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in QUALITY_STATS]
@@ -485,10 +573,12 @@ def quality_text(page: YourData) -> str:
         numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in QUALITY_STATS]
         items.append(f"- {vocabulary.setting_label(setting)} ({responses}): " + _quality_numbers(numbers))
     lines.append("\n".join(items))
-    lines.append("The settings differ in response length as well as in content, and the follow-up's comparisons "
-                 "hold the task fixed: read lower nuclear norms and higher effective ranks as *more like the "
-                 "slow-thinking, higher-quality references*, not as a quality score on their own. The per-sample "
-                 "ranking below orders your samples by the same measure.")
+    lines.append(
+        "The settings differ in response length as well as in content, and the follow-up's comparisons "
+        "hold the task fixed: read lower nuclear norms and higher effective ranks as *more like the "
+        "slow-thinking, higher-quality references*, not as a quality score on their own. The per-sample "
+        "ranking below orders your samples by the same measure."
+    )
     return "\n\n".join(lines)
 
 
@@ -497,8 +587,10 @@ QUALITY_STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_l
 
 def _quality_numbers(numbers: Sequence[str]) -> str:
     nuclear, rank, same, following = numbers
-    return (f"mean nuclear norm {nuclear}, mean effective rank {rank}; mean cosine similarity {same} within a layer, "
-            f"{following} between adjacent layers.")
+    return (
+        f"mean nuclear norm {nuclear}, mean effective rank {rank}; mean cosine similarity {same} within a layer, "
+        f"{following} between adjacent layers."
+    )
 
 
 def scratch_text(page: YourData) -> str:
@@ -514,9 +606,11 @@ def scratch_text(page: YourData) -> str:
         ratio = combine(lambda a, b: a / b, trained, scratch)
         rank_t = condition_estimate(page.draws[page.model], file.condition, "effective_rank")
         rank_s = condition_estimate(page.draws[page.scratch], file.condition, "effective_rank")
-        lines.append(f"**{file.label}**: mean nuclear norm {_shown(trained)} on the trained model and {_shown(scratch)} "
-                     f"on the scratch copy (ratio {_shown(ratio)}); mean effective rank {_shown(rank_t)} vs "
-                     f"{_shown(rank_s)}.")
+        lines.append(
+            f"**{file.label}**: mean nuclear norm {_shown(trained)} on the trained model and {_shown(scratch)} "
+            f"on the scratch copy (ratio {_shown(ratio)}); mean effective rank {_shown(rank_t)} vs "
+            f"{_shown(rank_s)}."
+        )
     return "\n\n".join(lines)
 
 
@@ -526,9 +620,13 @@ def coverage_text(page: YourData) -> str:
     parts = []
     for file in page.files:
         n = cd.count(file.condition) if file.condition in cd.conditions else 0
-        parts.append(f"**{file.label}** (`{file.path.name}`, {file.n_records} records, sha256 {file.sha256[:12]}): "
-                     f"{n} samples on {page.model}")
+        parts.append(
+            f"**{file.label}** (`{file.path.name}`, {file.n_records} records, sha256 {file.sha256[:12]}): "
+            f"{n} samples on {page.model}"
+        )
     counts = [cd.count(c) for c in page.references if c in cd.conditions]
-    parts.append(f"{len(counts)} of {len(page.references)} reference conditions stored with "
-                 f"{min(counts, default=0)} to {max(counts, default=0)} samples each")
+    parts.append(
+        f"{len(counts)} of {len(page.references)} reference conditions stored with "
+        f"{min(counts, default=0)} to {max(counts, default=0)} samples each"
+    )
     return "; ".join(parts) + ". Intervals are 95% intervals over instructions (the book's bootstrap engine)."

@@ -19,11 +19,12 @@ import os
 import runpy
 import sys
 
-import analysis.cli  # noqa: F401  (the imports are the point)
-import analysis.runner  # noqa: F401
 import transformers  # noqa: F401
 from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 from transformers.models.llama import modeling_llama  # noqa: F401
+
+import analysis.cli  # noqa: F401  (the imports are the point)
+import analysis.runner  # noqa: F401
 
 
 def child(request: dict) -> None:
