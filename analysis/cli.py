@@ -172,6 +172,12 @@ def add_profile_data_parser(commands) -> None:
         help="first N samples of every file and reference condition (default: %(default)s)",
     )
     sub.add_argument(
+        "--reference-samples",
+        type=_positive_int,
+        default=profile_data.DEFAULT_REFERENCE_SAMPLES,
+        help="first N samples of every reference condition, computed once per --out (default: %(default)s)",
+    )
+    sub.add_argument(
         "--out", default=str(profile_data.DEFAULT_OUT), help="results store directory (default: %(default)s)"
     )
     sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")
@@ -201,6 +207,7 @@ def run_profile_data(args: argparse.Namespace) -> int:
             args.template,
             datasets,
             args.n_samples,
+            args.reference_samples,
             args.out,
             args.html,
             args.notebook,

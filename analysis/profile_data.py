@@ -23,6 +23,9 @@ from analysis.store import ResultsStore
 NOTEBOOK = "your_data"
 DEFAULT_OUT = Path("results/your_data")
 DEFAULT_SAMPLES = 20
+# Reference samples per condition: 12 reference conditions of 10 instructions take a few minutes on
+# a CPU (the Detailed-CoT ones most of it) and are computed once per results store.
+DEFAULT_REFERENCE_SAMPLES = 10
 DEFAULT_REFERENCE_DATASETS = profiles.REFERENCE_DATASETS
 # Cells papermill and the notebook hide: the parameters, the setup, and their code.
 HIDDEN_CELL_TAGS = {"remove-cell", "parameters", "injected-parameters"}
@@ -45,6 +48,7 @@ class Job:
 
     model: str
     spec: str
+    limit: int | None = None  # first N samples of the file; None: all
 
 
 def plan_jobs(
@@ -57,17 +61,19 @@ def plan_jobs(
     max_length: int,
     data_dir=None,
     scratch: bool = True,
+    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
 ) -> list[Job]:
-    """The (model, spec) pairs that still lack samples in the store."""
+    """The (model, spec) pairs that still lack samples in the store: ``n_samples`` of each user
+    file (and of its scratch control), ``reference_samples`` of each reference condition."""
     from analysis import runner
 
-    wanted = [Job(model, str(f)) for f in files] + [Job(model, r) for r in references]
+    wanted = [Job(model, str(f), n_samples) for f in files] + [Job(model, r, reference_samples) for r in references]
     if scratch:
-        wanted += [Job(models.scratch_name(model), str(f)) for f in files]
+        wanted += [Job(models.scratch_name(model), str(f), n_samples) for f in files]
     return [
         job
         for job in wanted
-        if runner.plan_run(job.model, template, job.spec, store, n_samples, max_length, data_dir).todo
+        if runner.plan_run(job.model, template, job.spec, store, job.limit, max_length, data_dir).todo
     ]
 
 
@@ -76,7 +82,6 @@ def extract(
     template: str,
     jobs: Sequence[Job],
     store: ResultsStore,
-    n_samples: int | None,
     max_length: int,
     data_dir=None,
     device: str = "auto",
@@ -102,7 +107,7 @@ def extract(
             runs_on,
             job.spec,
             store,
-            limit=n_samples,
+            limit=job.limit,
             max_length=max_length,
             data_directory=data_dir,
             progress=progress,
@@ -168,6 +173,7 @@ def run(
     template: str | None = None,
     reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS,
     n_samples: int | None = DEFAULT_SAMPLES,
+    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
     out=DEFAULT_OUT,
     html=None,
     notebook=None,
@@ -199,14 +205,16 @@ def run(
     out = Path(out)
     store = ResultsStore(out)
     result = ProfileResult(out)
-    jobs = plan_jobs(model, template, files, references, store, n_samples, max_length, data_dir, scratch)
+    jobs = plan_jobs(
+        model, template, files, references, store, n_samples, max_length, data_dir, scratch, reference_samples
+    )
     say(
-        f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute, "
-        f"{n_samples or 'all'} samples each, into {out}"
+        f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute "
+        f"({n_samples or 'all'} samples of each file, {reference_samples or 'all'} of each reference), into {out}"
     )
     with pipeline.torch_threads(threads):
         result.extraction = extract(
-            model, template, jobs, store, n_samples, max_length, data_dir, device, keep_spectra, seed, progress, say
+            model, template, jobs, store, max_length, data_dir, device, keep_spectra, seed, progress, say
         )
     result.seconds["extraction"] = time.perf_counter() - started
     pipeline.ensure_kernel()

@@ -298,6 +298,7 @@ def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
         template="base",
         reference_datasets=["aqua"],
         n_samples=5,
+        reference_samples=5,
         out=folder / "store",
         html=folder / "page.html",
         data_dir=study_data_dir,
@@ -368,6 +369,7 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         5,
         1024,
         study_data_dir,
+        reference_samples=5,
     )
     assert jobs == []
     more = profile_data.plan_jobs(
@@ -376,13 +378,14 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         profile_data.profiles.reference_conditions(("aqua",)),
         profile_data.ResultsStore(result.results_dir),
-        6,
+        5,
         1024,
         study_data_dir,
+        reference_samples=6,
     )
     assert sorted(job.spec for job in more) == sorted(
         profile_data.profiles.reference_conditions(("aqua",))
-    )  # files hold 5
+    )  # the references hold 5, the files all they need
 
 
 @pytest.mark.slow
