@@ -130,19 +130,18 @@ def verdict_matrix(
     scope_labels: dict[str, str] | None = None,
     note: str | None = None,
 ) -> Figure:
-    """One panel per model: a check x scope grid coloured by verdict (blank: not covered).
+    """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
+    not covered), the number of instructions behind each verdict in its cell.
 
     `table`: findings with columns check, model, scope, verdict, n.
     """
     models = list(dict.fromkeys(table["model"]))
     labels = [(scope_labels or {}).get(s, s) for s in scopes]
+    width = max(5.0, 0.55 * len(scopes) + 1.5)
     fig, axes = plt.subplots(
-        1,
-        len(models),
-        figsize=(max(4.0, 0.55 * len(scopes) + 1.2) * len(models), 0.42 * len(checks) + 2.0),
-        squeeze=False,
+        len(models), 1, figsize=(width, (0.4 * len(checks) + 1.9) * len(models) + 0.4), squeeze=False
     )
-    for ax, model in zip(axes[0], models):
+    for ax, model in zip(axes[:, 0], models):
         rows = table[table["model"] == model].set_index(["check", "scope"])
         for i, check in enumerate(checks):
             for j, scope in enumerate(scopes):
