@@ -3,6 +3,7 @@ the callers (mean curves and bands of analysis.bootstrap, verdicts of analysis.f
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
@@ -22,6 +23,16 @@ VERDICT_COLOURS = {
     "not resolved": "#bdbdbd",
     "too few samples": "#fdd49e",
 }
+
+
+def add_note(fig: Figure, note: str | None) -> float:
+    """Write ``note`` under the figure, wrapped to the figure's width; the height share it takes."""
+    if not note:
+        return 0.0
+    width_inches, height_inches = fig.get_size_inches()
+    lines = textwrap.wrap(note, width=max(40, int(width_inches * 17)))
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom")
+    return min(0.3, 0.12 * len(lines) / height_inches + 0.01)
 
 
 def condition_title(condition: str) -> str:
@@ -83,9 +94,8 @@ def _grid(
         fig.legend(handles, labels, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, x=0.01, ha="left", fontsize=10)
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.03 if note else 0, 1, 0.95))
+    bottom = add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
     return fig
 
 
@@ -162,9 +172,8 @@ def verdict_matrix(
             side.set_visible(False)
     handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in VERDICT_COLOURS.values()]
     fig.legend(handles, list(VERDICT_COLOURS), loc="upper center", ncol=len(handles), fontsize=8, frameon=False)
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 0.92))
+    bottom = add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 0.97))
     return fig
 
 
@@ -200,7 +209,6 @@ def forest(
         ax.legend(handles, groups, fontsize=7, loc="best", frameon=False)
     if title:
         ax.set_title(title, fontsize=9)
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
-    fig.tight_layout(rect=(0, 0.05 if note else 0, 1, 1))
+    bottom = add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig

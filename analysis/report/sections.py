@@ -30,9 +30,9 @@ def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = No
         show_markdown("The data read here cover none of the checks.")
         return
     show_figure(
-        figures.verdict_figure(found, verdicts.matrix_note(found, profile, page.note())),
-        "Verdict matrix: each check per model, pooled per family and per dataset",
+        figures.verdict_figure(found), "Verdict matrix: each check per model, pooled per family and per dataset"
     )
+    show_markdown(f"*{verdicts.matrix_note(found, profile, page.note())}*")
     show_markdown(verdicts.summary_text(found))
 
 

@@ -376,11 +376,9 @@ def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -
     axes[0].set_ylabel(vocabulary.STAT_LABELS.get(stat, stat))
     handles, labels = axes[0].get_legend_handles_labels()
     fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=7, frameon=False)
-    note = figure_note(page.model, page.n_samples)
-    if note:
-        fig.text(0.01, 0.005, note, fontsize=7, va="bottom")
+    bottom = plots.add_note(fig, figure_note(page.model, page.n_samples))
     fig.suptitle(page.model, x=0.01, ha="left", fontsize=10)
-    fig.tight_layout(rect=(0, 0.04 if note else 0, 1, 0.9))
+    fig.tight_layout(rect=(0, bottom, 1, 0.9))
     return fig
 
 
