@@ -12,7 +12,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis import plots
-from analysis.findings import CHECKS
+from analysis.findings import CHECKS, LENGTH_SHARE
 from analysis.report import beyond, figures, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 from analysis.report.page import Page
@@ -136,7 +136,7 @@ def length(page: Page) -> None:
         parts[parts["check"] == "L"],
         "share of the gap left at equal length",
         "share of the None vs Detailed gap left at equal length",
-        reference=0.0,
+        reference=LENGTH_SHARE,
         note=page.note(),
     )
     show_figure(figure, "Length: share of the None vs Detailed gap left at equal length, with intervals")
