@@ -36,6 +36,7 @@ n_resamples = 1000
 # %% tags=["remove-cell"]
 from analysis.models import resolve_template
 from analysis.report import your_data as page_data
+from analysis.report import your_data_samples as samples
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 
 page_data.check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples)
@@ -85,14 +86,14 @@ show_table(page_data.level_table(page), by="model")
 # ## Which setting is your data closest to?
 
 # %% tags=["remove-input"]
-show_markdown(page_data.placement_text(page))
-show_table(page_data.assignment_table(page), by=None)
+show_markdown(samples.placement_text(page))
+show_table(samples.assignment_table(page), by=None)
 
 # %% [markdown]
 # Out-of-fold assignments of the reference samples (how often the classifier is right, per setting):
 
 # %% tags=["remove-input"]
-show_table(page_data.confusion_table(page), by=None)
+show_table(samples.confusion_table(page), by=None)
 
 # %% [markdown]
 # ## Data quality: what the follow-up study says, with your numbers
@@ -110,8 +111,8 @@ show_markdown(page_data.quality_text(page))
 
 # %% tags=["remove-input"]
 for file in page.files:
-    show_table(page_data.score_preview(page, file), by=None)
-written = page_data.write_scores(page)
+    show_table(samples.score_preview(page, file), by=None)
+written = samples.write_scores(page)
 show_markdown("Written: " + ", ".join(f"`{path}`" for path in written) if written else "No scores written.")
 
 # %% [markdown]

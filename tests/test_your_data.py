@@ -314,7 +314,7 @@ def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
 @pytest.mark.slow
 def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_profile, tiny_model_dir, study_data_dir):
     from analysis import placement
-    from analysis.report import your_data
+    from analysis.report import your_data, your_data_samples
 
     result, files, _ = tiny_profile
     page = your_data.YourData.open(
@@ -329,8 +329,8 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
     )
     assert page.placement is not None and page.placement.accuracy.value > 0.6
     detailed, bare = page.files
-    assert placement.closest(your_data.file_assignment(page, detailed)) == "detailed"
-    assert placement.closest(your_data.file_assignment(page, bare)) == "none"
+    assert placement.closest(your_data_samples.file_assignment(page, detailed)) == "detailed"
+    assert placement.closest(your_data_samples.file_assignment(page, bare)) == "none"
     assert page.scratch in page.draws and detailed.condition in page.draws[page.scratch].conditions
     trained = your_data.condition_estimate(page.draws[page.model], detailed.condition, "nuclear_norm")
     scratch = your_data.condition_estimate(page.draws[page.scratch], detailed.condition, "nuclear_norm")
