@@ -196,7 +196,7 @@ def add_profile_data_parser(commands) -> None:
 
 
 def run_profile_data(args: argparse.Namespace) -> int:
-    from analysis import pipeline, profile_data, profiles
+    from analysis import book, pipeline, profile_data, profiles
     from analysis.report.load import ReportError
 
     datasets = [d.strip() for d in args.reference.split(",") if d.strip()]
@@ -222,7 +222,7 @@ def run_profile_data(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             say=lambda line: print(line, file=sys.stderr),
         )
-    except (pipeline.PipelineError, profiles.ProfileError, ReportError) as error:
+    except (pipeline.PipelineError, book.BookError, profiles.ProfileError, ReportError) as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
@@ -372,7 +372,7 @@ def _sigterm_as_interrupt():
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
-    from analysis import pipeline
+    from analysis import book, pipeline
 
     try:
         result = pipeline.run_profile(
@@ -385,7 +385,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             threads=args.threads,
         )
-    except pipeline.PipelineError as error:
+    except (pipeline.PipelineError, book.BookError) as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import data, models, pipeline, profiles
+from analysis import book, data, models, pipeline, profiles
 from analysis.store import ResultsStore
 
 NOTEBOOK = "your_data"
@@ -186,7 +186,7 @@ def run(
     n_resamples: int = 1000,
     scratch: bool = True,
     progress: bool = True,
-    root: Path = pipeline.PROJECT_ROOT,
+    root: Path = book.PROJECT_ROOT,
     say: Callable[[str], None] = print,
 ) -> ProfileResult:
     """Extract what the store lacks, execute the page and export it (see the module docstring).
@@ -217,11 +217,11 @@ def run(
             model, template, jobs, store, max_length, data_dir, device, keep_spectra, seed, progress, say
         )
     result.seconds["extraction"] = time.perf_counter() - started
-    pipeline.ensure_kernel()
+    book.ensure_kernel()
     result.notebook = Path(notebook) if notebook else out / f"{NOTEBOOK}.ipynb"
     parameters = notebook_parameters(files, model, template, n_samples, out, references, max_length, seed, n_resamples)
     say(f"executing notebooks/{NOTEBOOK}.py -> {result.notebook}")
-    result.seconds["notebook"] = pipeline.execute_notebook(
+    result.seconds["notebook"] = book.execute_notebook(
         root / "notebooks" / f"{NOTEBOOK}.py", result.notebook, parameters, cwd=root
     )
     result.html = export_html(result.notebook, Path(html) if html else out / f"{NOTEBOOK}.html")

@@ -4,7 +4,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis import models, pipeline, profiles
+from analysis import book, models, pipeline, profiles
 from analysis.models import ModelInfo
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,7 +45,7 @@ def test_family_conditions_split_the_registry():
 def test_every_notebook_has_a_hidden_parameters_cell_then_one_checked_setup_call():
     import jupytext
 
-    sources = pipeline.notebook_sources(ROOT)
+    sources = book.notebook_sources(ROOT)
     assert [p.stem for p in sources] == list(profiles.NOTEBOOKS)
     for source in sources:
         notebook = jupytext.read(source)
@@ -60,21 +60,21 @@ def test_every_notebook_has_a_hidden_parameters_cell_then_one_checked_setup_call
 
 def test_notebook_parameters_and_conversion(tmp_path):
     quick = profiles.get_profile("quick")
-    params = pipeline.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", "data")
+    params = book.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", "data")
     assert params["conditions"] == list(quick.conditions_for("wiki_knowledge"))
     assert Path(params["results_dir"]).is_absolute() and Path(params["data_dir"]).is_absolute()
-    assert "benchmarks_file" in pipeline.notebook_parameters("reproducibility", quick, tmp_path)
-    converted = pipeline.text_notebook_to_ipynb(ROOT / "notebooks" / "summary.py", tmp_path / "summary.ipynb")
+    assert "benchmarks_file" in book.notebook_parameters("reproducibility", quick, tmp_path)
+    converted = book.text_notebook_to_ipynb(ROOT / "notebooks" / "summary.py", tmp_path / "summary.ipynb")
     notebook = nbformat.read(converted, as_version=4)
     assert notebook.metadata["kernelspec"]["name"] == "python3"
 
 
 def test_papermill_rejects_a_wrong_parameter_with_a_clear_message(tmp_path):
     quick = profiles.get_profile("quick")
-    params = {**pipeline.notebook_parameters("math_reasoning", quick, tmp_path), "n_samples": "ten"}
+    params = {**book.notebook_parameters("math_reasoning", quick, tmp_path), "n_samples": "ten"}
     output = tmp_path / "math_reasoning.ipynb"
-    with pytest.raises(pipeline.PipelineError) as caught:
-        pipeline.execute_notebook(ROOT / "notebooks" / "math_reasoning.py", output, params)
+    with pytest.raises(book.BookError) as caught:
+        book.execute_notebook(ROOT / "notebooks" / "math_reasoning.py", output, params)
     message = str(caught.value)
     assert "ParameterError" in message
     assert "notebook parameter n_samples: expected an integer >= 1 or None, got 'ten' (str)" in message

@@ -227,9 +227,9 @@ def test_classifier_without_signal_is_near_chance_and_says_so():
 
 
 def test_profile_runs_never_execute_the_standalone_page():
-    from analysis import pipeline
+    from analysis import book
 
-    assert "your_data" not in [p.stem for p in pipeline.notebook_sources()]
+    assert "your_data" not in [p.stem for p in book.notebook_sources()]
 
 
 def test_command_refuses_a_bad_record_or_reference_before_computing(tmp_path, capsys, study_data_dir):

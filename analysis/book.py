@@ -1,0 +1,239 @@
+"""The book: each notebook executed by papermill into ``book/notebooks``, then ``jupyter-book build``.
+
+``notebooks/<name>.py`` (jupytext percent format) is converted to a notebook with the kernel
+papermill will use, executed with a profile's parameters, and its code cells tagged so that the
+pages show results only. The book is built over the project's ``_config.yml`` and ``_toc.yml``
+with warnings as errors, HTML into ``book/_build/html``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+
+from analysis import profiles
+from analysis.profiles import Profile
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+KERNEL_NAME = "python3"
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
+
+
+class BookError(RuntimeError):
+    """A notebook that cannot be executed, or a book that does not build."""
+
+
+# --------------------------------------------------------------------------- notebooks
+
+
+def ensure_kernel(name: str = KERNEL_NAME) -> None:
+    """Register this environment's Python as a Jupyter kernel if no kernel of that name exists."""
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    if name in KernelSpecManager().find_kernel_specs():
+        return
+    command = [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", name]
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        raise BookError(f"cannot register the Jupyter kernel {name!r}: {done.stderr.strip().splitlines()[-1:]}")
+
+
+def notebook_parameters(
+    notebook: str, profile: Profile, results_dir: Path, data_dir=None, root: Path = PROJECT_ROOT
+) -> dict:
+    """The papermill parameters of one notebook under a profile (absolute paths)."""
+    parameters = {
+        "models": list(profile.models),
+        "conditions": list(profile.conditions_for(notebook)),
+        "n_samples": profile.n_samples,
+        "max_length": profile.max_length,
+        "results_dir": str(Path(results_dir).resolve()),
+        "data_dir": str(Path(data_dir).resolve()) if data_dir else None,
+        "seed": profile.seed,
+        "n_resamples": profile.n_resamples,
+    }
+    if notebook in ("intro", "summary"):
+        parameters["profile"] = profile.name
+    if notebook == "reproducibility":
+        parameters["benchmarks_file"] = str((root / "benchmarks" / "results.json").resolve())
+    return parameters
+
+
+def text_notebook_to_ipynb(source: Path, target: Path) -> Path:
+    """Convert a jupytext percent-format notebook to .ipynb with the kernel papermill will use."""
+    import jupytext
+
+    notebook = jupytext.read(source)
+    notebook.metadata["kernelspec"] = {"name": KERNEL_NAME, "display_name": "Python 3", "language": "python"}
+    notebook.metadata.pop("jupytext", None)
+    jupytext.write(notebook, target, fmt="ipynb")
+    return target
+
+
+KERNEL_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextmanager
+def single_threaded_kernels() -> Iterator[None]:
+    """Start kernels with one BLAS/OpenMP thread unless the environment says otherwise: the
+    notebooks' linear algebra is small, and extra threads only contend on a busy machine."""
+    added = [name for name in KERNEL_THREAD_VARIABLES if name not in os.environ]
+    os.environ.update({name: "1" for name in added})
+    try:
+        yield
+    finally:
+        for name in added:
+            os.environ.pop(name, None)
+
+
+def execute_notebook(source: Path, output: Path, parameters: dict, cwd: Path = PROJECT_ROOT) -> float:
+    """Execute one text notebook with papermill into ``output``; seconds taken.
+
+    A failing cell stops the notebook; the partly executed notebook is kept at ``output`` and
+    the error names its cell.
+    """
+    import papermill
+    from papermill.exceptions import PapermillExecutionError
+
+    output.parent.mkdir(parents=True, exist_ok=True)
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="notebook-") as scratch, single_threaded_kernels():
+        ipynb = text_notebook_to_ipynb(source, Path(scratch) / f"{source.stem}.ipynb")
+        try:
+            papermill.execute_notebook(
+                str(ipynb),
+                str(output),
+                parameters=parameters,
+                kernel_name=KERNEL_NAME,
+                language="python",
+                cwd=str(cwd),
+                progress_bar=False,
+            )
+        except PapermillExecutionError as error:
+            raise BookError(
+                f"{source}: cell {error.exec_count} failed: {error.ename}: {error.evalue} "
+                f"(the executed notebook is at {output})"
+            ) from None
+    fold_code(output)
+    return time.perf_counter() - started
+
+
+def fold_code(path: Path) -> None:
+    """Tag every code cell of an executed notebook that carries no display tag ``remove-input``:
+    the book shows results, and the code that made them is in the notebook files."""
+    import nbformat
+
+    notebook = nbformat.read(path, as_version=4)
+    for cell in notebook.cells:
+        if cell.cell_type == "code":
+            tags = cell.metadata.setdefault("tags", [])
+            if not {"hide-input", "remove-input", "remove-cell"} & set(tags):
+                tags.append("remove-input")
+    nbformat.write(notebook, path)
+
+
+def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = None) -> list[Path]:
+    """The text notebooks to execute, in book order (by default every ``notebooks/*.py`` but the
+    standalone ones, which their own command runs)."""
+    directory = root / "notebooks"
+    found = {p.stem: p for p in directory.glob("*.py")}
+    wanted = (
+        list(names)
+        if names
+        else [n for n in profiles.NOTEBOOKS if n in found]
+        + sorted(set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS))
+    )
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        raise BookError(f"{directory}: no notebook {', '.join(missing)} (found: {', '.join(sorted(found))})")
+    return [found[n] for n in wanted]
+
+
+def execute_notebooks(
+    profile: Profile,
+    results_dir: Path,
+    book_root: Path,
+    data_dir=None,
+    root: Path = PROJECT_ROOT,
+    names: Sequence[str] | None = None,
+    on_done: Callable[[dict], None] | None = None,
+    say: Callable[[str], None] = print,
+) -> list[dict]:
+    """Execute the notebooks into ``book_root/book/notebooks``; one record per notebook, also
+    handed to ``on_done`` as soon as its notebook has run (the run log saves it)."""
+    ensure_kernel()
+    records = []
+    for source in notebook_sources(root, names):
+        output = book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
+        parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root)
+        say(f"executing {source.relative_to(root)} -> {output}")
+        seconds = execute_notebook(source, output, parameters, cwd=root)
+        record = {"notebook": source.stem, "seconds": seconds, "output": str(output)}
+        records.append(record)
+        if on_done is not None:
+            on_done(record)
+    return records
+
+
+# --------------------------------------------------------------------------- book
+
+
+def jupyter_book_command() -> str:
+    """The jupyter-book executable of this environment."""
+    beside = Path(sys.executable).with_name("jupyter-book")
+    found = str(beside) if beside.is_file() else shutil.which("jupyter-book")
+    if not found:
+        raise BookError("jupyter-book is not installed in this environment: pip install 'jupyter-book>=1.0.4.post1,<2'")
+    return found
+
+
+def copy_book_sources(root: Path, book_root: Path) -> None:
+    """Copy the book's configuration and pages to another folder, to build it there."""
+    for name in BOOK_SOURCES:
+        source, target = root / name, book_root / name
+        if source.is_dir():
+            shutil.copytree(
+                source,
+                target,
+                dirs_exist_ok=True,
+                ignore=shutil.ignore_patterns("_build", "notebooks", ".ipynb_checkpoints"),
+            )
+        elif source.is_file():
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+
+
+def build_book(book_root: Path, strict: bool = True) -> float:
+    """``jupyter-book build`` of ``book_root`` into ``book_root/book/_build/html``; seconds taken.
+
+    ``strict`` turns warnings (a missing figure, a broken reference) into a failed build.
+    """
+    command = [
+        jupyter_book_command(),
+        "build",
+        str(book_root),
+        "--path-output",
+        str(book_root / "book"),
+        "--builder",
+        "html",
+    ]
+    if strict:
+        command += ["-W", "-n", "--keep-going"]
+    started = time.perf_counter()
+    done = subprocess.run(command, cwd=book_root, capture_output=True, text=True)
+    if done.returncode != 0:
+        tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
+        raise BookError(f"jupyter-book build failed (exit {done.returncode}):\n{tail}")
+    return time.perf_counter() - started
+
+
+def book_index(book_root: Path = PROJECT_ROOT) -> Path:
+    """The built book's front page."""
+    return book_root / "book" / "_build" / "html" / "index.html"
