@@ -21,7 +21,6 @@ The rules and their margins are stated on the methods page, one paragraph per fi
 from __future__ import annotations
 
 import math
-import warnings
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -207,14 +206,6 @@ def log_mad_ratio(cd: CurveDraws, dataset: str, slow: str, fast: str) -> Estimat
     return combine(lambda *r: np.mean(np.stack(r), axis=0), *ratios)
 
 
-def _finite_mean(values: np.ndarray) -> np.ndarray:
-    """Mean over the last axis of the finite values (NaN where there are none)."""
-    values = np.where(np.isfinite(values), values, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN
-        return np.nanmean(values, axis=-1)
-
-
 def rd_level(
     cd: CurveDraws, dataset: str, setting: str, signed: bool = False, excluded: Iterable[int] = ()
 ) -> Estimate | None:
@@ -230,7 +221,7 @@ def rd_level(
 
     def summary(x: np.ndarray, y: np.ndarray) -> np.ndarray:
         rd = metrics.relative_difference(x, y)
-        return _finite_mean(rd if signed else np.abs(rd))
+        return metrics.finite_mean(rd if signed else np.abs(rd))
 
     return _estimate(np.mean(summary(ea, eb)), np.mean(summary(da, db), axis=0), dataset, min(na, nb))
 

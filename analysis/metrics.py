@@ -7,6 +7,7 @@ curves"). The checks of the paper's findings built on them are in ``analysis.fin
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Iterable, Sequence
 
 import numpy as np
@@ -75,6 +76,14 @@ def relative_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np
     b = np.asarray(b, dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return (b - a) / a
+
+
+def finite_mean(values: np.ndarray) -> np.ndarray:
+    """Mean over the last axis of the finite values (NaN where there are none)."""
+    values = np.where(np.isfinite(values), values, np.nan)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN
+        return np.nanmean(values, axis=-1)
 
 
 def rd_summary(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray, top: int = 5) -> dict:

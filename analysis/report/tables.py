@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from collections.abc import Iterator, Sequence
 
 import numpy as np
@@ -95,14 +94,6 @@ def format_segment_table(table: pd.DataFrame) -> pd.DataFrame:
     return out.reset_index(drop=True)
 
 
-def _finite_mean(values: np.ndarray) -> np.ndarray:
-    """Mean over the last axis of the finite values (NaN where there are none)."""
-    values = np.where(np.isfinite(values), values, np.nan)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN
-        return np.nanmean(values, axis=-1)
-
-
 def rd_pairs(cd: CurveDraws, stat: str = "nuclear_norm") -> Iterator[tuple[str, str, str]]:
     """(dataset, setting, proj) with both correct and irrelevant curves."""
     for dataset in cd.datasets():
@@ -128,8 +119,8 @@ def rd_interval_table(
             n = min(cd.n_samples[a], cd.n_samples[b])
             summary = metrics.rd_summary(cd.estimate[a], cd.estimate[b], top=top)
             rd = metrics.relative_difference(cd.draws[a], cd.draws[b])
-            abs_ = cd.interval(summary["mean_abs_rd"], _finite_mean(np.abs(rd)), n)
-            signed = cd.interval(summary["mean_rd"], _finite_mean(rd), n)
+            abs_ = cd.interval(summary["mean_abs_rd"], metrics.finite_mean(np.abs(rd)), n)
+            signed = cd.interval(summary["mean_rd"], metrics.finite_mean(rd), n)
             out.append(
                 {
                     "model": model,
