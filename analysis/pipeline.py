@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis import data, models, profiles, runlog
-from analysis.book import PROJECT_ROOT
+from analysis.book import PROJECT_ROOT, book_index, build_book, copy_book_sources, execute_notebooks
 from analysis.profiles import Profile
 from analysis.store import ResultsStore
 
@@ -339,17 +339,17 @@ def run_profile(
     if book:
         target = Path(book_root).resolve() if book_root else root
         if target != root:
-            book.copy_book_sources(root, target)
+            copy_book_sources(root, target)
         notebooks_started = time.perf_counter()
-        executed = book.execute_notebooks(
+        executed = execute_notebooks(
             profile, results, target, data_dir, root, notebooks, on_done=log.add_notebook, say=say
         )
         log.record.notebooks_seconds = time.perf_counter() - notebooks_started
         log.record.wall_seconds = time.perf_counter() - started
         log.save()
         say("building the book")
-        log.record.book = {"seconds": book.build_book(target, strict=strict)}
-        index = book.book_index(target)
+        log.record.book = {"seconds": build_book(target, strict=strict)}
+        index = book_index(target)
         log.record.book["index"] = str(index)
     log.record.wall_seconds = time.perf_counter() - started
     log.record.finish()
