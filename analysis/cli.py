@@ -8,9 +8,10 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data, models
+from analysis import data, registry
+from analysis.extract import models
 
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (data.DataError, models.ModelError)
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (data.DataError, registry.ModelError)
 
 
 def _positive_int(text: str) -> int:
@@ -141,7 +142,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_profile_data_parser(commands) -> None:
     """``profile-data``: a page placing the user's data among the reference settings of one model."""
-    from analysis import profile_data
+    from analysis.study import your_data
 
     sub = commands.add_parser(
         "profile-data",
@@ -161,25 +162,23 @@ def add_profile_data_parser(commands) -> None:
     )
     sub.add_argument(
         "--reference",
-        default=",".join(profile_data.DEFAULT_REFERENCE_DATASETS),
+        default=",".join(your_data.DEFAULT_REFERENCE_DATASETS),
         help="comma-separated reasoning datasets whose None/Simplified/Detailed CoT files (correct and "
         "irrelevant) are the references (default: %(default)s)",
     )
     sub.add_argument(
         "--n-samples",
         type=_positive_int,
-        default=profile_data.DEFAULT_SAMPLES,
+        default=your_data.DEFAULT_SAMPLES,
         help="first N samples of every file and reference condition (default: %(default)s)",
     )
     sub.add_argument(
         "--reference-samples",
         type=_positive_int,
-        default=profile_data.DEFAULT_REFERENCE_SAMPLES,
+        default=your_data.DEFAULT_REFERENCE_SAMPLES,
         help="first N samples of every reference condition, computed once per --out (default: %(default)s)",
     )
-    sub.add_argument(
-        "--out", default=str(profile_data.DEFAULT_OUT), help="results store directory (default: %(default)s)"
-    )
+    sub.add_argument("--out", default=str(your_data.DEFAULT_OUT), help="results store directory (default: %(default)s)")
     sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")
     sub.add_argument("--notebook", help="the executed notebook, for a book (default: <out>/your_data.ipynb)")
     sub.add_argument("--keep-spectra", action="store_true", help="also store every gradient's singular values")
@@ -196,12 +195,13 @@ def add_profile_data_parser(commands) -> None:
 
 
 def run_profile_data(args: argparse.Namespace) -> int:
-    from analysis import book, pipeline, profile_data, profiles
+    from analysis import profiles
     from analysis.report.load import ReportError
+    from analysis.study import book, pipeline, your_data
 
     datasets = [d.strip() for d in args.reference.split(",") if d.strip()]
     try:
-        result = profile_data.run(
+        result = your_data.run(
             args.model,
             args.data,
             args.template,
@@ -236,7 +236,7 @@ def run_profile_data(args: argparse.Namespace) -> int:
 
 
 def run_extract(args: argparse.Namespace) -> int:
-    from analysis import runner
+    from analysis.extract import runner
     from analysis.store import ResultsStore
 
     runner.with_torch_threads(args.threads)
@@ -297,7 +297,7 @@ def run_extract(args: argparse.Namespace) -> int:
 
 def run_extract_on_ray(args: argparse.Namespace) -> int:
     """``extract --executor ray``: the same rows, computed by Ray workers; exit 1 if some samples failed."""
-    from analysis import distributed
+    from analysis.extract import distributed
 
     try:
         report = distributed.run_extraction(
@@ -343,7 +343,7 @@ def run_data(args: argparse.Namespace) -> int:
 
 
 def run_models(_: argparse.Namespace) -> int:
-    for name, info in {**models.OFFLINE_MODELS, **models.PAPER_MODELS}.items():
+    for name, info in {**registry.OFFLINE_MODELS, **registry.PAPER_MODELS}.items():
         pinned = f"  revision {info.revision[:12]}" if info.revision else ""
         print(f"{name:34} {info.template:9} {info.layers or '?':>3} layers  {info.description}{pinned}")
     return 0
@@ -372,7 +372,7 @@ def _sigterm_as_interrupt():
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
-    from analysis import book, pipeline
+    from analysis.study import book, pipeline
 
     try:
         result = pipeline.run_profile(

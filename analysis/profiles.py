@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis import data, models
+from analysis import data, registry
 
 FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
 SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "reproducibility")
@@ -28,8 +28,8 @@ REFERENCE_DATASETS = ("aqua", "gsm8k")
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
 
-OFFLINE_MODEL_NAMES = tuple(models.OFFLINE_MODELS)
-PAPER_MODEL_NAMES = tuple(models.PAPER_MODELS)
+OFFLINE_MODEL_NAMES = tuple(registry.OFFLINE_MODELS)
+PAPER_MODEL_NAMES = tuple(registry.PAPER_MODELS)
 
 
 class ProfileError(ValueError):

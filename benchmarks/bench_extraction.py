@@ -33,7 +33,7 @@ import pandas as pd
 import psutil
 import torch
 
-from analysis import models, reference, runner
+from analysis.extract import models, plain, runner
 from analysis.store import ResultsStore
 
 DEFAULT_CASES = [
@@ -120,7 +120,7 @@ class PeakMemory:
         return (self.peak - self.start + self.cuda_peak) / 2**20
 
 
-def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False) -> reference.ReferenceSample:
+def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False) -> plain.ReferenceSample:
     """The plain procedure for one sample (:func:`analysis.reference.reference_statistics`).
 
     The original study's SVD runs on the float32 ``param.grad``; ``float64=True`` takes the SVD of
@@ -128,7 +128,7 @@ def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False
     itself moves the effective rank by about 1e-4 through the noise in its tiny singular values).
     ``with_svd=False`` is the floor: the forward and backward pass alone.
     """
-    result = reference.reference_statistics(loaded.model, sample.encoded, with_svd=with_svd, float64=float64)
+    result = plain.reference_statistics(loaded.model, sample.encoded, with_svd=with_svd, float64=float64)
     if loaded.device.type == "cuda":
         torch.cuda.synchronize(loaded.device)
     return result
@@ -150,7 +150,7 @@ def largest_relative_difference(frames, expected: dict) -> float:
     """Largest relative difference between project rows and baseline statistics, over all samples."""
     rows = pd.concat(frames)
     return max(
-        reference.largest_relative_difference(sample_rows, expected[key])
+        plain.largest_relative_difference(sample_rows, expected[key])
         for key, sample_rows in rows.groupby(["condition", "sample_index"])
     )
 

@@ -30,12 +30,14 @@ n_resamples = 1000
 benchmarks_file = "benchmarks/results.json"
 
 # %% tags=["remove-cell"]
-from analysis import calibration, parameters, pipeline, runlog
-from analysis.report import provenance
+from analysis import runlog
+from analysis.findings import calibration
+from analysis.report import notebook_parameters, provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, load_results
+from analysis.study import pipeline
 
-params = parameters.validate(
+params = notebook_parameters.validate(
     "reproducibility",
     models=models,
     conditions=conditions,
@@ -46,7 +48,7 @@ params = parameters.validate(
     seed=seed,
     n_resamples=n_resamples,
 )
-benchmarks = parameters.optional_path("benchmarks_file", benchmarks_file)
+benchmarks = notebook_parameters.optional_path("benchmarks_file", benchmarks_file)
 runs = runlog.read(params.results_dir)
 run = runs[-1] if runs else None
 results = load_results(

@@ -34,7 +34,7 @@ seed = 0
 n_resamples = 1000
 
 # %% tags=["remove-cell"]
-from analysis.models import resolve_template
+from analysis.registry import resolve_template
 from analysis.report import your_data as page_data
 from analysis.report import your_data_samples as samples
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table

@@ -107,7 +107,7 @@ def study_data_dir() -> Path:
 def quick_book(tmp_path_factory, study_data_dir):
     """The quick profile run end to end once per session (extraction, notebooks, book build) in a
     temporary folder; the pipeline and the browser tests read the same run."""
-    from analysis import pipeline
+    from analysis.study import pipeline
 
     root = tmp_path_factory.mktemp("quick-run")
     return pipeline.run_profile(

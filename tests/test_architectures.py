@@ -21,8 +21,10 @@ import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
-from analysis import gradients, models, pipeline, profiles, reference, runner, spectra
+from analysis import profiles, registry
+from analysis.extract import gradients, models, plain, runner, spectra
 from analysis.store import ResultsStore, read_results
+from analysis.study import pipeline
 
 PROJECT = Path(__file__).resolve().parents[1]
 SMALL = {"hidden_size": 64, "intermediate_size": 96, "num_hidden_layers": 4, "max_position_embeddings": 512}
@@ -125,8 +127,8 @@ def largest_difference(frame, loaded: models.LoadedModel, prepared: list[runner.
     for sample in prepared:
         rows = frame[frame["sample_index"] == sample.index]
         assert len(rows) == loaded.n_layers * len(gradients.PROJECTIONS)
-        expected = reference.reference_statistics(loaded.model, sample.encoded)
-        worst = max(worst, reference.largest_relative_difference(rows, expected, with_loss=True))
+        expected = plain.reference_statistics(loaded.model, sample.encoded)
+        worst = max(worst, plain.largest_relative_difference(rows, expected, with_loss=True))
     return worst
 
 
@@ -231,7 +233,7 @@ def test_gemma2_folder_runs_end_to_end_through_the_command_line(model_dirs, stud
 
 def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, study_data_dir, tmp_path, monkeypatch):
     folder = str(model_dirs["gemma2"])
-    monkeypatch.setitem(models.PAPER_MODELS, folder, models.ModelInfo("base", "tiny Gemma 2", 4))
+    monkeypatch.setitem(registry.PAPER_MODELS, folder, registry.ModelInfo("base", "tiny Gemma 2", 4))
     profile = profiles.Profile(
         name="paper-tiny",
         models=(folder,),

@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis import bootstrap, metrics
-from analysis.bootstrap import Estimate, all_curve_draws, combine, pooled, t_interval
+from analysis.findings import bootstrap, metrics
+from analysis.findings.bootstrap import Estimate, all_curve_draws, combine, pooled, t_interval
 
 
 def test_estimates_equal_the_layer_curves():

@@ -3,8 +3,8 @@ simulation through the book's own engine (fixed seeds: the same numbers on every
 
 import math
 
-from analysis import calibration
-from analysis.bootstrap import MIN_VERDICT_SAMPLES
+from analysis.findings import calibration
+from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
 
 
 def test_intervals_cover_at_the_sample_sizes_the_profiles_use():

@@ -19,7 +19,8 @@ import pytest
 import torch
 from faults import injection
 
-from analysis import cli, distributed, models, runner
+from analysis import cli
+from analysis.extract import distributed, models, runner
 from analysis.store import ResultsStore, StoreBusy, read_results, read_skipped
 
 CONDITIONS = ["aqua/none/correct", "aqua/detailed/correct", "aqua/detailed_cut_simplified/correct"]

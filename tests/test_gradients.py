@@ -4,7 +4,7 @@ import pytest
 import torch
 from conftest import tiny_model
 
-from analysis import gradients, prompts, reference, runner
+from analysis.extract import gradients, plain, prompts, runner
 
 SAMPLES = [(list(range(5, 12)), 3), (list(range(3, 43)), 10), (list(range(2, 90)), 60), (list(range(7, 30)), 22)]
 
@@ -16,12 +16,12 @@ def test_batch_of_four_mixed_lengths_equals_plain_procedure(kind):
     results = gradients.batch_statistics(model, batch)
     worst = 0.0
     for result, (ids, prompt_length) in zip(results, SAMPLES):
-        expected = reference.reference_statistics(model, ids, prompt_length)
+        expected = plain.reference_statistics(model, ids, prompt_length)
         assert result.failure is None
         assert result.loss == pytest.approx(expected.loss, rel=1e-5)
         sample = runner.PreparedSample(0, prompts.EncodedSample(ids, prompt_length))
         rows = runner.sample_rows(result, sample, {}, model.config.num_hidden_layers)
-        worst = max(worst, reference.largest_relative_difference(rows, expected))
+        worst = max(worst, plain.largest_relative_difference(rows, expected))
     assert worst < 1e-4
 
 
@@ -43,7 +43,7 @@ def test_similarities_match_dense_gradients():
     model = tiny_model("llama", layers=3)
     ids, prompt_length = SAMPLES[2]
     result = gradients.batch_statistics(model, gradients.make_batch([ids], [prompt_length], 0, torch.device("cpu")))[0]
-    grads = reference.reference_statistics(model, ids, prompt_length, keep_gradients=True).gradients
+    grads = plain.reference_statistics(model, ids, prompt_length, keep_gradients=True).gradients
 
     def cos(a, b):
         return (a * b).sum() / (a.norm() * b.norm())

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from analysis import cli, models, reference, runner, spectra
+from analysis import cli
+from analysis.extract import models, plain, runner, spectra
 from analysis.store import ResultsStore, read_results
 
 pytestmark = pytest.mark.slow
@@ -45,7 +46,7 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
     worst = 0.0
     for sample in prepared:
         rows = frame[frame["sample_index"] == sample.index]
-        expected = reference.reference_statistics(loaded.model, sample.encoded)
-        worst = max(worst, reference.largest_relative_difference(rows, expected))
+        expected = plain.reference_statistics(loaded.model, sample.encoded)
+        worst = max(worst, plain.largest_relative_difference(rows, expected))
     print(f"{name}: largest relative difference to the plain procedure {worst:.2e}")
     assert worst < 1e-4

@@ -3,7 +3,7 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis.metrics import (
+from analysis.findings.metrics import (
     layer_curves,
     layer_splits,
     mad_by_segment,

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from analysis import models
+from analysis import registry
+from analysis.extract import models
 
 
 def test_local_folder_loads_frozen_float32(tiny_model_dir):
@@ -19,44 +20,44 @@ def test_gemma_family_gets_no_system_message(tiny_model_dir):
 
 
 def test_unknown_model_without_template_is_refused():
-    with pytest.raises(models.ModelError, match="--template"):
-        models.resolve_template("someone/some-model", None)
+    with pytest.raises(registry.ModelError, match="--template"):
+        registry.resolve_template("someone/some-model", None)
 
 
 def test_registry_knows_offline_and_paper_models():
-    assert models.resolve_template("gemma-3-270m", None) == "base"
-    assert models.resolve_template("smollm2-135m-instruct", None) == "instruct"
-    assert models.resolve_template("google/gemma-2-9b-it", None) == "instruct"
-    assert len(models.PAPER_MODELS) == 10
+    assert registry.resolve_template("gemma-3-270m", None) == "base"
+    assert registry.resolve_template("smollm2-135m-instruct", None) == "instruct"
+    assert registry.resolve_template("google/gemma-2-9b-it", None) == "instruct"
+    assert len(registry.PAPER_MODELS) == 10
 
 
 def test_instruct_template_needs_a_chat_template(tiny_model_dir):
-    with pytest.raises(models.ModelError, match="no chat template"):
+    with pytest.raises(registry.ModelError, match="no chat template"):
         models.load(str(tiny_model_dir("llama", chat_template=None)), template="instruct", device="cpu")
 
 
 def test_folder_without_weights_is_refused(tmp_path, tiny_model_dir):
     (tmp_path / "config.json").write_text((tiny_model_dir("llama") / "config.json").read_text())
     (tmp_path / "pytorch_model.bin").write_bytes(b"")
-    with pytest.raises(models.ModelError, match="no safetensors weights"):
+    with pytest.raises(registry.ModelError, match="no safetensors weights"):
         models.load(str(tmp_path), template="base", device="cpu")
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message given where no CUDA device exists")
 def test_cuda_where_none_exists_is_a_clear_error():
-    with pytest.raises(models.ModelError, match="no CUDA device"):
+    with pytest.raises(registry.ModelError, match="no CUDA device"):
         models.pick_device("cuda")
 
 
 def test_model_slug_is_file_system_safe():
-    assert models.model_slug("meta-llama/Llama-3.1-8B") == "meta-llama--Llama-3.1-8B"
+    assert registry.model_slug("meta-llama/Llama-3.1-8B") == "meta-llama--Llama-3.1-8B"
 
 
 def test_every_paper_model_is_pinned_to_a_commit():
-    for name, info in models.PAPER_MODELS.items():
+    for name, info in registry.PAPER_MODELS.items():
         assert info.revision is not None and len(info.revision) == 40, name
         int(info.revision, 16)
-    assert models.resolve_revision("google/gemma-2-2b", None) == models.PAPER_MODELS["google/gemma-2-2b"].revision
+    assert models.resolve_revision("google/gemma-2-2b", None) == registry.PAPER_MODELS["google/gemma-2-2b"].revision
     assert models.resolve_revision("google/gemma-2-2b", "main") == "main"
     assert models.resolve_revision("someone/unpinned", None) is None
 
@@ -84,7 +85,7 @@ def test_gated_model_without_login_is_one_clear_line(monkeypatch, tmp_path):
     from huggingface_hub.errors import GatedRepoError
 
     _hub_fails_with(monkeypatch, tmp_path, GatedRepoError("401 Client Error", response=_hub_response(401)))
-    with pytest.raises(models.ModelError, match="gated repository.*log in") as caught:
+    with pytest.raises(registry.ModelError, match="gated repository.*log in") as caught:
         models.load("meta-llama/Llama-3.1-8B", device="cpu")
     assert "\n" not in str(caught.value)
 
@@ -93,7 +94,7 @@ def test_missing_revision_is_one_clear_line(monkeypatch, tmp_path):
     from huggingface_hub.errors import RevisionNotFoundError
 
     _hub_fails_with(monkeypatch, tmp_path, RevisionNotFoundError("404 Client Error", response=_hub_response(404)))
-    with pytest.raises(models.ModelError, match="revision 'no-such-branch' does not exist") as caught:
+    with pytest.raises(registry.ModelError, match="revision 'no-such-branch' does not exist") as caught:
         models.load("Qwen/Qwen2-1.5B", device="cpu", revision="no-such-branch")
     assert "\n" not in str(caught.value)
 
@@ -102,7 +103,7 @@ def test_no_disk_space_is_one_clear_line(monkeypatch, tmp_path):
     import errno
 
     _hub_fails_with(monkeypatch, tmp_path, OSError(errno.ENOSPC, "No space left on device"))
-    with pytest.raises(models.ModelError, match="no space left.*HF_HOME") as caught:
+    with pytest.raises(registry.ModelError, match="no space left.*HF_HOME") as caught:
         models.load("google/gemma-2-9b", device="cpu")
     assert "\n" not in str(caught.value)
 
@@ -117,9 +118,9 @@ def test_the_pinned_revision_reaches_config_model_and_tokenizer(monkeypatch):
         raise OSError("stop here")
 
     monkeypatch.setattr(transformers.AutoConfig, "from_pretrained", record)
-    with pytest.raises(models.ModelError, match="stop here"):
+    with pytest.raises(registry.ModelError, match="stop here"):
         models.load("google/gemma-2-9b-it", device="cpu")
-    assert seen == [models.PAPER_MODELS["google/gemma-2-9b-it"].revision]
+    assert seen == [registry.PAPER_MODELS["google/gemma-2-9b-it"].revision]
     monkeypatch.setattr(models, "_load_pretrained", lambda source, revision, *rest: seen.append(revision) or 1 / 0)
     with pytest.raises(ZeroDivisionError):  # an error that is not about files is not disguised
         models.load("google/gemma-2-9b-it", device="cpu", revision="abc123")
@@ -127,7 +128,7 @@ def test_the_pinned_revision_reaches_config_model_and_tokenizer(monkeypatch):
 
 
 def test_revision_applies_to_hub_models_only(tiny_model_dir):
-    with pytest.raises(models.ModelError, match="hub models only"):
+    with pytest.raises(registry.ModelError, match="hub models only"):
         models.load(str(tiny_model_dir("llama")), template="base", device="cpu", revision="main")
 
 
@@ -182,7 +183,7 @@ def test_command_line_revision_reaches_the_loader(tiny_model_dir, tmp_path, caps
 
     def fake_load(name, template, device, trust_remote_code, revision=None):
         seen["revision"] = revision
-        raise models.ModelError("stop")
+        raise registry.ModelError("stop")
 
     monkeypatch.setattr(models, "load", fake_load)
     assert (

@@ -4,8 +4,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis import book, models, pipeline, profiles
-from analysis.models import ModelInfo
+from analysis import profiles, registry
+from analysis.extract import models
+from analysis.registry import ModelInfo
+from analysis.study import book, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -22,7 +24,7 @@ def test_profiles_derive_their_conditions_from_the_registry():
     assert cpu.models == ("gemma-3-270m", "smollm2-135m-instruct")
     assert cpu.n_samples == profiles.CPU_SAMPLES
     paper = profiles.get_profile("paper")
-    assert paper.models == tuple(models.PAPER_MODELS) and paper.n_samples == 500 and paper.max_length == 1024
+    assert paper.models == tuple(registry.PAPER_MODELS) and paper.n_samples == 500 and paper.max_length == 1024
     quick = profiles.get_profile("quick")
     for family in profiles.FAMILY_NOTEBOOKS:
         assert quick.conditions_for(family), family  # the quick run feeds every notebook
@@ -87,7 +89,7 @@ def test_papermill_rejects_a_wrong_parameter_with_a_clear_message(tmp_path):
 @pytest.fixture
 def tiny_profile(tiny_model_dir, monkeypatch):
     folder = str(tiny_model_dir("llama"))
-    monkeypatch.setitem(models.PAPER_MODELS, folder, ModelInfo("base", "tiny test model", 4))
+    monkeypatch.setitem(registry.PAPER_MODELS, folder, ModelInfo("base", "tiny test model", 4))
     return profiles.Profile(
         name="tiny",
         models=(folder,),

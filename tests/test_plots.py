@@ -9,10 +9,10 @@ from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
 from synthetic import make_results, reasoning_conditions
 
-from analysis.bootstrap import all_curve_draws
-from analysis.metrics import layer_curves
-from analysis.plots import condition_title, curve_grid, forest, model_grid, verdict_matrix
+from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.metrics import layer_curves
 from analysis.report.figures import curves_and_bands
+from analysis.report.plots import condition_title, curve_grid, forest, model_grid, verdict_matrix
 
 CONDITIONS = ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"]
 

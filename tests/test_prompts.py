@@ -3,7 +3,7 @@
 import pytest
 from conftest import char_tokenizer
 
-from analysis import prompts
+from analysis.extract import prompts
 
 GEMMA_TEMPLATE = (
     "{{ bos_token }}{% for m in messages %}{% if m['role'] == 'system' %}"

@@ -35,7 +35,8 @@ import torch
 from conftest import SHARED_DATA, tiny_model
 from faults.injection import WRITE_HOLD_ENV, WRITE_PAUSE_ENV, child_environment
 
-from analysis import cli, gradients, models
+from analysis import cli
+from analysis.extract import gradients, models
 from analysis.store import StoreError, read_results, read_skipped
 
 ROOT = Path(__file__).resolve().parents[1]

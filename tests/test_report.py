@@ -13,8 +13,9 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis import metrics, vocabulary
-from analysis.bootstrap import all_curve_draws
+from analysis import vocabulary
+from analysis.findings import metrics
+from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, coverage_message, figure_note, load_results, require_rows
@@ -140,11 +141,11 @@ def test_paper_figures_share_a_scale_per_row_and_carry_the_offline_note(paper_dr
 
 
 def test_verdict_matrix_has_a_panel_per_model(paper_draws):
-    from analysis import findings
+    from analysis.findings import rules
 
     found = []
     for cd in paper_draws.values():
-        found += findings.model_findings(cd)
+        found += rules.model_findings(cd)
     table = verdicts.table(found)
     fig = figures.verdict_figure(table, "note")
     assert len(fig.axes) == 2

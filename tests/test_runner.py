@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis import models, runner
+from analysis.extract import models, runner
 from analysis.store import ResultsStore, read_results, read_skipped
 
 SCHEMA = [
@@ -246,7 +246,7 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
 
 def test_batches_follow_the_memory_plan():
     samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * 100, 1)) for i in range(8)]
-    plan = runner.memory.MemoryPlan(budget_bytes=3 * 100 * 10.0, bytes_per_token=10.0, bytes_per_token_pair=0.0)
+    plan = runner.batching.MemoryPlan(budget_bytes=3 * 100 * 10.0, bytes_per_token=10.0, bytes_per_token_pair=0.0)
     batches = runner.length_sorted_batches(samples, batch_size=8, token_budget=8192, fits=plan.fits)
     assert [len(b) for b in batches] == [3, 3, 2]
 

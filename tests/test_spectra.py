@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from analysis import spectra
-from analysis.reference import gradient_statistics
+from analysis.extract import spectra
+from analysis.extract.plain import gradient_statistics
 
 # (T, m, n): below, at and above min(m, n), square and rectangular, like Q/K/V/O shapes.
 CASES = [(5, 48, 32), (31, 32, 64), (32, 32, 64), (64, 40, 24), (200, 24, 40), (1, 16, 16), (90, 192, 576)]

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis import data, models, runner
+from analysis import data, registry
+from analysis.extract import models, runner
 from analysis.store import ResultsStore, read_results
 
 # --------------------------------------------------------------------------- input formats
@@ -155,7 +156,7 @@ def test_kept_spectra_round_trip_and_give_the_stored_nuclear_norm(tiny, study_da
 def test_scratch_copy_is_random_reproducible_and_named_apart(tiny):
     first, second = models.scratch_copy(tiny, seed=3), models.scratch_copy(tiny, seed=3)
     other = models.scratch_copy(tiny, seed=4)
-    assert first.name == f"{tiny.name}@scratch" and models.model_slug(first.name) != models.model_slug(tiny.name)
+    assert first.name == f"{tiny.name}@scratch" and registry.model_slug(first.name) != registry.model_slug(tiny.name)
     name = "model.layers.0.self_attn.q_proj.weight"
     assert torch.equal(dict(first.model.named_parameters())[name], dict(second.model.named_parameters())[name])
     assert not torch.equal(dict(first.model.named_parameters())[name], dict(other.model.named_parameters())[name])
@@ -168,7 +169,7 @@ def test_scratch_copy_is_random_reproducible_and_named_apart(tiny):
 
 
 def _synthetic_features(n_instructions=8, seed=0):
-    from analysis import placement
+    from analysis.findings import closest_setting
 
     rng = np.random.default_rng(seed)
     levels = {"none": 2.0, "simplified": 0.0, "detailed": -2.0}
@@ -180,11 +181,13 @@ def _synthetic_features(n_instructions=8, seed=0):
                 index.append(("m", f"{dataset}/{setting}/correct", dataset, setting, "correct", i))
                 rows.append(level + shift + rng.normal(0, 0.5, size=6))
     columns = pd.MultiIndex.from_product([["q", "k"], [0, 1, 2]], names=["proj", "layer"])
-    return pd.DataFrame(rows, index=pd.MultiIndex.from_tuples(index, names=placement.SAMPLE_KEYS), columns=columns)
+    return pd.DataFrame(
+        rows, index=pd.MultiIndex.from_tuples(index, names=closest_setting.SAMPLE_KEYS), columns=columns
+    )
 
 
 def test_classifier_is_cross_validated_by_instruction_and_places_new_samples():
-    from analysis import placement
+    from analysis.findings import closest_setting
 
     features = _synthetic_features()
     labels = features.index.get_level_values("setting")
@@ -192,7 +195,7 @@ def test_classifier_is_cross_validated_by_instruction_and_places_new_samples():
         f"{d}:{i}"
         for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
     ]
-    model = placement.train(features, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
+    model = closest_setting.train(features, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
     assert model.accuracy.value > 0.9 and model.accuracy.n == 16
     low, high = model.accuracy.interval()
     assert low < model.accuracy.value <= high
@@ -201,13 +204,13 @@ def test_classifier_is_cross_validated_by_instruction_and_places_new_samples():
     new = _synthetic_features(n_instructions=4, seed=1)
     new = new[new.index.get_level_values("setting") == "detailed"]
     assigned = model.assign(new)
-    summary = placement.assignment_summary(assigned, model.classes)
-    assert placement.closest(summary) == "detailed"
+    summary = closest_setting.assignment_summary(assigned, model.classes)
+    assert closest_setting.closest(summary) == "detailed"
     assert np.allclose(assigned[list(model.classes)].sum(axis=1), 1.0)
 
 
 def test_classifier_without_signal_is_near_chance_and_says_so():
-    from analysis import placement
+    from analysis.findings import closest_setting
 
     features = _synthetic_features()
     rng = np.random.default_rng(5)
@@ -217,17 +220,17 @@ def test_classifier_without_signal_is_near_chance_and_says_so():
         f"{d}:{i}"
         for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
     ]
-    model = placement.train(noise, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
+    model = closest_setting.train(noise, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
     assert model.accuracy.value < 0.6
-    with pytest.raises(placement.PlacementError, match="two or more"):
-        placement.train(noise, ["none"] * len(noise), groups, ["none", "detailed"])
+    with pytest.raises(closest_setting.PlacementError, match="two or more"):
+        closest_setting.train(noise, ["none"] * len(noise), groups, ["none", "detailed"])
 
 
 # --------------------------------------------------------------------------- the command
 
 
 def test_profile_runs_never_execute_the_standalone_page():
-    from analysis import book
+    from analysis.study import book
 
     assert "your_data" not in [p.stem for p in book.notebook_sources()]
 
@@ -288,11 +291,11 @@ def _user_files(folder, study_data_dir, first=100, n=6):
 @pytest.fixture(scope="module")
 def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
     """profile-data on the tiny model, AQuA references, 5 samples each; the result and the inputs."""
-    from analysis import profile_data
+    from analysis.study import your_data
 
     folder = tmp_path_factory.mktemp("your-data")
     files = _user_files(folder, study_data_dir, n=5)
-    result = profile_data.run(
+    result = your_data.run(
         str(tiny_model_dir("llama")),
         [str(f) for f in files],
         template="base",
@@ -313,7 +316,7 @@ def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
 
 @pytest.mark.slow
 def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_profile, tiny_model_dir, study_data_dir):
-    from analysis import placement
+    from analysis.findings import closest_setting
     from analysis.report import your_data, your_data_samples
 
     result, files, _ = tiny_profile
@@ -329,8 +332,8 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
     )
     assert page.placement is not None and page.placement.accuracy.value > 0.6
     detailed, bare = page.files
-    assert placement.closest(your_data_samples.file_assignment(page, detailed)) == "detailed"
-    assert placement.closest(your_data_samples.file_assignment(page, bare)) == "none"
+    assert closest_setting.closest(your_data_samples.file_assignment(page, detailed)) == "detailed"
+    assert closest_setting.closest(your_data_samples.file_assignment(page, bare)) == "none"
     assert page.scratch in page.draws and detailed.condition in page.draws[page.scratch].conditions
     trained = your_data.condition_estimate(page.draws[page.model], detailed.condition, "nuclear_norm")
     scratch = your_data.condition_estimate(page.draws[page.scratch], detailed.condition, "nuclear_norm")
@@ -357,34 +360,34 @@ def test_command_writes_the_page_the_notebook_and_the_ranked_samples(tiny_profil
 
 @pytest.mark.slow
 def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir, study_data_dir):
-    from analysis import profile_data
+    from analysis.study import your_data
 
     result, files, _ = tiny_profile
-    jobs = profile_data.plan_jobs(
+    jobs = your_data.plan_jobs(
         str(tiny_model_dir("llama")),
         "base",
         files,
-        profile_data.profiles.reference_conditions(("aqua",)),
-        profile_data.ResultsStore(result.results_dir),
+        your_data.profiles.reference_conditions(("aqua",)),
+        your_data.ResultsStore(result.results_dir),
         5,
         1024,
         study_data_dir,
         reference_samples=5,
     )
     assert jobs == []
-    more = profile_data.plan_jobs(
+    more = your_data.plan_jobs(
         str(tiny_model_dir("llama")),
         "base",
         files,
-        profile_data.profiles.reference_conditions(("aqua",)),
-        profile_data.ResultsStore(result.results_dir),
+        your_data.profiles.reference_conditions(("aqua",)),
+        your_data.ResultsStore(result.results_dir),
         5,
         1024,
         study_data_dir,
         reference_samples=6,
     )
     assert sorted(job.spec for job in more) == sorted(
-        profile_data.profiles.reference_conditions(("aqua",))
+        your_data.profiles.reference_conditions(("aqua",))
     )  # the references hold 5, the files all they need
 
 

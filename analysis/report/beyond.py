@@ -1,7 +1,7 @@
 """Questions beyond the paper: one sample's separability, response length, effective rank.
 
 Each answer comes per dataset and pooled over a family's datasets, with the same intervals and
-verdict rule as the paper's findings (``analysis.findings.decide``).
+verdict rule as the paper's findings (``analysis.findings.rules.decide``).
 """
 
 from __future__ import annotations
@@ -9,9 +9,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import findings, stats, vocabulary
-from analysis.bootstrap import CurveDraws, Estimate, pooled
-from analysis.findings import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
+from analysis import vocabulary
+from analysis.findings import questions, rules
+from analysis.findings.bootstrap import CurveDraws, Estimate, pooled
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
 from analysis.formatting import fmt, fmt_interval
 
 SEPARABLE = {HOLDS: "separable", FAILS: "worse than chance", UNRESOLVED: "not shown", TOO_FEW: TOO_FEW}
@@ -36,7 +37,7 @@ def separability_table(
         if group["responses"].nunique() < 2:
             continue
         excluded = identical.get(dataset, ()) if setting == "none" else ()
-        result = stats.separability(
+        result = questions.separability(
             group, model, dataset, setting, n_resamples=n_resamples, seed=seed, excluded=excluded
         )
         draws = result.pop("auroc_draws")
@@ -73,7 +74,7 @@ def separability_table(
             )
     table = pd.concat([table, pd.DataFrame(pooled_rows)], ignore_index=True)
     table["verdict"] = [_separability_verdict(r) for r in table.itertuples()]
-    table["_scope"] = table["scope"].map(findings.scope_rank)
+    table["_scope"] = table["scope"].map(rules.scope_rank)
     table["_setting"] = table["setting"].map(vocabulary.setting_rank)
     return (
         table.sort_values(["model", "_scope", "_setting"], kind="stable")
@@ -85,7 +86,7 @@ def separability_table(
 def _separability_verdict(row) -> str:
     if row.estimate is None or not np.isfinite(row.auroc):
         return "not computed"
-    return SEPARABLE[findings.decide([Part("AUROC", row.estimate, "above", 0.5)])]
+    return SEPARABLE[rules.decide([Part("AUROC", row.estimate, "above", 0.5)])]
 
 
 def format_separability(table: pd.DataFrame) -> pd.DataFrame:
@@ -163,11 +164,11 @@ def length_paragraph(table: pd.DataFrame) -> str:
 
 
 def length_regression_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """stats.length_regression over the study settings (length-control views left out)."""
+    """questions.length_regression over the study settings (length-control views left out)."""
     study = rows[rows["setting"].isin(vocabulary.STUDY_SETTINGS)]
     if study.empty:
         return pd.DataFrame()
-    return stats.length_regression(study, "nuclear_norm")
+    return questions.length_regression(study, "nuclear_norm")
 
 
 def format_length_regression(table: pd.DataFrame) -> pd.DataFrame:
@@ -222,11 +223,11 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
             settings = cd.settings(dataset)
             if len(settings) < 2:
                 continue
-            fast = findings.mean_level(cd, dataset, settings[0], stat="effective_rank")
-            slow = findings.mean_level(cd, dataset, settings[-1], stat="effective_rank")
+            fast = rules.mean_level(cd, dataset, settings[0], stat="effective_rank")
+            slow = rules.mean_level(cd, dataset, settings[-1], stat="effective_rank")
             if fast is None or slow is None:
                 continue
-            difference = findings.combine(np.subtract, fast, slow)
+            difference = rules.combine(np.subtract, fast, slow)
             by_family.setdefault(vocabulary.family_of(dataset), []).append(difference)
             rows.append(
                 _rank_row(
@@ -244,7 +245,7 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
     if table.empty:
         return table
     return (
-        table.assign(_s=table["scope"].map(findings.scope_rank))
+        table.assign(_s=table["scope"].map(rules.scope_rank))
         .sort_values(["model", "_s"])
         .drop(columns="_s")
         .reset_index(drop=True)
@@ -254,7 +255,7 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
 def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, estimate: Estimate) -> dict:
     part = Part("effective rank difference", estimate, "above", 0.0)
     low, high = part.interval()
-    verdict = findings.decide([part])
+    verdict = rules.decide([part])
     word = {
         HOLDS: "higher under fast thinking",
         FAILS: "lower under fast thinking",

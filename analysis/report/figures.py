@@ -8,9 +8,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import plots, vocabulary
-from analysis.bootstrap import CurveDraws, t_band
-from analysis.findings import CHECKS
+from analysis import vocabulary
+from analysis.findings.bootstrap import CurveDraws, t_band
+from analysis.findings.rules import CHECKS
+from analysis.report import plots
 from analysis.report.load import figure_note
 
 
@@ -146,7 +147,7 @@ def verdict_figure(table: pd.DataFrame, note: str | None = None) -> Figure | Non
     """The verdict matrix: check x scope (families first, then datasets), one panel per model."""
     if table.empty:
         return None
-    from analysis.findings import scope_rank
+    from analysis.findings.rules import scope_rank
 
     scopes = sorted(table["scope"].unique(), key=scope_rank)
     checks = [c for c in CHECKS if c in set(table["check"])]
@@ -166,7 +167,7 @@ def part_forest(
     rows = parts[parts["part"] == part]
     if rows.empty:
         return None
-    from analysis.findings import scope_rank
+    from analysis.findings.rules import scope_rank
 
     rows = rows.assign(_s=rows["scope"].map(scope_rank)).sort_values(["model", "_s"])
     table = pd.DataFrame(

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import data
-from analysis.models import OFFLINE_MODELS, known_model
+from analysis.registry import OFFLINE_MODELS, known_model
 from analysis.store import ResultsStore, StoreError
 
 OFFLINE_NOTE = (

@@ -11,10 +11,11 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import data, findings, parameters, vocabulary
-from analysis.bootstrap import CurveDraws, all_curve_draws
-from analysis.findings import CHECKS, Finding
-from analysis.report import figures
+from analysis import data, vocabulary
+from analysis.findings import rules
+from analysis.findings.bootstrap import CurveDraws, all_curve_draws
+from analysis.findings.rules import CHECKS, Finding
+from analysis.report import figures, notebook_parameters
 from analysis.report.load import StudyResults, coverage_message, figure_note, load_results, require_rows
 
 FIGURE_STATS = ("nuclear_norm", "sigma1_ratio", "effective_rank")
@@ -24,7 +25,7 @@ FIGURE_STATS = ("nuclear_norm", "sigma1_ratio", "effective_rank")
 class Page:
     """What a page reads and what every section of it is computed from."""
 
-    params: parameters.NotebookParameters
+    params: notebook_parameters.NotebookParameters
     results: StudyResults
     draws: dict[str, CurveDraws]
     curves: pd.DataFrame
@@ -36,7 +37,7 @@ class Page:
     @classmethod
     def open(cls, notebook: str, stats: Sequence[str] = FIGURE_STATS, **raw) -> Page:
         """Check the notebook's parameters, read the store and bootstrap every curve."""
-        params = parameters.validate(notebook, **raw)
+        params = notebook_parameters.validate(notebook, **raw)
         results = load_results(
             params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
         )
@@ -87,19 +88,19 @@ class Page:
     @property
     def pairs(self) -> dict[str, str]:
         """instruct -> base model pairs among the page's models."""
-        return findings.model_pairs(self.results.models, self.results.templates)
+        return rules.model_pairs(self.results.models, self.results.templates)
 
     def findings(self, checks: Sequence[str] = CHECKS) -> list[Finding]:
         """Every check in ``checks`` that the page's data cover, per dataset and pooled per family."""
         out = []
         for model, cd in self.draws.items():
-            out += findings.model_findings(cd, checks, self.identical, self.reference.get(model))
+            out += rules.model_findings(cd, checks, self.identical, self.reference.get(model))
         if "F4" in checks:
-            out += findings.pair_findings(self.draws, self.pairs)
+            out += rules.pair_findings(self.draws, self.pairs)
         return out
 
     def findings_table(self, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-        """The findings of ``checks`` as one table (``findings.findings_table``), computed once."""
+        """The findings of ``checks`` as one table (``rules.findings_table``), computed once."""
         return self._both_tables(checks)[0]
 
     def part_table(self, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
@@ -110,7 +111,7 @@ class Page:
         key = tuple(checks)
         if key not in self._tables:
             found = self.findings(checks)
-            self._tables[key] = (findings.findings_table(found), findings.part_table(found))
+            self._tables[key] = (rules.findings_table(found), rules.part_table(found))
         return self._tables[key]
 
     def note(self) -> str | None:

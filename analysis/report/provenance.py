@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import data
-from analysis.models import OFFLINE_MODELS, known_model
+from analysis.registry import OFFLINE_MODELS, known_model
 from analysis.runlog import RunRecord
 
 

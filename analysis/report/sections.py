@@ -11,9 +11,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis import plots
-from analysis.findings import CHECKS, LENGTH_SHARE
-from analysis.report import beyond, figures, tables, verdicts
+from analysis.findings.rules import CHECKS, LENGTH_SHARE
+from analysis.report import beyond, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 from analysis.report.page import Page
 

@@ -7,10 +7,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis import metrics, vocabulary
-from analysis.bootstrap import CurveDraws
+from analysis import vocabulary
+from analysis.findings import metrics
+from analysis.findings.bootstrap import CurveDraws
 from analysis.formatting import fmt_interval
-from analysis.models import PAPER_PAIRS
+from analysis.registry import PAPER_PAIRS
 
 SEGMENTS = (*vocabulary.SEGMENTS, "all")
 PROJECTIONS = vocabulary.PROJECTIONS
@@ -196,25 +197,25 @@ def confound_statement(pairs: dict[str, str]) -> str:
     if not pairs:
         return (
             "These results hold no base and instruct model to compare. The paper profile runs the matched "
-            f"pairs of `models.PAPER_PAIRS`: {paper}."
+            f"pairs of `registry.PAPER_PAIRS`: {paper}."
         )
     if not unmatched:
         return (
             "Each instruct model here is compared with its own pre-trained version (the matched pairs of "
-            "`models.PAPER_PAIRS`), so differences come from instruction tuning."
+            "`registry.PAPER_PAIRS`), so differences come from instruction tuning."
         )
     listed = "; ".join(f"{b} (pre-trained) with {i} (instruct)" for b, i in unmatched)
     return (
         f"**This comparison is confounded.** It pairs {listed}: these come from different model families, "
         "so any difference mixes instruction tuning with differences in architecture, depth, tokenizer and "
         "training data. Read it as a demonstration of the analysis, not as evidence about instruction tuning. "
-        f"The paper profile (`--profile paper`) runs the matched pairs of `models.PAPER_PAIRS`: {paper}."
+        f"The paper profile (`--profile paper`) runs the matched pairs of `registry.PAPER_PAIRS`: {paper}."
     )
 
 
 def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -> pd.DataFrame:
     """Per pair, dataset and setting: all-layer MAD and mean |RD| (q/k/v/o mean) of both models."""
-    from analysis import findings
+    from analysis.findings import rules
 
     out = []
     for instruct, base in pairs.items():
@@ -227,10 +228,10 @@ def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -
                     continue
                 row = {"dataset": dataset, "setting": vocabulary.setting_label(setting)}
                 for label, cd in (("base", cb), ("instruct", ci)):
-                    mads = [findings.mad(cd, dataset, setting, p) for p in PROJECTIONS]
-                    mad = findings.combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
+                    mads = [rules.mad(cd, dataset, setting, p) for p in PROJECTIONS]
+                    mad = rules.combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
                     row[f"MAD {label}"] = fmt_interval(mad.value, *mad.interval())
-                    rd = findings.rd_level(cd, dataset, setting)
+                    rd = rules.rd_level(cd, dataset, setting)
                     row[f"mean |RD| {label}"] = fmt_interval(rd.value, *rd.interval()) if rd else ""
                 out.append({"model": f"{base} vs {instruct}", **row})
     return pd.DataFrame(out)

@@ -7,12 +7,12 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
-from analysis.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings import CHECKS, CLAIMS, FAILS, HOLDS, VERDICTS, Finding, findings_table
+from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
+from analysis.findings.rules import CHECKS, CLAIMS, FAILS, HOLDS, VERDICTS, Finding, findings_table
 
 
 def table(found: Iterable[Finding]) -> pd.DataFrame:
-    """The findings as one table (``findings.findings_table``)."""
+    """The findings as one table (``rules.findings_table``)."""
     return findings_table(found)
 
 

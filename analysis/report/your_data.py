@@ -2,8 +2,8 @@
 
 It reads the user's file(s), the reference conditions and the scratch control (the same file
 through a randomly initialised copy of the model) from a results store; every interval comes
-from the book's bootstrap engine (``analysis.bootstrap``), the placement from the reference
-classifier of ``analysis.placement``.
+from the book's bootstrap engine (``analysis.findings.bootstrap``), the placement from the reference
+classifier of ``analysis.findings.closest_setting``.
 """
 
 from __future__ import annotations
@@ -18,8 +18,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import data, metrics, placement, plots, profiles, vocabulary
-from analysis.bootstrap import (
+from analysis import data, profiles, vocabulary
+from analysis.findings import closest_setting, metrics
+from analysis.findings.bootstrap import (
     CurveDraws,
     Estimate,
     all_curve_draws,
@@ -28,7 +29,8 @@ from analysis.bootstrap import (
     t_band,
 )
 from analysis.formatting import fmt_interval
-from analysis.models import scratch_name
+from analysis.registry import scratch_name
+from analysis.report import plots
 from analysis.report.figures import curves_and_bands
 from analysis.report.load import ReportError, figure_note
 from analysis.store import ResultsStore
@@ -163,7 +165,7 @@ class YourData:
     draws: dict[str, CurveDraws]
     results_dir: Path
     n_samples: int | None
-    placement: placement.Placement | None = None
+    placement: closest_setting.Placement | None = None
     placement_error: str | None = None
     assigned: pd.DataFrame = field(default_factory=pd.DataFrame)
 
@@ -204,14 +206,14 @@ class YourData:
         trained = self.rows[self.rows["model"] == self.model]
         reference = trained[trained["condition"].isin(self.references) & (trained["responses"] == vocabulary.CORRECT)]
         try:
-            self.placement = placement.train_on_rows(
+            self.placement = closest_setting.train_on_rows(
                 reference, "setting", [s for s in vocabulary.COT_SETTINGS], n_resamples=n_resamples, seed=seed
             )
-        except placement.PlacementError as error:
+        except closest_setting.PlacementError as error:
             self.placement_error = str(error)
             return
         mine = trained[trained["setting"] == USER_SETTING]
-        self.assigned = self.placement.assign(placement.sample_features(mine))
+        self.assigned = self.placement.assign(closest_setting.sample_features(mine))
 
     # ------------------------------------------------------------------ numbers
 

@@ -10,9 +10,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, placement, vocabulary
+from analysis import data, vocabulary
+from analysis.findings import closest_setting
 from analysis.formatting import fmt
-from analysis.models import model_slug
+from analysis.registry import model_slug
 from analysis.report.your_data import TOP_K, UserFile, YourData
 
 # --------------------------------------------------------------------------- placement
@@ -44,7 +45,7 @@ def placement_text(page: YourData) -> str:
         if summary is None:
             lines.append(f"{file.label}: no sample to place.")
             continue
-        closest = placement.closest(summary)
+        closest = closest_setting.closest(summary)
         row = summary.set_index("class").loc[closest]
         lines.append(
             f"**{file.label}** is closest to **{vocabulary.setting_label(closest)}**: "
@@ -65,7 +66,7 @@ def file_assignment(page: YourData, file: UserFile) -> pd.DataFrame | None:
     mine = page.assigned[page.assigned.index.get_level_values("condition") == file.condition]
     if mine.empty:
         return None
-    summary = placement.assignment_summary(mine, page.placement.classes)
+    summary = closest_setting.assignment_summary(mine, page.placement.classes)
     summary.attrs["n"] = len(mine)
     return summary
 
@@ -114,7 +115,9 @@ def sample_scores(page: YourData, file: UserFile) -> pd.DataFrame:
     )
     if not page.assigned.empty:
         assigned = page.assigned[page.assigned.index.get_level_values("condition") == file.condition]
-        assigned = assigned.reset_index(level=[k for k in placement.SAMPLE_KEYS if k != "sample_index"], drop=True)
+        assigned = assigned.reset_index(
+            level=[k for k in closest_setting.SAMPLE_KEYS if k != "sample_index"], drop=True
+        )
         for setting in page.placement.classes:
             scores[f"p_{setting}"] = assigned[setting]
         scores["closest_setting"] = assigned["assigned"]

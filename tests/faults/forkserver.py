@@ -24,7 +24,7 @@ from transformers import AutoModelForCausalLM, AutoTokenizer  # noqa: F401
 from transformers.models.llama import modeling_llama  # noqa: F401
 
 import analysis.cli  # noqa: F401  (the imports are the point)
-import analysis.runner  # noqa: F401
+import analysis.extract.runner  # noqa: F401
 
 
 def child(request: dict) -> None:

@@ -90,7 +90,10 @@ def patch_runner(runner: ModuleType) -> None:
     runner.compute_samples = crashing
 
 
-PATCHES: dict[str, Callable[[ModuleType], None]] = {"analysis.store": patch_store, "analysis.runner": patch_runner}
+PATCHES: dict[str, Callable[[ModuleType], None]] = {
+    "analysis.store": patch_store,
+    "analysis.extract.runner": patch_runner,
+}
 
 
 class PatchAfterImport(importlib.abc.MetaPathFinder):

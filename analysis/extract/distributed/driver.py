@@ -29,9 +29,10 @@ from contextlib import ExitStack
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, models, runner
-from analysis.distributed.report import ExtractionReport, ShardFailure, index_ranges  # noqa: F401
-from analysis.distributed.work import (  # noqa: F401
+from analysis import data, registry
+from analysis.extract import runner
+from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges  # noqa: F401
+from analysis.extract.distributed.work import (  # noqa: F401
     DistributedError,
     Job,
     Run,
@@ -103,7 +104,7 @@ def run_extraction(
     store = ResultsStore(results_dir)
     data_root = str(data.data_dir(data_dir).resolve())
     normalised = [job if isinstance(job, Job) else Job(*job) for job in jobs]
-    templates = [models.resolve_template(job.model, job.template) for job in normalised]
+    templates = [registry.resolve_template(job.model, job.template) for job in normalised]
 
     def plans() -> dict[RunKey, tuple[Job, str, runner.RunPlan]]:
         planned: dict[RunKey, tuple[Job, str, runner.RunPlan]] = {}

@@ -6,9 +6,9 @@
    loaded once and only if some of its conditions still lack samples. Every notebook reads
    the same store, so nothing is computed twice, and a re-run computes only what is missing.
 2. notebooks: each ``notebooks/<name>.py`` executed by papermill with the profile's parameters
-   into ``book/notebooks/<name>.ipynb``, one after the other in this process (``analysis.book``).
+   into ``book/notebooks/<name>.ipynb``, one after the other in this process (``analysis.study.book``).
 3. book: ``jupyter-book build`` over the project's ``_config.yml`` and ``_toc.yml``, warnings
-   as errors, HTML into ``book/_build/html`` (``analysis.book``).
+   as errors, HTML into ``book/_build/html`` (``analysis.study.book``).
 
 A run log (``run_log.json`` in the results directory) records, per run, the profile, package
 versions, the data files' sha256 status, each model's revision, attention implementation and
@@ -26,10 +26,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analysis import data, models, profiles, runlog
-from analysis.book import PROJECT_ROOT, book_index, build_book, copy_book_sources, execute_notebooks
+from analysis import data, profiles, registry, runlog
+from analysis.extract import models
 from analysis.profiles import Profile
 from analysis.store import ResultsStore
+from analysis.study.book import PROJECT_ROOT, book_index, build_book, copy_book_sources, execute_notebooks
 
 RECORDED_PACKAGES = (
     "torch",
@@ -116,9 +117,9 @@ def data_status(conditions: Sequence[str], data_dir=None) -> list[dict]:
 
 def pending_conditions(model: str, profile: Profile, store: ResultsStore, data_dir=None) -> list[str]:
     """The profile's conditions for which this model still has samples to compute."""
-    from analysis import runner  # not at import time: the book's pages import this module for its run log
+    from analysis.extract import runner  # not at import time: the book's pages import this module for its run log
 
-    template = models.resolve_template(model, None)
+    template = registry.resolve_template(model, None)
     return [
         spec
         for spec in profile.conditions
@@ -162,7 +163,7 @@ def extract_profile(
 def _extract_models(
     profile: Profile, results_dir: Path, data_dir, log: RunLog | None, progress: bool, say: Callable[[str], None]
 ) -> list[dict]:
-    from analysis import runner
+    from analysis.extract import runner
 
     store = ResultsStore(results_dir)
     records = []
@@ -210,21 +211,21 @@ def model_facts(model: str) -> dict:
     read from its config and tokenizer (the workers, not this process, load its weights)."""
     try:
         return models.describe(model).as_dict()
-    except models.ModelError as error:
+    except registry.ModelError as error:
         return {"error": str(error)}
 
 
 def extract_with_ray(
     profile: Profile, results_dir: Path, data_dir=None, log: RunLog | None = None, progress: bool = True
 ) -> list[dict]:
-    """Extraction spread over a Ray cluster by ``analysis.distributed``: an embedded Ray on this
+    """Extraction spread over a Ray cluster by ``analysis.extract.distributed``: an embedded Ray on this
     machine, or the cluster that ``RAY_ADDRESS`` names."""
-    if importlib.util.find_spec("analysis.distributed") is None:
+    if importlib.util.find_spec("analysis.extract.distributed") is None:
         raise PipelineError(
             "--executor ray needs the module analysis.distributed, which this installation does not "
             "have; use --executor local"
         )
-    from analysis import distributed
+    from analysis.extract import distributed
 
     jobs = [(model, None, spec) for model in profile.models for spec in profile.conditions]
     report = distributed.run_extraction(

@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from analysis import profiles
-from analysis.parameters import ParameterError, optional_path, validate
+from analysis.report.notebook_parameters import ParameterError, optional_path, validate
 
 
 def test_defaults_come_from_the_cpu_profile():

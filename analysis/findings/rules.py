@@ -2,7 +2,7 @@
 
 Each check is written once here. A check is a list of *parts*, each a quantity with a bound and
 a side ("the quantity lies above 0", "the quantity lies below the margin"); the quantity's value,
-interval and the verdict come from the same bootstrap resamples (``analysis.bootstrap``). Every
+interval and the verdict come from the same bootstrap resamples (``analysis.findings.bootstrap``). Every
 check runs per dataset and per family: the family's value of a part is the mean of its datasets'
 values, its interval a stratified bootstrap (instructions resampled within each dataset).
 
@@ -27,8 +27,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis import metrics, vocabulary
-from analysis.bootstrap import LEVEL, MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, log_ratio, pooled
+from analysis import vocabulary
+from analysis.findings import metrics
+from analysis.findings.bootstrap import LEVEL, MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, log_ratio, pooled
 from analysis.formatting import fmt_interval
 
 HOLDS, FAILS, UNRESOLVED, TOO_FEW = "holds", "does not hold", "not resolved", "too few samples"
@@ -418,7 +419,7 @@ def default_model_pairs(templates: dict[str, str]) -> dict[str, str]:
 def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, str]:
     """instruct -> base: the paper's matched pairs where both are present, the rest by
     ``default_model_pairs``."""
-    from analysis.models import PAPER_PAIRS
+    from analysis.registry import PAPER_PAIRS
 
     pairs = {ins: base for base, ins in PAPER_PAIRS if base in models and ins in models}
     rest = {m: t for m, t in templates.items() if m in models and m not in pairs and m not in pairs.values()}

@@ -11,7 +11,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis import data, models, profiles
+from analysis import data, profiles, registry
 
 DEFAULT_PROFILE = "cpu"
 
@@ -64,8 +64,8 @@ def _names(name: str, value, default: tuple[str, ...]) -> tuple[str, ...]:
 
 def _check_models(names: tuple[str, ...]) -> None:
     for name in names:
-        if models.known_model(name) is None and not Path(name).is_dir():
-            known = ", ".join([*models.OFFLINE_MODELS, *models.PAPER_MODELS])
+        if registry.known_model(name) is None and not Path(name).is_dir():
+            known = ", ".join([*registry.OFFLINE_MODELS, *registry.PAPER_MODELS])
             raise ParameterError(
                 f"notebook parameter models: unknown model {name!r} (not a registered model nor a "
                 f"local folder); registered: {known}"

@@ -3,7 +3,7 @@
 import pytest
 from transformers import Gemma2Config, Qwen2Config
 
-from analysis import memory
+from analysis.extract import batching
 
 GIB = 1024**3
 GEMMA2_9B = Gemma2Config(
@@ -27,8 +27,8 @@ QWEN2_1_5B = Qwen2Config(
 
 @pytest.mark.parametrize("device_gib", [80, 141])
 def test_a_9b_model_in_float32_runs_fewer_than_8_samples_of_1024_tokens(device_gib):
-    parameters = 9.24e9 * memory.FLOAT32
-    plan = memory.plan_for(GEMMA2_9B, "eager", None, 1024, available=int(device_gib * GIB - parameters))
+    parameters = 9.24e9 * batching.FLOAT32
+    plan = batching.plan_for(GEMMA2_9B, "eager", None, 1024, available=int(device_gib * GIB - parameters))
     assert not plan.fits(8, 1024)
     largest = plan.largest_batch(1024)
     assert 1 <= largest < 8
@@ -36,19 +36,19 @@ def test_a_9b_model_in_float32_runs_fewer_than_8_samples_of_1024_tokens(device_g
 
 
 def test_a_small_model_on_a_large_device_keeps_its_batches():
-    parameters = 1.54e9 * memory.FLOAT32
-    plan = memory.plan_for(QWEN2_1_5B, "sdpa", None, 1024, available=int(141 * GIB - parameters))
+    parameters = 1.54e9 * batching.FLOAT32
+    plan = batching.plan_for(QWEN2_1_5B, "sdpa", None, 1024, available=int(141 * GIB - parameters))
     assert plan.fits(8, 1024)
 
 
 def test_eager_attention_costs_more_than_sdpa_and_grows_with_length():
-    eager = memory.plan_for(GEMMA2_9B, "eager", None, 1024, available=100 * GIB)
-    sdpa = memory.plan_for(GEMMA2_9B, "sdpa", None, 1024, available=100 * GIB)
+    eager = batching.plan_for(GEMMA2_9B, "eager", None, 1024, available=100 * GIB)
+    sdpa = batching.plan_for(GEMMA2_9B, "sdpa", None, 1024, available=100 * GIB)
     assert eager.batch_bytes(1, 1024) > sdpa.batch_bytes(1, 1024)
     assert eager.batch_bytes(1, 2048) > 2 * eager.batch_bytes(1, 1024)
 
 
 def test_one_sample_always_fits_even_without_budget():
-    plan = memory.plan_for(GEMMA2_9B, "eager", None, 1024, available=0)
+    plan = batching.plan_for(GEMMA2_9B, "eager", None, 1024, available=0)
     assert plan.budget_bytes == 0 and plan.fits(1, 1024) and not plan.fits(2, 16)
     assert plan.largest_batch(1024) == 1

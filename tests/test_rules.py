@@ -6,9 +6,9 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis import findings
-from analysis.bootstrap import all_curve_draws
-from analysis.findings import FAILS, HOLDS, TOO_FEW, UNRESOLVED
+from analysis.findings import rules
+from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED
 
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
 MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
@@ -64,14 +64,14 @@ def _conditions(datasets=("aqua", "gsm8k"), settings=("none", "simplified", "det
     return [c for d in datasets for c in reasoning_conditions(d, settings=settings)]
 
 
-def _findings(rows, checks=findings.CHECKS, pairs=None, identical=None, n_resamples=400):
+def _findings(rows, checks=rules.CHECKS, pairs=None, identical=None, n_resamples=400):
     draws = all_curve_draws(rows, list(dict.fromkeys(rows["model"])), ("nuclear_norm",), n_resamples)
     out = []
     for cd in draws.values():
-        out += findings.model_findings(cd, checks, identical)
+        out += rules.model_findings(cd, checks, identical)
     if "F4" in checks:
-        out += findings.pair_findings(draws, pairs if pairs is not None else {INSTRUCT: BASE})
-    return findings.findings_table(out)
+        out += rules.pair_findings(draws, pairs if pairs is not None else {INSTRUCT: BASE})
+    return rules.findings_table(out)
 
 
 def _verdicts(table, check, pooled=None):
@@ -98,7 +98,7 @@ def test_every_check_is_reported_per_dataset_and_per_family(paper_table):
     assert list(f1["pooled"]) == [True, False, False]
     assert list(f1["n"]) == [24, 12, 12]
     assert "None / Detailed (all layers) x" in f1["numbers"].iloc[0] and "[" in f1["numbers"].iloc[0]
-    assert f1["claim"].iloc[0] == findings.CLAIMS["F1"]
+    assert f1["claim"].iloc[0] == rules.CLAIMS["F1"]
 
 
 @pytest.mark.parametrize("check", ["F1", "F2", "F3", "L"])
@@ -220,29 +220,29 @@ def test_pooling_answers_what_single_datasets_cannot():
 
 
 def test_verdict_rule_on_parts():
-    from analysis.bootstrap import Estimate
+    from analysis.findings.bootstrap import Estimate
 
     def part(center, spread, side="above", bound=0.0, n=20):
         draws = center + spread * np.random.default_rng(0).standard_normal(1000)
-        return findings.Part("q", Estimate(center, draws, (("d", n),)), side, bound)
+        return rules.Part("q", Estimate(center, draws, (("d", n),)), side, bound)
 
-    assert findings.decide([part(1.0, 0.1), part(2.0, 0.1)]) == HOLDS
-    assert findings.decide([part(1.0, 0.1), part(0.0, 0.1)]) == UNRESOLVED
-    assert findings.decide([part(1.0, 0.1), part(-1.0, 0.1)]) == FAILS
-    assert findings.decide([part(0.05, 0.01, "below", 0.1)]) == HOLDS
-    assert findings.decide([part(0.5, 0.01, "below", 0.1)]) == FAILS
-    assert findings.decide([part(1.0, 0.1, n=4)]) == TOO_FEW
-    assert findings.decide([findings.Part("q", None, "above", 0.0)]) == UNRESOLVED
+    assert rules.decide([part(1.0, 0.1), part(2.0, 0.1)]) == HOLDS
+    assert rules.decide([part(1.0, 0.1), part(0.0, 0.1)]) == UNRESOLVED
+    assert rules.decide([part(1.0, 0.1), part(-1.0, 0.1)]) == FAILS
+    assert rules.decide([part(0.05, 0.01, "below", 0.1)]) == HOLDS
+    assert rules.decide([part(0.5, 0.01, "below", 0.1)]) == FAILS
+    assert rules.decide([part(1.0, 0.1, n=4)]) == TOO_FEW
+    assert rules.decide([rules.Part("q", None, "above", 0.0)]) == UNRESOLVED
 
 
 def test_model_pairs():
-    offline = findings.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()})
+    offline = rules.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()})
     assert offline == {INSTRUCT: BASE}
-    paper = findings.model_pairs(
+    paper = rules.model_pairs(
         ["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b"],
         {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct", "google/gemma-2-2b": "base"},
     )
     assert paper == {"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"}
-    assert findings.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == {
+    assert rules.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == {
         "org/a-chat": "org/a-base"
     }

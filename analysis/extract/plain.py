@@ -5,7 +5,7 @@ to -100 (the mean over the response tokens), ``loss.backward()``, the materialis
 of every ``model.layers.{i}.self_attn.{q,k,v,o}_proj.weight``, and a full ``torch.linalg.svd`` of
 each gradient, whose singular values give the statistics defined in ``book/methods.md``
 (:func:`analysis.spectra.statistics_from_singular_values`). It is slow by design: the tests and
-the benchmark compare :mod:`analysis.gradients` with it::
+the benchmark compare :mod:`analysis.extract.gradients` with it::
 
     expected = reference_statistics(model, encoded)     # an EncodedSample, or ids and a prompt length
     expected.statistics[(0, "q")]["nuclear_norm"]
@@ -23,7 +23,7 @@ import pandas as pd
 import torch
 from torch import nn
 
-from analysis import gradients, prompts, spectra
+from analysis.extract import gradients, prompts, spectra
 
 Key = tuple[int, str]  # (layer, projection)
 
@@ -79,7 +79,7 @@ def reference_statistics(
 ) -> ReferenceSample:
     """The plain procedure on one sample: loss, and the statistics of every projection's ``param.grad``.
 
-    ``sample`` is an :class:`analysis.prompts.EncodedSample`, or token ids with ``prompt_length``.
+    ``sample`` is an :class:`analysis.extract.prompts.EncodedSample`, or token ids with ``prompt_length``.
     ``float64=False`` takes the SVD in the gradient's own dtype, as the original study did;
     ``with_svd=False`` stops after the backward pass (no statistics); ``keep_gradients`` also
     returns float64 copies of the gradients.

@@ -18,7 +18,8 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, gradients, memory, models, prompts
+from analysis import data, registry
+from analysis.extract import batching, gradients, models, prompts
 from analysis.store import ResultsStore, RunKey, StoreError
 
 SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
@@ -118,7 +119,7 @@ def length_sorted_batches(
 
     A batch holds at most ``batch_size`` samples and ``token_budget`` padded positions, of which
     at most a ``max_padding`` fraction are padding; with ``fits`` (n_samples, longest) -> bool,
-    only batches that it accepts (a device's memory plan, see :mod:`analysis.memory`).
+    only batches that it accepts (a device's memory plan, see :mod:`analysis.extract.batching`).
     """
     ordered = sorted(samples, key=lambda s: len(s.encoded.input_ids))
     batches: list[list[PreparedSample]] = []
@@ -210,7 +211,7 @@ def plan_run(
     count = count if limit is None else min(limit, count)
     is_file = condition.setting == ""
     key = RunKey(
-        models.model_slug(model_name),
+        registry.model_slug(model_name),
         f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
         condition.setting,
         condition.responses,
@@ -295,12 +296,12 @@ def compute_prepared(
         yield (pd.concat(frames, ignore_index=True) if frames else None), failed
 
 
-def memory_plan(loaded: models.LoadedModel, prepared: list[PreparedSample]) -> memory.MemoryPlan | None:
+def memory_plan(loaded: models.LoadedModel, prepared: list[PreparedSample]) -> batching.MemoryPlan | None:
     """The memory plan of the loaded model's CUDA device (None on a CPU: batches as asked)."""
     if loaded.device.type != "cuda" or not prepared:
         return None
     longest = max(len(s.encoded.input_ids) for s in prepared)
-    return memory.plan_for(loaded.model.config, loaded.attention, loaded.device, longest)
+    return batching.plan_for(loaded.model.config, loaded.attention, loaded.device, longest)
 
 
 def is_out_of_memory(error: BaseException) -> bool:
@@ -444,7 +445,7 @@ def extract(
         started = time.perf_counter()
         bar = tqdm(
             total=len(plan.todo),
-            desc=f"{models.model_slug(loaded.name)} {plan.identity['condition']}",
+            desc=f"{registry.model_slug(loaded.name)} {plan.identity['condition']}",
             unit="sample",
             disable=not progress,
         )

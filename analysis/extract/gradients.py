@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from analysis import spectra
+from analysis.extract import spectra
 
 PROJECTIONS = ("q", "k", "v", "o")
 _PROJECTION_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.([qkvo])_proj$")

@@ -6,7 +6,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from analysis import runner
+from analysis.extract import runner
 
 
 @dataclass

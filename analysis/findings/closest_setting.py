@@ -21,7 +21,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from analysis import bootstrap
+from analysis.findings import bootstrap
 
 FEATURE_STAT = "nuclear_norm"
 SAMPLE_KEYS = ["model", "condition", "dataset", "setting", "responses", "sample_index"]

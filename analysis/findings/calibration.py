@@ -3,7 +3,7 @@
 Data are simulated in the study's design (instructions nested in datasets, two settings answered
 for every instruction) and passed through the same engine the book uses: resampling of
 instructions within datasets (``bootstrap``), pooling over datasets and the verdict rule
-(``findings.decide``). The quantity is the one most checks are built from: the log ratio of two
+(``rules.decide``). The quantity is the one most checks are built from: the log ratio of two
 settings' mean values, e.g. None over Detailed CoT nuclear norm.
 
 The simulated values are lognormal: an instruction's own level (shared by its two settings,
@@ -18,8 +18,8 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.bootstrap import LEVEL, Estimate, log_ratio, pooled, resample_counts, resampled_mean
-from analysis.findings import HOLDS, Part, decide
+from analysis.findings.bootstrap import LEVEL, Estimate, log_ratio, pooled, resample_counts, resampled_mean
+from analysis.findings.rules import HOLDS, Part, decide
 
 
 def _dataset_estimates(

@@ -13,7 +13,7 @@ per dataset and df the instructions less the datasets. The bootstrap variance of
 instructions is (n - 1) / n times its sampling variance; removing that bias alone (a factor
 sqrt(n / (n - 1)) on the standard deviation) still leaves about 94% coverage at 5 instructions
 per dataset, so the factor is squared. A plain percentile bootstrap is worse: over 5
-instructions its 95% interval covers about 84%. ``analysis.calibration`` measures coverage,
+instructions its 95% interval covers about 84%. ``analysis.findings.calibration`` measures coverage,
 false-positive rate and power of this engine; ``MIN_VERDICT_SAMPLES`` follows from them.
 """
 
@@ -29,7 +29,8 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from analysis import metrics, vocabulary
+from analysis import vocabulary
+from analysis.findings import metrics
 
 PROJECTIONS = metrics.PROJECTIONS
 LEVEL = 0.95

@@ -1,6 +1,6 @@
 """Statistics beyond the paper: paired tests, correct-vs-irrelevant separability of single
 samples, and how much of the fast/slow gap response length explains. Intervals come from the
-book's one bootstrap engine, ``analysis.bootstrap``."""
+book's one bootstrap engine, ``analysis.findings.bootstrap``."""
 
 from __future__ import annotations
 
@@ -13,8 +13,9 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from analysis import bootstrap, vocabulary
-from analysis.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
+from analysis import vocabulary
+from analysis.findings import bootstrap
+from analysis.findings.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
 
 SETTING_ORDER = vocabulary.SETTING_ORDER
 

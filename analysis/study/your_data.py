@@ -17,8 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import book, data, models, pipeline, profiles
+from analysis import data, profiles, registry
+from analysis.extract import models
 from analysis.store import ResultsStore
+from analysis.study import book, pipeline
 
 NOTEBOOK = "your_data"
 DEFAULT_OUT = Path("results/your_data")
@@ -65,11 +67,11 @@ def plan_jobs(
 ) -> list[Job]:
     """The (model, spec) pairs that still lack samples in the store: ``n_samples`` of each user
     file (and of its scratch control), ``reference_samples`` of each reference condition."""
-    from analysis import runner
+    from analysis.extract import runner
 
     wanted = [Job(model, str(f), n_samples) for f in files] + [Job(model, r, reference_samples) for r in references]
     if scratch:
-        wanted += [Job(models.scratch_name(model), str(f), n_samples) for f in files]
+        wanted += [Job(registry.scratch_name(model), str(f), n_samples) for f in files]
     return [
         job
         for job in wanted
@@ -91,7 +93,7 @@ def extract(
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Run the jobs: the model is loaded once, its scratch copy made once if a job needs it."""
-    from analysis import runner
+    from analysis.extract import runner
 
     if not jobs:
         return []
@@ -201,7 +203,7 @@ def run(
     references = profiles.reference_conditions(tuple(reference_datasets))
     for spec in references:
         data.resolve(spec, data_dir)
-    template = models.resolve_template(model, template)
+    template = registry.resolve_template(model, template)
     out = Path(out)
     store = ResultsStore(out)
     result = ProfileResult(out)

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import data, models, runner
+from analysis import data, registry
+from analysis.extract import models, runner
 from analysis.store import RunKey
 
 MAX_CPUS_PER_GPU_WORKER = 4
@@ -140,7 +141,7 @@ def worker_layout(nodes: Sequence[dict], device: str = "auto", cpus_per_worker: 
 
 def planned_run(plan: runner.RunPlan, model: str, template: str, spec: str) -> Run:
     """The driver's plan as actors on any node can use it (absolute paths for local files)."""
-    local = model not in models.OFFLINE_MODELS and Path(model).exists()
+    local = model not in registry.OFFLINE_MODELS and Path(model).exists()
     source = str(Path(model).resolve()) if local else model
     return Run(
         model, source, template, str(Path(spec).resolve()) if spec.endswith(".json") else spec, plan.key, plan.identity
@@ -252,12 +253,12 @@ def _actor_was_restarted() -> bool:
 @contextmanager
 def _offline_cache_lock(source: str) -> Iterator[None]:
     """Serialise the first load of an offline model on a node: it writes the node's shared cache."""
-    if source not in models.OFFLINE_MODELS:
+    if source not in registry.OFFLINE_MODELS:
         yield
         return
     root = models.cache_root()
     root.mkdir(parents=True, exist_ok=True)
-    with open(root / f".{models.model_slug(source)}.lock", "a+") as handle:
+    with open(root / f".{registry.model_slug(source)}.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
