@@ -8,10 +8,9 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data, registry
-from analysis.extract import models
-
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (data.DataError, registry.ModelError)
+from analysis import data, registry, settings
+from analysis.errors import StudyError
+from analysis.settings import ExtractionSettings
 
 
 def _positive_int(text: str) -> int:
@@ -22,6 +21,83 @@ def _positive_int(text: str) -> int:
     if value <= 0:
         raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
     return value
+
+
+def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | None) -> None:
+    """The options of ``ExtractionSettings``, under the same names, for every command that extracts."""
+    parser.add_argument(
+        "--n-samples",
+        type=_positive_int,
+        default=n_samples,
+        help="first N samples of each condition or file (default: %s)" % (n_samples or "all"),
+    )
+    parser.add_argument(
+        "--max-length",
+        type=_positive_int,
+        default=settings.MAX_LENGTH,
+        help="truncate each sample to this many tokens (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)"
+    )
+    parser.add_argument(
+        "--batch-size",
+        type=_positive_int,
+        help="samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)",
+    )
+    parser.add_argument(
+        "--token-budget",
+        type=_positive_int,
+        default=settings.TOKEN_BUDGET,
+        help="padded tokens per batch at most; long samples run alone (default: %(default)s)",
+    )
+    parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    parser.add_argument("--threads", type=_positive_int, help="CPU threads for torch (with Ray: CPUs per worker)")
+    parser.add_argument(
+        "--shard-size",
+        type=_positive_int,
+        default=settings.SHARD_SIZE,
+        help="store results after this many samples; an interrupted run recomputes at most these "
+        "(with Ray: samples per shard) (default: %(default)s)",
+    )
+    parser.add_argument("--entry-stats", action="store_true", help="also store mean/max/min of the gradient entries")
+    parser.add_argument(
+        "--keep-spectra",
+        action="store_true",
+        help="also store every gradient's singular values (column singular_values; local executor)",
+    )
+    parser.add_argument(
+        "--retry-out-of-memory",
+        action="store_true",
+        help="compute again the samples recorded as skipped for lack of memory (e.g. on a larger GPU)",
+    )
+
+
+def add_executor_argument(parser: argparse.ArgumentParser) -> None:
+    """``--executor``: where the extraction runs."""
+    parser.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="local: this process; ray: shards on a Ray cluster, one worker per GPU (pip install .[distributed])",
+    )
+
+
+def extraction_settings(args: argparse.Namespace) -> ExtractionSettings:
+    """The extraction settings a command line asked for."""
+    return ExtractionSettings(
+        n_samples=args.n_samples,
+        max_length=args.max_length,
+        template=args.template,
+        batch_size=args.batch_size,
+        token_budget=args.token_budget,
+        device=args.device,
+        threads=args.threads,
+        shard_size=args.shard_size,
+        entry_stats=args.entry_stats,
+        keep_spectra=args.keep_spectra,
+        retry_out_of_memory=args.retry_out_of_memory,
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -39,53 +115,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     extract.add_argument("--out", required=True, help="results store directory")
     extract.add_argument(
-        "--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)"
-    )
-    extract.add_argument(
         "--revision",
         help="hub revision of --model: a commit sha, branch or tag (default: the commit "
         "pinned in the registry for the paper's models, else the default branch); hub models only",
     )
-    extract.add_argument("--limit", type=_positive_int, help="first N samples of each condition (default: all)")
-    extract.add_argument(
-        "--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens"
-    )
-    extract.add_argument(
-        "--batch-size",
-        type=_positive_int,
-        help="samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)",
-    )
-    extract.add_argument(
-        "--token-budget",
-        type=_positive_int,
-        default=2048,
-        help="padded tokens per batch at most (long samples run alone)",
-    )
-    extract.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
+    add_extraction_arguments(extract, n_samples=None)
     extract.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
-    extract.add_argument("--entry-stats", action="store_true", help="also store mean/max/min of the gradient entries")
-    extract.add_argument(
-        "--keep-spectra",
-        action="store_true",
-        help="also store every gradient's singular values (column singular_values; local executor)",
-    )
     extract.add_argument(
         "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
     )
-    extract.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
     extract.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-    extract.add_argument(
-        "--flush-every",
-        type=_positive_int,
-        default=32,
-        help="store results after this many samples (an interrupted run recomputes at most these)",
-    )
-    extract.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default="local",
-        help="local: this process; ray: shards on a Ray cluster, one worker per GPU (pip install .[distributed])",
-    )
+    add_executor_argument(extract)
     extract.add_argument(
         "--ray-address",
         help="with --executor ray: auto or HOST:PORT of a running cluster "
@@ -117,12 +157,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--results", help="results store directory (default: results/<profile>)")
     run.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
     run.add_argument("--no-book", action="store_true", help="only extract; do not execute notebooks or build the book")
-    run.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default="local",
-        help="local: this process; ray: spread extraction over a Ray cluster",
-    )
+    add_executor_argument(run)
     run.add_argument(
         "--notebook",
         action="append",
@@ -134,6 +169,11 @@ def build_parser() -> argparse.ArgumentParser:
         "--threads",
         type=_positive_int,
         help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)",
+    )
+    run.add_argument(
+        "--retry-out-of-memory",
+        action="store_true",
+        help="compute again the samples recorded as skipped for lack of memory (e.g. on a larger GPU)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_profile_data_parser(commands)
@@ -158,20 +198,12 @@ def add_profile_data_parser(commands) -> None:
         "records {instruction, input?, output} or {messages: [{role, content}, ...]}",
     )
     sub.add_argument(
-        "--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)"
-    )
-    sub.add_argument(
         "--reference",
         default=",".join(your_data.DEFAULT_REFERENCE_DATASETS),
         help="comma-separated reasoning datasets whose None/Simplified/Detailed CoT files (correct and "
         "irrelevant) are the references (default: %(default)s)",
     )
-    sub.add_argument(
-        "--n-samples",
-        type=_positive_int,
-        default=your_data.DEFAULT_SAMPLES,
-        help="first N samples of every file and reference condition (default: %(default)s)",
-    )
+    add_extraction_arguments(sub, n_samples=your_data.DEFAULT_SAMPLES)
     sub.add_argument(
         "--reference-samples",
         type=_positive_int,
@@ -181,52 +213,35 @@ def add_profile_data_parser(commands) -> None:
     sub.add_argument("--out", default=str(your_data.DEFAULT_OUT), help="results store directory (default: %(default)s)")
     sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")
     sub.add_argument("--notebook", help="the executed notebook, for a book (default: <out>/your_data.ipynb)")
-    sub.add_argument("--keep-spectra", action="store_true", help="also store every gradient's singular values")
     sub.add_argument("--no-scratch", action="store_true", help="skip the randomly initialised control")
-    sub.add_argument("--max-length", type=_positive_int, default=1024, help="truncate each sample to this many tokens")
     sub.add_argument(
         "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
     )
-    sub.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
-    sub.add_argument("--threads", type=_positive_int, help="CPU threads for torch")
     sub.add_argument("--seed", type=int, default=0, help="seed of the scratch model, the folds and the bootstrap")
     sub.add_argument("--n-resamples", type=_positive_int, default=1000, help="bootstrap resamples")
     sub.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 
 
 def run_profile_data(args: argparse.Namespace) -> int:
-    from analysis import profiles
-    from analysis.report.load import ReportError
-    from analysis.study import book, pipeline, your_data
+    from analysis.study import your_data
 
     datasets = [d.strip() for d in args.reference.split(",") if d.strip()]
-    try:
-        result = your_data.run(
-            args.model,
-            args.data,
-            args.template,
-            datasets,
-            args.n_samples,
-            args.reference_samples,
-            args.out,
-            args.html,
-            args.notebook,
-            args.keep_spectra,
-            args.max_length,
-            args.data_dir,
-            args.device,
-            args.threads,
-            args.seed,
-            args.n_resamples,
-            scratch=not args.no_scratch,
-            progress=not args.no_progress,
-            say=lambda line: print(line, file=sys.stderr),
-        )
-    except (pipeline.PipelineError, book.BookError, profiles.ProfileError, ReportError) as error:
-        if args.debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    result = your_data.run(
+        args.model,
+        args.data,
+        extraction_settings(args),
+        datasets,
+        args.reference_samples,
+        args.out,
+        args.html,
+        args.notebook,
+        args.data_dir,
+        args.seed,
+        args.n_resamples,
+        scratch=not args.no_scratch,
+        progress=not args.no_progress,
+        say=lambda line: print(line, file=sys.stderr),
+    )
     computed = sum(r["computed"] for r in result.extraction)
     print(
         f"{computed} samples computed in {result.seconds['extraction']:.0f} s, page in "
@@ -236,10 +251,10 @@ def run_profile_data(args: argparse.Namespace) -> int:
 
 
 def run_extract(args: argparse.Namespace) -> int:
-    from analysis.extract import runner
+    from analysis.extract import models, runner
     from analysis.store import ResultsStore
 
-    runner.with_torch_threads(args.threads)
+    chosen = extraction_settings(args)
     specs = [data.resolve(spec, args.data_dir) for spec in args.data]  # every input is checked before any compute
     for resolved in specs:
         data.load_records(resolved.path)
@@ -251,76 +266,45 @@ def run_extract(args: argparse.Namespace) -> int:
             )
     if args.executor == "ray":
         if args.revision:
-            print(
-                "error: --revision is not available with --executor ray (the workers load the registry's pinned "
-                "revision); use --executor local, or a local model folder of that revision",
-                file=sys.stderr,
+            raise UsageError(
+                "--revision is not available with --executor ray (the workers load the registry's pinned "
+                "revision); use --executor local, or a local model folder of that revision"
             )
-            return 2
-        if args.keep_spectra:
-            print("error: --keep-spectra is not available with --executor ray; use --executor local", file=sys.stderr)
-            return 2
-        return run_extract_on_ray(args)
+        return run_extract_on_ray(args, chosen)
     if args.ray_address:
-        print("error: --ray-address needs --executor ray", file=sys.stderr)
-        return 2
+        raise UsageError("--ray-address needs --executor ray")
     store = ResultsStore(args.out)
-    loaded = models.load(args.model, args.template, args.device, args.trust_remote_code, revision=args.revision)
-    facts = loaded.facts()
-    print(
-        f"{args.model}: revision {facts.revision}, {facts.attention} attention, chat template sha256 "
-        f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}",
-        file=sys.stderr,
-    )
-    for spec in args.data:
-        summary = runner.extract(
-            loaded,
-            spec,
-            store,
-            limit=args.limit,
-            max_length=args.max_length,
-            batch_size=args.batch_size,
-            token_budget=args.token_budget,
-            data_directory=args.data_dir,
-            entry_stats=args.entry_stats,
-            flush_every=args.flush_every,
-            progress=not args.no_progress,
-            keep_spectra=args.keep_spectra,
-        )
-        skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
+    with runner.torch_threads(chosen.threads):
+        loaded = models.load(args.model, chosen.template, chosen.device, args.trust_remote_code, revision=args.revision)
+        facts = loaded.facts()
         print(
-            f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already stored, "
-            f"skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample"
+            f"{args.model}: revision {facts.revision}, {facts.attention} attention, chat template sha256 "
+            f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}",
+            file=sys.stderr,
         )
+        for spec in args.data:
+            summary = runner.extract(loaded, spec, store, chosen, args.data_dir, progress=not args.no_progress)
+            skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
+            print(
+                f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already "
+                f"stored, skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample"
+            )
     return 0
 
 
-def run_extract_on_ray(args: argparse.Namespace) -> int:
+def run_extract_on_ray(args: argparse.Namespace, chosen: ExtractionSettings) -> int:
     """``extract --executor ray``: the same rows, computed by Ray workers; exit 1 if some samples failed."""
     from analysis.extract import distributed
 
-    try:
-        report = distributed.run_extraction(
-            [(args.model, args.template, spec) for spec in args.data],
-            args.out,
-            address=args.ray_address,
-            limit=args.limit,
-            max_length=args.max_length,
-            batch_size=args.batch_size,
-            token_budget=args.token_budget,
-            data_dir=args.data_dir,
-            shard_size=args.flush_every,
-            entry_stats=args.entry_stats,
-            device="cuda" if args.device.startswith("cuda") else args.device,
-            cpus_per_worker=args.threads,
-            trust_remote_code=args.trust_remote_code,
-            progress=not args.no_progress,
-        )
-    except distributed.DistributedError as error:
-        if args.debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    report = distributed.run_extraction(
+        [(args.model, chosen.template, spec) for spec in args.data],
+        args.out,
+        chosen,
+        address=args.ray_address,
+        data_dir=args.data_dir,
+        trust_remote_code=args.trust_remote_code,
+        progress=not args.no_progress,
+    )
     if args.no_progress:
         print(report.describe())
     return 0 if report.ok else 1
@@ -349,6 +333,10 @@ def run_models(_: argparse.Namespace) -> int:
     return 0
 
 
+class UsageError(StudyError):
+    """Options that cannot go together."""
+
+
 def _interrupt(signum, frame) -> None:
     raise KeyboardInterrupt
 
@@ -372,24 +360,19 @@ def _sigterm_as_interrupt():
 
 
 def run_pipeline(args: argparse.Namespace) -> int:
-    from analysis.study import book, pipeline
+    from analysis.study import pipeline
 
-    try:
-        result = pipeline.run_profile(
-            args.profile,
-            args.results,
-            args.data_dir,
-            executor=args.executor,
-            book=not args.no_book,
-            notebooks=args.notebooks,
-            progress=not args.no_progress,
-            threads=args.threads,
-        )
-    except (pipeline.PipelineError, book.BookError) as error:
-        if args.debug:
-            raise
-        print(f"error: {error}", file=sys.stderr)
-        return 2
+    result = pipeline.run_profile(
+        args.profile,
+        args.results,
+        args.data_dir,
+        executor=args.executor,
+        book=not args.no_book,
+        notebooks=args.notebooks,
+        progress=not args.no_progress,
+        threads=args.threads,
+        retry_out_of_memory=args.retry_out_of_memory,
+    )
     computed = sum(r["computed"] for r in result.extraction)
     print(
         f"profile {result.profile.name}: {computed} samples computed, results in {result.results_dir}, "
@@ -409,12 +392,10 @@ def main(argv: list[str] | None = None) -> int:
         "run": run_pipeline,
         "profile-data": run_profile_data,
     }
-    from analysis.store import StoreError
-
     try:
         with _sigterm_as_interrupt():
             return handlers[args.command](args)
-    except (*EXPECTED_ERRORS, StoreError, OSError) as error:
+    except (StudyError, OSError) as error:
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)

@@ -21,6 +21,15 @@ from pathlib import Path
 import pooch
 import requests
 
+from analysis.errors import StudyError
+from analysis.vocabulary import (
+    COT_SETTINGS,
+    LENGTH_CONTROL_SETTINGS,
+    MATH_REASONING,
+    REASONING_DATASETS,
+    RESPONSES,
+)
+
 DATA_ENV = "LAYER_GRADIENT_DATA"
 DEFAULT_DATA_DIR = Path("data/layer_gradient")
 SOURCE_REPOSITORY = "MingLiiii/Layer_Gradient"
@@ -28,14 +37,7 @@ SOURCE_COMMIT = "e2072e8daa9f250cea025b2d3fa9590a901ca766"
 SOURCE_URL = f"https://raw.githubusercontent.com/{SOURCE_REPOSITORY}/{SOURCE_COMMIT}/data"
 DOWNLOAD_TIMEOUT = 60  # seconds without an answer from the server
 
-REASONING_DATASETS = ("aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking")
 MATH_DATASETS = {"math-algebra": "algebra", "math-counting": "counting_probability", "math-geometry": "geometry"}
-MATH_REASONING = ("aqua", "gsm8k", "math-algebra", "math-counting", "math-geometry")
-COMMONSENSE_REASONING = ("strategyqa", "ecqa", "creak", "sensemaking")
-COT_SETTINGS = ("none", "simplified", "detailed")
-WIKI_SETTINGS = ("len100", "len500", "len1000", "unpopular")
-LENGTH_CONTROL_SETTINGS = {"detailed_cut_simplified": "simplified", "detailed_cut_none": "none"}
-RESPONSES = ("correct", "irrelevant")
 _COT_SUFFIX = {"none": "no_cot", "simplified": "with_cot", "detailed": "with_cot_gpt4o"}
 _WIKI_STEM = {
     "len100": "popular_wikipedia_100",
@@ -45,7 +47,7 @@ _WIKI_STEM = {
 }
 
 
-class DataError(ValueError):
+class DataError(StudyError, ValueError):
     """A data file, a record or a condition key that the study cannot use."""
 
 

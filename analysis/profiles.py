@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis import data, registry
+from analysis import data, registry, vocabulary
+from analysis.errors import StudyError
+from analysis.settings import MAX_LENGTH, ExtractionSettings
 
 FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
 SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "reproducibility")
@@ -32,7 +34,7 @@ OFFLINE_MODEL_NAMES = tuple(registry.OFFLINE_MODELS)
 PAPER_MODEL_NAMES = tuple(registry.PAPER_MODELS)
 
 
-class ProfileError(ValueError):
+class ProfileError(StudyError, ValueError):
     """An unknown profile or notebook family."""
 
 
@@ -43,14 +45,9 @@ class Profile:
     name: str
     models: tuple[str, ...]
     conditions: tuple[str, ...]  # condition keys, e.g. "aqua/detailed/correct"
-    n_samples: int | None  # first N samples of every condition; None: all of them
-    max_length: int
-    batch_size: int
-    token_budget: int
-    device: str
+    extraction: ExtractionSettings
     n_resamples: int = 1000
     seed: int = 0
-    threads: int | None = None  # CPU threads for torch during extraction; None: torch's default
     description: str = ""
 
     def conditions_for(self, notebook: str) -> tuple[str, ...]:
@@ -61,8 +58,21 @@ class Profile:
         return tuple(c for c in self.conditions if c in wanted)
 
     def as_dict(self) -> dict:
-        """The profile's fields as plain JSON-ready values."""
+        """The profile's fields as plain JSON-ready values (the extraction settings as a dict)."""
         return {name: list(value) if isinstance(value, tuple) else value for name, value in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> Profile:
+        """The profile a run log recorded (``as_dict``'s inverse)."""
+        return cls(
+            name=values["name"],
+            models=tuple(values["models"]),
+            conditions=tuple(values["conditions"]),
+            extraction=ExtractionSettings.from_dict(values.get("extraction", {})),
+            n_resamples=values.get("n_resamples", 1000),
+            seed=values.get("seed", 0),
+            description=values.get("description", ""),
+        )
 
 
 def family_conditions(family: str) -> tuple[str, ...]:
@@ -82,13 +92,13 @@ def family_conditions(family: str) -> tuple[str, ...]:
 def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
     """None, Simplified and Detailed CoT of each dataset, correct and irrelevant responses: the
     reference settings of the your-data page."""
-    unknown = [d for d in datasets if d not in data.REASONING_DATASETS]
+    unknown = [d for d in datasets if d not in vocabulary.REASONING_DATASETS]
     if unknown or not datasets:
         raise ProfileError(
             f"reference dataset {(unknown or [''])[0]!r} has no None/Simplified/Detailed CoT files; "
-            f"choose from {', '.join(data.REASONING_DATASETS)}"
+            f"choose from {', '.join(vocabulary.REASONING_DATASETS)}"
         )
-    return tuple(c.key for c in data.conditions_matching(datasets=datasets, settings=data.COT_SETTINGS))
+    return tuple(c.key for c in data.conditions_matching(datasets=datasets, settings=vocabulary.COT_SETTINGS))
 
 
 def all_conditions() -> tuple[str, ...]:
@@ -105,13 +115,13 @@ def quick_conditions() -> tuple[str, ...]:
     slow extremes (No and Detailed CoT, shortest and longest Wiki responses) and the
     length-control view of Detailed CoT cut to the No-CoT response length.
     """
-    datasets = (data.MATH_REASONING[0], data.COMMONSENSE_REASONING[0], "wiki")
+    datasets = (vocabulary.MATH_REASONING[0], vocabulary.COMMONSENSE_REASONING[0], "wiki")
     settings = (
-        data.COT_SETTINGS[0],
-        data.COT_SETTINGS[-1],
-        data.WIKI_SETTINGS[0],
-        data.WIKI_SETTINGS[2],
-        *[s for s, reference in data.LENGTH_CONTROL_SETTINGS.items() if reference == data.COT_SETTINGS[0]],
+        vocabulary.COT_SETTINGS[0],
+        vocabulary.COT_SETTINGS[-1],
+        vocabulary.WIKI_SETTINGS[0],
+        vocabulary.WIKI_SETTINGS[2],
+        *[s for s, reference in vocabulary.LENGTH_CONTROL_SETTINGS.items() if reference == vocabulary.COT_SETTINGS[0]],
     )
     chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True)
     return tuple(c.key for c in chosen)
@@ -122,24 +132,17 @@ PROFILES: dict[str, Profile] = {
         name="quick",
         models=OFFLINE_MODEL_NAMES,
         conditions=quick_conditions(),
-        n_samples=2,
-        max_length=128,
-        batch_size=1,
-        token_budget=1024,
-        device="cpu",
+        extraction=ExtractionSettings(
+            n_samples=2, max_length=128, batch_size=1, token_budget=1024, device="cpu", threads=1
+        ),
         n_resamples=200,
-        threads=1,
         description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens",
     ),
     "cpu": Profile(
         name="cpu",
         models=OFFLINE_MODEL_NAMES,
         conditions=all_conditions(),
-        n_samples=CPU_SAMPLES,
-        max_length=1024,
-        batch_size=1,
-        token_budget=2048,
-        device="cpu",
+        extraction=ExtractionSettings(n_samples=CPU_SAMPLES, batch_size=1, device="cpu"),
         n_resamples=1000,
         description=f"both offline models, all 56 study and 30 length-control conditions, {CPU_SAMPLES} samples each",
     ),
@@ -147,13 +150,9 @@ PROFILES: dict[str, Profile] = {
         name="paper",
         models=PAPER_MODEL_NAMES,
         conditions=all_conditions(),
-        n_samples=PAPER_SAMPLES,
-        max_length=1024,
-        batch_size=8,
-        token_budget=8192,
-        device="auto",
+        extraction=ExtractionSettings(n_samples=PAPER_SAMPLES, batch_size=8, token_budget=8192, device="auto"),
         n_resamples=1000,
-        description="the paper's ten models, all samples (500 per file), max_length 1024, on a GPU",
+        description=f"the paper's ten models, all samples (500 per file), max_length {MAX_LENGTH}, on a GPU",
     ),
 }
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from analysis.errors import StudyError
 
-class ModelError(ValueError):
+
+class ModelError(StudyError, ValueError):
     """A model that cannot be resolved or loaded as asked."""
 
 

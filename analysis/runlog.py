@@ -8,18 +8,39 @@ the reproducibility page reads it, both through this module.
 
 from __future__ import annotations
 
+import importlib.metadata
 import json
 import os
 import platform
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
+from analysis.errors import StudyError
+
 RUN_LOG = "run_log.json"
+RECORDED_PACKAGES = (
+    "torch",
+    "transformers",
+    "numpy",
+    "scipy",
+    "pandas",
+    "pyarrow",
+    "scikit-learn",
+    "matplotlib",
+    "seaborn",
+    "gguf",
+    "safetensors",
+    "papermill",
+    "jupytext",
+    "jupyter-book",
+    "layer-gradient-study",
+)
 
 
-class RunLogError(RuntimeError):
+class RunLogError(StudyError, RuntimeError):
     """A run log that cannot be read."""
 
 
@@ -107,3 +128,35 @@ def save(results_dir, record: RunRecord) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+
+
+def package_versions(names: Sequence[str] = RECORDED_PACKAGES) -> dict[str, str]:
+    """Installed versions of the packages that shape the results ("not installed" if absent)."""
+    versions = {}
+    for name in names:
+        try:
+            versions[name] = importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            versions[name] = "not installed"
+    return versions
+
+
+@dataclass
+class RunLog:
+    """The record of the run in progress, saved to the results directory's run log after every step."""
+
+    results_dir: Path
+    record: RunRecord
+
+    @classmethod
+    def start(cls, results_dir, profile: dict, executor: str, data_status: list[dict]) -> RunLog:
+        """A new run record with the profile, the environment and the data files' sha256 status."""
+        return cls(Path(results_dir), RunRecord.start(profile, executor, package_versions(), data_status))
+
+    def save(self) -> None:
+        save(self.results_dir, self.record)
+
+    def add_notebook(self, record: dict) -> None:
+        """Record one executed notebook and save."""
+        self.record.notebooks.append(record)
+        self.save()

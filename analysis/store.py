@@ -30,6 +30,8 @@ import pyarrow as pa
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from analysis.errors import StudyError
+
 FORMAT = "layer-gradient-results"
 VERSION = 1
 KEY_COLUMNS = ("model", "condition", "max_length", "template", "sample_index", "layer", "proj")
@@ -47,7 +49,7 @@ SKIP_COLUMNS = (
 )
 
 
-class StoreError(RuntimeError):
+class StoreError(StudyError, RuntimeError):
     """The results store cannot be used as asked."""
 
 
@@ -139,13 +141,18 @@ class ResultsStore:
                 for leftover in directory.glob(".part-*.tmp"):
                     leftover.unlink(missing_ok=True)
 
-    def done_samples(self, key: RunKey) -> set[int]:
-        """Sample indices of this run already stored or recorded as skipped."""
+    def done_samples(self, key: RunKey, retry_reasons: tuple[str, ...] = ()) -> set[int]:
+        """Sample indices of this run already stored or recorded as skipped, except samples whose
+        only record is a skip with a reason that begins with one of ``retry_reasons``."""
         done: set[int] = set()
-        for kind in ("rows", "skipped"):
-            table = _read_dir(self.run_dir(kind, key), columns=["sample_index"])
-            if table is not None:
-                done.update(int(i) for i in table.column("sample_index").to_pylist())
+        rows = _read_dir(self.run_dir("rows", key), columns=["sample_index"])
+        if rows is not None:
+            done.update(int(i) for i in rows.column("sample_index").to_pylist())
+        skipped = _read_dir(self.run_dir("skipped", key), columns=["sample_index", "reason"])
+        if skipped is not None:
+            for index, reason in zip(skipped.column("sample_index").to_pylist(), skipped.column("reason").to_pylist()):
+                if not (retry_reasons and str(reason).startswith(retry_reasons)):
+                    done.add(int(index))
         return done
 
     def stored_values(self, key: RunKey, column: str) -> set:
@@ -214,5 +221,15 @@ def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:
 
 
 def read_skipped(root: str | os.PathLike) -> pd.DataFrame:
-    """Samples that were not computed, with the reason, as one DataFrame."""
-    return ResultsStore(root, create=False).read("skipped")
+    """Samples that were not computed, with the reason, as one DataFrame (a skip that a later
+    retry computed is left out: its rows are stored)."""
+    store = ResultsStore(root, create=False)
+    skipped = store.read("skipped")
+    if skipped.empty:
+        return skipped
+    keys = ["model", "condition", "max_length", "template", "sample_index"]
+    computed = store.read("rows", columns=keys).drop_duplicates()
+    if computed.empty:
+        return skipped
+    merged = skipped.merge(computed.assign(_computed=True), on=keys, how="left")
+    return merged[merged["_computed"].isna()].drop(columns="_computed").reset_index(drop=True)

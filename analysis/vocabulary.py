@@ -1,32 +1,36 @@
 """The study's vocabulary: datasets, families, settings, projections and how the book names them.
 
 Every module that orders, labels or groups conditions takes it from here, so a new setting or a
-renamed label changes in one place. The data files behind the names are in ``analysis.data``.
+renamed label changes in one place. The data files behind the names are in ``analysis.data``,
+which takes its names from here.
 """
 
 from __future__ import annotations
-
-from analysis import data
 
 PROJECTIONS = ("q", "k", "v", "o")
 SEGMENTS = ("early", "middle", "late")
 CORRECT, IRRELEVANT = "correct", "irrelevant"
 RESPONSES = (CORRECT, IRRELEVANT)
 
-COT_SETTINGS = data.COT_SETTINGS  # none, simplified, detailed: fast to slow thinking
-WIKI_SETTINGS = data.WIKI_SETTINGS
+REASONING_DATASETS = ("aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking")
+MATH_REASONING = ("aqua", "gsm8k", "math-algebra", "math-counting", "math-geometry")
+COMMONSENSE_REASONING = ("strategyqa", "ecqa", "creak", "sensemaking")
+COT_SETTINGS = ("none", "simplified", "detailed")  # fast to slow thinking
+WIKI_SETTINGS = ("len100", "len500", "len1000", "unpopular")
+# Detailed CoT cut to the response length of a faster setting: setting -> the setting it is cut to
+LENGTH_CONTROL_SETTINGS = {"detailed_cut_simplified": "simplified", "detailed_cut_none": "none"}
 STUDY_SETTINGS = (*COT_SETTINGS, *WIKI_SETTINGS)
-CUT_SETTINGS = tuple(data.LENGTH_CONTROL_SETTINGS)  # Detailed CoT cut to a faster setting's length
-SETTING_ORDER = STUDY_SETTINGS + ("detailed_cut_simplified", "detailed_cut_none")
+CUT_SETTINGS = tuple(LENGTH_CONTROL_SETTINGS)
+SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS
 WIKI_DATASET = "wiki"
 
 MATH = "math_reasoning"
 COMMONSENSE = "commonsense_reasoning"
 WIKI = "wiki_knowledge"
-FAMILY_DATASETS = {MATH: data.MATH_REASONING, COMMONSENSE: data.COMMONSENSE_REASONING, WIKI: (WIKI_DATASET,)}
+FAMILY_DATASETS = {MATH: MATH_REASONING, COMMONSENSE: COMMONSENSE_REASONING, WIKI: (WIKI_DATASET,)}
 REASONING_FAMILIES = (MATH, COMMONSENSE)
 FAMILY_LABELS = {MATH: "math reasoning", COMMONSENSE: "commonsense reasoning", WIKI: "Wiki knowledge"}
-DATASET_ORDER = (*data.MATH_REASONING, *data.COMMONSENSE_REASONING, WIKI_DATASET)
+DATASET_ORDER = (*MATH_REASONING, *COMMONSENSE_REASONING, WIKI_DATASET)
 
 SETTING_LABELS = {
     "none": "None CoT",

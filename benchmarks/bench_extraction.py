@@ -34,6 +34,7 @@ import psutil
 import torch
 
 from analysis.extract import models, plain, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore
 
 DEFAULT_CASES = [
@@ -158,7 +159,9 @@ def largest_relative_difference(frames, expected: dict) -> float:
 def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> dict:
     plans, samples = [], []
     for spec in specs:
-        plan = runner.plan_run(loaded.name, loaded.template, spec, store, n_samples, max_length, data_dir)
+        plan = runner.plan_run(
+            loaded.name, loaded.template, spec, store, ExtractionSettings(n_samples, max_length), data_dir
+        )
         indices = list(range(n_samples))
         prepared, _ = runner.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir)
         plans.append(({**plan.identity, "n_layers": loaded.n_layers}, prepared))

@@ -23,32 +23,24 @@
 #
 # Methods: [methods](../methods.md). Intervals are 95% intervals over instructions.
 
-# %% tags=["parameters", "remove-cell"]
-models = None  # None: the default (cpu) profile's models
-conditions = None  # None: every condition of the default profile
-n_samples = None  # first N samples of each condition; None: all that are stored
-max_length = 1024
-results_dir = "results/cpu"
-data_dir = None
-seed = 0
-n_resamples = 1000
-
 # %% tags=["remove-cell"]
 from analysis.report import sections
 from analysis.report.display import show_markdown
+from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
+names_before_parameters = names_defined(globals())
+
+# %% tags=["parameters", "remove-cell"]
+profile = "cpu"  # the run shown: its models, conditions, samples and settings come from its run log
+results_dir = None  # None: results/<profile>
+data_dir = None  # None: $LAYER_GRADIENT_DATA, else data/layer_gradient
+models = None  # a subset of the run's models; None: all of them
+conditions = None  # a subset of this page's conditions in the run; None: all of them
+
+# %% tags=["remove-cell"]
 page = Page.open(
-    "beyond_the_paper",
-    stats=("nuclear_norm", "effective_rank"),
-    models=models,
-    conditions=conditions,
-    n_samples=n_samples,
-    max_length=max_length,
-    results_dir=results_dir,
-    data_dir=data_dir,
-    seed=seed,
-    n_resamples=n_resamples,
+    "beyond_the_paper", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm", "effective_rank")
 )
 
 # %% tags=["remove-input"]

@@ -18,42 +18,31 @@
 # well the book's intervals and verdicts work. The run log is `run_log.json` in the results
 # directory; `python -m analysis run --profile <name>` writes it.
 
-# %% tags=["parameters", "remove-cell"]
-models = None  # None: the default (cpu) profile's models
-conditions = None  # None: every condition of the default profile
-n_samples = None
-max_length = 1024
-results_dir = "results/cpu"
-data_dir = None
-seed = 0
-n_resamples = 1000
-benchmarks_file = "benchmarks/results.json"
-
 # %% tags=["remove-cell"]
 from analysis import runlog
 from analysis.findings import calibration
-from analysis.report import notebook_parameters, provenance
+from analysis.report import provenance
 from analysis.report.display import show_markdown, show_table
-from analysis.report.load import figure_note, load_results
-from analysis.study import pipeline
+from analysis.report.load import figure_note
+from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path
+from analysis.report.page import Page
 
-params = notebook_parameters.validate(
-    "reproducibility",
-    models=models,
-    conditions=conditions,
-    n_samples=n_samples,
-    max_length=max_length,
-    results_dir=results_dir,
-    data_dir=data_dir,
-    seed=seed,
-    n_resamples=n_resamples,
-)
-benchmarks = notebook_parameters.optional_path("benchmarks_file", benchmarks_file)
+names_before_parameters = names_defined(globals())
+
+# %% tags=["parameters", "remove-cell"]
+profile = "cpu"  # the run shown: its models, conditions, samples and settings come from its run log
+results_dir = None  # None: results/<profile>
+data_dir = None  # None: $LAYER_GRADIENT_DATA, else data/layer_gradient
+models = None  # a subset of the run's models; None: all of them
+conditions = None  # a subset of this page's conditions in the run; None: all of them
+benchmarks_file = "benchmarks/results.json"
+
+# %% tags=["remove-cell"]
+page = Page.open("reproducibility", given_parameters(globals(), names_before_parameters), stats=())
+params, results = page.params, page.results
+benchmarks = optional_path("benchmarks_file", params.extra["benchmarks_file"])
 runs = runlog.read(params.results_dir)
 run = runs[-1] if runs else None
-results = load_results(
-    params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
-)
 
 # %% [markdown]
 # ## The run
@@ -118,7 +107,7 @@ show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 # As recorded by the run, next to those of the kernel that executed this page.
 
 # %% tags=["remove-input"]
-show_table(provenance.package_table(run, pipeline.package_versions()))
+show_table(provenance.package_table(run, runlog.package_versions()))
 
 # %% [markdown]
 # ## Benchmarks
@@ -142,9 +131,8 @@ show_table(
 # from analysis.report import sections
 # from analysis.report.page import Page
 #
-# page = Page.open("math_reasoning", models=models, conditions=conditions, n_samples=n_samples,
-#                  max_length=max_length, results_dir=results_dir, data_dir=data_dir, seed=seed,
-#                  n_resamples=n_resamples)
+# names_before_parameters = names_defined(globals())  # then the parameters cell: profile, results_dir, ...
+# page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
 # sections.answers(page, ("F1", "F2", "F3", "F4", "L"))  # the verdict matrix and a paragraph per model
 # sections.layer_curves(page)                             # the paper's figure per model and dataset
 # ```

@@ -21,8 +21,9 @@ import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
-from analysis import profiles, registry
+from analysis import profiles, registry, runlog
 from analysis.extract import gradients, models, plain, runner, spectra
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 from analysis.study import pipeline
 
@@ -152,7 +153,7 @@ def test_stored_statistics_equal_the_plain_procedure(architecture, model_dirs, r
     )
     assert summary.computed == len(RECORDS) and not summary.skipped
     frame = read_results(tmp_path / "results")
-    plan = runner.plan_run(loaded.name, "base", str(records_file), store, None, 128)
+    plan = runner.plan_run(loaded.name, "base", str(records_file), store, ExtractionSettings(max_length=128))
     prepared, _ = runner.prepare_samples(loaded, plan.resolved, list(range(len(RECORDS))), 128)
     if architecture == "gemma2":
         assert min(len(s.encoded.input_ids) for s in prepared) > 2 * SLIDING_WINDOW
@@ -202,7 +203,7 @@ def test_gemma2_folder_runs_end_to_end_through_the_command_line(model_dirs, stud
         "base",
         "--data",
         "aqua/none/correct",
-        "--limit",
+        "--n-samples",
         "2",
         "--max-length",
         "256",
@@ -238,20 +239,16 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
         name="paper-tiny",
         models=(folder,),
         conditions=("aqua/none/correct",),
-        n_samples=2,
-        max_length=256,
-        batch_size=8,
-        token_budget=8192,
-        device="cpu",
+        extraction=ExtractionSettings(n_samples=2, max_length=256, batch_size=8, token_budget=8192, device="cpu"),
     )
     results = tmp_path / "results"
     results.mkdir()
-    log = pipeline.start_run_log(profile, results, "local", [])
+    log = runlog.RunLog.start(results, profile.as_dict(), "local", [])
     records = pipeline.extract_profile(profile, results, study_data_dir, log, progress=False, say=lambda _: None)
     assert records[0]["computed"] == 2
-    facts = pipeline.read_run_log(results)[-1].models[folder]
+    facts = runlog.read(results)[-1].models[folder]
     assert facts["attention"] == "eager"
     assert facts["revision"].startswith("local folder ")
     assert facts["chat_template_sha256"] == models.chat_template_sha256(char_tokenizer(CHAT_TEMPLATE))
-    assert facts["transformers"] == pipeline.package_versions(["transformers"])["transformers"]
+    assert facts["transformers"] == runlog.package_versions(["transformers"])["transformers"]
     assert not math.isnan(read_results(results)["nuclear_norm"].iloc[0])

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import data
+from analysis import data, vocabulary
 
 
 def test_registry_covers_the_56_study_files():
@@ -19,7 +19,7 @@ def test_registry_covers_the_56_study_files():
     assert len(conditions) == 56
     assert {c.relative_path for c in conditions} == set(data.expected_sha256())
     assert sum(c.responses == "irrelevant" for c in conditions) == 28
-    assert {c.setting for c in conditions if c.dataset == "wiki"} == set(data.WIKI_SETTINGS)
+    assert {c.setting for c in conditions if c.dataset == "wiki"} == set(vocabulary.WIKI_SETTINGS)
     assert {c.setting for c in conditions if c.dataset == "math-geometry"} == {"simplified", "detailed"}
 
 

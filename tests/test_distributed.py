@@ -21,6 +21,7 @@ from faults import injection
 
 from analysis import cli
 from analysis.extract import distributed, models, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, StoreBusy, read_results, read_skipped
 
 CONDITIONS = ["aqua/none/correct", "aqua/detailed/correct", "aqua/detailed_cut_simplified/correct"]
@@ -71,10 +72,10 @@ def prestore(store_dir: Path, model_dir: Path, data_dir: Path) -> None:
         loaded,
         PRESTORED,
         ResultsStore(store_dir),
-        limit=2,
+        n_samples=2,
         max_length=MAX_LENGTH,
         batch_size=BATCH_SIZE,
-        data_directory=data_dir,
+        data_dir=data_dir,
         progress=False,
     )
 
@@ -90,10 +91,10 @@ def local_results(tmp_path_factory, model_dir, data_dir) -> Path:
             loaded,
             spec,
             ResultsStore(root),
-            limit=LIMIT,
+            n_samples=LIMIT,
             max_length=MAX_LENGTH,
             batch_size=BATCH_SIZE,
-            data_directory=data_dir,
+            data_dir=data_dir,
             progress=False,
         )
     return root
@@ -166,11 +167,11 @@ def test_gpu_workers_one_per_gpu_and_none_asked_where_there_is_no_gpu():
     ]
     layout = distributed.worker_layout(cpu_nodes)
     assert (layout.count, layout.num_cpus, layout.num_gpus) == (3, 8, 0)
-    assert distributed.worker_layout(cpu_nodes, cpus_per_worker=4).count == 6
+    assert distributed.worker_layout(cpu_nodes, threads=4).count == 6
     with pytest.raises(distributed.DistributedError, match="no node of the Ray cluster has a GPU"):
         distributed.worker_layout(cpu_nodes, device="cuda")
     with pytest.raises(distributed.DistributedError, match="no node .* has 32 CPUs"):
-        distributed.worker_layout(cpu_nodes, cpus_per_worker=32)
+        distributed.worker_layout(cpu_nodes, threads=32)
 
 
 def test_a_shard_rebatches_into_the_batches_a_single_process_run_forms():
@@ -195,10 +196,12 @@ def test_index_ranges_are_compact():
 def test_a_run_being_computed_elsewhere_is_refused_before_ray_starts(model_dir, data_dir, tmp_path):
     pytest.importorskip("ray")
     store = ResultsStore(tmp_path / "r")
-    key = runner.plan_run(str(model_dir), "base", CONDITIONS[1], store, LIMIT, MAX_LENGTH, data_dir).key
+    key = runner.plan_run(
+        str(model_dir), "base", CONDITIONS[1], store, ExtractionSettings(LIMIT, MAX_LENGTH), data_dir
+    ).key
     with store.lock(key), pytest.raises(StoreBusy):
         distributed.run_extraction(
-            jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir
+            jobs(model_dir), tmp_path / "r", n_samples=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir
         )
 
 
@@ -214,12 +217,12 @@ def test_embedded_ray_stores_exactly_what_a_local_run_stores(
     report = distributed.run_extraction(
         jobs(model_dir),
         tmp_path / "r",
-        limit=LIMIT,
+        n_samples=LIMIT,
         max_length=MAX_LENGTH,
         batch_size=BATCH_SIZE,
         data_dir=data_dir,
         shard_size=SHARD_SIZE,
-        cpus_per_worker=THREADS,
+        threads=THREADS,
         num_cpus=RAY_CPUS,
         object_store_memory=OBJECT_STORE_BYTES,
         progress=False,
@@ -235,7 +238,7 @@ def test_embedded_ray_stores_exactly_what_a_local_run_stores(
     ]
     assert_same_store(tmp_path / "r", local_results)
     again = distributed.run_extraction(
-        jobs(model_dir), tmp_path / "r", limit=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir, progress=False
+        jobs(model_dir), tmp_path / "r", n_samples=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir, progress=False
     )
     assert again.shards == 0 and sum(s.computed for s in again.conditions) == 0  # nothing left: Ray not even started
 
@@ -255,12 +258,12 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
     report = distributed.run_extraction(
         jobs(model_dir),
         tmp_path / "r",
-        limit=LIMIT,
+        n_samples=LIMIT,
         max_length=MAX_LENGTH,
         batch_size=BATCH_SIZE,
         data_dir=data_dir,
         shard_size=SHARD_SIZE,
-        cpus_per_worker=THREADS,
+        threads=THREADS,
         num_cpus=RAY_CPUS,
         max_workers=1,
         max_retries=1,
@@ -281,10 +284,10 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
         loaded,
         failure.condition,
         ResultsStore(tmp_path / "r"),
-        limit=LIMIT,
+        n_samples=LIMIT,
         max_length=MAX_LENGTH,
         batch_size=BATCH_SIZE,
-        data_directory=data_dir,
+        data_dir=data_dir,
         progress=False,
     )
     assert resumed.computed == len(failure.indices)
@@ -340,13 +343,13 @@ def test_a_separately_started_ray_head_gives_the_same_store(model_dir, data_dir,
             str(tmp_path / "r"),
             "--data-dir",
             str(data_dir),
-            "--limit",
+            "--n-samples",
             str(LIMIT),
             "--max-length",
             str(MAX_LENGTH),
             "--batch-size",
             str(BATCH_SIZE),
-            "--flush-every",
+            "--shard-size",
             str(SHARD_SIZE),
             "--threads",
             str(THREADS),

@@ -5,6 +5,7 @@ import torch
 
 from analysis import cli
 from analysis.extract import models, plain, runner, spectra
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 
 pytestmark = pytest.mark.slow
@@ -24,7 +25,7 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
             "aqua/simplified/correct",
             "--out",
             str(out),
-            "--limit",
+            "--n-samples",
             "2",
             "--data-dir",
             str(study_data_dir),
@@ -40,7 +41,12 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
 
     loaded = models.load(name, device="cpu")
     plan = runner.plan_run(
-        name, loaded.template, "aqua/simplified/correct", ResultsStore(tmp_path / "scratch"), 2, 1024, study_data_dir
+        name,
+        loaded.template,
+        "aqua/simplified/correct",
+        ResultsStore(tmp_path / "scratch"),
+        ExtractionSettings(2),
+        study_data_dir,
     )
     prepared, _ = runner.prepare_samples(loaded, plan.resolved, [0, 1], 1024)
     worst = 0.0

@@ -2,79 +2,85 @@ from pathlib import Path
 
 import pytest
 
-from analysis import profiles
-from analysis.report.notebook_parameters import ParameterError, optional_path, validate
+from analysis import profiles, runlog
+from analysis.report.notebook_parameters import (
+    ParameterError,
+    given_parameters,
+    names_defined,
+    optional_path,
+    validate,
+)
 
 
-def test_defaults_come_from_the_cpu_profile():
-    params = validate("wiki_knowledge")
+def test_defaults_come_from_the_cpu_profile_when_no_run_is_recorded(tmp_path):
+    params = validate("wiki_knowledge", {"results_dir": tmp_path})
     cpu = profiles.get_profile("cpu")
+    assert not params.recorded and params.profile == cpu
     assert params.models == cpu.models
     assert params.conditions == cpu.conditions_for("wiki_knowledge")
     assert all(c.startswith("wiki/") for c in params.conditions)
-    assert params.results_dir == Path("results/cpu")
-    assert params.n_samples is None and params.data_dir is None
+    assert params.n_samples == cpu.extraction.n_samples and params.max_length == cpu.extraction.max_length
+    assert validate("summary").results_dir == Path("results/cpu")
 
 
-def test_single_names_and_paths_are_accepted():
+def test_the_run_log_decides_models_conditions_and_settings(tmp_path):
+    quick = profiles.get_profile("quick")
+    recorded = quick.as_dict() | {"models": ["gemma-3-270m"], "n_resamples": 77}
+    recorded["extraction"] = recorded["extraction"] | {"n_samples": 3, "max_length": 64}
+    runlog.RunLog.start(tmp_path, recorded, "local", []).save()
+    params = validate("math_reasoning", {"profile": "quick", "results_dir": str(tmp_path)})
+    assert params.recorded and params.models == ("gemma-3-270m",)
+    assert (params.n_samples, params.max_length, params.n_resamples) == (3, 64, 77)
+    assert set(params.conditions) <= set(quick.conditions) and params.conditions
+
+
+def test_subsets_of_the_run_are_accepted(tmp_path):
     params = validate(
         "math_reasoning",
-        models="gemma-3-270m",
-        conditions="aqua/none/correct",
-        n_samples=3,
-        results_dir=Path("/tmp/r"),
-        data_dir="/tmp/d",
+        {"models": "gemma-3-270m", "conditions": "aqua/none/correct", "results_dir": tmp_path, "data_dir": "/tmp/d"},
     )
     assert params.models == ("gemma-3-270m",)
     assert params.conditions == ("aqua/none/correct",)
-    assert params.n_samples == 3
     assert params.data_dir == Path("/tmp/d")
 
 
 @pytest.mark.parametrize(
     "name, value, message",
     [
-        ("n_samples", "ten", "n_samples: expected an integer >= 1 or None, got 'ten' (str)"),
-        ("n_samples", 0, "n_samples: expected an integer >= 1"),
-        ("n_samples", True, "n_samples"),
-        ("max_length", -5, "max_length: expected an integer >= 1, got -5"),
-        ("max_length", 10.5, "max_length"),
-        ("seed", -1, "seed: expected an integer >= 0"),
-        ("n_resamples", 3, "n_resamples: expected an integer >= 10"),
-        ("results_dir", "", "results_dir: expected a directory path"),
+        ("n_sample", 3, "notebook parameter n_sample: math_reasoning has no such parameter (misspelt?)"),
+        ("max_length", 512, "notebook parameter max_length: math_reasoning has no such parameter"),
+        ("profile", 3, "profile: expected a profile name"),
+        ("profile", "fast", "no run of profile 'fast' is recorded"),
+        ("results_dir", 7, "results_dir: expected a directory path"),
         ("data_dir", 7, "data_dir"),
         ("models", [], "models: expected a non-empty list"),
         ("models", ["gemma-3-270m", "gemma-3-270m"], "repeated entries"),
+        ("models", ["gpt-5"], "'gpt-5' is not among this page's models in the run (gemma-3-270m, smollm2"),
         ("conditions", [1, 2], "conditions: expected a non-empty list"),
+        ("conditions", ["wiki/len100/correct"], "'wiki/len100/correct' is not among this page's conditions"),
     ],
 )
-def test_wrong_values_name_the_parameter(name, value, message):
+def test_wrong_or_unknown_parameters_are_named(name, value, message, tmp_path):
+    given = {"results_dir": tmp_path, name: value}
     with pytest.raises(ParameterError, match="notebook parameter") as caught:
-        validate("math_reasoning", **{name: value})
+        validate("math_reasoning", given)
     assert message in str(caught.value)
 
 
-def test_unknown_model_lists_the_registered_ones():
-    with pytest.raises(ParameterError, match="unknown model 'gpt-5'.*gemma-3-270m"):
-        validate("summary", models=["gpt-5"])
-
-
-def test_local_model_folder_is_accepted(tmp_path):
-    assert validate("summary", models=[str(tmp_path)]).models == (str(tmp_path),)
-
-
-def test_unknown_condition_and_condition_of_another_family():
-    with pytest.raises(ParameterError, match="unknown condition 'aqua/long/correct'"):
-        validate("math_reasoning", conditions=["aqua/long/correct"])
-    with pytest.raises(ParameterError, match="'wiki/len100/correct' is not a condition of the math_reasoning notebook"):
-        validate("math_reasoning", conditions=["wiki/len100/correct"])
-    # the summary pages read every condition
-    assert validate("summary", conditions=["wiki/len100/correct", "aqua/none/correct"]).conditions
+def test_summary_pages_read_every_condition_of_the_run(tmp_path):
+    assert validate("summary", {"conditions": ["wiki/len100/correct", "aqua/none/correct"], "results_dir": tmp_path})
 
 
 def test_unknown_notebook():
     with pytest.raises(ParameterError, match="unknown notebook 'maths'"):
         validate("maths")
+
+
+def test_page_parameters_belong_to_their_page(tmp_path):
+    params = validate("reproducibility", {"benchmarks_file": "b.json", "results_dir": tmp_path})
+    assert params.extra == {"benchmarks_file": "b.json"}
+    with pytest.raises(ParameterError, match="benchmarks_file"):
+        validate("summary", {"benchmarks_file": "b.json"})
 
 
 def test_optional_path():
@@ -84,6 +90,8 @@ def test_optional_path():
         optional_path("benchmarks_file", 3)
 
 
-def test_parameters_that_nothing_reads_are_refused():
-    with pytest.raises(TypeError):
-        validate("summary", batch_size=4)
+def test_given_parameters_are_the_names_defined_after_the_mark():
+    namespace = {"Page": object, "names_defined": names_defined, "_i3": "x", "In": []}
+    before = names_defined(namespace)
+    namespace.update(profile="quick", n_sample=3, _5=None)
+    assert given_parameters(namespace, before) == {"profile": "quick", "n_sample": 3}

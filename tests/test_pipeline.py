@@ -4,9 +4,10 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis import profiles, registry
+from analysis import profiles, registry, runlog
 from analysis.extract import models
 from analysis.registry import ModelInfo
+from analysis.settings import ExtractionSettings
 from analysis.study import book, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -22,9 +23,9 @@ def test_profiles_derive_their_conditions_from_the_registry():
     assert len(cpu.conditions) == 86 and len(set(cpu.conditions)) == 86
     assert set(cpu.conditions) == set(data.REGISTRY)
     assert cpu.models == ("gemma-3-270m", "smollm2-135m-instruct")
-    assert cpu.n_samples == profiles.CPU_SAMPLES
+    assert cpu.extraction.n_samples == profiles.CPU_SAMPLES
     paper = profiles.get_profile("paper")
-    assert paper.models == tuple(registry.PAPER_MODELS) and paper.n_samples == 500 and paper.max_length == 1024
+    assert paper.models == tuple(registry.PAPER_MODELS) and paper.extraction.n_samples == 500 and paper.extraction.max_length == 1024
     quick = profiles.get_profile("quick")
     for family in profiles.FAMILY_NOTEBOOKS:
         assert quick.conditions_for(family), family  # the quick run feeds every notebook
@@ -44,7 +45,7 @@ def test_family_conditions_split_the_registry():
 # --------------------------------------------------------------------------- notebooks
 
 
-def test_every_notebook_has_a_hidden_parameters_cell_then_one_checked_setup_call():
+def test_every_page_marks_its_names_then_a_hidden_parameters_cell_then_one_checked_setup_call():
     import jupytext
 
     sources = book.notebook_sources(ROOT)
@@ -52,10 +53,11 @@ def test_every_notebook_has_a_hidden_parameters_cell_then_one_checked_setup_call
     for source in sources:
         notebook = jupytext.read(source)
         code = [c for c in notebook.cells if c.cell_type == "code"]
-        assert {"parameters", "remove-cell"} <= set(code[0].metadata.get("tags", [])), source
-        assert "remove-cell" in code[1].metadata.get("tags", []), source
-        assert "Page.open(" in code[1].source or "parameters.validate(" in code[1].source, source
-        for cell in code[2:]:  # the book shows results, not the code that made them
+        assert "names_before_parameters = names_defined(globals())" in code[0].source, source
+        assert {"parameters", "remove-cell"} <= set(code[1].metadata.get("tags", [])), source
+        assert "remove-cell" in code[2].metadata.get("tags", []), source
+        assert "given_parameters(globals(), names_before_parameters)" in code[2].source, source
+        for cell in code[3:]:  # the book shows results, not the code that made them
             assert "remove-input" in cell.metadata.get("tags", []), (source, cell.source[:60])
         assert len(notebook.cells) < 60, source
 
@@ -63,7 +65,7 @@ def test_every_notebook_has_a_hidden_parameters_cell_then_one_checked_setup_call
 def test_notebook_parameters_and_conversion(tmp_path):
     quick = profiles.get_profile("quick")
     params = book.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", "data")
-    assert params["conditions"] == list(quick.conditions_for("wiki_knowledge"))
+    assert set(params) == {"profile", "results_dir", "data_dir"} and params["profile"] == "quick"
     assert Path(params["results_dir"]).is_absolute() and Path(params["data_dir"]).is_absolute()
     assert "benchmarks_file" in book.notebook_parameters("reproducibility", quick, tmp_path)
     converted = book.text_notebook_to_ipynb(ROOT / "notebooks" / "summary.py", tmp_path / "summary.ipynb")
@@ -71,15 +73,15 @@ def test_notebook_parameters_and_conversion(tmp_path):
     assert notebook.metadata["kernelspec"]["name"] == "python3"
 
 
-def test_papermill_rejects_a_wrong_parameter_with_a_clear_message(tmp_path):
+def test_papermill_stops_a_page_at_a_misspelt_parameter_with_a_clear_message(tmp_path):
     quick = profiles.get_profile("quick")
-    params = {**book.notebook_parameters("math_reasoning", quick, tmp_path), "n_samples": "ten"}
+    params = {**book.notebook_parameters("math_reasoning", quick, tmp_path), "n_sample": 3}
     output = tmp_path / "math_reasoning.ipynb"
     with pytest.raises(book.BookError) as caught:
         book.execute_notebook(ROOT / "notebooks" / "math_reasoning.py", output, params)
     message = str(caught.value)
     assert "ParameterError" in message
-    assert "notebook parameter n_samples: expected an integer >= 1 or None, got 'ten' (str)" in message
+    assert "notebook parameter n_sample: math_reasoning has no such parameter (misspelt?)" in message
     assert output.is_file()  # the partly executed notebook is kept for reading
 
 
@@ -94,11 +96,7 @@ def tiny_profile(tiny_model_dir, monkeypatch):
         name="tiny",
         models=(folder,),
         conditions=("aqua/none/correct", "aqua/detailed_cut_none/correct"),
-        n_samples=2,
-        max_length=256,
-        batch_size=2,
-        token_budget=1024,
-        device="cpu",
+        extraction=ExtractionSettings(n_samples=2, max_length=256, batch_size=2, token_budget=1024, device="cpu"),
     )
 
 
@@ -113,10 +111,10 @@ def test_extraction_is_resumable_and_logged(tiny_profile, study_data_dir, tmp_pa
     again = pipeline.run_profile(tiny_profile, results, study_data_dir, book=False, progress=False, say=lambda _: None)
     assert again.extraction == [] and len(loads) == 1  # nothing left to do: the model is not even loaded
 
-    runs = pipeline.read_run_log(results)
+    runs = runlog.read(results)
     assert len(runs) == 2
     run = runs[0]
-    assert run.profile["name"] == "tiny" and run.profile["n_samples"] == 2
+    assert run.profile["name"] == "tiny" and run.profile["extraction"]["n_samples"] == 2
     assert {d["condition"] for d in run.data} == set(tiny_profile.conditions)
     assert all(d["sha256_ok"] for d in run.data)
     assert run.packages["torch"] != "not installed"
@@ -168,7 +166,7 @@ def test_quick_profile_end_to_end(quick_book):
     assert "quantised (GGUF) then dequantised" in math_page and "<table" in math_page and "<img" in math_page
     pvi = (html / "book" / "notebooks" / "pretrained_vs_instruct.html").read_text()
     assert "This comparison is confounded" in pvi and "PAPER_PAIRS" in pvi
-    run = pipeline.read_run_log(quick_book.results_dir)[-1]
+    run = runlog.read(quick_book.results_dir)[-1]
     assert run.book["seconds"] > 0 and len(run.notebooks) == len(profiles.NOTEBOOKS)
     computed = {(r["model"], r["condition"]) for r in run.extraction}
     assert len(computed) == len(run.extraction)  # every (model, condition) extracted once

@@ -224,7 +224,7 @@ def extract_argv(model: Path, data: list[Path | str], out: Path, *extra: str) ->
         str(MAX_LENGTH),
         "--batch-size",
         "2",
-        "--flush-every",
+        "--shard-size",
         "1",
         "--device",
         "cpu",
@@ -481,7 +481,7 @@ def test_interrupt_just_after_a_part_is_renamed_stores_no_sample_twice(
 @pytest.mark.slow
 def test_sigterm_stores_what_was_computed_since_the_last_flush(runs, model_dir, data_files, reference, tmp_path):
     out = tmp_path / "r"
-    argv = [a for a in extract_argv(model_dir, data_files, out, "--flush-every", "1000") if a != "--no-progress"]
+    argv = [a for a in extract_argv(model_dir, data_files, out, "--shard-size", "1000") if a != "--no-progress"]
     run = runs.start(argv)
 
     def progress() -> int:
@@ -705,7 +705,9 @@ def test_changed_registry_file_is_warned_recorded_and_read_back(runs, model_dir,
     changed = _write(tmp_path / "data" / "cot_500" / relative, json.dumps(records))
     before = store_snapshot(prior)
     argv = _with(
-        extract_argv(model_dir, ["gsm8k/none/correct"], prior, "--data-dir", str(tmp_path / "data"), "--limit", "3"),
+        extract_argv(
+            model_dir, ["gsm8k/none/correct"], prior, "--data-dir", str(tmp_path / "data"), "--n-samples", "3"
+        ),
         ["--max-length", "1024"],
     )
     finished = runs.run(argv)
@@ -723,7 +725,7 @@ def test_changed_registry_file_is_warned_recorded_and_read_back(runs, model_dir,
     changed.write_text(json.dumps(records))
     before = store_snapshot(prior)
     message = assert_one_error_and_nothing_lost(
-        runs.run(_with(argv, ["--limit", "5"])),
+        runs.run(_with(argv, ["--n-samples", "5"])),
         r"the stored results of gsm8k/none/correct were computed from a data file "
         r"with sha256 \w+…, but .*gsm8k_train_no_cot\.json now has sha256 \w+…; use a different --out",
         prior,
@@ -825,7 +827,7 @@ def test_poisoned_weights_fail_one_sample_recorded_and_counted(runs, model_dir, 
     records = synthetic_records(random.Random(7), 8, set())
     records[5]["output"] = "it is 30° today " + records[5]["output"]
     data = _write(tmp_path / "temps.json", json.dumps(records))
-    argv = ["--batch-size", "8", "--flush-every", "32"]
+    argv = ["--batch-size", "8", "--shard-size", "32"]
     faulty = runs.run(_with(extract_argv(poisoned, [data], tmp_path / "faulty"), argv))
     assert faulty.status == 0, faulty.stderr
     assert re.search(r": 7 computed, 0 already stored, skipped: 1 numerical failure;", faulty.stdout), faulty.stdout

@@ -13,13 +13,14 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis import vocabulary
+from analysis import profiles, runlog, vocabulary
 from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, coverage_message, figure_note, load_results, require_rows
 from analysis.report.page import Page
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey
 
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
@@ -60,6 +61,12 @@ def paper_draws(paper_rows):
 def close_figures():
     yield
     plt.close("all")
+
+
+def _record_run(root, models, conditions, n_resamples):
+    """A run log that records a profile of these models and conditions (what a page shows)."""
+    profile = profiles.Profile("test", tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
+    runlog.RunLog.start(root, profile.as_dict(), "local", []).save()
 
 
 def _store_with(tmp_path, rows, skipped=None):
@@ -189,14 +196,8 @@ def test_effective_rank_and_length_regression_paragraphs(paper_rows, paper_draws
 def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir):
     root = _store_with(tmp_path, paper_rows)
     conditions = sorted(paper_rows["condition"].unique())
-    page = Page.open(
-        "summary",
-        models=list(MODELS),
-        conditions=conditions,
-        results_dir=str(root),
-        data_dir=str(study_data_dir),
-        n_resamples=100,
-    )
+    _record_run(root, list(MODELS), conditions, n_resamples=100)
+    page = Page.open("summary", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)})
     assert set(page.draws) == set(MODELS) and page.pairs == {INSTRUCT: BASE}
     found = sections.findings_table(page)
     assert {"F1", "F2", "F3", "F4", "F5", "L"} <= set(found["check"])
@@ -220,13 +221,9 @@ def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
         reasoning_conditions("strategyqa", settings=("none",)), {BASE: ("base", 18)}, n_samples=60, seed=3
     )
     root = _store_with(tmp_path, rows)
+    _record_run(root, [BASE], sorted(rows["condition"].unique()), n_resamples=50)
     page = Page.open(
-        "commonsense_reasoning",
-        models=[BASE],
-        conditions=sorted(rows["condition"].unique()),
-        results_dir=str(root),
-        data_dir=str(study_data_dir),
-        n_resamples=50,
+        "commonsense_reasoning", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
     )
     assert 0 < page.identical_in_store()["strategyqa"] < 60
     assert "left out of every correct-vs-irrelevant comparison: strategyqa" in page.coverage()

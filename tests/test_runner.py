@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from analysis.extract import models, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results, read_skipped
 
 SCHEMA = [
@@ -40,7 +41,7 @@ def tiny(tiny_model_dir):
 def test_condition_rows_have_the_schema(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     summary = runner.extract(
-        tiny, "aqua/none/correct", store, limit=3, max_length=1024, data_directory=study_data_dir, progress=False
+        tiny, "aqua/none/correct", store, n_samples=3, max_length=1024, data_dir=study_data_dir, progress=False
     )
     assert summary.computed == 3
     frame = read_results(tmp_path / "r")
@@ -67,16 +68,18 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
             tiny,
             "gsm8k/simplified/correct",
             store,
-            limit=6,
+            n_samples=6,
             max_length=1024,
             batch_size=1,
-            data_directory=study_data_dir,
+            data_dir=study_data_dir,
             progress=False,
         )
     assert (
         len(
             store.done_samples(
-                runner.plan_run(tiny.name, "base", "gsm8k/simplified/correct", store, 6, 1024, study_data_dir).key
+                runner.plan_run(
+                    tiny.name, "base", "gsm8k/simplified/correct", store, ExtractionSettings(6), study_data_dir
+                ).key
             )
         )
         == 2
@@ -86,10 +89,10 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
         tiny,
         "gsm8k/simplified/correct",
         store,
-        limit=6,
+        n_samples=6,
         max_length=1024,
         batch_size=1,
-        data_directory=study_data_dir,
+        data_dir=study_data_dir,
         progress=False,
     )
     assert (summary.already_done, summary.computed) == (2, 4)
@@ -97,7 +100,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
     assert not frame.duplicated(["sample_index", "layer", "proj"]).any()
     clean = ResultsStore(tmp_path / "clean")
     runner.extract(
-        tiny, "gsm8k/simplified/correct", clean, limit=6, max_length=1024, data_directory=study_data_dir, progress=False
+        tiny, "gsm8k/simplified/correct", clean, n_samples=6, max_length=1024, data_dir=study_data_dir, progress=False
     )
     keys = ["sample_index", "layer", "proj"]
     resumed = frame.sort_values(keys).reset_index(drop=True)
@@ -127,7 +130,7 @@ def test_truncated_away_samples_are_recorded_and_counted(tiny, tmp_path):
 def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     for spec in ("aqua/simplified/correct", "aqua/detailed_cut_simplified/correct"):
-        runner.extract(tiny, spec, store, limit=3, max_length=1024, data_directory=study_data_dir, progress=False)
+        runner.extract(tiny, spec, store, n_samples=3, max_length=1024, data_dir=study_data_dir, progress=False)
     frame = read_results(tmp_path / "r").drop_duplicates(["condition", "sample_index"])
     counts = frame.pivot(index="sample_index", columns="setting", values="n_response_tokens")
     assert (counts["detailed_cut_simplified"] == counts["simplified"]).all()
@@ -207,7 +210,7 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
         return original(model, batch, *args, **kwargs)
 
     store = ResultsStore(tmp_path / "r")
-    plan = runner.plan_run(tiny.name, "base", "aqua/none/correct", store, 4, 1024, study_data_dir)
+    plan = runner.plan_run(tiny.name, "base", "aqua/none/correct", store, ExtractionSettings(4), study_data_dir)
     prepared, _ = runner.prepare_samples(tiny, plan.resolved, plan.todo, 1024)
     longest = max(len(s.encoded.input_ids) for s in prepared)
     monkeypatch.setattr(runner.gradients, "batch_statistics", statistics)
@@ -215,10 +218,10 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
         tiny,
         "aqua/none/correct",
         store,
-        limit=4,
+        n_samples=4,
         max_length=1024,
         batch_size=4,
-        data_directory=study_data_dir,
+        data_dir=study_data_dir,
         progress=False,
     )
     too_long = sum(len(s.encoded.input_ids) == longest for s in prepared)
@@ -237,9 +240,9 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
             tiny,
             "aqua/none/correct",
             ResultsStore(tmp_path / "r"),
-            limit=2,
+            n_samples=2,
             max_length=1024,
-            data_directory=study_data_dir,
+            data_dir=study_data_dir,
             progress=False,
         )
 

@@ -11,6 +11,7 @@ import torch
 
 from analysis import data, registry
 from analysis.extract import models, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 
 # --------------------------------------------------------------------------- input formats
@@ -128,9 +129,9 @@ def test_kept_spectra_round_trip_and_give_the_stored_nuclear_norm(tiny, study_da
             tiny,
             "aqua/simplified/correct",
             store,
-            limit=2,
+            n_samples=2,
             max_length=1024,
-            data_directory=study_data_dir,
+            data_dir=study_data_dir,
             progress=False,
             keep_spectra=keep,
         )
@@ -298,14 +299,12 @@ def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
     result = your_data.run(
         str(tiny_model_dir("llama")),
         [str(f) for f in files],
-        template="base",
+        ExtractionSettings(n_samples=5, template="base", device="cpu"),
         reference_datasets=["aqua"],
-        n_samples=5,
         reference_samples=5,
         out=folder / "store",
         html=folder / "page.html",
         data_dir=study_data_dir,
-        device="cpu",
         n_resamples=200,
         seed=7,
         progress=False,
@@ -365,24 +364,20 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
     result, files, _ = tiny_profile
     jobs = your_data.plan_jobs(
         str(tiny_model_dir("llama")),
-        "base",
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        5,
-        1024,
+        ExtractionSettings(n_samples=5, template="base"),
         study_data_dir,
         reference_samples=5,
     )
     assert jobs == []
     more = your_data.plan_jobs(
         str(tiny_model_dir("llama")),
-        "base",
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        5,
-        1024,
+        ExtractionSettings(n_samples=5, template="base"),
         study_data_dir,
         reference_samples=6,
     )
@@ -446,7 +441,7 @@ def test_extract_command_keeps_spectra_on_request(tiny_model_dir, study_data_dir
         "gsm8k/none/correct",
         "--out",
         str(out),
-        "--limit",
+        "--n-samples",
         "2",
         "--data-dir",
         str(study_data_dir),

@@ -20,8 +20,8 @@ import torch
 from torch import nn
 
 from analysis.extract import spectra
+from analysis.vocabulary import PROJECTIONS
 
-PROJECTIONS = ("q", "k", "v", "o")
 _PROJECTION_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.([qkvo])_proj$")
 
 

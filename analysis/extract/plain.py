@@ -24,6 +24,7 @@ import torch
 from torch import nn
 
 from analysis.extract import gradients, prompts, spectra
+from analysis.vocabulary import PROJECTIONS
 
 Key = tuple[int, str]  # (layer, projection)
 
@@ -38,7 +39,7 @@ class ReferenceSample:
 
     def rows(self) -> pd.DataFrame:
         """One row per (layer, projection) with ``loss`` and the statistics, as the store holds them."""
-        keys = sorted(self.statistics, key=lambda key: (key[0], gradients.PROJECTIONS.index(key[1])))
+        keys = sorted(self.statistics, key=lambda key: (key[0], PROJECTIONS.index(key[1])))
         return pd.DataFrame(
             [
                 {"layer": layer, "proj": proj, **self.statistics[(layer, proj)], "loss": self.loss}

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from analysis.errors import StudyError
+
 TEMPLATES = ("base", "instruct")
 SYSTEM_MESSAGE = "You are a helpful assistant."
 
 
-class TemplateError(ValueError):
+class TemplateError(StudyError, ValueError):
     """The requested template cannot be applied with this tokenizer."""
 
 

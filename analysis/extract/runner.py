@@ -11,7 +11,8 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -20,9 +21,12 @@ from tqdm.auto import tqdm
 
 from analysis import data, registry
 from analysis.extract import batching, gradients, models, prompts
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey, StoreError
+from analysis.vocabulary import PROJECTIONS
 
 SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
+OUT_OF_MEMORY = "out of memory"  # how a skip for lack of memory begins
 
 
 @dataclass
@@ -42,6 +46,11 @@ class ConditionSummary:
     def seconds_per_sample(self) -> float:
         return self.seconds / self.computed if self.computed else math.nan
 
+    def as_record(self) -> dict:
+        """What the run log keeps of it."""
+        fields = ("model", "condition", "requested", "already_done", "computed", "skipped", "seconds")
+        return {name: getattr(self, name) for name in fields}
+
 
 @dataclass
 class PreparedSample:
@@ -54,11 +63,11 @@ def prepare_samples(
     resolved: data.ResolvedData,
     indices: list[int],
     max_length: int,
-    data_directory=None,
+    data_dir=None,
 ) -> tuple[list[PreparedSample], dict[int, str]]:
     """Encode the chosen samples; those with no response token left are returned as skips."""
     records = data.load_records(resolved.path)
-    limits = response_limits(loaded, resolved.condition, indices, max_length, data_directory)
+    limits = response_limits(loaded, resolved.condition, indices, max_length, data_dir)
     prepared, skips = [], {}
     for index in indices:
         record = records[index]
@@ -74,11 +83,11 @@ def prepare_samples(
     return prepared, skips
 
 
-def response_limits(loaded, condition: data.Condition, indices, max_length, data_directory=None) -> dict[int, int]:
+def response_limits(loaded, condition: data.Condition, indices, max_length, data_dir=None) -> dict[int, int]:
     """For a length-control condition, each sample's response token cap (its reference's count)."""
     if condition.length_reference is None:
         return {}
-    reference = data.resolve(condition.length_reference, data_directory)
+    reference = data.resolve(condition.length_reference, data_dir)
     records = data.load_records(reference.path)
     limits = {}
     for index in indices:
@@ -142,13 +151,13 @@ def sample_rows(
     stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
 ) -> pd.DataFrame:
     """Long-format rows of one sample: one per (layer, projection)."""
-    n_proj = len(gradients.PROJECTIONS)
+    n_proj = len(PROJECTIONS)
     frame = pd.DataFrame(
         {
             **{name: [value] * (n_layers * n_proj) for name, value in identity.items()},
             "sample_index": sample.index,
             "layer": [layer for layer in range(n_layers) for _ in range(n_proj)],
-            "proj": list(gradients.PROJECTIONS) * n_layers,
+            "proj": list(PROJECTIONS) * n_layers,
         }
     )
     for name in (
@@ -180,7 +189,7 @@ SPECTRUM_COLUMN = "singular_values"
 def spectrum_cells(spectra: dict[str, torch.Tensor], n_layers: int) -> list:
     """One array of descending singular values per (layer, projection), in the rows' order."""
     arrays = {proj: values.cpu().numpy() for proj, values in spectra.items()}
-    return [arrays[proj][layer] for layer in range(n_layers) for proj in gradients.PROJECTIONS]
+    return [arrays[proj][layer] for layer in range(n_layers) for proj in PROJECTIONS]
 
 
 @dataclass
@@ -200,15 +209,16 @@ def plan_run(
     template: str,
     spec: str,
     store: ResultsStore,
-    limit: int | None,
-    max_length: int,
-    data_directory=None,
+    settings: ExtractionSettings,
+    data_dir=None,
 ) -> RunPlan:
-    """What extracting ``spec`` with this model would store, and which samples are not stored yet."""
-    resolved = data.resolve(spec, data_directory)
+    """What extracting ``spec`` with this model would store, and which samples are not stored yet
+    (with ``settings.retry_out_of_memory``, samples skipped for lack of memory are not stored)."""
+    resolved = data.resolve(spec, data_dir)
     condition = resolved.condition
+    max_length = settings.max_length
     count = len(data.load_records(resolved.path))
-    count = count if limit is None else min(limit, count)
+    count = count if settings.n_samples is None else min(settings.n_samples, count)
     is_file = condition.setting == ""
     key = RunKey(
         registry.model_slug(model_name),
@@ -230,7 +240,8 @@ def plan_run(
         "max_length": max_length,
         "template": template,
     }
-    done = store.done_samples(key)
+    retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
+    done = store.done_samples(key, retry_reasons=retried)
     return RunPlan(spec, resolved, key, identity, count, [i for i in range(count) if i not in done])
 
 
@@ -244,11 +255,8 @@ def compute_samples(
     loaded: models.LoadedModel,
     plan: RunPlan,
     indices: list[int],
-    batch_size: int | None = None,
-    token_budget: int = 2048,
-    data_directory=None,
-    entry_stats: bool = False,
-    keep_spectra: bool = False,
+    settings: ExtractionSettings,
+    data_dir=None,
 ):
     """Yield (rows, skipped) for the given samples, one batch at a time, without touching the store.
 
@@ -256,35 +264,33 @@ def compute_samples(
     """
     max_length = plan.identity["max_length"]
     identity = {**plan.identity, "n_layers": loaded.n_layers}
-    prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_directory)
+    prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_dir)
     if skips:
         yield None, [skip_row(identity, index, reason) for index, reason in skips.items()]
-    yield from compute_prepared(loaded, identity, prepared, batch_size, token_budget, entry_stats, keep_spectra)
+    yield from compute_prepared(loaded, identity, prepared, settings)
 
 
 def compute_prepared(
     loaded: models.LoadedModel,
     identity: dict,
     prepared: list[PreparedSample],
-    batch_size: int | None = None,
-    token_budget: int = 2048,
-    entry_stats: bool = False,
-    keep_spectra: bool = False,
+    settings: ExtractionSettings,
 ):
     """Yield (rows, failed) for encoded samples, one length-sorted batch at a time.
 
     ``identity`` labels the rows (as :func:`compute_samples` builds it); ``failed`` lists the
     samples whose numbers came out non-finite, or that did not fit in the device's memory even
-    alone, as skip rows. ``batch_size`` None: see :func:`batch_size_for`. On a GPU, batches are
+    alone, as skip rows. ``settings.batch_size`` None: see :func:`batch_size_for`. On a GPU, batches are
     also planned to fit the memory the device reports free (:func:`memory_plan`), and a batch
     that runs out of memory anyway is computed again in halves (:class:`HalvingRetry`).
     """
-    batch_size = batch_size_for(loaded.device, batch_size)
+    batch_size = batch_size_for(loaded.device, settings.batch_size)
     projections = gradients.attention_projections(loaded.model)
     pad_id = models.pad_token_id(loaded.tokenizer)
     plan = memory_plan(loaded, prepared)
-    retry = HalvingRetry(loaded, projections, pad_id, entry_stats, keep_spectra)
-    for batch_samples in length_sorted_batches(prepared, batch_size, token_budget, fits=plan.fits if plan else None):
+    retry = HalvingRetry(loaded, projections, pad_id, settings.entry_stats, settings.keep_spectra)
+    batches = length_sorted_batches(prepared, batch_size, settings.token_budget, fits=plan.fits if plan else None)
+    for batch_samples in batches:
         frames, failed = [], []
         for sample, outcome in retry.compute(batch_samples):
             if isinstance(outcome, str):
@@ -357,7 +363,7 @@ class HalvingRetry:
             return [
                 (
                     samples[0],
-                    f"out of memory: one sample of {tokens} tokens does not fit on {self.loaded.device} ({message})",
+                    f"{OUT_OF_MEMORY}: one sample of {tokens} tokens does not fit on {self.loaded.device} ({message})",
                 )
             ]
         return self._halves(samples)
@@ -402,24 +408,22 @@ def extract(
     loaded: models.LoadedModel,
     spec: str,
     store: ResultsStore,
-    limit: int | None = None,
-    max_length: int = 1024,
-    batch_size: int | None = None,
-    token_budget: int = 2048,
-    data_directory=None,
-    entry_stats: bool = False,
-    flush_every: int = 32,
+    settings: ExtractionSettings | None = None,
+    data_dir=None,
     progress: bool = True,
-    keep_spectra: bool = False,
+    **changes,
 ) -> ConditionSummary:
-    """Compute and store the statistics of the first ``limit`` samples of one condition (or file).
+    """Compute and store the statistics of the first ``settings.n_samples`` samples of one
+    condition (or file), writing to the store every ``settings.shard_size`` samples.
 
-    ``keep_spectra`` also stores every gradient's singular values (column ``singular_values``,
-    for the samples computed by this call).
+    ``changes`` override single settings (``extract(loaded, spec, store, n_samples=3)``).
+    ``settings.keep_spectra`` also stores every gradient's singular values (column
+    ``singular_values``, for the samples computed by this call).
     """
-    first_plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
+    settings = (settings or ExtractionSettings()).but(**changes)
+    first_plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
     with store.lock(first_plan.key):
-        plan = plan_run(loaded.name, loaded.template, spec, store, limit, max_length, data_directory)
+        plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
         check_same_data(store, plan)
         summary = ConditionSummary(
             loaded.name,
@@ -451,9 +455,7 @@ def extract(
         )
         try:
             since_flush = 0
-            for rows, skipped in compute_samples(
-                loaded, plan, plan.todo, batch_size, token_budget, data_directory, entry_stats, keep_spectra
-            ):
+            for rows, skipped in compute_samples(loaded, plan, plan.todo, settings, data_dir):
                 n_rows = 0 if rows is None else rows["sample_index"].nunique()
                 if rows is not None:
                     pending_rows.append(rows)
@@ -464,7 +466,7 @@ def extract(
                 summary.computed += n_rows
                 since_flush += n_rows + len(skipped)
                 bar.update(n_rows + len(skipped))
-                if since_flush >= flush_every:
+                if since_flush >= settings.shard_size:
                     flush()
                     since_flush = 0
         finally:
@@ -474,7 +476,19 @@ def extract(
     return summary
 
 
-def with_torch_threads(threads: int | None) -> None:
-    """Use this many CPU threads for torch (None keeps torch's default)."""
-    if threads:
-        torch.set_num_threads(threads)
+@contextmanager
+def torch_threads(threads: int | None) -> Iterator[None]:
+    """Run with this many torch CPU threads (None: unchanged), restoring the previous number.
+
+    On a machine whose cores are busy with other work, one thread can be many times faster than
+    several: threads that wait for each other at every operation lose their turn on the CPU.
+    """
+    if not threads:
+        yield
+        return
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

@@ -21,13 +21,14 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
+from analysis.errors import StudyError
 from analysis.findings import bootstrap
 
 FEATURE_STAT = "nuclear_norm"
 SAMPLE_KEYS = ["model", "condition", "dataset", "setting", "responses", "sample_index"]
 
 
-class PlacementError(ValueError):
+class PlacementError(StudyError, ValueError):
     """The reference samples cannot train a classifier (too few, or one class only)."""
 
 

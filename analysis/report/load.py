@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import data
+from analysis.errors import StudyError
 from analysis.registry import OFFLINE_MODELS, known_model
 from analysis.store import ResultsStore, StoreError
 
@@ -18,7 +19,7 @@ OFFLINE_NOTE = (
 )
 
 
-class ReportError(RuntimeError):
+class ReportError(StudyError, RuntimeError):
     """The results store does not hold what a notebook needs."""
 
 

@@ -1,89 +1,96 @@
-"""Checking a notebook's parameters before it reads anything.
+"""A page's parameters, checked before it reads anything.
+
+A book page takes the name of the run's profile and where its results are; everything else (the
+models, the conditions, the samples and the extraction settings, the bootstrap's seed and
+resamples) it reads from that run's record in the run log, so a page can only show what a run
+computed. ``models`` and ``conditions`` may name a subset of the run's.
 
 papermill injects parameters as plain Python values and only warns about names a notebook does
-not declare, so each notebook's first code cell after its ``parameters`` cell passes them here:
-a wrong type or value stops the notebook with one line naming the parameter.
+not declare. So each page notes the names it has before its ``parameters`` cell
+(:func:`names_defined`) and hands every name defined since (:func:`given_parameters`) to
+:func:`validate`: a misspelt parameter stops the page with one line naming it.
 """
 
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import data, profiles, registry
+from analysis import profiles, runlog
+from analysis.errors import StudyError
+from analysis.profiles import Profile
 
 DEFAULT_PROFILE = "cpu"
+PARAMETERS = ("profile", "results_dir", "data_dir", "models", "conditions")
+PAGE_PARAMETERS = {"reproducibility": ("benchmarks_file",)}  # beyond the common ones
 
 
-class ParameterError(ValueError):
-    """A notebook parameter with a wrong type or value."""
+class ParameterError(StudyError, ValueError):
+    """A page parameter that is unknown, or has a wrong type or value."""
 
 
 @dataclass(frozen=True)
 class NotebookParameters:
-    """A notebook's parameters, checked and with defaults filled in."""
+    """A page's parameters, checked, with the run they show."""
 
     notebook: str
+    profile: Profile  # as the run log recorded it (else as the project defines it)
     models: tuple[str, ...]
     conditions: tuple[str, ...]
-    n_samples: int | None
-    max_length: int
     results_dir: Path
     data_dir: Path | None
-    seed: int
-    n_resamples: int
+    recorded: bool  # whether the profile comes from the results' run log
+    extra: dict = field(default_factory=dict)  # the page's own parameters (PAGE_PARAMETERS)
+
+    @property
+    def n_samples(self) -> int | None:
+        return self.profile.extraction.n_samples
+
+    @property
+    def max_length(self) -> int:
+        return self.profile.extraction.max_length
+
+    @property
+    def seed(self) -> int:
+        return self.profile.seed
+
+    @property
+    def n_resamples(self) -> int:
+        return self.profile.n_resamples
+
+
+def names_defined(namespace: dict) -> set[str]:
+    """The public names of a notebook's namespace (IPython's own start with an underscore)."""
+    return {name for name in namespace if not name.startswith("_") and name not in ("In", "Out", "exit", "quit")}
+
+
+def given_parameters(namespace: dict, before: set[str]) -> dict:
+    """The names a page's parameters cell (and papermill's injected one) defined, with their values."""
+    return {name: namespace[name] for name in names_defined(namespace) - before}
 
 
 def _fail(name: str, expected: str, value) -> ParameterError:
     return ParameterError(f"notebook parameter {name}: expected {expected}, got {value!r} ({type(value).__name__})")
 
 
-def _integer(name: str, value, minimum: int, allow_none: bool = False) -> int | None:
-    if value is None and allow_none:
-        return None
-    expected = f"an integer >= {minimum}" + (" or None" if allow_none else "")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise _fail(name, expected, value)
-    if value < minimum:
-        raise _fail(name, expected, value)
-    return int(value)
-
-
-def _names(name: str, value, default: tuple[str, ...]) -> tuple[str, ...]:
+def _subset(name: str, value, available: tuple[str, ...]) -> tuple[str, ...]:
+    """``value`` (a name, a list of names or None for all) checked against what the run holds."""
     if value is None:
-        return default
+        return available
     if isinstance(value, str):
         value = [value]
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(v, str) and v for v in value):
-        raise _fail(name, "a non-empty list of names (or one name, or None for the default)", value)
+        raise _fail(name, "a non-empty list of names (or one name, or None for all)", value)
     if len(set(value)) != len(value):
         raise ParameterError(f"notebook parameter {name}: repeated entries in {list(value)!r}")
+    missing = [v for v in value if v not in available]
+    if missing:
+        raise ParameterError(
+            f"notebook parameter {name}: {missing[0]!r} is not among this page's {name} in the run "
+            f"({', '.join(available) or 'none'})"
+        )
     return tuple(value)
-
-
-def _check_models(names: tuple[str, ...]) -> None:
-    for name in names:
-        if registry.known_model(name) is None and not Path(name).is_dir():
-            known = ", ".join([*registry.OFFLINE_MODELS, *registry.PAPER_MODELS])
-            raise ParameterError(
-                f"notebook parameter models: unknown model {name!r} (not a registered model nor a "
-                f"local folder); registered: {known}"
-            )
-
-
-def _check_conditions(notebook: str, names: tuple[str, ...]) -> None:
-    allowed = set(profiles.family_conditions(notebook)) if notebook in profiles.FAMILY_NOTEBOOKS else set(data.REGISTRY)
-    for name in names:
-        try:
-            data.get_condition(name)
-        except data.DataError as error:
-            raise ParameterError(f"notebook parameter conditions: {error}") from None
-        if name not in allowed:
-            raise ParameterError(
-                f"notebook parameter conditions: {name!r} is not a condition of the {notebook} notebook "
-                f"(its conditions come from analysis.profiles.family_conditions({notebook!r}))"
-            )
 
 
 def _path(name: str, value, allow_none: bool) -> Path | None:
@@ -99,36 +106,41 @@ def optional_path(name: str, value) -> Path | None:
     return _path(name, value, True)
 
 
-def validate(
-    notebook: str,
-    *,
-    models=None,
-    conditions=None,
-    n_samples=None,
-    max_length=1024,
-    results_dir=None,
-    data_dir=None,
-    seed=0,
-    n_resamples=1000,
-) -> NotebookParameters:
-    """Checked parameters of ``notebook``; None for models/conditions/results_dir means the default
-    profile's (``cpu``): its models, its conditions for this notebook, and ``results/cpu``."""
+def run_profile(name: str, results_dir: Path) -> tuple[Profile, bool]:
+    """The profile of the latest run of ``name`` recorded in the results' run log (and True), else
+    the project's profile of that name (and False)."""
+    recorded = [run for run in runlog.read(results_dir) if run.profile.get("name") == name]
+    if recorded:
+        return Profile.from_dict(recorded[-1].profile), True
+    try:
+        return profiles.get_profile(name), False
+    except profiles.ProfileError:
+        raise ParameterError(
+            f"notebook parameter profile: no run of profile {name!r} is recorded in {results_dir / runlog.RUN_LOG}, "
+            f"and the project has no such profile ({', '.join(profiles.PROFILES)})"
+        ) from None
+
+
+def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
+    """Checked parameters of ``notebook``: ``given`` maps each name the page was given to its value."""
     if notebook not in profiles.NOTEBOOKS:
         raise ParameterError(f"unknown notebook {notebook!r}; notebooks: {', '.join(profiles.NOTEBOOKS)}")
-    default = profiles.get_profile(DEFAULT_PROFILE)
-    chosen_models = _names("models", models, default.models)
-    _check_models(chosen_models)
-    chosen_conditions = _names("conditions", conditions, default.conditions_for(notebook))
-    _check_conditions(notebook, chosen_conditions)
-    results = _path("results_dir", results_dir if results_dir is not None else f"results/{DEFAULT_PROFILE}", False)
+    given = dict(given or {})
+    allowed = (*PARAMETERS, *PAGE_PARAMETERS.get(notebook, ()))
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"notebook parameter {unknown[0]}: {notebook} has no such parameter (misspelt?); "
+            f"its parameters: {', '.join(allowed)}"
+        )
+    name = given.get("profile", DEFAULT_PROFILE)
+    if not isinstance(name, str) or not name:
+        raise _fail("profile", "a profile name", name)
+    results = _path("results_dir", given.get("results_dir") or f"results/{name}", False)
+    profile, recorded = run_profile(name, results)
+    models = _subset("models", given.get("models"), profile.models)
+    conditions = _subset("conditions", given.get("conditions"), profile.conditions_for(notebook))
+    extra = {key: given.get(key) for key in PAGE_PARAMETERS.get(notebook, ())}
     return NotebookParameters(
-        notebook=notebook,
-        models=chosen_models,
-        conditions=chosen_conditions,
-        n_samples=_integer("n_samples", n_samples, 1, allow_none=True),
-        max_length=_integer("max_length", max_length, 1),
-        results_dir=results,
-        data_dir=_path("data_dir", data_dir, True),
-        seed=_integer("seed", seed, 0),
-        n_resamples=_integer("n_resamples", n_resamples, 10),
+        notebook, profile, models, conditions, results, _path("data_dir", given.get("data_dir"), True), recorded, extra
     )

@@ -1,7 +1,7 @@
 """One book page's data in one call: checked parameters, stored rows, bootstrap curves, findings.
 
-Every notebook starts with ``page = Page.open("<notebook>", **parameters)`` and then only shows
-what the page's attributes and the ``report`` modules return.
+Every book page starts with ``page = Page.open("<notebook>", given_parameters(...))`` and then
+only shows what the page's attributes and the ``report`` modules return.
 """
 
 from __future__ import annotations
@@ -35,14 +35,15 @@ class Page:
     _tables: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, notebook: str, stats: Sequence[str] = FIGURE_STATS, **raw) -> Page:
-        """Check the notebook's parameters, read the store and bootstrap every curve."""
-        params = notebook_parameters.validate(notebook, **raw)
+    def open(cls, notebook: str, given: dict | None = None, stats: Sequence[str] = FIGURE_STATS) -> Page:
+        """Check the page's parameters (``given``: name -> value), read the run's rows from the store
+        and bootstrap every curve of ``stats`` (none: the page shows no curves)."""
+        params = notebook_parameters.validate(notebook, given)
         results = load_results(
             params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
         )
         require_rows(results)
-        draws = all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed)
+        draws = all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed) if stats else {}
         curves, bands = figures.curves_and_bands(draws)
         identical = {
             d: data.identical_response_ids(d, "none", params.data_dir)
@@ -60,7 +61,7 @@ class Page:
             return {}
         if (rows["dataset"] != vocabulary.WIKI_DATASET).any():
             return self.draws
-        reasoning = [*data.MATH_REASONING, *data.COMMONSENSE_REASONING]
+        reasoning = [*vocabulary.MATH_REASONING, *vocabulary.COMMONSENSE_REASONING]
         keys = [
             c.key
             for c in data.conditions_matching(

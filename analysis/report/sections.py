@@ -22,7 +22,7 @@ def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
     return page.findings_table(checks)
 
 
-def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = None) -> None:
+def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
     """The verdict matrix figure and one paragraph per model."""
     found = findings_table(page, checks)
     if found.empty:
@@ -31,7 +31,7 @@ def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = No
     show_figure(
         figures.verdict_figure(found), "Verdict matrix: each check per model, pooled per family and per dataset"
     )
-    show_markdown(f"*{verdicts.matrix_note(found, profile, page.note())}*")
+    show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
     show_markdown(verdicts.summary_text(found))
 
 

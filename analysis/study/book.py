@@ -18,15 +18,21 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
+import yaml
+
 from analysis import profiles
+from analysis.errors import StudyError
 from analysis.profiles import Profile
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
+NOTEBOOK_FOLDER = "book/notebooks"
+# Chapters whose page is made by a command of its own; the book has them once that command has run.
+OPTIONAL_CHAPTERS = {"your_data": "python -m analysis profile-data --model NAME --data FILE writes it"}
 
 
-class BookError(RuntimeError):
+class BookError(StudyError, RuntimeError):
     """A notebook that cannot be executed, or a book that does not build."""
 
 
@@ -48,19 +54,13 @@ def ensure_kernel(name: str = KERNEL_NAME) -> None:
 def notebook_parameters(
     notebook: str, profile: Profile, results_dir: Path, data_dir=None, root: Path = PROJECT_ROOT
 ) -> dict:
-    """The papermill parameters of one notebook under a profile (absolute paths)."""
+    """The papermill parameters of one notebook under a profile (absolute paths): the profile's name
+    and where its results are; the page reads the rest from the run log."""
     parameters = {
-        "models": list(profile.models),
-        "conditions": list(profile.conditions_for(notebook)),
-        "n_samples": profile.n_samples,
-        "max_length": profile.max_length,
+        "profile": profile.name,
         "results_dir": str(Path(results_dir).resolve()),
         "data_dir": str(Path(data_dir).resolve()) if data_dir else None,
-        "seed": profile.seed,
-        "n_resamples": profile.n_resamples,
     }
-    if notebook in ("intro", "summary"):
-        parameters["profile"] = profile.name
     if notebook == "reproducibility":
         parameters["benchmarks_file"] = str((root / "benchmarks" / "results.json").resolve())
     return parameters
@@ -210,7 +210,34 @@ def copy_book_sources(root: Path, book_root: Path) -> None:
             shutil.copy2(source, target)
 
 
-def build_book(book_root: Path, strict: bool = True) -> float:
+def toc_chapters(book_root: Path = PROJECT_ROOT) -> list[str]:
+    """The executed notebooks of the book's table of contents (``_toc.yml``), in book order."""
+    toc = yaml.safe_load((book_root / "_toc.yml").read_text())
+    files = [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
+    return [Path(f).name for f in files if Path(f).parent == Path(NOTEBOOK_FOLDER)]
+
+
+def table_of_contents(book_root: Path, say: Callable[[str], None] = print) -> Path:
+    """The ``_toc.yml`` to build with: the project's, less the chapters of ``OPTIONAL_CHAPTERS``
+    whose notebook has not been executed (each one left out is said)."""
+    source = book_root / "_toc.yml"
+    absent = [n for n in OPTIONAL_CHAPTERS if not (book_root / NOTEBOOK_FOLDER / f"{n}.ipynb").is_file()]
+    if not absent:
+        return source
+    toc = yaml.safe_load(source.read_text())
+    dropped = {f"{NOTEBOOK_FOLDER}/{name}" for name in absent}
+    for part in toc.get("parts", []):
+        part["chapters"] = [c for c in part.get("chapters", []) if c.get("file") not in dropped]
+    toc["parts"] = [part for part in toc.get("parts", []) if part["chapters"]]
+    for name in absent:
+        say(f"the book leaves out the chapter {name}: its page has not been made ({OPTIONAL_CHAPTERS[name]})")
+    target = book_root / "book" / "_build" / "_toc.yml"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    target.write_text(yaml.safe_dump(toc, sort_keys=False))
+    return target
+
+
+def build_book(book_root: Path, strict: bool = True, say: Callable[[str], None] = print) -> float:
     """``jupyter-book build`` of ``book_root`` into ``book_root/book/_build/html``; seconds taken.
 
     ``strict`` turns warnings (a missing figure, a broken reference) into a failed build.
@@ -223,6 +250,8 @@ def build_book(book_root: Path, strict: bool = True) -> float:
         str(book_root / "book"),
         "--builder",
         "html",
+        "--toc",
+        str(table_of_contents(book_root, say)),
     ]
     if strict:
         command += ["-W", "-n", "--keep-going"]

@@ -18,82 +18,33 @@ reproducibility page shows it.
 
 from __future__ import annotations
 
-import importlib.metadata
 import importlib.util
+import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis import data, profiles, registry, runlog
-from analysis.extract import models
+from analysis.errors import StudyError
+from analysis.extract import models, runner
 from analysis.profiles import Profile
 from analysis.store import ResultsStore
-from analysis.study.book import PROJECT_ROOT, book_index, build_book, copy_book_sources, execute_notebooks
-
-RECORDED_PACKAGES = (
-    "torch",
-    "transformers",
-    "numpy",
-    "scipy",
-    "pandas",
-    "pyarrow",
-    "scikit-learn",
-    "matplotlib",
-    "seaborn",
-    "gguf",
-    "safetensors",
-    "papermill",
-    "jupytext",
-    "jupyter-book",
-    "layer-gradient-study",
+from analysis.study import your_data
+from analysis.study.book import (
+    NOTEBOOK_FOLDER,
+    PROJECT_ROOT,
+    book_index,
+    build_book,
+    copy_book_sources,
+    execute_notebooks,
 )
+
 EXECUTORS = ("local", "ray")
 
 
-class PipelineError(RuntimeError):
+class PipelineError(StudyError, RuntimeError):
     """A phase of the pipeline that cannot run or did not succeed."""
-
-
-# --------------------------------------------------------------------------- run log
-
-
-def package_versions(names: Sequence[str] = RECORDED_PACKAGES) -> dict[str, str]:
-    """Installed versions of the packages that shape the results ("not installed" if absent)."""
-    versions = {}
-    for name in names:
-        try:
-            versions[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            versions[name] = "not installed"
-    return versions
-
-
-@dataclass
-class RunLog:
-    """The record of the run in progress, saved to the results directory's run log after every step."""
-
-    results_dir: Path
-    record: runlog.RunRecord
-
-    def save(self) -> None:
-        runlog.save(self.results_dir, self.record)
-
-    def add_notebook(self, record: dict) -> None:
-        """Record one executed notebook and save."""
-        self.record.notebooks.append(record)
-        self.save()
-
-
-def start_run_log(profile: Profile, results_dir: Path, executor: str, data_status: list[dict]) -> RunLog:
-    """A new run record with the profile, the environment and the data files' sha256 status."""
-    return RunLog(results_dir, runlog.RunRecord.start(profile.as_dict(), executor, package_versions(), data_status))
-
-
-def read_run_log(results_dir) -> list[runlog.RunRecord]:
-    """Every run recorded in a results directory (``runlog.read``)."""
-    return runlog.read(results_dir)
 
 
 # --------------------------------------------------------------------------- extraction
@@ -117,54 +68,30 @@ def data_status(conditions: Sequence[str], data_dir=None) -> list[dict]:
 
 def pending_conditions(model: str, profile: Profile, store: ResultsStore, data_dir=None) -> list[str]:
     """The profile's conditions for which this model still has samples to compute."""
-    from analysis.extract import runner  # not at import time: the book's pages import this module for its run log
-
-    template = registry.resolve_template(model, None)
+    template = registry.resolve_template(model, profile.extraction.template)
     return [
         spec
         for spec in profile.conditions
-        if runner.plan_run(model, template, spec, store, profile.n_samples, profile.max_length, data_dir).todo
+        if runner.plan_run(model, template, spec, store, profile.extraction, data_dir).todo
     ]
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with this many torch CPU threads (None: unchanged), restoring the previous number.
-
-    On a machine whose cores are busy with other work, one thread can be many times faster than
-    several: threads that wait for each other at every operation lose their turn on the CPU.
-    """
-    if not threads:
-        yield
-        return
-    import torch
-
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
 
 
 def extract_profile(
     profile: Profile,
     results_dir: Path,
     data_dir=None,
-    log: RunLog | None = None,
+    log: runlog.RunLog | None = None,
     progress: bool = True,
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
-    with torch_threads(profile.threads):
+    with runner.torch_threads(profile.extraction.threads):
         return _extract_models(profile, results_dir, data_dir, log, progress, say)
 
 
 def _extract_models(
-    profile: Profile, results_dir: Path, data_dir, log: RunLog | None, progress: bool, say: Callable[[str], None]
+    profile: Profile, results_dir: Path, data_dir, log: runlog.RunLog | None, progress: bool, say: Callable[[str], None]
 ) -> list[dict]:
-    from analysis.extract import runner
-
     store = ResultsStore(results_dir)
     records = []
     for model in profile.models:
@@ -173,31 +100,13 @@ def _extract_models(
             say(f"{model}: all {len(profile.conditions)} conditions already stored")
             continue
         say(f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute")
-        loaded = models.load(model, device=profile.device)
+        loaded = models.load(model, profile.extraction.template, device=profile.extraction.device)
         if log is not None:
             log.record.model_loads[model] = loaded.load_seconds
             log.record.models[model] = loaded.facts().as_dict()
         for spec in todo:
-            summary = runner.extract(
-                loaded,
-                spec,
-                store,
-                limit=profile.n_samples,
-                max_length=profile.max_length,
-                batch_size=profile.batch_size,
-                token_budget=profile.token_budget,
-                data_directory=data_dir,
-                progress=progress,
-            )
-            record = {
-                "model": model,
-                "condition": spec,
-                "requested": summary.requested,
-                "already_done": summary.already_done,
-                "computed": summary.computed,
-                "skipped": summary.skipped,
-                "seconds": summary.seconds,
-            }
+            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress)
+            record = summary.as_record()
             records.append(record)
             if log is not None:
                 log.record.extraction.append(record)
@@ -216,7 +125,7 @@ def model_facts(model: str) -> dict:
 
 
 def extract_with_ray(
-    profile: Profile, results_dir: Path, data_dir=None, log: RunLog | None = None, progress: bool = True
+    profile: Profile, results_dir: Path, data_dir=None, log: runlog.RunLog | None = None, progress: bool = True
 ) -> list[dict]:
     """Extraction spread over a Ray cluster by ``analysis.extract.distributed``: an embedded Ray on this
     machine, or the cluster that ``RAY_ADDRESS`` names."""
@@ -227,30 +136,9 @@ def extract_with_ray(
         )
     from analysis.extract import distributed
 
-    jobs = [(model, None, spec) for model in profile.models for spec in profile.conditions]
-    report = distributed.run_extraction(
-        jobs,
-        results_dir,
-        limit=profile.n_samples,
-        max_length=profile.max_length,
-        batch_size=profile.batch_size,
-        token_budget=profile.token_budget,
-        data_dir=data_dir,
-        device=profile.device,
-        progress=progress,
-    )
-    records = [
-        {
-            "model": s.model,
-            "condition": s.condition,
-            "requested": s.requested,
-            "already_done": s.already_done,
-            "computed": s.computed,
-            "skipped": s.skipped,
-            "seconds": s.seconds,
-        }
-        for s in report.conditions
-    ]
+    jobs = [(model, profile.extraction.template, spec) for model in profile.models for spec in profile.conditions]
+    report = distributed.run_extraction(jobs, results_dir, profile.extraction, data_dir=data_dir, progress=progress)
+    records = [summary.as_record() for summary in report.conditions]
     if log is not None:
         log.record.extraction = records
         log.record.model_loads = dict(report.load_seconds)
@@ -264,6 +152,19 @@ def extract_with_ray(
 
 
 # --------------------------------------------------------------------------- everything
+
+
+def include_your_data(root: Path, book_root: Path, say: Callable[[str], None] = print) -> Path | None:
+    """The your-data page that ``profile-data`` executed into its default results folder, copied
+    into the book's chapters (None when there is none)."""
+    source = root / your_data.DEFAULT_OUT / f"{your_data.NOTEBOOK}.ipynb"
+    if not source.is_file():
+        return None
+    target = book_root / NOTEBOOK_FOLDER / source.name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copy2(source, target)
+    say(f"the book includes the your-data page of {source.parent}")
+    return target
 
 
 @dataclass
@@ -295,6 +196,7 @@ def run_profile(
     progress: bool = True,
     strict: bool = True,
     threads: int | None = None,
+    retry_out_of_memory: bool = False,
     say: Callable[[str], None] = print,
 ) -> RunResult:
     """Run the study under a profile: extraction, notebooks, book (see the module docstring).
@@ -302,11 +204,15 @@ def run_profile(
     ``book_root``: where the executed notebooks and the built book go (default: the project
     itself); another folder receives a copy of the book sources first, so a test can build a
     book without touching the project's. ``book=False`` stops after the extraction.
-    ``threads`` overrides the profile's torch CPU threads.
+    ``threads`` overrides the profile's torch CPU threads; ``retry_out_of_memory`` computes again
+    the samples stored as skipped for lack of memory.
     """
     profile = profiles.get_profile(profile) if isinstance(profile, str) else profile
-    if threads is not None:
-        profile = replace(profile, threads=threads)
+    if threads is not None or retry_out_of_memory:
+        extraction = profile.extraction.but(
+            threads=threads or profile.extraction.threads, retry_out_of_memory=retry_out_of_memory
+        )
+        profile = replace(profile, extraction=extraction)
     if executor not in EXECUTORS:
         raise PipelineError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
     root = Path(root).resolve()
@@ -320,12 +226,12 @@ def run_profile(
             f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
             + ", ".join(sorted(set(mismatched))[:5])
         )
-    log = start_run_log(profile, results.resolve(), executor, status)
+    log = runlog.RunLog.start(results.resolve(), profile.as_dict(), executor, status)
     log.save()
 
     say(
         f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
-        f"{profile.n_samples or 'all'} samples each, results in {results}"
+        f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
     )
     if executor == "ray":
         extraction = extract_with_ray(profile, results, data_dir, log, progress)
@@ -348,8 +254,9 @@ def run_profile(
         log.record.notebooks_seconds = time.perf_counter() - notebooks_started
         log.record.wall_seconds = time.perf_counter() - started
         log.save()
+        include_your_data(root, target, say)
         say("building the book")
-        log.record.book = {"seconds": build_book(target, strict=strict)}
+        log.record.book = {"seconds": build_book(target, strict=strict, say=say)}
         index = book_index(target)
         log.record.book["index"] = str(index)
     log.record.wall_seconds = time.perf_counter() - started

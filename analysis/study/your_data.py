@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from analysis import data, profiles, registry
-from analysis.extract import models
+from analysis.extract import models, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore
-from analysis.study import book, pipeline
+from analysis.study import book
 
 NOTEBOOK = "your_data"
 DEFAULT_OUT = Path("results/your_data")
@@ -29,6 +30,7 @@ DEFAULT_SAMPLES = 20
 # a CPU (the Detailed-CoT ones most of it) and are computed once per results store.
 DEFAULT_REFERENCE_SAMPLES = 10
 DEFAULT_REFERENCE_DATASETS = profiles.REFERENCE_DATASETS
+DEFAULT_SETTINGS = ExtractionSettings(n_samples=DEFAULT_SAMPLES)
 # Cells papermill and the notebook hide: the parameters, the setup, and their code.
 HIDDEN_CELL_TAGS = {"remove-cell", "parameters", "injected-parameters"}
 
@@ -50,54 +52,46 @@ class Job:
 
     model: str
     spec: str
-    limit: int | None = None  # first N samples of the file; None: all
+    settings: ExtractionSettings  # its n_samples: the first N samples of the file (None: all)
 
 
 def plan_jobs(
     model: str,
-    template: str,
     files: Sequence[str],
     references: Sequence[str],
     store: ResultsStore,
-    n_samples: int | None,
-    max_length: int,
+    settings: ExtractionSettings,
     data_dir=None,
     scratch: bool = True,
     reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
 ) -> list[Job]:
-    """The (model, spec) pairs that still lack samples in the store: ``n_samples`` of each user
-    file (and of its scratch control), ``reference_samples`` of each reference condition."""
-    from analysis.extract import runner
-
-    wanted = [Job(model, str(f), n_samples) for f in files] + [Job(model, r, reference_samples) for r in references]
+    """The (model, spec) pairs that still lack samples in the store: ``settings.n_samples`` of
+    each user file (and of its scratch control), ``reference_samples`` of each reference condition."""
+    reference = settings.but(n_samples=reference_samples)
+    wanted = [Job(model, str(f), settings) for f in files] + [Job(model, r, reference) for r in references]
     if scratch:
-        wanted += [Job(registry.scratch_name(model), str(f), n_samples) for f in files]
+        wanted += [Job(registry.scratch_name(model), str(f), settings) for f in files]
     return [
         job
         for job in wanted
-        if runner.plan_run(job.model, template, job.spec, store, job.limit, max_length, data_dir).todo
+        if runner.plan_run(job.model, settings.template, job.spec, store, job.settings, data_dir).todo
     ]
 
 
 def extract(
     model: str,
-    template: str,
     jobs: Sequence[Job],
     store: ResultsStore,
-    max_length: int,
+    settings: ExtractionSettings,
     data_dir=None,
-    device: str = "auto",
-    keep_spectra: bool = False,
     seed: int = 0,
     progress: bool = True,
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Run the jobs: the model is loaded once, its scratch copy made once if a job needs it."""
-    from analysis.extract import runner
-
     if not jobs:
         return []
-    loaded = models.load(model, template, device)
+    loaded = models.load(model, settings.template, settings.device)
     scratch = None
     records = []
     for job in jobs:
@@ -105,37 +99,17 @@ def extract(
             scratch = models.scratch_copy(loaded, seed)
         runs_on = loaded if job.model == model else scratch
         say(f"{job.model}: {job.spec}")
-        summary = runner.extract(
-            runs_on,
-            job.spec,
-            store,
-            limit=job.limit,
-            max_length=max_length,
-            data_directory=data_dir,
-            progress=progress,
-            keep_spectra=keep_spectra,
-        )
-        records.append(
-            {
-                "model": job.model,
-                "condition": summary.condition,
-                "computed": summary.computed,
-                "already_done": summary.already_done,
-                "skipped": summary.skipped,
-                "seconds": summary.seconds,
-            }
-        )
+        summary = runner.extract(runs_on, job.spec, store, job.settings, data_dir, progress)
+        records.append({**summary.as_record(), "model": job.model})
     return records
 
 
 def notebook_parameters(
     files: Sequence[Path],
     model: str,
-    template: str,
-    n_samples: int | None,
+    settings: ExtractionSettings,
     results_dir: Path,
     references: Sequence[str],
-    max_length: int,
     seed: int,
     n_resamples: int,
 ) -> dict:
@@ -143,11 +117,11 @@ def notebook_parameters(
     return {
         "data_files": [str(Path(f).resolve()) for f in files],
         "model": model,
-        "template": template,
-        "n_samples": n_samples,
+        "template": settings.template,
+        "n_samples": settings.n_samples,
         "results_dir": str(Path(results_dir).resolve()),
         "reference_conditions": list(references),
-        "max_length": max_length,
+        "max_length": settings.max_length,
         "seed": seed,
         "n_resamples": n_resamples,
     }
@@ -172,18 +146,13 @@ def export_html(notebook: Path, target: Path) -> Path:
 def run(
     model: str,
     data_files: Sequence[str],
-    template: str | None = None,
+    settings: ExtractionSettings = DEFAULT_SETTINGS,
     reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS,
-    n_samples: int | None = DEFAULT_SAMPLES,
     reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
     out=DEFAULT_OUT,
     html=None,
     notebook=None,
-    keep_spectra: bool = False,
-    max_length: int = 1024,
     data_dir=None,
-    device: str = "auto",
-    threads: int | None = None,
     seed: int = 0,
     n_resamples: int = 1000,
     scratch: bool = True,
@@ -193,8 +162,9 @@ def run(
 ) -> ProfileResult:
     """Extract what the store lacks, execute the page and export it (see the module docstring).
 
-    ``notebook`` default: ``<out>/your_data.ipynb``; ``html`` default: ``<out>/your_data.html``.
-    Every file is validated before anything is computed.
+    ``settings``: the extraction of the user's files (``n_samples`` of each); the reference
+    conditions get ``reference_samples`` each. ``notebook`` default: ``<out>/your_data.ipynb``;
+    ``html`` default: ``<out>/your_data.html``. Every file is validated before anything is computed.
     """
     from analysis.report.your_data import user_files
 
@@ -203,25 +173,22 @@ def run(
     references = profiles.reference_conditions(tuple(reference_datasets))
     for spec in references:
         data.resolve(spec, data_dir)
-    template = registry.resolve_template(model, template)
+    settings = settings.but(template=registry.resolve_template(model, settings.template))
     out = Path(out)
     store = ResultsStore(out)
     result = ProfileResult(out)
-    jobs = plan_jobs(
-        model, template, files, references, store, n_samples, max_length, data_dir, scratch, reference_samples
-    )
+    jobs = plan_jobs(model, files, references, store, settings, data_dir, scratch, reference_samples)
     say(
         f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute "
-        f"({n_samples or 'all'} samples of each file, {reference_samples or 'all'} of each reference), into {out}"
+        f"({settings.n_samples or 'all'} samples of each file, {reference_samples or 'all'} of each reference), "
+        f"into {out}"
     )
-    with pipeline.torch_threads(threads):
-        result.extraction = extract(
-            model, template, jobs, store, max_length, data_dir, device, keep_spectra, seed, progress, say
-        )
+    with runner.torch_threads(settings.threads):
+        result.extraction = extract(model, jobs, store, settings, data_dir, seed, progress, say)
     result.seconds["extraction"] = time.perf_counter() - started
     book.ensure_kernel()
     result.notebook = Path(notebook) if notebook else out / f"{NOTEBOOK}.ipynb"
-    parameters = notebook_parameters(files, model, template, n_samples, out, references, max_length, seed, n_resamples)
+    parameters = notebook_parameters(files, model, settings, out, references, seed, n_resamples)
     say(f"executing notebooks/{NOTEBOOK}.py -> {result.notebook}")
     result.seconds["notebook"] = book.execute_notebook(
         root / "notebooks" / f"{NOTEBOOK}.py", result.notebook, parameters, cwd=root

@@ -45,6 +45,7 @@ from analysis.extract.distributed.work import (  # noqa: F401
     shards_of,
     worker_layout,
 )
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey
 
 INSTALL_HINT = "pip install '.[distributed]' (or: pip install 'ray[default]')"
@@ -63,23 +64,17 @@ def require_ray():
 def run_extraction(
     jobs: Sequence[Job | tuple[str, str | None, str]],
     results_dir: str | os.PathLike,
+    settings: ExtractionSettings | None = None,
     *,
     address: str | None = None,
-    limit: int | None = None,
-    max_length: int = 1024,
-    batch_size: int | None = None,
-    token_budget: int = 2048,
     data_dir: str | os.PathLike | None = None,
-    shard_size: int = 32,
-    entry_stats: bool = False,
-    device: str = "auto",
-    cpus_per_worker: int | None = None,
     max_workers: int | None = None,
     max_retries: int = 2,
     trust_remote_code: bool = False,
     num_cpus: int | None = None,
     object_store_memory: int | None = None,
     progress: bool = True,
+    **changes,
 ) -> ExtractionReport:
     """Extract every job's condition into ``results_dir`` on a Ray cluster, storing what ``runner.extract`` stores.
 
@@ -87,18 +82,21 @@ def run_extraction(
     "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS`` names, if set, else
     starts a Ray instance on this machine for the run (``num_cpus``, default all;
     ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
-    instance is used as it is. ``limit``, ``max_length``, ``batch_size``,
-    ``token_budget``, ``data_dir`` and ``entry_stats`` mean what they mean for ``runner.extract``,
-    and samples are batched exactly as there. About ``shard_size`` samples (whole batches) make
-    one unit of work and one stored part; a shard whose worker process dies is run again up to
-    ``max_retries`` times. ``device``: auto (one actor per GPU where the cluster has GPUs), cpu
-    or cuda; ``cpus_per_worker`` and ``max_workers`` override the actors' size and number.
+    instance is used as it is. ``settings`` (and single ``changes`` to them) and ``data_dir``
+    mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
+    ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part; a
+    shard whose worker process dies is run again up to ``max_retries`` times.
+    ``settings.device``: auto (one actor per GPU where the cluster has GPUs), cpu or cuda;
+    ``settings.threads`` (CPUs per actor) and ``max_workers`` override the actors' size and number.
     Raises DistributedError (Ray missing or unreachable), DataError, ModelError or StoreError
     (StoreBusy: another run holds one of these conditions) before computing anything; what fails
     on a worker (a model that does not load, a worker that keeps dying) is listed in the report's
     failures, not raised, and the rest of the run goes on. With ``progress`` a bar is shown and
     the report's summary printed at the end.
     """
+    settings = (settings or ExtractionSettings()).but(**changes)
+    if settings.keep_spectra:
+        raise DistributedError("keeping the singular values is not available with Ray; use the local executor")
     ray = require_ray()
     started = time.perf_counter()
     store = ResultsStore(results_dir)
@@ -109,7 +107,7 @@ def run_extraction(
     def plans() -> dict[RunKey, tuple[Job, str, runner.RunPlan]]:
         planned: dict[RunKey, tuple[Job, str, runner.RunPlan]] = {}
         for job, template in zip(normalised, templates):
-            plan = runner.plan_run(job.model, template, job.spec, store, limit, max_length, data_dir)
+            plan = runner.plan_run(job.model, template, job.spec, store, settings, data_dir)
             planned.setdefault(plan.key, (job, template, plan))
         return planned
 
@@ -134,19 +132,29 @@ def run_extraction(
         if tasks:
             started_ray = _connect(ray, address, num_cpus, object_store_memory)
             try:
-                layout = worker_layout(ray.nodes(), device, cpus_per_worker)
+                device = "cuda" if settings.device.startswith("cuda") else settings.device  # Ray picks the GPU
+                layout = worker_layout(ray.nodes(), device, settings.threads)
                 count = min(layout.count, max_workers or layout.count, sum(len(t.indices) for t in tasks))
                 report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
-                settings = WorkerSettings(
-                    layout.device,
-                    runner.batch_size_for(layout.device, batch_size),
-                    token_budget,
+                worker = WorkerSettings(
+                    settings.but(
+                        device=layout.device, batch_size=runner.batch_size_for(layout.device, settings.batch_size)
+                    ),
                     data_root,
-                    entry_stats,
                     trust_remote_code,
                 )
                 _dispatch(
-                    ray, tasks, layout, count, settings, shard_size, max_retries, store, summaries, report, progress
+                    ray,
+                    tasks,
+                    layout,
+                    count,
+                    worker,
+                    settings.shard_size,
+                    max_retries,
+                    store,
+                    summaries,
+                    report,
+                    progress,
                 )
             finally:
                 if started_ray:

@@ -16,13 +16,15 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import data, registry
+from analysis.errors import StudyError
 from analysis.extract import models, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import RunKey
 
 MAX_CPUS_PER_GPU_WORKER = 4
 
 
-class DistributedError(RuntimeError):
+class DistributedError(StudyError, RuntimeError):
     """Ray is missing, unreachable, or cannot run the extraction as asked."""
 
 
@@ -77,11 +79,8 @@ class TaskResult:
 class WorkerSettings:
     """What every actor needs besides its tasks."""
 
-    device: str  # "cuda" (Ray assigns the GPU) or "cpu"
-    batch_size: int
-    token_budget: int
+    extraction: ExtractionSettings  # device "cuda" (Ray assigns the GPU) or "cpu", batch size set
     data_dir: str
-    entry_stats: bool
     trust_remote_code: bool
 
 
@@ -102,11 +101,11 @@ class WorkerLayout:
         return f"{self.count} worker(s) of {kind} each"
 
 
-def worker_layout(nodes: Sequence[dict], device: str = "auto", cpus_per_worker: int | None = None) -> WorkerLayout:
+def worker_layout(nodes: Sequence[dict], device: str = "auto", threads: int | None = None) -> WorkerLayout:
     """Actors that fit the cluster's live nodes (``ray.nodes()``): one per GPU, else CPU actors.
 
     GPU actors ask for one GPU and an equal share of their node's CPUs (at most
-    ``MAX_CPUS_PER_GPU_WORKER``); CPU actors take ``cpus_per_worker`` CPUs, by default as many as
+    ``MAX_CPUS_PER_GPU_WORKER``); CPU actors take ``threads`` CPUs, by default as many as
     the smallest node has, so that each node holds one model and computes with all its cores, as a
     local run does. Nothing is asked that no node has.
     """
@@ -120,7 +119,7 @@ def worker_layout(nodes: Sequence[dict], device: str = "auto", cpus_per_worker: 
             "CUDA workers were asked for, but no node of the Ray cluster has a GPU; use device auto or cpu"
         )
     if gpu_nodes and device != "cpu":
-        share = cpus_per_worker
+        share = threads
         if share is None:
             share = min(MAX_CPUS_PER_GPU_WORKER, *(cpus // gpus for cpus, gpus in gpu_nodes))
         count = sum(min(gpus, cpus // share) if share else gpus for cpus, gpus in gpu_nodes)
@@ -132,7 +131,7 @@ def worker_layout(nodes: Sequence[dict], device: str = "auto", cpus_per_worker: 
     cpu_counts = [cpus for cpus, _ in cpus_gpus if cpus > 0]
     if not cpu_counts:
         raise DistributedError("the Ray cluster reports no CPU and no GPU: no worker can be placed")
-    size = cpus_per_worker or min(cpu_counts)
+    size = threads or min(cpu_counts)
     count = sum(cpus // size for cpus in cpu_counts)
     if count == 0:
         raise DistributedError(f"no node of the Ray cluster has {size} CPUs; ask for fewer CPUs per worker")
@@ -185,18 +184,13 @@ class ShardWorker:
             prepared, skips = runner.prepare_samples(
                 self.loaded, plan.resolved, plan.todo, plan.identity["max_length"], self.settings.data_dir
             )
-            groups = runner.length_sorted_batches(prepared, self.settings.batch_size, self.settings.token_budget)
+            extraction = self.settings.extraction
+            groups = runner.length_sorted_batches(prepared, extraction.batch_size, extraction.token_budget)
             batches = [tuple(sample.index for sample in group) for group in groups]
             skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
         else:
             for rows, skips in runner.compute_samples(
-                self.loaded,
-                plan,
-                plan.todo,
-                self.settings.batch_size,
-                self.settings.token_budget,
-                self.settings.data_dir,
-                self.settings.entry_stats,
+                self.loaded, plan, plan.todo, self.settings.extraction, self.settings.data_dir
             ):
                 if rows is not None:
                     frames.append(rows)
@@ -230,14 +224,16 @@ class ShardWorker:
             return 0.0
         self.loaded, self.holding = None, None
         gc.collect()
-        if self.settings.device.startswith("cuda"):
+        if self.settings.extraction.device.startswith("cuda"):
             import torch
 
             torch.cuda.empty_cache()
         started = time.perf_counter()
         source, template = model_key
         with _offline_cache_lock(source):
-            self.loaded = models.load(source, template, self.settings.device, self.settings.trust_remote_code)
+            self.loaded = models.load(
+                source, template, self.settings.extraction.device, self.settings.trust_remote_code
+            )
         self.holding = model_key
         return time.perf_counter() - started
 

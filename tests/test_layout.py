@@ -1,0 +1,89 @@
+"""The package's layout is its data flow: each stage imports only from itself and earlier stages."""
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+from analysis import profiles
+from analysis.study import book
+
+PACKAGE = Path(__file__).resolve().parents[1] / "analysis"
+# Stages in the order the data flow through them; a module may import from its own stage and earlier ones.
+STAGES = [
+    ("errors", "vocabulary", "settings", "registry", "formatting"),
+    ("data",),
+    ("profiles",),
+    ("store", "runlog"),
+    ("extract",),
+    ("findings",),
+    ("report",),
+    ("study",),
+    ("cli", "__main__"),
+]
+
+
+def stage_of(module: str) -> int:
+    """The stage of ``analysis.<top>...`` from its first component below ``analysis``."""
+    top = module.split(".")[1] if module.count(".") else module
+    return next(i for i, names in enumerate(STAGES) if top in names)
+
+
+def modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        found[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return found
+
+
+def imported(path: Path, module: str) -> set[str]:
+    """The ``analysis`` modules a file imports (``from analysis import x`` counts as ``analysis.x``)."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names if a.name.startswith("analysis.")}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("analysis"):
+            if node.module == "analysis":
+                names |= {f"analysis.{a.name}" for a in node.names}
+            else:
+                names.add(node.module)
+    return names
+
+
+def test_every_module_belongs_to_a_stage_and_imports_nothing_from_a_later_one():
+    upward = []
+    for module, path in modules().items():
+        if module == "analysis":
+            continue
+        mine = stage_of(module)
+        upward += [(module, other) for other in imported(path, module) if stage_of(other) > mine]
+    assert upward == []
+
+
+def test_package_initialisers_hold_no_logic():
+    allowed = (ast.Import, ast.ImportFrom, ast.Expr, ast.Assign)
+    for module, path in modules().items():
+        if path.name != "__init__.py":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            assert isinstance(node, allowed), (module, ast.dump(node)[:80])
+            if isinstance(node, ast.Assign):  # only __all__ and __version__
+                assert [t.id for t in node.targets] in (["__all__"], ["__version__"]), module
+            if isinstance(node, ast.Expr):
+                assert isinstance(node.value, ast.Constant), module
+
+
+def test_the_pages_and_the_findings_do_not_import_torch():
+    code = (
+        "import sys\n"
+        "import analysis.report.page, analysis.report.sections, analysis.report.your_data, analysis.findings.rules\n"
+        "import analysis.profiles, analysis.registry, analysis.runlog\n"
+        "print('torch' in sys.modules)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "False"
+
+
+def test_the_book_chapters_are_the_profile_pages_then_the_standalone_ones():
+    assert book.toc_chapters() == [*profiles.NOTEBOOKS, *profiles.STANDALONE_NOTEBOOKS]
