@@ -22,6 +22,14 @@
 # stated, ranks the samples, and shows the same data through a randomly initialised copy of the
 # model (the *scratch* control), so that what comes from training stands apart.
 
+# %% tags=["remove-cell"]
+from analysis.report import your_data as page_data
+from analysis.report import your_data_samples as samples
+from analysis.report.display import show_figure, show_figures, show_markdown, show_table
+from analysis.report.notebook_parameters import given_parameters, names_defined
+
+names_before_parameters = names_defined(globals())
+
 # %% tags=["parameters", "remove-cell"]
 data_files = []  # the user's data file(s): JSON list, JSON Lines, study or chat records
 model = "smollm2-135m-instruct"
@@ -29,28 +37,12 @@ template = None  # base or instruct; None: the model registry's
 n_samples = 20  # first N samples of every file and reference condition; None: all that are stored
 results_dir = "results/your_data"
 reference_conditions = None  # None: None/Simplified/Detailed CoT of aqua and gsm8k, correct and irrelevant
-max_length = 1024
+max_length = None  # None: the extraction's default (1024 tokens)
 seed = 0
 n_resamples = 1000
 
 # %% tags=["remove-cell"]
-from analysis.registry import resolve_template
-from analysis.report import your_data as page_data
-from analysis.report import your_data_samples as samples
-from analysis.report.display import show_figure, show_figures, show_markdown, show_table
-
-page_data.check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples)
-page = page_data.YourData.open(
-    data_files,
-    model,
-    resolve_template(model, template),
-    n_samples,
-    results_dir,
-    reference_conditions,
-    max_length=max_length,
-    seed=seed,
-    n_resamples=n_resamples,
-)
+page = page_data.YourData.from_parameters(given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
 show_markdown(page_data.coverage_text(page))

@@ -25,7 +25,11 @@ def test_profiles_derive_their_conditions_from_the_registry():
     assert cpu.models == ("gemma-3-270m", "smollm2-135m-instruct")
     assert cpu.extraction.n_samples == profiles.CPU_SAMPLES
     paper = profiles.get_profile("paper")
-    assert paper.models == tuple(registry.PAPER_MODELS) and paper.extraction.n_samples == 500 and paper.extraction.max_length == 1024
+    assert (
+        paper.models == tuple(registry.PAPER_MODELS)
+        and paper.extraction.n_samples == 500
+        and paper.extraction.max_length == 1024
+    )
     quick = profiles.get_profile("quick")
     for family in profiles.FAMILY_NOTEBOOKS:
         assert quick.conditions_for(family), family  # the quick run feeds every notebook
@@ -170,3 +174,17 @@ def test_quick_profile_end_to_end(quick_book):
     assert run.book["seconds"] > 0 and len(run.notebooks) == len(profiles.NOTEBOOKS)
     computed = {(r["model"], r["condition"]) for r in run.extraction}
     assert len(computed) == len(run.extraction)  # every (model, condition) extracted once
+
+
+def test_the_your_data_chapter_is_in_the_book_only_when_its_page_was_made(tmp_path):
+    book.copy_book_sources(ROOT, tmp_path)
+    said = []
+    toc = book.table_of_contents(tmp_path, said.append)
+    assert "your_data" not in toc.read_text() and "intro" in toc.read_text()
+    assert said and "profile-data" in said[0]
+    assert pipeline.include_your_data(tmp_path, tmp_path, said.append) is None
+    page = tmp_path / "results" / "your_data" / "your_data.ipynb"
+    page.parent.mkdir(parents=True)
+    page.write_text("{}")
+    assert pipeline.include_your_data(tmp_path, tmp_path, said.append) == tmp_path / "book/notebooks/your_data.ipynb"
+    assert book.table_of_contents(tmp_path) == tmp_path / "_toc.yml"

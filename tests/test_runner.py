@@ -229,6 +229,18 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
     reasons = read_skipped(tmp_path / "r")["reason"]
     assert reasons.str.startswith(f"out of memory: one sample of {longest} tokens does not fit on cpu").all()
 
+    # on a device where they fit, the skipped samples are computed only when asked
+    monkeypatch.setattr(runner.gradients, "batch_statistics", original)
+    settings = ExtractionSettings(n_samples=4, batch_size=4)
+    again = runner.extract(tiny, "aqua/none/correct", store, settings, study_data_dir, progress=False)
+    assert again.computed == 0 and again.already_done == 4
+    retried = runner.extract(
+        tiny, "aqua/none/correct", store, settings.but(retry_out_of_memory=True), study_data_dir, progress=False
+    )
+    assert retried.computed == too_long and retried.already_done == 4 - too_long
+    assert read_skipped(tmp_path / "r").empty
+    assert sorted(read_results(tmp_path / "r")["sample_index"].unique()) == [0, 1, 2, 3]
+
 
 def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_path, monkeypatch):
     def broken(*args, **kwargs):

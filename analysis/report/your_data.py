@@ -29,10 +29,12 @@ from analysis.findings.bootstrap import (
     t_band,
 )
 from analysis.formatting import fmt_interval
-from analysis.registry import scratch_name
+from analysis.registry import resolve_template, scratch_name
 from analysis.report import plots
 from analysis.report.figures import curves_and_bands
 from analysis.report.load import ReportError, figure_note
+from analysis.report.notebook_parameters import ParameterError
+from analysis.settings import MAX_LENGTH
 from analysis.store import ResultsStore
 
 USER_SETTING = "your data"
@@ -57,11 +59,24 @@ SETTING_COLOURS = {"none": "#d95f02", "simplified": "#7570b3", "detailed": "#1b9
 TOP_K = 10
 
 
+PARAMETERS = (
+    "data_files",
+    "model",
+    "template",
+    "n_samples",
+    "results_dir",
+    "reference_conditions",
+    "max_length",
+    "seed",
+    "n_resamples",
+)
+
+
 def check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
     """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
 
     def fail(name: str, expected: str, value) -> None:
-        raise ReportError(f"parameter {name}: expected {expected}, got {value!r}")
+        raise ParameterError(f"notebook parameter {name}: expected {expected}, got {value!r}")
 
     files = [data_files] if isinstance(data_files, str) else data_files
     if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
@@ -174,6 +189,38 @@ class YourData:
         return scratch_name(self.model)
 
     @classmethod
+    def from_parameters(cls, given: dict) -> YourData:
+        """The page of the parameters it was given (name -> value): unknown names and values of
+        the wrong kind stop it with one line naming the parameter."""
+        unknown = sorted(set(given) - set(PARAMETERS))
+        if unknown:
+            raise ParameterError(
+                f"notebook parameter {unknown[0]}: your_data has no such parameter (misspelt?); "
+                f"its parameters: {', '.join(PARAMETERS)}"
+            )
+        values = {name: given.get(name) for name in PARAMETERS}
+        values["max_length"] = values["max_length"] or MAX_LENGTH
+        check_parameters(
+            values["data_files"],
+            values["n_samples"],
+            values["reference_conditions"],
+            values["max_length"],
+            values["seed"],
+            values["n_resamples"],
+        )
+        return cls.open(
+            values["data_files"],
+            values["model"],
+            resolve_template(values["model"], values["template"]),
+            values["n_samples"],
+            values["results_dir"],
+            values["reference_conditions"],
+            max_length=values["max_length"],
+            seed=values["seed"],
+            n_resamples=values["n_resamples"],
+        )
+
+    @classmethod
     def open(
         cls,
         data_files: Sequence[str],
@@ -182,7 +229,7 @@ class YourData:
         n_samples: int | None,
         results_dir,
         reference_conditions: Sequence[str] | None = None,
-        max_length: int = 1024,
+        max_length: int = MAX_LENGTH,
         seed: int = 0,
         n_resamples: int = 1000,
     ) -> YourData:

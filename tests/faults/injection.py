@@ -11,7 +11,7 @@ the original. Production code holds no trace of them.
   can interrupt a write there.
 - ``LAYER_GRADIENT_WRITE_HOLD=FILE``: the same stalls last while FILE exists.
 - ``LAYER_GRADIENT_WORKER_CRASH=N@DIR``: after each batch of the extraction loop
-  (``analysis.runner.compute_samples``) the process exits abruptly while DIR holds fewer than N
+  (``analysis.extract.runner.compute_samples``) the process exits abruptly while DIR holds fewer than N
   marker files, adding one per exit; set for the Ray workers of a test.
 """
 
