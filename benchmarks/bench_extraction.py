@@ -6,7 +6,7 @@ in alternating order, repeated (the median over repeats is reported):
 - ``baseline``: the plain procedure of the original study: batch size 1, Hugging Face loss on
   labels, attention weights requiring grad, materialised ``param.grad`` and a full
   ``torch.linalg.svd`` (with U and V) per Q/K/V/O matrix.
-- ``project``: :func:`analysis.runner.compute_prepared`, the path every extraction takes.
+- ``project``: :func:`analysis.extract.runner.compute_prepared`, the path every extraction takes.
 - ``floor``: the forward and backward pass of the baseline with no statistics at all.
 
 All three start from the same tokenised samples: reading the data and applying the prompt
@@ -139,7 +139,7 @@ def project_run(loaded, prepared_runs) -> list:
     """The project's extraction of already encoded samples (as the other two methods get them)."""
     frames = []
     for identity, prepared in prepared_runs:
-        for rows, _ in runner.compute_prepared(loaded, identity, prepared):
+        for rows, _ in runner.compute_prepared(loaded, identity, prepared, ExtractionSettings()):
             if rows is not None:
                 frames.append(rows)
     if loaded.device.type == "cuda":
