@@ -93,5 +93,5 @@ def test_optional_path():
 def test_given_parameters_are_the_names_defined_after_the_mark():
     namespace = {"Page": object, "names_defined": names_defined, "_i3": "x", "In": []}
     before = names_defined(namespace)
-    namespace.update(profile="quick", n_sample=3, _5=None)
+    namespace.update(names_before_parameters=before, profile="quick", n_sample=3, _5=None)
     assert given_parameters(namespace, before) == {"profile": "quick", "n_sample": 3}

@@ -66,8 +66,9 @@ def names_defined(namespace: dict) -> set[str]:
 
 
 def given_parameters(namespace: dict, before: set[str]) -> dict:
-    """The names a page's parameters cell (and papermill's injected one) defined, with their values."""
-    return {name: namespace[name] for name in names_defined(namespace) - before}
+    """The names a page's parameters cell (and papermill's injected one) defined, with their values
+    (the mark ``before`` itself left out)."""
+    return {name: namespace[name] for name in names_defined(namespace) - before if namespace[name] is not before}
 
 
 def _fail(name: str, expected: str, value) -> ParameterError:
