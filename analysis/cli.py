@@ -154,7 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
         default="cpu",
         help="; ".join(f"{p.name}: {p.description}" for p in PROFILES.values()),
     )
-    run.add_argument("--results", help="results store directory (default: results/<profile>)")
+    run.add_argument(
+        "--results-dir", "--results", dest="results_dir", help="results store directory (default: results/<profile>)"
+    )
     run.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
     run.add_argument("--no-book", action="store_true", help="only extract; do not execute notebooks or build the book")
     add_executor_argument(run)
@@ -364,7 +366,7 @@ def run_pipeline(args: argparse.Namespace) -> int:
 
     result = pipeline.run_profile(
         args.profile,
-        args.results,
+        args.results_dir,
         args.data_dir,
         executor=args.executor,
         book=not args.no_book,

@@ -143,7 +143,18 @@ def test_cli_run_reports_errors_in_one_line(tmp_path, capsys):
     from analysis.cli import main
 
     assert (
-        main(["run", "--profile", "quick", "--results", str(tmp_path / "r"), "--data-dir", str(tmp_path), "--no-book"])
+        main(
+            [
+                "run",
+                "--profile",
+                "quick",
+                "--results-dir",
+                str(tmp_path / "r"),
+                "--data-dir",
+                str(tmp_path),
+                "--no-book",
+            ]
+        )
         == 2
     )
     err = capsys.readouterr().err
