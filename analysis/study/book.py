@@ -21,7 +21,7 @@ from pathlib import Path
 from analysis import profiles
 from analysis.profiles import Profile
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 
