@@ -41,7 +41,9 @@ def separability_table(
             group, model, dataset, setting, n_resamples=n_resamples, seed=seed, excluded=excluded
         )
         draws = result.pop("auroc_draws")
-        estimate = None if draws is None else Estimate(result["auroc"], draws, ((dataset, result["n_samples"]),))
+        estimate = (
+            None if draws is None else Estimate(result["auroc"], draws, ((dataset, result["n_samples"]),), bounded=True)
+        )
         result.update(scope=dataset, pooled=False, n_excluded=len(set(excluded)), estimate=estimate)
         out.append(result)
     table = pd.DataFrame(out)
