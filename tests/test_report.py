@@ -24,8 +24,24 @@ from analysis.store import ResultsStore, RunKey
 
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
 MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
-SCALE = {"none": 3.0, "simplified": 2.0, "detailed": 1.0, "detailed_cut_none": 1.0, "len100": 1.0, "len1000": 1.0}
-WIGGLE = {"none": 1.0, "simplified": 0.3, "detailed": 0.05, "detailed_cut_none": 0.05, "len100": 0.05, "len1000": 0.05}
+SCALE = {
+    "none": 3.0,
+    "simplified": 2.0,
+    "detailed": 1.0,
+    "detailed_cut_none": 1.0,
+    "detailed_cut_simplified": 1.4,
+    "len100": 1.0,
+    "len1000": 1.0,
+}
+WIGGLE = {
+    "none": 1.0,
+    "simplified": 0.3,
+    "detailed": 0.05,
+    "detailed_cut_none": 0.05,
+    "detailed_cut_simplified": 0.05,
+    "len100": 0.05,
+    "len1000": 0.05,
+}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
@@ -39,7 +55,7 @@ def paper_like(model, dataset, setting, responses, proj, layers):
 CONDITIONS = (
     reasoning_conditions("aqua")
     + reasoning_conditions("gsm8k")
-    + [("aqua", "detailed_cut_none", r) for r in ("correct", "irrelevant")]
+    + [("aqua", s, r) for s in ("detailed_cut_none", "detailed_cut_simplified") for r in ("correct", "irrelevant")]
     + [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")]
 )
 
@@ -108,7 +124,7 @@ def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, 
     np.testing.assert_allclose(merged["mean_abs_rd_x"], merged["mean_abs_rd_y"], rtol=1e-12)
     detailed = rds[rds["setting"] == "detailed"]
     np.testing.assert_allclose(detailed["mean_rd"], 0.5, atol=0.08)
-    assert (detailed["mean_rd_low"] > 0.3).all()
+    assert (detailed["mean_rd_low"] > 0.25).all()
 
 
 def test_formatted_tables_show_intervals(paper_draws):
@@ -199,8 +215,16 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     )
     assert set(page.draws) == set(MODELS) and page.pairs == {INSTRUCT: BASE}
     found = sections.findings_table(page)
-    assert {"F1", "F2", "F3", "F4", "F5", "L"} <= set(found["check"])
+    assert {"F1", "F2", "F3", "F4", "F5", "L", "L2"} <= set(found["check"])
     assert found[found["check"] == "F5"]["verdict"].iloc[0] in ("holds", "not resolved")
+    # the offline models are two families: F4 says "not applicable", and every page says why
+    assert set(found[found["check"] == "F4"]["verdict"]) == {"not applicable"}
+    assert "not applicable: smollm2-135m-instruct is not an instruct model of gemma-3-270m" in (
+        verdicts.summary_text(found)
+    )
+    note = verdicts.matrix_note(found, "cpu", None)
+    tested = int(found["verdict"].isin(["holds", "does not hold", "not resolved"]).sum())
+    assert f"Of the {tested} tested cells" in note and f"at most {0.025 * tested:.1f} would say so" in note
     for show in (
         sections.answers,
         sections.pooled_findings,
