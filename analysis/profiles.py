@@ -24,7 +24,9 @@ REFERENCE_DATASETS = ("aqua", "gsm8k")
 # Samples per condition of the cpu profile. Measured on an idle 2-core CPU (2 threads, max_length
 # 1024): 0.5-0.7 s per bare-answer sample and 4.7-6.2 s per Detailed-CoT sample on the two offline
 # models, so 5 samples of all 86 conditions on both models take about 35 minutes; 5 is also the
-# fewest samples for which the book gives a verdict (bootstrap.MIN_VERDICT_SAMPLES).
+# fewest samples for which the book gives a verdict (bootstrap.MIN_VERDICT_SAMPLES). The samples
+# are a seeded random sample of each file (data.sample_ids). At 5 several checks lack power; the
+# pages say which and how many instructions would resolve them (rules.instructions_for_power).
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
 
@@ -43,7 +45,7 @@ class Profile:
     name: str
     models: tuple[str, ...]
     conditions: tuple[str, ...]  # condition keys, e.g. "aqua/detailed/correct"
-    n_samples: int | None  # first N samples of every condition; None: all of them
+    n_samples: int | None  # N samples of every condition (a seeded random sample); None: all of them
     max_length: int
     batch_size: int
     token_budget: int
@@ -101,17 +103,17 @@ def all_conditions() -> tuple[str, ...]:
 def quick_conditions() -> tuple[str, ...]:
     """A small set that still exercises every notebook and every section of it.
 
-    The first dataset of each reasoning family and Wiki, with both response types, the fast and
-    slow extremes (No and Detailed CoT, shortest and longest Wiki responses) and the
-    length-control view of Detailed CoT cut to the No-CoT response length.
+    The first dataset of each reasoning family and Wiki, with both response types, the three CoT
+    settings, the shortest and longest Wiki responses, and both length-control views of Detailed
+    CoT: cut to the Simplified-CoT length (the main control, against Simplified CoT) and to the
+    No-CoT length.
     """
     datasets = (data.MATH_REASONING[0], data.COMMONSENSE_REASONING[0], "wiki")
     settings = (
-        data.COT_SETTINGS[0],
-        data.COT_SETTINGS[-1],
+        *data.COT_SETTINGS,
         data.WIKI_SETTINGS[0],
         data.WIKI_SETTINGS[2],
-        *[s for s, reference in data.LENGTH_CONTROL_SETTINGS.items() if reference == data.COT_SETTINGS[0]],
+        *data.LENGTH_CONTROL_SETTINGS,
     )
     chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True)
     return tuple(c.key for c in chosen)

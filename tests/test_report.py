@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis import vocabulary
+from analysis import data, vocabulary
 from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
@@ -282,7 +282,9 @@ def test_load_results_reports_missing_and_skipped(tmp_path):
     conditions = ["aqua/none/correct", "aqua/detailed/irrelevant", "aqua/simplified/correct"]
     results = load_results(root, [BASE, INSTRUCT], conditions, n_samples=3, data_dir=tmp_path / "no-data")
     assert results.models == (BASE,)
-    assert set(results.rows["sample_index"]) == {0, 1, 2}
+    # without the data file, the 3 ids of highest rank in the seeded random order among those stored
+    ranks = data.sample_ranks("aqua", 4)
+    assert set(results.rows["sample_index"]) == set(np.argsort(ranks, kind="stable")[:3].tolist())
     message = coverage_message(results)
     assert "2 of 6 (model, condition) pairs are complete" in message
     assert "**Missing results:**" in message and f"{BASE} aqua/simplified/correct (0 of 3 stored)" in message

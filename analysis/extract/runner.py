@@ -207,8 +207,8 @@ def plan_run(
     """What extracting ``spec`` with this model would store, and which samples are not stored yet."""
     resolved = data.resolve(spec, data_directory)
     condition = resolved.condition
-    count = len(data.load_records(resolved.path))
-    count = count if limit is None else min(limit, count)
+    records = len(data.load_records(resolved.path))
+    chosen = data.sample_ids(condition.dataset, records, limit)  # a seeded random sample, not the first N
     is_file = condition.setting == ""
     key = RunKey(
         registry.model_slug(model_name),
@@ -231,7 +231,7 @@ def plan_run(
         "template": template,
     }
     done = store.done_samples(key)
-    return RunPlan(spec, resolved, key, identity, count, [i for i in range(count) if i not in done])
+    return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done])
 
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
@@ -412,7 +412,8 @@ def extract(
     progress: bool = True,
     keep_spectra: bool = False,
 ) -> ConditionSummary:
-    """Compute and store the statistics of the first ``limit`` samples of one condition (or file).
+    """Compute and store the statistics of ``limit`` samples of one condition (or file), a seeded
+    random sample of its records (``data.sample_ids``).
 
     ``keep_spectra`` also stores every gradient's singular values (column ``singular_values``,
     for the samples computed by this call).
