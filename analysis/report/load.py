@@ -194,6 +194,12 @@ def coverage_message(results: StudyResults) -> str:
         f"{len(complete)} of {len(cov)} (model, condition) pairs are complete, with {per} samples each "
         f"({int(cov['stored'].sum())} samples in all)."
     )
+    if results.n_samples is not None:
+        lines.append(
+            f"The {results.n_samples} instructions per file are a random sample of it (seed {data.SAMPLE_SEED}), "
+            "the same instructions under every setting, for correct and irrelevant responses, and on every model; "
+            "not the file's first records."
+        )
     missing = cov[cov["missing"] > 0]
     if len(missing):
         listed = "; ".join(

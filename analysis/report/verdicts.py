@@ -93,11 +93,22 @@ def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFr
             "verdict": rows["verdict"],
             "n": rows["n"],
             f"n per dataset for {POWER:.0%} power": [
-                "" if pd.isna(v) else str(int(v)) for v in rows.get("n_for_power", pd.Series(index=rows.index))
+                size_text(v) for v in rows.get("n_for_power", pd.Series(index=rows.index))
             ],
             "numbers": rows["numbers"],
         }
     )
+
+
+LARGEST_SIZE_SHOWN = 1000
+
+
+def size_text(size: float) -> str:
+    """A number of instructions for the reader: empty when none, "over 1000" past that (a measured
+    value near its bound makes the size explode, and its exact value means nothing then)."""
+    if pd.isna(size):
+        return ""
+    return f"over {LARGEST_SIZE_SHOWN}" if size > LARGEST_SIZE_SHOWN else str(int(size))
 
 
 def false_holds_note(found: pd.DataFrame, rate: float = 0.025) -> str:
@@ -126,7 +137,7 @@ def power_note(found: pd.DataFrame) -> str:
         sizes = rows["n_for_power"].dropna() if "n_for_power" in rows else pd.Series(dtype=float)
         text = f"{check} {len(rows)} cell{'s' if len(rows) > 1 else ''}"
         if len(sizes):
-            text += f" (about {int(sizes.median())} instructions per dataset, median over {len(sizes)})"
+            text += f" (about {size_text(sizes.median())} instructions per dataset, median over {len(sizes)})"
         pieces.append(text)
     return (
         f"Not resolved for lack of power at these sample sizes: {'; '.join(pieces)}. The sizes are those at which "
