@@ -305,3 +305,38 @@ def test_model_pairs():
     assert rules.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == {
         "org/a-chat": "org/a-base"
     }
+
+
+def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
+    """A synthetic store in the default profile's design: both offline models (two families),
+    every condition, 5 samples, None CoT far noisier than the rest. The paper's picture is true
+    here except that correct and irrelevant responses differ under no setting, so F3's Detailed
+    part is false; every verdict is right or unresolved, and F4 is not applicable."""
+    from analysis import profiles
+
+    conditions = [tuple(c.split("/")) for c in profiles.get_profile("cpu").conditions]
+    levels = {**LEVEL, "detailed_cut_none": 2.5}
+
+    def curve(model, dataset, setting, responses, proj, layers):
+        wobble = 1 + (0.3 if setting == "none" else 0.02) * np.sin(1.7 * layers)
+        return levels[setting] * wobble * np.where(layers < 5, 1.2 if setting == "none" else 1.0, 1.0)
+
+    rows = make_results(conditions, MODELS, n_samples=5, curve=curve, noise=0.05, sample_sd=0.15, seed=21)
+    rng = np.random.default_rng(22)
+    none = rows["setting"].isin(["none", "detailed_cut_none"]).to_numpy()
+    sample = (rows["model"] + rows["condition"] + rows["sample_index"].astype(str)).to_numpy()
+    keys, inverse = np.unique(sample[none], return_inverse=True)
+    rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 400)
+    found = []
+    for cd in draws.values():
+        found += rules.model_findings(cd)
+    found += rules.pair_findings(draws, rules.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
+    table = rules.findings_table(found)
+    assert set(table[table["check"] == "F4"]["verdict"]) == {rules.NOT_APPLICABLE}
+    assert TOO_FEW not in set(table["verdict"])
+    for check in ("F1", "L", "L2"):  # true here: never "does not hold"
+        assert FAILS not in set(table[table["check"] == check]["verdict"]), check
+    assert HOLDS not in set(table[table["check"] == "F3"]["verdict"])  # its Detailed part is false here
+    unresolved = table[table["verdict"] == UNRESOLVED]
+    assert unresolved["n_for_power"].notna().any()  # the pages can say what size would resolve them
