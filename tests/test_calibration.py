@@ -73,6 +73,10 @@ def test_logs_of_samples_cover_where_logs_of_means_do_not_and_the_exact_factor_s
 def test_an_accuracy_interval_stays_in_0_1_and_is_never_1_1():
     low, high = Estimate(1.0, np.ones(500), (("d", 10),), bounded=True).interval()
     assert high == 1.0 and 0.6 < low < 0.8  # 10 out of 10: Wilson's interval, not [1, 1]
+    from analysis.findings.closest_setting import accuracy_estimate
+
+    perfect = accuracy_estimate(np.ones(30, dtype=bool), np.repeat(np.arange(10), 3), n_resamples=200)
+    assert perfect.interval()[1] == 1.0 and perfect.interval()[0] < 1.0  # what the your-data page shows
     table = calibration.share_table(ns=(10,), shares=(0.8, 0.95), reps=300, n_resamples=RESAMPLES, seed=14)
     wilson = table[table["interval"] == "Wilson"]
     assert (wilson["outside [0, 1]"] == 0).all() and (wilson["[1, 1]"] == 0).all(), table
