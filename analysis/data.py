@@ -12,12 +12,14 @@ import hashlib
 import json
 import logging
 import os
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pooch
 import requests
 
@@ -277,6 +279,34 @@ def _json_lines(path: Path, text: str) -> list[Record]:
     if not records:
         raise DataError(f"{path}: no records (the file has no non-blank line)")
     return records
+
+
+# The seed of the instructions a profile takes from each file (a fixed, stated seed: every run
+# takes the same ones).
+SAMPLE_SEED = 0
+
+
+def sample_ranks(dataset: str, count: int, seed: int = SAMPLE_SEED) -> np.ndarray:
+    """A random rank for each record index 0..count-1 of a dataset's files, the same for every
+    file of the dataset (and for index i whatever the file's length): the first of a seeded
+    stream of uniform numbers, one per index."""
+    rng = np.random.default_rng([int(seed), zlib.crc32(dataset.encode())])
+    return rng.random(int(count))
+
+
+def sample_ids(dataset: str, count: int, limit: int | None, seed: int = SAMPLE_SEED) -> list[int]:
+    """The record indices a run with ``limit`` samples per file takes from a file of ``count``
+    records: a seeded random sample (all of them without a limit), sorted.
+
+    The first N records of a file are not a random sample of it (StrategyQA's None-CoT pairs
+    whose irrelevant answer equals the correct one begin at index 58, for one). Every file of a
+    dataset gets the same ids: the same questions under every setting, with correct and
+    irrelevant responses, and on every model.
+    """
+    if limit is None or limit >= count:
+        return list(range(int(count)))
+    ranks = sample_ranks(dataset, count, seed)
+    return sorted(int(i) for i in np.argsort(ranks, kind="stable")[: int(limit)])
 
 
 def load_records(path: str | os.PathLike) -> list[Record]:

@@ -64,9 +64,12 @@ sections.tables_separability(separable)
 # %% [markdown]
 # ## 2. Is the fast/slow gap only response length?
 #
-# Detailed CoT responses cut to the token count of the same question's None-CoT response. The
-# figure shows the share of the None vs Detailed CoT gap in (log) nuclear norm that remains at
-# equal length: near 1, length explains none of the gap; near 0, all of it.
+# Detailed CoT responses cut to the token count of the same question's Simplified-CoT response
+# (tens of tokens), against Simplified CoT (same length, different style) and full Detailed CoT,
+# in mean log nuclear norm: L asks whether content matters beyond length, L2 whether length
+# matters. The figure shows the share of the Simplified vs Detailed gap left at equal length (1:
+# none of the gap is length; 0: all of it is), only where that gap is established. The cut to the
+# None-CoT length (1 to 3 tokens) stays as a second view in the numbers.
 
 # %% tags=["remove-input"]
 sections.length(page)

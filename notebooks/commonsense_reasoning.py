@@ -49,20 +49,20 @@ show_markdown(page.coverage())
 # number is the instructions behind the verdict. The claims:
 
 # %% tags=["remove-input"]
-sections.claims(("F1", "F2", "F3", "F4", "L"))
-sections.answers(page, ("F1", "F2", "F3", "F4", "L"))
+sections.claims(("F1", "F2", "F3", "F4", "L", "L2"))
+sections.answers(page, ("F1", "F2", "F3", "F4", "L", "L2"))
 
 # %% [markdown]
 # The pooled answers with the numbers behind them (each part of a claim with its 95% interval):
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page, ("F1", "F2", "F3", "F4", "L"))
+sections.pooled_findings(page, ("F1", "F2", "F3", "F4", "L", "L2"))
 
 # %% [markdown]
 # Every check per dataset:
 
 # %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page, ("F1", "F2", "F3", "F4", "L"))
+sections.tables_findings(page, ("F1", "F2", "F3", "F4", "L", "L2"))
 
 # %% [markdown]
 # ## Layer curves
@@ -118,9 +118,12 @@ sections.tables_separability(separable)
 # %% [markdown]
 # ### Is the gap only response length?
 #
-# Detailed CoT responses cut to the token count of the same question's None-CoT response: the
-# share of the None vs Detailed gap in nuclear norm that remains at equal length (1: none of the
-# gap is length; 0: all of it is).
+# Detailed CoT responses cut to the token count of the same question's Simplified-CoT response
+# (tens of tokens), against Simplified CoT (same length, different style) and full Detailed CoT,
+# in mean log nuclear norm: L asks whether content matters beyond length, L2 whether length
+# matters. The figure shows the share of the Simplified vs Detailed gap left at equal length (1:
+# none of the gap is length; 0: all of it is), only where that gap is established. The cut to the
+# None-CoT length (1 to 3 tokens) stays as a second view in the numbers.
 
 # %% tags=["remove-input"]
 sections.length(page)

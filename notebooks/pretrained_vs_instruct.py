@@ -17,8 +17,10 @@
 # compares each of its five base models with its own instruct version and finds that instruction
 # tuning does not make a model better at telling correct from irrelevant responses (finding F4).
 # This page pairs each instruct model with a base model, checks F4 with both models resampled on
-# the same instructions, and shows their layer curves one above the other. Definitions and the
-# verdict rules: [methods](../methods.md).
+# the same instructions, and shows their layer curves one above the other. F4 is only checked for
+# an instruct model and its own base model (a pair of the paper); two models of different
+# families get "not applicable", with the reason. Definitions and the verdict rules:
+# [methods](../methods.md).
 
 # %% tags=["remove-cell"]
 from analysis.report import sections, tables
@@ -86,4 +88,4 @@ sections.tables_pairs(page)
 # The pooled verdicts of the other checks for both kinds of model, for comparison.
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page, ("F1", "F2", "F3", "L"))
+sections.pooled_findings(page, ("F1", "F2", "F3", "L", "L2"))

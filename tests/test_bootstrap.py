@@ -72,7 +72,7 @@ def test_t_interval_width_and_undefined_cases():
     low, high = t_interval(0.0, draws, 5, 4)
     from scipy import stats
 
-    expected = 5 / 4 * stats.t.ppf(0.975, 4) * draws.std(ddof=1)
+    expected = math.sqrt(5 / 4) * stats.t.ppf(0.975, 4) * draws.std(ddof=1)
     assert high == pytest.approx(expected) and low == pytest.approx(-expected)
     assert all(math.isnan(x) for x in t_interval(0.0, draws, 1, 0))
     assert all(math.isnan(x) for x in t_interval(math.nan, draws, 5, 4))

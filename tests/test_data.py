@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from functools import partial
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from analysis import data, vocabulary
@@ -163,3 +164,16 @@ def test_fetch_of_the_study_files_from_a_mirror(study_data_dir, tmp_path):
     assert all(
         data.file_sha256(path) == data.expected_sha256()[str(path.relative_to(tmp_path / "mirror"))] for path in written
     )
+
+
+def test_a_profile_takes_a_seeded_random_sample_the_same_for_every_file_of_a_dataset():
+    ids = data.sample_ids("strategyqa", 500, 5)
+    assert len(ids) == 5 and ids == sorted(ids) and ids != list(range(5))  # not the first N records
+    assert ids == data.sample_ids("strategyqa", 500, 5)  # the same on every run
+    assert set(data.sample_ids("strategyqa", 500, 3)) <= set(ids)  # a smaller run takes a subset
+    # a record's rank does not depend on the file's length: a shorter file of the dataset takes
+    # the same order, less the indices it lacks
+    order = [int(i) for i in np.argsort(data.sample_ranks("wiki", 500), kind="stable")]
+    assert data.sample_ids("wiki", 454, 5) == sorted([i for i in order if i < 454][:5])
+    assert data.sample_ids("aqua", 4, 10) == [0, 1, 2, 3] and data.sample_ids("aqua", 4, None) == [0, 1, 2, 3]
+    assert data.sample_ids("aqua", 500, 5) != ids  # datasets are drawn independently

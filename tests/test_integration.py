@@ -48,7 +48,8 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
         ExtractionSettings(2),
         study_data_dir,
     )
-    prepared, _ = runner.prepare_samples(loaded, plan.resolved, [0, 1], 1024)
+    assert sorted(plan.todo) == sorted(set(frame["sample_index"]))  # the same seeded sample of the file
+    prepared, _ = runner.prepare_samples(loaded, plan.resolved, plan.todo, 1024)
     worst = 0.0
     for sample in prepared:
         rows = frame[frame["sample_index"] == sample.index]

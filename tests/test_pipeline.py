@@ -33,7 +33,15 @@ def test_profiles_derive_their_conditions_from_the_registry():
     quick = profiles.get_profile("quick")
     for family in profiles.FAMILY_NOTEBOOKS:
         assert quick.conditions_for(family), family  # the quick run feeds every notebook
-    assert {c.split("/")[1] for c in quick.conditions} >= {"none", "detailed", "detailed_cut_none", "len100", "len1000"}
+    assert {c.split("/")[1] for c in quick.conditions} >= {
+        "none",
+        "simplified",
+        "detailed",
+        "detailed_cut_simplified",  # the length control L and L2 read, against Simplified CoT
+        "detailed_cut_none",
+        "len100",
+        "len1000",
+    }
     with pytest.raises(profiles.ProfileError, match="unknown profile 'fast'; profiles: quick, cpu, paper"):
         profiles.get_profile("fast")
 

@@ -99,6 +99,24 @@ def test_verdict_matrix_colours_each_covered_cell():
     assert fig.axes[0].patches[0].get_facecolor()[:3] != fig.axes[0].patches[1].get_facecolor()[:3]
 
 
+def test_verdict_matrix_marks_a_check_that_does_not_apply():
+    table = pd.DataFrame(
+        {
+            "model": ["a", "a"],
+            "check": ["F3", "F4"],
+            "scope": ["aqua", "aqua"],
+            "verdict": ["not resolved", "not applicable"],
+            "n": [5, 5],
+        }
+    )
+    fig = verdict_matrix(table, ["F3", "F4"], ["aqua"])
+    unresolved, not_applicable = fig.axes[0].patches
+    assert not_applicable.get_hatch() and not unresolved.get_hatch()  # a mark, not a shade of grey
+    assert not_applicable.get_facecolor()[:3] != unresolved.get_facecolor()[:3]
+    assert "n/a" in [t.get_text() for t in fig.axes[0].texts]
+    assert "not applicable" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
 def test_forest_one_row_per_estimate():
     table = pd.DataFrame(
         {"label": ["x", "y"], "value": [0.6, 0.4], "low": [0.55, 0.2], "high": [0.7, 0.6], "group": ["a", "b"]}

@@ -62,6 +62,7 @@ def test_separability_near_one_on_separable_data():
     out = separability(df, "base-model", "aqua", "detailed", n_resamples=300)
     assert out["reason"] is None and out["n_folds"] == 5 and out["n_samples"] == 30
     assert out["auroc"] > 0.95 and out["auroc_low"] > 0.85
+    assert out["auroc_high"] <= 1.0  # the interval of a share stays inside [0, 1]
     # one feature cannot cancel the per-sample scale as the full model does
     assert 0.65 < out["best_feature_auroc"] < out["auroc"]
     assert int(out["best_feature"][1:]) >= 10

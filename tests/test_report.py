@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis import profiles, runlog, vocabulary
+from analysis import data, profiles, runlog, vocabulary
 from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
@@ -25,8 +25,24 @@ from analysis.store import ResultsStore, RunKey
 
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
 MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
-SCALE = {"none": 3.0, "simplified": 2.0, "detailed": 1.0, "detailed_cut_none": 1.0, "len100": 1.0, "len1000": 1.0}
-WIGGLE = {"none": 1.0, "simplified": 0.3, "detailed": 0.05, "detailed_cut_none": 0.05, "len100": 0.05, "len1000": 0.05}
+SCALE = {
+    "none": 3.0,
+    "simplified": 2.0,
+    "detailed": 1.0,
+    "detailed_cut_none": 1.0,
+    "detailed_cut_simplified": 1.4,
+    "len100": 1.0,
+    "len1000": 1.0,
+}
+WIGGLE = {
+    "none": 1.0,
+    "simplified": 0.3,
+    "detailed": 0.05,
+    "detailed_cut_none": 0.05,
+    "detailed_cut_simplified": 0.05,
+    "len100": 0.05,
+    "len1000": 0.05,
+}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
@@ -40,7 +56,7 @@ def paper_like(model, dataset, setting, responses, proj, layers):
 CONDITIONS = (
     reasoning_conditions("aqua")
     + reasoning_conditions("gsm8k")
-    + [("aqua", "detailed_cut_none", r) for r in ("correct", "irrelevant")]
+    + [("aqua", s, r) for s in ("detailed_cut_none", "detailed_cut_simplified") for r in ("correct", "irrelevant")]
     + [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")]
 )
 
@@ -115,7 +131,7 @@ def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, 
     np.testing.assert_allclose(merged["mean_abs_rd_x"], merged["mean_abs_rd_y"], rtol=1e-12)
     detailed = rds[rds["setting"] == "detailed"]
     np.testing.assert_allclose(detailed["mean_rd"], 0.5, atol=0.08)
-    assert (detailed["mean_rd_low"] > 0.3).all()
+    assert (detailed["mean_rd_low"] > 0.25).all()
 
 
 def test_formatted_tables_show_intervals(paper_draws):
@@ -200,8 +216,16 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     page = Page.open("summary", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)})
     assert set(page.draws) == set(MODELS) and page.pairs == {INSTRUCT: BASE}
     found = sections.findings_table(page)
-    assert {"F1", "F2", "F3", "F4", "F5", "L"} <= set(found["check"])
+    assert {"F1", "F2", "F3", "F4", "F5", "L", "L2"} <= set(found["check"])
     assert found[found["check"] == "F5"]["verdict"].iloc[0] in ("holds", "not resolved")
+    # the offline models are two families: F4 says "not applicable", and every page says why
+    assert set(found[found["check"] == "F4"]["verdict"]) == {"not applicable"}
+    assert "not applicable: smollm2-135m-instruct is not an instruct model of gemma-3-270m" in (
+        verdicts.summary_text(found)
+    )
+    note = verdicts.matrix_note(found, "cpu", None)
+    tested = int(found["verdict"].isin(["holds", "does not hold", "not resolved"]).sum())
+    assert f"Of the {tested} tested cells" in note and f"at most {0.025 * tested:.1f} would say so" in note
     for show in (
         sections.answers,
         sections.pooled_findings,
@@ -255,7 +279,9 @@ def test_load_results_reports_missing_and_skipped(tmp_path):
     conditions = ["aqua/none/correct", "aqua/detailed/irrelevant", "aqua/simplified/correct"]
     results = load_results(root, [BASE, INSTRUCT], conditions, n_samples=3, data_dir=tmp_path / "no-data")
     assert results.models == (BASE,)
-    assert set(results.rows["sample_index"]) == {0, 1, 2}
+    # without the data file, the 3 ids of highest rank in the seeded random order among those stored
+    ranks = data.sample_ranks("aqua", 4)
+    assert set(results.rows["sample_index"]) == set(np.argsort(ranks, kind="stable")[:3].tolist())
     message = coverage_message(results)
     assert "2 of 6 (model, condition) pairs are complete" in message
     assert "**Missing results:**" in message and f"{BASE} aqua/simplified/correct (0 of 3 stored)" in message

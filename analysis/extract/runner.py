@@ -217,8 +217,8 @@ def plan_run(
     resolved = data.resolve(spec, data_dir)
     condition = resolved.condition
     max_length = settings.max_length
-    count = len(data.load_records(resolved.path))
-    count = count if settings.n_samples is None else min(settings.n_samples, count)
+    records = len(data.load_records(resolved.path))
+    chosen = data.sample_ids(condition.dataset, records, settings.n_samples)  # a seeded random sample, not the first N
     is_file = condition.setting == ""
     key = RunKey(
         registry.model_slug(model_name),
@@ -242,7 +242,7 @@ def plan_run(
     }
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
     done = store.done_samples(key, retry_reasons=retried)
-    return RunPlan(spec, resolved, key, identity, count, [i for i in range(count) if i not in done])
+    return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done])
 
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
@@ -413,8 +413,9 @@ def extract(
     progress: bool = True,
     **changes,
 ) -> ConditionSummary:
-    """Compute and store the statistics of the first ``settings.n_samples`` samples of one
-    condition (or file), writing to the store every ``settings.shard_size`` samples.
+    """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
+    file), a seeded random sample of its records (``data.sample_ids``), writing to the store every
+    ``settings.shard_size`` samples.
 
     ``changes`` override single settings (``extract(loaded, spec, store, n_samples=3)``).
     ``settings.keep_spectra`` also stores every gradient's singular values (column

@@ -7,14 +7,15 @@ settings, between response types or between two models is computed inside each r
 interval keeps the pairing. Datasets are resampled independently of each other, which makes a
 quantity averaged over the datasets of a family a stratified bootstrap.
 
-Intervals are t intervals on the bootstrap standard error: the value plus or minus
-n / (n - 1) t(df) times the standard deviation of the resampled values, with n the instructions
-per dataset and df the instructions less the datasets. The bootstrap variance of a mean over n
-instructions is (n - 1) / n times its sampling variance; removing that bias alone (a factor
-sqrt(n / (n - 1)) on the standard deviation) still leaves about 94% coverage at 5 instructions
-per dataset, so the factor is squared. A plain percentile bootstrap is worse: over 5
-instructions its 95% interval covers about 84%. ``analysis.findings.calibration`` measures coverage,
-false-positive rate and power of this engine; ``MIN_VERDICT_SAMPLES`` follows from them.
+Intervals are t intervals on the bootstrap standard error, derived rather than tuned: the
+bootstrap variance of a mean over n instructions is exactly (n - 1) / n times its sampling
+variance, so each dataset's bootstrap variance is multiplied by n / (n - 1); the t quantile takes
+the Welch-Satterthwaite degrees of freedom of the datasets behind the quantity (n - 1 for one
+dataset), so that a pooled family with one noisy small dataset is not credited with the
+instructions of the others. Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
+stays inside [0, 1]. Skewed values are handled where the quantities are built: the checks work on
+the logs of per-sample values (``analysis.findings.rules``). ``analysis.findings.calibration``
+measures coverage, false "holds" and power of this engine in the study's design.
 """
 
 from __future__ import annotations
@@ -31,42 +32,62 @@ from scipy import stats as sps
 
 from analysis import vocabulary
 from analysis.findings import metrics
+from analysis.vocabulary import PROJECTIONS
 
-PROJECTIONS = metrics.PROJECTIONS
 LEVEL = 0.95
-# Fewest instructions behind a quantity for a verdict. From 5 on, the 95% intervals of this
-# engine cover at least 95% and a "holds" is wrongly given at most 2.5% of the time (measured by
-# tests/test_calibration.py); a bootstrap over fewer instructions (35 distinct resamples at 4)
-# is not relied on.
+# Fewest instructions of each dataset behind a quantity for a verdict. A bootstrap over fewer
+# instructions (35 distinct resamples at 4) is not relied on; from 5 on, coverage and false
+# "holds" are measured by tests/test_calibration.py.
 MIN_VERDICT_SAMPLES = 5
 
 
 # --------------------------------------------------------------------------- intervals
 
 
-def interval_half_width(draws: np.ndarray, n: int, df: int, level: float = LEVEL) -> float:
-    """Half the width of the interval: n / (n - 1) * t(df) * standard deviation of the draws.
-
-    The bootstrap spread of a mean over n instructions is sqrt((n - 1) / n) times its standard
-    error; the factor more than undoes that (see the module docstring), and t quantiles with
-    ``df`` degrees of freedom account for a spread estimated from few instructions. NaN when
-    over half the draws are undefined.
-    """
+def _t_quantile(df: float, level: float) -> float:
     if not 0 < level < 1:
         raise ValueError(f"level must lie in (0, 1), got {level}")
+    return float(sps.t.ppf(1 - (1 - level) / 2, df))
+
+
+def interval_half_width(draws: np.ndarray, n: int, df: float, level: float = LEVEL) -> float:
+    """Half the width of the interval: sqrt(n / (n - 1)) * t(df) * standard deviation of the draws.
+
+    The bootstrap spread of a mean over n instructions is exactly sqrt((n - 1) / n) times its
+    standard error; the factor undoes that, and t quantiles with ``df`` degrees of freedom account
+    for a spread estimated from few instructions. NaN when over half the draws are undefined.
+    """
+    quantile = _t_quantile(max(df, 1e-9), level)
     draws = np.asarray(draws, dtype=float)
     finite = draws[np.isfinite(draws)]
     if n < 2 or df < 1 or finite.size < 2 or finite.size < 0.5 * draws.size:
         return math.nan
-    return float(n / (n - 1) * sps.t.ppf(1 - (1 - level) / 2, df) * finite.std(ddof=1))
+    return float(math.sqrt(n / (n - 1)) * quantile * finite.std(ddof=1))
 
 
-def t_interval(value: float, draws: np.ndarray, n: int, df: int, level: float = LEVEL) -> tuple[float, float]:
+def t_interval(value: float, draws: np.ndarray, n: int, df: float, level: float = LEVEL) -> tuple[float, float]:
     """(low, high): the value plus or minus ``interval_half_width``; NaN when undefined."""
     half = interval_half_width(draws, n, df, level)
     if not (np.isfinite(value) and np.isfinite(half)):
         return math.nan, math.nan
     return float(value - half), float(value + half)
+
+
+def wilson_interval(value: float, standard_error: float, n: int, quantile: float) -> tuple[float, float]:
+    """Wilson score interval of a share in [0, 1] whose standard error is ``standard_error``.
+
+    The effective number of trials is the one that gives that standard error,
+    p (1 - p) / se^2, and ``n`` (the instructions) where that is undefined (a share of 0 or 1,
+    or no spread): an accuracy of 10 out of 10 gets an interval below 1, never [1, 1].
+    """
+    p = float(np.clip(value, 0.0, 1.0))
+    trials = p * (1 - p) / standard_error**2 if standard_error > 0 and 0 < p < 1 else float(n)
+    if not trials > 0:
+        return math.nan, math.nan
+    z2 = quantile**2
+    center = (p + z2 / (2 * trials)) / (1 + z2 / trials)
+    half = quantile / (1 + z2 / trials) * math.sqrt(p * (1 - p) / trials + z2 / (4 * trials**2))
+    return float(max(0.0, center - half)), float(min(1.0, center + half))
 
 
 def t_band(values: np.ndarray, draws: np.ndarray, n: int, level: float = LEVEL) -> tuple[np.ndarray, np.ndarray]:
@@ -77,18 +98,32 @@ def t_band(values: np.ndarray, draws: np.ndarray, n: int, level: float = LEVEL) 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)  # layers undefined in every resample
         spread = np.nanstd(draws, axis=0, ddof=1)
-    half = n / (n - 1) * sps.t.ppf(1 - (1 - level) / 2, n - 1) * spread
+    half = math.sqrt(n / (n - 1)) * _t_quantile(n - 1, level) * spread
     return values - half, values + half
+
+
+def _variance(draws: np.ndarray) -> float:
+    finite = np.asarray(draws, dtype=float)
+    finite = finite[np.isfinite(finite)]
+    return float(finite.var(ddof=1)) if finite.size > 1 else math.nan
 
 
 @dataclass(frozen=True)
 class Estimate:
     """A scalar quantity: its value on the data, its values under each resample, and the
-    instructions behind it per dataset (the strata of the bootstrap)."""
+    instructions behind it per dataset (the strata of the bootstrap).
+
+    ``variances`` (aligned with ``strata``) are the parts of the draws' variance that each
+    dataset's resampling contributes, in relative terms; ``None`` for one dataset, or equal parts.
+    ``bounded``: the quantity is a share in [0, 1] (an AUROC, an accuracy), whose interval is a
+    Wilson score interval and stays inside [0, 1].
+    """
 
     value: float
     draws: np.ndarray
     strata: tuple[tuple[str, int], ...]  # (dataset, instructions) pairs
+    variances: tuple[float, ...] | None = None
+    bounded: bool = False
 
     @property
     def n(self) -> int:
@@ -97,20 +132,63 @@ class Estimate:
 
     @property
     def n_smallest(self) -> int:
+        """Instructions of the dataset with the fewest: the minimum for a verdict applies to it."""
         return int(min((n for _, n in self.strata), default=0))
 
+    def stratum_variances(self) -> np.ndarray:
+        """Each dataset's part of the draws' variance, scaled to sum to that variance."""
+        total = _variance(self.draws)
+        weights = np.ones(len(self.strata)) if self.variances is None else np.asarray(self.variances, dtype=float)
+        if not np.all(np.isfinite(weights)) or weights.sum() <= 0:
+            weights = np.ones(len(self.strata))
+        return total * weights / weights.sum()
+
+    def _corrected(self) -> tuple[float, float]:
+        """(variance, Welch-Satterthwaite degrees of freedom), each dataset's bootstrap variance
+        multiplied by n / (n - 1), its exact bias."""
+        counts = np.array([n for _, n in self.strata], dtype=float)
+        if counts.size == 0 or np.any(counts < 2):
+            return math.nan, math.nan
+        corrected = self.stratum_variances() * counts / (counts - 1)
+        total = float(corrected.sum())
+        if not np.isfinite(total):
+            return math.nan, math.nan
+        if total <= 0:
+            return 0.0, float(counts.sum() - counts.size)
+        return total, float(total**2 / np.sum(corrected**2 / (counts - 1)))
+
     @property
-    def df(self) -> int:
-        return self.n - len(self.strata)
+    def df(self) -> float:
+        """Welch-Satterthwaite degrees of freedom over the datasets (n - 1 for one dataset)."""
+        return self._corrected()[1]
+
+    def standard_error(self) -> float:
+        """The bias-corrected bootstrap standard error."""
+        variance, _ = self._corrected()
+        return math.sqrt(variance) if np.isfinite(variance) else math.nan
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
-        """The t interval at ``level`` (see ``interval_half_width``)."""
-        return t_interval(self.value, self.draws, self.n_smallest, self.df, level)
+        """The interval at ``level``: value plus or minus t(Welch df) times the corrected standard
+        error; a Wilson interval for a bounded share. NaN when undefined."""
+        draws = np.asarray(self.draws, dtype=float)
+        finite = np.isfinite(draws)
+        if not np.isfinite(self.value) or finite.sum() < 2 or finite.sum() < 0.5 * draws.size:
+            return math.nan, math.nan
+        variance, df = self._corrected()
+        if not (np.isfinite(variance) and df >= 1):
+            return math.nan, math.nan
+        quantile = _t_quantile(df, level)
+        if self.bounded:
+            return wilson_interval(self.value, math.sqrt(variance), self.n, quantile)
+        half = quantile * math.sqrt(variance)
+        return float(self.value - half), float(self.value + half)
 
     def map(self, fn: Callable[[np.ndarray], np.ndarray]) -> Estimate:
         """The same quantity through a function applied to its value and to every draw."""
         with np.errstate(invalid="ignore", divide="ignore"):
-            return Estimate(float(fn(np.asarray(self.value))), np.asarray(fn(self.draws), dtype=float), self.strata)
+            return Estimate(
+                float(fn(np.asarray(self.value))), np.asarray(fn(self.draws), dtype=float), self.strata, self.variances
+            )
 
 
 def _merged_strata(estimates: Sequence[Estimate]) -> tuple[tuple[str, int], ...]:
@@ -122,12 +200,43 @@ def _merged_strata(estimates: Sequence[Estimate]) -> tuple[tuple[str, int], ...]
     return tuple(sorted(merged.items()))
 
 
+def _input_effects(fn: Callable[..., np.ndarray], estimates: Sequence[Estimate]) -> list[float]:
+    """Variance of fn when only one input varies over its draws, the others held at their values."""
+    effects = []
+    for i, estimate in enumerate(estimates):
+        args = [np.broadcast_to(np.asarray(e.value, dtype=float), np.shape(estimate.draws)) for e in estimates]
+        args[i] = estimate.draws
+        with np.errstate(invalid="ignore", divide="ignore"):
+            effects.append(_variance(np.asarray(fn(*args), dtype=float)))
+    return effects
+
+
+def _combined_variances(
+    fn: Callable[..., np.ndarray], estimates: Sequence[Estimate], strata: tuple[tuple[str, int], ...]
+) -> tuple[float, ...] | None:
+    """Each dataset's part of the variance of fn(estimates): one input's effect (``_input_effects``)
+    shared among its datasets as that input's own variance is."""
+    if len(strata) < 2:
+        return None
+    names = [d for d, _ in strata]
+    parts = dict.fromkeys(names, 0.0)
+    for estimate, effect in zip(estimates, _input_effects(fn, estimates)):
+        if not np.isfinite(effect):
+            return None
+        own = estimate.stratum_variances()
+        shares = own / own.sum() if np.isfinite(own).all() and own.sum() > 0 else np.full(own.size, 1 / own.size)
+        for (dataset, _), share in zip(estimate.strata, shares):
+            parts[dataset] += effect * share
+    return tuple(parts[d] for d in names)
+
+
 def combine(fn: Callable[..., np.ndarray], *estimates: Estimate) -> Estimate:
     """fn of several estimates, applied to their values and resample by resample."""
     with np.errstate(invalid="ignore", divide="ignore"):
         value = float(fn(*(np.asarray(e.value) for e in estimates)))
         draws = np.asarray(fn(*(e.draws for e in estimates)), dtype=float)
-    return Estimate(value, draws, _merged_strata(estimates))
+    strata = _merged_strata(estimates)
+    return Estimate(value, draws, strata, _combined_variances(fn, estimates, strata))
 
 
 def difference(a: Estimate, b: Estimate) -> Estimate:
@@ -141,16 +250,28 @@ def log_ratio(a: Estimate, b: Estimate) -> Estimate:
 
 
 def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
-    """The mean of per-dataset estimates (each dataset weighs the same); None for none."""
+    """The mean of per-dataset estimates (each dataset weighs the same); None for none.
+
+    Datasets are resampled independently, so each one's part of the pooled variance is its own
+    variance over the number of datasets squared: the interval's degrees of freedom follow
+    (Welch-Satterthwaite), and a noisy small dataset counts for what it is.
+    """
     estimates = [e for e in estimates if e is not None]
     if not estimates:
         return None
+    strata = _merged_strata(estimates)
+    parts = dict.fromkeys((d for d, _ in strata), 0.0)
+    for estimate in estimates:
+        for (dataset, _), variance in zip(estimate.strata, estimate.stratum_variances()):
+            parts[dataset] += variance / len(estimates) ** 2
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return Estimate(
             float(np.mean([e.value for e in estimates])),
             np.mean(np.stack([e.draws for e in estimates]), axis=0),
-            _merged_strata(estimates),
+            strata,
+            tuple(parts.values()) if len(strata) > 1 else None,
+            all(e.bounded for e in estimates),
         )
 
 

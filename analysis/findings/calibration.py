@@ -1,105 +1,442 @@
-"""How well the book's intervals and verdicts work: coverage, false-positive rate and power.
+"""How well the book's intervals and verdicts work, measured in the study's own design.
 
-Data are simulated in the study's design (instructions nested in datasets, two settings answered
-for every instruction) and passed through the same engine the book uses: resampling of
-instructions within datasets (``bootstrap``), pooling over datasets and the verdict rule
-(``rules.decide``). The quantity is the one most checks are built from: the log ratio of two
-settings' mean values, e.g. None over Detailed CoT nuclear norm.
+Data are simulated as the study's are (instructions nested in datasets; every instruction answered
+under each setting, with correct and irrelevant responses; per-sample values log-normal, None CoT
+far noisier than Detailed CoT; pooled datasets with unequal spreads and counts) and passed through
+the functions the book uses: the quantities of ``rules`` (``log_mean_curve``,
+``corrected_roughness``), the estimates, pooling and intervals of ``bootstrap`` and the verdict rule
+``rules.decide``. Every number the methods page quotes about error rates, coverage and power comes
+from here, run by the tests and by the reproducibility page.
 
-The simulated values are lognormal: an instruction's own level (shared by its two settings,
-spread ``instruction_sd`` on the log scale) times independent noise per setting (``noise_sd``).
-The defaults are near what the offline models give per instruction.
+The designs (``Design``) are named after the checks whose quantity they simulate:
+
+- ``gap``: a paired difference of mean logs between a noisy fast setting and a quiet slow one
+  (F1, the length control L and L2, F3 under Detailed CoT, F4);
+- ``same``: the same quantity tested for lying within the margin (F3 under None CoT, F5's Wiki part);
+- ``roughness``: the noise-corrected roughness of a noisy and a quiet log curve (F2, F5's contrast).
+
+``false_holds_table`` gives the share of "holds" when the claim is false at its boundary (no effect,
+or a true value exactly at the margin), for the rules of this book and, for comparison, the rules
+they replace; ``coverage_table`` the coverage of the 95% intervals with each one-sided miss;
+``skew_table`` the coverage that chose logs of per-sample values over logs of mean values and the
+exact bias factor over its square; ``share_table`` the coverage of intervals for an accuracy;
+``power_table`` the share of "holds" at true effects and the instructions needed for 80% power.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
 
-from analysis.findings.bootstrap import LEVEL, Estimate, log_ratio, pooled, resample_counts, resampled_mean
-from analysis.findings.rules import HOLDS, Part, decide
+from analysis.findings import metrics
+from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
+from analysis.findings.rules import (
+    FAILS,
+    HOLDS,
+    SAME_MARGIN,
+    Part,
+    corrected_roughness,
+    decide,
+    instructions_for_power,
+    log_mean_curve,
+)
+
+N_LAYERS = 18
+# the rules whose claim can be made true in the simulation (for the false "does not hold" rate)
+FAILS_CHECKS = ("gap", "same", "not better", "roughness")
 
 
-def _dataset_estimates(
-    rng: np.random.Generator, n: int, effect: float, n_resamples: int, instruction_sd: float, noise_sd: float, name: str
-) -> tuple[Estimate, Estimate]:
+@dataclass(frozen=True)
+class Design:
+    """One simulated design: instructions per dataset, per-sample noise (log scale) of the fast
+    and the slow condition per dataset, and the spread of the instructions' own levels."""
+
+    counts: tuple[int, ...] = (5,)
+    fast_sd: tuple[float, ...] = (0.6,)
+    slow_sd: tuple[float, ...] = (0.15,)
+    instruction_sd: float = 0.3
+
+    @property
+    def label(self) -> str:
+        return f"{len(self.counts)} x {'/'.join(map(str, self.counts))}"
+
+
+def study_designs(n: int = 5) -> dict[str, Design]:
+    """One dataset; a family of 4 datasets of ``n`` like the commonsense family of the cpu profile;
+    and a family with unequal counts and one dataset six times noisier than the others."""
+    return {
+        "one dataset": Design((n,), (0.6,), (0.15,)),
+        "4 datasets": Design((n,) * 4, (0.6,) * 4, (0.15,) * 4),
+        "unequal datasets": Design((n, n, n + 3, 2 * n), (0.6, 0.6, 0.6, 3.6), (0.15, 0.15, 0.15, 0.9)),
+    }
+
+
+# --------------------------------------------------------------------------- one simulated run
+
+
+def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, instruction_sd: float, effect: float):
+    """Per-instruction mean logs of the fast and the slow condition (true difference ``effect``)."""
     level = rng.normal(0.0, instruction_sd, n)
-    fast = np.exp(level + effect + rng.normal(0.0, noise_sd, n))[:, None]
-    slow = np.exp(level + rng.normal(0.0, noise_sd, n))[:, None]
-    counts = resample_counts(n, n_resamples, rng)
-    estimates = []
-    for values in (fast, slow):
-        draws = resampled_mean(values, counts)[:, 0]
-        estimates.append(Estimate(float(values.mean()), draws, ((name, n),)))
-    return estimates[0], estimates[1]
+    return level + effect + rng.normal(0.0, fast_sd, n), level + rng.normal(0.0, slow_sd, n)
 
 
-def simulate(
-    n: int,
-    n_datasets: int = 1,
-    effect: float = 0.0,
-    reps: int = 400,
-    n_resamples: int = 1000,
-    instruction_sd: float = 0.2,
-    noise_sd: float = 0.2,
-    level: float = LEVEL,
-    seed: int = 0,
-) -> dict:
-    """Coverage of the true log ratio and the share of "holds" verdicts for "log ratio > 0".
+def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estimate:
+    """The pooled mean log difference (``rules.log_mean_curve`` of each condition, paired)."""
+    per_dataset = []
+    for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
+        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design.instruction_sd, effect)
+        weights = resample_counts(n, n_resamples, rng)
+        (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
+        (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
+        per_dataset.append(Estimate(value_f - value_s, draws_f[:, 0] - draws_s[:, 0], ((f"d{h}", n),)))
+    return pooled(per_dataset)
 
-    ``n`` instructions in each of ``n_datasets`` datasets; ``effect`` is the true log ratio of the
-    two settings' means in every dataset.
+
+def _true_curve(layers: np.ndarray, wiggle: float) -> np.ndarray:
+    return wiggle * np.sin(1.7 * layers)
+
+
+def _rough_estimates(
+    rng, design: Design, wiggle_fast: float, wiggle_slow: float, n_resamples: int
+) -> tuple[Estimate, Estimate]:
+    """Pooled roughness difference (fast - slow), noise-corrected, and the paper's log MAD ratio
+    of the mean curves, for log curves with true step sizes set by the two wiggles."""
+    layers = np.arange(N_LAYERS)
+    corrected, paper = [], []
+    for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
+        level = rng.normal(0.0, design.instruction_sd, (n, 1))
+        fast = np.exp(level + _true_curve(layers, wiggle_fast) + rng.normal(0.0, fast_sd, (n, N_LAYERS)))
+        slow = np.exp(level + _true_curve(layers, wiggle_slow) + rng.normal(0.0, slow_sd, (n, N_LAYERS)))
+        weights = resample_counts(n, n_resamples, rng)
+        (vf, df_), (vs, ds) = corrected_roughness(fast, weights), corrected_roughness(slow, weights)
+        strata = ((f"d{h}", n),)
+        corrected.append(Estimate(vf - vs, df_ - ds, strata))
+        mads = []
+        for values in (fast, slow):
+            means = (weights @ values) / n
+            mads.append(
+                (metrics.mean_absolute_difference(values.mean(axis=0)), metrics.mean_absolute_difference(means))
+            )
+        paper.append(Estimate(math.log(mads[0][0] / mads[1][0]), np.log(mads[0][1] / mads[1][1]), strata))
+    return pooled(corrected), pooled(paper)
+
+
+def true_roughness(wiggle: float) -> float:
+    """Mean squared step of the true log curve of a given wiggle."""
+    return float(np.mean(np.diff(_true_curve(np.arange(N_LAYERS), wiggle)) ** 2))
+
+
+def _old_abs_rd(rng, design: Design, n_resamples: int) -> Estimate:
+    """The former F3/F5 quantity, mean |RD| of two noisy mean curves that are truly equal."""
+    per_dataset = []
+    for h, (n, fast_sd) in enumerate(zip(design.counts, design.fast_sd)):
+        level = rng.normal(0.0, design.instruction_sd, (n, 1))
+        correct = np.exp(level + rng.normal(0.0, fast_sd, (n, N_LAYERS)))
+        irrelevant = np.exp(level + rng.normal(0.0, fast_sd, (n, N_LAYERS)))
+        weights = resample_counts(n, n_resamples, rng)
+        a, b = correct.mean(axis=0), irrelevant.mean(axis=0)
+        da, db = weights @ correct / n, weights @ irrelevant / n
+        per_dataset.append(
+            Estimate(float(np.mean(np.abs((b - a) / a))), np.mean(np.abs((db - da) / da), axis=1), ((f"d{h}", n),))
+        )
+    return pooled(per_dataset)
+
+
+# --------------------------------------------------------------------------- error rates and coverage
+
+
+def _rate(hits: int, reps: int) -> float:
+    return hits / reps
+
+
+def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+    """Share of "holds" when the claim is false at its boundary, for the rule of ``check``:
+
+    - ``gap``: "fast > slow" with no true difference;
+    - ``same``: "within the margin" with the true difference exactly at the margin;
+    - ``not better``: "below the margin" (F4) with the true difference exactly at it;
+    - ``roughness``: "fast rougher" with equally smooth true curves (None noisier);
+    - ``paper MAD``: the former F2 rule (log MAD ratio > 0) on the same data;
+    - ``old same``: the former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the
+      claim is true: this measures how often it was found, its power).
     """
     rng = np.random.default_rng(seed)
-    covered = holds = 0
+    hits = 0
     for _ in range(reps):
-        ratios = []
-        for h in range(n_datasets):
-            fast, slow = _dataset_estimates(rng, n, effect, n_resamples, instruction_sd, noise_sd, f"d{h}")
-            ratios.append(log_ratio(fast, slow))
-        estimate = pooled(ratios)
+        if check == "gap":
+            part = Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0)
+        elif check == "same":
+            part = Part("same", _gap_estimate(rng, design, SAME_MARGIN, n_resamples), "within", SAME_MARGIN)
+        elif check == "not better":
+            part = Part("not better", _gap_estimate(rng, design, SAME_MARGIN, n_resamples), "below", SAME_MARGIN)
+        elif check in ("roughness", "paper MAD"):
+            corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples)
+            part = Part(check, corrected if check == "roughness" else paper, "above", 0.0)
+        elif check == "old same":
+            part = Part(check, _old_abs_rd(rng, design, n_resamples), "below", 0.1)
+        else:
+            raise ValueError(f"unknown check {check!r}")
+        hits += decide([part]) == HOLDS
+    return _rate(hits, reps)
+
+
+def false_fails(check: str, design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+    """Share of "does not hold" when the claim is true: ``gap`` with a true log difference of 0.2,
+    ``same`` with a true difference of 0, ``not better`` with a true difference of 0, ``roughness``
+    with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
+    rng = np.random.default_rng(seed)
+    hits = 0
+    for _ in range(reps):
+        if check == "gap":
+            part = Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0)
+        elif check == "same":
+            part = Part("same", _gap_estimate(rng, design, 0.0, n_resamples), "within", SAME_MARGIN)
+        elif check == "not better":
+            part = Part("not better", _gap_estimate(rng, design, 0.0, n_resamples), "below", SAME_MARGIN)
+        elif check == "roughness":
+            part = Part(check, _rough_estimates(rng, design, 0.2, 0.1, n_resamples)[0], "above", 0.0)
+        else:
+            raise ValueError(f"unknown check {check!r}")
+        hits += decide([part]) == FAILS
+    return _rate(hits, reps)
+
+
+def false_holds_table(
+    n: int = 5, reps: int = 1000, n_resamples: int = 400, seed: int = 0, checks: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """``false_holds`` of every rule in every design of ``study_designs(n)`` (nominal: 2.5%), and
+    ``false_fails`` of the book's rules (nominal: at most 2.5%)."""
+    checks = checks or ("gap", "same", "not better", "roughness", "paper MAD")
+    rows = []
+    for i, (name, design) in enumerate(study_designs(n).items()):
+        for j, check in enumerate(checks):
+            rate = false_holds(check, design, reps, n_resamples, seed + 100 * i + j)
+            wrong_fails = (
+                false_fails(check, design, reps, n_resamples, seed + 100 * i + j + 50)
+                if check in FAILS_CHECKS
+                else None
+            )
+            rows.append(
+                {
+                    "rule": check,
+                    "design": name,
+                    "instructions": design.label,
+                    "reps": reps,
+                    "holds when false": rate,
+                    "does not hold when true": math.nan if wrong_fails is None else wrong_fails,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _coverage_row(name: str, design: Design, values: Sequence[tuple[Estimate, float]], level: float) -> dict:
+    low_miss = high_miss = 0
+    for estimate, truth in values:
         low, high = estimate.interval(level)
-        covered += bool(low <= effect <= high)
-        holds += decide([Part("log ratio", estimate, "above", 0.0)], level) == HOLDS
+        low_miss += bool(truth < low)
+        high_miss += bool(truth > high)
+    reps = len(values)
     return {
-        "n": n,
-        "datasets": n_datasets,
-        "effect": effect,
+        "quantity": name,
+        "instructions": design.label,
         "reps": reps,
-        "coverage": covered / reps,
-        "holds": holds / reps,
+        "coverage": 1 - (low_miss + high_miss) / reps,
+        "miss below": low_miss / reps,
+        "miss above": high_miss / reps,
     }
 
 
 def coverage_table(
-    ns: Sequence[int] = (5, 10, 20),
-    designs: Sequence[tuple[int, int]] = ((5, 2), (5, 6)),
-    reps: int = 400,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    n: int = 5, reps: int = 1000, n_resamples: int = 400, seed: int = 0, level: float = LEVEL
 ) -> pd.DataFrame:
-    """Coverage of the 95% interval for one dataset of n instructions and for pooled designs
-    (instructions per dataset, datasets)."""
-    rows = [simulate(n, 1, 0.2, reps, n_resamples, seed=seed + n) for n in ns]
-    rows += [simulate(n, h, 0.2, reps, n_resamples, seed=seed + 100 * h + n) for n, h in designs]
-    table = pd.DataFrame(rows)
-    table["instructions"] = table["n"] * table["datasets"]
-    return table[["n", "datasets", "instructions", "reps", "coverage"]]
+    """Coverage of the 95% intervals of the gap (true 0.2) and of the roughness difference (true
+    curves of different wiggle) in every design of ``study_designs(n)``, with the share of runs
+    whose interval misses below the truth (truth under the interval) and above it."""
+    rows = []
+    truth = true_roughness(0.2) - true_roughness(0.1)
+    for i, (name, design) in enumerate(study_designs(n).items()):
+        rng = np.random.default_rng([seed, i])
+        gaps = [(_gap_estimate(rng, design, 0.2, n_resamples), 0.2) for _ in range(reps)]
+        rows.append(_coverage_row(f"gap ({name})", design, gaps, level))
+        rough = [(_rough_estimates(rng, design, 0.2, 0.1, n_resamples)[0], truth) for _ in range(reps)]
+        rows.append(_coverage_row(f"roughness difference ({name})", design, rough, level))
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- choices made by measurement
+
+
+def skew_table(
+    ns: Sequence[int] = (5, 20),
+    sigmas: Sequence[float] = (0.3, 1.0),
+    reps: int = 1000,
+    n_resamples: int = 400,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> pd.DataFrame:
+    """Coverage of a paired log ratio of two settings (true ratio 1.2, log-normal values of
+    spread ``sigma``) computed three ways: the log of the ratio of the arithmetic means with the
+    exact bias factor sqrt(n / (n - 1)); the same with that factor squared (the former rule); and
+    the mean of the per-instruction log ratios (the logs of per-sample values: the rule chosen)."""
+    rows = []
+    for n in ns:
+        for sigma in sigmas:
+            rng = np.random.default_rng([seed, n, int(100 * sigma)])
+            misses = {"log of mean ratio": [0, 0], "log of mean ratio, factor squared": [0, 0], "mean of logs": [0, 0]}
+            for _ in range(reps):
+                level_ = rng.normal(0.0, 0.3, n)
+                fast = np.exp(level_ + math.log(1.2) + rng.normal(0.0, sigma, n))
+                slow = np.exp(level_ + rng.normal(0.0, sigma, n))
+                weights = resample_counts(n, n_resamples, rng)
+                ratio = Estimate(
+                    math.log(fast.mean() / slow.mean()), np.log((weights @ fast) / (weights @ slow)), (("d", n),)
+                )
+                logs = Estimate(
+                    float(np.mean(np.log(fast) - np.log(slow))),
+                    weights @ (np.log(fast) - np.log(slow)) / n,
+                    (("d", n),),
+                )
+                truth = math.log(1.2)
+                for name, estimate, widen in (
+                    ("log of mean ratio", ratio, 1.0),
+                    ("log of mean ratio, factor squared", ratio, math.sqrt(n / (n - 1))),
+                    ("mean of logs", logs, 1.0),
+                ):
+                    low, high = estimate.interval(level)
+                    half = (high - low) / 2 * widen
+                    misses[name][0] += bool(truth < estimate.value - half)
+                    misses[name][1] += bool(truth > estimate.value + half)
+            for name, (below, above) in misses.items():
+                rows.append(
+                    {
+                        "quantity": name,
+                        "n": n,
+                        "sigma": sigma,
+                        "reps": reps,
+                        "coverage": 1 - (below + above) / reps,
+                        "miss below": below / reps,
+                        "miss above": above / reps,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+def share_table(
+    ns: Sequence[int] = (10, 20),
+    shares: Sequence[float] = (0.8, 0.95),
+    per_instruction: int = 3,
+    reps: int = 1000,
+    n_resamples: int = 400,
+    seed: int = 0,
+    level: float = LEVEL,
+) -> pd.DataFrame:
+    """Coverage of an accuracy's interval (``per_instruction`` samples per instruction, resampled
+    by instruction, instructions' own accuracy varying around ``share``): the Wilson interval the
+    book uses and the plain t interval, with how often the t interval leaves [0, 1] and how often
+    an interval is [1, 1]."""
+    rows = []
+    for n in ns:
+        for share in shares:
+            rng = np.random.default_rng([seed, n, int(1000 * share)])
+            tallies = {"Wilson": [0, 0, 0], "t": [0, 0, 0]}
+            for _ in range(reps):
+                own = rng.beta(share * 20, (1 - share) * 20, n)
+                hits = rng.binomial(per_instruction, own) / per_instruction
+                weights = resample_counts(n, n_resamples, rng)
+                draws = weights @ hits / n
+                for name, bounded in (("Wilson", True), ("t", False)):
+                    low, high = Estimate(float(hits.mean()), draws, (("d", n),), bounded=bounded).interval(level)
+                    if not np.isfinite(low):
+                        low = high = float(hits.mean())
+                    tallies[name][0] += bool(low <= share <= high)
+                    tallies[name][1] += bool(low < 0 or high > 1)
+                    tallies[name][2] += bool(low >= 1)
+            for name, (covered, outside, degenerate) in tallies.items():
+                rows.append(
+                    {
+                        "interval": name,
+                        "instructions": n,
+                        "true accuracy": share,
+                        "reps": reps,
+                        "coverage": covered / reps,
+                        "outside [0, 1]": outside / reps,
+                        "[1, 1]": degenerate / reps,
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- power
+
+
+def power(design: Design, effect: float, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+    """Share of "holds" for "fast > slow" (the ``gap`` rule) at a true log difference ``effect``."""
+    rng = np.random.default_rng(seed)
+    hits = sum(
+        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0)]) == HOLDS
+        for _ in range(reps)
+    )
+    return _rate(hits, reps)
+
+
+def equivalence_power(design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+    """Share of "holds" for "within the margin" (F3 under None CoT, F5) when the truth is 0."""
+    rng = np.random.default_rng(seed)
+    hits = sum(
+        decide([Part("same", _gap_estimate(rng, design, 0.0, n_resamples), "within", SAME_MARGIN)]) == HOLDS
+        for _ in range(reps)
+    )
+    return _rate(hits, reps)
+
+
+def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_resamples: int = 2000) -> int | None:
+    """``rules.instructions_for_power`` for the gap (``effect``) or, with ``effect`` None, the
+    equivalence (truth 0), from one large simulated run of the design (its spread measured)."""
+    rng = np.random.default_rng(seed)
+    big = replace(design, counts=tuple(200 for _ in design.counts))
+    estimate = _gap_estimate(rng, big, 0.0, n_resamples)
+    scaled = Estimate(
+        estimate.value,
+        estimate.value + (estimate.draws - estimate.value) * math.sqrt(200 / design.counts[0]),
+        tuple((d, design.counts[0]) for d, _ in estimate.strata),
+        estimate.variances,
+    )
+    if effect is None:
+        return instructions_for_power(Part("same", scaled, "within", SAME_MARGIN), assumed=0.0)
+    return instructions_for_power(Part("gap", scaled, "above", 0.0), assumed=effect)
 
 
 def power_table(
-    effects: Sequence[float] = (0.0, 0.1, 0.2, 0.4),
+    effects: Sequence[float] = (0.1, 0.2, 0.4),
     n: int = 5,
-    n_datasets: int = 6,
-    reps: int = 400,
-    n_resamples: int = 1000,
+    reps: int = 1000,
+    n_resamples: int = 400,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """Share of "holds" verdicts at each true effect (log ratio) in a pooled design: the
-    false-positive rate at effect 0 (nominal: 2.5%, one side of a 95% interval), power above it."""
-    rows = [simulate(n, n_datasets, e, reps, n_resamples, seed=seed + i) for i, e in enumerate(effects)]
-    table = pd.DataFrame(rows)
-    table["ratio"] = np.exp(table["effect"])
-    return table[["n", "datasets", "effect", "ratio", "reps", "holds"]]
+    """Power of the gap rule at true effects (log ratios) and of the equivalence rule at a true 0,
+    in each design of ``study_designs(n)``, with the instructions per dataset that
+    ``rules.instructions_for_power`` says give 80%."""
+    rows = []
+    for i, (name, design) in enumerate(study_designs(n).items()):
+        for j, effect in enumerate([*effects, None]):
+            rows.append(
+                {
+                    "rule": "same (truth 0)" if effect is None else "gap",
+                    "design": name,
+                    "instructions": design.label,
+                    "effect": math.nan if effect is None else effect,
+                    "ratio": math.nan if effect is None else math.exp(effect),
+                    "reps": reps,
+                    "holds": (
+                        equivalence_power(design, reps, n_resamples, seed + 10 * i + j)
+                        if effect is None
+                        else power(design, effect, reps, n_resamples, seed + 10 * i + j)
+                    ),
+                    "n for 80%": planned_instructions(design, effect, seed + 10 * i + j),
+                }
+            )
+    return pd.DataFrame(rows)

@@ -134,13 +134,14 @@ def train(
 def accuracy_estimate(
     correct: np.ndarray, groups: np.ndarray, n_resamples: int = 1000, seed: int = 0
 ) -> bootstrap.Estimate:
-    """Share of correct answers, resampled over instructions (all samples of one drawn together)."""
+    """Share of correct answers, resampled over instructions (all samples of one drawn together);
+    a bounded estimate, so its interval (Wilson) stays inside [0, 1] and is never [1, 1]."""
     codes, inverse = np.unique(groups, return_inverse=True)
     counts = bootstrap.resample_counts(codes.size, n_resamples, np.random.default_rng([seed, codes.size]))
     weights = counts[:, inverse]
     hits = np.asarray(correct, dtype=float)
     draws = (weights @ hits) / weights.sum(axis=1)
-    return bootstrap.Estimate(float(hits.mean()), draws, (("references", int(codes.size)),))
+    return bootstrap.Estimate(float(hits.mean()), draws, (("references", int(codes.size)),), bounded=True)
 
 
 def train_on_rows(

@@ -160,7 +160,7 @@ def separability(
     the one chosen most often); and, for reference, the in-sample best feature and its AUROC
     (optimistic by construction). Values are NaN with a `reason` when they cannot be computed.
     `auroc_draws` holds the AUROC under each resample of the instructions (for pooling over
-    datasets); the interval is the engine's t interval over them. Instructions in `excluded`
+    datasets); the interval is the engine's interval for a share in [0, 1] (Wilson, inside [0, 1]). Instructions in `excluded`
     (e.g. those whose irrelevant response equals the correct one) are left out.
     Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
@@ -225,7 +225,7 @@ def separability(
     draws = weighted_auroc(oof_model, y, weights)
     auroc = float(weighted_auroc(oof_model, y))
     n = out["n_samples"]
-    low, high = bootstrap.t_interval(auroc, draws, n, n - 1, level)
+    low, high = bootstrap.Estimate(auroc, draws, ((dataset, n),), bounded=True).interval(level)
     values, counts = np.unique(chosen, return_counts=True)
     out.update(
         auroc=auroc,

@@ -6,14 +6,23 @@ interval and the verdict come from the same bootstrap resamples (``analysis.find
 check runs per dataset and per family: the family's value of a part is the mean of its datasets'
 values, its interval a stratified bootstrap (instructions resampled within each dataset).
 
+Every quantity that decides a verdict has a null value of zero at any number of instructions:
+levels, gaps and correct-vs-irrelevant differences are means of the logs of per-sample values
+(a geometric mean; the logs also make the values' skew small), and layer-to-layer variation is the
+mean squared step of the log curve with its noise term removed. The paper's own numbers (MAD of
+the mean curve) are shown beside them and do not decide.
+
 Verdicts:
-- "holds": every part's 95% interval lies on the claim's side of its bound (an intersection-union
-  test: the claim as a whole is wrongly called true at most 2.5% of the time);
+- "holds": every deciding part's 95% interval lies on the claim's side of its bound (an
+  intersection-union test: the claim as a whole is wrongly called true at most 2.5% of the time);
+  a part "within" a margin needs its whole interval inside (-margin, margin): two one-sided tests;
 - "does not hold": some part's interval, widened for the number of parts (Bonferroni), lies on
   the other side;
 - "not resolved": neither;
-- "too few samples": fewer than ``bootstrap.MIN_VERDICT_SAMPLES`` instructions behind a part,
-  where the intervals do not hold their level.
+- "too few samples": fewer than ``bootstrap.MIN_VERDICT_SAMPLES`` instructions in some dataset
+  behind a part;
+- "not applicable": the check does not apply to these models (F4 on two models that are not an
+  instruct model and its own base model).
 
 The rules and their margins are stated on the methods page, one paragraph per finding.
 """
@@ -26,39 +35,55 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+from scipy import stats as sps
 
 from analysis import vocabulary
 from analysis.findings import metrics
-from analysis.findings.bootstrap import LEVEL, MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, log_ratio, pooled
+from analysis.findings.bootstrap import (
+    LEVEL,
+    MIN_VERDICT_SAMPLES,
+    PROJECTIONS,
+    CurveDraws,
+    Estimate,
+    combine,
+    log_ratio,
+    pooled,
+    resampled_mean,
+)
 from analysis.formatting import fmt_interval
 
 HOLDS, FAILS, UNRESOLVED, TOO_FEW = "holds", "does not hold", "not resolved", "too few samples"
-VERDICTS = (HOLDS, FAILS, UNRESOLVED, TOO_FEW)
+NOT_APPLICABLE = "not applicable"
+VERDICTS = (HOLDS, FAILS, UNRESOLVED, TOO_FEW, NOT_APPLICABLE)
+DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 
-# "Nearly the same" curves: a mean |RD| below 10% of the curve's size (F3 under None CoT, F5).
-# "Clearly different": a mean |RD| above it (F3 under Detailed CoT).
-NEARLY_SAME_RD = 0.10
-# F4: the instruct model "is not better" when its mean |RD| is at most 25% larger than the base's.
-F4_MARGIN = math.log(1.25)
-# L: the fast/slow gap is "not only length" when more than a quarter of it remains at equal length.
-LENGTH_SHARE = 0.25
+# "Nearly the same" and "clearly different" curves: a mean per-layer log ratio of irrelevant over
+# correct within (or beyond) log 1.1, i.e. a difference of 10% of the curve's size, the size the
+# paper calls a clear difference in its RD figures (F3, F5; F4 compares two models on it).
+SAME_MARGIN = math.log(1.10)
+NEARLY_SAME_RD = SAME_MARGIN  # the former name
 
 CLAIMS = {
     "F1": "None CoT gives larger nuclear norms than Detailed CoT, and the gap is larger in the early "
     "layers than in the late ones",
-    "F2": "MAD falls from None to Simplified to Detailed CoT, for each of Q, K, V and O",
-    "F3": f"Under Detailed CoT correct and irrelevant responses differ clearly (mean |RD| > {NEARLY_SAME_RD:g}, "
-    f"irrelevant larger); under None CoT they are nearly the same (mean |RD| < {NEARLY_SAME_RD:g})",
-    "F4": "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its base "
-    f"model (its mean |RD| at most {math.exp(F4_MARGIN) - 1:.0%} larger)",
-    "F5": "Longer Wiki responses do not shrink MAD as much as slow thinking does at a similar length ratio "
-    "(Detailed vs Simplified CoT), and correct vs irrelevant Wiki curves are nearly the same "
-    f"(mean |RD| < {NEARLY_SAME_RD:g})",
-    "L": f"The None vs Detailed CoT gap is not only response length: more than {LENGTH_SHARE:.0%} of it remains "
-    "when Detailed CoT is cut to the None-CoT length",
+    "F2": "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
+    "each of Q, K, V and O",
+    "F3": "Under Detailed CoT irrelevant responses give curves clearly larger than correct ones (by more than "
+    f"{math.exp(SAME_MARGIN) - 1:.0%}); under None CoT the two are nearly the same (within {math.exp(SAME_MARGIN) - 1:.0%})",
+    "F4": "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
+    f"model (its irrelevant/correct ratio exceeds the base's by less than {math.exp(SAME_MARGIN) - 1:.0%})",
+    "F5": "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
+    f"CoT), and correct vs irrelevant Wiki curves are nearly the same (within {math.exp(SAME_MARGIN) - 1:.0%})",
+    "L": "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
+    "nuclear norms than Simplified CoT, where the Simplified vs Detailed gap is established",
+    "L2": "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms than the "
+    "full Detailed CoT, where the Simplified vs Detailed gap is established",
 }
 PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
-CHECKS = (*PAPER_CHECKS, "L")
+LENGTH_CHECKS = ("L", "L2")
+CHECKS = (*PAPER_CHECKS, *LENGTH_CHECKS)
+# the parts a reader sees for the length control (the share is shown, never decides)
+SHARE_PART = "share of the gap left at equal length"
 
 
 # --------------------------------------------------------------------------- parts and verdicts
@@ -66,9 +91,12 @@ CHECKS = (*PAPER_CHECKS, "L")
 
 @dataclass(frozen=True)
 class Part:
-    """One quantity of a claim: the claim says it lies ``side`` ("above" or "below") ``bound``.
+    """One quantity of a claim: the claim says it lies ``side`` ("above", "below" or "within",
+    i.e. between -bound and bound) ``bound``.
 
     ``show`` turns the quantity into the number a reader sees (e.g. exp of a log ratio).
+    ``decides``: False for a number shown beside the verdict only (the paper's own MAD ratio,
+    the length share).
     """
 
     name: str
@@ -77,21 +105,31 @@ class Part:
     bound: float
     show: Callable[[float], float] = float
     group: str = ""  # parts of one group are written together, e.g. one ratio for Q, K, V and O
+    decides: bool = True
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         return (math.nan, math.nan) if self.estimate is None else self.estimate.interval(level)
 
     def supports(self, level: float = LEVEL) -> bool:
         low, high = self.interval(level)
+        if self.side == "within":
+            return bool(low > -self.bound and high < self.bound)
         return bool(low > self.bound) if self.side == "above" else bool(high < self.bound)
 
     def contradicts(self, level: float = LEVEL) -> bool:
         low, high = self.interval(level)
+        if self.side == "within":
+            return bool(low > self.bound or high < -self.bound)
         return bool(high < self.bound) if self.side == "above" else bool(low > self.bound)
 
     @property
     def n(self) -> int:
         return 0 if self.estimate is None else self.estimate.n
+
+    @property
+    def n_smallest(self) -> int:
+        """Instructions of the part's smallest dataset."""
+        return 0 if self.estimate is None else self.estimate.n_smallest
 
     def text(self) -> str:
         """ "name est [low, high]" in the reader's units."""
@@ -108,10 +146,12 @@ class Part:
 
 
 def decide(parts: Sequence[Part], level: float = LEVEL) -> str:
-    """The verdict of a claim made of ``parts`` (see the module docstring)."""
+    """The verdict of a claim made of ``parts`` (see the module docstring); parts that do not
+    decide are left out."""
+    parts = [p for p in parts if p.decides]
     if not parts or any(p.estimate is None for p in parts):
         return UNRESOLVED
-    if min(p.n for p in parts) < MIN_VERDICT_SAMPLES:
+    if min(p.n_smallest for p in parts) < MIN_VERDICT_SAMPLES:
         return TOO_FEW
     if all(p.supports(level) for p in parts):
         return HOLDS
@@ -121,9 +161,50 @@ def decide(parts: Sequence[Part], level: float = LEVEL) -> str:
     return UNRESOLVED
 
 
+POWER = 0.8
+
+
+def instructions_for_power(
+    part: Part, power: float = POWER, level: float = LEVEL, assumed: float | None = None
+) -> int | None:
+    """Instructions per dataset at which the part would lie on the claim's side with probability
+    ``power``, were its true value ``assumed`` (default: the measured value; 0 for a part that
+    must lie within a margin) and its per-instruction spread the measured one.
+
+    The usual normal-theory size, n = ((t(df) + z(power')) sd / distance)^2, with t taken at the
+    size found (a few fixed-point steps) and, for a margin on both sides, z at (1 + power) / 2.
+    None when the assumed value lies on the wrong side of the bound (no size would do), or the
+    spread is unknown.
+    """
+    estimate = part.estimate
+    if estimate is None or not part.decides:
+        return None
+    se, n = estimate.standard_error(), estimate.n_smallest
+    if not (np.isfinite(se) and n >= 2):
+        return None
+    if part.side == "within":
+        truth = 0.0 if assumed is None else assumed
+        distance, z = part.bound - abs(truth), sps.norm.ppf((1 + power) / 2)
+    else:
+        truth = estimate.value if assumed is None else assumed
+        distance, z = (truth - part.bound if part.side == "above" else part.bound - truth), sps.norm.ppf(power)
+    if not distance > 0:
+        return None
+    if se == 0:
+        return n
+    size = float(n)
+    for _ in range(20):
+        t = sps.t.ppf(1 - (1 - level) / 2, max(size * max(estimate.df, 1.0) / n, 1.0))
+        size = max(2.0, n * (se * (t + z) / distance) ** 2)
+    return int(math.ceil(size))
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One check on one model and scope (a dataset, or a family of datasets pooled)."""
+    """One check on one model and scope (a dataset, or a family of datasets pooled).
+
+    ``not_applicable``: why the check does not apply here (then the verdict says so).
+    """
 
     check: str
     model: str
@@ -131,17 +212,37 @@ class Finding:
     pooled: bool
     parts: tuple[Part, ...]
     note: str = ""
+    not_applicable: str = ""
 
     @property
     def verdict(self) -> str:
-        return decide(self.parts)
+        return NOT_APPLICABLE if self.not_applicable else decide(self.parts)
 
     @property
     def n(self) -> int:
-        return min((p.n for p in self.parts), default=0)
+        return min((p.n for p in self.parts if p.decides), default=0)
+
+    @property
+    def n_smallest(self) -> int:
+        """Instructions of the smallest dataset behind a deciding part."""
+        return min((p.n_smallest for p in self.parts if p.decides), default=0)
+
+    def instructions_needed(self) -> float:
+        """For a finding not resolved: instructions per dataset at which every deciding part not
+        yet on the claim's side would get there with 80% probability at its measured value and
+        spread (``instructions_for_power``); NaN when resolved, or when a part's measured value
+        lies against the claim (no size would do)."""
+        if self.verdict != UNRESOLVED:
+            return math.nan
+        sizes = [instructions_for_power(p) for p in self.parts if p.decides and not p.supports()]
+        if not sizes or any(n is None for n in sizes):
+            return math.nan
+        return float(max(sizes))
 
     def numbers(self) -> str:
         """Each part with its interval; the parts of a group after one heading."""
+        if self.not_applicable:
+            return self.not_applicable
         groups: dict[str, list[Part]] = {}
         for part in self.parts:
             groups.setdefault(part.group, []).append(part)
@@ -171,7 +272,8 @@ def mean_level(
     responses: str = vocabulary.CORRECT,
     stat: str = "nuclear_norm",
 ) -> Estimate | None:
-    """Mean of a condition's curves over q, k, v, o and the segment's layers."""
+    """Mean of a condition's curves over q, k, v, o and the segment's layers (arithmetic means:
+    the number the figures show)."""
     condition = cd.condition_key(dataset, setting, responses)
     if not cd.has(condition, stat):
         return None
@@ -183,7 +285,7 @@ def mean_level(
 
 
 def mad(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nuclear_norm") -> Estimate | None:
-    """All-layer MAD of one projection's mean curve (correct responses)."""
+    """All-layer MAD of one projection's mean curve (correct responses): the paper's number."""
     key = (cd.condition_key(dataset, setting), proj, stat)
     if key not in cd.estimate:
         return None
@@ -196,7 +298,7 @@ def mad(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nucl
 
 
 def log_mad_ratio(cd: CurveDraws, dataset: str, slow: str, fast: str) -> Estimate | None:
-    """log(MAD(slow) / MAD(fast)) averaged over q, k, v, o."""
+    """log(MAD(slow) / MAD(fast)) of the mean curves, averaged over q, k, v, o (the paper's view)."""
     ratios = [
         log_ratio(a, b)
         for p in vocabulary.PROJECTIONS
@@ -210,8 +312,9 @@ def log_mad_ratio(cd: CurveDraws, dataset: str, slow: str, fast: str) -> Estimat
 def rd_level(
     cd: CurveDraws, dataset: str, setting: str, signed: bool = False, excluded: Iterable[int] = ()
 ) -> Estimate | None:
-    """Mean |RD| (or mean RD) over layers of irrelevant against correct curves, averaged over
-    q, k, v, o; instructions in ``excluded`` are left out of both curves."""
+    """Mean |RD| (or mean RD) over layers of irrelevant against correct mean curves, averaged over
+    q, k, v, o; instructions in ``excluded`` are left out of both curves. The paper's number, shown
+    in tables; noise pushes mean |RD| up, so no verdict rests on it (see ``log_rd``)."""
     a, b = (cd.condition_key(dataset, setting, r) for r in vocabulary.RESPONSES)
     if not (cd.has(a) and cd.has(b)):
         return None
@@ -227,6 +330,110 @@ def rd_level(
     return _estimate(np.mean(summary(ea, eb)), np.mean(summary(da, db), axis=0), dataset, min(na, nb))
 
 
+# Quantities on the logs of per-sample values. Each is a mean over instructions (or, for the
+# roughness, an unbiased estimate built from such means), so its null value is zero at any n.
+
+
+def log_mean_curve(matrix: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Mean log curve of a samples x layers matrix of positive values (L,) and under each
+    resample's counts (R, L)."""
+    logs = np.log(matrix)
+    return logs.mean(axis=0), resampled_mean(logs, weights)
+
+
+def corrected_roughness(matrix: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """Mean over layer steps of the squared step of the mean log curve, less its noise term.
+
+    With d_i the steps log v[l+1] - log v[l] of sample i, the squared step of the mean curve
+    overshoots the true one by var(d) / n on average; the mean over pairs of distinct instructions
+    of d_i d_j (a U-statistic, equal to mean(d)^2 - s^2 / n) has no such term: it is zero for a flat
+    true curve at any n, and the same for equally smooth curves however noisy their samples. Under
+    a resample, pairs of copies of one instruction are left out, as in the statistic itself.
+    Value and (R,) resampled values (NaN for a resample of one distinct instruction).
+    """
+    steps = np.diff(np.log(matrix), axis=1)
+    n = steps.shape[0]
+    if n < 2:
+        return math.nan, np.full(weights.shape[0], np.nan)
+    value = float(np.mean(steps.mean(axis=0) ** 2 - steps.var(axis=0, ddof=1) / n))
+    pairs = weights.sum(axis=1) ** 2 - (weights**2).sum(axis=1)
+    products = (weights @ steps) ** 2 - weights**2 @ steps**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = np.where(pairs > 0, products.mean(axis=1) / pairs, np.nan)
+    return value, draws
+
+
+def _positive_samples(
+    cd: CurveDraws, condition: str, proj: str, stat: str, excluded: Iterable[int] = ()
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """(samples x layers matrix, resample counts) of one curve's positive samples, without ``excluded``."""
+    key = (condition, proj, stat)
+    if key not in cd.samples:
+        return None
+    matrix, ids = cd.samples[key]
+    keep = ~np.isin(ids, np.asarray(sorted(set(excluded)), dtype=int))
+    matrix, ids = matrix[keep], ids[keep]
+    if matrix.shape[0] == 0 or not np.all(matrix > 0):
+        return None
+    return matrix, cd.resampling.weights(cd.conditions[condition][0], ids)
+
+
+def log_level(
+    cd: CurveDraws,
+    dataset: str,
+    setting: str,
+    segment: str = "all",
+    responses: str = vocabulary.CORRECT,
+    excluded: Iterable[int] = (),
+    stat: str = "nuclear_norm",
+) -> Estimate | None:
+    """Mean log value of a condition over q, k, v, o and the segment's layers (the log of a
+    geometric mean); differences of two are paired log ratios."""
+    condition = cd.condition_key(dataset, setting, responses)
+    lo, hi = _segment(cd.n_layers, segment)
+    values, draws, counts = [], [], []
+    for proj in PROJECTIONS:
+        samples = _positive_samples(cd, condition, proj, stat, excluded)
+        if samples is None:
+            return None
+        value, draw = log_mean_curve(*samples)
+        values.append(value[lo:hi].mean())
+        draws.append(draw[:, lo:hi].mean(axis=1))
+        counts.append(samples[0].shape[0])
+    return _estimate(np.mean(values), np.mean(draws, axis=0), dataset, min(counts))
+
+
+def log_gap(cd: CurveDraws, dataset: str, fast: str, slow: str, segment: str = "all") -> Estimate | None:
+    """Mean log value of ``fast`` minus that of ``slow`` (correct responses)."""
+    a, b = log_level(cd, dataset, fast, segment), log_level(cd, dataset, slow, segment)
+    return None if a is None or b is None else combine(np.subtract, a, b)
+
+
+def log_rd(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()) -> Estimate | None:
+    """Signed mean per-layer log ratio of irrelevant over correct responses (over q, k, v, o):
+    the noise-free counterpart of the mean RD, zero when the two curves are equal."""
+    irrelevant = log_level(cd, dataset, setting, responses=vocabulary.IRRELEVANT, excluded=excluded)
+    correct = log_level(cd, dataset, setting, excluded=excluded)
+    return None if irrelevant is None or correct is None else combine(np.subtract, irrelevant, correct)
+
+
+def roughness(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nuclear_norm") -> Estimate | None:
+    """``corrected_roughness`` of one projection's curve (correct responses)."""
+    samples = _positive_samples(cd, cd.condition_key(dataset, setting), proj, stat)
+    if samples is None:
+        return None
+    value, draws = corrected_roughness(*samples)
+    return _estimate(value, draws, dataset, samples[0].shape[0])
+
+
+def mean_roughness(cd: CurveDraws, dataset: str, setting: str) -> Estimate | None:
+    """``roughness`` averaged over q, k, v, o."""
+    each = [roughness(cd, dataset, setting, p) for p in PROJECTIONS]
+    if any(e is None for e in each):
+        return None
+    return combine(lambda *r: np.mean(np.stack(r), axis=0), *each)
+
+
 # --------------------------------------------------------------------------- the checks, per dataset
 
 
@@ -234,87 +441,166 @@ def _times(x: float) -> float:
     return math.exp(x)
 
 
+def _short(setting: str) -> str:
+    return vocabulary.setting_label(setting).split()[0]
+
+
 def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """F1: None over Detailed CoT nuclear norm (all layers) > 1, and that ratio larger early than late."""
-    levels = {
-        (s, seg): mean_level(cd, dataset, s, seg) for s in ("none", "detailed") for seg in ("all", "early", "late")
-    }
-    if any(v is None for v in levels.values()):
+    """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
+    larger early than late."""
+    gaps = {seg: log_gap(cd, dataset, "none", "detailed", seg) for seg in ("all", "early", "late")}
+    if any(v is None for v in gaps.values()):
         return None
-    overall = log_ratio(levels["none", "all"], levels["detailed", "all"])
-    early = log_ratio(levels["none", "early"], levels["detailed", "early"])
-    late = log_ratio(levels["none", "late"], levels["detailed", "late"])
     return [
-        Part("None / Detailed (all layers) x", overall, "above", 0.0, _times),
-        Part("early / late of that ratio x", combine(np.subtract, early, late), "above", 0.0, _times),
+        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, _times),
+        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, _times),
     ]
 
 
 def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """F2: MAD(faster) / MAD(slower) > 1 for each projection and each adjacent pair of settings."""
+    """F2: for each projection and adjacent pair of settings, the noise-corrected roughness of the
+    log curve (``corrected_roughness``) of the faster setting minus that of the slower > 0; the
+    paper's MAD ratio of the mean curves shown beside it."""
     settings = [s for s in vocabulary.COT_SETTINGS if cd.has(cd.condition_key(dataset, s))]
     if len(settings) < 2:
         return None
     parts = []
     for fast, slow in zip(settings, settings[1:]):
+        group = f"roughness {_short(fast)} - {_short(slow)}"
         for proj in vocabulary.PROJECTIONS:
-            ratio = log_ratio(mad(cd, dataset, fast, proj), mad(cd, dataset, slow, proj))
-            group = f"MAD {vocabulary.setting_label(fast).split()[0]} / {vocabulary.setting_label(slow).split()[0]} x"
-            parts.append(Part(proj.upper(), ratio, "above", 0.0, _times, group))
+            a, b = roughness(cd, dataset, fast, proj), roughness(cd, dataset, slow, proj)
+            difference_ = None if a is None or b is None else combine(np.subtract, a, b)
+            parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group))
+        parts.append(
+            Part(
+                "paper's MAD ratio (Q, K, V, O mean) x",
+                log_mad_ratio(cd, dataset, fast, slow),
+                "above",
+                0.0,
+                _times,
+                group,
+                decides=False,
+            )
+        )
     return parts
 
 
 def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
-    """F3: Detailed |RD| > margin with irrelevant larger; None |RD| < margin (identical pairs left out)."""
-    detailed = rd_level(cd, dataset, "detailed")
-    signed = rd_level(cd, dataset, "detailed", signed=True)
-    none = rd_level(cd, dataset, "none", excluded=identical)
+    """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger);
+    None irrelevant / correct within 1 -/+ margin (two one-sided tests; identical pairs left out)."""
+    detailed = log_rd(cd, dataset, "detailed")
+    none = log_rd(cd, dataset, "none", excluded=identical)
     if detailed is None or none is None:
         return None
     return [
-        Part("Detailed mean |RD|", detailed, "above", NEARLY_SAME_RD),
-        Part("Detailed mean RD", signed, "above", 0.0),
-        Part("None mean |RD|", none, "below", NEARLY_SAME_RD),
+        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, _times),
+        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times),
     ]
 
 
 def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part] | None:
-    """F4: mean |RD| (Detailed CoT) of the instruct model over the base's < 1 + margin."""
-    a, b = rd_level(instruct, dataset, "detailed"), rd_level(base, dataset, "detailed")
+    """F4: the instruct model's Detailed irrelevant/correct log ratio minus its base model's < margin."""
+    a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
     if a is None or b is None:
         return None
-    return [Part("instruct / base Detailed mean |RD| x", log_ratio(a, b), "below", F4_MARGIN, _times)]
-
-
-def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """L: the share of the None/Detailed gap (log nuclear norm) left when Detailed is cut to None length."""
-    none, detailed, cut = (mean_level(cd, dataset, s) for s in ("none", "detailed", "detailed_cut_none"))
-    if none is None or detailed is None or cut is None:
-        return None
-    share = combine(lambda n, d, c: np.log(n / c) / np.log(n / d), none, detailed, cut)
-    return [Part("share of the gap left at equal length", share, "above", LENGTH_SHARE)]
-
-
-def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
-    """F5: log MAD ratio len1000/len100 minus the reasoning log MAD ratio Detailed/Simplified > 0,
-    and Wiki mean |RD| (over the Wiki settings) < margin."""
-    wiki = vocabulary.WIKI_DATASET
-    wiki_ratio = log_mad_ratio(cd, wiki, "len1000", "len100")
-    if wiki_ratio is None:
-        return None
-    ref = reference if reference is not None else cd
-    reasoning = pooled([log_mad_ratio(ref, d, "detailed", "simplified") for d in ref.datasets() if d != wiki])
-    contrast = None if reasoning is None else combine(np.subtract, wiki_ratio, reasoning)
-    rds = [rd_level(cd, wiki, s) for s in vocabulary.WIKI_SETTINGS]
-    rds = [r for r in rds if r is not None]
-    wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
     return [
-        Part("Wiki MAD shrink / reasoning MAD shrink x", contrast, "above", 0.0, _times),
-        Part("Wiki mean |RD|", wiki_rd, "below", NEARLY_SAME_RD),
+        Part(
+            "instruct / base of Detailed irrelevant / correct x",
+            combine(np.subtract, a, b),
+            "below",
+            SAME_MARGIN,
+            _times,
+        )
     ]
 
 
-PER_DATASET = {"F1": f1_parts, "F2": f2_parts, "F3": f3_parts, "L": length_parts}
+def with_share(parts: list[Part]) -> list[Part]:
+    """The length parts with the share of the gap left at equal length, (gap - length effect) / gap
+    or content / gap, in place of any earlier one: shown only where the gap itself is established
+    (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
+    parts = [p for p in parts if p.name != SHARE_PART]
+    gap, effect = parts[0], parts[1]
+    if gap.estimate is None or effect.estimate is None or not gap.supports():
+        return parts
+    if effect.name.startswith("Simplified"):
+        share = combine(np.divide, effect.estimate, gap.estimate)
+    else:
+        share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
+    return [*parts[:2], Part(SHARE_PART, share, "above", 0.0, decides=False), *parts[2:]]
+
+
+def _length_view(cd: CurveDraws, dataset: str, fast: str, cut: str) -> dict[str, Estimate] | None:
+    """Gap fast vs Detailed, fast vs the cut (content at equal length), cut vs Detailed (length)."""
+    levels = {s: log_level(cd, dataset, s) for s in (fast, "detailed", cut)}
+    if any(v is None for v in levels.values()):
+        return None
+    return {
+        "gap": combine(np.subtract, levels[fast], levels["detailed"]),
+        "content": combine(np.subtract, levels[fast], levels[cut]),
+        "length": combine(np.subtract, levels[cut], levels["detailed"]),
+    }
+
+
+def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None:
+    main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
+    if main is None:
+        return None
+    gap = Part("Simplified / Detailed x", main["gap"], "above", 0.0, _times)
+    if claim == "content":
+        parts = [gap, Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)]
+    else:
+        parts = [gap, Part("Detailed cut to Simplified length / Detailed x", main["length"], "above", 0.0, _times)]
+    parts = with_share(parts)
+    second = _length_view(cd, dataset, "none", "detailed_cut_none")
+    if second is not None:
+        parts.append(
+            Part("None / Detailed cut to None length x", second["content"], "above", 0.0, _times, "second view", False)
+        )
+    return parts
+
+
+def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """L (content beyond length): the Simplified vs Detailed gap > 0 and Simplified vs Detailed
+    cut to the Simplified length > 0, in mean log nuclear norm; the share of the gap left at
+    equal length and the None-length view shown."""
+    return _length_parts(cd, dataset, "content")
+
+
+def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """L2 (length matters): the gap > 0 and Detailed cut to the Simplified length vs full Detailed > 0."""
+    return _length_parts(cd, dataset, "length")
+
+
+def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
+    """F5: the roughness lost from Simplified to Detailed CoT (pooled over the reasoning datasets)
+    minus that lost from Wiki 100 to 1000 words > 0; Wiki irrelevant/correct (mean over the Wiki
+    settings) within 1 -/+ margin."""
+    wiki = vocabulary.WIKI_DATASET
+    short, long = mean_roughness(cd, wiki, "len100"), mean_roughness(cd, wiki, "len1000")
+    if short is None or long is None:
+        return None
+    wiki_shrink = combine(np.subtract, short, long)
+    ref = reference if reference is not None else cd
+    shrinks = []
+    for dataset in ref.datasets():
+        if dataset == wiki:
+            continue
+        a, b = mean_roughness(ref, dataset, "simplified"), mean_roughness(ref, dataset, "detailed")
+        if a is not None and b is not None:
+            shrinks.append(combine(np.subtract, a, b))
+    reasoning = pooled(shrinks)
+    contrast = None if reasoning is None else combine(np.subtract, reasoning, wiki_shrink)
+    rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
+    wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
+    wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
+    return [
+        Part("reasoning roughness lost - Wiki roughness lost", contrast, "above", 0.0),
+        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times),
+        Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, _times, decides=False),
+    ]
+
+
+PER_DATASET = {"F1": f1_parts, "F2": f2_parts, "F3": f3_parts, "L": length_parts, "L2": length_effect_parts}
 
 
 # --------------------------------------------------------------------------- pooling and the table
@@ -328,7 +614,15 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
         same = [p for parts in per_dataset for p in parts if p.label == label]
         first = same[0]
         out.append(
-            Part(first.name, pooled([p.estimate for p in same]), first.side, first.bound, first.show, first.group)
+            Part(
+                first.name,
+                pooled([p.estimate for p in same]),
+                first.side,
+                first.bound,
+                first.show,
+                first.group,
+                first.decides,
+            )
         )
     return out
 
@@ -339,7 +633,10 @@ def _family_findings(check: str, model: str, by_dataset: dict[str, list[Part]], 
     for family in vocabulary.REASONING_FAMILIES:
         members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
         if len(members) >= 2:
-            out.append(Finding(check, model, family, True, tuple(pool_parts(members)), note))
+            parts = pool_parts(members)
+            if check in LENGTH_CHECKS:
+                parts = with_share(parts)
+            out.append(Finding(check, model, family, True, tuple(parts), note))
     return out
 
 
@@ -431,8 +728,28 @@ def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, s
     return pairs
 
 
-def pair_findings(draws: dict[str, CurveDraws], pairs: dict[str, str]) -> list[Finding]:
-    """F4 for every (instruct -> base) pair present, per dataset and per family."""
+def is_own_base(instruct: str, base: str, declared: dict[str, str] | None = None) -> bool:
+    """Whether ``base`` is the base model ``instruct`` was tuned from: a pair of the paper
+    (``registry.PAPER_PAIRS``) or one the user declares (instruct -> base)."""
+    from analysis.registry import PAPER_PAIRS
+
+    return (base, instruct) in set(map(tuple, PAPER_PAIRS)) or (declared or {}).get(instruct) == base
+
+
+def not_applicable_reason(instruct: str, base: str) -> str:
+    """Why F4 does not apply to a pair of models."""
+    return (
+        f"not applicable: {instruct} is not an instruct model of {base} (not a pair of the paper, none declared); "
+        "F4 compares an instruct model with its own base model, and across families it measures something else"
+    )
+
+
+def pair_findings(
+    draws: dict[str, CurveDraws], pairs: dict[str, str], declared: dict[str, str] | None = None
+) -> list[Finding]:
+    """F4 for every (instruct -> base) pair present, per dataset and per family; a pair that is not
+    an instruct model with its own base (``is_own_base``) gets one "not applicable" finding per
+    scope, with the reason."""
     out = []
     for instruct, base in pairs.items():
         if instruct not in draws or base not in draws:
@@ -442,16 +759,35 @@ def pair_findings(draws: dict[str, CurveDraws], pairs: dict[str, str]) -> list[F
             parts = f4_parts(draws[instruct], draws[base], dataset)
             if parts is not None:
                 by_dataset[dataset] = parts
-        out += _family_findings("F4", instruct, by_dataset, note=f"base: {base}")
+        found = _family_findings("F4", instruct, by_dataset, note=f"base: {base}")
+        if not is_own_base(instruct, base, declared):
+            reason = not_applicable_reason(instruct, base)
+            found = [
+                Finding(f.check, f.model, f.scope, f.pooled, f.parts, f.note, not_applicable=reason) for f in found
+            ]
+        out += found
     return out
 
 
-FINDING_COLUMNS = ["check", "model", "scope", "pooled", "verdict", "n", "numbers", "claim"]
+FINDING_COLUMNS = [
+    "check",
+    "model",
+    "scope",
+    "pooled",
+    "verdict",
+    "n",
+    "n_smallest",
+    "n_for_power",
+    "numbers",
+    "claim",
+]
 
 
 def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
     """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
-    smallest part), numbers (each part with its interval) and the claim."""
+    smallest part), n_smallest (those of its smallest dataset), n_for_power (for a finding not
+    resolved, the instructions per dataset that would resolve it with 80% power at the measured
+    values, ``Finding.instructions_needed``), numbers (each part with its interval) and the claim."""
     rows = [
         {
             "check": f.check,
@@ -460,6 +796,8 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
             "pooled": f.pooled,
             "verdict": f.verdict,
             "n": f.n,
+            "n_smallest": f.n_smallest,
+            "n_for_power": f.instructions_needed(),
             "numbers": f.numbers(),
             "claim": CLAIMS[f.check],
         }
@@ -501,6 +839,7 @@ def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
                     "bound": p.show(p.bound),
                     "side": p.side,
                     "supports": p.supports(),
+                    "decides": p.decides,
                     "n": p.n,
                 }
             )

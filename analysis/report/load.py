@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis import data
@@ -53,6 +54,44 @@ def _expected_count(condition: str, n_samples: int | None, data_dir) -> int | No
     return records if n_samples is None else min(n_samples, records)
 
 
+def _record_count(condition: str, data_dir) -> int | None:
+    try:
+        return len(data.load_records(data.data_dir(data_dir) / data.get_condition(condition).relative_path))
+    except (data.DataError, KeyError):
+        return None
+
+
+def sampled_ids(frames: Sequence[pd.DataFrame], n_samples: int, data_dir=None) -> dict[str, set[int]]:
+    """Per condition, the ids a run of ``n_samples`` per condition takes: ``data.sample_ids`` of its
+    file (a seeded random sample, the same ids for every file of a dataset). Where the data file
+    cannot be read, the ``n_samples`` ids of highest rank in the same random order among those
+    stored for the dataset (in any of ``frames``)."""
+    frames = [f for f in frames if len(f)]
+    if not frames:
+        return {}
+    keys = pd.concat([f[["condition", "dataset", "sample_index"]] for f in frames], ignore_index=True)
+    stored = keys.groupby("dataset")["sample_index"].agg(lambda ids: np.unique(ids.to_numpy()))
+    wanted = {}
+    for condition, dataset in keys[["condition", "dataset"]].drop_duplicates().itertuples(index=False):
+        count = _record_count(condition, data_dir)
+        if count is not None:
+            wanted[condition] = set(data.sample_ids(dataset, count, n_samples))
+        else:
+            ids = stored[dataset]
+            ranks = data.sample_ranks(dataset, int(ids.max()) + 1)[ids]
+            wanted[condition] = set(ids[np.argsort(ranks, kind="stable")[:n_samples]].tolist())
+    return wanted
+
+
+def sampled(rows: pd.DataFrame, n_samples: int, data_dir=None, wanted: dict[str, set[int]] | None = None):
+    """The rows of the samples a run of ``n_samples`` per condition takes (``sampled_ids``)."""
+    if rows.empty:
+        return rows
+    wanted = wanted if wanted is not None else sampled_ids([rows], n_samples, data_dir)
+    keep = [i in wanted.get(c, ()) for c, i in zip(rows["condition"], rows["sample_index"])]
+    return rows[np.asarray(keep, dtype=bool)].reset_index(drop=True)
+
+
 def load_results(
     results_dir,
     models: Sequence[str],
@@ -61,7 +100,8 @@ def load_results(
     n_samples: int | None = None,
     data_dir=None,
 ) -> StudyResults:
-    """Stored rows of the given models and conditions (first ``n_samples`` samples of each).
+    """Stored rows of the given models and conditions (``n_samples`` of each, the seeded random
+    sample ``data.sample_ids`` takes).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
     ``max_length`` must say which one. Missing (model, condition) pairs are reported in
@@ -84,9 +124,9 @@ def load_results(
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
     rows, skipped = _one_run_per_model(rows, skipped)
     if n_samples is not None and len(rows):
-        rows = rows[rows["sample_index"] < n_samples].reset_index(drop=True)
-        if len(skipped):
-            skipped = skipped[skipped["sample_index"] < n_samples].reset_index(drop=True)
+        wanted = sampled_ids([rows, skipped], n_samples, data_dir)
+        rows = sampled(rows, n_samples, data_dir, wanted)
+        skipped = sampled(skipped, n_samples, data_dir, wanted)
     coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
@@ -155,6 +195,12 @@ def coverage_message(results: StudyResults) -> str:
         f"{len(complete)} of {len(cov)} (model, condition) pairs are complete, with {per} samples each "
         f"({int(cov['stored'].sum())} samples in all)."
     )
+    if results.n_samples is not None:
+        lines.append(
+            f"The {results.n_samples} instructions per file are a random sample of it (seed {data.SAMPLE_SEED}), "
+            "the same instructions under every setting, for correct and irrelevant responses, and on every model; "
+            "not the file's first records."
+        )
     missing = cov[cov["missing"] > 0]
     if len(missing):
         listed = "; ".join(

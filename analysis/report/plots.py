@@ -22,7 +22,10 @@ VERDICT_COLOURS = {
     "does not hold": "#e41a1c",
     "not resolved": "#bdbdbd",
     "too few samples": "#fdd49e",
+    "not applicable": "#ffffff",  # white with a hatch and a dash: the check does not apply
 }
+# verdicts drawn with a mark as well as a colour, so that they are not read as "not resolved"
+VERDICT_HATCHES = {"not applicable": "////"}
 
 
 def add_note(fig: Figure, note: str | None) -> float:
@@ -158,8 +161,21 @@ def verdict_matrix(
                 if (check, scope) not in rows.index:
                     continue
                 row = rows.loc[(check, scope)]
-                ax.add_patch(plt.Rectangle((j, i), 0.94, 0.9, color=VERDICT_COLOURS[row["verdict"]], lw=0))
-                ax.text(j + 0.47, i + 0.45, str(int(row["n"])), ha="center", va="center", fontsize=7)
+                verdict = row["verdict"]
+                hatch = VERDICT_HATCHES.get(verdict)
+                ax.add_patch(
+                    plt.Rectangle(
+                        (j, i),
+                        0.94,
+                        0.9,
+                        facecolor=VERDICT_COLOURS[verdict],
+                        edgecolor="#6a3d9a" if hatch else "none",
+                        hatch=hatch,
+                        lw=0.8 if hatch else 0,
+                    )
+                )
+                label = "n/a" if hatch else str(int(row["n"]))
+                ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
         ax.set_xlim(0, len(scopes))
         ax.set_ylim(len(checks), 0)
         ax.set_xticks(np.arange(len(scopes)) + 0.47)
@@ -170,8 +186,19 @@ def verdict_matrix(
         ax.tick_params(length=0)
         for side in ax.spines.values():
             side.set_visible(False)
-    handles = [plt.Rectangle((0, 0), 1, 1, color=c) for c in VERDICT_COLOURS.values()]
-    fig.legend(handles, list(VERDICT_COLOURS), loc="upper center", ncol=len(handles), fontsize=8, frameon=False)
+    shown = [v for v in VERDICT_COLOURS if v in set(table["verdict"]) or v not in VERDICT_HATCHES]
+    handles = [
+        plt.Rectangle(
+            (0, 0),
+            1,
+            1,
+            facecolor=VERDICT_COLOURS[v],
+            hatch=VERDICT_HATCHES.get(v),
+            edgecolor="#6a3d9a" if v in VERDICT_HATCHES else "none",
+        )
+        for v in shown
+    ]
+    fig.legend(handles, shown, loc="upper center", ncol=len(handles), fontsize=8, frameon=False)
     bottom = add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 0.97))
     return fig

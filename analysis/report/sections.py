@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.findings.rules import CHECKS, LENGTH_SHARE
+from analysis.findings.rules import CHECKS, SHARE_PART
 from analysis.report import beyond, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 from analysis.report.page import Page
@@ -128,17 +128,22 @@ def separability(page: Page) -> pd.DataFrame:
 
 
 def length(page: Page) -> None:
-    """Is the fast/slow gap only length: the share of the gap left at equal length, with intervals."""
+    """Is the fast/slow gap only length: the share of the Simplified vs Detailed gap left when
+    Detailed CoT is cut to the Simplified length, with intervals, where the gap is established."""
     found = page.findings_table(CHECKS)
     parts = page.part_table(CHECKS)
     figure = figures.part_forest(
         parts[parts["check"] == "L"],
-        "share of the gap left at equal length",
-        "share of the None vs Detailed gap left at equal length",
-        reference=LENGTH_SHARE,
+        SHARE_PART,
+        "share of the Simplified vs Detailed gap left at equal length",
+        reference=0.0,
         note=page.note(),
     )
-    show_figure(figure, "Length: share of the None vs Detailed gap left at equal length, with intervals")
+    show_figure(
+        figure,
+        "Length: share of the Simplified vs Detailed gap left at equal length, with intervals",
+        empty="No Simplified vs Detailed gap is established here, so no share is shown.",
+    )
     show_markdown(beyond.length_paragraph(found))
 
 

@@ -8,7 +8,19 @@ import pandas as pd
 
 from analysis import vocabulary
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.rules import CHECKS, CLAIMS, FAILS, HOLDS, VERDICTS, Finding, findings_table
+from analysis.findings.rules import (
+    CHECKS,
+    CLAIMS,
+    DECIDED,
+    FAILS,
+    HOLDS,
+    NOT_APPLICABLE,
+    POWER,
+    UNRESOLVED,
+    VERDICTS,
+    Finding,
+    findings_table,
+)
 
 
 def table(found: Iterable[Finding]) -> pd.DataFrame:
@@ -52,6 +64,10 @@ def model_paragraph(found: pd.DataFrame, model: str) -> str:
             detail = f"{'; ' if head else ''}per dataset {verdict_counts(single)}"
             if 0 < len(decided) <= 4:
                 detail += " (" + ", ".join(f"{r.scope}: {r.verdict}" for r in decided.itertuples()) + ")"
+        reasons = set(part.loc[part["verdict"] == NOT_APPLICABLE, "numbers"])
+        if reasons and (part["verdict"] == NOT_APPLICABLE).all():
+            sentences.append(f"**{check}** {NOT_APPLICABLE}: {next(iter(reasons)).removeprefix('not applicable: ')}.")
+            continue
         sentences.append(f"**{check}** {head}{detail}.")
     return f"**{model}.** " + " ".join(sentences)
 
@@ -76,17 +92,71 @@ def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFr
             "scope": [scope_text(s, p) for s, p in zip(rows["scope"], rows["pooled"])],
             "verdict": rows["verdict"],
             "n": rows["n"],
+            f"n per dataset for {POWER:.0%} power": [
+                size_text(v) for v in rows.get("n_for_power", pd.Series(index=rows.index))
+            ],
             "numbers": rows["numbers"],
         }
     )
 
 
+LARGEST_SIZE_SHOWN = 1000
+
+
+def size_text(size: float) -> str:
+    """A number of instructions for the reader: empty when none, "over 1000" past that (a measured
+    value near its bound makes the size explode, and its exact value means nothing then)."""
+    if pd.isna(size):
+        return ""
+    return f"over {LARGEST_SIZE_SHOWN}" if size > LARGEST_SIZE_SHOWN else str(int(size))
+
+
+def false_holds_note(found: pd.DataFrame, rate: float = 0.025) -> str:
+    """How many "holds" the matrix would show by chance if no claim were true: each tested cell
+    wrongly says "holds" at most ``rate`` of the time (one side of a 95% interval, measured by
+    ``analysis.findings.calibration``), so over N such cells at most rate * N are expected."""
+    tested = int(found["verdict"].isin(DECIDED).sum())
+    holds = int((found["verdict"] == HOLDS).sum())
+    if tested == 0:
+        return "No cell was tested."
+    return (
+        f'Of the {tested} tested cells, {holds} say "holds"; were no claim true, at most '
+        f"{rate * tested:.1f} would say so by chance (each at most {rate:.1%} of the time; cells of one model "
+        "share their data, so these chances are not independent)."
+    )
+
+
+def power_note(found: pd.DataFrame) -> str:
+    """Which checks the data lack the power to resolve, and the instructions per dataset that would
+    resolve them with 80% power at the measured values (``Finding.instructions_needed``)."""
+    unresolved = found[found["verdict"] == UNRESOLVED]
+    if unresolved.empty:
+        return ""
+    pieces = []
+    for check, rows in unresolved.groupby("check", sort=False):
+        sizes = rows["n_for_power"].dropna() if "n_for_power" in rows else pd.Series(dtype=float)
+        text = f"{check} {len(rows)} cell{'s' if len(rows) > 1 else ''}"
+        if len(sizes):
+            text += f" (about {size_text(sizes.median())} instructions per dataset, median over {len(sizes)})"
+        pieces.append(text)
+    return (
+        f"Not resolved for lack of power at these sample sizes: {'; '.join(pieces)}. The sizes are those at which "
+        f"each part would reach its side with {POWER:.0%} probability were its true value the measured one "
+        '(0 for a "nearly the same" part); cells whose measured value lies against the claim have none.'
+    )
+
+
 def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> str:
-    """The line under the verdict matrix: what each cell's number means and which run it is."""
+    """The line under the verdict matrix: what each cell's number means, how many "holds" chance
+    alone would give, what lacks power, and which run it is."""
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
-        f"{MIN_VERDICT_SAMPLES}."
+        f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
+        f"to these models. {false_holds_note(found)}"
     )
+    power = power_note(found)
+    if power:
+        text += f" {power}"
     if profile:
         text += f" Profile: {profile}."
     return text + (f" {note}." if note else "")

@@ -32,7 +32,7 @@ from analysis.formatting import fmt_interval
 from analysis.registry import resolve_template, scratch_name
 from analysis.report import plots
 from analysis.report.figures import curves_and_bands
-from analysis.report.load import ReportError, figure_note
+from analysis.report.load import ReportError, figure_note, sampled
 from analysis.report.notebook_parameters import ParameterError
 from analysis.settings import MAX_LENGTH
 from analysis.store import ResultsStore
@@ -143,7 +143,7 @@ def read_rows(
     n_samples: int | None,
 ) -> pd.DataFrame:
     """Stored rows of the user's files (on the model and its scratch copy) and of the references
-    (on the model), first ``n_samples`` of each, user rows relabelled as ``<label>/your data/correct``."""
+    (on the model), ``n_samples`` of each (``load.sampled``), user rows relabelled as ``<label>/your data/correct``."""
     root = Path(results_dir)
     if not (root / "store.json").is_file():
         raise ReportError(f"{root}: no results store here; run `python -m analysis profile-data` first")
@@ -155,7 +155,7 @@ def read_rows(
     ]
     rows = store.read("rows", filters=filters, columns=READ_COLUMNS)
     if n_samples is not None and len(rows):
-        rows = rows[rows["sample_index"] < n_samples]
+        rows = sampled(rows, n_samples)
     reference_rows = rows[(rows["model"] == model) & rows["condition"].isin(list(references))]
     pieces = [reference_rows]
     for file in files:
