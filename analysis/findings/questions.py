@@ -14,8 +14,10 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from analysis import vocabulary
-from analysis.findings import bootstrap
+from analysis.findings import bootstrap, rules
+from analysis.findings.bootstrap import CurveDraws, Estimate, pooled
 from analysis.findings.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
 
 SETTING_ORDER = vocabulary.SETTING_ORDER
 
@@ -359,3 +361,138 @@ def length_regression(
         "reason",
     ]
     return pd.DataFrame(rows, columns=columns)
+
+
+# --------------------------------------------------------------------------- verdicts, per dataset and pooled
+
+SEPARABLE = {HOLDS: "separable", FAILS: "worse than chance", UNRESOLVED: "not shown", TOO_FEW: TOO_FEW}
+
+
+def separability_table(
+    rows: pd.DataFrame, identical: dict[str, frozenset] | None = None, n_resamples: int = 1000, seed: int = 0
+) -> pd.DataFrame:
+    """Out-of-fold AUROC of correct vs irrelevant per (model, dataset, study setting), then pooled per
+    (model, family, setting) over the family's datasets; with intervals and verdicts.
+
+    Instructions whose None-CoT irrelevant response equals the correct one (``identical``) are
+    left out: they are one input twice.
+    """
+    identical = identical or {}
+    out = []
+    study = rows[rows["setting"].isin(vocabulary.STUDY_SETTINGS)]
+    for (model, dataset, setting), group in study.groupby(["model", "dataset", "setting"], sort=False):
+        if group["responses"].nunique() < 2:
+            continue
+        excluded = identical.get(dataset, ()) if setting == "none" else ()
+        result = separability(group, model, dataset, setting, n_resamples=n_resamples, seed=seed, excluded=excluded)
+        draws = result.pop("auroc_draws")
+        estimate = (
+            None if draws is None else Estimate(result["auroc"], draws, ((dataset, result["n_samples"]),), bounded=True)
+        )
+        result.update(scope=dataset, pooled=False, n_excluded=len(set(excluded)), estimate=estimate)
+        out.append(result)
+    table = pd.DataFrame(out)
+    if table.empty:
+        return table
+    pooled_rows = []
+    for (model, setting), group in table.groupby(["model", "setting"], sort=False):
+        for family in vocabulary.FAMILY_DATASETS:
+            members = group[group["dataset"].map(vocabulary.family_of) == family]
+            members = members[members["estimate"].notna()]
+            if len(members) < 2:
+                continue
+            estimate = pooled(list(members["estimate"]))
+            low, high = estimate.interval()
+            pooled_rows.append(
+                {
+                    "model": model,
+                    "dataset": family,
+                    "setting": setting,
+                    "scope": family,
+                    "pooled": True,
+                    "n_samples": estimate.n,
+                    "auroc": estimate.value,
+                    "auroc_low": low,
+                    "auroc_high": high,
+                    "estimate": estimate,
+                    "n_excluded": int(members["n_excluded"].sum()),
+                    "reason": None,
+                }
+            )
+    table = pd.concat([table, pd.DataFrame(pooled_rows)], ignore_index=True)
+    table["verdict"] = [_separability_verdict(r) for r in table.itertuples()]
+    table["_scope"] = table["scope"].map(rules.scope_rank)
+    table["_setting"] = table["setting"].map(vocabulary.setting_rank)
+    return (
+        table.sort_values(["model", "_scope", "_setting"], kind="stable")
+        .drop(columns=["_scope", "_setting"])
+        .reset_index(drop=True)
+    )
+
+
+def _separability_verdict(row) -> str:
+    if row.estimate is None or not np.isfinite(row.auroc):
+        return "not computed"
+    return SEPARABLE[rules.decide([Part("AUROC", row.estimate, "above", 0.5)])]
+
+
+def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
+    """Per model and scope: mean effective rank (all layers, q/k/v/o) under the fastest setting
+    minus that under the slowest, per dataset and pooled per family, with intervals."""
+    rows = []
+    for model, cd in draws.items():
+        by_family: dict[str, list[Estimate]] = {}
+        for dataset in cd.datasets():
+            settings = cd.settings(dataset)
+            if len(settings) < 2:
+                continue
+            fast = rules.mean_level(cd, dataset, settings[0], stat="effective_rank")
+            slow = rules.mean_level(cd, dataset, settings[-1], stat="effective_rank")
+            if fast is None or slow is None:
+                continue
+            difference = rules.combine(np.subtract, fast, slow)
+            by_family.setdefault(vocabulary.family_of(dataset), []).append(difference)
+            rows.append(
+                _rank_row(
+                    model,
+                    dataset,
+                    False,
+                    f"{vocabulary.setting_label(settings[0])} - {vocabulary.setting_label(settings[-1])}",
+                    difference,
+                )
+            )
+        for family, estimates in by_family.items():
+            if len(estimates) >= 2:
+                rows.append(_rank_row(model, family, True, "fastest - slowest", pooled(estimates)))
+    table = pd.DataFrame(rows)
+    if table.empty:
+        return table
+    return (
+        table.assign(_s=table["scope"].map(rules.scope_rank))
+        .sort_values(["model", "_s"])
+        .drop(columns="_s")
+        .reset_index(drop=True)
+    )
+
+
+def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, estimate: Estimate) -> dict:
+    part = Part("effective rank difference", estimate, "above", 0.0)
+    low, high = part.interval()
+    verdict = rules.decide([part])
+    word = {
+        HOLDS: "higher under fast thinking",
+        FAILS: "lower under fast thinking",
+        UNRESOLVED: "not resolved",
+        TOO_FEW: TOO_FEW,
+    }[verdict]
+    return {
+        "model": model,
+        "scope": scope,
+        "pooled": is_pooled,
+        "contrast": contrast,
+        "n": estimate.n,
+        "value": estimate.value,
+        "low": low,
+        "high": high,
+        "verdict": word,
+    }

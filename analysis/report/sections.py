@@ -11,6 +11,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.findings import questions
 from analysis.findings.rules import CHECKS, SHARE_PART
 from analysis.report import beyond, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
@@ -93,7 +94,7 @@ def tables_rd(page: Page) -> None:
 
 def effective_rank(page: Page) -> pd.DataFrame:
     """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
-    table = beyond.effective_rank_table(page.draws)
+    table = questions.effective_rank_table(page.draws)
     if not table.empty:
         forest = pd.DataFrame(
             {
@@ -116,7 +117,7 @@ def effective_rank(page: Page) -> pd.DataFrame:
 
 def separability(page: Page) -> pd.DataFrame:
     """One sample's separability of correct vs irrelevant: a forest plot (pooled) and a paragraph."""
-    table = beyond.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
+    table = questions.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
     if not table.empty:
         shown = table[table["pooled"]] if table["pooled"].any() else table
         show_figure(
