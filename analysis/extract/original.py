@@ -28,6 +28,7 @@ import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path, PurePosixPath
 
 import numpy as np
@@ -288,8 +289,19 @@ def _number(value) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
+@lru_cache(maxsize=8)
+def parameter_names(n_layers: int) -> tuple[str, ...]:
+    """The original's parameter names of every (layer, projection), layer-major."""
+    return tuple(
+        f"model.layers.{layer}.self_attn.{proj}_proj.weight" for layer in range(n_layers) for proj in PROJECTIONS
+    )
+
+
 def parse_statistics(item: dict, n_layers: int | None) -> tuple[np.ndarray, float] | str:
-    """(values of shape (layers, 4, 7) in STATISTICS order, loss), or what is wrong with the record."""
+    """(values of shape (layers, 4, 7) in STATISTICS order, loss), or what is wrong with the record.
+
+    ``n_layers`` None: as many layers as the record has (the first record of a file sets it).
+    """
     if not isinstance(item, dict):
         return f"a JSON {type(item).__name__}, not an object"
     for name in ("instruction", "output"):
@@ -297,28 +309,27 @@ def parse_statistics(item: dict, n_layers: int | None) -> tuple[np.ndarray, floa
             return f"no string field {name!r}"
     if not _number(item.get("loss")):
         return "no number field 'loss'"
-    found: dict[tuple[int, str], dict] = {}
-    for name, value in item.items():
-        match = _PARAMETER.match(name)
-        if match:
-            found[(int(match.group(1)), match.group(2))] = value
-    if not found:
-        return "no statistics of layers.<i>.self_attn.<q|k|v|o>_proj.weight"
-    layers = n_layers if n_layers is not None else 1 + max(layer for layer, _ in found)
-    values = np.empty((layers, len(PROJECTIONS), len(STATISTICS)))
-    for layer in range(layers):
-        for p, proj in enumerate(PROJECTIONS):
-            stats = found.pop((layer, proj), None)
-            name = f"model.layers.{layer}.self_attn.{proj}_proj.weight"
-            if not isinstance(stats, dict):
-                return f"no statistics of {name}"
-            for s, key in enumerate(STATISTICS):
-                number = stats.get(key)
-                if not _number(number):
-                    return f"{name}: no number field {key!r}"
-                values[layer, p, s] = number
-    if found:
-        return f"statistics of layer {max(layer for layer, _ in found)}, beyond the {layers} layers of earlier lines"
+    if n_layers is None:
+        layers = [int(match.group(1)) for name in item if (match := _PARAMETER.match(name))]
+        if not layers:
+            return "no statistics of model.layers.<i>.self_attn.<q|k|v|o>_proj.weight"
+        n_layers = 1 + max(layers)
+    flat: list = []
+    for name in parameter_names(n_layers):
+        stats = item.get(name)
+        if not isinstance(stats, dict):
+            return f"no statistics of {name}"
+        try:
+            flat.extend([stats[key] for key in STATISTICS])
+        except KeyError as error:
+            return f"{name}: no field {error.args[0]!r}"
+    if not set(map(type, flat)) <= {float, int}:
+        position = next(i for i, value in enumerate(flat) if not _number(value))
+        name, key = parameter_names(n_layers)[position // len(STATISTICS)], list(STATISTICS)[position % len(STATISTICS)]
+        return f"{name}: field {key!r} is not a number"
+    if f"model.layers.{n_layers}.self_attn.q_proj.weight" in item:
+        return f"statistics of layer {n_layers} and beyond, more than the {n_layers} layers of earlier lines"
+    values = np.array(flat, dtype=float).reshape(n_layers, len(PROJECTIONS), len(STATISTICS))
     return values, float(item["loss"])
 
 
@@ -407,11 +418,16 @@ def store_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
     n, layers, n_proj = len(parsed.indices), parsed.n_layers, len(PROJECTIONS)
     values = np.stack(parsed.values).reshape(n * layers * n_proj, len(STATISTICS))
     per_sample = layers * n_proj
-    frame = pd.DataFrame({name: [value] * (n * per_sample) for name, value in identity.items()})
+    frame = pd.DataFrame(
+        {
+            "sample_index": np.repeat(parsed.indices, per_sample),
+            "layer": np.tile(np.repeat(np.arange(layers), n_proj), n),
+            "proj": np.tile(np.array(PROJECTIONS, dtype=object), n * layers),
+        }
+    )
+    for name, value in identity.items():
+        frame[name] = value
     frame["n_layers"] = layers
-    frame["sample_index"] = np.repeat(parsed.indices, per_sample)
-    frame["layer"] = np.tile(np.repeat(np.arange(layers), n_proj), n)
-    frame["proj"] = list(PROJECTIONS) * (n * layers)
     for s, column in enumerate(STATISTICS.values()):
         frame[column] = values[:, s]
     with np.errstate(divide="ignore", invalid="ignore"):
