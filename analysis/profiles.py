@@ -1,7 +1,8 @@
 """Run profiles: which models, conditions and sample counts one run of the study covers.
 
 ``quick`` is a smoke run (minutes, for tests and first looks), ``cpu`` the default study on the
-two offline models, ``paper`` the paper's ten models on a GPU. The conditions of every profile
+two offline models, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
+on the original study's released statistics (imported, not computed). The conditions of every profile
 and of every notebook family are derived from ``analysis.data``, never listed by hand.
 """
 
@@ -52,6 +53,9 @@ class Profile:
     seed: int = 0
     threads: int | None = None  # CPU threads for torch during extraction; None: torch's default
     description: str = ""
+    # "extract": the run computes what the store lacks; "imported": the store's rows are the original
+    # study's released statistics (``python -m analysis import-original``) and nothing is computed.
+    source: str = "extract"
 
     def conditions_for(self, notebook: str) -> tuple[str, ...]:
         """The profile's conditions that a notebook reads (all of them for the summary pages)."""
@@ -154,6 +158,21 @@ PROFILES: dict[str, Profile] = {
         device="auto",
         n_resamples=1000,
         description="the paper's ten models, all samples (500 per file), max_length 1024, on a GPU",
+    ),
+    "original": Profile(
+        name="original",
+        models=PAPER_MODEL_NAMES,
+        conditions=tuple(c.key for c in data.study_conditions()),
+        n_samples=PAPER_SAMPLES,
+        max_length=1024,
+        batch_size=8,
+        token_budget=8192,
+        device="cpu",
+        n_resamples=1000,
+        description="the paper's ten models on the original study's released statistics (run "
+        "`python -m analysis import-original` into the results directory first; nothing is computed), "
+        "all 56 study files, no length controls",
+        source="imported",
     ),
 }
 

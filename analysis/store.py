@@ -1,6 +1,7 @@
 """The results store: a directory of Parquet files that any pandas user can read.
 
-Layout under the store's root::
+A whole store can also travel as one Parquet file of its rows (:func:`export_parquet`), which the
+book's pages read like a store. Layout under the store's root::
 
     store.json                                   format marker and version
     rows/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet   one row per (sample, layer, projection)
@@ -167,6 +168,15 @@ class ResultsStore:
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
             _fsync_and_replace(temporary, final)
 
+    def distinct(self, column: str, filters=None, kind: str = "rows") -> set:
+        """Distinct values of one column among the stored rows that pass ``filters`` (empty set if the
+        column is nowhere), without reading the rows into pandas."""
+        try:
+            table = _read_dir(self.root / kind, columns=[column], filters=filters)
+        except (pa.ArrowInvalid, KeyError):  # a column that no part holds
+            return set()
+        return set() if table is None else set(table.column(column).unique().to_pylist())
+
     def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
         """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
         table = _read_dir(self.root / kind, columns=columns, filters=filters)
@@ -204,6 +214,39 @@ def _atomic_write_bytes(path: Path, payload: bytes) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     temporary.write_bytes(payload)
     _fsync_and_replace(temporary, path)
+
+
+def export_parquet(root: str | os.PathLike, path: str | os.PathLike, kind: str = "rows") -> Path | None:
+    """Every stored row of a results store in one Parquet file (None when nothing is stored).
+
+    Written part by part, so memory holds one part at a time; columns that some parts lack are null
+    there. The file replaces ``path`` only once it is complete.
+    """
+    directory = Path(root) / kind
+    files = sorted(str(p) for p in directory.rglob("part-*.parquet")) if directory.is_dir() else []
+    if not files:
+        return None
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    schema = schema.remove_metadata()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with pq.ParquetWriter(temporary, schema, compression="zstd") as writer:
+        for batch in ds.dataset(files, schema=schema, format="parquet").to_batches():
+            writer.write_batch(batch)
+    _fsync_and_replace(temporary, target)
+    return target
+
+
+def is_exported_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is one Parquet file of rows (as :func:`export_parquet` writes), not a store directory."""
+    return Path(path).suffix == ".parquet" and Path(path).is_file()
+
+
+def read_exported(path: str | os.PathLike, filters=None, columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows of an exported Parquet file, filtered as :meth:`ResultsStore.read` filters."""
+    expression = pq.filters_to_expression(filters) if filters else None
+    return ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression).to_pandas()
 
 
 def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:

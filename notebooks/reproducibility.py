@@ -28,13 +28,14 @@ data_dir = None
 seed = 0
 n_resamples = 1000
 benchmarks_file = "benchmarks/results.json"
+export_file = None  # the results store as one Parquet file, published with the book
 
 # %% tags=["remove-cell"]
 from analysis import runlog
 from analysis.findings import calibration
 from analysis.report import notebook_parameters, provenance
 from analysis.report.display import show_markdown, show_table
-from analysis.report.load import figure_note, load_results
+from analysis.report.load import figure_note, load_results, origin_note
 from analysis.study import pipeline
 
 params = notebook_parameters.validate(
@@ -49,6 +50,7 @@ params = notebook_parameters.validate(
     n_resamples=n_resamples,
 )
 benchmarks = notebook_parameters.optional_path("benchmarks_file", benchmarks_file)
+export = notebook_parameters.optional_path("export_file", export_file)
 runs = runlog.read(params.results_dir)
 run = runs[-1] if runs else None
 results = load_results(
@@ -61,6 +63,18 @@ results = load_results(
 # %% tags=["remove-input"]
 show_markdown(provenance.run_sentence(runs, params.results_dir))
 show_table(provenance.profile_table(run), empty="The results directory has no run log.")
+
+# %% [markdown]
+# ## The numbers behind this book
+
+# %% tags=["remove-input"]
+show_markdown(provenance.export_sentence(export))
+origin_of_numbers = origin_note(results.rows)
+if origin_of_numbers:
+    show_markdown(f"*{origin_of_numbers}.*")
+
+# %% tags=["remove-input", "hide-output"]
+show_table(provenance.imports_table(runs), empty="", by=None)
 
 # %% [markdown]
 # ## Models

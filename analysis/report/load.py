@@ -10,11 +10,22 @@ import pandas as pd
 
 from analysis import data
 from analysis.registry import OFFLINE_MODELS, known_model
-from analysis.store import ResultsStore, StoreError
+from analysis.store import ResultsStore, StoreError, is_exported_file, read_exported
 
 OFFLINE_NOTE = (
     "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
     "from two different families and are not the paper's models"
+)
+
+
+NOT_IMPORTED = "not in the imported statistics"
+ORIGIN_NOTE = (
+    "{names}: the numbers are the original study's released per-sample gradient statistics (Li, Li and Zhou; "
+    "their script, their runs), read into this book with `python -m analysis import-original`, not computed "
+    "here. Those files hold the nuclear norm, the largest and smallest singular value, the Frobenius norm, the "
+    "loss and entry statistics of every attention projection; effective rank, cosine similarities, singular "
+    "values and token counts are {absent}, and the original study computed no length-control condition, so the "
+    "length question (L) is not available for these models"
 )
 
 
@@ -67,6 +78,8 @@ def load_results(
     ``coverage``, not raised: a notebook shows what is stored and says what is not.
     """
     root = Path(results_dir)
+    if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
+        return _load_exported(root, models, conditions, max_length, n_samples, data_dir)
     if not (root / "store.json").is_file():
         raise ReportError(
             f"{root}: no results store here; run `python -m analysis run --profile cpu` "
@@ -86,6 +99,24 @@ def load_results(
         rows = rows[rows["sample_index"] < n_samples].reset_index(drop=True)
         if len(skipped):
             skipped = skipped[skipped["sample_index"] < n_samples].reset_index(drop=True)
+    coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
+    present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
+    return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
+
+
+def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir) -> StudyResults:
+    """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it)."""
+    filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
+    if max_length is not None:
+        filters.append(("max_length", "==", int(max_length)))
+    try:
+        rows = read_exported(path, filters)
+    except (OSError, ValueError) as error:
+        raise StoreError(f"{path}: cannot read the exported results ({error})") from None
+    skipped = pd.DataFrame(columns=["model", "condition", "template", "max_length", "sample_index", "reason"])
+    rows, skipped = _one_run_per_model(rows, skipped)
+    if n_samples is not None and len(rows):
+        rows = rows[rows["sample_index"] < n_samples].reset_index(drop=True)
     coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
@@ -196,3 +227,21 @@ def figure_note(models: Sequence[str] | str, n_samples: int | None = None) -> st
         return None
     note = OFFLINE_NOTE.format(names=", ".join(offline))
     return note + (f"; {n_samples} samples per condition" if n_samples else "")
+
+
+def imported_models(rows: pd.DataFrame) -> list[str]:
+    """Models whose rows are the original study's imported statistics (column ``origin`` set)."""
+    if rows.empty or "origin" not in rows:
+        return []
+    return [str(m) for m in rows.loc[rows["origin"].notna(), "model"].unique()]
+
+
+def origin_note(rows: pd.DataFrame) -> str | None:
+    """Whose numbers these are, for the imported models among ``rows`` (None when none is imported)."""
+    names = imported_models(rows)
+    return ORIGIN_NOTE.format(names=", ".join(names), absent=NOT_IMPORTED) if names else None
+
+
+def lacks(rows: pd.DataFrame, column: str) -> bool:
+    """Whether ``rows`` hold no value of ``column`` at all (absent from the imported statistics)."""
+    return rows.empty or column not in rows or rows[column].isna().all()

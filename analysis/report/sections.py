@@ -14,6 +14,7 @@ import pandas as pd
 from analysis.findings.rules import CHECKS, LENGTH_SHARE
 from analysis.report import beyond, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
+from analysis.report.load import NOT_IMPORTED, imported_models, lacks
 from analysis.report.page import Page
 
 
@@ -91,8 +92,25 @@ def tables_rd(page: Page) -> None:
     show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
 
 
+def origin(page: Page) -> None:
+    """Whose numbers these are, when the page holds the original study's imported statistics."""
+    note = page.origin()
+    if note:
+        show_markdown(f"**Whose numbers.** {note}.")
+
+
+def not_imported(page: Page, column: str, what: str) -> bool:
+    """Say that ``what`` is not in the imported statistics when the page's rows lack ``column``."""
+    if imported_models(page.results.rows) and lacks(page.results.rows, column):
+        show_markdown(f"{what}: {NOT_IMPORTED} (models {', '.join(imported_models(page.results.rows))}).")
+        return True
+    return False
+
+
 def effective_rank(page: Page) -> pd.DataFrame:
     """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
+    if not_imported(page, "effective_rank", "Effective rank"):
+        return pd.DataFrame()
     table = beyond.effective_rank_table(page.draws)
     if not table.empty:
         forest = pd.DataFrame(
@@ -131,6 +149,13 @@ def length(page: Page) -> None:
     """Is the fast/slow gap only length: the share of the gap left at equal length, with intervals."""
     found = page.findings_table(CHECKS)
     parts = page.part_table(CHECKS)
+    has_length = bool(len(parts)) and bool((parts["check"] == "L").any())
+    if imported_models(page.results.rows) and not has_length:
+        show_markdown(
+            "L (is the gap only length): not available; the original study computed no length-control "
+            f"condition, and response token counts are {NOT_IMPORTED}."
+        )
+        return
     figure = figures.part_forest(
         parts[parts["check"] == "L"],
         "share of the gap left at equal length",
@@ -152,18 +177,26 @@ def length_curves(page: Page) -> None:
 
 
 def length_regression(page: Page) -> pd.DataFrame:
+    if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
+        return pd.DataFrame()
     table = beyond.length_regression_table(page.results.rows)
     show_markdown(beyond.length_regression_paragraph(table))
     return table
 
 
 def tables_length_regression(table: pd.DataFrame) -> None:
+    if table.empty:
+        return
     show_table(beyond.format_length_regression(table), empty="")
 
 
 def tables_separability(table: pd.DataFrame) -> None:
+    if table.empty:
+        return
     show_table(beyond.format_separability(table), empty="")
 
 
 def tables_effective_rank(table: pd.DataFrame) -> None:
+    if table.empty:
+        return
     show_table(beyond.format_effective_rank(table), empty="")

@@ -24,6 +24,9 @@ from analysis.profiles import Profile
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
+# The results store behind a book, as one Parquet file the reproducibility page offers for download
+# (``html_extra_path`` in _config.yml puts it at the site's root).
+BOOK_EXPORT = Path("book", "_extra", "results.parquet")
 
 
 class BookError(RuntimeError):
@@ -46,7 +49,12 @@ def ensure_kernel(name: str = KERNEL_NAME) -> None:
 
 
 def notebook_parameters(
-    notebook: str, profile: Profile, results_dir: Path, data_dir=None, root: Path = PROJECT_ROOT
+    notebook: str,
+    profile: Profile,
+    results_dir: Path,
+    data_dir=None,
+    root: Path = PROJECT_ROOT,
+    book_root: Path | None = None,
 ) -> dict:
     """The papermill parameters of one notebook under a profile (absolute paths)."""
     parameters = {
@@ -63,6 +71,7 @@ def notebook_parameters(
         parameters["profile"] = profile.name
     if notebook == "reproducibility":
         parameters["benchmarks_file"] = str((root / "benchmarks" / "results.json").resolve())
+        parameters["export_file"] = str(((book_root or root) / BOOK_EXPORT).resolve())
     return parameters
 
 
@@ -172,7 +181,7 @@ def execute_notebooks(
     records = []
     for source in notebook_sources(root, names):
         output = book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
-        parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root)
+        parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root, book_root)
         say(f"executing {source.relative_to(root)} -> {output}")
         seconds = execute_notebook(source, output, parameters, cwd=root)
         record = {"notebook": source.stem, "seconds": seconds, "output": str(output)}

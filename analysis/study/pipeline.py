@@ -29,8 +29,15 @@ from pathlib import Path
 from analysis import data, profiles, registry, runlog
 from analysis.extract import models
 from analysis.profiles import Profile
-from analysis.store import ResultsStore
-from analysis.study.book import PROJECT_ROOT, book_index, build_book, copy_book_sources, execute_notebooks
+from analysis.store import ResultsStore, export_parquet
+from analysis.study.book import (
+    BOOK_EXPORT,
+    PROJECT_ROOT,
+    book_index,
+    build_book,
+    copy_book_sources,
+    execute_notebooks,
+)
 
 RECORDED_PACKAGES = (
     "torch",
@@ -263,6 +270,25 @@ def extract_with_ray(
     return records
 
 
+def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], None] = print) -> list[dict]:
+    """A profile of imported statistics computes nothing: check that the store holds some for its models.
+
+    No model is loaded; what the import lacks is reported by every page as missing.
+    """
+    store = ResultsStore(results_dir)
+    present = sorted(store.distinct("model", [("model", "in", list(profile.models)), ("origin", "!=", "")]))
+    if not present:
+        raise PipelineError(
+            f"{results_dir}: no imported statistics of the {profile.name} profile's models; import them first: "
+            f"python -m analysis import-original SOURCE --out {results_dir}"
+        )
+    say(
+        f"profile {profile.name}: imported statistics of {len(present)} of {len(profile.models)} models "
+        f"({', '.join(present)}); nothing to compute"
+    )
+    return []
+
+
 # --------------------------------------------------------------------------- everything
 
 
@@ -327,7 +353,9 @@ def run_profile(
         f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
         f"{profile.n_samples or 'all'} samples each, results in {results}"
     )
-    if executor == "ray":
+    if profile.source == "imported":
+        extraction = check_imported(profile, results, say)
+    elif executor == "ray":
         extraction = extract_with_ray(profile, results, data_dir, log, progress)
     else:
         extraction = extract_profile(profile, results, data_dir, log, progress, say)
@@ -341,6 +369,9 @@ def run_profile(
         target = Path(book_root).resolve() if book_root else root
         if target != root:
             copy_book_sources(root, target)
+        (target / BOOK_EXPORT).parent.mkdir(parents=True, exist_ok=True)
+        if export_parquet(results, target / BOOK_EXPORT) is None:
+            (target / BOOK_EXPORT).unlink(missing_ok=True)
         notebooks_started = time.perf_counter()
         executed = execute_notebooks(
             profile, results, target, data_dir, root, notebooks, on_done=log.add_notebook, say=say
