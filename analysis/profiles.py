@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from analysis import data, registry
 
 FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
-SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "reproducibility")
+SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "original_comparison", "reproducibility")
 # Book order: the landing page, the families, then the pages that read every condition.
 NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
 # Notebooks that take other parameters than a profile's and run by their own command

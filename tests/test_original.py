@@ -256,3 +256,70 @@ def test_non_finite_and_foreign_records_are_recognised():
     assert "no statistics of model.layers.1.self_attn.k_proj.weight" in original.parse_statistics(partial, None)
     assert original.parse_statistics([1, 2], None) == "a JSON list, not an object"
     assert json.loads(json.dumps(float("nan"))) != 0  # the original's json.dumps writes NaN, which json reads back
+
+
+def test_the_comparison_page_finds_equal_samples_and_lists_mismatches(extracted, study_data_dir, tmp_path):
+    from analysis.report import comparison
+
+    model = extracted["model"].iloc[0]
+    fmt.write_from_rows(tmp_path / "source", FOLDER, extracted, study_data_dir)
+    changed = fmt.tree_path(tmp_path / "source", FOLDER, "aqua/none/correct")
+    items = fmt.read_lines(changed)
+    items[2][fmt.parameter_name(1, "v")]["S_max"] *= 1.01
+    changed.write_text("".join(json.dumps(item) + "\n" for item in items))
+    for condition in CONDITIONS:
+        path = fmt.tree_path(tmp_path / "source", FOLDER, condition)
+        run_import(path, tmp_path / "imported", study_data_dir, model=model, condition=condition, template="base")
+    extracted_store = ResultsStore(tmp_path / "extracted")  # the extraction's rows, in a store of their own
+    for (condition,), group in extracted.groupby(["condition"]):
+        key = original.RunKey(original.registry.model_slug(model), *condition.split("/"), 1024, "base")
+        extracted_store.write(key, group, None)
+    differences = comparison.compare([tmp_path / "imported", tmp_path / "extracted"], [model], CONDITIONS)
+    assert len(differences) == 3 * len(CONDITIONS)
+    table = comparison.agreement_table(differences)
+    assert set(table["samples"]) == {3}
+    wrong = comparison.mismatches(differences)
+    assert wrong[["condition", "sample_index", "statistic"]].values.tolist() == [
+        ["aqua/none/correct", 2, "largest singular value"]
+    ]
+    assert wrong["relative difference"].iloc[0] == pytest.approx(1 / 1.01 * 0.01, rel=1e-3)
+    assert f"{3 * len(CONDITIONS) - 1} of {3 * len(CONDITIONS)} samples" in comparison.comparison_paragraph(differences)
+    assert "No model is stored both" in comparison.comparison_paragraph(
+        comparison.compare([tmp_path / "imported"], [model], CONDITIONS)
+    )
+
+
+def test_an_imported_profile_computes_nothing_and_needs_an_import(tree, study_data_dir, tmp_path, monkeypatch):
+    from analysis import profiles
+    from analysis.study import pipeline
+
+    def no_loading(*args, **kwargs):
+        raise AssertionError("a model was loaded")
+
+    monkeypatch.setattr(pipeline.models, "load", no_loading)
+    profile = profiles.get_profile("original")
+    assert profile.source == "imported" and len(profile.models) == 10 and len(profile.conditions) == 56
+    with pytest.raises(pipeline.PipelineError, match="import-original"):
+        pipeline.run_profile(profile, tmp_path / "out", study_data_dir, book=False, say=lambda _: None)
+    run_import(tree, tmp_path / "out", study_data_dir)
+    said = []
+    result = pipeline.run_profile(profile, tmp_path / "out", study_data_dir, book=False, say=said.append)
+    assert result.extraction == [] and any("imported statistics of 1 of 10 models" in s for s in said)
+
+
+def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_data_dir, tmp_path):
+    from analysis.report.load import load_results, origin_note
+    from analysis.store import export_parquet
+
+    run_import(tree, tmp_path / "out", study_data_dir)
+    exported = export_parquet(tmp_path / "out", tmp_path / "book" / "results.parquet")
+    from_store = load_results(tmp_path / "out", [MODEL], CONDITIONS, 1024, None, study_data_dir)
+    from_file = load_results(exported, [MODEL], CONDITIONS, 1024, None, study_data_dir)
+    columns = [*KEY, *COMPARED, "loss"]
+    pd.testing.assert_frame_equal(
+        from_store.rows[columns].sort_values(KEY).reset_index(drop=True),
+        from_file.rows[columns].sort_values(KEY).reset_index(drop=True),
+    )
+    assert from_file.coverage["stored"].tolist() == from_store.coverage["stored"].tolist()
+    assert "original study's released per-sample gradient statistics" in origin_note(from_file.rows)
+    assert export_parquet(tmp_path / "empty-store", tmp_path / "x.parquet") is None
