@@ -323,3 +323,54 @@ def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_d
     assert from_file.coverage["stored"].tolist() == from_store.coverage["stored"].tolist()
     assert "original study's released per-sample gradient statistics" in origin_note(from_file.rows)
     assert export_parquet(tmp_path / "empty-store", tmp_path / "x.parquet") is None
+
+
+E2E_CONDITIONS = tuple(
+    f"{dataset}/{setting}/{responses}"
+    for dataset, settings in (
+        ("aqua", ("none", "detailed")),
+        ("gsm8k", ("none", "detailed")),
+        ("wiki", ("len100", "len1000")),
+    )
+    for setting in settings
+    for responses in ("correct", "irrelevant")
+) + ("strategyqa/none/correct", "strategyqa/detailed/correct")
+
+
+@pytest.mark.slow
+def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, study_data_dir, tmp_path):
+    """A tree written from this project's extraction of two tiny models (labelled as a paper pair)
+    imports, the original profile builds its book without extracting, and the comparison page
+    finds every sample equal to the extraction."""
+    from dataclasses import replace
+
+    from analysis import profiles
+    from analysis.study import pipeline
+
+    pair = {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct"}
+    results = tmp_path / "results"
+    for name, template in pair.items():  # one tiny model (with a chat template) under both templates
+        loaded = replace(models.load(str(tiny_model_dir("llama")), template=template, device="cpu"), name=name)
+        store = ResultsStore(results / "paper")
+        for condition in E2E_CONDITIONS:
+            runner.extract(
+                loaded, condition, store, limit=5, data_directory=study_data_dir, entry_stats=True, progress=False
+            )
+        fmt.write_from_rows(
+            tmp_path / "source", original.folder_for(name), read_results(results / "paper", model=name), study_data_dir
+        )
+    run_import(tmp_path / "source", results / "original", study_data_dir)
+    profile = replace(
+        profiles.get_profile("original"), models=tuple(pair), conditions=E2E_CONDITIONS, n_samples=5, n_resamples=200
+    )
+    run = pipeline.run_profile(
+        profile, results / "original", study_data_dir, book_root=tmp_path / "site", progress=False, say=lambda _: None
+    )
+    assert run.extraction == [] and run.book_index.is_file()
+    pages = tmp_path / "site" / "book" / "notebooks"
+    assert "Whose numbers." in (pages / "intro.ipynb").read_text()
+    comparison_page = (pages / "original_comparison.ipynb").read_text()
+    for name in pair:
+        assert f"**{name}.** {5 * len(E2E_CONDITIONS)} of {5 * len(E2E_CONDITIONS)} samples" in comparison_page
+    assert "download it as one Parquet file" in (pages / "reproducibility.ipynb").read_text()
+    assert (run.book_index.parent / "results.parquet").is_file()
