@@ -93,7 +93,7 @@ def test_imported_values_equal_the_files_values(tree, study_data_dir, tmp_path):
     )
     for item in fmt.read_lines(path):
         index = records[(item["instruction"], item["output"])][0]
-        for layer in range(3):
+        for layer in range(4):
             for proj in fmt.PROJECTIONS:
                 row = imported.loc[("aqua/none/irrelevant", index, layer, proj)]
                 for key, column in fmt.STAT_COLUMNS.items():
@@ -121,7 +121,8 @@ def test_faults_are_counted_reported_and_never_stored(tree, study_data_dir, tmp_
     assert report.first_line == {"non_finite": 2, "duplicate": 4, "unmatched": 5, "foreign": 6, "cut": 7}
     assert report.imported == 2
     lines = report.problem_lines()
-    assert len(lines) == 5 and all(line.startswith(f"{report.file}: line ") for line in lines)
+    assert lines[0] == f"{report.file}: note: 4 layers in the file, but {MODEL} has 28"  # a tiny model stands in
+    assert len(lines) == 6 and all(line.startswith(f"{report.file}: line ") for line in lines[1:])
     assert any("S_sum of layer 0 q is nan" in line for line in lines)
     unknown_report = reports[unknown.relative_to(tree).as_posix()]
     assert "unknown model folder 'mystery_model'" in unknown_report.problem_lines()[0]
@@ -369,6 +370,11 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
     assert run.extraction == [] and run.book_index.is_file()
     pages = tmp_path / "site" / "book" / "notebooks"
     assert "Whose numbers." in (pages / "intro.ipynb").read_text()
+    assert "**L: not available** for" in (pages / "intro.ipynb").read_text()
+    assert "Effective rank: not in the imported statistics" in (pages / "math_reasoning.ipynb").read_text()
+    beyond = (pages / "beyond_the_paper.ipynb").read_text()
+    assert "L (is the gap only length): not available" in beyond
+    assert "Response token counts (for the length regression): not in the imported statistics" in beyond
     comparison_page = (pages / "original_comparison.ipynb").read_text()
     for name in pair:
         assert f"**{name}.** {5 * len(E2E_CONDITIONS)} of {5 * len(E2E_CONDITIONS)} samples" in comparison_page

@@ -213,6 +213,8 @@ class FileReport:
     detail: dict[str, str] = field(default_factory=dict)
     skipped_file: str | None = None  # why the whole file was not imported
     already_imported: bool = False  # its contents (same sha256) are in the store already
+    layers: int | None = None
+    note: str | None = None  # e.g. a layer count other than the registry's for this model
     megabytes: float = 0.0
     seconds: float = 0.0
 
@@ -227,7 +229,7 @@ class FileReport:
         """One line per kind of problem: file, first line, what is wrong, how many lines."""
         if self.skipped_file:
             return [f"{self.file}: not imported: {self.skipped_file}"]
-        out = []
+        out = [f"{self.file}: note: {self.note}"] if self.note else []
         for kind, n in self.problems.items():
             extra = f" ({self.detail[kind]})" if kind in self.detail else ""
             out.append(
@@ -262,6 +264,8 @@ class FileReport:
             "first_line": dict(self.first_line),
             "not_imported": self.skipped_file,
             "already_imported": self.already_imported,
+            "layers": self.layers,
+            "note": self.note,
             "megabytes": round(self.megabytes, 3),
             "seconds": round(self.seconds, 3),
         }
@@ -519,6 +523,10 @@ def import_file(
         rows, skipped = store_rows(parsed, target.identity), skipped_rows(parsed, target.identity)
         store.write(target.key, rows, skipped)
     report.imported = len(parsed.indices)
+    report.layers = parsed.n_layers
+    info = registry.known_model(file.model)
+    if info is not None and info.layers and parsed.n_layers and parsed.n_layers != info.layers:
+        report.note = f"{parsed.n_layers} layers in the file, but {file.model} has {info.layers}"
     report.seconds = time.perf_counter() - started
     return report
 

@@ -33,6 +33,12 @@ def answers(page: Page, checks: Sequence[str] = CHECKS, profile: str | None = No
         figures.verdict_figure(found), "Verdict matrix: each check per model, pooled per family and per dataset"
     )
     show_markdown(f"*{verdicts.matrix_note(found, profile, page.note())}*")
+    imported = imported_models(page.results.rows)
+    if "L" in checks and imported and not (found["check"] == "L").any():
+        show_markdown(
+            f"**L: not available** for {', '.join(imported)}: the original study computed no length-control "
+            "condition, so the length question has no verdict on its numbers."
+        )
     show_markdown(verdicts.summary_text(found))
 
 
