@@ -227,6 +227,20 @@ def test_the_hub_dataset_downloads_only_the_files_asked_for(tree, study_data_dir
     assert read_results(tmp_path / "out")["origin_file"].iloc[0].startswith("hf://datasets/MingLiiii/Layer_Gradient/")
 
 
+def test_no_network_gets_one_line(tmp_path, monkeypatch, capsys):
+    import huggingface_hub
+
+    class OfflineApi:
+        def list_repo_files(self, repo, repo_type=None, revision=None):
+            raise ConnectionError("no route to host")
+
+    monkeypatch.setattr(huggingface_hub, "HfApi", OfflineApi)
+    source = "hf://datasets/MingLiiii/Layer_Gradient"
+    assert cli.main(["import-original", source, "--out", str(tmp_path / "o"), "--no-progress"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: {source}: cannot list the dataset's files (no route to host)"]
+
+
 def test_every_study_file_and_paper_model_has_a_place_in_the_tree():
     for condition in original.data.study_conditions():
         for info in original.registry.PAPER_MODELS.values():

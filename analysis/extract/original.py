@@ -181,7 +181,10 @@ def hub_files(
     """
     from huggingface_hub import HfApi, hf_hub_download
 
-    names = HfApi().list_repo_files(repo, repo_type="dataset", revision=revision)
+    try:
+        names = HfApi().list_repo_files(repo, repo_type="dataset", revision=revision)
+    except Exception as error:  # noqa: BLE001 - the hub client's errors (network, missing repo) in one line
+        raise OriginalFormatError(f"{HUB_PREFIX}{repo}: cannot list the dataset's files ({error})") from None
     for name in sorted(n for n in names if n.endswith(".jsonl")):
         model, condition, problem = describe_place(name)
         placed = OriginalFile(Path(name), name, model, condition, problem)
@@ -190,7 +193,10 @@ def hub_files(
         if problem is not None:
             yield placed
             continue
-        local = hf_hub_download(repo, name, repo_type="dataset", revision=revision, cache_dir=cache_dir)
+        try:
+            local = hf_hub_download(repo, name, repo_type="dataset", revision=revision, cache_dir=cache_dir)
+        except Exception as error:  # noqa: BLE001
+            raise OriginalFormatError(f"{HUB_PREFIX}{repo}/{name}: cannot download ({error})") from None
         yield OriginalFile(Path(local), f"{HUB_PREFIX}{repo}/{name}", model, condition)
 
 
