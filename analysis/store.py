@@ -168,6 +168,14 @@ class ResultsStore:
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
             _fsync_and_replace(temporary, final)
 
+    def column_names(self, kind: str = "rows") -> list[str]:
+        """The columns of the stored rows (the union over every part), in schema order."""
+        directory = self.root / kind
+        files = sorted(directory.rglob("part-*.parquet")) if directory.is_dir() else []
+        if not files:
+            return []
+        return pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive").names
+
     def distinct(self, column: str, filters=None, kind: str = "rows") -> set:
         """Distinct values of one column among the stored rows that pass ``filters`` (empty set if the
         column is nowhere), without reading the rows into pandas."""

@@ -68,7 +68,7 @@ show_table(provenance.profile_table(run), empty="The results directory has no ru
 # ## The numbers behind this book
 
 # %% tags=["remove-input"]
-show_markdown(provenance.export_sentence(export))
+show_markdown(provenance.export_sentence(export, params.models))
 origin_of_numbers = origin_note(results.rows)
 if origin_of_numbers:
     show_markdown(f"*{origin_of_numbers}.*")

@@ -132,8 +132,11 @@ def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for model, group in rows.groupby("model", sort=False):
         info = known_model(model)
+        imported = "origin" in group and group["origin"].notna().any()
         source = (
-            "offline GGUF (quantised, dequantised to float32)"
+            "the original study's released statistics (imported)"
+            if imported
+            else "offline GGUF (quantised, dequantised to float32)"
             if model in OFFLINE_MODELS
             else "paper model (hub)"
             if info
@@ -222,7 +225,7 @@ def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def export_sentence(export: Path | None) -> str:
+def export_sentence(export: Path | None, models: Sequence[str] = ()) -> str:
     """Markdown: the book's results as one Parquet file to download, and how to re-execute a page on it."""
     if export is None or not Path(export).is_file():
         return "No results file was exported with this book (the results store held no rows when it was built)."
@@ -231,18 +234,23 @@ def export_sentence(export: Path | None) -> str:
     import pyarrow.parquet as pq
 
     meta = pq.read_metadata(export)
-    digest = hashlib.sha256(Path(export).read_bytes()).hexdigest()
+    digest = hashlib.sha256()
+    with open(export, "rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    name = Path(export).name
+    models_option = f' -y "models: [{", ".join(models)}]"' if models else ""
     return (
         f"Every number in this book comes from one table of {meta.num_rows:,} rows (one per sample, layer and "
-        f"attention projection; {meta.num_columns} columns): [download it as one Parquet file](../../{Path(export).name}) "
-        f"({Path(export).stat().st_size / 1e6:.1f} MB, sha256 `{digest[:16]}…`). Any page re-executes on it "
-        "without extracting anything, e.g.\n\n"
+        f"attention projection; {meta.num_columns} columns): [download it as one Parquet file](../../{name}) "
+        f"({Path(export).stat().st_size / 1e6:.1f} MB, sha256 `{digest.hexdigest()[:16]}…`). Any page re-executes "
+        "on it without extracting anything, e.g.\n\n"
         "```bash\n"
         "jupytext --to ipynb notebooks/math_reasoning.py\n"
-        f"papermill notebooks/math_reasoning.ipynb math_reasoning.out.ipynb -p results_dir {Path(export).name}\n"
+        "papermill notebooks/math_reasoning.ipynb math_reasoning.out.ipynb -k python3 \\\n"
+        f"    -p results_dir {name}{models_option}\n"
         "```\n\n"
-        "(pass the page's `models` and `conditions` as on this run's profile; pandas reads the file with "
-        f'`pandas.read_parquet("{Path(export).name}")`).'
+        f'(pandas reads the file with `pandas.read_parquet("{name}")`).'
     )
 
 
