@@ -196,6 +196,8 @@ def test_bad_requests_get_one_line(tmp_path, study_data_dir, capsys):
     assert "no grads_*.jsonl file" in capsys.readouterr().err
     assert cli.main(["import-original", str(tmp_path / "nowhere"), "--out", str(tmp_path / "o")]) == 2
     assert "no such file or folder" in capsys.readouterr().err
+    assert cli.main(["import-original", str(empty), "--out", str(tmp_path / "o"), "--models", "qwen2_15b"]) == 2
+    assert "--models: unknown model 'qwen2_15b'" in capsys.readouterr().err
 
 
 def test_the_hub_dataset_downloads_only_the_files_asked_for(tree, study_data_dir, tmp_path, monkeypatch):

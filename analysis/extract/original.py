@@ -567,6 +567,12 @@ def source_files(
 ) -> Iterator[OriginalFile]:
     """The files of a source: a folder walked for the tree, one .jsonl file, or a hub dataset."""
     model_set = {model_for(m) for m in models} if models else None
+    unknown = sorted((model_set or set()) - set(registry.PAPER_MODELS))
+    if unknown:
+        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
+        raise OriginalFormatError(
+            f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)"
+        )
     condition_set = set(conditions) if conditions else None
     for key in condition_set or ():
         data.get_condition(key)
