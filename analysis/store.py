@@ -7,7 +7,9 @@ book's pages read like a store. Layout under the store's root::
     rows/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet   one row per (sample, layer, projection)
     skipped/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet  samples not computed, with the reason
 
-``<run>`` is ``ml<max_length>-<template>``. Rows computed with ``--keep-spectra`` also hold each
+``<run>`` is ``ml<max_length>-<template>``. Rows read from the original study's released
+statistics instead of extracted (``python -m analysis import-original``) carry their origin in
+the columns ``origin``, ``origin_file`` and ``origin_sha256``; what those files lack is missing. Rows computed with ``--keep-spectra`` also hold each
 gradient's descending singular values in a list column ``singular_values``. A part file is written under a hidden temporary
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
 A run holds an exclusive lock on its own directory while it computes, so two processes never
