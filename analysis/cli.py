@@ -179,7 +179,86 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_profile_data_parser(commands)
+    add_import_original_parser(commands)
     return parser
+
+
+def add_import_original_parser(commands) -> None:
+    """``import-original``: the original study's released statistics into a results store."""
+    sub = commands.add_parser(
+        "import-original",
+        help="read the original study's per-sample gradient statistics (grads_exp/<task>/<model>/grads_*.jsonl) "
+        "into a results store, instead of extracting them",
+    )
+    sub.add_argument(
+        "source",
+        help="a folder holding grads_exp trees (walked), one .jsonl file (with --model and --condition), "
+        "or hf://datasets/MingLiiii/Layer_Gradient (downloads only the files asked for)",
+    )
+    sub.add_argument("--out", required=True, help="results store directory")
+    sub.add_argument(
+        "--model", help="one file: its model (an original folder name like qwen2_1_5b, a registry id, or any name)"
+    )
+    sub.add_argument("--condition", help="one file: its condition, e.g. aqua/none/correct")
+    sub.add_argument(
+        "--template", choices=["base", "instruct"], help="one file of a model outside the registry: its prompt template"
+    )
+    sub.add_argument("--models", nargs="+", help="only these models (folder names or registry ids; default: all)")
+    sub.add_argument("--conditions", nargs="+", help="only these conditions (default: all 56 study files)")
+    sub.add_argument(
+        "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
+    )
+    sub.add_argument("--cache-dir", help="hub sources: huggingface_hub's cache folder (default: its own)")
+    sub.add_argument("--no-progress", action="store_true", help="hide the progress bar")
+
+
+def run_import_original(args: argparse.Namespace) -> int:
+    """Import, one file at a time, recording each file in the run log; every line not stored is reported."""
+    from analysis import runlog
+    from analysis.extract import original
+    from analysis.store import ResultsStore
+
+    store = ResultsStore(args.out)
+    packages = runlog.package_versions(("numpy", "pandas", "pyarrow", "huggingface-hub", "layer-gradient-study"))
+    profile = {"name": "import-original", "source": args.source, "origin": original.ORIGIN}
+    record = runlog.RunRecord.start(profile, "local", packages, [])
+
+    def on_file(report) -> None:
+        record.imports.append(report.as_record())
+        runlog.save(args.out, record)
+        print(report.summary(), file=sys.stderr)
+        for line in report.problem_lines():
+            print(line, file=sys.stderr)
+
+    runlog.save(args.out, record)
+    try:
+        result = original.import_source(
+            args.source,
+            store,
+            args.data_dir,
+            model=args.model,
+            condition=args.condition,
+            template=args.template,
+            models=args.models,
+            conditions=args.conditions,
+            progress=not args.no_progress,
+            cache_dir=args.cache_dir,
+            on_file=on_file,
+        )
+    finally:
+        record.wall_seconds = record.elapsed()
+        record.finish()
+        runlog.save(args.out, record)
+    for model, missing in result.absent.items():
+        listed = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
+        print(f"{model}: no file for {len(missing)} condition(s): {listed}", file=sys.stderr)
+    problems = sum(sum(f.problems.values()) for f in result.files) + sum(bool(f.skipped_file) for f in result.files)
+    speed = result.megabytes / result.seconds if result.seconds else 0.0
+    print(
+        f"{result.imported} samples imported from {len(result.files)} files ({result.megabytes:.1f} MB, "
+        f"{speed:.1f} MB/s) into {args.out}; {problems} lines or files not stored (listed above)"
+    )
+    return 0
 
 
 def add_profile_data_parser(commands) -> None:
@@ -393,6 +472,7 @@ def main(argv: list[str] | None = None) -> int:
         "models": run_models,
         "run": run_pipeline,
         "profile-data": run_profile_data,
+        "import-original": run_import_original,
     }
     try:
         with _sigterm_as_interrupt():

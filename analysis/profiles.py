@@ -1,7 +1,8 @@
 """Run profiles: which models, conditions and sample counts one run of the study covers.
 
 ``quick`` is a smoke run (minutes, for tests and first looks), ``cpu`` the default study on the
-two offline models, ``paper`` the paper's ten models on a GPU. The conditions of every profile
+two offline models, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
+on the original study's released statistics (imported, not computed). The conditions of every profile
 and of every notebook family are derived from ``analysis.data``, never listed by hand.
 """
 
@@ -14,7 +15,7 @@ from analysis.errors import StudyError
 from analysis.settings import MAX_LENGTH, ExtractionSettings
 
 FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
-SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "reproducibility")
+SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "original_comparison", "reproducibility")
 # Book order: the landing page, the families, then the pages that read every condition.
 NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
 # Notebooks that take other parameters than a profile's and run by their own command
@@ -51,6 +52,9 @@ class Profile:
     n_resamples: int = 1000
     seed: int = 0
     description: str = ""
+    # "extract": the run computes what the store lacks; "imported": the store's rows are the original
+    # study's released statistics (``python -m analysis import-original``) and nothing is computed.
+    source: str = "extract"
 
     def conditions_for(self, notebook: str) -> tuple[str, ...]:
         """The profile's conditions that a notebook reads (all of them for the summary pages)."""
@@ -74,6 +78,7 @@ class Profile:
             n_resamples=values.get("n_resamples", 1000),
             seed=values.get("seed", 0),
             description=values.get("description", ""),
+            source=values.get("source", "extract"),
         )
 
 
@@ -155,6 +160,17 @@ PROFILES: dict[str, Profile] = {
         extraction=ExtractionSettings(n_samples=PAPER_SAMPLES, batch_size=8, token_budget=8192, device="auto"),
         n_resamples=1000,
         description=f"the paper's ten models, all samples (500 per file), max_length {MAX_LENGTH}, on a GPU",
+    ),
+    "original": Profile(
+        name="original",
+        models=PAPER_MODEL_NAMES,
+        conditions=tuple(c.key for c in data.study_conditions()),
+        extraction=ExtractionSettings(n_samples=PAPER_SAMPLES, device="cpu"),  # what the original script ran
+        n_resamples=1000,
+        description="the paper's ten models on the original study's released statistics (run "
+        "`python -m analysis import-original` into the results directory first; nothing is computed), "
+        "all 56 study files, no length controls",
+        source="imported",
     ),
 }
 

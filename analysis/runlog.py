@@ -60,6 +60,9 @@ class RunRecord:
     model_loads: dict = field(default_factory=dict)  # model -> seconds
     models: dict = field(default_factory=dict)  # model -> {revision, attention, chat_template_sha256, transformers}
     extraction: list = field(default_factory=list)  # {model, condition, requested, already_done, computed, ...}
+    imports: list = field(
+        default_factory=list
+    )  # {file, sha256, model, condition, imported, ...}: statistics read, not computed
     notebooks: list = field(default_factory=list)  # {notebook, seconds, output}
     extraction_seconds: float | None = None
     notebooks_seconds: float | None = None

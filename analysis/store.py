@@ -1,12 +1,15 @@
 """The results store: a directory of Parquet files that any pandas user can read.
 
-Layout under the store's root::
+A whole store can also travel as one Parquet file of its rows (:func:`export_parquet`), which the
+book's pages read like a store. Layout under the store's root::
 
     store.json                                   format marker and version
     rows/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet   one row per (sample, layer, projection)
     skipped/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet  samples not computed, with the reason
 
-``<run>`` is ``ml<max_length>-<template>``. Rows computed with ``--keep-spectra`` also hold each
+``<run>`` is ``ml<max_length>-<template>``. Rows read from the original study's released
+statistics instead of extracted (``python -m analysis import-original``) carry their origin in
+the columns ``origin``, ``origin_file`` and ``origin_sha256``; what those files lack is missing. Rows computed with ``--keep-spectra`` also hold each
 gradient's descending singular values in a list column ``singular_values``. A part file is written under a hidden temporary
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
 A run holds an exclusive lock on its own directory while it computes, so two processes never
@@ -174,6 +177,23 @@ class ResultsStore:
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
             _fsync_and_replace(temporary, final)
 
+    def column_names(self, kind: str = "rows") -> list[str]:
+        """The columns of the stored rows (the union over every part), in schema order."""
+        directory = self.root / kind
+        files = sorted(directory.rglob("part-*.parquet")) if directory.is_dir() else []
+        if not files:
+            return []
+        return pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive").names
+
+    def distinct(self, column: str, filters=None, kind: str = "rows") -> set:
+        """Distinct values of one column among the stored rows that pass ``filters`` (empty set if the
+        column is nowhere), without reading the rows into pandas."""
+        try:
+            table = _read_dir(self.root / kind, columns=[column], filters=filters)
+        except (pa.ArrowInvalid, KeyError):  # a column that no part holds
+            return set()
+        return set() if table is None else set(table.column(column).unique().to_pylist())
+
     def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
         """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
         table = _read_dir(self.root / kind, columns=columns, filters=filters)
@@ -211,6 +231,39 @@ def _atomic_write_bytes(path: Path, payload: bytes) -> None:
     temporary = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
     temporary.write_bytes(payload)
     _fsync_and_replace(temporary, path)
+
+
+def export_parquet(root: str | os.PathLike, path: str | os.PathLike, kind: str = "rows") -> Path | None:
+    """Every stored row of a results store in one Parquet file (None when nothing is stored).
+
+    Written part by part, so memory holds one part at a time; columns that some parts lack are null
+    there. The file replaces ``path`` only once it is complete.
+    """
+    directory = Path(root) / kind
+    files = sorted(str(p) for p in directory.rglob("part-*.parquet")) if directory.is_dir() else []
+    if not files:
+        return None
+    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    schema = schema.remove_metadata()
+    target = Path(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    temporary = target.with_name(f".{target.name}.{uuid.uuid4().hex[:8]}.tmp")
+    with pq.ParquetWriter(temporary, schema, compression="zstd") as writer:
+        for batch in ds.dataset(files, schema=schema, format="parquet").to_batches():
+            writer.write_batch(batch)
+    _fsync_and_replace(temporary, target)
+    return target
+
+
+def is_exported_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is one Parquet file of rows (as :func:`export_parquet` writes), not a store directory."""
+    return Path(path).suffix == ".parquet" and Path(path).is_file()
+
+
+def read_exported(path: str | os.PathLike, filters=None, columns: list[str] | None = None) -> pd.DataFrame:
+    """Rows of an exported Parquet file, filtered as :meth:`ResultsStore.read` filters."""
+    expression = pq.filters_to_expression(filters) if filters else None
+    return ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression).to_pandas()
 
 
 def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:

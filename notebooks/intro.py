@@ -46,6 +46,7 @@ page = Page.open("intro", given_parameters(globals(), names_before_parameters))
 # grey: the intervals do not decide; orange: too few samples for a verdict.
 
 # %% tags=["remove-input"]
+sections.origin(page)
 sections.answers(page)
 
 # %% [markdown]
@@ -99,6 +100,7 @@ show_markdown(page.coverage())
 # | `quick` | the two offline models | 2, a few conditions, responses cut at 128 tokens | `make book PROFILE=quick` |
 # | `cpu` (default) | the two offline models | 5, all 86 conditions | `make book` |
 # | `paper` | the paper's ten models (five base / instruct pairs) | all (500 per file) | `make book PROFILE=paper` on a GPU |
+# | `original` | the paper's ten models, on the original study's released statistics | all (500 per file), the 56 study files | `python -m analysis import-original SOURCE --out results/original`, then `make book PROFILE=original` |
 #
 # The paper's models need a GPU and access to a model hub. Without them the book runs on two
 # small models that install from PyPI: Gemma 3 270M (pre-trained, 18 layers) and

@@ -23,7 +23,7 @@ from analysis import runlog
 from analysis.findings import calibration
 from analysis.report import provenance
 from analysis.report.display import show_markdown, show_table
-from analysis.report.load import figure_note
+from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path
 from analysis.report.page import Page
 
@@ -36,11 +36,13 @@ data_dir = None  # None: $LAYER_GRADIENT_DATA, else data/layer_gradient
 models = None  # a subset of the run's models; None: all of them
 conditions = None  # a subset of this page's conditions in the run; None: all of them
 benchmarks_file = "benchmarks/results.json"
+export_file = None  # the results store as one Parquet file, published with the book
 
 # %% tags=["remove-cell"]
 page = Page.open("reproducibility", given_parameters(globals(), names_before_parameters), stats=())
 params, results = page.params, page.results
 benchmarks = optional_path("benchmarks_file", params.extra["benchmarks_file"])
+export = optional_path("export_file", params.extra["export_file"])
 runs = runlog.read(params.results_dir)
 run = runs[-1] if runs else None
 
@@ -50,6 +52,18 @@ run = runs[-1] if runs else None
 # %% tags=["remove-input"]
 show_markdown(provenance.run_sentence(runs, params.results_dir))
 show_table(provenance.profile_table(run), empty="The results directory has no run log.")
+
+# %% [markdown]
+# ## The numbers behind this book
+
+# %% tags=["remove-input"]
+show_markdown(provenance.export_sentence(export, params.models))
+origin_of_numbers = origin_note(results.rows)
+if origin_of_numbers:
+    show_markdown(f"*{origin_of_numbers}.*")
+
+# %% tags=["remove-input", "hide-output"]
+show_table(provenance.imports_table(runs), empty="", by=None)
 
 # %% [markdown]
 # ## Models

@@ -13,6 +13,31 @@ CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "
 WRAP_COLUMNS = ("numbers", "note", "claim")
 
 
+# A table longer than this is shown as an interactive table (sortable, searchable, paged) where
+# itables is installed, with its JavaScript embedded in the page so that it works offline.
+INTERACTIVE_ROWS = 25
+_itables_ready = False
+
+
+def interactive_html(table: pd.DataFrame) -> str | None:
+    """The table as an offline itables DataTable (HTML), or None when itables is not installed.
+
+    The first call in a kernel also displays itables' offline initialisation (its JavaScript
+    bundle), which the tables of the page then use.
+    """
+    global _itables_ready
+    try:
+        import itables
+    except ImportError:
+        return None
+    if not _itables_ready:
+        itables.init_notebook_mode(all_interactive=False, connected=False)
+        _itables_ready = True
+    return itables.to_html_datatable(
+        table, connected=False, showIndex=False, classes="display compact", maxBytes=0, allow_html=False
+    )
+
+
 def show_markdown(text: str) -> None:
     """Display generated Markdown text in a notebook."""
     from IPython.display import Markdown, display
@@ -63,7 +88,7 @@ def show_figure(fig: Figure | None, alt: str, empty: str = "") -> None:
 def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | None = "model") -> None:
     """Display a table without its index, one table per value of ``by`` (a bold line names it),
     with single-valued bookkeeping columns moved into that line; or a line saying why there is none."""
-    from IPython.display import Markdown, display
+    from IPython.display import HTML, Markdown, display
 
     if table is None or table.empty:
         if empty:
@@ -77,7 +102,9 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
         notes = [f"{c.replace('_', ' ')}: {part[c].iloc[0]}" for c in constant]
         if key is not None or notes:
             display(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
-        display(styled_table(part.drop(columns=constant)))
+        shown = part.drop(columns=constant)
+        interactive = interactive_html(shown) if len(shown) > INTERACTIVE_ROWS else None
+        display(HTML(interactive) if interactive else styled_table(shown))
 
 
 def styled_table(table: pd.DataFrame):

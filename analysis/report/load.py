@@ -12,11 +12,39 @@ import pandas as pd
 from analysis import data
 from analysis.errors import StudyError
 from analysis.registry import OFFLINE_MODELS, known_model
-from analysis.store import ResultsStore, StoreError
+from analysis.store import ResultsStore, StoreError, is_exported_file, read_exported
 
 OFFLINE_NOTE = (
     "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
     "from two different families and are not the paper's models"
+)
+
+
+NOT_IMPORTED = "not in the imported statistics"
+ORIGIN_NOTE = (
+    "{names}: the numbers are the original study's released per-sample gradient statistics (Li, Li and Zhou; "
+    "their script, their runs), read into this book with `python -m analysis import-original`, not computed "
+    "here. Those files hold the nuclear norm, the largest and smallest singular value, the Frobenius norm, the "
+    "loss and entry statistics of every attention projection; effective rank, cosine similarities, singular "
+    "values and token counts are {absent}, and the original study computed no length-control condition, so the "
+    "length questions (L and L2) are not available for these models"
+)
+
+
+# Columns that no book page reads: left on disk, so that the pages of ten models at 500 samples hold
+# less in memory (one 42-layer model's 56 files are 4.7 million rows).
+UNREAD_COLUMNS = (
+    "source_file",
+    "data_sha256",
+    "data_sha256_ok",
+    "origin_file",
+    "origin_sha256",
+    "singular_values",
+    "entry_mean",
+    "entry_max",
+    "entry_min",
+    "cos_same_layer",
+    "cos_next_layer",
 )
 
 
@@ -108,6 +136,8 @@ def load_results(
     ``coverage``, not raised: a notebook shows what is stored and says what is not.
     """
     root = Path(results_dir)
+    if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
+        return _load_exported(root, models, conditions, max_length, n_samples, data_dir)
     if not (root / "store.json").is_file():
         raise ReportError(
             f"{root}: no results store here; run `python -m analysis run --profile cpu` "
@@ -118,7 +148,8 @@ def load_results(
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
-        rows = store.read("rows", filters=filters)
+        columns = [c for c in store.column_names("rows") if c not in UNREAD_COLUMNS] or None
+        rows = store.read("rows", filters=filters, columns=columns)
         skipped = store.read("skipped", filters=filters)
     except (OSError, ValueError) as error:
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
@@ -127,6 +158,27 @@ def load_results(
         wanted = sampled_ids([rows, skipped], n_samples, data_dir)
         rows = sampled(rows, n_samples, data_dir, wanted)
         skipped = sampled(skipped, n_samples, data_dir, wanted)
+    coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
+    present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
+    return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
+
+
+def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir) -> StudyResults:
+    """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it)."""
+    filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
+    if max_length is not None:
+        filters.append(("max_length", "==", int(max_length)))
+    try:
+        import pyarrow.parquet as pq
+
+        columns = [c for c in pq.read_schema(path).names if c not in UNREAD_COLUMNS]
+        rows = read_exported(path, filters, columns)
+    except (OSError, ValueError) as error:
+        raise StoreError(f"{path}: cannot read the exported results ({error})") from None
+    skipped = pd.DataFrame(columns=["model", "condition", "template", "max_length", "sample_index", "reason"])
+    rows, skipped = _one_run_per_model(rows, skipped)
+    if n_samples is not None and len(rows):
+        rows = rows[rows["sample_index"] < n_samples].reset_index(drop=True)
     coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
@@ -243,3 +295,21 @@ def figure_note(models: Sequence[str] | str, n_samples: int | None = None) -> st
         return None
     note = OFFLINE_NOTE.format(names=", ".join(offline))
     return note + (f"; {n_samples} samples per condition" if n_samples else "")
+
+
+def imported_models(rows: pd.DataFrame) -> list[str]:
+    """Models whose rows are the original study's imported statistics (column ``origin`` set)."""
+    if rows.empty or "origin" not in rows:
+        return []
+    return [str(m) for m in rows.loc[rows["origin"].notna(), "model"].unique()]
+
+
+def origin_note(rows: pd.DataFrame) -> str | None:
+    """Whose numbers these are, for the imported models among ``rows`` (None when none is imported)."""
+    names = imported_models(rows)
+    return ORIGIN_NOTE.format(names=", ".join(names), absent=NOT_IMPORTED) if names else None
+
+
+def lacks(rows: pd.DataFrame, column: str) -> bool:
+    """Whether ``rows`` hold no value of ``column`` at all (absent from the imported statistics)."""
+    return rows.empty or column not in rows or rows[column].isna().all()

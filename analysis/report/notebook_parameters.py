@@ -23,7 +23,10 @@ from analysis.profiles import Profile
 
 DEFAULT_PROFILE = "cpu"
 PARAMETERS = ("profile", "results_dir", "data_dir", "models", "conditions")
-PAGE_PARAMETERS = {"reproducibility": ("benchmarks_file",)}  # beyond the common ones
+PAGE_PARAMETERS = {  # beyond the common ones
+    "reproducibility": ("benchmarks_file", "export_file"),
+    "original_comparison": ("compare_dirs",),
+}
 
 
 class ParameterError(StudyError, ValueError):

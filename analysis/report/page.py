@@ -16,7 +16,14 @@ from analysis.findings import rules
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.rules import CHECKS, Finding
 from analysis.report import figures, notebook_parameters
-from analysis.report.load import StudyResults, coverage_message, figure_note, load_results, require_rows
+from analysis.report.load import (
+    StudyResults,
+    coverage_message,
+    figure_note,
+    load_results,
+    origin_note,
+    require_rows,
+)
 
 FIGURE_STATS = ("nuclear_norm", "sigma1_ratio", "effective_rank")
 
@@ -131,7 +138,13 @@ class Page:
                 f"left out of every correct-vs-irrelevant comparison: {listed}."
             )
         note = figure_note(self.results.models)
-        return text + (f"\n\n*{note}.*" if note else "")
+        text += f"\n\n*{note}.*" if note else ""
+        origin = self.origin()
+        return text + (f"\n\n*{origin}.*" if origin else "")
+
+    def origin(self) -> str | None:
+        """Whose numbers these are when some models' rows are the original study's imported statistics."""
+        return origin_note(self.results.rows)
 
     def identical_in_store(self) -> dict[str, int]:
         """Per dataset, the stored None-CoT instructions whose irrelevant answer equals the correct one."""

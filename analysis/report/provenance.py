@@ -132,8 +132,11 @@ def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
     out = []
     for model, group in rows.groupby("model", sort=False):
         info = known_model(model)
+        imported = "origin" in group and group["origin"].notna().any()
         source = (
-            "offline GGUF (quantised, dequantised to float32)"
+            "the original study's released statistics (imported)"
+            if imported
+            else "offline GGUF (quantised, dequantised to float32)"
             if model in OFFLINE_MODELS
             else "paper model (hub)"
             if info
@@ -219,4 +222,55 @@ def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
                 "transformers": fact.get("transformers") or "",
             }
         )
+    return pd.DataFrame(rows)
+
+
+def export_sentence(export: Path | None, models: Sequence[str] = ()) -> str:
+    """Markdown: the book's results as one Parquet file to download, and how to re-execute a page on it."""
+    if export is None or not Path(export).is_file():
+        return "No results file was exported with this book (the results store held no rows when it was built)."
+    import hashlib
+
+    import pyarrow.parquet as pq
+
+    meta = pq.read_metadata(export)
+    digest = hashlib.sha256()
+    with open(export, "rb") as handle:
+        while block := handle.read(1 << 22):
+            digest.update(block)
+    name = Path(export).name
+    models_option = f' -y "models: [{", ".join(models)}]"' if models else ""
+    return (
+        f"Every number in this book comes from one table of {meta.num_rows:,} rows (one per sample, layer and "
+        f"attention projection; {meta.num_columns} columns): [download it as one Parquet file](../../{name}) "
+        f"({Path(export).stat().st_size / 1e6:.1f} MB, sha256 `{digest.hexdigest()[:16]}…`). Any page re-executes "
+        "on it without extracting anything, e.g.\n\n"
+        "```bash\n"
+        "jupytext --to ipynb notebooks/math_reasoning.py\n"
+        "papermill notebooks/math_reasoning.ipynb math_reasoning.out.ipynb -k python3 \\\n"
+        f"    -p results_dir {name}{models_option}\n"
+        "```\n\n"
+        f'(pandas reads the file with `pandas.read_parquet("{name}")`).'
+    )
+
+
+def imports_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
+    """The original study's files imported into the results store, from every import run's log."""
+    rows = []
+    for run in runs:
+        for item in run.imports:
+            if item.get("not_imported") or item.get("already_imported"):
+                continue
+            problems = ", ".join(f"{n} {kind}" for kind, n in (item.get("problems") or {}).items())
+            rows.append(
+                {
+                    "file": item["file"],
+                    "model": item["model"],
+                    "condition": item["condition"],
+                    "samples imported": item["imported"],
+                    "lines not stored": problems or "none",
+                    "sha256": str(item["sha256"])[:16],
+                    "imported": run.started[:19].replace("T", " "),
+                }
+            )
     return pd.DataFrame(rows)

@@ -15,6 +15,7 @@ from analysis.findings import questions
 from analysis.findings.rules import CHECKS, SHARE_PART
 from analysis.report import beyond, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
+from analysis.report.load import NOT_IMPORTED, imported_models, lacks
 from analysis.report.page import Page
 
 
@@ -33,6 +34,12 @@ def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
         figures.verdict_figure(found), "Verdict matrix: each check per model, pooled per family and per dataset"
     )
     show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
+    imported = imported_models(page.results.rows)
+    if "L" in checks and imported and not (found["check"] == "L").any():
+        show_markdown(
+            f"**L and L2: not available** for {', '.join(imported)}: the original study computed no "
+            "length-control condition, so the length questions have no verdict on its numbers."
+        )
     show_markdown(verdicts.summary_text(found))
 
 
@@ -92,8 +99,25 @@ def tables_rd(page: Page) -> None:
     show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
 
 
+def origin(page: Page) -> None:
+    """Whose numbers these are, when the page holds the original study's imported statistics."""
+    note = page.origin()
+    if note:
+        show_markdown(f"**Whose numbers.** {note}.")
+
+
+def not_imported(page: Page, column: str, what: str) -> bool:
+    """Say that ``what`` is not in the imported statistics when the page's rows lack ``column``."""
+    if imported_models(page.results.rows) and lacks(page.results.rows, column):
+        show_markdown(f"{what}: {NOT_IMPORTED} (models {', '.join(imported_models(page.results.rows))}).")
+        return True
+    return False
+
+
 def effective_rank(page: Page) -> pd.DataFrame:
     """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
+    if not_imported(page, "effective_rank", "Effective rank"):
+        return pd.DataFrame()
     table = questions.effective_rank_table(page.draws)
     if not table.empty:
         forest = pd.DataFrame(
@@ -133,6 +157,13 @@ def length(page: Page) -> None:
     Detailed CoT is cut to the Simplified length, with intervals, where the gap is established."""
     found = page.findings_table(CHECKS)
     parts = page.part_table(CHECKS)
+    has_length = bool(len(parts)) and bool((parts["check"] == "L").any())
+    if imported_models(page.results.rows) and not has_length:
+        show_markdown(
+            "L (is the gap only length): not available; the original study computed no length-control "
+            f"condition, and response token counts are {NOT_IMPORTED}."
+        )
+        return
     figure = figures.part_forest(
         parts[parts["check"] == "L"],
         SHARE_PART,
@@ -158,18 +189,26 @@ def length_curves(page: Page) -> None:
 
 
 def length_regression(page: Page) -> pd.DataFrame:
+    if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
+        return pd.DataFrame()
     table = beyond.length_regression_table(page.results.rows)
     show_markdown(beyond.length_regression_paragraph(table))
     return table
 
 
 def tables_length_regression(table: pd.DataFrame) -> None:
+    if table.empty:
+        return
     show_table(beyond.format_length_regression(table), empty="")
 
 
 def tables_separability(table: pd.DataFrame) -> None:
+    if table.empty:
+        return
     show_table(beyond.format_separability(table), empty="")
 
 
 def tables_effective_rank(table: pd.DataFrame) -> None:
+    if table.empty:
+        return
     show_table(beyond.format_effective_rank(table), empty="")

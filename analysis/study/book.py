@@ -30,6 +30,9 @@ BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 NOTEBOOK_FOLDER = "book/notebooks"
 # Chapters whose page is made by a command of its own; the book has them once that command has run.
 OPTIONAL_CHAPTERS = {"your_data": "python -m analysis profile-data --model NAME --data FILE writes it"}
+# The results store behind a book, as one Parquet file the reproducibility page offers for download
+# (``html_extra_path`` in _config.yml puts it at the site's root).
+BOOK_EXPORT = Path("book", "_extra", "results.parquet")
 
 
 class BookError(StudyError, RuntimeError):
@@ -52,7 +55,12 @@ def ensure_kernel(name: str = KERNEL_NAME) -> None:
 
 
 def notebook_parameters(
-    notebook: str, profile: Profile, results_dir: Path, data_dir=None, root: Path = PROJECT_ROOT
+    notebook: str,
+    profile: Profile,
+    results_dir: Path,
+    data_dir=None,
+    root: Path = PROJECT_ROOT,
+    book_root: Path | None = None,
 ) -> dict:
     """The papermill parameters of one notebook under a profile (absolute paths): the profile's name
     and where its results are; the page reads the rest from the run log."""
@@ -63,6 +71,9 @@ def notebook_parameters(
     }
     if notebook == "reproducibility":
         parameters["benchmarks_file"] = str((root / "benchmarks" / "results.json").resolve())
+        parameters["export_file"] = str(((book_root or root) / BOOK_EXPORT).resolve())
+    if notebook == "original_comparison":  # the stores of the imported and the GPU profiles beside this one
+        parameters["compare_dirs"] = [str(Path(results_dir).resolve().parent / name) for name in ("original", "paper")]
     return parameters
 
 
@@ -172,7 +183,7 @@ def execute_notebooks(
     records = []
     for source in notebook_sources(root, names):
         output = book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
-        parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root)
+        parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root, book_root)
         say(f"executing {source.relative_to(root)} -> {output}")
         seconds = execute_notebook(source, output, parameters, cwd=root)
         record = {"notebook": source.stem, "seconds": seconds, "output": str(output)}

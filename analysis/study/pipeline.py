@@ -29,9 +29,10 @@ from analysis import data, profiles, registry, runlog
 from analysis.errors import StudyError
 from analysis.extract import models, runner
 from analysis.profiles import Profile
-from analysis.store import ResultsStore
+from analysis.store import ResultsStore, export_parquet
 from analysis.study import your_data
 from analysis.study.book import (
+    BOOK_EXPORT,
     NOTEBOOK_FOLDER,
     PROJECT_ROOT,
     book_index,
@@ -151,6 +152,25 @@ def extract_with_ray(
     return records
 
 
+def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], None] = print) -> list[dict]:
+    """A profile of imported statistics computes nothing: check that the store holds some for its models.
+
+    No model is loaded; what the import lacks is reported by every page as missing.
+    """
+    store = ResultsStore(results_dir)
+    present = sorted(store.distinct("model", [("model", "in", list(profile.models)), ("origin", "!=", "")]))
+    if not present:
+        raise PipelineError(
+            f"{results_dir}: no imported statistics of the {profile.name} profile's models; import them first: "
+            f"python -m analysis import-original SOURCE --out {results_dir}"
+        )
+    say(
+        f"profile {profile.name}: imported statistics of {len(present)} of {len(profile.models)} models "
+        f"({', '.join(present)}); nothing to compute"
+    )
+    return []
+
+
 # --------------------------------------------------------------------------- everything
 
 
@@ -233,7 +253,9 @@ def run_profile(
         f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
         f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
     )
-    if executor == "ray":
+    if profile.source == "imported":
+        extraction = check_imported(profile, results, say)
+    elif executor == "ray":
         extraction = extract_with_ray(profile, results, data_dir, log, progress)
     else:
         extraction = extract_profile(profile, results, data_dir, log, progress, say)
@@ -247,6 +269,9 @@ def run_profile(
         target = Path(book_root).resolve() if book_root else root
         if target != root:
             copy_book_sources(root, target)
+        (target / BOOK_EXPORT).parent.mkdir(parents=True, exist_ok=True)
+        if export_parquet(results, target / BOOK_EXPORT) is None:
+            (target / BOOK_EXPORT).unlink(missing_ok=True)
         notebooks_started = time.perf_counter()
         executed = execute_notebooks(
             profile, results, target, data_dir, root, notebooks, on_done=log.add_notebook, say=say
