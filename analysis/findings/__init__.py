@@ -1,7 +1,8 @@
 """Findings: from stored rows to verdicts.
 
 ``metrics`` (layer splits, layer curves, MAD, RD), ``bootstrap`` (the one resampling engine and its
-intervals), ``rules`` (the paper's findings F1-F5 and the length question, per dataset and pooled),
-``questions`` (separability and length regression, beyond the paper), ``closest_setting`` (the
-your-data classifier), ``calibration`` (coverage and power of the rules, by simulation).
+intervals), ``quantities`` (what one dataset's checks are built from), ``rules`` (the paper's
+findings F1-F5 and the length questions L and L2, per dataset and pooled), ``questions``
+(separability, length regression, effective rank: beyond the paper), ``closest_setting`` (the
+your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation).
 """

@@ -3,7 +3,7 @@
 Data are simulated as the study's are (instructions nested in datasets; every instruction answered
 under each setting, with correct and irrelevant responses; per-sample values log-normal, None CoT
 far noisier than Detailed CoT; pooled datasets with unequal spreads and counts) and passed through
-the functions the book uses: the quantities of ``rules`` (``log_mean_curve``,
+the functions the book uses: the quantities of ``quantities`` (``log_mean_curve``,
 ``corrected_roughness``), the estimates, pooling and intervals of ``bootstrap`` and the verdict rule
 ``rules.decide``. Every number the methods page quotes about error rates, coverage and power comes
 from here, run by the tests and by the reproducibility page.
@@ -34,15 +34,14 @@ import pandas as pd
 
 from analysis.findings import metrics
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
+from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
     FAILS,
     HOLDS,
     SAME_MARGIN,
     Part,
-    corrected_roughness,
     decide,
     instructions_for_power,
-    log_mean_curve,
 )
 
 N_LAYERS = 18
@@ -85,7 +84,7 @@ def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, instruction_sd: fl
 
 
 def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estimate:
-    """The pooled mean log difference (``rules.log_mean_curve`` of each condition, paired)."""
+    """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
     per_dataset = []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
         fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design.instruction_sd, effect)

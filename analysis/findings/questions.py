@@ -14,7 +14,7 @@ from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from analysis import vocabulary
-from analysis.findings import bootstrap, rules
+from analysis.findings import bootstrap, quantities, rules
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled
 from analysis.findings.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
@@ -446,8 +446,8 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
             settings = cd.settings(dataset)
             if len(settings) < 2:
                 continue
-            fast = rules.mean_level(cd, dataset, settings[0], stat="effective_rank")
-            slow = rules.mean_level(cd, dataset, settings[-1], stat="effective_rank")
+            fast = quantities.mean_level(cd, dataset, settings[0], stat="effective_rank")
+            slow = quantities.mean_level(cd, dataset, settings[-1], stat="effective_rank")
             if fast is None or slow is None:
                 continue
             difference = rules.combine(np.subtract, fast, slow)

@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import vocabulary
-from analysis.findings import metrics
+from analysis.findings import metrics, quantities
 from analysis.findings.bootstrap import CurveDraws
 from analysis.formatting import fmt_interval
 from analysis.registry import PAPER_PAIRS
@@ -228,10 +228,10 @@ def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -
                     continue
                 row = {"dataset": dataset, "setting": vocabulary.setting_label(setting)}
                 for label, cd in (("base", cb), ("instruct", ci)):
-                    mads = [rules.mad(cd, dataset, setting, p) for p in PROJECTIONS]
+                    mads = [quantities.mad(cd, dataset, setting, p) for p in PROJECTIONS]
                     mad = rules.combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
                     row[f"MAD {label}"] = fmt_interval(mad.value, *mad.interval())
-                    rd = rules.rd_level(cd, dataset, setting)
+                    rd = quantities.rd_level(cd, dataset, setting)
                     row[f"mean |RD| {label}"] = fmt_interval(rd.value, *rd.interval()) if rd else ""
                 out.append({"model": f"{base} vs {instruct}", **row})
     return pd.DataFrame(out)
