@@ -40,10 +40,11 @@ page = Page.open("intro", given_parameters(globals(), names_before_parameters))
 # %% [markdown]
 # ## The answers at a glance
 #
-# Each cell is one of the paper's findings (F1 to F5, stated below the figure) or the length
-# question (L), for one model and one scope: a family of datasets pooled (first columns) or one
-# dataset. Green: the claim holds (every interval on the claim's side); red: it does not hold;
-# grey: the intervals do not decide; orange: too few samples for a verdict.
+# Each cell is one of the paper's findings (F1 to F5, stated below the figure) or one of the two
+# length questions (L: does content matter beyond length; L2: does length matter), for one model
+# and one scope: a family of datasets pooled (first columns) or one dataset. Green: the claim holds
+# (every interval on the claim's side); red: it does not hold; grey: the intervals do not decide;
+# orange: too few samples for a verdict; hatched: the check does not apply to these models.
 
 # %% tags=["remove-input"]
 sections.origin(page)

@@ -13,8 +13,8 @@
 # %% [markdown]
 # # Summary: the paper's findings, checked
 #
-# Every check of the paper's findings (F1 to F5) and of the length question (L) that the stored
-# results cover, for every model: first pooled over the datasets of a family (the answers), then
+# Every check of the paper's findings (F1 to F5) and of the two length questions (L, L2) that the
+# stored results cover, for every model: first pooled over the datasets of a family (the answers), then
 # per dataset (the detail). A claim "holds" when every interval it depends on lies on its side,
 # "does not hold" when one lies on the other side, is "not resolved" otherwise, and gets no
 # verdict below 5 instructions. The rules, margins and their error rates are on the
