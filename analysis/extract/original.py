@@ -37,13 +37,13 @@ from tqdm.auto import tqdm
 
 from analysis import data, registry
 from analysis.errors import StudyError
+from analysis.settings import MAX_LENGTH  # also the original script's --max_length in every released run
 from analysis.store import ResultsStore, RunKey, StoreError
+from analysis.vocabulary import PROJECTIONS
 
 ORIGIN = "original study's statistics"
 HUB_PREFIX = "hf://datasets/"
 HUB_DATASET = "MingLiiii/Layer_Gradient"
-MAX_LENGTH = 1024  # the original script's --max_length in every released run
-PROJECTIONS = ("q", "k", "v", "o")
 # The file's statistic -> the store's column (see analysis.extract.runner.sample_rows).
 STATISTICS = {
     "S_sum": "nuclear_norm",
