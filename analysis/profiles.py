@@ -24,9 +24,8 @@ STANDALONE_NOTEBOOKS = ("your_data",)
 # The reference datasets of the your-data page: their None, Simplified and Detailed CoT files.
 REFERENCE_DATASETS = ("aqua", "gsm8k")
 
-# Samples per condition of the cpu profile. Measured on an idle 2-core CPU (2 threads, max_length
-# 1024): 0.5-0.7 s per bare-answer sample and 4.7-6.2 s per Detailed-CoT sample on the two offline
-# models, so 5 samples of all 86 conditions on both models take about 35 minutes; 5 is also the
+# Samples per condition of the cpu profile. On a 2-core CPU (2 threads, max_length 1024) 5 samples
+# of all 86 conditions on both offline models took 44 min 37 s to extract (README); 5 is also the
 # fewest samples for which the book gives a verdict (bootstrap.MIN_VERDICT_SAMPLES). The samples
 # are a seeded random sample of each file (data.sample_ids). At 5 several checks lack power; the
 # pages say which and how many instructions would resolve them (rules.instructions_for_power).
