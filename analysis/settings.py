@@ -47,3 +47,49 @@ class ExtractionSettings:
         """Settings from a run log's record (names of other versions are ignored)."""
         known = {f.name for f in fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+# The arms of a training run: the condition setting each one trains on. ``detailed_cut_none`` is
+# Detailed CoT cut, per instruction, to the token count of that instruction's None-CoT response:
+# the same instructions and the same number of response tokens as the None arm, slow-thinking text.
+TRAINING_ARMS = ("none", "detailed", "detailed_cut_none")
+TRAINING_PROBE_SETTINGS = ("none", "simplified", "detailed")
+
+
+@dataclass(frozen=True)
+class TrainingSettings:
+    """The settings of the fine-tuning runs of the chapter "During training".
+
+    ``dataset``/``responses``: the study files trained on and probed. ``arms``: the settings
+    trained on (:data:`TRAINING_ARMS`), ``seeds`` one run per arm and seed. ``n_probes``: held-out
+    instructions whose None, Simplified and Detailed responses are probed (drawn first, never
+    trained on); ``n_train``: the instructions trained on. ``steps`` optimiser steps of AdamW
+    (``learning_rate``, ``weight_decay``) on ``batch_size`` samples each; ``checkpoints``: the
+    steps at which probes and weight changes are computed and the run's state is saved.
+    """
+
+    dataset: str = "aqua"
+    responses: str = "correct"
+    arms: tuple[str, ...] = TRAINING_ARMS
+    seeds: tuple[int, ...] = (0, 1)
+    n_probes: int = 8
+    n_train: int = 64
+    steps: int = 40
+    batch_size: int = 4
+    learning_rate: float = 1e-5
+    weight_decay: float = 0.0
+    checkpoints: tuple[int, ...] = (0, 5, 10, 20, 40)
+    probe_settings: tuple[str, ...] = TRAINING_PROBE_SETTINGS
+
+    def but(self, **changes) -> TrainingSettings:
+        """These settings with some of them changed (unknown names are a TypeError)."""
+        return replace(self, **changes)
+
+    def as_dict(self) -> dict:
+        return {name: list(value) if isinstance(value, tuple) else value for name, value in asdict(self).items()}
+
+    @classmethod
+    def from_dict(cls, values: dict) -> TrainingSettings:
+        """Settings from a run log's record (names of other versions are ignored)."""
+        known = {f.name for f in fields(cls)}
+        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known})

@@ -16,6 +16,7 @@ STAGES = [
     ("profiles",),
     ("store", "runlog"),
     ("extract",),
+    ("train",),
     ("findings",),
     ("report",),
     ("study",),

@@ -113,13 +113,17 @@ def loss_positions(batch: Batch) -> torch.Tensor:
     return torch.tensor(sorted(positions), dtype=torch.long)
 
 
-def per_sample_losses(model: nn.Module, batch: Batch) -> torch.Tensor:
+def per_sample_losses(model: nn.Module, batch: Batch, *, train_embeddings: bool = False) -> torch.Tensor:
     """Each sample's mean next-token cross-entropy over its response tokens, float32.
 
     The output head is evaluated only at positions that predict a response token. The batch's
-    embeddings are made to require grad so that a backward pass runs through a frozen model.
+    embeddings are made to require grad so that a backward pass runs through a frozen model;
+    ``train_embeddings`` keeps them attached to the embedding weights instead (fine-tuning,
+    :mod:`analysis.train`), so that those weights receive their gradient too.
     """
-    embeddings = model.get_input_embeddings()(batch.input_ids).detach().requires_grad_(True)
+    embeddings = model.get_input_embeddings()(batch.input_ids)
+    if not train_embeddings:
+        embeddings = embeddings.detach().requires_grad_(True)
     positions = loss_positions(batch).to(batch.input_ids.device)
     logits = model(
         inputs_embeds=embeddings, attention_mask=batch.attention_mask, logits_to_keep=positions, use_cache=False

@@ -1,0 +1,1 @@
+"""Fine-tuning runs of the chapter "During training": training, checkpoints, probes, weight change."""

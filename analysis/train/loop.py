@@ -1,0 +1,301 @@
+"""Supervised fine-tuning of one model on one study condition, with probes at checkpoints.
+
+The samples are encoded exactly as the extraction encodes them (``runner.prepare_samples``: the
+same templates, ``max_length`` and, for a length-control arm, the same response caps), and the
+loss is the extraction's (``gradients.per_sample_losses``: response tokens only, each sample's
+mean), averaged over the batch. Every weight is trained with AdamW. The probe instructions are
+the first ``n_probes`` of the dataset's seeded random order (``data.sample_ids``, what an extraction
+of ``n_probes`` samples takes); the training instructions are the next ``n_train`` of that order,
+so a probe is never trained on. The samples of step ``s`` are a function of the seed and ``s``
+alone (seeded permutations, one per pass over the training set), so a resumed run sees the same
+batches. At each checkpoint step the probe statistics are extracted by ``runner.extract`` on the
+model as it is, into the results store under :meth:`TrainingRunId.probe_model`; the weight change
+and the losses are written to the run's tables; then the checkpoint is saved.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from tqdm.auto import tqdm
+
+from analysis import data
+from analysis.errors import StudyError
+from analysis.extract import gradients, models, runner
+from analysis.settings import ExtractionSettings, TrainingSettings
+from analysis.store import ResultsStore
+from analysis.train import checkpoint, tables, weights
+from analysis.train.naming import RUNS_FOLDER, TrainingRunId
+
+
+class TrainingError(StudyError, RuntimeError):
+    """A training run that cannot be made as asked."""
+
+
+@dataclass
+class TrainingSummary:
+    """What one call of :func:`train` did."""
+
+    run: str
+    condition: str
+    steps: int
+    resumed_from: int | None
+    steps_computed: int = 0
+    train_samples: int = 0
+    skipped_train_samples: dict[int, str] = field(default_factory=dict)
+    probes: list[dict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def as_record(self) -> dict:
+        """What the run log keeps of it."""
+        record = {name: getattr(self, name) for name in ("run", "condition", "steps", "resumed_from")}
+        record.update(steps_computed=self.steps_computed, train_samples=self.train_samples, seconds=self.seconds)
+        record["skipped_train_samples"] = len(self.skipped_train_samples)
+        return record
+
+
+def split_instructions(dataset: str, count: int, n_probes: int, n_train: int) -> tuple[list[int], list[int]]:
+    """(probe ids, training ids): the first ``n_probes`` and the next ``n_train`` records of the
+    dataset's seeded random order; disjoint, each sorted."""
+    if n_probes + n_train > count:
+        raise TrainingError(
+            f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
+        )
+    order = np.argsort(data.sample_ranks(dataset, count), kind="stable")
+    probes = data.sample_ids(dataset, count, n_probes)
+    assert probes == sorted(int(i) for i in order[:n_probes])  # the extraction's sample of n_probes
+    return probes, sorted(int(i) for i in order[n_probes : n_probes + n_train])
+
+
+@lru_cache(maxsize=64)
+def _epoch_order(n: int, seed: int, epoch: int) -> tuple[int, ...]:
+    generator = torch.Generator().manual_seed(seed * 1_000_003 + epoch)
+    return tuple(torch.randperm(n, generator=generator).tolist())
+
+
+def batch_positions(n: int, batch_size: int, seed: int, step: int) -> list[int]:
+    """Positions in the training set of the samples of ``step`` (1-based): consecutive slices of
+    seeded permutations, one permutation per pass over the set."""
+    positions = []
+    for offset in range((step - 1) * batch_size, step * batch_size):
+        epoch, within = divmod(offset, n)
+        positions.append(_epoch_order(n, seed, epoch)[within])
+    return positions
+
+
+@contextmanager
+def trainable(model: torch.nn.Module) -> Iterator[None]:
+    """Every weight requires grad and the model is in training mode; frozen and eval afterwards."""
+    for parameter in model.parameters():
+        parameter.requires_grad_(True)
+    model.train()
+    try:
+        yield
+    finally:
+        model.eval()
+        for parameter in model.parameters():
+            parameter.requires_grad_(False)
+            parameter.grad = None
+
+
+@contextmanager
+def frozen(model: torch.nn.Module) -> Iterator[None]:
+    """The model as the extraction expects it (frozen, eval mode) for the probes, then as it was."""
+    was_training = model.training
+    flags = [parameter.requires_grad for parameter in model.parameters()]
+    model.eval()
+    for parameter in model.parameters():
+        parameter.requires_grad_(False)
+    try:
+        yield
+    finally:
+        for parameter, flag in zip(model.parameters(), flags):
+            parameter.requires_grad_(flag)
+        model.train(was_training)
+
+
+def train_step(
+    loaded: models.LoadedModel, optimizer: torch.optim.Optimizer, samples: list[runner.PreparedSample], pad_id: int
+) -> tuple[float, int]:
+    """One AdamW step on a batch; (the batch's loss before the step, its response tokens)."""
+    batch = gradients.make_batch(
+        [s.encoded.input_ids for s in samples], [s.encoded.prompt_length for s in samples], pad_id, loaded.device
+    )
+    loss = gradients.per_sample_losses(loaded.model, batch, train_embeddings=True).mean()
+    if not torch.isfinite(loss):
+        raise TrainingError(f"non-finite training loss ({loss.item()}) on samples {[s.index for s in samples]}")
+    loss.backward()
+    optimizer.step()
+    optimizer.zero_grad(set_to_none=True)
+    return float(loss.item()), sum(s.encoded.n_response_tokens for s in samples)
+
+
+def make_optimizer(model: torch.nn.Module, settings: TrainingSettings) -> torch.optim.Optimizer:
+    """AdamW over every weight (default betas and eps; the settings' rate and weight decay)."""
+    return torch.optim.AdamW(
+        list(model.parameters()), lr=settings.learning_rate, weight_decay=settings.weight_decay, foreach=False
+    )
+
+
+def checkpoint_steps(settings: TrainingSettings) -> list[int]:
+    """The checkpoint steps within the run, step 0 and the last step always among them."""
+    return sorted({0, settings.steps, *(s for s in settings.checkpoints if 0 <= s <= settings.steps)})
+
+
+def probe_conditions(settings: TrainingSettings) -> list[str]:
+    """The conditions probed at each checkpoint: each probe setting of the dataset."""
+    return [f"{settings.dataset}/{setting}/{settings.responses}" for setting in settings.probe_settings]
+
+
+def run_about(run: TrainingRunId, settings: TrainingSettings, extraction: ExtractionSettings, loaded) -> dict:
+    """What a checkpoint must agree on to be continued."""
+    kept = ("n_probes", "n_train", "steps", "batch_size", "learning_rate", "weight_decay", "checkpoints")
+    return {
+        "model": run.model,
+        "run": run.run,
+        "condition": run.condition,
+        "template": loaded.template,
+        "max_length": extraction.max_length,
+        **{name: settings.as_dict()[name] for name in kept},
+        "probe_settings": list(settings.probe_settings),
+    }
+
+
+def run_directory(results_dir: Path, run: TrainingRunId) -> Path:
+    return Path(results_dir) / RUNS_FOLDER / run.folder()
+
+
+def train(
+    loaded: models.LoadedModel,
+    run: TrainingRunId,
+    results_dir: str | Path,
+    settings: TrainingSettings | None = None,
+    extraction: ExtractionSettings | None = None,
+    data_dir=None,
+    progress: bool = True,
+    keep_checkpoint: bool = False,
+) -> TrainingSummary:
+    """Fine-tune ``loaded`` on ``run.condition`` (see the module docstring); resumable.
+
+    ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it
+    is left trained (frozen, eval mode). A finished run (``done.json``) is not computed again.
+    ``keep_checkpoint`` keeps the last checkpoint of a finished run (else it is removed: it holds
+    the model and AdamW's two moments, three times the model's size).
+    """
+    settings = settings or TrainingSettings()
+    extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
+    run_dir = run_directory(Path(results_dir), run)
+    done = run_dir / tables.DONE
+    if done.is_file():
+        return TrainingSummary(**{**json.loads(done.read_text()), "steps_computed": 0})
+    started = time.perf_counter()
+    resolved = data.resolve(run.condition, data_dir)
+    count = len(data.load_records(resolved.path))
+    _, train_ids = split_instructions(run.dataset, count, settings.n_probes, settings.n_train)
+    samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir)
+    if len(samples) < settings.batch_size:
+        raise TrainingError(
+            f"{run.condition}: {len(samples)} training samples keep a response within max_length "
+            f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
+        )
+    about = run_about(run, settings, extraction, loaded)
+    summary = TrainingSummary(run.run, run.condition, settings.steps, None, 0, len(samples), skipped)
+    store = ResultsStore(results_dir)
+    with trainable(loaded.model):
+        optimizer = make_optimizer(loaded.model, settings)
+        last = checkpoint.latest(run_dir)
+        if last is None:
+            torch.manual_seed(run.seed)
+            checkpoint.save_initial(run_dir, weights.projection_weights(loaded.model))
+            start = 0
+        else:
+            checkpoint.restore(last, loaded.model, optimizer, about)
+            start = summary.resumed_from = last.step
+        initial = checkpoint.load_initial(run_dir)
+        context = RunContext(loaded, run, settings, extraction, store, run_dir, optimizer, initial, about, data_dir)
+        if last is None:
+            context.checkpoint(0, [])
+        _steps(context, samples, start, summary, progress)
+    summary.seconds = time.perf_counter() - started
+    done.write_text(json.dumps({k: v for k, v in summary.__dict__.items() if k != "steps_computed"}, default=str))
+    if not keep_checkpoint:
+        for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
+            shutil.rmtree(folder, ignore_errors=True)
+    return summary
+
+
+@dataclass
+class RunContext:
+    """What one run's checkpoints need."""
+
+    loaded: models.LoadedModel
+    run: TrainingRunId
+    settings: TrainingSettings
+    extraction: ExtractionSettings
+    store: ResultsStore
+    run_dir: Path
+    optimizer: torch.optim.Optimizer
+    initial: dict[str, torch.Tensor]
+    about: dict
+    data_dir: object = None
+
+    def identity(self) -> dict:
+        run = self.run
+        return {
+            "model": run.model,
+            "run": run.run,
+            "dataset": run.dataset,
+            "arm": run.arm,
+            "responses": run.responses,
+            "seed": run.seed,
+            "condition": run.condition,
+        }
+
+    def checkpoint(self, step: int, losses: list[dict]) -> list[dict]:
+        """Probes, weight change and losses of ``step``, then the checkpoint; the probe records."""
+        records = self.probe(step)
+        change = weights.change_rows(self.loaded.model, self.initial, step, self.identity())
+        tables.write_part(self.run_dir, tables.WEIGHT_CHANGE, change, step, step)
+        if losses:
+            frame = pd.DataFrame(losses)
+            tables.write_part(self.run_dir, tables.LOSSES, frame, int(frame["step"].min()), step)
+        checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, self.about)
+        return records
+
+    def probe(self, step: int) -> list[dict]:
+        """The probe statistics of the model as it is at ``step``, by the extraction itself."""
+        named = replace(self.loaded, name=self.run.probe_model(step))
+        records = []
+        with frozen(self.loaded.model):
+            for spec in probe_conditions(self.settings):
+                summary = runner.extract(named, spec, self.store, self.extraction, self.data_dir, progress=False)
+                records.append(summary.as_record())
+        return records
+
+
+def _steps(context: RunContext, samples, start: int, summary: TrainingSummary, progress: bool) -> None:
+    settings, run = context.settings, context.run
+    pad_id = models.pad_token_id(context.loaded.tokenizer)
+    marks = set(checkpoint_steps(settings))
+    pending: list[dict] = []
+    bar = tqdm(total=settings.steps, initial=start, desc=run.run, unit="step", disable=not progress)
+    for step in range(start + 1, settings.steps + 1):
+        chosen = [samples[i] for i in batch_positions(len(samples), settings.batch_size, run.seed, step)]
+        loss, tokens = train_step(context.loaded, context.optimizer, chosen, pad_id)
+        pending.append({**context.identity(), "step": step, "loss": loss, "n_response_tokens": tokens})
+        summary.steps_computed += 1
+        bar.update(1)
+        if step in marks:
+            summary.probes += context.checkpoint(step, pending)
+            pending = []
+    bar.close()

@@ -1,0 +1,151 @@
+"""Fine-tuning runs on a tiny model: reproducible, resumable, probes by the extraction, no change at step 0."""
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import data
+from analysis.extract import models, runner
+from analysis.settings import ExtractionSettings, TrainingSettings
+from analysis.store import ResultsStore, read_results
+from analysis.train import checkpoint, loop, tables
+from analysis.train.naming import TrainingRunId, parse_probe_model
+
+SETTINGS = TrainingSettings(
+    n_probes=2,
+    n_train=6,
+    steps=4,
+    batch_size=2,
+    learning_rate=1e-3,
+    checkpoints=(0, 2, 4),
+    probe_settings=("none", "detailed"),
+)
+EXTRACTION = ExtractionSettings(max_length=400, device="cpu")
+STATISTICS = ["nuclear_norm", "sigma_max", "frobenius", "effective_rank", "loss"]
+
+
+def fresh(tiny_model_dir):
+    return models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
+
+
+def run_id(loaded, arm="detailed", seed=0):
+    return TrainingRunId(loaded.name, "aqua", arm, "correct", seed)
+
+
+def train_once(tiny_model_dir, out, study_data_dir, arm="detailed", seed=0, **kwargs):
+    loaded = fresh(tiny_model_dir)
+    summary = loop.train(
+        loaded, run_id(loaded, arm, seed), out, SETTINGS, EXTRACTION, study_data_dir, progress=False, **kwargs
+    )
+    return loaded, summary
+
+
+def results(out):
+    rows = read_results(out).sort_values(["model", "condition", "sample_index", "layer", "proj"], ignore_index=True)
+    return rows, tables.read_table(out, tables.LOSSES), tables.read_table(out, tables.WEIGHT_CHANGE)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model_dir, study_data_dir, tmp_path_factory):
+    out = tmp_path_factory.mktemp("reference")
+    train_once(tiny_model_dir, out, study_data_dir)
+    return out
+
+
+def test_probes_are_never_trained_on():
+    probes, trained = loop.split_instructions("aqua", 500, 8, 64)
+    assert probes == data.sample_ids("aqua", 500, 8)
+    assert len(trained) == 64 and not set(probes) & set(trained)
+    with pytest.raises(loop.TrainingError, match="500"):
+        loop.split_instructions("aqua", 500, 8, 493)
+
+
+def test_batches_depend_on_seed_and_step_only():
+    first = [loop.batch_positions(6, 4, 0, step) for step in (1, 2, 3)]
+    assert sorted(first[0] + first[1][:2]) == list(range(6))  # one pass over the set, then the next
+    assert first == [loop.batch_positions(6, 4, 0, step) for step in (1, 2, 3)]
+    assert first != [loop.batch_positions(6, 4, 1, step) for step in (1, 2, 3)]
+
+
+def test_a_run_stores_losses_weight_change_and_probes_at_each_checkpoint(reference):
+    rows, losses, change = results(reference)
+    assert losses["step"].tolist() == [1, 2, 3, 4] and np.isfinite(losses["loss"]).all()
+    assert sorted(change["step"].unique()) == [0, 2, 4]
+    parsed = pd.DataFrame([parse_probe_model(m) for m in rows["model"].unique()])
+    assert sorted(parsed["step"]) == [0, 2, 4] and set(parsed["arm"]) == {"detailed"}
+    assert set(rows["setting"]) == {"none", "detailed"}
+    assert rows.groupby("model")["sample_index"].nunique().eq(2).all()
+    assert (change[change["step"] > 0]["frobenius"] > 0).all()
+    assert not list((reference / "runs").rglob("checkpoint-*"))  # removed once the run is done
+
+
+def test_the_weight_change_at_step_zero_is_zero(reference):
+    _, _, change = results(reference)
+    start = change[change["step"] == 0]
+    assert len(start) == 4 * 4 and (start[["nuclear_norm", "sigma_max", "frobenius"]] == 0).all().all()
+
+
+def test_step_zero_probes_equal_a_plain_extraction(reference, tiny_model_dir, study_data_dir, tmp_path):
+    loaded = fresh(tiny_model_dir)
+    store = ResultsStore(tmp_path / "plain")
+    for spec in loop.probe_conditions(SETTINGS):
+        runner.extract(loaded, spec, store, EXTRACTION, study_data_dir, progress=False, n_samples=SETTINGS.n_probes)
+    plain = read_results(tmp_path / "plain").sort_values(["condition", "sample_index", "layer", "proj"])
+    rows, _, _ = results(reference)
+    step0 = rows[rows["model"] == run_id(loaded).probe_model(0)].sort_values(
+        ["condition", "sample_index", "layer", "proj"]
+    )
+    assert len(step0) == len(plain) > 0
+    np.testing.assert_allclose(step0[STATISTICS].to_numpy(), plain[STATISTICS].to_numpy(), rtol=1e-6, atol=1e-6)
+    later = rows[rows["model"] == run_id(loaded).probe_model(4)].sort_values(
+        ["condition", "sample_index", "layer", "proj"]
+    )
+    assert not np.allclose(later["nuclear_norm"].to_numpy(), plain["nuclear_norm"].to_numpy())
+
+
+def test_a_seeded_run_is_reproducible(reference, tiny_model_dir, study_data_dir, tmp_path):
+    train_once(tiny_model_dir, tmp_path, study_data_dir)
+    for mine, theirs in zip(results(tmp_path), results(reference)):
+        pd.testing.assert_frame_equal(mine.drop(columns=[], errors="ignore"), theirs)
+    _, other_seed = train_once(tiny_model_dir, tmp_path / "seed1", study_data_dir, seed=1)
+    assert not results(tmp_path / "seed1")[1]["loss"].equals(results(reference)[1]["loss"])
+
+
+def test_an_interrupted_run_resumes_to_equal_numbers(reference, tiny_model_dir, study_data_dir, tmp_path, monkeypatch):
+    original = loop.train_step
+    calls = {"n": 0}
+
+    def interrupted(*args, **kwargs):
+        calls["n"] += 1
+        if calls["n"] == 3:  # step 3: after the checkpoint of step 2
+            raise KeyboardInterrupt
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(loop, "train_step", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        train_once(tiny_model_dir, tmp_path, study_data_dir)
+    left = list((tmp_path / "runs").rglob("checkpoint-*"))
+    assert [p.name for p in left] == ["checkpoint-000002"]
+    monkeypatch.setattr(loop, "train_step", original)
+    _, summary = train_once(tiny_model_dir, tmp_path, study_data_dir)
+    assert summary.resumed_from == 2 and summary.steps_computed == 2
+    for mine, theirs in zip(results(tmp_path), results(reference)):
+        pd.testing.assert_frame_equal(mine, theirs)
+    _, again = train_once(tiny_model_dir, tmp_path, study_data_dir)
+    assert again.steps_computed == 0  # a finished run is not computed again
+
+
+def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_dir, tmp_path, monkeypatch):
+    monkeypatch.setattr(loop, "checkpoint_steps", lambda settings: [0])
+    loaded = fresh(tiny_model_dir)
+    run = run_id(loaded)
+    run_dir = loop.run_directory(tmp_path, run)
+    optimizer = loop.make_optimizer(loaded.model, SETTINGS)
+    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded)
+    saved = checkpoint.save(run_dir, 2, loaded.model, optimizer, about)
+    changed = {**about, "learning_rate": 1.0}
+    with pytest.raises(checkpoint.CheckpointError, match="learning_rate"):
+        checkpoint.restore(saved, loaded.model, optimizer, changed)
+    assert json.loads((saved.folder / "state.json").read_text())["step"] == 2
