@@ -8,7 +8,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data, registry, settings
+from analysis import data, registry, settings, training_cli
 from analysis.errors import StudyError
 from analysis.settings import ExtractionSettings
 
@@ -180,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_profile_data_parser(commands)
     add_import_original_parser(commands)
+    training_cli.add_train_parser(commands, _positive_int)
     return parser
 
 
@@ -473,6 +474,7 @@ def main(argv: list[str] | None = None) -> int:
         "run": run_pipeline,
         "profile-data": run_profile_data,
         "import-original": run_import_original,
+        "train": training_cli.run_train,
     }
     try:
         with _sigterm_as_interrupt():

@@ -20,7 +20,7 @@ STAGES = [
     ("findings",),
     ("report",),
     ("study",),
-    ("cli", "__main__"),
+    ("cli", "training_cli", "__main__"),
 ]
 
 

@@ -149,3 +149,22 @@ def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_di
     with pytest.raises(checkpoint.CheckpointError, match="learning_rate"):
         checkpoint.restore(saved, loaded.model, optimizer, changed)
     assert json.loads((saved.folder / "state.json").read_text())["step"] == 2
+
+
+def test_the_train_command_runs_the_arms_and_the_cut_arm_matches_the_none_arm_s_tokens(
+    tiny_model_dir, study_data_dir, tmp_path, capsys
+):
+    from analysis.cli import main
+
+    arguments = ["train", "--model", str(tiny_model_dir("llama")), "--out", str(tmp_path), "--template", "base"]
+    arguments += ["--data", "aqua/none/correct", "aqua/detailed_cut_none/correct", "--data-dir", str(study_data_dir)]
+    arguments += ["--seeds", "0", "--steps", "2", "--train-batch-size", "2", "--n-probes", "1", "--n-train", "4"]
+    arguments += ["--checkpoints", "0", "2", "--probe-settings", "none", "--max-length", "400", "--no-progress"]
+    assert main(arguments) == 0
+    assert capsys.readouterr().out.count("2 steps computed") == 2
+    losses = tables.read_table(tmp_path, tables.LOSSES)
+    tokens = losses.pivot(index="step", columns="arm", values="n_response_tokens")
+    assert tokens["none"].tolist() == tokens["detailed_cut_none"].tolist()
+    assert main(arguments) == 0  # both runs done: nothing computed again
+    assert "steps computed" not in capsys.readouterr().out
+    assert main([*arguments[:7], "--data", "aqua/none/correct", "gsm8k/none/correct"]) == 2
