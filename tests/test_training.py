@@ -165,6 +165,11 @@ def test_the_train_command_runs_the_arms_and_the_cut_arm_matches_the_none_arm_s_
     losses = tables.read_table(tmp_path, tables.LOSSES)
     tokens = losses.pivot(index="step", columns="arm", values="n_response_tokens")
     assert tokens["none"].tolist() == tokens["detailed_cut_none"].tolist()
+    rows = read_results(tmp_path)
+    start = rows[rows["model"].str.endswith(":step0")].drop(columns="model")
+    by_run = [group.drop(columns="model") for _, group in rows[rows["model"].str.endswith(":step0")].groupby("model")]
+    assert len(by_run) == 2 and len(start) == 2 * len(by_run[0])  # the second run's step 0 copied from the first
+    pd.testing.assert_frame_equal(by_run[0].reset_index(drop=True), by_run[1].reset_index(drop=True))
     assert main(arguments) == 0  # both runs done: nothing computed again
     assert "steps computed" not in capsys.readouterr().out
     assert main([*arguments[:7], "--data", "aqua/none/correct", "gsm8k/none/correct"]) == 2

@@ -54,6 +54,7 @@ def train_model(
     with runner.torch_threads(extraction.threads):
         loaded = models.load(model, extraction.template, device=extraction.device)
         released = {name: value.detach().clone() for name, value in loaded.model.state_dict().items()}
+        first = runs_of(model, settings)[0]
         for run in todo:
             loaded.model.load_state_dict(released)
             say(f"{model}: training {run.run} ({settings.steps} steps of {settings.batch_size})")
@@ -66,6 +67,7 @@ def train_model(
                 data_dir,
                 progress=progress,
                 keep_checkpoint=keep_checkpoint,
+                start_from=first if first != run else None,  # the released weights' probes, computed once
             )
             records.append({"model": model, **summary.as_record()})
     return records

@@ -184,13 +184,16 @@ def train(
     data_dir=None,
     progress: bool = True,
     keep_checkpoint: bool = False,
+    start_from: TrainingRunId | None = None,
 ) -> TrainingSummary:
     """Fine-tune ``loaded`` on ``run.condition`` (see the module docstring); resumable.
 
     ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it
     is left trained (frozen, eval mode). A finished run (``done.json``) is not computed again.
     ``keep_checkpoint`` keeps the last checkpoint of a finished run (else it is removed: it holds
-    the model and AdamW's two moments, three times the model's size).
+    the model and AdamW's two moments, three times the model's size). ``start_from``: a run of
+    the same model from the same released weights whose step-0 probes are stored (copied, not
+    computed again).
     """
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
@@ -222,7 +225,9 @@ def train(
             checkpoint.restore(last, loaded.model, optimizer, about)
             start = summary.resumed_from = last.step
         initial = checkpoint.load_initial(run_dir)
-        context = RunContext(loaded, run, settings, extraction, store, run_dir, optimizer, initial, about, data_dir)
+        context = RunContext(
+            loaded, run, settings, extraction, store, run_dir, optimizer, initial, about, data_dir, start_from
+        )
         if last is None:
             context.checkpoint(0, [])
         _steps(context, samples, start, summary, progress)
@@ -248,6 +253,7 @@ class RunContext:
     initial: dict[str, torch.Tensor]
     about: dict
     data_dir: object = None
+    start_from: TrainingRunId | None = None  # a run of the same model whose step-0 probes are stored
 
     def identity(self) -> dict:
         run = self.run
@@ -269,18 +275,48 @@ class RunContext:
         if losses:
             frame = pd.DataFrame(losses)
             tables.write_part(self.run_dir, tables.LOSSES, frame, int(frame["step"].min()), step)
-        checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, self.about)
+        if step < self.settings.steps:  # after the last step the run is done: nothing to continue from
+            checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, self.about)
         return records
 
     def probe(self, step: int) -> list[dict]:
-        """The probe statistics of the model as it is at ``step``, by the extraction itself."""
+        """The probe statistics of the model as it is at ``step``, by the extraction itself.
+
+        At step 0 the model holds the released weights, the same for every run of the model: the
+        rows of ``start_from`` (another run's step 0, complete in the store) are copied instead of
+        computed again.
+        """
         named = replace(self.loaded, name=self.run.probe_model(step))
         records = []
         with frozen(self.loaded.model):
             for spec in probe_conditions(self.settings):
+                if step == 0 and self.start_from is not None and self._copy_start(spec):
+                    continue
                 summary = runner.extract(named, spec, self.store, self.extraction, self.data_dir, progress=False)
                 records.append(summary.as_record())
         return records
+
+    def _copy_start(self, spec: str) -> bool:
+        """Copy ``start_from``'s step-0 rows of ``spec`` to this run; False if they are incomplete."""
+        source = self.start_from.probe_model(0)
+        template = self.loaded.template
+        plan = runner.plan_run(source, template, spec, self.store, self.extraction, self.data_dir)
+        if plan.todo:
+            return False
+        target = runner.plan_run(self.run.probe_model(0), template, spec, self.store, self.extraction, self.data_dir)
+        if not target.todo:
+            return True
+        with self.store.lock(target.key):
+            for kind in ("rows", "skipped"):
+                frame = self.store.read(
+                    kind, filters=[("model", "==", source), ("condition", "==", plan.identity["condition"])]
+                )
+                if not frame.empty:
+                    frame = frame.assign(model=self.run.probe_model(0))
+                    self.store.write(
+                        target.key, frame if kind == "rows" else None, frame if kind == "skipped" else None
+                    )
+        return True
 
 
 def _steps(context: RunContext, samples, start: int, summary: TrainingSummary, progress: bool) -> None:
