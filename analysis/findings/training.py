@@ -1,0 +1,240 @@
+"""The questions of the chapter "During training", T1-T3, as claims checked with intervals.
+
+Each question is a list of parts (``rules.Part``) decided by ``rules.decide``, as F1-F5 are. The
+probe statistics are the store's rows of the training checkpoints (``analysis.train.naming``);
+the weight change is the runs' own table. Every quantity is a mean over the probe instructions
+and the seeds; its resamples resample both (the instructions with one resampling shared by every
+arm, step and setting, so that a difference keeps its pairing; the seeds independently), and its
+interval is the bootstrap engine's t interval on the instructions behind it. T2 rests on the
+weight change alone, which does not depend on the probes: its unit is the seed.
+
+- T1: the step-0 nuclear-norm curve of a setting predicts where training on that setting moves the
+  weights: the Spearman correlation across layers between the step-0 mean log nuclear norm of the
+  probes and the mean log nuclear norm of ``W_K - W_0`` (per projection, averaged over q, k, v, o)
+  lies above 0.
+- T2: training on None CoT changes the early layers more than training on Detailed CoT: the mean
+  log weight change of the early layers, None arm minus Detailed arm (paired by seed), lies above
+  0, and that difference is larger in the early layers than in the late ones.
+- T3: F1's gap persists: after K steps of each arm, the mean log nuclear norm of the None-CoT
+  probes minus that of the Detailed-CoT probes lies above 0 (the step-0 gap shown beside it).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from analysis.findings import metrics
+from analysis.findings.bootstrap import Estimate, _stable_seed, resample_counts
+from analysis.findings.rules import Finding, Part
+from analysis.train.naming import is_probe_model, parse_probe_model
+from analysis.vocabulary import PROJECTIONS
+
+TRAINING_CLAIMS = {
+    "T1": "The step-0 nuclear-norm curve of a setting predicts where training on it changes the weights: "
+    "its Spearman correlation across layers with the weight change after K steps is positive",
+    "T2": "Training on None CoT changes the early layers more than training on Detailed CoT, and "
+    "more so than the late layers",
+    "T3": "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm",
+}
+TRAINING_CHECKS = tuple(TRAINING_CLAIMS)
+RUN_COLUMNS = ("base_model", "run", "step", "arm", "seed")
+
+
+def with_run_columns(rows: pd.DataFrame) -> pd.DataFrame:
+    """The probe rows of the store (models named ``<model>@train:<run>:step<k>``) with the run's
+    base model, name, step, arm and seed as columns; other rows left out."""
+    rows = rows[rows["model"].map(is_probe_model)]
+    if rows.empty:
+        return rows.assign(**{name: pd.Series(dtype=object) for name in RUN_COLUMNS})
+    parsed = pd.DataFrame([parse_probe_model(m) for m in rows["model"].unique()]).assign(model=rows["model"].unique())
+    return rows.merge(parsed[["model", *RUN_COLUMNS]], on="model", how="left")
+
+
+@dataclass(frozen=True)
+class TrainingResampling:
+    """One resampling of the probe instructions and one of the seeds, shared by every quantity."""
+
+    dataset: str
+    ids: np.ndarray  # probe instruction ids, sorted
+    seeds: np.ndarray  # seeds, sorted
+    instruction_counts: np.ndarray  # (R, n)
+    seed_counts: np.ndarray  # (R, S)
+
+    @classmethod
+    def of(cls, dataset: str, ids, seeds, n_resamples: int = 1000, seed: int = 0) -> TrainingResampling:
+        ids, seeds = np.sort(np.unique(ids)), np.sort(np.unique(seeds))
+        rng = np.random.default_rng(_stable_seed(seed, dataset, "training"))
+        return cls(
+            dataset,
+            ids,
+            seeds,
+            resample_counts(len(ids), n_resamples, rng),
+            resample_counts(len(seeds), n_resamples, rng),
+        )
+
+    def mean(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(value, draws) of the mean over seeds and instructions of values (S, n, ...)."""
+        value = values.mean(axis=(0, 1))
+        weights = np.einsum("rs,rn->rsn", self.seed_counts, self.instruction_counts)
+        draws = np.tensordot(weights, values, axes=([1, 2], [0, 1])) / weights.sum(axis=(1, 2)).reshape(
+            (-1,) + (1,) * (values.ndim - 2)
+        )
+        return value, draws
+
+    def seed_mean(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(value, draws) of the mean over seeds of values (S, ...)."""
+        counts = self.seed_counts
+        draws = np.tensordot(counts, values, axes=([1], [0])) / counts.sum(axis=1).reshape(
+            (-1,) + (1,) * (values.ndim - 1)
+        )
+        return values.mean(axis=0), draws
+
+
+def probe_cube(probes: pd.DataFrame, resampling: TrainingResampling, arm: str, step: int, setting: str):
+    """(S, n, L, 4) log nuclear norms of one arm's probes of one setting at ``step`` (None if any is missing)."""
+    chosen = probes[(probes["arm"] == arm) & (probes["step"] == step) & (probes["setting"] == setting)]
+    chosen = chosen[chosen["responses"] == metrics.CORRECT] if "responses" in chosen else chosen
+    cubes = []
+    for seed in resampling.seeds:
+        run = chosen[chosen["seed"] == seed]
+        table = run.pivot_table(index="sample_index", columns=["layer", "proj"], values="nuclear_norm")
+        if table.empty or not np.array_equal(np.sort(table.index.to_numpy()), resampling.ids):
+            return None
+        layers = sorted(table.columns.get_level_values(0).unique())
+        table = table.reindex(columns=pd.MultiIndex.from_product([layers, list(PROJECTIONS)]))
+        values = table.sort_index().to_numpy(dtype=float).reshape(len(resampling.ids), len(layers), len(PROJECTIONS))
+        cubes.append(np.log(values))
+    return np.stack(cubes)
+
+
+def change_cube(change: pd.DataFrame, resampling: TrainingResampling, arm: str, step: int):
+    """(S, L, 4) log nuclear norms of ``W_step - W_0`` of one arm (None if any is missing or zero)."""
+    chosen = change[(change["arm"] == arm) & (change["step"] == step)]
+    cubes = []
+    for seed in resampling.seeds:
+        run = chosen[chosen["seed"] == seed]
+        table = run.pivot_table(index="layer", columns="proj", values="nuclear_norm").reindex(columns=list(PROJECTIONS))
+        if table.empty or not np.all(table.to_numpy() > 0):
+            return None
+        cubes.append(np.log(table.sort_index().to_numpy(dtype=float)))
+    return np.stack(cubes)
+
+
+def _estimate(value, draws, stratum: str, n: int) -> Estimate:
+    return Estimate(float(value), np.asarray(draws, dtype=float), ((stratum, int(n)),))
+
+
+def _times(x: float) -> float:
+    return math.exp(x)
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    return np.argsort(np.argsort(values, axis=-1), axis=-1).astype(float)
+
+
+def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Spearman correlation of matching rows of (..., L) arrays (no ties in continuous values)."""
+    ra, rb = _ranks(a), _ranks(b)
+    ra -= ra.mean(axis=-1, keepdims=True)
+    rb -= rb.mean(axis=-1, keepdims=True)
+    return (ra * rb).sum(axis=-1) / np.sqrt((ra**2).sum(axis=-1) * (rb**2).sum(axis=-1))
+
+
+def t1_parts(probes, change, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | None:
+    """T1 for an arm that trains on a probed setting: Spearman across layers of the step-0 curve
+    and the weight change after ``step``, per projection, averaged over q, k, v, o."""
+    start = probe_cube(probes, resampling, arm, 0, arm)
+    moved = change_cube(change, resampling, arm, step)
+    if start is None or moved is None:
+        return None
+    curve, curve_draws = resampling.mean(start)  # (L, 4), (R, L, 4)
+    shift, shift_draws = resampling.seed_mean(moved)
+    value = spearman_rows(curve.T, shift.T).mean()
+    draws = spearman_rows(np.swapaxes(curve_draws, 1, 2), np.swapaxes(shift_draws, 1, 2)).mean(axis=1)
+    estimate = _estimate(value, draws, resampling.dataset, len(resampling.ids))
+    return [Part(f"Spearman(step-0 curve, change after {step} steps)", estimate, "above", 0.0, float, arm)]
+
+
+def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "none", slow: str = "detailed"):
+    """T2: early-layer log weight change of the fast arm minus the slow arm's (paired by seed) > 0,
+    and that difference larger early than late."""
+    a, b = change_cube(change, resampling, fast, step), change_cube(change, resampling, slow, step)
+    if a is None or b is None:
+        return None
+    splits = metrics.layer_splits(a.shape[1])
+    gap = {seg: (a - b)[:, lo:hi, :].mean(axis=(1, 2)) for seg, (lo, hi) in splits.items()}
+    early, early_draws = resampling.seed_mean(gap["early"])
+    uneven, uneven_draws = resampling.seed_mean(gap["early"] - gap["late"])
+    n = len(resampling.seeds)
+    return [
+        Part(
+            "None / Detailed weight change, early layers x",
+            _estimate(early, early_draws, "seeds", n),
+            "above",
+            0.0,
+            _times,
+        ),
+        Part("early / late of that ratio x", _estimate(uneven, uneven_draws, "seeds", n), "above", 0.0, _times),
+    ]
+
+
+def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | None:
+    """T3 for one arm: the None / Detailed probe gap (mean log over layers and projections) after
+    ``step`` steps > 0; the gap at step 0 shown beside it."""
+    parts = []
+    for at, decides in ((step, True), (0, False)):
+        fast = probe_cube(probes, resampling, arm, at, "none")
+        slow = probe_cube(probes, resampling, arm, at, "detailed")
+        if fast is None or slow is None:
+            return None
+        value, draws = resampling.mean((fast - slow).mean(axis=(2, 3)))
+        estimate = _estimate(value, draws, resampling.dataset, len(resampling.ids))
+        parts.append(Part(f"None / Detailed at step {at} x", estimate, "above", 0.0, _times, arm, decides))
+    return parts
+
+
+def training_findings(
+    probes: pd.DataFrame, change: pd.DataFrame, step: int | None = None, n_resamples: int = 1000, seed: int = 0
+) -> list[Finding]:
+    """T1 (per probed arm), T2 and T3 (per arm) of every base model, at ``step`` (default: the
+    last step that every run reached)."""
+    probes = with_run_columns(probes) if "arm" not in probes else probes
+    findings = []
+    for model, model_probes in probes.groupby("base_model", sort=True):
+        model_change = change[change["model"] == model]
+        last = step if step is not None else int(model_change.groupby("run")["step"].max().min())
+        dataset = str(model_probes["dataset"].iloc[0])
+        ids = model_probes.loc[model_probes["step"] == 0, "sample_index"].unique()
+        resampling = TrainingResampling.of(dataset, ids, model_probes["seed"].unique(), n_resamples, seed)
+        arms = [a for a in model_change["arm"].unique()]
+        for arm in sorted(arms):
+            if arm in set(model_probes["setting"]):
+                parts = t1_parts(model_probes, model_change, resampling, arm, last)
+                findings.append(Finding("T1", model, f"{dataset}, trained on {arm}", False, tuple(parts or ())))
+        parts = t2_parts(model_change, resampling, last)
+        findings.append(Finding("T2", model, dataset, False, tuple(parts or ())))
+        for arm in sorted(arms):
+            parts = t3_parts(model_probes, resampling, arm, last)
+            findings.append(Finding("T3", model, f"{dataset}, trained on {arm}", False, tuple(parts or ())))
+    return findings
+
+
+def findings_table(findings: list[Finding]) -> pd.DataFrame:
+    """One row per finding: check, model, scope, verdict, numbers and instructions (or seeds) behind it."""
+    return pd.DataFrame(
+        [
+            {
+                "check": f.check,
+                "model": f.model,
+                "scope": f.scope,
+                "verdict": f.verdict,
+                "numbers": f.numbers(),
+                "n": f.n,
+            }
+            for f in findings
+        ]
+    )
