@@ -12,12 +12,14 @@ from dataclasses import asdict, dataclass
 
 from analysis import data, registry, vocabulary
 from analysis.errors import StudyError
-from analysis.settings import MAX_LENGTH, ExtractionSettings
+from analysis.settings import MAX_LENGTH, TRAINING_ARMS, ExtractionSettings, TrainingSettings
 
 FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
 SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "original_comparison", "reproducibility")
 # Book order: the landing page, the families, then the pages that read every condition.
 NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
+# The chapter of the training profiles, executed by them alone (the other profiles' books leave it out).
+TRAINING_NOTEBOOKS = ("during_training",)
 # Notebooks that take other parameters than a profile's and run by their own command
 # (``python -m analysis profile-data``), never as part of a profile's book.
 STANDALONE_NOTEBOOKS = ("your_data",)
@@ -52,8 +54,10 @@ class Profile:
     seed: int = 0
     description: str = ""
     # "extract": the run computes what the store lacks; "imported": the store's rows are the original
-    # study's released statistics (``python -m analysis import-original``) and nothing is computed.
+    # study's released statistics (``python -m analysis import-original``) and nothing is computed;
+    # "training": the run fine-tunes each model under ``training`` (``analysis.train``).
     source: str = "extract"
+    training: TrainingSettings | None = None
 
     def conditions_for(self, notebook: str) -> tuple[str, ...]:
         """The profile's conditions that a notebook reads (all of them for the summary pages)."""
@@ -78,7 +82,12 @@ class Profile:
             seed=values.get("seed", 0),
             description=values.get("description", ""),
             source=values.get("source", "extract"),
+            training=TrainingSettings.from_dict(values["training"]) if values.get("training") else None,
         )
+
+    def notebooks(self) -> tuple[str, ...] | None:
+        """The notebooks a run of this profile executes (None: every profile page)."""
+        return TRAINING_NOTEBOOKS if self.source == "training" else None
 
 
 def family_conditions(family: str) -> tuple[str, ...]:
@@ -133,6 +142,42 @@ def quick_conditions() -> tuple[str, ...]:
     return tuple(c.key for c in chosen)
 
 
+def training_conditions(settings: TrainingSettings) -> tuple[str, ...]:
+    """The conditions a training profile reads: each arm trained on and each probe setting."""
+    settings_ = dict.fromkeys((*settings.arms, *settings.probe_settings))
+    return tuple(f"{settings.dataset}/{s}/{settings.responses}" for s in settings_)
+
+
+# The training profile on the offline instruct model, sized by an estimate to fit 30 minutes of the
+# 2-core CPU (methods, "During training"): 20 steps of 4 samples cut at 256 tokens, 5 probe
+# instructions (the fewest for a verdict) of each setting at steps 0, 10 and 20, three arms x two seeds.
+TRAINING_CPU = TrainingSettings(
+    dataset="aqua",
+    arms=TRAINING_ARMS,
+    seeds=(0, 1),
+    n_probes=5,
+    n_train=40,
+    steps=20,
+    batch_size=4,
+    learning_rate=1e-5,
+    checkpoints=(0, 10, 20),
+)
+# The paper's models that full fine-tuning in float32 fits on one GPU of 141 GB (16 bytes per
+# weight: the weight, its gradient and AdamW's two moments, before activations; methods).
+TRAINING_PAPER_MODELS = ("Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b", "google/gemma-2-2b-it")
+TRAINING_PAPER = TrainingSettings(
+    dataset="aqua",
+    arms=TRAINING_ARMS,
+    seeds=(0, 1, 2, 3, 4),
+    n_probes=50,
+    n_train=400,
+    steps=200,
+    batch_size=8,
+    learning_rate=1e-5,
+    checkpoints=(0, 5, 10, 20, 40, 80, 160, 200),
+)
+
+
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
         name="quick",
@@ -170,6 +215,30 @@ PROFILES: dict[str, Profile] = {
         "`python -m analysis import-original` into the results directory first; nothing is computed), "
         "all 56 study files, no length controls",
         source="imported",
+    ),
+    "training": Profile(
+        name="training",
+        models=("smollm2-135m-instruct",),
+        conditions=training_conditions(TRAINING_CPU),
+        extraction=ExtractionSettings(n_samples=TRAINING_CPU.n_probes, max_length=256, batch_size=1, device="cpu"),
+        n_resamples=1000,
+        description="the chapter During training: SmolLM2-135M-Instruct fine-tuned on aqua None, Detailed and "
+        "Detailed-cut-to-None CoT, 2 seeds, 20 steps, on the CPU",
+        source="training",
+        training=TRAINING_CPU,
+    ),
+    "training-paper": Profile(
+        name="training-paper",
+        models=TRAINING_PAPER_MODELS,
+        conditions=training_conditions(TRAINING_PAPER),
+        extraction=ExtractionSettings(
+            n_samples=TRAINING_PAPER.n_probes, batch_size=8, token_budget=8192, device="auto"
+        ),
+        n_resamples=1000,
+        description="the chapter During training on the paper's 1.5B and 2B models (full fine-tuning in float32), "
+        "5 seeds, 200 steps, on a GPU",
+        source="training",
+        training=TRAINING_PAPER,
     ),
 }
 

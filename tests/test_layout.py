@@ -87,4 +87,4 @@ def test_the_pages_and_the_findings_do_not_import_torch():
 
 
 def test_the_book_chapters_are_the_profile_pages_then_the_standalone_ones():
-    assert book.toc_chapters() == [*profiles.NOTEBOOKS, *profiles.STANDALONE_NOTEBOOKS]
+    assert book.toc_chapters() == [*profiles.NOTEBOOKS, *profiles.TRAINING_NOTEBOOKS, *profiles.STANDALONE_NOTEBOOKS]

@@ -173,3 +173,32 @@ def test_the_train_command_runs_the_arms_and_the_cut_arm_matches_the_none_arm_s_
     assert main(arguments) == 0  # both runs done: nothing computed again
     assert "steps computed" not in capsys.readouterr().out
     assert main([*arguments[:7], "--data", "aqua/none/correct", "gsm8k/none/correct"]) == 2
+
+
+def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, study_data_dir, tmp_path):
+    from dataclasses import replace
+
+    from analysis import profiles
+    from analysis.report import training as page_module
+    from analysis.study import pipeline
+
+    settings = SETTINGS.but(arms=("none", "detailed"), seeds=(0, 1))
+    profile = replace(
+        profiles.get_profile("training"),
+        name="tiny-training",
+        models=(str(tiny_model_dir("llama")),),
+        conditions=profiles.training_conditions(settings),
+        extraction=EXTRACTION.but(template="base", n_samples=settings.n_probes),
+        training=settings,
+        n_resamples=100,
+    )
+    result = pipeline.run_profile(profile, tmp_path, study_data_dir, book=False, progress=False, say=lambda _: None)
+    assert len(result.extraction) == 4 and {r["kind"] for r in result.extraction} == {"training"}
+    page = page_module.TrainingPage.open("tiny-training", tmp_path)
+    assert page.last_step == 4 and "AdamW, learning rate 0.001" in page.setup()
+    verdicts = page_module.verdict_table(page)
+    assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3"]
+    assert set(verdicts["verdict"]) == {"too few samples"}  # 2 probes, 2 seeds
+    for figures in (page_module.loss_curves(page), page_module.probe_curves(page), page_module.weight_change(page)):
+        assert len(figures) == 1
+    assert set(page_module.error_rates(page, reps=3)["check"]) == {"T1", "T2", "T3"}

@@ -29,7 +29,10 @@ KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
 NOTEBOOK_FOLDER = "book/notebooks"
 # Chapters whose page is made by a command of its own; the book has them once that command has run.
-OPTIONAL_CHAPTERS = {"your_data": "python -m analysis profile-data --model NAME --data FILE writes it"}
+OPTIONAL_CHAPTERS = {
+    "during_training": "make book PROFILE=training writes it",
+    "your_data": "python -m analysis profile-data --model NAME --data FILE writes it",
+}
 # The results store behind a book, as one Parquet file the reproducibility page offers for download
 # (``html_extra_path`` in _config.yml puts it at the site's root).
 BOOK_EXPORT = Path("book", "_extra", "results.parquet")
@@ -159,7 +162,9 @@ def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = No
         list(names)
         if names
         else [n for n in profiles.NOTEBOOKS if n in found]
-        + sorted(set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS))
+        + sorted(
+            set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS) - set(profiles.TRAINING_NOTEBOOKS)
+        )
     )
     missing = [n for n in wanted if n not in found]
     if missing:
@@ -228,19 +233,25 @@ def toc_chapters(book_root: Path = PROJECT_ROOT) -> list[str]:
     return [Path(f).name for f in files if Path(f).parent == Path(NOTEBOOK_FOLDER)]
 
 
-def table_of_contents(book_root: Path, say: Callable[[str], None] = print) -> Path:
+def table_of_contents(book_root: Path, say: Callable[[str], None] = print, only: Sequence[str] | None = None) -> Path:
     """The ``_toc.yml`` to build with: the project's, less the chapters of ``OPTIONAL_CHAPTERS``
-    whose notebook has not been executed (each one left out is said)."""
+    whose notebook has not been executed (each one left out is said). ``only``: a book of these
+    chapters and the pages that are not notebooks (a training profile's), the first one its root."""
     source = book_root / "_toc.yml"
     absent = [n for n in OPTIONAL_CHAPTERS if not (book_root / NOTEBOOK_FOLDER / f"{n}.ipynb").is_file()]
+    if only:
+        absent = [n for n in toc_chapters(book_root) if n not in only]
     if not absent:
         return source
     toc = yaml.safe_load(source.read_text())
+    if only:
+        toc["root"] = f"{NOTEBOOK_FOLDER}/{only[0]}"
+        absent.append(only[0])  # the root is not a chapter too
     dropped = {f"{NOTEBOOK_FOLDER}/{name}" for name in absent}
     for part in toc.get("parts", []):
         part["chapters"] = [c for c in part.get("chapters", []) if c.get("file") not in dropped]
     toc["parts"] = [part for part in toc.get("parts", []) if part["chapters"]]
-    for name in absent:
+    for name in absent if not only else ():
         say(f"the book leaves out the chapter {name}: its page has not been made ({OPTIONAL_CHAPTERS[name]})")
     target = book_root / "book" / "_build" / "_toc.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -248,10 +259,13 @@ def table_of_contents(book_root: Path, say: Callable[[str], None] = print) -> Pa
     return target
 
 
-def build_book(book_root: Path, strict: bool = True, say: Callable[[str], None] = print) -> float:
+def build_book(
+    book_root: Path, strict: bool = True, say: Callable[[str], None] = print, only: Sequence[str] | None = None
+) -> float:
     """``jupyter-book build`` of ``book_root`` into ``book_root/book/_build/html``; seconds taken.
 
-    ``strict`` turns warnings (a missing figure, a broken reference) into a failed build.
+    ``strict`` turns warnings (a missing figure, a broken reference) into a failed build; ``only``:
+    see :func:`table_of_contents`.
     """
     command = [
         jupyter_book_command(),
@@ -262,7 +276,7 @@ def build_book(book_root: Path, strict: bool = True, say: Callable[[str], None] 
         "--builder",
         "html",
         "--toc",
-        str(table_of_contents(book_root, say)),
+        str(table_of_contents(book_root, say, only)),
     ]
     if strict:
         command += ["-W", "-n", "--keep-going"]

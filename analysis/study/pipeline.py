@@ -171,6 +171,27 @@ def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], Non
     return []
 
 
+def train_profile(
+    profile: Profile,
+    results_dir: Path,
+    data_dir=None,
+    log: runlog.RunLog | None = None,
+    progress: bool = True,
+    say=print,
+) -> list[dict]:
+    """Every training run of the profile that is not finished (``analysis.train.arms``); one record per run."""
+    from analysis.train import arms
+
+    records = []
+    for model in profile.models:
+        done = arms.train_model(model, results_dir, profile.training, profile.extraction, data_dir, progress, say=say)
+        records += [{**record, "computed": 0, "kind": "training"} for record in done]
+        if log is not None:
+            log.record.extraction.extend(records[-len(done) :] if done else [])
+            log.save()
+    return records
+
+
 # --------------------------------------------------------------------------- everything
 
 
@@ -255,6 +276,8 @@ def run_profile(
     )
     if profile.source == "imported":
         extraction = check_imported(profile, results, say)
+    elif profile.source == "training":
+        extraction = train_profile(profile, results, data_dir, log, progress, say)
     elif executor == "ray":
         extraction = extract_with_ray(profile, results, data_dir, log, progress)
     else:
@@ -274,14 +297,21 @@ def run_profile(
             (target / BOOK_EXPORT).unlink(missing_ok=True)
         notebooks_started = time.perf_counter()
         executed = execute_notebooks(
-            profile, results, target, data_dir, root, notebooks, on_done=log.add_notebook, say=say
+            profile,
+            results,
+            target,
+            data_dir,
+            root,
+            notebooks or profile.notebooks(),
+            on_done=log.add_notebook,
+            say=say,
         )
         log.record.notebooks_seconds = time.perf_counter() - notebooks_started
         log.record.wall_seconds = time.perf_counter() - started
         log.save()
         include_your_data(root, target, say)
         say("building the book")
-        log.record.book = {"seconds": build_book(target, strict=strict, say=say)}
+        log.record.book = {"seconds": build_book(target, strict=strict, say=say, only=profile.notebooks())}
         index = book_index(target)
         log.record.book["index"] = str(index)
     log.record.wall_seconds = time.perf_counter() - started

@@ -1,0 +1,174 @@
+"""The page "During training": its data, figures, verdicts and their error rates.
+
+Everything shown comes from the results directory of a training profile's run: the probe rows of
+the checkpoints (the results store), the runs' losses and weight changes (``analysis.train.tables``),
+the settings from the run log. The verdicts are T1-T3 of ``analysis.findings.training``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis import vocabulary
+from analysis.errors import StudyError
+from analysis.findings import training, training_calibration
+from analysis.profiles import Profile
+from analysis.report import notebook_parameters
+from analysis.store import ResultsStore
+from analysis.train import tables
+from analysis.vocabulary import PROJECTIONS
+
+PROBE_COLUMNS = ["model", "dataset", "setting", "responses", "sample_index", "layer", "proj", "nuclear_norm"]
+ARM_LABELS = {"none": "None CoT", "detailed": "Detailed CoT", "detailed_cut_none": "Detailed cut to None length"}
+
+
+class TrainingPageError(StudyError, ValueError):
+    """A results directory without the training runs the page shows."""
+
+
+@dataclass
+class TrainingPage:
+    """The training runs of one results directory."""
+
+    profile: Profile
+    results_dir: Path
+    probes: pd.DataFrame  # store rows of the checkpoints, with base_model, run, step, arm, seed
+    losses: pd.DataFrame
+    change: pd.DataFrame
+
+    @classmethod
+    def open(cls, profile: str, results_dir=None) -> TrainingPage:
+        """The page of a training profile's run (its settings from the run log)."""
+        results = Path(results_dir) if results_dir else Path("results") / profile
+        chosen, _ = notebook_parameters.run_profile(profile, results)
+        if chosen.source != "training" or chosen.training is None:
+            raise TrainingPageError(f"profile {profile!r} is not a training profile; run make book PROFILE=training")
+        store = ResultsStore(results, create=False)
+        rows = store.read("rows", filters=[("model", "in", _probe_models(store))], columns=PROBE_COLUMNS)
+        probes = training.with_run_columns(rows)
+        losses, change = tables.read_table(results, tables.LOSSES), tables.read_table(results, tables.WEIGHT_CHANGE)
+        if probes.empty or losses.empty or change.empty:
+            raise TrainingPageError(
+                f"{results}: no training runs stored; run python -m analysis run --profile {profile}"
+            )
+        return cls(chosen, results, probes, losses, change)
+
+    @property
+    def last_step(self) -> int:
+        """The last step every run reached."""
+        return int(self.change.groupby(["model", "run"])["step"].max().min())
+
+    def setup(self) -> str:
+        """The settings of the runs, as the run log recorded them."""
+        s = self.profile.training
+        runs = self.losses.groupby("model")["run"].nunique().to_dict()
+        return (
+            f"Models: {', '.join(f'{m} ({n} runs)' for m, n in runs.items())}. Data: {s.dataset}, "
+            f"{s.responses} responses; arms: {', '.join(ARM_LABELS.get(a, a) for a in s.arms)}; seeds "
+            f"{', '.join(map(str, s.seeds))}. AdamW, learning rate {s.learning_rate:g}, weight decay "
+            f"{s.weight_decay:g}, {s.steps} steps of {s.batch_size} samples from {s.n_train} instructions, "
+            f"every weight trained; samples cut at {self.profile.extraction.max_length} tokens. Probes: "
+            f"{s.n_probes} held-out instructions under {', '.join(s.probe_settings)} at steps "
+            f"{', '.join(str(k) for k in sorted(self.change['step'].unique()))}."
+        )
+
+    def findings(self, n_resamples: int | None = None) -> list:
+        return training.training_findings(
+            self.probes, self.change, self.last_step, n_resamples or self.profile.n_resamples, self.profile.seed
+        )
+
+
+def _probe_models(store: ResultsStore) -> list[str]:
+    return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
+
+
+def verdict_table(page: TrainingPage) -> pd.DataFrame:
+    """T1-T3 with their claims, verdicts and numbers."""
+    table = training.findings_table(page.findings())
+    return table.assign(claim=table["check"].map(training.TRAINING_CLAIMS))[
+        ["model", "check", "scope", "verdict", "numbers", "n", "claim"]
+    ]
+
+
+def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
+    """Per model: the probes' mean nuclear norm per layer (geometric mean over instructions, seeds
+    and q, k, v, o), one panel per arm and probe setting, one line per checkpoint step."""
+    figures = []
+    for model, rows in page.probes.groupby("base_model"):
+        arms, settings = sorted(rows["arm"].unique()), list(page.profile.training.probe_settings)
+        fig, axes = plt.subplots(
+            len(arms), len(settings), figsize=(3.2 * len(settings), 2.4 * len(arms)), squeeze=False
+        )
+        colors = plt.cm.viridis(np.linspace(0, 0.9, rows["step"].nunique()))
+        for i, arm in enumerate(arms):
+            for j, setting in enumerate(settings):
+                ax = axes[i, j]
+                chosen = rows[(rows["arm"] == arm) & (rows["setting"] == setting)]
+                curves = chosen.assign(log=np.log(chosen["nuclear_norm"])).groupby(["step", "layer"])["log"].mean()
+                for color, (step, curve) in zip(colors, curves.groupby(level="step")):
+                    ax.plot(
+                        curve.index.get_level_values("layer"),
+                        np.exp(curve.to_numpy()),
+                        color=color,
+                        label=f"step {step}",
+                    )
+                ax.set_yscale("log")
+                ax.set_title(
+                    f"trained on {ARM_LABELS.get(arm, arm)}\nprobe {vocabulary.setting_label(setting)}", fontsize=8
+                )
+                ax.set_xlabel("layer", fontsize=8)
+        axes[0, -1].legend(fontsize=7)
+        axes[0, 0].set_ylabel("nuclear norm (geometric mean)", fontsize=8)
+        fig.tight_layout()
+        figures.append((f"{model}: probe gradients across training", fig))
+    return figures
+
+
+def weight_change(page: TrainingPage) -> list[tuple[str, Figure]]:
+    """Per model: the nuclear norm of ``W_K - W_0`` per layer at the last step, one panel per
+    projection, one line per arm (geometric mean over seeds)."""
+    figures = []
+    step = page.last_step
+    for model, rows in page.change[page.change["step"] == step].groupby("model"):
+        fig, axes = plt.subplots(1, len(PROJECTIONS), figsize=(12, 2.8), squeeze=False)
+        for ax, proj in zip(axes[0], PROJECTIONS):
+            chosen = rows[rows["proj"] == proj]
+            for arm, arm_rows in chosen.groupby("arm"):
+                curve = np.exp(np.log(arm_rows["nuclear_norm"]).groupby(arm_rows["layer"]).mean())
+                ax.plot(curve.index, curve.to_numpy(), label=ARM_LABELS.get(arm, arm))
+            ax.set_title(f"{proj.upper()}: ||W_{step} - W_0||_*", fontsize=9)
+            ax.set_xlabel("layer", fontsize=8)
+        axes[0, 0].legend(fontsize=7)
+        fig.tight_layout()
+        figures.append((f"{model}: weight change per layer after {step} steps", fig))
+    return figures
+
+
+def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
+    """Per model: the training loss of every step, one line per run, colored by arm."""
+    figures = []
+    for model, rows in page.losses.groupby("model"):
+        fig, ax = plt.subplots(figsize=(6, 3))
+        colors = dict(zip(sorted(rows["arm"].unique()), plt.cm.tab10.colors))
+        for (arm, seed), run in rows.groupby(["arm", "seed"]):
+            ax.plot(run["step"], run["loss"], color=colors[arm], label=f"{ARM_LABELS.get(arm, arm)}, seed {seed}")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss (response tokens)")
+        ax.legend(fontsize=7)
+        fig.tight_layout()
+        figures.append((f"{model}: training loss", fig))
+    return figures
+
+
+def error_rates(page: TrainingPage, reps: int = 100) -> pd.DataFrame:
+    """Share of false "holds" of T1-T3 simulated in this run's design (probes, seeds, layers)."""
+    s = page.profile.training
+    n_layers = int(page.change["layer"].max()) + 1
+    rates = training_calibration.false_holds(reps, s.n_probes, len(s.seeds), n_layers, n_resamples=200)
+    return pd.DataFrame([{"check": check, "false holds": rate, "simulations": reps} for check, rate in rates.items()])

@@ -1,0 +1,88 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # During training
+#
+# The paper and the chapters before this one look at one gradient: at the released weights,
+# before any training step. Does that first gradient say anything about training? Here a model
+# is fine-tuned on None CoT, on Detailed CoT of the same instructions, and on Detailed CoT cut to
+# the None-CoT response length (the same instructions and the same response tokens as the None
+# arm), each under several seeds; at checkpoints the gradients of held-out probe instructions are
+# extracted exactly as in the other chapters, and the change of every attention projection since
+# step 0 is measured. Three questions:
+#
+# - **T1** Does the step-0 nuclear-norm curve predict where training moves the weights (Spearman
+#   correlation across layers, per projection)?
+# - **T2** Does training on None CoT change the early layers more than training on Detailed CoT?
+# - **T3** Does the None / Detailed gap of F1 persist after K steps of each arm?
+#
+# Methods: [methods](../methods.md), section "During training". Intervals are 95% intervals over
+# the probe instructions and the seeds.
+
+# %% tags=["remove-cell"]
+from analysis.report import training
+from analysis.report.display import show_figures, show_markdown, show_table
+
+# %% tags=["parameters", "remove-cell"]
+profile = "training"  # the training run shown: its settings come from its run log
+results_dir = None  # None: results/<profile>
+data_dir = None  # unused here: the page reads the results directory only
+
+# %% tags=["remove-cell"]
+page = training.TrainingPage.open(profile, results_dir)
+
+# %% tags=["remove-input"]
+show_markdown(page.setup())
+
+# %% [markdown]
+# ## Verdicts
+#
+# "holds": every deciding part's interval lies on the claim's side; "too few samples": fewer than
+# five instructions (for T2: seeds) behind a part. T2's unit is the seed, because the weight change
+# does not depend on the probes.
+
+# %% tags=["remove-input"]
+show_table(training.verdict_table(page))
+
+# %% [markdown]
+# ## Training loss
+#
+# The loss of each step's batch before its update (response tokens only, as in the extraction).
+
+# %% tags=["remove-input"]
+show_figures(training.loss_curves(page))
+
+# %% [markdown]
+# ## Probe gradients across training
+#
+# Each panel: one arm trained on (rows) and one probe setting (columns); one curve per checkpoint.
+
+# %% tags=["remove-input"]
+show_figures(training.probe_curves(page))
+
+# %% [markdown]
+# ## Where the weights moved
+#
+# The nuclear norm of each attention projection's change since step 0, per layer, at the last step.
+
+# %% tags=["remove-input"]
+show_figures(training.weight_change(page))
+
+# %% [markdown]
+# ## Error rates of these rules
+#
+# The share of "holds" when the claim is false (no effect), simulated in this run's design (its
+# number of probe instructions, seeds and layers) and decided by the same functions.
+
+# %% tags=["remove-input"]
+show_table(training.error_rates(page), by=None)
