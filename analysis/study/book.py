@@ -36,6 +36,8 @@ OPTIONAL_CHAPTERS = {
 # The results store behind a book, as one Parquet file the reproducibility page offers for download
 # (``html_extra_path`` in _config.yml puts it at the site's root).
 BOOK_EXPORT = Path("book", "_extra", "results.parquet")
+# The bibliography of a book without the landing page (``table_of_contents(only=...)``).
+REFERENCES_PAGE = "book/references"
 
 
 class BookError(StudyError, RuntimeError):
@@ -247,6 +249,8 @@ def table_of_contents(book_root: Path, say: Callable[[str], None] = print, only:
     if only:
         toc["root"] = f"{NOTEBOOK_FOLDER}/{only[0]}"
         absent.append(only[0])  # the root is not a chapter too
+        # the landing page, left out, holds the bibliography that the methods page cites into
+        toc["parts"].append({"caption": "References", "chapters": [{"file": REFERENCES_PAGE}]})
     dropped = {f"{NOTEBOOK_FOLDER}/{name}" for name in absent}
     for part in toc.get("parts", []):
         part["chapters"] = [c for c in part.get("chapters", []) if c.get("file") not in dropped]
