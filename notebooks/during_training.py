@@ -32,6 +32,9 @@
 # %% tags=["remove-cell"]
 from analysis.report import training
 from analysis.report.display import show_figures, show_markdown, show_table
+from analysis.report.notebook_parameters import given_parameters, names_defined
+
+names_before_parameters = names_defined(globals())
 
 # %% tags=["parameters", "remove-cell"]
 profile = "training"  # the training run shown: its settings come from its run log
@@ -39,7 +42,7 @@ results_dir = None  # None: results/<profile>
 data_dir = None  # unused here: the page reads the results directory only
 
 # %% tags=["remove-cell"]
-page = training.TrainingPage.open(profile, results_dir)
+page = training.TrainingPage.from_parameters(given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
 show_markdown(page.setup())

@@ -62,7 +62,7 @@ def test_every_page_marks_its_names_then_a_hidden_parameters_cell_then_one_check
 
     sources = book.notebook_sources(ROOT)
     assert [p.stem for p in sources] == list(profiles.NOTEBOOKS)
-    for source in sources:
+    for source in sources + book.notebook_sources(ROOT, profiles.TRAINING_NOTEBOOKS):
         notebook = jupytext.read(source)
         code = [c for c in notebook.cells if c.cell_type == "code"]
         assert "names_before_parameters = names_defined(globals())" in code[0].source, source

@@ -194,7 +194,11 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     )
     result = pipeline.run_profile(profile, tmp_path, study_data_dir, book=False, progress=False, say=lambda _: None)
     assert len(result.extraction) == 4 and {r["kind"] for r in result.extraction} == {"training"}
-    page = page_module.TrainingPage.open("tiny-training", tmp_path)
+    page = page_module.TrainingPage.from_parameters({"profile": "tiny-training", "results_dir": str(tmp_path)})
+    with pytest.raises(page_module.notebook_parameters.ParameterError, match="n_probe"):
+        page_module.TrainingPage.from_parameters({"profile": "tiny-training", "n_probe": 3})
+    with pytest.raises(page_module.TrainingPageError, match="not a training profile"):
+        page_module.TrainingPage.from_parameters({"profile": "cpu", "results_dir": str(tmp_path)})
     assert page.last_step == 4 and "AdamW, learning rate 0.001" in page.setup()
     verdicts = page_module.verdict_table(page)
     assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3"]

@@ -25,6 +25,7 @@ from analysis.train import tables
 from analysis.vocabulary import PROJECTIONS
 
 PROBE_COLUMNS = ["model", "dataset", "setting", "responses", "sample_index", "layer", "proj", "nuclear_norm"]
+PARAMETERS = ("profile", "results_dir", "data_dir")  # data_dir: accepted like every page's, not read
 ARM_LABELS = {"none": "None CoT", "detailed": "Detailed CoT", "detailed_cut_none": "Detailed cut to None length"}
 
 
@@ -41,6 +42,23 @@ class TrainingPage:
     probes: pd.DataFrame  # store rows of the checkpoints, with base_model, run, step, arm, seed
     losses: pd.DataFrame
     change: pd.DataFrame
+
+    @classmethod
+    def from_parameters(cls, given: dict) -> TrainingPage:
+        """The page for the parameters its notebook was given (``profile``, ``results_dir``,
+        ``data_dir``); an unknown name or a wrong value stops it with one line naming it."""
+        unknown = sorted(set(given) - set(PARAMETERS))
+        if unknown:
+            raise notebook_parameters.ParameterError(
+                f"notebook parameter {unknown[0]}: during_training has no such parameter (misspelt?); "
+                f"its parameters: {', '.join(PARAMETERS)}"
+            )
+        profile = given.get("profile", "training")
+        if not isinstance(profile, str) or not profile:
+            raise notebook_parameters.ParameterError(
+                f"notebook parameter profile: expected a profile name, got {profile!r}"
+            )
+        return cls.open(profile, notebook_parameters.optional_path("results_dir", given.get("results_dir")))
 
     @classmethod
     def open(cls, profile: str, results_dir=None) -> TrainingPage:
