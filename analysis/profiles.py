@@ -149,18 +149,22 @@ def training_conditions(settings: TrainingSettings) -> tuple[str, ...]:
 
 
 # The training profile on the offline instruct model, sized by an estimate to fit 30 minutes of the
-# 2-core CPU (methods, "During training"): 20 steps of 4 samples cut at 256 tokens, 5 probe
-# instructions (the fewest for a verdict) of each setting at steps 0, 10 and 20, three arms x two seeds.
+# 2-core CPU (methods, "During training"): 16 steps of 4 samples cut at 256 tokens, 5 probe
+# instructions (the fewest for a verdict) of each setting at steps 0, 8 and 16, three arms x two
+# seeds. The estimate, from a few steps and probes timed with one thread on a machine busy with
+# other work: a Detailed-CoT step of 4 samples 11-17 s, a None-CoT step about 5 s, a probe sample
+# 1.5 s (None) to 4 s (Detailed), the weight change 4 s and a checkpoint about 10 s each; about 27
+# minutes in all, the page and the book included.
 TRAINING_CPU = TrainingSettings(
     dataset="aqua",
     arms=TRAINING_ARMS,
     seeds=(0, 1),
     n_probes=5,
-    n_train=40,
-    steps=20,
+    n_train=32,
+    steps=16,
     batch_size=4,
     learning_rate=1e-5,
-    checkpoints=(0, 10, 20),
+    checkpoints=(0, 8, 16),
 )
 # The paper's models that full fine-tuning in float32 fits on one GPU of 141 GB (16 bytes per
 # weight: the weight, its gradient and AdamW's two moments, before activations; methods).
@@ -223,7 +227,7 @@ PROFILES: dict[str, Profile] = {
         extraction=ExtractionSettings(n_samples=TRAINING_CPU.n_probes, max_length=256, batch_size=1, device="cpu"),
         n_resamples=1000,
         description="the chapter During training: SmolLM2-135M-Instruct fine-tuned on aqua None, Detailed and "
-        "Detailed-cut-to-None CoT, 2 seeds, 20 steps, on the CPU",
+        "Detailed-cut-to-None CoT, 2 seeds, 16 steps, on the CPU",
         source="training",
         training=TRAINING_CPU,
     ),

@@ -113,13 +113,16 @@ def test_a_seeded_run_is_reproducible(reference, tiny_model_dir, study_data_dir,
     assert not results(tmp_path / "seed1")[1]["loss"].equals(results(reference)[1]["loss"])
 
 
-def test_an_interrupted_run_resumes_to_equal_numbers(reference, tiny_model_dir, study_data_dir, tmp_path, monkeypatch):
+@pytest.mark.parametrize("stopped_at, resumed_from", [(1, None), (3, 2)])
+def test_an_interrupted_run_resumes_to_equal_numbers(
+    reference, tiny_model_dir, study_data_dir, tmp_path, monkeypatch, stopped_at, resumed_from
+):
     original = loop.train_step
     calls = {"n": 0}
 
     def interrupted(*args, **kwargs):
         calls["n"] += 1
-        if calls["n"] == 3:  # step 3: after the checkpoint of step 2
+        if calls["n"] == stopped_at:  # step 1: before any checkpoint; step 3: after the one of step 2
             raise KeyboardInterrupt
         return original(*args, **kwargs)
 
@@ -127,10 +130,10 @@ def test_an_interrupted_run_resumes_to_equal_numbers(reference, tiny_model_dir, 
     with pytest.raises(KeyboardInterrupt):
         train_once(tiny_model_dir, tmp_path, study_data_dir)
     left = list((tmp_path / "runs").rglob("checkpoint-*"))
-    assert [p.name for p in left] == ["checkpoint-000002"]
+    assert [p.name for p in left] == ([] if resumed_from is None else [f"checkpoint-{resumed_from:06d}"])
     monkeypatch.setattr(loop, "train_step", original)
     _, summary = train_once(tiny_model_dir, tmp_path, study_data_dir)
-    assert summary.resumed_from == 2 and summary.steps_computed == 2
+    assert summary.resumed_from == resumed_from and summary.steps_computed == 4 - (resumed_from or 0)
     for mine, theirs in zip(results(tmp_path), results(reference)):
         pd.testing.assert_frame_equal(mine, theirs)
     _, again = train_once(tiny_model_dir, tmp_path, study_data_dir)

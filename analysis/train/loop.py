@@ -275,7 +275,9 @@ class RunContext:
         if losses:
             frame = pd.DataFrame(losses)
             tables.write_part(self.run_dir, tables.LOSSES, frame, int(frame["step"].min()), step)
-        if step < self.settings.steps:  # after the last step the run is done: nothing to continue from
+        # Step 0 is the released weights with a fresh optimiser, which a restart recreates; after
+        # the last step the run is done. Neither needs a checkpoint to continue from.
+        if 0 < step < self.settings.steps:
             checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, self.about)
         return records
 
