@@ -209,3 +209,29 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     for figures in (page_module.loss_curves(page), page_module.probe_curves(page), page_module.weight_change(page)):
         assert len(figures) == 1
     assert set(page_module.error_rates(page, reps=3)["check"]) == {"T1", "T2", "T3"}
+
+
+@pytest.mark.slow
+def test_a_training_profile_builds_its_book(tiny_model_dir, study_data_dir, tmp_path):
+    from dataclasses import replace
+
+    from analysis import profiles
+    from analysis.study import pipeline
+
+    settings = SETTINGS.but(n_probes=5, n_train=8, seeds=(0, 1))
+    profile = replace(
+        profiles.get_profile("training"),
+        name="tiny-training",
+        models=(str(tiny_model_dir("llama")),),
+        conditions=profiles.training_conditions(settings),
+        extraction=EXTRACTION.but(template="base", n_samples=settings.n_probes),
+        training=settings,
+        n_resamples=200,
+    )
+    result = pipeline.run_profile(
+        profile, tmp_path / "results", study_data_dir, book_root=tmp_path / "site", progress=False, say=lambda _: None
+    )
+    assert [n["notebook"] for n in result.notebooks] == ["during_training"]
+    page = (result.book_index.parent / "book" / "notebooks" / "during_training.html").read_text()
+    assert page.count("<img") == 3 and "T3" in page and "too few samples" in page
+    assert (result.book_index.parent / "book" / "references.html").is_file()

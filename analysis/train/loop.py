@@ -16,6 +16,7 @@ and the losses are written to the run's tables; then the checkpoint is saved.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import time
 from collections.abc import Iterator
@@ -232,7 +233,10 @@ def train(
             context.checkpoint(0, [])
         _steps(context, samples, start, summary, progress)
     summary.seconds = time.perf_counter() - started
-    done.write_text(json.dumps({k: v for k, v in summary.__dict__.items() if k != "steps_computed"}, default=str))
+    record = json.dumps({k: v for k, v in summary.__dict__.items() if k != "steps_computed"}, default=str)
+    staging = done.with_name(f".{done.name}.tmp")
+    staging.write_text(record)
+    os.replace(staging, done)  # whole or absent: a run is marked done only once its tables are written
     if not keep_checkpoint:
         for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
             shutil.rmtree(folder, ignore_errors=True)
