@@ -138,6 +138,14 @@ def test_an_interrupted_run_resumes_to_equal_numbers(
         pd.testing.assert_frame_equal(mine, theirs)
     _, again = train_once(tiny_model_dir, tmp_path, study_data_dir)
     assert again.steps_computed == 0  # a finished run is not computed again
+    loaded = fresh(tiny_model_dir)
+    with pytest.raises(loop.TrainingError, match="finished with other settings"):
+        loop.train(loaded, run_id(loaded), tmp_path, SETTINGS.but(learning_rate=0.5), EXTRACTION, study_data_dir)
+
+
+def test_the_last_checkpoint_is_kept_when_asked(tiny_model_dir, study_data_dir, tmp_path):
+    train_once(tiny_model_dir, tmp_path, study_data_dir, keep_checkpoint=True)
+    assert [p.name for p in (tmp_path / "runs").rglob("checkpoint-*")] == ["checkpoint-000004"]
 
 
 def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_dir, tmp_path, monkeypatch):

@@ -199,9 +199,10 @@ def train(
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
     run_dir = run_directory(Path(results_dir), run)
+    about = run_about(run, settings, extraction, loaded)
     done = run_dir / tables.DONE
     if done.is_file():
-        return TrainingSummary(**{**json.loads(done.read_text()), "steps_computed": 0})
+        return finished(done, about)
     started = time.perf_counter()
     resolved = data.resolve(run.condition, data_dir)
     count = len(data.load_records(resolved.path))
@@ -212,7 +213,6 @@ def train(
             f"{run.condition}: {len(samples)} training samples keep a response within max_length "
             f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
         )
-    about = run_about(run, settings, extraction, loaded)
     summary = TrainingSummary(run.run, run.condition, settings.steps, None, 0, len(samples), skipped)
     store = ResultsStore(results_dir)
     with trainable(loaded.model):
@@ -227,20 +227,44 @@ def train(
             start = summary.resumed_from = last.step
         initial = checkpoint.load_initial(run_dir)
         context = RunContext(
-            loaded, run, settings, extraction, store, run_dir, optimizer, initial, about, data_dir, start_from
+            loaded,
+            run,
+            settings,
+            extraction,
+            store,
+            run_dir,
+            optimizer,
+            initial,
+            about,
+            data_dir,
+            start_from,
+            keep_checkpoint,
         )
         if last is None:
             context.checkpoint(0, [])
         _steps(context, samples, start, summary, progress)
     summary.seconds = time.perf_counter() - started
-    record = json.dumps({k: v for k, v in summary.__dict__.items() if k != "steps_computed"}, default=str)
+    kept = {k: v for k, v in summary.__dict__.items() if k != "steps_computed"}
+    record = json.dumps({**kept, "about": about}, default=str)
     staging = done.with_name(f".{done.name}.tmp")
     staging.write_text(record)
     os.replace(staging, done)  # whole or absent: a run is marked done only once its tables are written
-    if not keep_checkpoint:
-        for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
+    for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
+        if not (keep_checkpoint and folder.name == f"{checkpoint.PREFIX}{settings.steps:06d}"):
             shutil.rmtree(folder, ignore_errors=True)
     return summary
+
+
+def finished(done: Path, about: dict) -> TrainingSummary:
+    """The summary of a finished run, if it was made with these settings (else a TrainingError)."""
+    record = json.loads(done.read_text())
+    recorded = record.pop("about", None)
+    if recorded != json.loads(json.dumps(about)):
+        raise TrainingError(
+            f"{done.parent}: this run was finished with other settings ({recorded}); use another --out, "
+            "or remove its folder (and its probe rows) to train it again"
+        )
+    return TrainingSummary(**{**record, "steps_computed": 0})
 
 
 @dataclass
@@ -258,6 +282,7 @@ class RunContext:
     about: dict
     data_dir: object = None
     start_from: TrainingRunId | None = None  # a run of the same model whose step-0 probes are stored
+    keep_checkpoint: bool = False
 
     def identity(self) -> dict:
         run = self.run
@@ -280,8 +305,9 @@ class RunContext:
             frame = pd.DataFrame(losses)
             tables.write_part(self.run_dir, tables.LOSSES, frame, int(frame["step"].min()), step)
         # Step 0 is the released weights with a fresh optimiser, which a restart recreates; after
-        # the last step the run is done. Neither needs a checkpoint to continue from.
-        if 0 < step < self.settings.steps:
+        # the last step the run is done. Neither needs a checkpoint to continue from (the last one
+        # is kept when asked for).
+        if 0 < step < self.settings.steps or (step == self.settings.steps and self.keep_checkpoint):
             checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, self.about)
         return records
 
