@@ -59,3 +59,12 @@ def test_spearman_rows_matches_scipy():
 def test_false_holds_stay_near_the_level():
     rates = training_calibration.false_holds(reps=100, n_resamples=200)
     assert all(rate <= 0.06 for rate in rates.values()), rates
+
+
+def test_a_probe_missing_under_one_setting_is_left_out_of_every_quantity():
+    rng = np.random.default_rng(5)
+    rows, change = as_store(*training_calibration.simulated_tables(rng, 7, 5, 8, gap=0.5))
+    some_run = rows["model"].iloc[0]
+    rows = rows[~((rows["model"] == some_run) & (rows["setting"] == "detailed") & (rows["sample_index"] == 3))]
+    found = training.training_findings(training.with_run_columns(rows), change, n_resamples=100)
+    assert all(f.n_smallest == 6 for f in found if f.check != "T2")

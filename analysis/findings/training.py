@@ -102,8 +102,9 @@ def probe_cube(probes: pd.DataFrame, resampling: TrainingResampling, arm: str, s
     for seed in resampling.seeds:
         run = chosen[chosen["seed"] == seed]
         table = run.pivot_table(index="sample_index", columns=["layer", "proj"], values="nuclear_norm")
-        if table.empty or not np.array_equal(np.sort(table.index.to_numpy()), resampling.ids):
+        if table.empty or not np.isin(resampling.ids, table.index.to_numpy()).all():
             return None
+        table = table.loc[resampling.ids]
         layers = sorted(table.columns.get_level_values(0).unique())
         table = table.reindex(columns=pd.MultiIndex.from_product([layers, list(PROJECTIONS)]))
         values = table.sort_index().to_numpy(dtype=float).reshape(len(resampling.ids), len(layers), len(PROJECTIONS))
@@ -197,6 +198,13 @@ def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> lis
     return parts
 
 
+def common_probes(probes: pd.DataFrame) -> np.ndarray:
+    """The probe instructions stored for every run, step and setting (a probe whose response was
+    truncated away under one setting is left out of every quantity, keeping the pairing)."""
+    groups = probes.groupby(["run", "step", "setting"])["sample_index"].agg(lambda ids: frozenset(ids))
+    return np.sort(np.array(sorted(frozenset.intersection(*groups.tolist())), dtype=int))
+
+
 def training_findings(
     probes: pd.DataFrame, change: pd.DataFrame, step: int | None = None, n_resamples: int = 1000, seed: int = 0
 ) -> list[Finding]:
@@ -208,7 +216,7 @@ def training_findings(
         model_change = change[change["model"] == model]
         last = step if step is not None else int(model_change.groupby("run")["step"].max().min())
         dataset = str(model_probes["dataset"].iloc[0])
-        ids = model_probes.loc[model_probes["step"] == 0, "sample_index"].unique()
+        ids = common_probes(model_probes)
         resampling = TrainingResampling.of(dataset, ids, model_probes["seed"].unique(), n_resamples, seed)
         arms = [a for a in model_change["arm"].unique()]
         for arm in sorted(arms):
