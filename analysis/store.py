@@ -14,7 +14,9 @@ gradient's descending singular values in a list column ``singular_values``. A pa
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
 A run holds an exclusive lock on its own directory while it computes, so two processes never
 write the same samples; a second one is told so before it computes anything. Re-running a
-command computes only the samples that are neither stored nor recorded as skipped.
+command computes only the samples that are neither stored nor recorded as skipped; a sample whose
+rows lack a column the command computes (a statistic of ``analysis.layer_stats`` declared since) is
+computed again, and its new rows replace the old ones.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -133,6 +136,7 @@ class ResultsStore:
                     "wait for it to finish, or use a different --out"
                 ) from None
             self._remove_stale_temporaries(key)
+            self.drop_superseded(key)  # after a run stopped between writing rows and removing the rows they replace
             yield
         finally:
             handle.close()
@@ -144,11 +148,15 @@ class ResultsStore:
                 for leftover in directory.glob(".part-*.tmp"):
                     leftover.unlink(missing_ok=True)
 
-    def done_samples(self, key: RunKey, retry_reasons: tuple[str, ...] = ()) -> set[int]:
+    def done_samples(
+        self, key: RunKey, retry_reasons: tuple[str, ...] = (), required_columns: tuple[str, ...] = ()
+    ) -> set[int]:
         """Sample indices of this run already stored or recorded as skipped, except samples whose
-        only record is a skip with a reason that begins with one of ``retry_reasons``."""
+        only record is a skip with a reason that begins with one of ``retry_reasons``, and stored
+        samples whose rows lack one of ``required_columns`` (they are to be computed again)."""
         done: set[int] = set()
-        rows = _read_dir(self.run_dir("rows", key), columns=["sample_index"])
+        complete = [f for f in _part_files(self.run_dir("rows", key)) if set(required_columns) <= _columns_of(f)]
+        rows = _read_files(complete, columns=["sample_index"])
         if rows is not None:
             done.update(int(i) for i in rows.column("sample_index").to_pylist())
         skipped = _read_dir(self.run_dir("skipped", key), columns=["sample_index", "reason"])
@@ -158,13 +166,38 @@ class ResultsStore:
                     done.add(int(index))
         return done
 
+    def drop_superseded(self, key: RunKey) -> None:
+        """Remove the rows of samples that a part with more columns holds again (a sample computed
+        again for a column its first rows lacked), rewriting each such part atomically."""
+        files = _part_files(self.run_dir("rows", key))
+        columns = {f: _columns_of(f) for f in files}
+        if len({frozenset(c) for c in columns.values()}) < 2:
+            return
+        for stale in files:
+            fuller = [f for f in files if columns[stale] < columns[f]]
+            covered = _read_files(fuller, columns=["sample_index"])
+            if covered is None:
+                continue
+            table = pq.read_table(stale)
+            keep = pc.invert(pc.is_in(table.column("sample_index"), value_set=covered.column("sample_index")))
+            if pc.all(keep).as_py():
+                continue
+            kept = table.filter(keep)
+            if kept.num_rows == 0:
+                os.unlink(stale)
+                continue
+            temporary = Path(stale).with_name(f".part-{uuid.uuid4().hex[:12]}.tmp")
+            pq.write_table(kept, temporary)
+            _fsync_and_replace(temporary, Path(stale))
+
     def stored_values(self, key: RunKey, column: str) -> set:
         """Distinct values of one column among this run's stored rows."""
         table = _read_dir(self.run_dir("rows", key), columns=[column])
         return set() if table is None else set(table.column(column).unique().to_pylist())
 
     def write(self, key: RunKey, rows: pd.DataFrame | None, skipped: pd.DataFrame | None) -> None:
-        """Append one part of results (and of skipped samples) atomically."""
+        """Append one part of results (and of skipped samples) atomically; earlier rows of the same
+        samples with fewer columns are then removed (:meth:`drop_superseded`)."""
         tag = uuid.uuid4().hex[:12]
         for kind, frame in (("skipped", skipped), ("rows", rows)):
             if frame is None or frame.empty:
@@ -176,6 +209,8 @@ class ResultsStore:
             temporary = directory / f".part-{tag}.tmp"
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
             _fsync_and_replace(temporary, final)
+            if kind == "rows":
+                self.drop_superseded(key)
 
     def column_names(self, kind: str = "rows") -> list[str]:
         """The columns of the stored rows (the union over every part), in schema order."""
@@ -202,10 +237,20 @@ class ResultsStore:
         return table.to_pandas()
 
 
+def _part_files(directory: Path) -> list[str]:
+    """The part files below a directory, in path order (hidden temporaries left out)."""
+    return sorted(str(p) for p in directory.rglob("part-*.parquet")) if directory.is_dir() else []
+
+
+def _columns_of(path: str) -> set[str]:
+    return set(pq.read_schema(path).names)
+
+
 def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
-    if not directory.is_dir():
-        return None
-    files = sorted(str(p) for p in directory.rglob("part-*.parquet"))
+    return _read_files(_part_files(directory), columns, filters)
+
+
+def _read_files(files: list[str], columns=None, filters=None) -> pa.Table | None:
     if not files:
         return None
     # One schema for all parts: a column that is all null in one part (data_sha256_ok of a file

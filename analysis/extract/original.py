@@ -35,7 +35,7 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, registry
+from analysis import data, layer_stats, registry
 from analysis.errors import StudyError
 from analysis.settings import MAX_LENGTH  # also the original script's --max_length in every released run
 from analysis.store import ResultsStore, RunKey, StoreError
@@ -44,17 +44,9 @@ from analysis.vocabulary import PROJECTIONS
 ORIGIN = "original study's statistics"
 HUB_PREFIX = "hf://datasets/"
 HUB_DATASET = "MingLiiii/Layer_Gradient"
-# The file's statistic -> the store's column (see analysis.extract.runner.sample_rows).
-STATISTICS = {
-    "S_sum": "nuclear_norm",
-    "S_max": "sigma_max",
-    "S_min": "sigma_min",
-    "frobenius_norm": "frobenius",
-    "M_mean": "entry_mean",
-    "M_max": "entry_max",
-    "M_min": "entry_min",
-}
-ABSENT = ("effective_rank", "cos_same_layer", "cos_next_layer", "n_tokens", "n_response_tokens")
+# The file's statistic -> the store's column, and the columns the files do not hold (analysis.layer_stats).
+STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}
+ABSENT = layer_stats.absent_from_original()
 _PARAMETER = re.compile(r"^(?:model\.)?layers\.(\d+)\.self_attn\.([qkvo])_proj\.weight$")
 _FILE = re.compile(r"^grads_(.+)\.jsonl$")
 PROBLEMS = {
@@ -441,9 +433,10 @@ def store_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
     frame["n_layers"] = layers
     for s, column in enumerate(STATISTICS.values()):
         frame[column] = values[:, s]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = frame["sigma_max"] / frame["nuclear_norm"]
-    frame["sigma1_ratio"] = ratio.where(frame["nuclear_norm"] > 0)
+    for statistic in layer_stats.TABLE:
+        if statistic.original is None and statistic.from_original is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frame[statistic.name] = statistic.from_original(frame)
     for column in ABSENT:
         frame[column] = math.nan
     frame["loss"] = np.repeat(parsed.losses, per_sample)

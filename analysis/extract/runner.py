@@ -19,13 +19,18 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, registry
+from analysis import data, layer_stats, registry
 from analysis.extract import batching, gradients, models, prompts
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey, StoreError
 from analysis.vocabulary import PROJECTIONS
 
-SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
+# The per-sample columns of analysis.layer_stats: how each is read off a computed sample.
+SAMPLE_VALUES: dict[str, Callable] = {
+    "loss": lambda stats, sample: stats.loss,
+    "n_tokens": lambda stats, sample: len(sample.encoded.input_ids),
+    "n_response_tokens": lambda stats, sample: sample.encoded.n_response_tokens,
+}
 OUT_OF_MEMORY = "out of memory"  # how a skip for lack of memory begins
 
 
@@ -150,7 +155,8 @@ def length_sorted_batches(
 def sample_rows(
     stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
 ) -> pd.DataFrame:
-    """Long-format rows of one sample: one per (layer, projection)."""
+    """Long-format rows of one sample: one per (layer, projection), with a column for each statistic
+    of ``analysis.layer_stats`` that was computed (entry statistics only when asked for)."""
     n_proj = len(PROJECTIONS)
     frame = pd.DataFrame(
         {
@@ -160,24 +166,11 @@ def sample_rows(
             "proj": list(PROJECTIONS) * n_layers,
         }
     )
-    for name in (
-        "nuclear_norm",
-        "sigma_max",
-        "sigma_min",
-        "sigma1_ratio",
-        "frobenius",
-        "effective_rank",
-        "entry_mean",
-        "entry_max",
-        "entry_min",
-        "cos_same_layer",
-        "cos_next_layer",
-    ):
-        value = stats.values.get(name)
-        frame[name] = value.reshape(-1).cpu().numpy() if value is not None else math.nan
-    frame["loss"] = stats.loss
-    frame["n_tokens"] = len(sample.encoded.input_ids)
-    frame["n_response_tokens"] = sample.encoded.n_response_tokens
+    for statistic in layer_stats.TABLE:
+        if statistic.source == layer_stats.SAMPLE:
+            frame[statistic.name] = SAMPLE_VALUES[statistic.name](stats, sample)
+        elif statistic.name in stats.values:
+            frame[statistic.name] = stats.values[statistic.name].reshape(-1).cpu().numpy()
     if stats.spectra is not None:
         frame[SPECTRUM_COLUMN] = spectrum_cells(stats.spectra, n_layers)
     return frame
@@ -212,8 +205,11 @@ def plan_run(
     settings: ExtractionSettings,
     data_dir=None,
 ) -> RunPlan:
-    """What extracting ``spec`` with this model would store, and which samples are not stored yet
-    (with ``settings.retry_out_of_memory``, samples skipped for lack of memory are not stored)."""
+    """What extracting ``spec`` with this model would store, and which samples are not stored yet.
+
+    A stored sample whose rows lack a column that this run computes (a statistic declared after it
+    was stored, or entry statistics asked for now) is to be computed again; with
+    ``settings.retry_out_of_memory``, so are samples skipped for lack of memory."""
     resolved = data.resolve(spec, data_dir)
     condition = resolved.condition
     max_length = settings.max_length
@@ -241,7 +237,8 @@ def plan_run(
         "template": template,
     }
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
-    done = store.done_samples(key, retry_reasons=retried)
+    required = layer_stats.computed_columns(entry_stats=settings.entry_stats)
+    done = store.done_samples(key, retry_reasons=retried, required_columns=required)
     return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done])
 
 

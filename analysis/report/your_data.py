@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import data, profiles, vocabulary
+from analysis import data, layer_stats, profiles, vocabulary
 from analysis.findings import closest_setting, metrics
 from analysis.findings.bootstrap import (
     CurveDraws,
@@ -38,7 +38,7 @@ from analysis.settings import MAX_LENGTH
 from analysis.store import ResultsStore
 
 USER_SETTING = "your data"
-STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
+STATS = layer_stats.your_data_statistics()  # nuclear norm, effective rank, the two cosine similarities
 READ_COLUMNS = [
     "model",
     "dataset",
@@ -463,10 +463,10 @@ def quality_text(page: YourData) -> str:
     ]
     items = []
     for file in page.files:
-        numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in QUALITY_STATS]
+        numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in STATS]
         items.append(f"- **{file.label}**: " + _quality_numbers(numbers))
     for setting, responses in page.reference_groups():
-        numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in QUALITY_STATS]
+        numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in STATS]
         items.append(f"- {vocabulary.setting_label(setting)} ({responses}): " + _quality_numbers(numbers))
     lines.append("\n".join(items))
     lines.append(
@@ -476,9 +476,6 @@ def quality_text(page: YourData) -> str:
         "ranking below orders your samples by the same measure."
     )
     return "\n\n".join(lines)
-
-
-QUALITY_STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
 
 
 def _quality_numbers(numbers: Sequence[str]) -> str:
