@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-MAX_LENGTH = 1024  # the paper's: prompt and response cut at this many tokens
+MAX_LENGTH = 1024  # this project's default, the paper's: prompt and response cut at this many tokens
+# The original study's --max_length in every run it released: rows imported from its files are
+# labelled with it whatever this project's default is.
+ORIGINAL_MAX_LENGTH = 1024
 TOKEN_BUDGET = 2048  # at most this many tokens in one batch (padding included)
 SHARD_SIZE = 32  # samples between two writes to the store (and per Ray shard)
 

@@ -36,7 +36,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from analysis import data
 from analysis.errors import StudyError
+from analysis.registry import model_slug
 
 FORMAT = "layer-gradient-results"
 VERSION = 1
@@ -53,6 +55,42 @@ SKIP_COLUMNS = (
     "sample_index",
     "reason",
 )
+ORIGIN_COLUMNS = ("origin", "origin_file", "origin_sha256")  # of rows imported rather than computed
+
+
+def run_labels(model: str, template: str, resolved: data.ResolvedData, max_length: int) -> tuple[RunKey, dict]:
+    """The run key and the row labels (identity columns) of a model's rows of one condition, or of a
+    data file outside the registry (keyed by its contents' hash), as extraction and import store them."""
+    condition = resolved.condition
+    is_file = condition.setting == ""
+    key = RunKey(
+        model_slug(model),
+        f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
+        condition.setting,
+        condition.responses,
+        max_length,
+        template,
+    )
+    identity = {
+        "model": model,
+        "dataset": condition.dataset,
+        "setting": condition.setting,
+        "responses": condition.responses,
+        "condition": condition.key if not is_file else f"file:{condition.dataset}",
+        "source_file": condition.relative_path if not is_file else str(resolved.path),
+        "data_sha256": resolved.sha256,
+        "data_sha256_ok": resolved.sha256_ok,
+        "max_length": max_length,
+        "template": template,
+    }
+    return key, identity
+
+
+def skip_record(identity: dict, index: int, reason: str) -> dict:
+    """One row of the skipped-samples table: the row labels of SKIP_COLUMNS (and the origin columns
+    of imported rows), the sample and why it was not computed."""
+    labels = [name for name in (*SKIP_COLUMNS, *ORIGIN_COLUMNS) if name in identity]
+    return {**{name: identity[name] for name in labels}, "sample_index": index, "reason": reason}
 
 
 class StoreError(StudyError, RuntimeError):

@@ -22,7 +22,7 @@ import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
 from analysis import profiles, registry, runlog
-from analysis.extract import gradients, models, plain, runner, spectra
+from analysis.extract import architectures, gradients, models, plain, runner, spectra
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 from analysis.study import pipeline
@@ -252,3 +252,35 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
     assert facts["chat_template_sha256"] == models.chat_template_sha256(char_tokenizer(CHAT_TEMPLATE))
     assert facts["transformers"] == runlog.package_versions(["transformers"])["transformers"]
     assert not math.isnan(read_results(results)["nuclear_norm"].iloc[0])
+
+
+def gpt2(vocab: int = 64):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_positions=64, n_embd=32, n_layer=2, n_head=2))
+
+
+def test_a_model_of_an_unsupported_architecture_is_one_line_naming_what_it_lacks():
+    with pytest.raises(architectures.ArchitectureError) as refused:
+        gradients.attention_projections(gpt2())
+    message = str(refused.value)
+    assert "\n" not in message and "'gpt2'" in message and "self_attn" in message and "attn.c_attn" in message
+
+
+def test_an_unsupported_model_folder_is_refused_before_its_weights_load(tmp_path):
+    folder = tmp_path / "gpt2"
+    tokenizer = char_tokenizer()
+    gpt2(len(tokenizer)).save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    with pytest.raises(architectures.ArchitectureError, match="model_type 'gpt2'.*no adapter"):
+        models.load(str(folder), template="base", device="cpu")
+
+
+def test_every_paper_model_names_an_adapter_and_its_original_parameters_round_trip():
+    names = {adapter.name for adapter in architectures.ADAPTERS}
+    for name, info in registry.PAPER_MODELS.items():
+        assert info.architecture in names, name
+        adapter = architectures.for_model_name(name)
+        assert adapter.original_name(3, "k") == "model.layers.3.self_attn.k_proj.weight"
+        assert adapter.original_key(adapter.original_name(3, "k")) == (3, "k")
+    assert architectures.for_model_name("google/gemma-2-9b").attention == "eager"

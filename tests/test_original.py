@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import cli, runlog
+from analysis import cli, data, runlog
 from analysis.extract import models, original, runner
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
@@ -191,7 +191,7 @@ def test_one_file_with_model_and_condition_through_the_command(tree, study_data_
     assert cli.main([*args, "--model", "Qwen/Qwen2-1.5B-Instruct", "--condition", "wiki/len100/correct"]) == 0
     assert set(read_results(out, model="Qwen/Qwen2-1.5B-Instruct")["template"]) == {"instruct"}
     log = runlog.latest(out)
-    assert log.profile["name"] == "import-original" and log.imports[0]["sha256"] == original.file_sha256(path)
+    assert log.profile["name"] == "import-original" and log.imports[0]["sha256"] == data.file_sha256(path)
     assert log.finished is not None
 
 

@@ -11,7 +11,6 @@ computes activation gradients and no weight gradient at all.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,29 +19,14 @@ import torch
 from torch import nn
 
 from analysis import layer_stats
-from analysis.extract import spectra
+from analysis.extract import architectures, spectra
 from analysis.vocabulary import PROJECTIONS
-
-_PROJECTION_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.([qkvo])_proj$")
 
 
 def attention_projections(model: nn.Module) -> dict[tuple[int, str], nn.Linear]:
-    """The model's ``layers.{i}.self_attn.{q,k,v,o}_proj`` modules keyed by (layer, projection)."""
-    found: dict[tuple[int, str], nn.Linear] = {}
-    for name, module in model.named_modules():
-        match = _PROJECTION_NAME.search(name)
-        if match and isinstance(module, nn.Linear):
-            found[(int(match.group(1)), match.group(2))] = module
-    if not found:
-        raise ValueError(
-            f"{type(model).__name__} has no modules named layers.<i>.self_attn.<q|k|v|o>_proj; "
-            "the study analyses Llama/Qwen/Gemma-style attention only"
-        )
-    n_layers = 1 + max(layer for layer, _ in found)
-    missing = [(i, p) for i in range(n_layers) for p in PROJECTIONS if (i, p) not in found]
-    if missing:
-        raise ValueError(f"{type(model).__name__} lacks attention projections {missing[:4]}")
-    return found
+    """The model's attention projections keyed by (layer, projection), as its architecture's adapter
+    names them (``analysis.extract.architectures``); one line naming what is missing otherwise."""
+    return architectures.projection_modules(model)
 
 
 @dataclass

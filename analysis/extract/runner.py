@@ -22,7 +22,7 @@ from tqdm.auto import tqdm
 from analysis import data, layer_stats, registry
 from analysis.extract import batching, gradients, models, prompts
 from analysis.settings import ExtractionSettings
-from analysis.store import ResultsStore, RunKey, StoreError
+from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 from analysis.vocabulary import PROJECTIONS
 
 # The per-sample columns of analysis.layer_stats: how each is read off a computed sample.
@@ -215,27 +215,7 @@ def plan_run(
     max_length = settings.max_length
     records = len(data.load_records(resolved.path))
     chosen = data.sample_ids(condition.dataset, records, settings.n_samples)  # a seeded random sample, not the first N
-    is_file = condition.setting == ""
-    key = RunKey(
-        registry.model_slug(model_name),
-        f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
-        condition.setting,
-        condition.responses,
-        max_length,
-        template,
-    )
-    identity = {
-        "model": model_name,
-        "dataset": condition.dataset,
-        "setting": condition.setting,
-        "responses": condition.responses,
-        "condition": condition.key if not is_file else f"file:{condition.dataset}",
-        "source_file": condition.relative_path if not is_file else str(resolved.path),
-        "data_sha256": resolved.sha256,
-        "data_sha256_ok": resolved.sha256_ok,
-        "max_length": max_length,
-        "template": template,
-    }
+    key, identity = run_labels(model_name, template, resolved, max_length)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
     required = layer_stats.computed_columns(entry_stats=settings.entry_stats)
     done = store.done_samples(key, retry_reasons=retried, required_columns=required)
@@ -244,8 +224,7 @@ def plan_run(
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
     """One row of the skipped-samples table."""
-    fields = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template")
-    return {**{name: identity[name] for name in fields}, "sample_index": index, "reason": reason}
+    return skip_record(identity, index, reason)
 
 
 def compute_samples(
