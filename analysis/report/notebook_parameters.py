@@ -17,16 +17,17 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import profiles, runlog
+from analysis import chapters, profiles, runlog
 from analysis.errors import StudyError
 from analysis.profiles import Profile
 
 DEFAULT_PROFILE = "cpu"
 PARAMETERS = ("profile", "results_dir", "data_dir", "models", "conditions")
-PAGE_PARAMETERS = {  # beyond the common ones
-    "reproducibility": ("benchmarks_file", "export_file"),
-    "original_comparison": ("compare_dirs",),
-}
+
+
+def page_parameters(notebook: str, root: Path = chapters.PROJECT_ROOT) -> tuple[str, ...]:
+    """A page's own parameters, beyond the common ones: the other names its parameters cell assigns."""
+    return tuple(name for name in chapters.parameters_of(notebook, root) if name not in PARAMETERS)
 
 
 class ParameterError(StudyError, ValueError):
@@ -44,7 +45,7 @@ class NotebookParameters:
     results_dir: Path
     data_dir: Path | None
     recorded: bool  # whether the profile comes from the results' run log
-    extra: dict = field(default_factory=dict)  # the page's own parameters (PAGE_PARAMETERS)
+    extra: dict = field(default_factory=dict)  # the page's own parameters (page_parameters)
 
     @property
     def n_samples(self) -> int | None:
@@ -130,7 +131,8 @@ def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
     if notebook not in profiles.NOTEBOOKS:
         raise ParameterError(f"unknown notebook {notebook!r}; notebooks: {', '.join(profiles.NOTEBOOKS)}")
     given = dict(given or {})
-    allowed = (*PARAMETERS, *PAGE_PARAMETERS.get(notebook, ()))
+    own = page_parameters(notebook)
+    allowed = (*PARAMETERS, *own)
     unknown = sorted(set(given) - set(allowed))
     if unknown:
         raise ParameterError(
@@ -144,7 +146,7 @@ def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
     profile, recorded = run_profile(name, results)
     models = _subset("models", given.get("models"), profile.models)
     conditions = _subset("conditions", given.get("conditions"), profile.conditions_for(notebook))
-    extra = {key: given.get(key) for key in PAGE_PARAMETERS.get(notebook, ())}
+    extra = {key: given.get(key) for key in own}
     return NotebookParameters(
         notebook, profile, models, conditions, results, _path("data_dir", given.get("data_dir"), True), recorded, extra
     )
