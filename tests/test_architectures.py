@@ -149,7 +149,11 @@ def test_stored_statistics_equal_the_plain_procedure(architecture, model_dirs, r
     loaded = models.load(str(model_dirs[architecture]), template="base", device="cpu")
     store = ResultsStore(tmp_path / "results")
     summary = runner.extract(
-        loaded, str(records_file), store, max_length=128, batch_size=3, token_budget=4096, progress=False
+        loaded,
+        str(records_file),
+        store,
+        ExtractionSettings(max_length=128, batch_size=3, token_budget=4096),
+        progress=False,
     )
     assert summary.computed == len(RECORDS) and not summary.skipped
     frame = read_results(tmp_path / "results")

@@ -12,6 +12,7 @@ import pytest
 
 from analysis import cli, data, runlog
 from analysis.extract import models, original, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
 
@@ -42,10 +43,8 @@ def extracted(tiny_model_dir, study_data_dir, tmp_path_factory):
             loaded,
             condition,
             store,
-            n_samples=3,
-            max_length=1024,
+            ExtractionSettings(n_samples=3, max_length=1024, entry_stats=True),
             data_dir=study_data_dir,
-            entry_stats=True,
             progress=False,
         )
     return read_results(root)
@@ -378,7 +377,12 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
         store = ResultsStore(results / "paper")
         for condition in E2E_CONDITIONS:
             runner.extract(
-                loaded, condition, store, n_samples=5, data_dir=study_data_dir, entry_stats=True, progress=False
+                loaded,
+                condition,
+                store,
+                ExtractionSettings(n_samples=5, entry_stats=True),
+                data_dir=study_data_dir,
+                progress=False,
             )
         fmt.write_from_rows(
             tmp_path / "source", original.folder_for(name), read_results(results / "paper", model=name), study_data_dir

@@ -129,11 +129,9 @@ def test_kept_spectra_round_trip_and_give_the_stored_nuclear_norm(tiny, study_da
             tiny,
             "aqua/simplified/correct",
             store,
-            n_samples=2,
-            max_length=1024,
+            ExtractionSettings(n_samples=2, max_length=1024, keep_spectra=keep),
             data_dir=study_data_dir,
             progress=False,
-            keep_spectra=keep,
         )
     a, b = read_results(tmp_path / "plain"), read_results(tmp_path / "kept")
     assert runner.SPECTRUM_COLUMN not in a.columns

@@ -386,18 +386,18 @@ def extract(
     store: ResultsStore,
     settings: ExtractionSettings | None = None,
     data_dir=None,
+    *,
     progress: bool = True,
-    **changes,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
     file), a seeded random sample of its records (``data.sample_ids``), writing to the store every
     ``settings.shard_size`` samples.
 
-    ``changes`` override single settings (``extract(loaded, spec, store, n_samples=3)``).
-    ``settings.keep_spectra`` also stores every gradient's singular values (column
+    ``settings`` None: the defaults of ``ExtractionSettings`` (one way to pass settings:
+    ``extract(loaded, spec, store, ExtractionSettings(n_samples=3))``). ``settings.keep_spectra`` also stores every gradient's singular values (column
     ``singular_values``, for the samples computed by this call).
     """
-    settings = (settings or ExtractionSettings()).but(**changes)
+    settings = settings or ExtractionSettings()
     first_plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
     with store.lock(first_plan.key):
         plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
