@@ -393,9 +393,10 @@ def extract(
     file), a seeded random sample of its records (``data.sample_ids``), writing to the store every
     ``settings.shard_size`` samples.
 
-    ``settings`` None: the defaults of ``ExtractionSettings`` (one way to pass settings:
-    ``extract(loaded, spec, store, ExtractionSettings(n_samples=3))``). ``settings.keep_spectra`` also stores every gradient's singular values (column
-    ``singular_values``, for the samples computed by this call).
+    ``settings`` None: the defaults of ``ExtractionSettings``, the one way to pass settings
+    (``extract(loaded, spec, store, ExtractionSettings(n_samples=3))``). ``settings.keep_spectra``
+    also stores every gradient's singular values (column ``singular_values``, for the samples
+    computed by this call).
     """
     settings = settings or ExtractionSettings()
     first_plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
