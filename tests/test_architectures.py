@@ -21,7 +21,7 @@ import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
-from analysis import profiles, registry, runlog
+from analysis import cli, profiles, registry, runlog
 from analysis.extract import architectures, gradients, models, plain, runner, spectra
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
@@ -261,7 +261,9 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
 def gpt2(vocab: int = 64):
     from transformers import GPT2Config, GPT2LMHeadModel
 
-    return GPT2LMHeadModel(GPT2Config(vocab_size=vocab, n_positions=64, n_embd=32, n_layer=2, n_head=2))
+    return GPT2LMHeadModel(
+        GPT2Config(vocab_size=vocab, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=2)
+    )
 
 
 def test_a_model_of_an_unsupported_architecture_is_one_line_naming_what_it_lacks():
@@ -271,13 +273,33 @@ def test_a_model_of_an_unsupported_architecture_is_one_line_naming_what_it_lacks
     assert "\n" not in message and "'gpt2'" in message and "self_attn" in message and "attn.c_attn" in message
 
 
-def test_an_unsupported_model_folder_is_refused_before_its_weights_load(tmp_path):
+def test_an_unsupported_model_folder_is_refused_before_its_weights_load(tmp_path, study_data_dir, capsys):
     folder = tmp_path / "gpt2"
     tokenizer = char_tokenizer()
     gpt2(len(tokenizer)).save_pretrained(folder, safe_serialization=True)
     tokenizer.save_pretrained(folder)
     with pytest.raises(architectures.ArchitectureError, match="model_type 'gpt2'.*no adapter"):
         models.load(str(folder), template="base", device="cpu")
+    capsys.readouterr()
+    code = cli.main(
+        [
+            "extract",
+            "--model",
+            str(folder),
+            "--template",
+            "base",
+            "--device",
+            "cpu",
+            "--data",
+            "aqua/none/correct",
+            "--out",
+            str(tmp_path / "r"),
+            "--data-dir",
+            str(study_data_dir),
+        ]
+    )
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(error) == 1 and "'gpt2'" in error[0] and "no adapter" in error[0]
 
 
 def test_every_paper_model_names_an_adapter_and_its_original_parameters_round_trip():
