@@ -174,7 +174,6 @@ class ResultsStore:
                     "wait for it to finish, or use a different --out"
                 ) from None
             self._remove_stale_temporaries(key)
-            self.drop_superseded(key)  # after a run stopped between writing rows and removing the rows they replace
             yield
         finally:
             handle.close()
@@ -204,29 +203,25 @@ class ResultsStore:
                     done.add(int(index))
         return done
 
-    def drop_superseded(self, key: RunKey) -> None:
-        """Remove the rows of samples that a part with more columns holds again (a sample computed
-        again for a column its first rows lacked), rewriting each such part atomically."""
-        files = _part_files(self.run_dir("rows", key))
-        columns = {f: _columns_of(f) for f in files}
-        if len({frozenset(c) for c in columns.values()}) < 2:
-            return
-        for stale in files:
-            fuller = [f for f in files if columns[stale] < columns[f]]
-            covered = _read_files(fuller, columns=["sample_index"])
-            if covered is None:
+    def remove_samples(self, key: RunKey, samples: set[int]) -> None:
+        """Remove the stored rows of these samples from this run's parts (each part rewritten
+        atomically): before a sample computed again is written, so that it is never stored twice."""
+        for path in _part_files(self.run_dir("rows", key)):
+            first, last = _index_range(path)
+            if not any(first <= s <= last for s in samples):
+                continue  # a part whose name's index range misses them is not opened
+            stored = pq.read_table(path, columns=["sample_index"]).column("sample_index")
+            if not pc.any(pc.is_in(stored, value_set=pa.array(sorted(samples), stored.type))).as_py():
                 continue
-            table = pq.read_table(stale)
-            keep = pc.invert(pc.is_in(table.column("sample_index"), value_set=covered.column("sample_index")))
-            if pc.all(keep).as_py():
-                continue
-            kept = table.filter(keep)
+            table = pq.read_table(path)
+            drop = pc.is_in(table.column("sample_index"), value_set=pa.array(sorted(samples), stored.type))
+            kept = table.filter(pc.invert(drop))
             if kept.num_rows == 0:
-                os.unlink(stale)
+                os.unlink(path)
                 continue
-            temporary = Path(stale).with_name(f".part-{uuid.uuid4().hex[:12]}.tmp")
+            temporary = Path(path).with_name(f".part-{uuid.uuid4().hex[:12]}.tmp")
             pq.write_table(kept, temporary)
-            _fsync_and_replace(temporary, Path(stale))
+            _fsync_and_replace(temporary, Path(path))
 
     def stored_values(self, key: RunKey, column: str) -> set:
         """Distinct values of one column among this run's stored rows."""
@@ -234,8 +229,9 @@ class ResultsStore:
         return set() if table is None else set(table.column(column).unique().to_pylist())
 
     def write(self, key: RunKey, rows: pd.DataFrame | None, skipped: pd.DataFrame | None) -> None:
-        """Append one part of results (and of skipped samples) atomically; earlier rows of the same
-        samples with fewer columns are then removed (:meth:`drop_superseded`)."""
+        """Append one part of results (and of skipped samples) atomically. Stored rows of the same
+        samples (computed again, for a column they lacked) are removed first (:meth:`remove_samples`):
+        if the write is interrupted in between, those samples are missing, and computed next time."""
         tag = uuid.uuid4().hex[:12]
         for kind, frame in (("skipped", skipped), ("rows", rows)):
             if frame is None or frame.empty:
@@ -246,9 +242,9 @@ class ResultsStore:
             final = directory / f"part-{first:06d}-{last:06d}-{tag}.parquet"
             temporary = directory / f".part-{tag}.tmp"
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
-            _fsync_and_replace(temporary, final)
             if kind == "rows":
-                self.drop_superseded(key)
+                self.remove_samples(key, {int(i) for i in frame["sample_index"].unique()})
+            _fsync_and_replace(temporary, final)
 
     def column_names(self, kind: str = "rows") -> list[str]:
         """The columns of the stored rows (the union over every part), in schema order."""
@@ -278,6 +274,15 @@ class ResultsStore:
 def _part_files(directory: Path) -> list[str]:
     """The part files below a directory, in path order (hidden temporaries left out)."""
     return sorted(str(p) for p in directory.rglob("part-*.parquet")) if directory.is_dir() else []
+
+
+def _index_range(path: str) -> tuple[int, int]:
+    """The first and last sample index a part holds, from its name ``part-<first>-<last>-<tag>``."""
+    try:
+        _, first, last, _ = Path(path).name.split("-", 3)
+        return int(first), int(last)
+    except ValueError:  # a part named otherwise: its samples are not bounded by its name
+        return -1, 1 << 62
 
 
 def _columns_of(path: str) -> set[str]:
