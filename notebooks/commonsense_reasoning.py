@@ -49,20 +49,20 @@ show_markdown(page.coverage())
 # number is the instructions behind the verdict. The claims:
 
 # %% tags=["remove-input"]
-sections.claims(("F1", "F2", "F3", "F4", "L", "L2"))
-sections.answers(page, ("F1", "F2", "F3", "F4", "L", "L2"))
+sections.claims(page)
+sections.answers(page)
 
 # %% [markdown]
 # The pooled answers with the numbers behind them (each part of a claim with its 95% interval):
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page, ("F1", "F2", "F3", "F4", "L", "L2"))
+sections.pooled_findings(page)
 
 # %% [markdown]
 # Every check per dataset:
 
 # %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page, ("F1", "F2", "F3", "F4", "L", "L2"))
+sections.tables_findings(page)
 
 # %% [markdown]
 # ## Layer curves

@@ -49,14 +49,14 @@ show_markdown(page.coverage())
 # number is the instructions behind the verdict. The claims:
 
 # %% tags=["remove-input"]
-sections.claims(("F5",))
-sections.answers(page, ("F5",))
+sections.claims(page)
+sections.answers(page)
 
 # %% [markdown]
 # The pooled answers with the numbers behind them (each part of a claim with its 95% interval):
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page, ("F5",))
+sections.pooled_findings(page)
 
 # %% [markdown]
 # ## Layer curves

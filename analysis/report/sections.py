@@ -11,22 +11,25 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.findings import checks as registry
 from analysis.findings import questions
-from analysis.findings.rules import CHECKS, SHARE_PART
 from analysis.report import beyond, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 from analysis.report.load import NOT_IMPORTED, imported_models, lacks
 from analysis.report.page import Page
 
 
-def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-    """The page's findings of ``checks`` as a table."""
+def findings_table(page: Page, checks: Sequence[str] | None = None) -> pd.DataFrame:
+    """The page's findings of ``checks`` (None: those its chapter shows) as a table."""
     return page.findings_table(checks)
 
 
-def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
-    """The verdict matrix figure and one paragraph per model."""
-    found = findings_table(page, checks)
+def answers(page: Page, *, scope: str | None = None) -> None:
+    """The verdict matrix figure of the checks the chapter shows (of one scope, if given), one
+    paragraph per model, and the figure of each such check that has one (``checks.Check.figure``;
+    the length checks' figure is in ``length``)."""
+    shown = page.checks(scope)
+    found = findings_table(page, shown)
     if found.empty:
         show_markdown("The data read here cover none of the checks.")
         return
@@ -35,30 +38,50 @@ def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
     )
     show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
     imported = imported_models(page.results.rows)
-    if "L" in checks and imported and not (found["check"] == "L").any():
+    missing = [c for c in shown if not (found["check"] == c).any()]
+    if imported and missing:
         show_markdown(
-            f"**L and L2: not available** for {', '.join(imported)}: the original study computed no "
-            "length-control condition, so the length questions have no verdict on its numbers."
+            f"**{' and '.join(missing)}: not available** for {', '.join(imported)}: the original study computed "
+            "no condition they need (the length checks: no length-control condition), so they have no verdict "
+            "on its numbers."
         )
     show_markdown(verdicts.summary_text(found))
+    check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
 
 
-def claims(checks: Sequence[str] = CHECKS) -> None:
-    """The claims checked, as a list."""
-    show_markdown(verdicts.claims_text(checks))
+def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> None:
+    """The figure of each of ``checks`` that declares one: a part per model and scope, with intervals."""
+    for check in registry.selected(checks):
+        figure = check.figure
+        if figure is None:
+            continue
+        rows = parts[parts["check"] == check.id] if len(parts) else parts
+        show_figure(
+            figures.part_forest(rows, figure.part, figure.x_label, reference=figure.reference, note=page.note())
+            if len(rows)
+            else None,
+            figure.caption,
+            empty=figure.empty,
+        )
 
 
-def pooled_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
-    """The pooled (family) findings with their numbers."""
+def claims(page: Page | None = None, *, scope: str | None = None) -> None:
+    """The claims the chapter checks (of one scope, if given; no page: every check), as a list."""
+    show_markdown(verdicts.claims_text(None if page is None else page.checks(scope)))
+
+
+def pooled_findings(page: Page, *, scope: str | None = None) -> None:
+    """The pooled (family) findings of the chapter's checks (of one scope, if given) with their numbers."""
     show_table(
-        verdicts.format_findings(findings_table(page, checks), pooled_only=True),
+        verdicts.format_findings(findings_table(page, page.checks(scope)), pooled_only=True),
         empty="No family has two datasets for a pooled verdict here.",
     )
 
 
-def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
-    """Every finding, per dataset and pooled, with its numbers (a long table)."""
-    show_table(verdicts.format_findings(findings_table(page, checks)))
+def tables_findings(page: Page, *, scope: str | None = None) -> None:
+    """Every finding of the chapter's checks (of one scope, if given), per dataset and pooled, with
+    its numbers (a long table)."""
+    show_table(verdicts.format_findings(findings_table(page, page.checks(scope))))
 
 
 def headline(page: Page) -> None:
@@ -155,27 +178,16 @@ def separability(page: Page) -> pd.DataFrame:
 def length(page: Page) -> None:
     """Is the fast/slow gap only length: the share of the Simplified vs Detailed gap left when
     Detailed CoT is cut to the Simplified length, with intervals, where the gap is established."""
-    found = page.findings_table(CHECKS)
-    parts = page.part_table(CHECKS)
-    has_length = bool(len(parts)) and bool((parts["check"] == "L").any())
+    found = page.findings_table()
+    parts = page.part_table()
+    has_length = bool(len(parts)) and bool(parts["check"].isin(registry.LENGTH_CHECKS).any())
     if imported_models(page.results.rows) and not has_length:
         show_markdown(
             "L (is the gap only length): not available; the original study computed no length-control "
             f"condition, and response token counts are {NOT_IMPORTED}."
         )
         return
-    figure = figures.part_forest(
-        parts[parts["check"] == "L"],
-        SHARE_PART,
-        "share of the Simplified vs Detailed gap left at equal length",
-        reference=0.0,
-        note=page.note(),
-    )
-    show_figure(
-        figure,
-        "Length: share of the Simplified vs Detailed gap left at equal length, with intervals",
-        empty="No Simplified vs Detailed gap is established here, so no share is shown.",
-    )
+    check_figures(page, registry.LENGTH_CHECKS, parts)
     show_markdown(beyond.length_paragraph(found))
 
 
