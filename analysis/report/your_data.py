@@ -33,7 +33,7 @@ from analysis.registry import resolve_template, scratch_name
 from analysis.report import plots
 from analysis.report.figures import curves_and_bands
 from analysis.report.load import ReportError, figure_note, sampled
-from analysis.report.notebook_parameters import ParameterError
+from analysis.report.notebook_parameters import integer, positive_int, reject_unknown, wrong_kind
 from analysis.settings import MAX_LENGTH
 from analysis.store import ResultsStore
 
@@ -74,26 +74,19 @@ PARAMETERS = (
 
 def check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
     """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
-
-    def fail(name: str, expected: str, value) -> None:
-        raise ParameterError(f"notebook parameter {name}: expected {expected}, got {value!r}")
-
     files = [data_files] if isinstance(data_files, str) else data_files
     if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
-        fail("data_files", "one or more data file paths", data_files)
-    if n_samples is not None and not (isinstance(n_samples, int) and n_samples > 0):
-        fail("n_samples", "a positive integer or None", n_samples)
+        raise wrong_kind("data_files", "one or more data file paths", data_files)
+    positive_int("n_samples", n_samples, allow_none=True)
     if reference_conditions is not None:
         if not isinstance(reference_conditions, (list, tuple)) or not reference_conditions:
-            fail("reference_conditions", "a list of condition keys or None", reference_conditions)
+            raise wrong_kind("reference_conditions", "a list of condition keys or None", reference_conditions)
         for key in reference_conditions:
             if key not in data.REGISTRY:
-                fail("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
-    for name, value in (("max_length", max_length), ("n_resamples", n_resamples)):
-        if not (isinstance(value, int) and value > 0):
-            fail(name, "a positive integer", value)
-    if not isinstance(seed, int):
-        fail("seed", "an integer", seed)
+                raise wrong_kind("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
+    positive_int("max_length", max_length)
+    positive_int("n_resamples", n_resamples)
+    integer("seed", seed)
 
 
 def user_label(path: Path, taken: set[str]) -> str:
@@ -192,12 +185,7 @@ class YourData:
     def from_parameters(cls, given: dict) -> YourData:
         """The page of the parameters it was given (name -> value): unknown names and values of
         the wrong kind stop it with one line naming the parameter."""
-        unknown = sorted(set(given) - set(PARAMETERS))
-        if unknown:
-            raise ParameterError(
-                f"notebook parameter {unknown[0]}: your_data has no such parameter (misspelt?); "
-                f"its parameters: {', '.join(PARAMETERS)}"
-            )
+        reject_unknown("your_data", given, PARAMETERS)
         values = {name: given.get(name) for name in PARAMETERS}
         values["max_length"] = values["max_length"] or MAX_LENGTH
         check_parameters(
