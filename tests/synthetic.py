@@ -13,6 +13,27 @@ PROJS = ("q", "k", "v", "o")
 # the default profile's two offline models, as the synthetic tables name them: (template, layers)
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
 MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
+# The paper's picture in levels: fast thinking large, slow thinking small, Detailed CoT cut to the
+# Simplified length between Simplified and full Detailed CoT, every Wiki setting alike.
+LEVEL = {
+    "none": 3.0,
+    "simplified": 2.0,
+    "detailed": 1.0,
+    "detailed_cut_none": 1.0,
+    "detailed_cut_simplified": 1.4,
+    "len100": 1.0,
+    "len500": 1.0,
+    "len1000": 1.0,
+    "unpopular": 1.0,
+}
+# ... and in bumpiness from layer to layer (the reasoning settings; each test sets the Wiki ones)
+REASONING_WIGGLE = {
+    "none": 1.0,
+    "simplified": 0.3,
+    "detailed": 0.05,
+    "detailed_cut_none": 0.05,
+    "detailed_cut_simplified": 0.05,
+}
 TYPICAL_TOKENS = {
     "none": 4,
     "simplified": 60,

@@ -11,7 +11,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions, record_run, write_store
+from synthetic import (
+    BASE,
+    INSTRUCT,
+    LEVEL,
+    MODELS,
+    REASONING_WIGGLE,
+    make_results,
+    reasoning_conditions,
+    record_run,
+    write_store,
+)
 
 from analysis import data, runlog, vocabulary
 from analysis.findings import metrics, questions
@@ -21,29 +31,12 @@ from analysis.report.display import styled_table
 from analysis.report.load import ReportError, coverage_message, figure_note, load_results, require_rows
 from analysis.report.page import Page
 
-SCALE = {
-    "none": 3.0,
-    "simplified": 2.0,
-    "detailed": 1.0,
-    "detailed_cut_none": 1.0,
-    "detailed_cut_simplified": 1.4,
-    "len100": 1.0,
-    "len1000": 1.0,
-}
-WIGGLE = {
-    "none": 1.0,
-    "simplified": 0.3,
-    "detailed": 0.05,
-    "detailed_cut_none": 0.05,
-    "detailed_cut_simplified": 0.05,
-    "len100": 0.05,
-    "len1000": 0.05,
-}
+WIGGLE = {**REASONING_WIGGLE, "len100": 0.05, "len1000": 0.05}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
     """Fast thinking large and bumpy, slow thinking small and smooth; irrelevant detailed larger."""
-    curve = SCALE[setting] + WIGGLE[setting] * np.sin(1.7 * layers) ** 2
+    curve = LEVEL[setting] + WIGGLE[setting] * np.sin(1.7 * layers) ** 2
     if responses == "irrelevant" and setting in ("detailed", "detailed_cut_none"):
         curve = 1.5 * curve
     return curve

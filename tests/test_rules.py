@@ -4,34 +4,13 @@ no effect with few samples stays unresolved, and too few samples get no verdict.
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions
+from synthetic import BASE, INSTRUCT, LEVEL, MODELS, REASONING_WIGGLE, make_results, reasoning_conditions
 
 from analysis.findings import check_parts, checks, pooling, rules
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED
 
-LEVEL = {
-    "none": 3.0,
-    "simplified": 2.0,
-    "detailed": 1.0,
-    "detailed_cut_none": 1.0,
-    "detailed_cut_simplified": 1.4,
-    "len100": 1.0,
-    "len500": 1.0,
-    "len1000": 1.0,
-    "unpopular": 1.0,
-}
-WIGGLE = {
-    "none": 1.0,
-    "simplified": 0.3,
-    "detailed": 0.05,
-    "detailed_cut_none": 0.05,
-    "detailed_cut_simplified": 0.05,
-    "len100": 0.3,
-    "len500": 0.3,
-    "len1000": 0.3,
-    "unpopular": 0.3,
-}
+WIGGLE = {**REASONING_WIGGLE, "len100": 0.3, "len500": 0.3, "len1000": 0.3, "unpopular": 0.3}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
