@@ -108,3 +108,31 @@ def test_notebooks_name_no_check():
     for notebook in (ROOT / "notebooks").glob("*.py"):
         code = [line for line in notebook.read_text().splitlines() if not line.lstrip().startswith("#")]
         assert not [line for line in code if literal.search(line)], notebook.name
+
+
+def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table(monkeypatch):
+    """A scope the study does not have yet (e.g. per training run) is one runner; its check is
+    declared like any other and its findings land in the same table."""
+    from analysis.findings.bootstrap import Estimate
+    from analysis.findings.rules import Finding
+
+    def per_run(check, inputs):
+        return [
+            Finding(check.id, run, run, False, tuple(check.parts(values)))
+            for run, values in inputs.extra["runs"].items()
+        ]
+
+    def parts(values):
+        draws = np.asarray(values)
+        return [Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0)]
+
+    monkeypatch.setattr(checks, "SCOPES", dict(checks.SCOPES))
+    monkeypatch.setattr(checks, "REGISTRY", list(checks.REGISTRY))
+    checks.register_scope("per training run", per_run)
+    checks.register(checks.Check("T1", "Training lowers the loss", "per training run", parts, ("summary",), ("gap",)))
+    found = checks.run_checks({}, ("T1",), extra={"runs": {"run-a": np.linspace(0.5, 1.5, 400)}})
+    table = checks.findings_table(found)
+    assert list(table["check"]) == ["T1"] and table["verdict"].iloc[0] == "holds"
+    assert table["claim"].iloc[0] == "Training lowers the loss"
+    with pytest.raises(checks.CheckError, match="unknown scope"):
+        checks.register(checks.Check("T2", "x", "per week", parts, (), ()))

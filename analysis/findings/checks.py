@@ -9,7 +9,8 @@ matrix, the pages' paragraphs and figures, the methods page's table of claims an
 tables all iterate over ``REGISTRY``.
 
 To add a check: write its parts function and add one ``Check`` to ``REGISTRY``. A check of a new
-scope (e.g. per training run) adds one runner to ``SCOPES`` (and what it reads to ``Inputs``).
+scope (e.g. per training run) adds one runner to ``SCOPES`` (``register_scope``); what it reads
+comes in ``Inputs.extra``.
 """
 
 from __future__ import annotations
@@ -175,6 +176,13 @@ def get(check_id: str) -> Check:
     raise CheckError(f"unknown check {check_id!r}; checks: {', '.join(all_ids())}")
 
 
+def register_scope(scope: str, runner: Callable[[Check, Inputs], list[Finding]]) -> None:
+    """Add a scope: its runner turns one check and the inputs into findings (see ``_per_model``)."""
+    if scope in SCOPES:
+        raise CheckError(f"scope {scope!r} is declared twice")
+    SCOPES[scope] = runner
+
+
 def register(check: Check) -> Check:
     """Add a check at the end of the registry (its scope must have a runner in ``SCOPES``)."""
     if check.id in all_ids():
@@ -214,6 +222,7 @@ class Inputs:
     reference: dict[str, CurveDraws] = field(default_factory=dict)
     pairs: dict[str, str] = field(default_factory=dict)
     declared: dict[str, str] | None = None
+    extra: dict[str, object] = field(default_factory=dict)  # what the runners of other scopes read, by name
 
 
 def _per_model(check: Check, inputs: Inputs) -> list[Finding]:
@@ -278,10 +287,12 @@ def run_checks(
     reference: dict[str, CurveDraws] | None = None,
     pairs: dict[str, str] | None = None,
     declared: dict[str, str] | None = None,
+    extra: dict[str, object] | None = None,
 ) -> list[Finding]:
     """Every registered check in ``checks`` (None: all) that the curves cover, each by its scope's
-    runner (``SCOPES``): per dataset and pooled per family, or per Wiki files."""
-    inputs = Inputs(draws, identical or {}, reference or {}, pairs or {}, declared)
+    runner (``SCOPES``): per dataset and pooled per family, or per Wiki files (``extra``: what the
+    runners of other scopes read, e.g. training runs)."""
+    inputs = Inputs(draws, identical or {}, reference or {}, pairs or {}, declared, extra or {})
     out: list[Finding] = []
     for check in selected(checks):
         out += SCOPES[check.scope](check, inputs)
