@@ -38,12 +38,11 @@ def answers(page: Page, *, scope: str | None = None) -> None:
     )
     show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
     imported = imported_models(page.results.rows)
-    missing = [c for c in shown if not (found["check"] == c).any()]
-    if imported and missing:
+    length = [c for c in registry.LENGTH_CHECKS if c in shown]
+    if imported and length and not found["check"].isin(length).any():
         show_markdown(
-            f"**{' and '.join(missing)}: not available** for {', '.join(imported)}: the original study computed "
-            "no condition they need (the length checks: no length-control condition), so they have no verdict "
-            "on its numbers."
+            f"**{' and '.join(length)}: not available** for {', '.join(imported)}: the original study computed no "
+            "length-control condition, so the length questions have no verdict on its numbers."
         )
     show_markdown(verdicts.summary_text(found))
     check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
