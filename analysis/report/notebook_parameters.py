@@ -14,6 +14,7 @@ not declare. So each page notes the names it has before its ``parameters`` cell
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -79,6 +80,37 @@ def _fail(name: str, expected: str, value) -> ParameterError:
     return ParameterError(f"notebook parameter {name}: expected {expected}, got {value!r} ({type(value).__name__})")
 
 
+def wrong_kind(name: str, expected: str, value) -> ParameterError:
+    """The one-line error of a parameter whose value is not of the kind ``expected`` names."""
+    return _fail(name, expected, value)
+
+
+def reject_unknown(notebook: str, given: dict, allowed: Sequence[str]) -> None:
+    """Stop at the first name in ``given`` that ``notebook`` has no parameter of (papermill only warns)."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"notebook parameter {unknown[0]}: {notebook} has no such parameter (misspelt?); "
+            f"its parameters: {', '.join(allowed)}"
+        )
+
+
+def positive_int(name: str, value, *, allow_none: bool = False) -> int | None:
+    """``value`` checked to be a positive integer (or None where ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if not (isinstance(value, int) and value > 0):
+        raise _fail(name, "a positive integer" + (" or None" if allow_none else ""), value)
+    return value
+
+
+def integer(name: str, value) -> int:
+    """``value`` checked to be an integer."""
+    if not isinstance(value, int):
+        raise _fail(name, "an integer", value)
+    return value
+
+
 def _subset(name: str, value, available: tuple[str, ...]) -> tuple[str, ...]:
     """``value`` (a name, a list of names or None for all) checked against what the run holds."""
     if value is None:
@@ -132,13 +164,7 @@ def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
         raise ParameterError(f"unknown notebook {notebook!r}; notebooks: {', '.join(profiles.NOTEBOOKS)}")
     given = dict(given or {})
     own = page_parameters(notebook)
-    allowed = (*PARAMETERS, *own)
-    unknown = sorted(set(given) - set(allowed))
-    if unknown:
-        raise ParameterError(
-            f"notebook parameter {unknown[0]}: {notebook} has no such parameter (misspelt?); "
-            f"its parameters: {', '.join(allowed)}"
-        )
+    reject_unknown(notebook, given, (*PARAMETERS, *own))
     name = given.get("profile", DEFAULT_PROFILE)
     if not isinstance(name, str) or not name:
         raise _fail("profile", "a profile name", name)
