@@ -2,7 +2,9 @@
 
 ``quick`` is a smoke run (minutes, for tests and first looks), ``cpu`` the default study on the
 two offline models, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
-on the original study's released statistics (imported, not computed). The conditions of every profile
+on the original study's released statistics (imported, not computed); ``training`` and
+``training-paper`` fine-tune a model (``analysis.train``) and execute only the chapter that
+``_toc.yml`` keeps to their source. The conditions of every profile
 and of every notebook family are derived from ``analysis.data``, never listed by hand.
 """
 
@@ -10,19 +12,28 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis import data, registry, vocabulary
+from analysis import chapters, data, registry, vocabulary
 from analysis.errors import StudyError
 from analysis.settings import MAX_LENGTH, TRAINING_ARMS, ExtractionSettings, TrainingSettings
 
-FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
-SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "original_comparison", "reproducibility")
-# Book order: the landing page, the families, then the pages that read every condition.
-NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
-# The chapter of the training profiles, executed by them alone (the other profiles' books leave it out).
-TRAINING_NOTEBOOKS = ("during_training",)
+
+def pages(root=chapters.PROJECT_ROOT, source: str | None = None) -> tuple[str, ...]:
+    """The notebooks a profile's book executes, in book order: the chapters of ``_toc.yml`` that no
+    command of their own makes and that are not kept to the profiles of one source (``source``: the
+    chapters kept to the profiles of that source instead)."""
+    return tuple(c.name for c in chapters.chapters(root) if c.standalone is None and c.source == source)
+
+
+# The book's chapters (analysis.chapters reads them from _toc.yml), by what they read.
+CHAPTERS = chapters.chapters()
+NOTEBOOKS = pages()  # a profile's pages, in book order
+FAMILY_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.family)  # each reads its own family's conditions
+SUMMARY_NOTEBOOKS = tuple(n for n in NOTEBOOKS if n not in FAMILY_NOTEBOOKS)  # each reads every condition
+# The profile sources that execute chapters of their own (meta ``source`` in _toc.yml), e.g. training.
+OWN_CHAPTER_SOURCES = tuple(dict.fromkeys(c.source for c in CHAPTERS if c.source is not None))
 # Notebooks that take other parameters than a profile's and run by their own command
 # (``python -m analysis profile-data``), never as part of a profile's book.
-STANDALONE_NOTEBOOKS = ("your_data",)
+STANDALONE_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.standalone is not None)
 # The reference datasets of the your-data page: their None, Simplified and Detailed CoT files.
 REFERENCE_DATASETS = ("aqua", "gsm8k")
 
@@ -60,8 +71,8 @@ class Profile:
     training: TrainingSettings | None = None
 
     def conditions_for(self, notebook: str) -> tuple[str, ...]:
-        """The profile's conditions that a notebook reads (all of them for the summary pages)."""
-        if notebook in SUMMARY_NOTEBOOKS:
+        """The profile's conditions that a notebook reads (its family's for a family page, else all)."""
+        if notebook not in FAMILY_NOTEBOOKS:
             return self.conditions
         wanted = set(family_conditions(notebook))
         return tuple(c for c in self.conditions if c in wanted)
@@ -86,8 +97,9 @@ class Profile:
         )
 
     def notebooks(self) -> tuple[str, ...] | None:
-        """The notebooks a run of this profile executes (None: every profile page)."""
-        return TRAINING_NOTEBOOKS if self.source == "training" else None
+        """The notebooks a run of this profile executes: the chapters kept to its source, if it
+        has any (``_toc.yml`` meta ``source``), else None (every profile page)."""
+        return pages(source=self.source) if self.source in OWN_CHAPTER_SOURCES else None
 
 
 def family_conditions(family: str) -> tuple[str, ...]:

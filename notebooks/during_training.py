@@ -19,12 +19,8 @@
 # the None-CoT response length (the same instructions and the same response tokens as the None
 # arm), each under several seeds; at checkpoints the gradients of held-out probe instructions are
 # extracted exactly as in the other chapters, and the change of every attention projection since
-# step 0 is measured. Three questions:
-#
-# - **T1** Does the step-0 nuclear-norm curve predict where training moves the weights (Spearman
-#   correlation across layers, per projection)?
-# - **T2** Does training on None CoT change the early layers more than training on Detailed CoT?
-# - **T3** Does the None / Detailed gap of F1 persist after K steps of each arm?
+# step 0 is measured. The questions, each checked like the paper's findings, are listed below with
+# the runs' settings; their verdicts follow.
 #
 # Methods: [methods](../methods.md), section "During training". Intervals are 95% intervals over
 # the probe instructions and the seeds.
@@ -45,16 +41,18 @@ data_dir = None  # unused here: the page reads the results directory only
 page = training.TrainingPage.from_parameters(given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
+show_markdown(training.claims())
 show_markdown(page.setup())
 
 # %% [markdown]
 # ## Verdicts
 #
 # "holds": every deciding part's interval lies on the claim's side; "too few samples": fewer than
-# five instructions (for T2: seeds) behind a part. T2's unit is the seed, because the weight change
-# does not depend on the probes.
+# five instructions (for the weight change between arms: seeds) behind a part. The comparison of the
+# arms' weight changes has the seed as its unit, because the weight change does not depend on the probes.
 
 # %% tags=["remove-input"]
+show_figures(training.verdict_matrix(page))
 show_table(training.verdict_table(page))
 
 # %% [markdown]

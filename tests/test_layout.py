@@ -11,7 +11,7 @@ from analysis.study import book
 PACKAGE = Path(__file__).resolve().parents[1] / "analysis"
 # Stages in the order the data flow through them; a module may import from its own stage and earlier ones.
 STAGES = [
-    ("errors", "vocabulary", "settings", "registry", "formatting"),
+    ("errors", "layer_stats", "vocabulary", "settings", "registry", "formatting", "chapters"),
     ("data",),
     ("profiles",),
     ("store", "runlog"),
@@ -87,5 +87,7 @@ def test_the_pages_and_the_findings_do_not_import_torch():
     assert done.stdout.strip() == "False"
 
 
-def test_the_book_chapters_are_the_profile_pages_then_the_standalone_ones():
-    assert book.toc_chapters() == [*profiles.NOTEBOOKS, *profiles.TRAINING_NOTEBOOKS, *profiles.STANDALONE_NOTEBOOKS]
+def test_the_book_chapters_are_the_profile_pages_then_the_training_one_then_the_standalone_ones():
+    training = profiles.pages(source="training")
+    assert training == ("during_training",)
+    assert book.toc_chapters() == [*profiles.NOTEBOOKS, *training, *profiles.STANDALONE_NOTEBOOKS]

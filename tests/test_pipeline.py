@@ -62,7 +62,7 @@ def test_every_page_marks_its_names_then_a_hidden_parameters_cell_then_one_check
 
     sources = book.notebook_sources(ROOT)
     assert [p.stem for p in sources] == list(profiles.NOTEBOOKS)
-    for source in sources + book.notebook_sources(ROOT, profiles.TRAINING_NOTEBOOKS):
+    for source in sources + book.notebook_sources(ROOT, profiles.pages(source="training")):
         notebook = jupytext.read(source)
         code = [c for c in notebook.cells if c.cell_type == "code"]
         assert "names_before_parameters = names_defined(globals())" in code[0].source, source
@@ -213,7 +213,9 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
     import yaml
 
     book.copy_book_sources(ROOT, tmp_path)
-    toc = yaml.safe_load(book.table_of_contents(tmp_path, only=profiles.TRAINING_NOTEBOOKS).read_text())
+    own = profiles.get_profile("training").notebooks()
+    assert own == profiles.get_profile("training-paper").notebooks() == ("during_training",)
+    toc = yaml.safe_load(book.table_of_contents(tmp_path, only=own).read_text())
     assert toc["root"] == "book/notebooks/during_training"
     assert [c["file"] for part in toc["parts"] for c in part["chapters"]] == ["book/methods", "book/references"]
     assert [p.stem for p in book.notebook_sources(ROOT, profiles.get_profile("training").notebooks())] == [

@@ -91,7 +91,7 @@ def test_step_zero_probes_equal_a_plain_extraction(reference, tiny_model_dir, st
     loaded = fresh(tiny_model_dir)
     store = ResultsStore(tmp_path / "plain")
     for spec in loop.probe_conditions(SETTINGS):
-        runner.extract(loaded, spec, store, EXTRACTION, study_data_dir, progress=False, n_samples=SETTINGS.n_probes)
+        runner.extract(loaded, spec, store, EXTRACTION.but(n_samples=SETTINGS.n_probes), study_data_dir, progress=False)
     plain = read_results(tmp_path / "plain").sort_values(["condition", "sample_index", "layer", "proj"])
     rows, _, _ = results(reference)
     step0 = rows[rows["model"] == run_id(loaded).probe_model(0)].sort_values(
@@ -214,9 +214,15 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     verdicts = page_module.verdict_table(page)
     assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3"]
     assert set(verdicts["verdict"]) == {"too few samples"}  # 2 probes, 2 seeds
-    for figures in (page_module.loss_curves(page), page_module.probe_curves(page), page_module.weight_change(page)):
+    for figures in (
+        page_module.loss_curves(page),
+        page_module.probe_curves(page),
+        page_module.weight_change(page),
+        page_module.verdict_matrix(page),
+    ):
         assert len(figures) == 1
-    assert set(page_module.error_rates(page, reps=3)["check"]) == {"T1", "T2", "T3"}
+    assert page_module.error_rates(page, reps=3)["checks"].tolist() == ["T1", "T2", "T3"]
+    assert "**T2**: " in page_module.claims()
 
 
 @pytest.mark.slow

@@ -13,7 +13,8 @@ The designs (``Design``) are named after the checks whose quantity they simulate
 - ``gap``: a paired difference of mean logs between a noisy fast setting and a quiet slow one
   (F1, the length control L and L2, F3 under Detailed CoT, F4);
 - ``same``: the same quantity tested for lying within the margin (F3 under None CoT, F5's Wiki part);
-- ``roughness``: the noise-corrected roughness of a noisy and a quiet log curve (F2, F5's contrast).
+- ``roughness``: the noise-corrected roughness of a noisy and a quiet log curve (F2, F5's contrast);
+- the rules of the training checks (``training_calibration.RULES``), in a training run's design.
 
 ``false_holds_table`` gives the share of "holds" when the claim is false at its boundary (no effect,
 or a true value exactly at the margin), for the rules of this book and, for comparison, the rules
@@ -32,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.findings import metrics
+from analysis.findings import checks, metrics, training_calibration
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
@@ -45,8 +46,28 @@ from analysis.findings.rules import (
 )
 
 N_LAYERS = 18
+# The simulated rules, in the order of the tables; each registered check names those that measure
+# its error rates (``checks.Check.calibrated_by``). "paper MAD" is the former F2 rule, for comparison.
+# The rules of the training checks are simulated in a training run's design (``training_calibration``).
+RULES = ("gap", "same", "not better", "roughness", "paper MAD", *training_calibration.RULES)
 # the rules whose claim can be made true in the simulation (for the false "does not hold" rate)
-FAILS_CHECKS = ("gap", "same", "not better", "roughness")
+FAILS_RULES = ("gap", "same", "not better", "roughness")
+
+
+class CalibrationError(checks.CheckError):
+    """A check names a rule that has no simulation here."""
+
+
+def checks_by_rule() -> dict[str, tuple[str, ...]]:
+    """rule -> the registered checks whose error rates it measures, in ``RULES`` order (rules no
+    check names left out)."""
+    named = {}
+    for check in checks.REGISTRY:
+        for rule in check.calibrated_by:
+            if rule not in RULES:
+                raise CalibrationError(f"check {check.id!r}: no simulation of rule {rule!r}; rules: {', '.join(RULES)}")
+            named.setdefault(rule, []).append(check.id)
+    return {rule: tuple(named[rule]) for rule in RULES if rule in named}
 
 
 @dataclass(frozen=True)
@@ -205,23 +226,30 @@ def false_fails(check: str, design: Design, reps: int = 1000, n_resamples: int =
 
 
 def false_holds_table(
-    n: int = 5, reps: int = 1000, n_resamples: int = 400, seed: int = 0, checks: Sequence[str] | None = None
+    n: int = 5,
+    reps: int = 1000,
+    n_resamples: int = 400,
+    seed: int = 0,
+    rules: Sequence[str] | None = None,
+    training: training_calibration.TrainingDesign | None = None,
 ) -> pd.DataFrame:
-    """``false_holds`` of every rule in every design of ``study_designs(n)`` (nominal: 2.5%), and
-    ``false_fails`` of the book's rules (nominal: at most 2.5%)."""
-    checks = checks or ("gap", "same", "not better", "roughness", "paper MAD")
+    """``false_holds`` of every rule that a registered check names (``checks_by_rule``; or of
+    ``rules``) in every design of ``study_designs(n)`` (nominal: 2.5%), and ``false_fails`` of the
+    book's rules (nominal: at most 2.5%), with the checks each rule stands for. The rules of the
+    training checks are simulated in ``training`` (default: ``n`` probes, five seeds, eight layers)."""
+    by_rule = checks_by_rule()
+    rules = rules or tuple(by_rule)
     rows = []
     for i, (name, design) in enumerate(study_designs(n).items()):
-        for j, check in enumerate(checks):
-            rate = false_holds(check, design, reps, n_resamples, seed + 100 * i + j)
+        for j, rule in enumerate(r for r in rules if r not in training_calibration.RULES):
+            rate = false_holds(rule, design, reps, n_resamples, seed + 100 * i + j)
             wrong_fails = (
-                false_fails(check, design, reps, n_resamples, seed + 100 * i + j + 50)
-                if check in FAILS_CHECKS
-                else None
+                false_fails(rule, design, reps, n_resamples, seed + 100 * i + j + 50) if rule in FAILS_RULES else None
             )
             rows.append(
                 {
-                    "rule": check,
+                    "rule": rule,
+                    "checks": ", ".join(by_rule.get(rule, ())),
                     "design": name,
                     "instructions": design.label,
                     "reps": reps,
@@ -229,7 +257,29 @@ def false_holds_table(
                     "does not hold when true": math.nan if wrong_fails is None else wrong_fails,
                 }
             )
+    rows += _training_rows(rules, by_rule, n, reps, n_resamples, seed, training)
     return pd.DataFrame(rows)
+
+
+def _training_rows(rules, by_rule, n, reps, n_resamples, seed, design) -> list[dict]:
+    """The rows of the training rules among ``rules``, from one set of simulations they share."""
+    simulated = [r for r in rules if r in training_calibration.RULES]
+    if not simulated:
+        return []
+    design = design or training_calibration.TrainingDesign(n=n)
+    rates = training_calibration.false_holds(design, reps, n_resamples, seed)
+    return [
+        {
+            "rule": rule,
+            "checks": ", ".join(by_rule.get(rule, ())),
+            "design": "training runs",
+            "instructions": design.label,
+            "reps": reps,
+            "holds when false": rates[rule],
+            "does not hold when true": math.nan,
+        }
+        for rule in simulated
+    ]
 
 
 def _coverage_row(name: str, design: Design, values: Sequence[tuple[Estimate, float]], level: float) -> dict:

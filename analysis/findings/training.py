@@ -1,6 +1,9 @@
 """The questions of the chapter "During training", T1-T3, as claims checked with intervals.
 
-Each question is a list of parts (``rules.Part``) decided by ``rules.decide``, as F1-F5 are. The
+Each question is a check of the registry (``checks.REGISTRY``, scope "per training run": claim,
+chapter and calibration declared there); this module holds their parts (``t1``, ``t2``, ``t3``:
+lists of ``rules.Part`` decided by ``rules.decide``, as F1-F5's are) and the runner of their scope
+(``per_training_run``), which reads ``TrainingRuns`` from ``checks.Inputs.extra``. The
 probe statistics are the store's rows of the training checkpoints (``analysis.train.naming``);
 the weight change is the runs' own table. Every quantity is a mean over the probe instructions
 and the seeds; its resamples resample both (the instructions with one resampling shared by every
@@ -33,14 +36,8 @@ from analysis.findings.rules import Finding, Part
 from analysis.train.naming import is_probe_model, parse_probe_model
 from analysis.vocabulary import PROJECTIONS
 
-TRAINING_CLAIMS = {
-    "T1": "The step-0 nuclear-norm curve of a setting predicts where training on it changes the weights: "
-    "its Spearman correlation across layers with the weight change after K steps is positive",
-    "T2": "Training on None CoT changes the early layers more than training on Detailed CoT, and "
-    "more so than the late layers",
-    "T3": "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm",
-}
-TRAINING_CHECKS = tuple(TRAINING_CLAIMS)
+# The key under which ``checks.Inputs.extra`` holds the training runs (``TrainingRuns``).
+TRAINING_RUNS = "training runs"
 RUN_COLUMNS = ("base_model", "run", "step", "arm", "seed")
 
 
@@ -157,7 +154,7 @@ def t1_parts(probes, change, resampling: TrainingResampling, arm: str, step: int
     value = spearman_rows(curve.T, shift.T).mean()
     draws = spearman_rows(np.swapaxes(curve_draws, 1, 2), np.swapaxes(shift_draws, 1, 2)).mean(axis=1)
     estimate = _estimate(value, draws, resampling.dataset, len(resampling.ids))
-    return [Part(f"Spearman(step-0 curve, change after {step} steps)", estimate, "above", 0.0, float, arm)]
+    return [Part(f"Spearman(step-0 curve, change after {step} steps)", estimate, "above", 0.0, float, group=arm)]
 
 
 def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "none", slow: str = "detailed"):
@@ -194,7 +191,9 @@ def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> lis
             return None
         value, draws = resampling.mean((fast - slow).mean(axis=(2, 3)))
         estimate = _estimate(value, draws, resampling.dataset, len(resampling.ids))
-        parts.append(Part(f"None / Detailed at step {at} x", estimate, "above", 0.0, _times, arm, decides))
+        parts.append(
+            Part(f"None / Detailed at step {at} x", estimate, "above", 0.0, _times, group=arm, decides=decides)
+        )
     return parts
 
 
@@ -205,44 +204,81 @@ def common_probes(probes: pd.DataFrame) -> np.ndarray:
     return np.sort(np.array(sorted(frozenset.intersection(*groups.tolist())), dtype=int))
 
 
-def training_findings(
-    probes: pd.DataFrame, change: pd.DataFrame, step: int | None = None, n_resamples: int = 1000, seed: int = 0
-) -> list[Finding]:
-    """T1 (per probed arm), T2 and T3 (per arm) of every base model, at ``step`` (default: the
-    last step that every run reached)."""
-    probes = with_run_columns(probes) if "arm" not in probes else probes
-    findings = []
+@dataclass(frozen=True)
+class TrainingRuns:
+    """What the checks of the training runs read (``checks.Inputs.extra[TRAINING_RUNS]``): the
+    probe rows of the store, the runs' weight changes, the step K of the verdicts (None: the last
+    step every run of a model reached) and the bootstrap's resamples and seed."""
+
+    probes: pd.DataFrame
+    change: pd.DataFrame
+    step: int | None = None
+    n_resamples: int = 1000
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class ModelRuns:
+    """The training runs of one base model, with the one resampling shared by its quantities."""
+
+    model: str
+    dataset: str
+    probes: pd.DataFrame
+    change: pd.DataFrame
+    resampling: TrainingResampling
+    step: int
+    arms: tuple[str, ...]
+
+
+def model_runs(runs: TrainingRuns) -> list[ModelRuns]:
+    """The runs of every base model of the probe rows, in name order."""
+    probes = with_run_columns(runs.probes) if "arm" not in runs.probes else runs.probes
+    found = []
     for model, model_probes in probes.groupby("base_model", sort=True):
-        model_change = change[change["model"] == model]
-        last = step if step is not None else int(model_change.groupby("run")["step"].max().min())
+        change = runs.change[runs.change["model"] == model]
+        step = runs.step if runs.step is not None else int(change.groupby("run")["step"].max().min())
         dataset = str(model_probes["dataset"].iloc[0])
-        ids = common_probes(model_probes)
-        resampling = TrainingResampling.of(dataset, ids, model_probes["seed"].unique(), n_resamples, seed)
-        arms = [a for a in model_change["arm"].unique()]
-        for arm in sorted(arms):
-            if arm in set(model_probes["setting"]):
-                parts = t1_parts(model_probes, model_change, resampling, arm, last)
-                findings.append(Finding("T1", model, f"{dataset}, trained on {arm}", False, tuple(parts or ())))
-        parts = t2_parts(model_change, resampling, last)
-        findings.append(Finding("T2", model, dataset, False, tuple(parts or ())))
-        for arm in sorted(arms):
-            parts = t3_parts(model_probes, resampling, arm, last)
-            findings.append(Finding("T3", model, f"{dataset}, trained on {arm}", False, tuple(parts or ())))
-    return findings
+        resampling = TrainingResampling.of(
+            dataset, common_probes(model_probes), model_probes["seed"].unique(), runs.n_resamples, runs.seed
+        )
+        arms = tuple(sorted(change["arm"].unique()))
+        found.append(ModelRuns(str(model), dataset, model_probes, change, resampling, step, arms))
+    return found
 
 
-def findings_table(findings: list[Finding]) -> pd.DataFrame:
-    """One row per finding: check, model, scope, verdict, numbers and instructions (or seeds) behind it."""
-    return pd.DataFrame(
-        [
-            {
-                "check": f.check,
-                "model": f.model,
-                "scope": f.scope,
-                "verdict": f.verdict,
-                "numbers": f.numbers(),
-                "n": f.n,
-            }
-            for f in findings
-        ]
-    )
+# The parts of each check of the scope "per training run" (``checks``): one model's runs and an arm
+# (None: the model as a whole); None where the check is not about that arm, no parts where the
+# runs lack what it reads.
+
+
+def t1(runs: ModelRuns, arm: str | None) -> list[Part] | None:
+    """T1 for each arm trained on a probed setting."""
+    if arm is None or arm not in set(runs.probes["setting"]):
+        return None
+    return t1_parts(runs.probes, runs.change, runs.resampling, arm, runs.step) or []
+
+
+def t2(runs: ModelRuns, arm: str | None) -> list[Part] | None:
+    """T2 for the model as a whole (None arm against Detailed arm)."""
+    return None if arm is not None else t2_parts(runs.change, runs.resampling, runs.step) or []
+
+
+def t3(runs: ModelRuns, arm: str | None) -> list[Part] | None:
+    """T3 for each arm."""
+    return None if arm is None else t3_parts(runs.probes, runs.resampling, arm, runs.step) or []
+
+
+def per_training_run(check, inputs) -> list[Finding]:
+    """The runner of the scope "per training run" (``checks.SCOPES``): the check's parts for every
+    base model of ``inputs.extra[TRAINING_RUNS]``, as a whole and per arm trained on."""
+    runs = inputs.extra.get(TRAINING_RUNS)
+    if runs is None:
+        return []
+    found = []
+    for model in model_runs(runs):
+        for arm in (None, *model.arms):
+            parts = check.parts(model, arm)
+            if parts is not None:
+                scope = model.dataset if arm is None else f"{model.dataset}, trained on {arm}"
+                found.append(Finding(check.id, model.model, scope, False, tuple(parts)))
+    return found

@@ -1,4 +1,4 @@
-"""How often the T-rules of "During training" say "holds" when their claim is false, by simulation.
+"""How often the rules of the training checks say "holds" when their claim is false, by simulation.
 
 The data are simulated in the chapter's design (``n`` probe instructions answered under None and
 Detailed CoT, ``seeds`` runs per arm, ``layers`` layers, four projections; per-sample values
@@ -6,10 +6,13 @@ log-normal with an instruction effect shared by the settings, weight changes log
 with the claim false at its boundary: no None / Detailed gap (T3), no difference between the arms'
 weight changes (T2), weight changes independent of the step-0 curve (T1). The simulated tables go
 through ``training.t1_parts`` / ``t2_parts`` / ``t3_parts`` and ``rules.decide``, the functions the
-chapter uses.
+chapter uses. The rules are named by what they decide (``RULES``); each training check names its
+rule in the registry (``checks.Check.calibrated_by``) and ``calibration.false_holds_table`` runs them.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -19,6 +22,22 @@ from analysis.findings.training import TrainingResampling, t1_parts, t2_parts, t
 from analysis.vocabulary import PROJECTIONS
 
 STEP = 10
+# The simulated rules: the Spearman correlation of the step-0 curve with the weight change (T1's), the
+# None / Detailed arms' weight change (T2's) and the None / Detailed probe gap after training (T3's).
+RULES = ("rank correlation", "arm change", "probe gap")
+
+
+@dataclass(frozen=True)
+class TrainingDesign:
+    """The design of a training chapter's verdicts: probe instructions, seeds per arm, layers."""
+
+    n: int = 5
+    seeds: int = 5
+    layers: int = 8
+
+    @property
+    def label(self) -> str:
+        return f"{self.n} probes x {self.seeds} seeds x {self.layers} layers"
 
 
 def simulated_tables(
@@ -67,25 +86,26 @@ def simulated_tables(
 
 
 def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, str]:
-    """The verdicts of T1 (None arm), T2 and T3 (None arm) on simulated tables."""
+    """The verdict of each rule on simulated tables (the None arm for the rules per arm)."""
     resampling = TrainingResampling.of(
         "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples, seed
     )
     return {
-        "T1": decide(t1_parts(probes, change, resampling, "none", STEP)),
-        "T2": decide(t2_parts(change, resampling, STEP)),
-        "T3": decide(t3_parts(probes, resampling, "none", STEP)),
+        "rank correlation": decide(t1_parts(probes, change, resampling, "none", STEP)),
+        "arm change": decide(t2_parts(change, resampling, STEP)),
+        "probe gap": decide(t3_parts(probes, resampling, "none", STEP)),
     }
 
 
 def false_holds(
-    reps: int = 200, n: int = 5, seeds: int = 5, layers: int = 8, n_resamples: int = 400, seed: int = 0
+    design: TrainingDesign = TrainingDesign(), reps: int = 200, n_resamples: int = 400, seed: int = 0
 ) -> dict[str, float]:
-    """Share of "holds" of T1, T2 and T3 over ``reps`` simulations with each claim false (no effect)."""
+    """Share of "holds" of each rule over ``reps`` simulations of ``design`` with every claim false
+    (no effect); the rules share the simulations."""
     rng = np.random.default_rng(seed)
-    hits = dict.fromkeys(("T1", "T2", "T3"), 0)
+    hits = dict.fromkeys(RULES, 0)
     for rep in range(reps):
-        probes, change = simulated_tables(rng, n, seeds, layers)
-        for check, verdict in verdicts(probes, change, n_resamples, seed + rep).items():
-            hits[check] += verdict == HOLDS
-    return {check: count / reps for check, count in hits.items()}
+        probes, change = simulated_tables(rng, design.n, design.seeds, design.layers)
+        for rule, verdict in verdicts(probes, change, n_resamples, seed + rep).items():
+            hits[rule] += verdict == HOLDS
+    return {rule: count / reps for rule, count in hits.items()}

@@ -2,7 +2,8 @@
 
 Everything shown comes from the results directory of a training profile's run: the probe rows of
 the checkpoints (the results store), the runs' losses and weight changes (``analysis.train.tables``),
-the settings from the run log. The verdicts are T1-T3 of ``analysis.findings.training``.
+the settings from the run log. The verdicts are those of the registered checks this chapter shows
+(``checks.on_chapter``), run by ``checks.run_checks`` on the training runs and shown as every page's.
 """
 
 from __future__ import annotations
@@ -15,17 +16,17 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import vocabulary
+from analysis import chapters, vocabulary
 from analysis.errors import StudyError
-from analysis.findings import training, training_calibration
+from analysis.findings import calibration, checks, training, training_calibration
 from analysis.profiles import Profile
-from analysis.report import notebook_parameters
+from analysis.report import figures, notebook_parameters, verdicts
 from analysis.store import ResultsStore
 from analysis.train import tables
 from analysis.vocabulary import PROJECTIONS
 
 PROBE_COLUMNS = ["model", "dataset", "setting", "responses", "sample_index", "layer", "proj", "nuclear_norm"]
-PARAMETERS = ("profile", "results_dir", "data_dir")  # data_dir: accepted like every page's, not read
+CHAPTER = "during_training"
 ARM_LABELS = {"none": "None CoT", "detailed": "Detailed CoT", "detailed_cut_none": "Detailed cut to None length"}
 
 
@@ -42,17 +43,14 @@ class TrainingPage:
     probes: pd.DataFrame  # store rows of the checkpoints, with base_model, run, step, arm, seed
     losses: pd.DataFrame
     change: pd.DataFrame
+    _table: pd.DataFrame | None = None
 
     @classmethod
     def from_parameters(cls, given: dict) -> TrainingPage:
         """The page for the parameters its notebook was given (``profile``, ``results_dir``,
         ``data_dir``); an unknown name or a wrong value stops it with one line naming it."""
-        unknown = sorted(set(given) - set(PARAMETERS))
-        if unknown:
-            raise notebook_parameters.ParameterError(
-                f"notebook parameter {unknown[0]}: during_training has no such parameter (misspelt?); "
-                f"its parameters: {', '.join(PARAMETERS)}"
-            )
+        # its notebook's parameters cell: profile, results_dir and data_dir (accepted like every page's, not read)
+        notebook_parameters.reject_unknown(CHAPTER, given, chapters.parameters_of(CHAPTER))
         profile = given.get("profile", "training")
         if not isinstance(profile, str) or not profile:
             raise notebook_parameters.ParameterError(
@@ -97,21 +95,38 @@ class TrainingPage:
         )
 
     def findings(self, n_resamples: int | None = None) -> list:
-        return training.training_findings(
+        """The findings of the chapter's checks on these runs, at the last step every run reached."""
+        runs = training.TrainingRuns(
             self.probes, self.change, self.last_step, n_resamples or self.profile.n_resamples, self.profile.seed
         )
+        return checks.run_checks({}, checks.on_chapter(CHAPTER), extra={training.TRAINING_RUNS: runs})
+
+    def findings_table(self) -> pd.DataFrame:
+        """The findings as one table (``checks.findings_table``), computed once."""
+        if self._table is None:
+            self._table = checks.findings_table(self.findings())
+        return self._table
 
 
 def _probe_models(store: ResultsStore) -> list[str]:
     return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
 
 
+def claims() -> str:
+    """The claims the chapter checks, as a list (the registry's)."""
+    return verdicts.claims_text(checks.on_chapter(CHAPTER))
+
+
+def verdict_matrix(page: TrainingPage) -> list[tuple[str, Figure]]:
+    """The verdict matrix of the chapter's checks (check x scope, one panel per model)."""
+    found = page.findings_table()
+    figure = figures.verdict_figure(found, note=verdicts.false_holds_note(found))
+    return [] if figure is None else [("Verdicts of the training checks", figure)]
+
+
 def verdict_table(page: TrainingPage) -> pd.DataFrame:
-    """T1-T3 with their claims, verdicts and numbers."""
-    table = training.findings_table(page.findings())
-    return table.assign(claim=table["check"].map(training.TRAINING_CLAIMS))[
-        ["model", "check", "scope", "verdict", "numbers", "n", "claim"]
-    ]
+    """The chapter's checks with their verdicts and numbers, as every page shows them."""
+    return verdicts.format_findings(page.findings_table())
 
 
 def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
@@ -185,8 +200,12 @@ def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
 
 
 def error_rates(page: TrainingPage, reps: int = 100) -> pd.DataFrame:
-    """Share of false "holds" of T1-T3 simulated in this run's design (probes, seeds, layers)."""
+    """Share of false "holds" of the rules of the chapter's checks, simulated in this run's design
+    (probes, seeds, layers) by ``calibration.false_holds_table``."""
     s = page.profile.training
-    n_layers = int(page.change["layer"].max()) + 1
-    rates = training_calibration.false_holds(reps, s.n_probes, len(s.seeds), n_layers, n_resamples=200)
-    return pd.DataFrame([{"check": check, "false holds": rate, "simulations": reps} for check, rate in rates.items()])
+    design = training_calibration.TrainingDesign(s.n_probes, len(s.seeds), int(page.change["layer"].max()) + 1)
+    rules = tuple(dict.fromkeys(r for c in checks.selected(checks.on_chapter(CHAPTER)) for r in c.calibrated_by))
+    table = calibration.false_holds_table(
+        reps=reps, n_resamples=200, seed=page.profile.seed, rules=rules, training=design
+    )
+    return table[["rule", "checks", "instructions", "reps", "holds when false"]]
