@@ -247,5 +247,6 @@ def test_a_training_profile_builds_its_book(tiny_model_dir, study_data_dir, tmp_
     )
     assert [n["notebook"] for n in result.notebooks] == ["during_training"]
     page = (result.book_index.parent / "book" / "notebooks" / "during_training.html").read_text()
-    assert page.count("<img") == 3 and "T3" in page and "too few samples" in page
+    # the verdict matrix, the losses, the probe curves and the weight change (one model)
+    assert page.count("<img") == 4 and "T3" in page and "too few samples" in page
     assert (result.book_index.parent / "book" / "references.html").is_file()

@@ -2,9 +2,11 @@
 
 ``metrics`` (layer splits, layer curves, MAD, RD), ``bootstrap`` (the one resampling engine and its
 intervals), ``quantities`` (what one dataset's checks are built from), ``checks`` (the check registry: the
-paper's findings F1-F5 and the length questions L and L2, each declared once, and the engine that
-runs them), ``check_parts`` (each check's parts), ``pooling`` (per family, instruct-base pairs),
+paper's findings F1-F5, the length questions L and L2 and the training questions T1-T3, each declared
+once, and the engine that runs them), ``check_parts`` (each check's parts), ``pooling`` (per family, instruct-base pairs),
 ``rules`` (the verdict rule on a claim's parts), ``questions``
 (separability, length regression, effective rank: beyond the paper), ``closest_setting`` (the
-your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation).
+your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation),
+``training`` and ``training_calibration`` (the parts of T1-T3, the runner of their scope and the
+simulation of their rules).
 """
