@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 
 import pandas as pd
 import torch
@@ -218,8 +219,10 @@ def plan_run(
     condition = resolved.condition
     max_length = settings.max_length
     records = len(data.load_records(resolved.path))
-    chosen = data.sample_ids(condition.dataset, records, settings.n_samples)  # a seeded random sample, not the first N
     is_file = condition.setting == ""
+    # a seeded random sample, not the first N; a study dataset's drawn from its usable None-CoT pairs
+    draw = data.sample_ids if is_file else partial(data.dataset_sample_ids, directory=data_dir)
+    chosen = draw(condition.dataset, records, settings.n_samples)
     key = RunKey(
         registry.model_slug(model_name),
         f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
@@ -414,7 +417,7 @@ def extract(
     **changes,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
-    file), a seeded random sample of its records (``data.sample_ids``), writing to the store every
+    file), a seeded random sample of its records (``data.dataset_sample_ids``), writing to the store every
     ``settings.shard_size`` samples.
 
     ``changes`` override single settings (``extract(loaded, spec, store, n_samples=3)``).
