@@ -142,6 +142,18 @@ show_table(
 )
 
 # %% [markdown]
+# With one other process busy on one core: the project's run, with the torch threads it chooses
+# from the cores free when it starts, against a one-thread run on the idle machine (target: at most
+# 1.2 times as long), and torch's default threads on the busy machine for comparison.
+
+# %% tags=["remove-input"]
+show_table(
+    provenance.busy_core_table(benchmarks) if benchmarks else None,
+    empty="No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`).",
+    by=None,
+)
+
+# %% [markdown]
 # ## How a page is made
 #
 # Every chapter opens its data with one call, then shows what the `analysis.report` modules

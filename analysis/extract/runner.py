@@ -11,8 +11,7 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -22,6 +21,7 @@ from tqdm.auto import tqdm
 
 from analysis import data, registry
 from analysis.extract import batching, gradients, models, prompts
+from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey, StoreError
 from analysis.vocabulary import PROJECTIONS
@@ -478,21 +478,3 @@ def extract(
             bar.close()
             summary.seconds = time.perf_counter() - started
     return summary
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with this many torch CPU threads (None: unchanged), restoring the previous number.
-
-    On a machine whose cores are busy with other work, one thread can be many times faster than
-    several: threads that wait for each other at every operation lose their turn on the CPU.
-    """
-    if not threads:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)
