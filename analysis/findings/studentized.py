@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.findings.bootstrap import LEVEL, Estimate, _merged_strata
+from analysis.findings.bootstrap import LEVEL, Estimate, _merged_strata, pooled
 
 
 @dataclass(frozen=True)
@@ -125,3 +125,11 @@ def mean_contrast(
     (value,), (se,) = _influence_se(columns, c, None, logs=False)
     draws, se_draws = _influence_se(columns, c, weights, logs=False)
     return StudentizedEstimate(float(value), draws, ((dataset, n),), None, False, float(se), se_draws)
+
+
+def pool_any(estimates: Sequence[Estimate | None]) -> Estimate | None:
+    """``pooled_studentized`` where every estimate is studentized, else ``bootstrap.pooled``."""
+    present = [e for e in estimates if e is not None]
+    if present and all(isinstance(e, StudentizedEstimate) for e in present):
+        return pooled_studentized(present)
+    return pooled(present)
