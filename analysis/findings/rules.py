@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -51,9 +51,16 @@ from analysis.findings.quantities import (
     log_level,
     log_mad_ratio,
     log_rd,
+    log_variance_change,
+    mean_early_late,
+    mean_gap,
+    mean_rd,
+    mean_rd_between,
     mean_roughness,
+    mean_roughness_difference,
     roughness,
 )
+from analysis.findings.studentized import pool_any
 from analysis.formatting import fmt_interval
 
 HOLDS, FAILS, UNRESOLVED, TOO_FEW = "holds", "does not hold", "not resolved", "too few samples"
@@ -68,20 +75,25 @@ SAME_MARGIN = math.log(1.10)
 NEARLY_SAME_RD = SAME_MARGIN  # the former name
 
 CLAIMS = {
-    "F1": "None CoT gives larger nuclear norms than Detailed CoT, and the gap is larger in the early "
-    "layers than in the late ones",
+    "F1": "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
+    "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones",
     "F2": "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
-    "each of Q, K, V and O",
-    "F3": "Under Detailed CoT irrelevant responses give curves clearly larger than correct ones (by more than "
+    "each of Q, K, V and O (roughness of the mean log curve; the mean curve's beside it, and whether None's "
+    "log-scale spread changes across layers)",
+    "F3": "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
+    "nuclear norm shown beside) clearly larger than correct ones (by more than "
     f"{math.exp(SAME_MARGIN) - 1:.0%}); under None CoT the two are nearly the same (within {math.exp(SAME_MARGIN) - 1:.0%})",
     "F4": "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
-    f"model (its irrelevant/correct ratio exceeds the base's by less than {math.exp(SAME_MARGIN) - 1:.0%})",
+    f"model (its irrelevant/correct ratio of geometric means of nuclear norms exceeds the base's by less than "
+    f"{math.exp(SAME_MARGIN) - 1:.0%}; the paper's mean nuclear norm shown beside)",
     "F5": "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
     f"CoT), and correct vs irrelevant Wiki curves are nearly the same (within {math.exp(SAME_MARGIN) - 1:.0%})",
     "L": "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
-    "nuclear norms than Simplified CoT, where the Simplified vs Detailed gap is established",
-    "L2": "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms than the "
-    "full Detailed CoT, where the Simplified vs Detailed gap is established",
+    "nuclear norms (geometric mean; the paper's mean nuclear norm shown beside) than Simplified CoT, where the "
+    "Simplified vs Detailed gap is established",
+    "L2": "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms (geometric "
+    "mean; the paper's mean nuclear norm shown beside) than the full Detailed CoT, where the Simplified vs "
+    "Detailed gap is established",
 }
 PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
 LENGTH_CHECKS = ("L", "L2")
@@ -274,9 +286,13 @@ def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     gaps = {seg: log_gap(cd, dataset, "none", "detailed", seg) for seg in ("all", "early", "late")}
     if any(v is None for v in gaps.values()):
         return None
-    return [
+    parts = [
         Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, _times),
         Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, _times),
+    ]
+    return parts + [
+        beside(parts[0], mean_gap(cd, dataset, "none", "detailed")),
+        beside(parts[1], mean_early_late(cd, dataset, "none", "detailed")),
     ]
 
 
@@ -305,6 +321,19 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
                 decides=False,
             )
         )
+        parts.append(
+            Part(
+                MEAN_CURVE_ROUGHNESS,
+                mean_roughness_difference(cd, dataset, fast, slow),
+                "above",
+                0.0,
+                float,
+                group,
+                False,
+            )
+        )
+    if settings[0] == "none":
+        parts.append(Part(LOG_SPREAD_CHANGE, log_variance_change(cd, dataset, "none"), "within", 0.0, decides=False))
     return parts
 
 
@@ -315,9 +344,13 @@ def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
     none = log_rd(cd, dataset, "none", excluded=identical)
     if detailed is None or none is None:
         return None
-    return [
+    parts = [
         Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, _times),
         Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times),
+    ]
+    return parts + [
+        beside(parts[0], mean_rd(cd, dataset, "detailed")),
+        beside(parts[1], mean_rd(cd, dataset, "none", excluded=identical)),
     ]
 
 
@@ -326,15 +359,10 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
     a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
     if a is None or b is None:
         return None
-    return [
-        Part(
-            "instruct / base of Detailed irrelevant / correct x",
-            combine(np.subtract, a, b),
-            "below",
-            SAME_MARGIN,
-            _times,
-        )
-    ]
+    part = Part(
+        "instruct / base of Detailed irrelevant / correct x", combine(np.subtract, a, b), "below", SAME_MARGIN, _times
+    )
+    return [part, beside(part, mean_rd_between(instruct, base, dataset))]
 
 
 def with_share(parts: list[Part]) -> list[Part]:
@@ -370,10 +398,13 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
         return None
     gap = Part("Simplified / Detailed x", main["gap"], "above", 0.0, _times)
     if claim == "content":
-        parts = [gap, Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)]
+        effect = Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)
+        paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
     else:
-        parts = [gap, Part("Detailed cut to Simplified length / Detailed x", main["length"], "above", 0.0, _times)]
-    parts = with_share(parts)
+        effect = Part("Detailed cut to Simplified length / Detailed x", main["length"], "above", 0.0, _times)
+        paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
+    parts = with_share([gap, effect])
+    parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
     second = _length_view(cd, dataset, "none", "detailed_cut_none")
     if second is not None:
         parts.append(
@@ -439,7 +470,7 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
         out.append(
             Part(
                 first.name,
-                pooled([p.estimate for p in same]),
+                pool_any([p.estimate for p in same]),
                 first.side,
                 first.bound,
                 first.show,
@@ -452,14 +483,14 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
 
 def _family_findings(check: str, model: str, by_dataset: dict[str, list[Part]], note: str = "") -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or more."""
-    out = [Finding(check, model, d, False, tuple(parts), note) for d, parts in by_dataset.items()]
+    out = [Finding(check, model, d, False, *marked(parts, note)) for d, parts in by_dataset.items()]
     for family in vocabulary.REASONING_FAMILIES:
         members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
         if len(members) >= 2:
             parts = pool_parts(members)
             if check in LENGTH_CHECKS:
                 parts = with_share(parts)
-            out.append(Finding(check, model, family, True, tuple(parts), note))
+            out.append(Finding(check, model, family, True, *marked(parts, note)))
     return out
 
 
@@ -603,6 +634,7 @@ FINDING_COLUMNS = [
     "n_for_power",
     "numbers",
     "claim",
+    "opposite_sign",
 ]
 
 
@@ -610,7 +642,8 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
     """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
     smallest part), n_smallest (those of its smallest dataset), n_for_power (for a finding not
     resolved, the instructions per dataset that would resolve it with 80% power at the measured
-    values, ``Finding.instructions_needed``), numbers (each part with its interval) and the claim."""
+    values, ``Finding.instructions_needed``), numbers (each part with its interval), the claim, and
+    opposite_sign (the paper's mean nuclear norm and the geometric mean differ in sign in some part)."""
     rows = [
         {
             "check": f.check,
@@ -623,6 +656,7 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
             "n_for_power": f.instructions_needed(),
             "numbers": f.numbers(),
             "claim": CLAIMS[f.check],
+            "opposite_sign": bool(sign_disagreements(f.parts)),
         }
         for f in findings
     ]
@@ -667,3 +701,60 @@ def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+# --------------------------------------------------------------------------- the paper's quantity beside
+
+# A part on the paper's quantity (the log ratio of arithmetic means of nuclear norms, bootstrap-t
+# interval) is named after the geometric-mean part it accompanies, with this prefix; it never
+# decides: its intervals miss far more than 2.5% on one side at a few instructions
+# (``scenarios``), so the geometric mean decides and the claim says so.
+PAPER_QUANTITY = "paper's mean nuclear norm: "
+OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
+MEAN_CURVE_ROUGHNESS = "mean curve's roughness (paper's scale)"
+LOG_SPREAD_CHANGE = "None log-scale variance, late - early layers"
+
+
+def beside(part: Part, estimate: Estimate | None) -> Part:
+    """The paper's-quantity counterpart of a deciding part, shown beside it."""
+    return Part(PAPER_QUANTITY + part.name, estimate, part.side, part.bound, part.show, part.group, decides=False)
+
+
+def sign_disagreements(parts: Sequence[Part]) -> list[str]:
+    """Names of the deciding parts whose geometric-mean value and paper's-quantity value have
+    opposite signs (both away from zero)."""
+    by_label = {p.label: p for p in parts}
+    out = []
+    for p in parts:
+        if not p.name.startswith(PAPER_QUANTITY) or p.estimate is None:
+            continue
+        twin_name = p.name.removeprefix(PAPER_QUANTITY).removesuffix(OPPOSITE_SIGN)
+        twin = by_label.get(f"{p.group} {twin_name}".strip())
+        if twin is not None and twin.estimate is not None and twin.estimate.value * p.estimate.value < 0:
+            out.append(twin.name)
+    return out
+
+
+def marked(parts: Sequence[Part], note: str = "") -> tuple[tuple[Part, ...], str]:
+    """(parts, note) of a finding: the paper's-quantity parts that disagree in sign with their
+    geometric-mean part renamed to say so, and the note saying it and whether None's log-scale
+    spread changes across layers (then F2's log roughness is not the paper's)."""
+    notes = [note] if note else []
+    spread = [p for p in parts if p.name == LOG_SPREAD_CHANGE and p.estimate is not None]
+    if spread and (spread[0].interval()[0] > 0 or spread[0].interval()[1] < 0):
+        notes.append(
+            "None's log-scale spread changes across layers, so the mean log curve's roughness is not the "
+            "paper's mean curve's: read the mean curve's roughness beside it"
+        )
+    opposite = set(sign_disagreements(parts))
+    if opposite:
+        parts = [
+            replace(p, name=p.name + OPPOSITE_SIGN)
+            if p.name.startswith(PAPER_QUANTITY) and p.name.removeprefix(PAPER_QUANTITY) in opposite
+            else p
+            for p in parts
+        ]
+        notes.append(
+            "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(sorted(opposite))
+        )
+    return tuple(parts), "; ".join(notes)

@@ -50,6 +50,8 @@ class StudentizedEstimate(Estimate):
         kept = t[~np.isnan(t)]
         if not (np.isfinite(self.value) and np.isfinite(self.se)) or kept.size < max(2, 0.5 * t.size):
             return math.nan, math.nan
+        if self.se == 0:  # no spread at all (e.g. two identical models): a zero-width interval
+            return float(self.value), float(self.value)
         alpha = 1 - level
         low_q, high_q = np.quantile(kept, [alpha / 2, 1 - alpha / 2], method="inverted_cdf")
         return float(self.value - high_q * self.se), float(self.value - low_q * self.se)
