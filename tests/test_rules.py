@@ -398,13 +398,20 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     assert not shown[f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}"].decides
 
 
-def test_f2_says_where_nones_log_spread_changes_across_layers():
-    def spread_note(rows):
+def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_layers():
+    def f2_of(rows):
         cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
         f2 = [f for f in rules.model_findings(cd, ("F2",)) if f.scope == "aqua"][0]
         assert any(p.name == rules.LOG_SPREAD_CHANGE for p in f2.parts)
-        assert any(p.name == rules.MEAN_CURVE_ROUGHNESS for p in f2.parts)
-        return "log-scale spread changes across layers" in f2.note
+        return f2, {p.label: p for p in f2.parts}
 
-    assert spread_note(_skewed_none(trend=True))
-    assert not spread_note(_skewed_none(trend=False))
+    changing, parts = f2_of(_skewed_none(trend=True))
+    assert "log-scale spread changes across layers" in changing.note
+    assert parts[f"{rules.NONE_GROUP} {rules.MEAN_CURVE_ROUGHNESS}"].decides
+    assert not parts[f"{rules.NONE_GROUP} Q"].decides
+    assert parts["roughness Simplified - Detailed Q"].decides  # Simplified vs Detailed keeps the log curve
+    steady, parts = f2_of(_skewed_none(trend=False))
+    assert "log-scale spread" not in steady.note
+    assert (
+        parts[f"{rules.NONE_GROUP} Q"].decides and not parts[f"{rules.NONE_GROUP} {rules.MEAN_CURVE_ROUGHNESS}"].decides
+    )
