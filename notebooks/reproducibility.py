@@ -126,8 +126,9 @@ show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 # lies wholly above the truth ("miss below") and wholly below it ("miss above"), promised at most
 # 2.5% each, at 5 instructions per dataset, for the mean log difference that decides (F1, F3, F4,
 # L, L2) with its t interval and a bootstrap-t interval, the paper's log ratio of arithmetic means
-# (shown beside the verdicts, not deciding) with both intervals, and the roughness difference of F2
-# and F5. With 400 runs a rate has a Monte Carlo standard error of about 0.8 points.
+# (shown beside the verdicts, not deciding) with both intervals, the roughness difference of F2
+# and F5, and the mean curve's roughness difference (F2's None vs Simplified where None's log-scale
+# spread changes across layers). With 400 runs a rate has a Monte Carlo standard error of about 0.8 points.
 
 # %% tags=["remove-input"]
 show_table(scenarios.miss_table(reps=400, seed=params.seed), by=None)

@@ -20,7 +20,9 @@ between layers), unless a scenario says otherwise. Five intervals are measured o
   interval on its bootstrap spread;
 - ``arithmetic bootstrap-t``: the same quantity with a bootstrap-t interval
   (``studentized.log_mean_contrast``, Welch-pooled over datasets by ``pooled_studentized``);
-- ``roughness``: the noise-corrected roughness difference of F2 and F5 (fast minus slow).
+- ``roughness``: the noise-corrected roughness difference of F2 and F5 (fast minus slow);
+- ``mean-curve roughness``: the same for the arithmetic mean curve relative to its level
+  (``quantities.mean_curve_roughness``), shown beside F2.
 
 The truth of each is known: the geometric quantity's is the true effect with the true curves'
 mean difference (the noise is centred on the log scale), the arithmetic one's the log of the ratio of the true means, averaged over layers,
@@ -38,7 +40,7 @@ import pandas as pd
 
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration import N_LAYERS, _true_curve, true_roughness
-from analysis.findings.quantities import corrected_roughness
+from analysis.findings.quantities import corrected_roughness, mean_curve_roughness
 from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
 
 PROMISED = 0.025  # the most an interval may miss on one side (book/methods.md)
@@ -47,7 +49,14 @@ PROMISED = 0.025  # the most an interval may miss on one side (book/methods.md)
 STATED_WORST_CASE = {"skewed logs": 0.06, "strongly skewed logs": 0.10}
 EFFECT = 0.2  # true log difference of fast over slow (geometric)
 WIGGLE_FAST, WIGGLE_SLOW = 0.2, 0.1  # true log curves of the roughness difference
-INTERVALS = ("geometric", "geometric bootstrap-t", "arithmetic t", "arithmetic bootstrap-t", "roughness")
+INTERVALS = (
+    "geometric",
+    "geometric bootstrap-t",
+    "arithmetic t",
+    "arithmetic bootstrap-t",
+    "roughness",
+    "mean-curve roughness",
+)
 SHARED = 0.5  # share of a sample's noise variance common to all its layers
 
 
@@ -149,11 +158,26 @@ def arithmetic_truth(scenario: Scenario, sd: float, effect: float = EFFECT) -> f
     return float(math.log(np.mean(np.exp(fast)) / np.mean(np.exp(slow))))
 
 
+def _relative_roughness(curve: np.ndarray) -> float:
+    return float(np.mean(np.diff(curve) ** 2) / np.mean(curve) ** 2)
+
+
+def mean_curve_truth(scenario: Scenario, sd: float) -> float:
+    """Relative roughness of the fast setting's true arithmetic mean curve less the slow one's (the
+    instructions' own levels cancel); NaN where the values have no finite mean."""
+    layers = np.arange(N_LAYERS)
+    fast = _log_mgf(scenario, scenario.layer_sd(sd)) + EFFECT + _true_curve(layers, WIGGLE_FAST)
+    slow = _log_mgf(scenario, np.full(N_LAYERS, sd * scenario.slow_ratio)) + _true_curve(layers, WIGGLE_SLOW)
+    if not (np.all(np.isfinite(fast)) and np.all(np.isfinite(slow))):
+        return math.nan
+    return _relative_roughness(np.exp(fast)) - _relative_roughness(np.exp(slow))
+
+
 def _one_run(rng, scenario: Scenario, n_resamples: int, intervals: tuple[str, ...] = INTERVALS) -> dict[str, Estimate]:
     """The estimates of one simulated run (pooled over the scenario's datasets); the data are
     drawn the same whichever ``intervals`` are computed."""
     layers = np.arange(N_LAYERS)
-    geometric, geometric_bt, arithmetic_t, arithmetic_bt, rough = [], [], [], [], []
+    geometric, geometric_bt, arithmetic_t, arithmetic_bt, rough, mean_rough = [], [], [], [], [], []
     for h, (n, sd) in enumerate(zip(scenario.counts, scenario.fast_sd)):
         level = rng.normal(0.0, scenario.instruction_sd, (n, 1))
         fast_logs = level + EFFECT + _true_curve(layers, WIGGLE_FAST) + scenario.layer_sd(sd) * _noise(rng, scenario, n)
@@ -171,6 +195,9 @@ def _one_run(rng, scenario: Scenario, n_resamples: int, intervals: tuple[str, ..
             arithmetic_t.append(Estimate(float(math.log(fast.mean() / slow.mean())), draws, strata))
         if "arithmetic bootstrap-t" in intervals:
             arithmetic_bt.append(log_mean_contrast(np.column_stack([fast, slow]), (1.0, -1.0), weights, f"d{h}"))
+        if "mean-curve roughness" in intervals:
+            (va, da), (vb, db) = (mean_curve_roughness(np.exp(x), weights) for x in (fast_logs, slow_logs))
+            mean_rough.append(Estimate(va - vb, da - db, strata))
         if "roughness" not in intervals:
             continue
         (vf, df_), (vs, ds) = (
@@ -184,6 +211,7 @@ def _one_run(rng, scenario: Scenario, n_resamples: int, intervals: tuple[str, ..
         "arithmetic t": pooled(arithmetic_t),
         "arithmetic bootstrap-t": pooled_studentized(arithmetic_bt),
         "roughness": pooled(rough),
+        "mean-curve roughness": pooled(mean_rough),
     }
     return {key: found[key] for key in intervals}
 
@@ -199,6 +227,7 @@ def truths(scenario: Scenario) -> dict[str, float]:
         "arithmetic t": arithmetic,
         "arithmetic bootstrap-t": arithmetic,
         "roughness": true_roughness(WIGGLE_FAST) - true_roughness(WIGGLE_SLOW),
+        "mean-curve roughness": float(np.mean([mean_curve_truth(scenario, sd) for sd in scenario.fast_sd])),
     }
 
 
