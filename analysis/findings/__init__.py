@@ -4,5 +4,7 @@
 intervals), ``quantities`` (what one dataset's checks are built from), ``rules`` (the paper's
 findings F1-F5 and the length questions L and L2, per dataset and pooled), ``questions``
 (separability, length regression, effective rank: beyond the paper), ``closest_setting`` (the
-your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation).
+your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation),
+``studentized`` (bootstrap-t intervals of the paper's log ratios of arithmetic means), ``scenarios``
+(one-sided misses of the intervals under hard noise).
 """
