@@ -166,9 +166,13 @@ def expected_sha256() -> dict[str, str]:
     return table
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 hex digest of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
+    """sha256 hex digest of a file's bytes, read in chunks (the original study's files are large)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while block := handle.read(chunk):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)

@@ -177,8 +177,8 @@ show_table(
 #
 # names_before_parameters = names_defined(globals())  # then the parameters cell: profile, results_dir, ...
 # page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
-# sections.answers(page, ("F1", "F2", "F3", "F4", "L", "L2"))  # the verdict matrix and a paragraph per model
-# sections.layer_curves(page)                             # the paper's figure per model and dataset
+# sections.findings(page)  # the claims its chapter checks (analysis.findings.checks), the verdict matrix
+# sections.curves(page)    # the paper's figure per model and dataset, the MAD and RD tables folded
 # ```
 #
 # To execute a chapter by hand, see the README ("Re-executing one notebook by hand").

@@ -41,7 +41,12 @@ def tiny(tiny_model_dir):
 def test_condition_rows_have_the_schema(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     summary = runner.extract(
-        tiny, "aqua/none/correct", store, n_samples=3, max_length=1024, data_dir=study_data_dir, progress=False
+        tiny,
+        "aqua/none/correct",
+        store,
+        ExtractionSettings(n_samples=3, max_length=1024),
+        data_dir=study_data_dir,
+        progress=False,
     )
     assert summary.computed == 3
     frame = read_results(tmp_path / "r")
@@ -68,9 +73,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
             tiny,
             "gsm8k/simplified/correct",
             store,
-            n_samples=6,
-            max_length=1024,
-            batch_size=1,
+            ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
             data_dir=study_data_dir,
             progress=False,
         )
@@ -89,9 +92,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
         tiny,
         "gsm8k/simplified/correct",
         store,
-        n_samples=6,
-        max_length=1024,
-        batch_size=1,
+        ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -100,7 +101,12 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
     assert not frame.duplicated(["sample_index", "layer", "proj"]).any()
     clean = ResultsStore(tmp_path / "clean")
     runner.extract(
-        tiny, "gsm8k/simplified/correct", clean, n_samples=6, max_length=1024, data_dir=study_data_dir, progress=False
+        tiny,
+        "gsm8k/simplified/correct",
+        clean,
+        ExtractionSettings(n_samples=6, max_length=1024),
+        data_dir=study_data_dir,
+        progress=False,
     )
     keys = ["sample_index", "layer", "proj"]
     resumed = frame.sort_values(keys).reset_index(drop=True)
@@ -119,18 +125,20 @@ def test_truncated_away_samples_are_recorded_and_counted(tiny, tmp_path):
         )
     )
     store = ResultsStore(tmp_path / "r")
-    summary = runner.extract(tiny, str(path), store, max_length=40, progress=False)
+    summary = runner.extract(tiny, str(path), store, ExtractionSettings(max_length=40), progress=False)
     assert summary.computed == 1 and summary.skipped == {"response truncated away": 1}
     skipped = read_skipped(tmp_path / "r")
     assert skipped["sample_index"].tolist() == [0]
-    again = runner.extract(tiny, str(path), store, max_length=40, progress=False)
+    again = runner.extract(tiny, str(path), store, ExtractionSettings(max_length=40), progress=False)
     assert again.computed == 0 and again.already_done == 2
 
 
 def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     for spec in ("aqua/simplified/correct", "aqua/detailed_cut_simplified/correct"):
-        runner.extract(tiny, spec, store, n_samples=3, max_length=1024, data_dir=study_data_dir, progress=False)
+        runner.extract(
+            tiny, spec, store, ExtractionSettings(n_samples=3, max_length=1024), data_dir=study_data_dir, progress=False
+        )
     frame = read_results(tmp_path / "r").drop_duplicates(["condition", "sample_index"])
     counts = frame.pivot(index="sample_index", columns="setting", values="n_response_tokens")
     assert (counts["detailed_cut_simplified"] == counts["simplified"]).all()
@@ -183,13 +191,23 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_rows(tiny, tmp_path, 
             ]
         )
     )
-    runner.extract(tiny, str(path), ResultsStore(tmp_path / "clean"), max_length=1024, batch_size=4, progress=False)
+    runner.extract(
+        tiny,
+        str(path),
+        ResultsStore(tmp_path / "clean"),
+        ExtractionSettings(max_length=1024, batch_size=4),
+        progress=False,
+    )
     calls: list[int] = []
     monkeypatch.setattr(
         runner.gradients, "batch_statistics", _out_of_memory_above(limit, runner.gradients.batch_statistics, calls)
     )
     summary = runner.extract(
-        tiny, str(path), ResultsStore(tmp_path / "oom"), max_length=1024, batch_size=4, progress=False
+        tiny,
+        str(path),
+        ResultsStore(tmp_path / "oom"),
+        ExtractionSettings(max_length=1024, batch_size=4),
+        progress=False,
     )
     assert summary.computed == 8 and not summary.skipped
     assert calls.count(4) == 1  # the second batch of 4 is split before it is tried
@@ -218,9 +236,7 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
         tiny,
         "aqua/none/correct",
         store,
-        n_samples=4,
-        max_length=1024,
-        batch_size=4,
+        ExtractionSettings(n_samples=4, max_length=1024, batch_size=4),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -252,8 +268,7 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
             tiny,
             "aqua/none/correct",
             ResultsStore(tmp_path / "r"),
-            n_samples=2,
-            max_length=1024,
+            ExtractionSettings(n_samples=2, max_length=1024),
             data_dir=study_data_dir,
             progress=False,
         )

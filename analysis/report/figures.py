@@ -9,8 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import vocabulary
+from analysis.findings import checks as registry
 from analysis.findings.bootstrap import CurveDraws, t_band
-from analysis.findings.rules import CHECKS
+from analysis.findings.pooling import scope_rank
 from analysis.report import plots
 from analysis.report.load import figure_note
 
@@ -147,10 +148,8 @@ def verdict_figure(table: pd.DataFrame, note: str | None = None) -> Figure | Non
     """The verdict matrix: check x scope (families first, then datasets), one panel per model."""
     if table.empty:
         return None
-    from analysis.findings.rules import scope_rank
-
     scopes = sorted(table["scope"].unique(), key=scope_rank)
-    checks = [c for c in CHECKS if c in set(table["check"])]
+    checks = [c for c in registry.all_ids() if c in set(table["check"])]
     labels = {s: vocabulary.scope_label(s) + (" (pooled)" if s in vocabulary.FAMILY_DATASETS else "") for s in scopes}
     return plots.verdict_matrix(table, checks, scopes, labels, note)
 
@@ -167,8 +166,6 @@ def part_forest(
     rows = parts[parts["part"] == part]
     if rows.empty:
         return None
-    from analysis.findings.rules import scope_rank
-
     rows = rows.assign(_s=rows["scope"].map(scope_rank)).sort_values(["model", "_s"])
     table = pd.DataFrame(
         {

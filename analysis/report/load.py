@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data
+from analysis import data, layer_stats
 from analysis.errors import StudyError
 from analysis.registry import OFFLINE_MODELS, known_model
 from analysis.store import ResultsStore, StoreError, is_exported_file, read_exported
@@ -40,11 +40,7 @@ UNREAD_COLUMNS = (
     "origin_file",
     "origin_sha256",
     "singular_values",
-    "entry_mean",
-    "entry_max",
-    "entry_min",
-    "cos_same_layer",
-    "cos_next_layer",
+    *layer_stats.unread_by_pages(),  # the statistics that no page reads (analysis.layer_stats)
 )
 
 

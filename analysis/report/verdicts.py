@@ -7,10 +7,9 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.findings import checks as registry
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
 from analysis.findings.rules import (
-    CHECKS,
-    CLAIMS,
     DECIDED,
     FAILS,
     HOLDS,
@@ -19,18 +18,18 @@ from analysis.findings.rules import (
     UNRESOLVED,
     VERDICTS,
     Finding,
-    findings_table,
 )
 
 
 def table(found: Iterable[Finding]) -> pd.DataFrame:
-    """The findings as one table (``rules.findings_table``)."""
-    return findings_table(found)
+    """The findings as one table (``checks.findings_table``)."""
+    return registry.findings_table(found)
 
 
-def claims_text(checks: Sequence[str] = CHECKS) -> str:
-    """Markdown list of the claims checked, as the methods page states them."""
-    return "\n".join(f"- **{c}**: {CLAIMS[c]}." for c in checks)
+def claims_text(checks: Sequence[str] | None = None) -> str:
+    """Markdown list of the claims checked (None: every registered check), as the methods page
+    states them."""
+    return "\n".join(f"- **{c}**: {registry.claim(c)}." for c in (registry.all_ids() if checks is None else checks))
 
 
 def verdict_counts(rows: pd.DataFrame) -> str:
@@ -51,7 +50,7 @@ def model_paragraph(found: pd.DataFrame, model: str) -> str:
     if rows.empty:
         return ""
     sentences = []
-    for check in CHECKS:
+    for check in registry.all_ids():
         part = rows[rows["check"] == check]
         if part.empty:
             continue

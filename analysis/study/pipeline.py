@@ -110,7 +110,7 @@ def _extract_models(
             log.record.model_loads[model] = loaded.load_seconds
             log.record.models[model] = loaded.facts().as_dict()
         for spec in todo:
-            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress)
+            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress=progress)
             record = summary.as_record()
             records.append(record)
             if log is not None:
@@ -136,7 +136,7 @@ def extract_with_ray(
     machine, or the cluster that ``RAY_ADDRESS`` names."""
     if importlib.util.find_spec("analysis.extract.distributed") is None:
         raise PipelineError(
-            "--executor ray needs the module analysis.distributed, which this installation does not "
+            "--executor ray needs the module analysis.extract.distributed, which this installation does not "
             "have; use --executor local"
         )
     from analysis.extract import distributed
