@@ -53,7 +53,11 @@ def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | N
         help="padded tokens per batch at most; long samples run alone (default: %(default)s)",
     )
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
-    parser.add_argument("--threads", type=_positive_int, help="CPU threads for torch (with Ray: CPUs per worker)")
+    parser.add_argument(
+        "--threads",
+        type=_positive_int,
+        help="CPU threads for torch (default: the cores free when it starts; with Ray: CPUs per worker)",
+    )
     parser.add_argument(
         "--shard-size",
         type=_positive_int,
@@ -171,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--threads",
         type=_positive_int,
-        help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)",
+        help="CPU threads for torch during extraction (default: the profile's, else the cores free when it starts)",
     )
     run.add_argument(
         "--retry-out-of-memory",

@@ -56,6 +56,9 @@ class RunRecord:
     python: str = ""
     platform: str = ""
     cpu_count: int | None = None
+    threads: dict = field(
+        default_factory=dict
+    )  # torch threads of the extraction: {threads, source, cpus, load_1min, busy_sampled}
     packages: dict = field(default_factory=dict)  # package -> version
     data: list = field(default_factory=list)  # {condition, file, sha256, sha256_ok}
     model_loads: dict = field(default_factory=dict)  # model -> seconds

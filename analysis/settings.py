@@ -21,7 +21,8 @@ class ExtractionSettings:
     indices for every file of a dataset (``data.sample_ids``; None: all). ``template``: "base" or
     "instruct" (None: the model registry's). ``batch_size``: samples per forward pass (None: 1 on
     a CPU, 8 on a GPU, fitted to the free memory there). ``device``: auto, cpu or cuda[:N].
-    ``threads``: torch CPU threads (None: torch's default); on Ray, the CPUs of each worker.
+    ``threads``: torch CPU threads (None: the cores free when a run starts, ``extract.threads``); on Ray,
+    the CPUs of each worker.
     ``entry_stats``: also the mean, max and min of the gradient entries. ``keep_spectra``: also
     every gradient's singular values (local executor only). ``retry_out_of_memory``: compute
     again the samples recorded as skipped for lack of memory (e.g. on a larger GPU).

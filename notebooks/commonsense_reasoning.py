@@ -16,8 +16,9 @@
 # StrategyQA, ECQA, CREAK and Sensemaking under None CoT (bare answer), Simplified CoT and
 # Detailed CoT, each with correct responses and with irrelevant ones. In StrategyQA, CREAK and
 # Sensemaking about half of the None-CoT "irrelevant" answers are the same answer as the correct
-# one (yes/no, "Sentence A/B"): such pairs are left out of every correct-vs-irrelevant
-# comparison, and the page says how many. This page checks F1 to F4 per dataset and pooled over
+# one (yes/no, "Sentence A/B"): a sampled run draws its instructions from the others (the same
+# ones under every setting), and a run of all records leaves such pairs out of every
+# correct-vs-irrelevant comparison and says how many. This page checks F1 to F4 per dataset and pooled over
 # the family, then shows the layer curves, MAD and RD, and three analyses beyond the paper.
 # Definitions and the verdict rules: [methods](../methods.md).
 

@@ -210,7 +210,7 @@ def test_gemma2_folder_runs_end_to_end_through_the_command_line(model_dirs, stud
         "--n-samples",
         "2",
         "--max-length",
-        "256",
+        "512",  # room for both drawn AQuA instructions
         "--out",
         str(out),
         "--data-dir",
@@ -243,7 +243,7 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
         name="paper-tiny",
         models=(folder,),
         conditions=("aqua/none/correct",),
-        extraction=ExtractionSettings(n_samples=2, max_length=256, batch_size=8, token_budget=8192, device="cpu"),
+        extraction=ExtractionSettings(n_samples=2, max_length=512, batch_size=8, token_budget=8192, device="cpu"),
     )
     results = tmp_path / "results"
     results.mkdir()

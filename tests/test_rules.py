@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 from synthetic import BASE, INSTRUCT, LEVEL, MODELS, REASONING_WIGGLE, make_results, reasoning_conditions
 
-from analysis.findings import check_parts, checks, pooling, rules
+from analysis.findings import check_parts, checks, pooling, quantities, rules
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED
 
@@ -313,3 +313,77 @@ def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
     assert HOLDS not in set(table[table["check"] == "F3"]["verdict"])  # its Detailed part is false here
     unresolved = table[table["verdict"] == UNRESOLVED]
     assert unresolved["n_for_power"].notna().any()  # the pages can say what size would resolve them
+
+
+# --------------------------------------------------------------------------- the paper's quantity beside
+
+
+def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_names_its_quantity(paper_table):
+    for check in ("F1", "F3", "L", "L2"):
+        numbers = paper_table.loc[paper_table["check"] == check, "numbers"]
+        assert numbers.str.contains(rules.PAPER_QUANTITY, regex=False).all(), check
+        assert "geometric mean" in checks.claim(check) and "mean nuclear norm" in checks.claim(check)
+    rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
+    f4 = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
+    assert [p.decides for p in f4] == [True, False] and f4[1].name.startswith(rules.PAPER_QUANTITY)
+    # the same irrelevant/correct ratio in both models: both quantities near 0, and near each other
+    assert abs(f4[0].estimate.value) < 0.1 and f4[1].estimate.value == pytest.approx(f4[0].estimate.value, abs=0.02)
+    assert "geometric means" in checks.claim("F4") and "mean log curve" in checks.claim("F2")
+    assert _verdicts(paper_table, "F1") == {HOLDS}  # the parts beside decide nothing
+
+
+def _skewed_none(n=40, seed=4, trend=False):
+    """None CoT with a large log-scale spread (sigma 1.5) and a geometric mean below Detailed CoT's:
+    its arithmetic mean lies above it (exp(sigma^2 / 2) = 3.1 times the geometric mean)."""
+    rows = make_results(
+        _conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=n, curve=flat, sample_sd=0.05, seed=seed
+    )
+    rng = np.random.default_rng(seed)
+    none = (rows["setting"] == "none").to_numpy()
+    sigma = np.linspace(0.1, 1.5, 18)[rows["layer"].to_numpy()] if trend else 1.5
+    z = rng.standard_normal(n)[rows["sample_index"].to_numpy()]
+    factor = np.exp(sigma * z - 0.8)
+    rows.loc[none, "nuclear_norm"] = rows.loc[none, "nuclear_norm"] * factor[none]
+    return rows
+
+
+def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
+    rows = _skewed_none()
+    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+    geometric = quantities.log_gap(cd, "aqua", "none", "detailed")
+    paper = quantities.mean_gap(cd, "aqua", "none", "detailed")
+    matrix = {
+        s: rows[(rows["setting"] == s) & (rows["responses"] == "correct")]
+        .groupby("sample_index")["nuclear_norm"]
+        .mean()
+        for s in ("none", "detailed")
+    }
+    assert paper.value == pytest.approx(np.log(matrix["none"].mean() / matrix["detailed"].mean()))
+    assert geometric.value < 0 < paper.value  # the data are built so
+    f1 = [f for f in checks.run_checks({BASE: cd}, ("F1",)) if f.scope == "aqua"][0]
+    shown = {p.name: p for p in f1.parts}
+    assert f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}" in shown
+    assert "differ in sign: None / Detailed (all layers) x" in f1.note
+    assert checks.findings_table([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
+    assert not shown[f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}"].decides
+
+
+def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_layers():
+    def f2_of(rows):
+        cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+        f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
+        assert any(p.name == check_parts.LOG_SPREAD_CHANGE for p in f2.parts)
+        return f2, {p.label: p for p in f2.parts}
+
+    changing, parts = f2_of(_skewed_none(trend=True))
+    assert "log-scale spread changes across layers" in changing.note
+    assert parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
+    assert not parts[f"{check_parts.NONE_GROUP} Q"].decides
+    assert parts["roughness Simplified - Detailed Q"].decides  # Simplified vs Detailed keeps the log curve
+    steady, parts = f2_of(_skewed_none(trend=False))
+    assert "log-scale spread" not in steady.note
+    assert (
+        parts[f"{check_parts.NONE_GROUP} Q"].decides
+        and not parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
+    )

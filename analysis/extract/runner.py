@@ -11,9 +11,9 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import pandas as pd
 import torch
@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from analysis import data, layer_stats, registry
 from analysis.extract import batching, gradients, models, prompts
+from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 from analysis.vocabulary import PROJECTIONS
@@ -214,7 +215,10 @@ def plan_run(
     condition = resolved.condition
     max_length = settings.max_length
     records = len(data.load_records(resolved.path))
-    chosen = data.sample_ids(condition.dataset, records, settings.n_samples)  # a seeded random sample, not the first N
+    is_file = condition.setting == ""
+    # a seeded random sample, not the first N; a study dataset's drawn from its usable None-CoT pairs
+    draw = data.sample_ids if is_file else partial(data.dataset_sample_ids, directory=data_dir)
+    chosen = draw(condition.dataset, records, settings.n_samples)
     key, identity = run_labels(model_name, template, resolved, max_length)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
     required = layer_stats.computed_columns(entry_stats=settings.entry_stats)
@@ -390,7 +394,7 @@ def extract(
     progress: bool = True,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
-    file), a seeded random sample of its records (``data.sample_ids``), writing to the store every
+    file), a seeded random sample of its records (``data.dataset_sample_ids``), writing to the store every
     ``settings.shard_size`` samples.
 
     ``settings`` None: the defaults of ``ExtractionSettings``, the one way to pass settings
@@ -452,21 +456,3 @@ def extract(
             bar.close()
             summary.seconds = time.perf_counter() - started
     return summary
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with this many torch CPU threads (None: unchanged), restoring the previous number.
-
-    On a machine whose cores are busy with other work, one thread can be many times faster than
-    several: threads that wait for each other at every operation lose their turn on the CPU.
-    """
-    if not threads:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -7,6 +7,7 @@ once, and the engine that runs them), ``check_parts`` (each check's parts), ``po
 ``rules`` (the verdict rule on a claim's parts), ``questions``
 (separability, length regression, effective rank: beyond the paper), ``closest_setting`` (the
 your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation),
-``training`` and ``training_calibration`` (the parts of T1-T3, the runner of their scope and the
-simulation of their rules).
+``studentized`` (bootstrap-t intervals of the paper's log ratios of arithmetic means), ``scenarios``
+(one-sided misses of the intervals under hard noise), ``training`` and ``training_calibration`` (the
+parts of T1-T3, the runner of their scope and the simulation of their rules).
 """

@@ -30,13 +30,14 @@ from analysis.findings import check_parts as cp
 from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.pooling import (
+    Adjust,
     family_findings,
     is_own_base,
     not_applicable_reason,
     reasoning_datasets,
     scope_rank,
 )
-from analysis.findings.rules import SAME_MARGIN, Finding, Part
+from analysis.findings.rules import SAME_MARGIN, Finding, Part, sign_disagreements
 
 # What one verdict is about (a check's scope; a finding's own scope is a dataset or a family).
 PER_MODEL, PER_PAIR, WIKI_FILES = "per model", "per base-instruct pair", "Wiki files"
@@ -70,6 +71,8 @@ class Check:
     ``calibrated_by``: the simulated rules of ``calibration`` whose error rates are this check's.
     ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
     ``after_pooling``: what the check recomputes from a family's pooled parts (e.g. a share).
+    ``adjust``: what the check changes in every finding's parts from the parts themselves, with a
+    note (e.g. F2 deciding on the mean curve where None's log-scale spread changes).
     ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
     """
 
@@ -82,6 +85,7 @@ class Check:
     _: KW_ONLY
     figure: PartFigure | None = None
     after_pooling: Callable[[list[Part]], list[Part]] | None = None
+    adjust: Adjust | None = None
     note: Callable[[CurveDraws, dict, dict], str] | None = None
 
 
@@ -98,8 +102,8 @@ _TRAINING = ("during_training",)  # only a training profile's book has rows thes
 REGISTRY: list[Check] = [
     Check(
         "F1",
-        "None CoT gives larger nuclear norms than Detailed CoT, and the gap is larger in the early layers than in "
-        "the late ones",
+        "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
+        "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones",
         PER_MODEL,
         cp.f1_parts,
         _READING,
@@ -108,16 +112,19 @@ REGISTRY: list[Check] = [
     Check(
         "F2",
         "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
-        "each of Q, K, V and O",
+        "each of Q, K, V and O (roughness of the mean log curve; None vs Simplified on the mean curve's roughness "
+        "where None's log-scale spread changes across layers)",
         PER_MODEL,
         cp.f2_parts,
         _READING,
         ("roughness", "paper MAD"),
+        adjust=cp.spread_decides,
     ),
     Check(
         "F3",
-        f"Under Detailed CoT irrelevant responses give curves clearly larger than correct ones (by more than "
-        f"{_MARGIN}); under None CoT the two are nearly the same (within {_MARGIN})",
+        "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
+        f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
+        f"two are nearly the same (within {_MARGIN})",
         PER_MODEL,
         cp.f3_parts,
         _READING,
@@ -127,7 +134,8 @@ REGISTRY: list[Check] = [
     Check(
         "F4",
         "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
-        f"model (its irrelevant/correct ratio exceeds the base's by less than {_MARGIN})",
+        "model (its irrelevant/correct ratio of geometric means of nuclear norms exceeds the base's by less than "
+        f"{_MARGIN}; the paper's mean nuclear norm shown beside)",
         PER_PAIR,
         cp.f4_parts,
         _READING,
@@ -145,7 +153,8 @@ REGISTRY: list[Check] = [
     Check(
         "L",
         "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
-        "nuclear norms than Simplified CoT, where the Simplified vs Detailed gap is established",
+        "nuclear norms (geometric mean; the paper's mean nuclear norm shown beside) than Simplified CoT, where the "
+        "Simplified vs Detailed gap is established",
         PER_MODEL,
         cp.length_parts,
         _LENGTH,
@@ -155,8 +164,9 @@ REGISTRY: list[Check] = [
     ),
     Check(
         "L2",
-        "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms than the "
-        "full Detailed CoT, where the Simplified vs Detailed gap is established",
+        "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms (geometric "
+        "mean; the paper's mean nuclear norm shown beside) than the full Detailed CoT, where the Simplified vs "
+        "Detailed gap is established",
         PER_MODEL,
         cp.length_effect_parts,
         _LENGTH,
@@ -266,7 +276,9 @@ def _per_model(check: Check, inputs: Inputs) -> list[Finding]:
             if parts is not None:
                 by_dataset[dataset] = parts
         note = check.note(cd, inputs.identical, by_dataset) if check.note else ""
-        out += family_findings(check.id, model, by_dataset, note, after_pooling=check.after_pooling)
+        out += family_findings(
+            check.id, model, by_dataset, note, after_pooling=check.after_pooling, adjust=check.adjust
+        )
     return out
 
 
@@ -282,7 +294,7 @@ def _per_pair(check: Check, inputs: Inputs) -> list[Finding]:
             parts = check.parts(inputs.draws[instruct], inputs.draws[base], dataset)
             if parts is not None:
                 by_dataset[dataset] = parts
-        found = family_findings(check.id, instruct, by_dataset, note=f"base: {base}")
+        found = family_findings(check.id, instruct, by_dataset, note=f"base: {base}", adjust=check.adjust)
         if not is_own_base(instruct, base, inputs.declared):
             reason = not_applicable_reason(instruct, base)
             found = [
@@ -345,6 +357,7 @@ FINDING_COLUMNS = [
     "n_for_power",
     "numbers",
     "claim",
+    "opposite_sign",
 ]
 
 
@@ -352,7 +365,8 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
     """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
     smallest part), n_smallest (those of its smallest dataset), n_for_power (for a finding not
     resolved, the instructions per dataset that would resolve it with 80% power at the measured
-    values, ``Finding.instructions_needed``), numbers (each part with its interval) and the claim."""
+    values, ``Finding.instructions_needed``), numbers (each part with its interval), the claim, and
+    opposite_sign (the paper's mean nuclear norm and the geometric mean differ in sign in some part)."""
     rows = [
         {
             "check": f.check,
@@ -365,6 +379,7 @@ def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
             "n_for_power": f.instructions_needed(),
             "numbers": f.numbers(),
             "claim": claim(f.check),
+            "opposite_sign": bool(sign_disagreements(f.parts)),
         }
         for f in findings
     ]

@@ -1,16 +1,24 @@
 """Pooling a check over a family of datasets, and pairing instruct models with their base models.
 
 Every check runs per dataset and per family: the family's value of a part is the mean of its
-datasets' values, its interval a stratified bootstrap (instructions resampled within each dataset).
+datasets' values, its interval a stratified bootstrap (instructions resampled within each dataset;
+a bootstrap-t one for the paper's mean nuclear norm, ``studentized.pool_any``). Each finding's
+parts are marked where the paper's mean nuclear norm and the geometric mean differ in sign
+(``marked``).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from analysis import vocabulary
-from analysis.findings.bootstrap import CurveDraws, pooled
-from analysis.findings.rules import Finding, Part
+from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.rules import OPPOSITE_SIGN, PAPER_QUANTITY, Finding, Part, sign_disagreements
+from analysis.findings.studentized import pool_any
+
+# What a check changes in a finding's parts from the parts themselves, with a note (empty: none).
+Adjust = Callable[[Sequence[Part]], tuple[list[Part], str]]
 
 
 def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
@@ -23,7 +31,7 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
         out.append(
             Part(
                 first.name,
-                pooled([p.estimate for p in same]),
+                pool_any([p.estimate for p in same]),
                 first.side,
                 first.bound,
                 first.show,
@@ -41,18 +49,43 @@ def family_findings(
     note: str = "",
     *,
     after_pooling: Callable[[list[Part]], list[Part]] | None = None,
+    adjust: Adjust | None = None,
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
-    more (``after_pooling``: what the check recomputes from its pooled parts, e.g. a share)."""
-    out = [Finding(check, model, d, False, tuple(parts), note) for d, parts in by_dataset.items()]
+    more (``after_pooling``: what the check recomputes from its pooled parts, e.g. a share;
+    ``adjust``: what it changes in every finding's parts, e.g. F2's deciding part), each
+    ``marked``."""
+    out = [Finding(check, model, d, False, *marked(parts, note, adjust=adjust)) for d, parts in by_dataset.items()]
     for family in vocabulary.REASONING_FAMILIES:
         members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
         if len(members) >= 2:
             parts = pool_parts(members)
             if after_pooling is not None:
                 parts = after_pooling(parts)
-            out.append(Finding(check, model, family, True, tuple(parts), note))
+            out.append(Finding(check, model, family, True, *marked(parts, note, adjust=adjust)))
     return out
+
+
+def marked(parts: Sequence[Part], note: str = "", *, adjust: Adjust | None = None) -> tuple[tuple[Part, ...], str]:
+    """(parts, note) of a finding: the check's ``adjust`` applied (its note added), and the
+    paper's-quantity parts that disagree in sign with their geometric-mean part renamed to say so,
+    with a note naming them."""
+    notes = [note] if note else []
+    if adjust is not None:
+        parts, said = adjust(parts)
+        notes += [said] if said else []
+    opposite = set(sign_disagreements(parts))
+    if opposite:
+        parts = [
+            replace(p, name=p.name + OPPOSITE_SIGN)
+            if p.name.startswith(PAPER_QUANTITY) and p.name.removeprefix(PAPER_QUANTITY) in opposite
+            else p
+            for p in parts
+        ]
+        notes.append(
+            "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(sorted(opposite))
+        )
+    return tuple(parts), "; ".join(notes)
 
 
 def scope_rank(scope: str) -> int:

@@ -10,7 +10,9 @@ Every quantity that decides a verdict has a null value of zero at any number of 
 levels, gaps and correct-vs-irrelevant differences are means of the logs of per-sample values
 (a geometric mean; the logs also make the values' skew small), and layer-to-layer variation is the
 mean squared step of the log curve with its noise term removed. The paper's own numbers (MAD of
-the mean curve) are shown beside them and do not decide.
+the mean curve, the ratio of mean nuclear norms) are shown beside them and do not decide; a part
+on the paper's mean nuclear norm is named after the part it accompanies (``beside``), and a cell
+where the two differ in sign is marked (``sign_disagreements``).
 
 Verdicts:
 - "holds": every deciding part's 95% interval lies on the claim's side of its bound (an
@@ -214,3 +216,33 @@ class Finding:
         ]
         text = "; ".join(pieces)
         return f"{text} ({self.note})" if self.note else text
+
+
+# --------------------------------------------------------------------------- the paper's quantity beside
+
+# A part on the paper's quantity (the log ratio of arithmetic means of nuclear norms, bootstrap-t
+# interval) is named after the geometric-mean part it accompanies, with this prefix; it never
+# decides: its intervals miss far more than 2.5% on one side at a few instructions
+# (``scenarios``), so the geometric mean decides and the claim says so.
+PAPER_QUANTITY = "paper's mean nuclear norm: "
+OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
+
+
+def beside(part: Part, estimate: Estimate | None) -> Part:
+    """The paper's-quantity counterpart of a deciding part, shown beside it."""
+    return Part(PAPER_QUANTITY + part.name, estimate, part.side, part.bound, part.show, group=part.group, decides=False)
+
+
+def sign_disagreements(parts: Sequence[Part]) -> list[str]:
+    """Names of the deciding parts whose geometric-mean value and paper's-quantity value have
+    opposite signs (both away from zero)."""
+    by_label = {p.label: p for p in parts}
+    out = []
+    for p in parts:
+        if not p.name.startswith(PAPER_QUANTITY) or p.estimate is None:
+            continue
+        twin_name = p.name.removeprefix(PAPER_QUANTITY).removesuffix(OPPOSITE_SIGN)
+        twin = by_label.get(f"{p.group} {twin_name}".strip())
+        if twin is not None and twin.estimate is not None and twin.estimate.value * p.estimate.value < 0:
+            out.append(twin.name)
+    return out

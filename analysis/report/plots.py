@@ -144,7 +144,8 @@ def verdict_matrix(
     note: str | None = None,
 ) -> Figure:
     """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
-    not covered), the number of instructions behind each verdict in its cell.
+    not covered), the number of instructions behind each verdict in its cell, followed by "±" where
+    the paper's mean nuclear norm and the geometric mean differ in sign (column opposite_sign).
 
     `table`: findings with columns check, model, scope, verdict, n.
     """
@@ -174,7 +175,7 @@ def verdict_matrix(
                         lw=0.8 if hatch else 0,
                     )
                 )
-                label = "n/a" if hatch else str(int(row["n"]))
+                label = "n/a" if hatch else str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
                 ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
         ax.set_xlim(0, len(scopes))
         ax.set_ylim(len(checks), 0)

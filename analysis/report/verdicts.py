@@ -151,7 +151,8 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> s
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
         f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
-        f"to these models. {false_holds_note(found)}"
+        f"to these models. A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
+        f"decides) differ in sign in some part of the cell. {false_holds_note(found)}"
     )
     power = power_note(found)
     if power:

@@ -86,7 +86,11 @@ def extract_profile(
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
-    with runner.torch_threads(profile.extraction.threads):
+    with runner.torch_threads(profile.extraction.threads) as threads:
+        if log is not None:
+            log.record.threads = threads.as_dict()
+            log.save()
+        say(f"torch threads: {threads.threads} ({threads.source})")
         return _extract_models(profile, results_dir, data_dir, log, progress, say)
 
 
