@@ -313,10 +313,15 @@ def sample_ids(
     """
     if limit is None or limit >= count:
         return list(range(int(count)))
+    return sorted(int(i) for i in sample_order(dataset, count, seed, excluded)[: int(limit)])
+
+
+def sample_order(dataset: str, count: int, seed: int = SAMPLE_SEED, excluded: Iterable[int] = ()) -> np.ndarray:
+    """Every record index of a file of ``count`` records in the seeded order that ``sample_ids``
+    draws from (it takes the first ``limit``), the indices in ``excluded`` moved to the end."""
     order = np.argsort(sample_ranks(dataset, count, seed), kind="stable")
     skipped = np.isin(order, np.fromiter((int(i) for i in excluded), dtype=int))
-    order = np.concatenate([order[~skipped], order[skipped]])
-    return sorted(int(i) for i in order[: int(limit)])
+    return np.concatenate([order[~skipped], order[skipped]])
 
 
 def dataset_sample_ids(

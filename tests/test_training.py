@@ -54,9 +54,9 @@ def reference(tiny_model_dir, study_data_dir, tmp_path_factory):
     return out
 
 
-def test_probes_are_never_trained_on():
-    probes, trained = loop.split_instructions("aqua", 500, 8, 64)
-    assert probes == data.sample_ids("aqua", 500, 8)
+def test_probes_are_never_trained_on(study_data_dir):
+    probes, trained = loop.split_instructions("aqua", 500, 8, 64, study_data_dir)
+    assert probes == data.dataset_sample_ids("aqua", 500, 8, study_data_dir)  # what the extraction draws
     assert len(trained) == 64 and not set(probes) & set(trained)
     with pytest.raises(loop.TrainingError, match="500"):
         loop.split_instructions("aqua", 500, 8, 493)
@@ -76,7 +76,11 @@ def test_a_run_stores_losses_weight_change_and_probes_at_each_checkpoint(referen
     parsed = pd.DataFrame([parse_probe_model(m) for m in rows["model"].unique()])
     assert sorted(parsed["step"]) == [0, 2, 4] and set(parsed["arm"]) == {"detailed"}
     assert set(rows["setting"]) == {"none", "detailed"}
-    assert rows.groupby("model")["sample_index"].nunique().eq(2).all()
+    # every probe the extraction draws is stored, or recorded as skipped (a prompt past max_length)
+    skipped = ResultsStore(reference, create=False).read("skipped")
+    for (model, condition), stored in rows.groupby(["model", "condition"])["sample_index"]:
+        passed = skipped[(skipped["model"] == model) & (skipped["condition"] == condition)]["sample_index"]
+        assert len(set(stored) | set(passed)) == SETTINGS.n_probes and not set(stored) & set(passed)
     assert (change[change["step"] > 0]["frobenius"] > 0).all()
     assert not list((reference / "runs").rglob("checkpoint-*"))  # removed once the run is done
 

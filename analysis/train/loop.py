@@ -4,8 +4,8 @@ The samples are encoded exactly as the extraction encodes them (``runner.prepare
 same templates, ``max_length`` and, for a length-control arm, the same response caps), and the
 loss is the extraction's (``gradients.per_sample_losses``: response tokens only, each sample's
 mean), averaged over the batch. Every weight is trained with AdamW. The probe instructions are
-the first ``n_probes`` of the dataset's seeded random order (``data.sample_ids``, what an extraction
-of ``n_probes`` samples takes); the training instructions are the next ``n_train`` of that order,
+the first ``n_probes`` of the dataset's seeded random order (``data.dataset_sample_ids``, what an
+extraction of ``n_probes`` samples takes); the training instructions are the next ``n_train`` of that order,
 so a probe is never trained on. The samples of step ``s`` are a function of the seed and ``s``
 alone (seeded permutations, one per pass over the training set), so a resumed run sees the same
 batches. At each checkpoint step the probe statistics are extracted by ``runner.extract`` on the
@@ -25,7 +25,6 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
@@ -65,15 +64,18 @@ class TrainingSummary:
         return record
 
 
-def split_instructions(dataset: str, count: int, n_probes: int, n_train: int) -> tuple[list[int], list[int]]:
+def split_instructions(
+    dataset: str, count: int, n_probes: int, n_train: int, data_dir=None
+) -> tuple[list[int], list[int]]:
     """(probe ids, training ids): the first ``n_probes`` and the next ``n_train`` records of the
-    dataset's seeded random order; disjoint, each sorted."""
+    order the extraction draws a study dataset's samples in (``data.dataset_sample_ids``: seeded,
+    None-CoT pairs whose irrelevant response equals the correct one last); disjoint, each sorted."""
     if n_probes + n_train > count:
         raise TrainingError(
             f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
         )
-    order = np.argsort(data.sample_ranks(dataset, count), kind="stable")
-    probes = data.sample_ids(dataset, count, n_probes)
+    order = data.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
+    probes = data.dataset_sample_ids(dataset, count, n_probes, data_dir)
     assert probes == sorted(int(i) for i in order[:n_probes])  # the extraction's sample of n_probes
     return probes, sorted(int(i) for i in order[n_probes : n_probes + n_train])
 
@@ -206,7 +208,7 @@ def train(
     started = time.perf_counter()
     resolved = data.resolve(run.condition, data_dir)
     count = len(data.load_records(resolved.path))
-    _, train_ids = split_instructions(run.dataset, count, settings.n_probes, settings.n_train)
+    _, train_ids = split_instructions(run.dataset, count, settings.n_probes, settings.n_train, data_dir)
     samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir)
     if len(samples) < settings.batch_size:
         raise TrainingError(
