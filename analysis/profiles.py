@@ -37,11 +37,12 @@ STANDALONE_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.standalone is not Non
 # The reference datasets of the your-data page: their None, Simplified and Detailed CoT files.
 REFERENCE_DATASETS = ("aqua", "gsm8k")
 
-# Samples per condition of the cpu profile. On a 2-core CPU (2 threads, max_length 1024) 5 samples
-# of all 86 conditions on both offline models took 44 min 37 s to extract (README); 5 is also the
-# fewest samples for which the book gives a verdict (bootstrap.MIN_VERDICT_SAMPLES). The samples
-# are a seeded random sample of each file (data.sample_ids). At 5 several checks lack power; the
-# pages say which and how many instructions would resolve them (rules.instructions_for_power).
+# Samples per condition of the cpu profiles: 5 is the fewest for which the book gives a verdict
+# (bootstrap.MIN_VERDICT_SAMPLES). Five samples of all 86 conditions on both offline models took
+# 44 min 37 s to extract on the 2-core CPU (profile cpu-full); the default cpu profile spends its
+# time on the conditions that decide a verdict (``deciding_conditions``) and fits 30 minutes
+# (book/methods.md, "The default profile"). The samples are a seeded random sample of each file
+# (data.dataset_sample_ids).
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
 
@@ -135,6 +136,33 @@ def all_conditions() -> tuple[str, ...]:
     return tuple(study + derived)
 
 
+def deciding_conditions() -> tuple[str, ...]:
+    """The conditions behind the verdicts that a profile without a base/instruct pair can resolve
+    at a few samples (the cpu profile).
+
+    For every reasoning dataset: Simplified CoT, Detailed CoT and Detailed CoT cut to the
+    Simplified-CoT length, correct responses (F2, L, L2); for those with None CoT also None CoT with
+    both response types and irrelevant Detailed CoT (F1, F3). Left out, since at a few samples they
+    resolve no cell (book/methods.md, "The default profile"): the Wiki files (F5's "nearly the same"
+    part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts, and
+    Detailed CoT cut to the None-CoT length (a second view only).
+    """
+    with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
+    reasoning = vocabulary.REASONING_DATASETS + vocabulary.MATH_REASONING
+    chosen = [
+        *data.conditions_matching(
+            datasets=reasoning,
+            settings=("simplified", "detailed", "detailed_cut_simplified"),
+            responses=(vocabulary.CORRECT,),
+            length_control=True,
+        ),
+        *data.conditions_matching(datasets=with_none, settings=("none",)),
+        *data.conditions_matching(datasets=with_none, settings=("detailed",), responses=(vocabulary.IRRELEVANT,)),
+    ]
+    order = list(data.REGISTRY)
+    return tuple(sorted({c.key for c in chosen}, key=order.index))
+
+
 def quick_conditions() -> tuple[str, ...]:
     """A small set that still exercises every notebook and every section of it.
 
@@ -207,6 +235,15 @@ PROFILES: dict[str, Profile] = {
     ),
     "cpu": Profile(
         name="cpu",
+        models=OFFLINE_MODEL_NAMES,
+        conditions=deciding_conditions(),
+        extraction=ExtractionSettings(n_samples=CPU_SAMPLES, batch_size=1, device="cpu"),
+        n_resamples=1000,
+        description=f"both offline models, the {len(deciding_conditions())} conditions behind the verdicts it can resolve, "
+        f"{CPU_SAMPLES} samples each",
+    ),
+    "cpu-full": Profile(
+        name="cpu-full",
         models=OFFLINE_MODEL_NAMES,
         conditions=all_conditions(),
         extraction=ExtractionSettings(n_samples=CPU_SAMPLES, batch_size=1, device="cpu"),

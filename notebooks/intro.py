@@ -99,7 +99,8 @@ show_markdown(page.coverage())
 # | profile | models | samples per condition | command |
 # | --- | --- | --- | --- |
 # | `quick` | the two offline models | 2, a few conditions, responses cut at 128 tokens | `make book PROFILE=quick` |
-# | `cpu` (default) | the two offline models | 5, all 86 conditions | `make book` |
+# | `cpu` (default) | the two offline models | 5, the 45 conditions behind the verdicts they can resolve (no Wiki files) | `make book` |
+# | `cpu-full` | the two offline models | 5, all 86 conditions | `make book PROFILE=cpu-full` |
 # | `paper` | the paper's ten models (five base / instruct pairs) | all (500 per file) | `make book PROFILE=paper` on a GPU |
 # | `original` | the paper's ten models, on the original study's released statistics | all (500 per file), the 56 study files | `python -m analysis import-original SOURCE --out results/original`, then `make book PROFILE=original` |
 #

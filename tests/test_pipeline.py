@@ -16,14 +16,30 @@ ROOT = Path(__file__).resolve().parents[1]
 # --------------------------------------------------------------------------- profiles
 
 
+def test_the_cpu_profile_keeps_every_condition_a_verdict_of_its_models_rests_on():
+    from analysis import data
+
+    cpu = set(profiles.get_profile("cpu").conditions)
+    assert len(cpu) == 45
+    with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
+    for condition in data.REGISTRY.values():
+        needed = (condition.dataset in with_none and condition.setting in ("none", "detailed")) or (
+            condition.dataset != "wiki"
+            and condition.responses == "correct"
+            and condition.setting in ("simplified", "detailed", "detailed_cut_simplified")
+        )
+        assert (condition.key in cpu) == needed, condition.key  # F1, F3 / F2, L, L2; nothing else
+
+
 def test_profiles_derive_their_conditions_from_the_registry():
     from analysis import data
 
+    full = profiles.get_profile("cpu-full")
+    assert len(full.conditions) == 86 and len(set(full.conditions)) == 86
+    assert set(full.conditions) == set(data.REGISTRY)
     cpu = profiles.get_profile("cpu")
-    assert len(cpu.conditions) == 86 and len(set(cpu.conditions)) == 86
-    assert set(cpu.conditions) == set(data.REGISTRY)
-    assert cpu.models == ("gemma-3-270m", "smollm2-135m-instruct")
-    assert cpu.extraction.n_samples == profiles.CPU_SAMPLES
+    assert cpu.models == full.models == ("gemma-3-270m", "smollm2-135m-instruct")
+    assert cpu.extraction.n_samples == full.extraction.n_samples == profiles.CPU_SAMPLES
     paper = profiles.get_profile("paper")
     assert (
         paper.models == tuple(registry.PAPER_MODELS)
@@ -42,7 +58,7 @@ def test_profiles_derive_their_conditions_from_the_registry():
         "len100",
         "len1000",
     }
-    with pytest.raises(profiles.ProfileError, match="unknown profile 'fast'; profiles: quick, cpu, paper"):
+    with pytest.raises(profiles.ProfileError, match="unknown profile 'fast'; profiles: quick, cpu, cpu-full, paper"):
         profiles.get_profile("fast")
 
 
