@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import cli, runlog
-from analysis.extract import models, original, runner
+from analysis.extract import models, original, original_sources, runner
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
 
@@ -252,10 +252,14 @@ def test_no_network_gets_one_line(tmp_path, monkeypatch, capsys):
 def test_every_study_file_and_paper_model_has_a_place_in_the_tree():
     for condition in original.data.study_conditions():
         for info in original.registry.PAPER_MODELS.values():
-            relative = original.original_path(info.original_folder, condition.key)
-            model, key, problem = original.describe_place(f"grads_exp/{relative}")
-            assert problem is None and key == condition.key and original.folder_for(model) == info.original_folder
-    assert original.describe_place("grads_exp/cot_500/gemma2_2b_it_new/grads_aqua_train_with_cot_gpt4o.jsonl")[:2] == (
+            relative = original_sources.original_path(info.original_folder, condition.key)
+            model, key, problem = original_sources.describe_place(f"grads_exp/{relative}")
+            assert (
+                problem is None and key == condition.key and original_sources.folder_for(model) == info.original_folder
+            )
+    assert original_sources.describe_place("grads_exp/cot_500/gemma2_2b_it_new/grads_aqua_train_with_cot_gpt4o.jsonl")[
+        :2
+    ] == (
         "google/gemma-2-2b-it",
         "aqua/detailed/correct",
     )
@@ -381,7 +385,10 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
                 loaded, condition, store, n_samples=5, data_dir=study_data_dir, entry_stats=True, progress=False
             )
         fmt.write_from_rows(
-            tmp_path / "source", original.folder_for(name), read_results(results / "paper", model=name), study_data_dir
+            tmp_path / "source",
+            original_sources.folder_for(name),
+            read_results(results / "paper", model=name),
+            study_data_dir,
         )
     run_import(tmp_path / "source", results / "original", study_data_dir)
     original_profile = profiles.get_profile("original")
