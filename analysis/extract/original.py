@@ -12,7 +12,8 @@ their origin. What the files do not hold (effective rank, cosine similarities, s
 token counts) stays missing.
 
 A file is read line by line and written to the store once, whole, after its last line; a second
-import skips the files whose contents are already stored and adds only samples not stored yet.
+import skips the files whose contents are already stored and adds only samples not stored yet; a
+sample stored as skipped for non-finite values is imported from a later file that holds finite ones.
 Lines that match no sample, repeated samples, a last line cut by a crash, lines that are not in the
 format and non-finite values are counted per file and reported with their line numbers; none is
 stored as numbers (a matched sample with non-finite values is recorded as skipped, with the reason).
@@ -35,18 +36,20 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, registry
+from analysis import data, registry, runlog
+from analysis.extract.original_report import FileReport, ImportResult, absent_files
 from analysis.extract.original_sources import (
+    ORIGIN,
+    HashingLines,
     OriginalFile,
-    hub_dataset,
-    model_for,
+    is_archive,
     source_files,
+    streamed,
 )
 from analysis.settings import MAX_LENGTH  # also the original script's --max_length in every released run
 from analysis.store import ResultsStore, RunKey, StoreError
 from analysis.vocabulary import PROJECTIONS
 
-ORIGIN = "original study's statistics"
 # The file's statistic -> the store's column (see analysis.extract.runner.sample_rows).
 STATISTICS = {
     "S_sum": "nuclear_norm",
@@ -59,91 +62,10 @@ STATISTICS = {
 }
 ABSENT = ("effective_rank", "cos_same_layer", "cos_next_layer", "n_tokens", "n_response_tokens")
 _PARAMETER = re.compile(r"^(?:model\.)?layers\.(\d+)\.self_attn\.([qkvo])_proj\.weight$")
-PROBLEMS = {
-    "unmatched": "matches no sample of the data file (instruction and output)",
-    "duplicate": "repeats a sample already read from this file",
-    "cut": "cut last line (the file ends inside a record)",
-    "malformed": "not a JSON line",
-    "foreign": "not a record of the original format",
-    "non_finite": "non-finite values (stored as skipped, not as numbers)",
-}
+NON_FINITE_REASON = f"non-finite values in the {ORIGIN}"  # how a skip record of the importer begins
 
 
 # --------------------------------------------------------------------------- one file
-
-
-@dataclass
-class FileReport:
-    """What importing one file did: counts, and the first line of each problem."""
-
-    file: str
-    sha256: str = ""
-    model: str | None = None
-    condition: str | None = None
-    lines: int = 0
-    imported: int = 0
-    already_stored: int = 0
-    problems: dict[str, int] = field(default_factory=dict)
-    first_line: dict[str, int] = field(default_factory=dict)
-    detail: dict[str, str] = field(default_factory=dict)
-    skipped_file: str | None = None  # why the whole file was not imported
-    already_imported: bool = False  # its contents (same sha256) are in the store already
-    layers: int | None = None
-    note: str | None = None  # e.g. a layer count other than the registry's for this model
-    megabytes: float = 0.0
-    seconds: float = 0.0
-
-    def count(self, kind: str, line: int, detail: str = "") -> None:
-        self.problems[kind] = self.problems.get(kind, 0) + 1
-        if kind not in self.first_line:
-            self.first_line[kind] = line
-            if detail:
-                self.detail[kind] = detail
-
-    def problem_lines(self) -> list[str]:
-        """One line per kind of problem: file, first line, what is wrong, how many lines."""
-        if self.skipped_file:
-            return [f"{self.file}: not imported: {self.skipped_file}"]
-        out = [f"{self.file}: note: {self.note}"] if self.note else []
-        for kind, n in self.problems.items():
-            extra = f" ({self.detail[kind]})" if kind in self.detail else ""
-            out.append(
-                f"{self.file}: line {self.first_line[kind]}: {PROBLEMS[kind]}{extra}; "
-                f"{n} such line{'s' if n > 1 else ''} in this file"
-            )
-        return out
-
-    def summary(self) -> str:
-        """One line: where the file went and how many samples it gave."""
-        if self.skipped_file:
-            return f"{self.file}: not imported"
-        if self.already_imported:
-            return f"{self.file} -> {self.model} {self.condition}: already imported (sha256 {self.sha256[:12]})"
-        return (
-            f"{self.file} -> {self.model} {self.condition}: {self.imported} imported, "
-            f"{self.already_stored} already stored, {sum(self.problems.values())} lines not stored"
-        )
-
-    def as_record(self) -> dict:
-        """The run log's record of this file."""
-        return {
-            "file": self.file,
-            "sha256": self.sha256,
-            "origin": ORIGIN,
-            "model": self.model,
-            "condition": self.condition,
-            "lines": self.lines,
-            "imported": self.imported,
-            "already_stored": self.already_stored,
-            "problems": dict(self.problems),
-            "first_line": dict(self.first_line),
-            "not_imported": self.skipped_file,
-            "already_imported": self.already_imported,
-            "layers": self.layers,
-            "note": self.note,
-            "megabytes": round(self.megabytes, 3),
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
@@ -234,20 +156,21 @@ class ParsedFile:
     n_layers: int | None = None
 
 
-def read_lines(path: Path, report: FileReport, lookup, done: set[int], on_bytes: Callable[[int], None]) -> ParsedFile:
-    """Every line of one file: matched samples, and problems counted in ``report``."""
+def read_lines(
+    handle: Iterable[bytes], report: FileReport, lookup, done: set[int], on_bytes: Callable[[int], None]
+) -> ParsedFile:
+    """Every line of one file (an open binary stream): matched samples, and problems counted in ``report``."""
     parsed = ParsedFile()
     taken: set[int] = set()
-    with open(path, "rb") as handle:
-        previous: bytes | None = None
-        number = 0
-        for raw in handle:
-            on_bytes(len(raw))
-            if previous is not None:
-                _read_line(previous, number, False, parsed, report, lookup, done, taken)
-            previous, number = raw, number + 1
+    previous: bytes | None = None
+    number = 0
+    for raw in handle:
+        on_bytes(len(raw))
         if previous is not None:
-            _read_line(previous, number, not previous.endswith(b"\n"), parsed, report, lookup, done, taken)
+            _read_line(previous, number, False, parsed, report, lookup, done, taken)
+        previous, number = raw, number + 1
+    if previous is not None:
+        _read_line(previous, number, not previous.endswith(b"\n"), parsed, report, lookup, done, taken)
     return parsed
 
 
@@ -369,35 +292,47 @@ def import_file(
     data_dir=None,
     template: str | None = None,
     on_bytes: Callable[[int], None] = lambda n: None,
+    *,
+    strict: bool = False,
+    earlier: dict[str, dict] | None = None,
 ) -> FileReport:
-    """Import one statistics file into the store; its rows appear whole or not at all."""
+    """Import one statistics file into the store; its rows appear whole or not at all.
+
+    A sample stored before only as skipped (non-finite values) is imported when this file holds
+    finite values for it; its skip record stays. ``strict``: nothing of a file with a rejected line.
+    ``earlier``: the run log's records by sha256 (see :func:`earlier_imports`), whose rejected lines
+    a file already imported still counts.
+    """
     started = time.perf_counter()
     report = FileReport(file.relative, model=file.model, condition=file.condition)
     if file.problem is not None:
         report.skipped_file = file.problem
         return report
-    size = file.path.stat().st_size
+    size = file.byte_size()
     report.megabytes = size / 1e6
-    report.sha256 = file_sha256(file.path)
+    report.sha256 = "" if file.once else file.sha256()  # a streamed archive member is hashed as it is read
     chosen = registry.resolve_template(file.model, template)
     target = target_for(file.model, chosen, file.condition, data_dir, file.relative, report.sha256)
     with store.lock(target.key):
-        if report.sha256 in store.stored_values(target.key, "origin_sha256"):
-            report.already_imported = True
-            on_bytes(size)
-            return report
-        other = store.stored_values(target.key, "data_sha256") - {target.resolved.sha256}
-        if other:
-            raise StoreError(
-                f"{store.run_dir('rows', target.key)}: the stored rows of {file.condition} come from a data file with "
-                f"sha256 {sorted(other)[0][:12]}…, but {target.resolved.path} has sha256 {target.resolved.sha256[:12]}…; "
-                "import into a different --out"
-            )
+        if report.sha256 and _already_imported(store, target, report, on_bytes, size):
+            return _recalled(report, earlier)
         lookup = sample_lookup(data.load_records(target.resolved.path))
-        parsed = read_lines(file.path, report, lookup, store.done_samples(target.key), on_bytes)
-        rows, skipped = store_rows(parsed, target.identity), skipped_rows(parsed, target.identity)
-        store.write(target.key, rows, skipped)
-    report.imported = len(parsed.indices)
+        done = store.done_samples(target.key)
+        repairable = done - store.done_samples(target.key, retry_reasons=(NON_FINITE_REASON,))
+        with file.open() as stream:
+            lines = HashingLines(stream) if file.once else stream
+            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes)
+        if isinstance(lines, HashingLines):
+            report.sha256 = target.identity["origin_sha256"] = lines.hexdigest()
+            if _already_imported(store, target, report, lambda n: None, size):
+                return _recalled(report, earlier)
+        for index in repairable & parsed.skipped.keys():  # still non-finite: its skip record is stored
+            del parsed.skipped[index]
+        report.withheld = strict and report.rejected > 0
+        if not report.withheld:
+            store.write(target.key, store_rows(parsed, target.identity), skipped_rows(parsed, target.identity))
+    report.imported = 0 if report.withheld else len(parsed.indices)
+    report.repaired = 0 if report.withheld else len(repairable.intersection(parsed.indices))
     report.layers = parsed.n_layers
     info = registry.known_model(file.model)
     if info is not None and info.layers and parsed.n_layers and parsed.n_layers != info.layers:
@@ -406,33 +341,42 @@ def import_file(
     return report
 
 
+def earlier_imports(store: ResultsStore) -> dict[str, dict]:
+    """The run log's record of each file imported into ``store`` before, by sha256."""
+    records = {}
+    for run in runlog.read(store.root):
+        for record in run.imports:
+            if record.get("sha256") and not record.get("already_imported") and not record.get("withheld"):
+                records[record["sha256"]] = record
+    return records
+
+
+def _recalled(report: FileReport, earlier: dict[str, dict] | None) -> FileReport:
+    """A file imported before keeps the rejected lines counted then (its exit status does not change)."""
+    record = (earlier or {}).get(report.sha256)
+    if record is not None:
+        report.problems, report.first_line = dict(record["problems"]), dict(record["first_line"])
+        report.lines, report.layers, report.note = record["lines"], record["layers"], record["note"]
+    return report
+
+
+def _already_imported(store: ResultsStore, target: Target, report: FileReport, on_bytes, size: int) -> bool:
+    """Whether the store holds this file's contents already (same sha256); refuses another data file."""
+    if report.sha256 in store.stored_values(target.key, "origin_sha256"):
+        report.already_imported = True
+        on_bytes(size)
+        return True
+    other = store.stored_values(target.key, "data_sha256") - {target.resolved.sha256}
+    if other:
+        raise StoreError(
+            f"{store.run_dir('rows', target.key)}: the stored rows of {report.condition} come from a data file with "
+            f"sha256 {sorted(other)[0][:12]}…, but {target.resolved.path} has sha256 {target.resolved.sha256[:12]}…; "
+            "import into a different --out"
+        )
+    return False
+
+
 # --------------------------------------------------------------------------- a source
-
-
-@dataclass
-class ImportResult:
-    """Every file's report, the study files absent for the models seen, and the time taken."""
-
-    files: list[FileReport]
-    absent: dict[str, list[str]]  # model -> conditions asked for without a file
-    seconds: float
-
-    @property
-    def megabytes(self) -> float:
-        return sum(f.megabytes for f in self.files)
-
-    @property
-    def imported(self) -> int:
-        return sum(f.imported for f in self.files)
-
-
-def absent_files(files: list[FileReport], models: Iterable[str] | None, conditions: Iterable[str] | None):
-    """Per model (asked for, or seen), the study conditions asked for that had no file."""
-    seen = {f.model for f in files if f.model and f.condition}
-    chosen = [model_for(m) for m in models] if models else sorted(seen)
-    keys = list(conditions) if conditions else [c.key for c in data.study_conditions()]
-    present = {(f.model, f.condition) for f in files}
-    return {m: [k for k in keys if (m, k) not in present] for m in chosen if any((m, k) not in present for k in keys)}
 
 
 def import_source(
@@ -447,23 +391,29 @@ def import_source(
     progress: bool = True,
     cache_dir=None,
     on_file: Callable[[FileReport], None] = lambda report: None,
+    *,
+    strict: bool = False,
 ) -> ImportResult:
-    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar."""
+    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar.
+
+    ``strict``: a file with a rejected line imports nothing (the others import as usual).
+    """
     started = time.perf_counter()
     files: Iterable[OriginalFile] = source_files(source, model, condition, models, conditions, cache_dir)
     total = None
-    if hub_dataset(source) is None:  # a local source: the bar knows its size; hub files download one by one
+    if not streamed(source):  # plain local files: the bar knows their size; others come one by one
         files = list(files)
-        total = sum(f.path.stat().st_size for f in files if f.problem is None)
+        total = sum(f.byte_size() for f in files if f.problem is None)
+    earlier = earlier_imports(store)
     bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
     reports = []
     try:
         for file in files:
-            report = import_file(store, file, data_dir, template, bar.update)
+            report = import_file(store, file, data_dir, template, bar.update, strict=strict, earlier=earlier)
             reports.append(report)
             on_file(report)
     finally:
         bar.close()
-    single = Path(source).is_file()
+    single = Path(source).is_file() and not is_archive(source)
     absent = {} if single else absent_files(reports, models, conditions)
     return ImportResult(reports, absent, time.perf_counter() - started)

@@ -8,17 +8,24 @@ downloaded). No torch here.
 
 from __future__ import annotations
 
+import hashlib
 import re
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+import tarfile
+import zipfile
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path, PurePosixPath
+from typing import BinaryIO
 
 from analysis import data, registry
 from analysis.errors import StudyError
 
+ORIGIN = "original study's statistics"
 HUB_PREFIX = "hf://datasets/"
 HUB_DATASET = "MingLiiii/Layer_Gradient"
 _FILE = re.compile(r"^grads_(.+)\.jsonl$")
+ARCHIVES = (".tar.gz", ".tgz", ".tar", ".zip")  # a release laid out as archives of task folders
 
 
 class OriginalFormatError(StudyError, ValueError):
@@ -65,13 +72,50 @@ def folder_for(model: str) -> str:
 
 @dataclass(frozen=True)
 class OriginalFile:
-    """One statistics file, with the model and condition its place in the tree names."""
+    """One statistics file, with the model and condition its place in the tree names.
+
+    A member of an archive is read through ``opener`` (streamed, never unpacked to disk); ``once``:
+    a member of a compressed tar stream, whose bytes can be read once, when its turn comes.
+    """
 
     path: Path
     relative: str  # as the source names it (under its root, or in the hub dataset)
     model: str | None
     condition: str | None
     problem: str | None = None  # why the file cannot be imported (unknown folder or file name)
+    opener: Callable[[], BinaryIO] | None = field(default=None, compare=False, repr=False)
+    size: int | None = None
+    once: bool = False
+
+    def open(self) -> BinaryIO:
+        """The file's bytes, as a binary stream."""
+        return self.opener() if self.opener is not None else open(self.path, "rb")
+
+    def byte_size(self) -> int:
+        return self.size if self.size is not None else self.path.stat().st_size
+
+    def sha256(self) -> str:
+        """sha256 of the file's bytes, read in chunks (the files are large)."""
+        digest = hashlib.sha256()
+        with self.open() as handle:
+            while block := handle.read(1 << 22):
+                digest.update(block)
+        return digest.hexdigest()
+
+
+class HashingLines:
+    """The lines of a binary stream, hashed (sha256) as they are read: a streamed member is read once."""
+
+    def __init__(self, stream: Iterable[bytes]):
+        self.stream, self.digest = stream, hashlib.sha256()
+
+    def __iter__(self) -> Iterator[bytes]:
+        for line in self.stream:
+            self.digest.update(line)
+            yield line
+
+    def hexdigest(self) -> str:
+        return self.digest.hexdigest()
 
 
 def describe_place(relative: str) -> tuple[str | None, str | None, str | None]:
@@ -100,6 +144,52 @@ def find_files(root: Path) -> list[OriginalFile]:
         model, condition, problem = describe_place(relative)
         found.append(OriginalFile(path, relative, model, condition, problem))
     return found
+
+
+def find_archives(root: Path) -> list[Path]:
+    """Every archive (.tar.gz, .tgz, .tar, .zip) under ``root``, in path order."""
+    return sorted(p for p in Path(root).rglob("*") if p.is_file() and is_archive(p.name))
+
+
+def is_archive(name: str) -> bool:
+    return name.endswith(ARCHIVES)
+
+
+def archive_members(
+    archive: Path, label: str, models: set[str] | None, conditions: set[str] | None
+) -> Iterator[OriginalFile]:
+    """The statistics files inside an archive that were asked for, each streamed when its turn comes.
+
+    A .zip member is opened in place; a tar is read as a stream, member after member, so only the
+    member being imported is in memory, one line at a time, and nothing is unpacked to disk.
+    """
+    if archive.name.endswith(".zip"):
+        with zipfile.ZipFile(archive) as handle:
+            for info in sorted(handle.infolist(), key=lambda i: i.filename):
+                if not info.is_dir() and _FILE.match(PurePosixPath(info.filename).name):
+                    opener = partial(handle.open, info)
+                    file = _member(label, info.filename, opener, info.file_size, once=False)
+                    if file.problem is not None or wanted(file, models, conditions):
+                        yield file
+        return
+    with tarfile.open(archive, mode="r|*") as stream:
+        for member in stream:
+            if member.isfile() and _FILE.match(PurePosixPath(member.name).name):
+                file = _member(label, member.name, partial(_extracted, stream, member), member.size, once=True)
+                if file.problem is not None or wanted(file, models, conditions):
+                    yield file
+
+
+def _extracted(stream: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO:
+    handle = stream.extractfile(member)
+    if handle is None:  # pragma: no cover - a regular file member always has a reader
+        raise OriginalFormatError(f"{member.name}: cannot be read from the archive")
+    return handle
+
+
+def _member(label: str, name: str, opener, size: int, *, once: bool) -> OriginalFile:
+    model, condition, problem = describe_place(name)
+    return OriginalFile(Path(name), f"{label}/{name}", model, condition, problem, opener, size, once)
 
 
 def wanted(file: OriginalFile, models: set[str] | None, conditions: set[str] | None) -> bool:
@@ -132,9 +222,11 @@ def hub_files(
     """The dataset's statistics files that were asked for, each downloaded when its turn comes.
 
     Only the listing and the chosen files are fetched (huggingface_hub keeps them in its cache, so
-    an interrupted import downloads nothing twice).
+    an interrupted import downloads nothing twice). A release laid out as archives (.tar.gz, .zip
+    of task folders) is downloaded archive by archive, skipping archives named after a task folder
+    that holds none of the conditions asked for, and its members are streamed.
     """
-    from huggingface_hub import HfApi, hf_hub_download
+    from huggingface_hub import HfApi
 
     try:
         names = HfApi().list_repo_files(repo, repo_type="dataset", revision=revision)
@@ -148,11 +240,28 @@ def hub_files(
         if problem is not None:
             yield placed
             continue
-        try:
-            local = hf_hub_download(repo, name, repo_type="dataset", revision=revision, cache_dir=cache_dir)
-        except Exception as error:  # noqa: BLE001
-            raise OriginalFormatError(f"{HUB_PREFIX}{repo}/{name}: cannot download ({error})") from None
+        local = _download(repo, name, revision, cache_dir)
         yield OriginalFile(Path(local), f"{HUB_PREFIX}{repo}/{name}", model, condition)
+    tasks = (
+        None
+        if conditions is None
+        else {PurePosixPath(data.get_condition(c).relative_path).parent.name for c in conditions}
+    )
+    for name in sorted(n for n in names if is_archive(n)):
+        stem = PurePosixPath(name).name.split(".")[0]
+        if tasks is not None and stem in TASKS and stem not in tasks:
+            continue
+        local = _download(repo, name, revision, cache_dir)
+        yield from archive_members(Path(local), f"{HUB_PREFIX}{repo}/{name}", models, conditions)
+
+
+def _download(repo: str, name: str, revision: str | None, cache_dir) -> str:
+    from huggingface_hub import hf_hub_download
+
+    try:
+        return hf_hub_download(repo, name, repo_type="dataset", revision=revision, cache_dir=cache_dir)
+    except Exception as error:  # noqa: BLE001
+        raise OriginalFormatError(f"{HUB_PREFIX}{repo}/{name}: cannot download ({error})") from None
 
 
 # --------------------------------------------------------------------------- a source
@@ -182,6 +291,9 @@ def source_files(
         yield from hub_files(repo, model_set, condition_set, cache_dir)
         return
     path = Path(source)
+    if path.is_file() and is_archive(path.name):
+        yield from archive_members(path, str(path), model_set, condition_set)
+        return
     if path.is_file():
         if not model or not condition:
             raise OriginalFormatError(f"{path}: one file needs --model and --condition (e.g. aqua/none/correct)")
@@ -190,9 +302,19 @@ def source_files(
         return
     if not path.is_dir():
         raise OriginalFormatError(f"{source}: no such file or folder (nor hf://datasets/<owner>/<name>)")
-    files = find_files(path)
-    if not files:
-        raise OriginalFormatError(f"{path}: no grads_*.jsonl file anywhere below this folder")
+    files, archives = find_files(path), find_archives(path)
+    if not files and not archives:
+        raise OriginalFormatError(f"{path}: no grads_*.jsonl file (nor .tar.gz, .tgz, .tar or .zip) below this folder")
     for file in files:
         if file.problem is not None or wanted(file, model_set, condition_set):
             yield file
+    for archive in archives:
+        yield from archive_members(archive, archive.relative_to(path).as_posix(), model_set, condition_set)
+
+
+def streamed(source: str) -> bool:
+    """Whether a source's files come one at a time (the hub, archives): no size known up front."""
+    path = Path(source)
+    if hub_dataset(source) is not None or (path.is_file() and is_archive(path.name)):
+        return True
+    return path.is_dir() and bool(find_archives(path))
