@@ -57,7 +57,7 @@ show_table(provenance.profile_table(run), empty="The results directory has no ru
 # ## The numbers behind this book
 
 # %% tags=["remove-input"]
-show_markdown(provenance.export_sentence(export, params.models))
+show_markdown(provenance.export_sentence(export, params.models, params.profile.name))
 origin_of_numbers = origin_note(results.rows)
 if origin_of_numbers:
     show_markdown(f"*{origin_of_numbers}.*")
@@ -74,7 +74,7 @@ show_table(provenance.imports_table(runs), empty="", by=None)
 # loss mask and so the gradients).
 
 # %% tags=["remove-input"]
-show_table(provenance.models_used_table(results.rows), empty="No results are stored.", by=None)
+show_table(provenance.models_used_table(results.rows, runs), empty="No results are stored.", by=None)
 show_table(provenance.model_facts_table(run), empty="The run log records no model facts.", by=None)
 if figure_note(results.models):
     show_markdown(f"*{figure_note(results.models)}.*")

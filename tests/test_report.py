@@ -17,8 +17,9 @@ from analysis import data, profiles, runlog, vocabulary
 from analysis.findings import metrics, questions
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
+from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
-from analysis.report.load import ReportError, coverage_message, figure_note, load_results, require_rows
+from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
 from analysis.report.page import Page
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey
@@ -282,13 +283,16 @@ def test_load_results_reports_missing_and_skipped(tmp_path):
     # without the data file, the 3 ids of highest rank in the seeded random order among those stored
     ranks = data.sample_ranks("aqua", 4)
     assert set(results.rows["sample_index"]) == set(np.argsort(ranks, kind="stable")[:3].tolist())
-    message = coverage_message(results)
-    assert "2 of 6 (model, condition) pairs are complete" in message
-    assert "**Missing results:**" in message and f"{BASE} aqua/simplified/correct (0 of 3 stored)" in message
+    cpu = profiles.get_profile("cpu")
+    message = coverage_text(results, cpu, root, [BASE, INSTRUCT])
+    assert f"1 of the run's 2 models are in the store ({BASE}); 2 of the 3 (model, condition) pairs" in message
+    assert f"**Not stored:** {BASE}: aqua/simplified/correct; {INSTRUCT}: all 3 conditions of this page." in message
+    assert f"Compute them with `python -m analysis run --profile cpu --results-dir {root}`" in message
     everything = load_results(root, [BASE], conditions[:2], data_dir=tmp_path / "no-data")
-    assert "1 samples were not computed and are left out: 1 response truncated away" in coverage_message(everything)
-    with pytest.raises(ReportError, match="holds no rows"):
-        require_rows(load_results(root, [INSTRUCT], conditions))
+    text = coverage_text(everything, cpu, root, [BASE])
+    assert "1 samples were not computed and are left out: 1 response truncated away" in text
+    with pytest.raises(ReportError, match="holds no rows of the run's models; first run `python -m analysis run"):
+        require_store_rows(root, [INSTRUCT], "python -m analysis run --profile cpu")
 
 
 def test_load_results_needs_a_store_and_one_truncation_length(tmp_path):

@@ -143,8 +143,13 @@ def headline_figure(
     return None
 
 
-def verdict_figure(table: pd.DataFrame, note: str | None = None) -> Figure | None:
-    """The verdict matrix: check x scope (families first, then datasets), one panel per model."""
+def verdict_figure(
+    table: pd.DataFrame, note: str | None = None, *, pairs: dict[str, str] | None = None
+) -> Figure | None:
+    """The verdict matrix: check x scope (families first, then datasets), one panel per model.
+
+    ``pairs`` (instruct -> base): the base model's F4 row says it is decided on its instruct model.
+    """
     if table.empty:
         return None
     from analysis.findings.rules import scope_rank
@@ -152,7 +157,13 @@ def verdict_figure(table: pd.DataFrame, note: str | None = None) -> Figure | Non
     scopes = sorted(table["scope"].unique(), key=scope_rank)
     checks = [c for c in CHECKS if c in set(table["check"])]
     labels = {s: vocabulary.scope_label(s) + (" (pooled)" if s in vocabulary.FAMILY_DATASETS else "") for s in scopes}
-    return plots.verdict_matrix(table, checks, scopes, labels, note)
+    decided = set(table.loc[table["check"] == "F4", "model"])
+    row_notes = {
+        (base, "F4"): f"decided on its instruct model ({instruct})"
+        for instruct, base in (pairs or {}).items()
+        if instruct in decided and base in set(table["model"])
+    }
+    return plots.verdict_matrix(table, checks, scopes, labels, note, row_notes=row_notes)
 
 
 def part_forest(

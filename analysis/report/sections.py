@@ -7,16 +7,32 @@ collapse.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
 from analysis.findings import questions
 from analysis.findings.rules import CHECKS, SHARE_PART
-from analysis.report import beyond, figures, plots, tables, verdicts
+from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 from analysis.report.load import NOT_IMPORTED, imported_models, lacks
 from analysis.report.page import Page
+
+
+def _with_rows(section: Callable) -> Callable:
+    """A section shows nothing on a page whose store holds none of its rows: the page's coverage
+    paragraph says what is absent and the command that brings it."""
+
+    table = section.__annotations__.get("return") in ("pd.DataFrame", pd.DataFrame)
+
+    @functools.wraps(section)
+    def shown(page: Page, *args, **kwargs):
+        if page.empty:
+            return pd.DataFrame() if table else None
+        return section(page, *args, **kwargs)
+
+    return shown
 
 
 def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
@@ -24,6 +40,7 @@ def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
     return page.findings_table(checks)
 
 
+@_with_rows
 def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
     """The verdict matrix figure and one paragraph per model."""
     found = findings_table(page, checks)
@@ -31,9 +48,13 @@ def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
         show_markdown("The data read here cover none of the checks.")
         return
     show_figure(
-        figures.verdict_figure(found), "Verdict matrix: each check per model, pooled per family and per dataset"
+        figures.verdict_figure(found, pairs=page.pairs),
+        "Verdict matrix: each check per model, pooled per family and per dataset",
     )
     show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
+    layers = coverage.layer_note(page.results.rows)
+    if layers:
+        show_markdown(f"*{layers}.*")
     imported = imported_models(page.results.rows)
     if "L" in checks and imported and not (found["check"] == "L").any():
         show_markdown(
@@ -48,6 +69,7 @@ def claims(checks: Sequence[str] = CHECKS) -> None:
     show_markdown(verdicts.claims_text(checks))
 
 
+@_with_rows
 def pooled_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
     """The pooled (family) findings with their numbers."""
     show_table(
@@ -56,11 +78,13 @@ def pooled_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
     )
 
 
+@_with_rows
 def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
     """Every finding, per dataset and pooled, with its numbers (a long table)."""
     show_table(verdicts.format_findings(findings_table(page, checks)))
 
 
+@_with_rows
 def headline(page: Page) -> None:
     """The headline layer curves: one reasoning dataset, None / Simplified / Detailed CoT."""
     show_figure(
@@ -70,6 +94,7 @@ def headline(page: Page) -> None:
     )
 
 
+@_with_rows
 def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     """The paper's figure per model and dataset."""
     show_figures(
@@ -78,6 +103,7 @@ def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     )
 
 
+@_with_rows
 def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
     show_figures(
@@ -87,14 +113,17 @@ def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     )
 
 
+@_with_rows
 def tables_pairs(page: Page) -> None:
     show_table(tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")
 
 
+@_with_rows
 def tables_mad(page: Page) -> None:
     show_table(tables.format_segment_table(tables.mad_interval_table(page.draws)))
 
 
+@_with_rows
 def tables_rd(page: Page) -> None:
     show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
 
@@ -114,6 +143,7 @@ def not_imported(page: Page, column: str, what: str) -> bool:
     return False
 
 
+@_with_rows
 def effective_rank(page: Page) -> pd.DataFrame:
     """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
     if not_imported(page, "effective_rank", "Effective rank"):
@@ -139,6 +169,7 @@ def effective_rank(page: Page) -> pd.DataFrame:
     return table
 
 
+@_with_rows
 def separability(page: Page) -> pd.DataFrame:
     """One sample's separability of correct vs irrelevant: a forest plot (pooled) and a paragraph."""
     table = questions.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
@@ -152,6 +183,7 @@ def separability(page: Page) -> pd.DataFrame:
     return table
 
 
+@_with_rows
 def length(page: Page) -> None:
     """Is the fast/slow gap only length: the share of the Simplified vs Detailed gap left when
     Detailed CoT is cut to the Simplified length, with intervals, where the gap is established."""
@@ -179,6 +211,7 @@ def length(page: Page) -> None:
     show_markdown(beyond.length_paragraph(found))
 
 
+@_with_rows
 def length_curves(page: Page) -> None:
     """Layer curves of the length-control conditions next to the settings they are cut to."""
     show_figures(
@@ -188,6 +221,7 @@ def length_curves(page: Page) -> None:
     )
 
 
+@_with_rows
 def length_regression(page: Page) -> pd.DataFrame:
     if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
         return pd.DataFrame()
