@@ -30,6 +30,7 @@ from pathlib import Path
 
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
@@ -194,12 +195,32 @@ class ResultsStore:
             return set()
         return set() if table is None else set(table.column(column).unique().to_pylist())
 
-    def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
-        """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
+    def read(
+        self, kind: str = "rows", filters=None, columns: list[str] | None = None, *, compact: bool = False
+    ) -> pd.DataFrame:
+        """All stored rows (or skipped samples) as one DataFrame; empty if there are none.
+
+        ``compact``: labels as categories and small integers narrowed (:func:`compact_table`)."""
         table = _read_dir(self.root / kind, columns=columns, filters=filters)
         if table is None:
             return pd.DataFrame(columns=columns or [])
-        return table.to_pandas()
+        return (compact_table(table) if compact else table).to_pandas()
+
+
+# Integer columns whose values are small: narrowed when read compactly (a safe cast, so exact).
+NARROW = {"layer": pa.int16(), "n_layers": pa.int16(), "sample_index": pa.int32(), "max_length": pa.int32()}
+
+
+def compact_table(table: pa.Table) -> pa.Table:
+    """The same values in less memory: every text column dictionary-encoded (a pandas category:
+    a few labels repeated over millions of rows) and the small integer columns narrowed."""
+    for index, name in enumerate(table.column_names):
+        column = table.column(name)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            table = table.set_column(index, name, pc.dictionary_encode(column))
+        elif name in NARROW and pa.types.is_integer(column.type):
+            table = table.set_column(index, name, column.cast(NARROW[name], safe=True))
+    return table
 
 
 def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
@@ -260,10 +281,13 @@ def is_exported_file(path: str | os.PathLike) -> bool:
     return Path(path).suffix == ".parquet" and Path(path).is_file()
 
 
-def read_exported(path: str | os.PathLike, filters=None, columns: list[str] | None = None) -> pd.DataFrame:
-    """Rows of an exported Parquet file, filtered as :meth:`ResultsStore.read` filters."""
+def read_exported(
+    path: str | os.PathLike, filters=None, columns: list[str] | None = None, *, compact: bool = False
+) -> pd.DataFrame:
+    """Rows of an exported Parquet file, filtered (and compacted) as :meth:`ResultsStore.read` does."""
     expression = pq.filters_to_expression(filters) if filters else None
-    return ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression).to_pandas()
+    table = ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression)
+    return (compact_table(table) if compact else table).to_pandas()
 
 
 def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:

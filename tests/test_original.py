@@ -342,8 +342,10 @@ def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_d
     exported = export_parquet(tmp_path / "out", tmp_path / "book" / "results.parquet")
     from_store = load_results(tmp_path / "out", [MODEL], CONDITIONS, 1024, None, study_data_dir)
     from_file = load_results(exported, [MODEL], CONDITIONS, 1024, None, study_data_dir)
-    columns = [*KEY, "nuclear_norm", "sigma_max", "sigma_min", "frobenius", "sigma1_ratio", "loss", "origin"]
-    assert "origin_sha256" not in from_file.rows  # columns no page reads stay on disk
+    columns = [*KEY, "nuclear_norm", "sigma1_ratio", "n_layers", "origin"]
+    for unread in ("origin_sha256", "sigma_max", "loss"):  # columns no page reads stay on disk
+        assert unread not in from_file.rows and unread not in from_store.rows
+    assert from_store.rows["condition"].dtype == "category" and from_store.rows["layer"].dtype == "int16"
     pd.testing.assert_frame_equal(
         from_store.rows[columns].sort_values(KEY).reset_index(drop=True),
         from_file.rows[columns].sort_values(KEY).reset_index(drop=True),

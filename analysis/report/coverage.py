@@ -209,3 +209,23 @@ def layer_note(rows: pd.DataFrame) -> str | None:
     return (
         f"Layer counts other than the models': {listed}. Early, middle and late layers are thirds of the stored layers"
     )
+
+
+def unpaired_sentence(page_models: Sequence[str], requested: Sequence[str], profile, results_dir, conditions) -> str:
+    """The paper models present without their base or instruct partner: F4 (an instruct model
+    against its own base) is not checked for them; the command that brings the partner."""
+    present = set(page_models)
+    lonely = []
+    for base, instruct in registry.PAPER_PAIRS:
+        if (base in present) != (instruct in present):
+            have, lack = (base, instruct) if base in present else (instruct, base)
+            lonely.append((have, lack))
+    if not lonely:
+        return ""
+    listed = "; ".join(f"{have} without {lack}" for have, lack in lonely)
+    command = bring_command(profile, results_dir, [lack for _, lack in lonely], conditions)
+    verb = "import" if imported_profile(profile) else "compute"
+    return (
+        f"**Without its pair:** {listed}, so F4 (an instruct model against its own base) is not checked for "
+        f"{'it' if len(lonely) == 1 else 'them'}; to {verb} the missing model: `{command}`."
+    )

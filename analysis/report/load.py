@@ -48,6 +48,10 @@ UNREAD_COLUMNS = (
 )
 
 
+# Statistics that no page reads (the comparison page reads the store itself): left on disk too.
+UNREAD_STATISTICS = ("frobenius", "sigma_max", "sigma_min", "loss", "n_tokens")
+
+
 class ReportError(StudyError, RuntimeError):
     """The results store does not hold what a notebook needs."""
 
@@ -148,8 +152,9 @@ def load_results(
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
-        columns = [c for c in store.column_names("rows") if c not in UNREAD_COLUMNS] or None
-        rows = store.read("rows", filters=filters, columns=columns)
+        unread = (*UNREAD_COLUMNS, *UNREAD_STATISTICS)
+        columns = [c for c in store.column_names("rows") if c not in unread] or None
+        rows = store.read("rows", filters=filters, columns=columns, compact=True)
         skipped = store.read("skipped", filters=filters)
     except (OSError, ValueError) as error:
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
@@ -171,8 +176,9 @@ def _load_exported(path: Path, models, conditions, max_length, n_samples, data_d
     try:
         import pyarrow.parquet as pq
 
-        columns = [c for c in pq.read_schema(path).names if c not in UNREAD_COLUMNS]
-        rows = read_exported(path, filters, columns)
+        unread = (*UNREAD_COLUMNS, *UNREAD_STATISTICS)
+        columns = [c for c in pq.read_schema(path).names if c not in unread]
+        rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:
         raise StoreError(f"{path}: cannot read the exported results ({error})") from None
     skipped = pd.DataFrame(columns=["model", "condition", "template", "max_length", "sample_index", "reason"])

@@ -52,13 +52,17 @@ def extraction_time_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
     return table
 
 
-def run_sentence(runs: Sequence[RunRecord], results_dir) -> str:
-    """Markdown: which run this page describes, and whether it had finished when the page ran."""
+def run_sentence(runs: Sequence[RunRecord], results_dir, imported: bool = False) -> str:
+    """Markdown: which run this page describes, and whether it had finished when the page ran
+    (``imported``: the numbers are the original study's, imported rather than computed)."""
     if not runs:
-        return (
-            f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
-            "older version, so profile, times and versions are not recorded."
+        made = (
+            "these rows were imported without the command line (`python -m analysis import-original` records "
+            "each import)"
+            if imported
+            else "these results were made by `python -m analysis extract` or an older version"
         )
+        return f"No run log in {results_dir}: {made}, so profile, times and versions are not recorded."
     run = runs[-1]
     started = datetime.fromisoformat(run.started).strftime("%Y-%m-%d %H:%M UTC")
     text = (

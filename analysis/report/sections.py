@@ -12,11 +12,12 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from analysis import vocabulary
 from analysis.findings import questions
 from analysis.findings.rules import CHECKS, SHARE_PART
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
-from analysis.report.load import NOT_IMPORTED, imported_models, lacks
+from analysis.report.load import NOT_IMPORTED, imported_models, lacks, offline_models
 from analysis.report.page import Page
 
 
@@ -46,6 +47,7 @@ def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
     found = findings_table(page, checks)
     if found.empty:
         show_markdown("The data read here cover none of the checks.")
+        _unpaired(page, checks)
         return
     show_figure(
         figures.verdict_figure(found, pairs=page.pairs),
@@ -62,6 +64,16 @@ def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
             "length-control condition, so the length questions have no verdict on its numbers."
         )
     show_markdown(verdicts.summary_text(found))
+    _unpaired(page, checks)
+
+
+def _unpaired(page: Page, checks: Sequence[str]) -> None:
+    """On a page that checks F4: the models present without their pair, and the command that brings it."""
+    if "F4" in checks:
+        p = page.params
+        lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, p.conditions)
+        if lonely:
+            show_markdown(lonely)
 
 
 def claims(checks: Sequence[str] = CHECKS) -> None:
@@ -246,3 +258,42 @@ def tables_effective_rank(table: pd.DataFrame) -> None:
     if table.empty:
         return
     show_table(beyond.format_effective_rank(table), empty="")
+
+
+def caveats(page: Page) -> None:
+    """The caveats that apply to this run's numbers, as a list: offline models, the original
+    study's imported statistics, sample counts."""
+    items = []
+    offline = offline_models(page.models)
+    if offline:
+        items += [
+            f"**The offline models ({', '.join(offline)}) are not the paper's models.** They are quantised "
+            "(GGUF, 4-bit) weights dequantised to float32, far smaller than the paper's 1.5 to 9 billion "
+            "parameter models.",
+        ]
+        if len(offline) > 1:
+            items.append(
+                "**They come from two different families**, so the offline comparison of pre-trained and "
+                "instruct models mixes instruction tuning with everything else that differs between them."
+            )
+    imported = imported_models(page.results.rows)
+    if imported:
+        items.append(
+            f"**The numbers of {', '.join(imported)} are the original study's**, as its files were released "
+            "(whatever samples each file holds); this book adds the intervals, pooled verdicts and figures, and "
+            "says where those files lack a quantity."
+        )
+    n = page.params.n_samples
+    if not coverage.imported_profile(page.params.profile) and n is not None and n < 500:
+        sizes = sorted({n * len(d) for d in vocabulary.FAMILY_DATASETS.values() if len(d) > 1})
+        pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
+        items.append(
+            f"**Sample counts.** This run uses {n} instructions per condition, the paper 500. One dataset "
+            f"alone then rarely decides a claim; the families pool their datasets ({pooled} instructions), "
+            "which is where this run's answers come from."
+        )
+    items.append(
+        "Verdicts, numbers and sentences are generated from the stored results when the book is built; none "
+        "is written by hand."
+    )
+    show_markdown("\n".join(f"- {item}" for item in items))
