@@ -175,4 +175,21 @@ def test_the_printed_reexecution_command_runs_as_printed(name, study_data_dir, t
     done = subprocess.run(["bash", "-ec", block], cwd=here, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     page = outputs(here / "math_reasoning.out.ipynb")
-    assert f"{len(models)} of the run's {len(profile.models)} models are in the store" in page
+    assert f"{len(models)} of the run's {len(models)} models are in the store ({', '.join(models)})" in page
+
+
+@pytest.mark.slow
+def test_the_release_sized_benchmark_generates_a_store_the_book_reads(study_data_dir, tmp_path):
+    """The benchmark's generator at a small scale: the importer's rows for every study file, and a page on them."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_original_book", ROOT / "benchmarks" / "bench_original_book.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    facts = bench.generate(tmp_path / "store", list(PAIR), 3, study_data_dir)
+    assert facts["files"] == 112 and facts["rows"] == 2 * 56 * 3 * 28 * 4
+    rows = ResultsStore(tmp_path / "store").read(columns=["model", "condition", "n_layers", "origin", "frobenius"])
+    assert rows.groupby("model")["condition"].nunique().tolist() == [56, 56] and set(rows["n_layers"]) == {28}
+    assert rows["frobenius"].notna().all() and rows["origin"].notna().all()
+    measured = bench.measure(tmp_path / "store", study_data_dir, ["summary"])
+    assert measured["seconds"] > 0 and measured["peak_resident_mb"] > 0
