@@ -138,8 +138,14 @@ def quick_store(root: Path) -> Path:
     profile = profiles.get_profile("quick")
     triples = [tuple(c.split("/")) for c in profile.conditions]
     models = {m: (registry.known_model(m).template, 6) for m in profile.models}
-    rows = make_results(triples, models, n_samples=40)
+    rows = make_results(triples, models, n_samples=profile.extraction.n_samples)
     rows["max_length"] = profile.extraction.max_length
+    for condition in profile.conditions:  # the samples the profile takes: a seeded random sample of the file
+        dataset = data.get_condition(condition).dataset
+        n = len(data.load_records(data.resolve(condition).path))
+        ids = sorted(data.sample_ids(dataset, n, profile.extraction.n_samples))
+        chosen = rows["condition"] == condition
+        rows.loc[chosen, "sample_index"] = rows.loc[chosen, "sample_index"].map(dict(enumerate(ids)))
     store = ResultsStore(root)
     for (model, condition), group in rows.groupby(["model", "condition"]):
         dataset, setting, responses = condition.split("/")
@@ -191,5 +197,7 @@ def test_the_release_sized_benchmark_generates_a_store_the_book_reads(study_data
     rows = ResultsStore(tmp_path / "store").read(columns=["model", "condition", "n_layers", "origin", "frobenius"])
     assert rows.groupby("model")["condition"].nunique().tolist() == [56, 56] and set(rows["n_layers"]) == {28}
     assert rows["frobenius"].notna().all() and rows["origin"].notna().all()
-    measured = bench.measure(tmp_path / "store", study_data_dir, ["summary"])
+    measured = bench.measure(tmp_path / "store", study_data_dir, ["summary"], tmp_path / "site")
     assert measured["seconds"] > 0 and measured["peak_resident_mb"] > 0
+    page = outputs(tmp_path / "site" / "book" / "notebooks" / "summary.ipynb")
+    assert "2 of the run's 10 models are in the store (Qwen/Qwen2-1.5B, Qwen/Qwen2-1.5B-Instruct)" in page

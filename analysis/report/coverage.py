@@ -47,7 +47,8 @@ def _shown_path(path) -> str:
 
 def bring_command(profile, results_dir, models: Sequence[str], conditions: Sequence[str]) -> str:
     """The exact command that stores ``models`` x ``conditions`` in ``results_dir`` for this run."""
-    out = _shown_path(results_dir)
+    exported = Path(results_dir).suffix == ".parquet"  # a downloaded file: the command fills a store
+    out = str(Path("results") / profile.name) if exported else _shown_path(results_dir)
     if imported_profile(profile):
         folders = [(registry.known_model(m).original_folder if registry.known_model(m) else None) or m for m in models]
         return (
