@@ -204,7 +204,14 @@ class ResultsStore:
         table = _read_dir(self.root / kind, columns=columns, filters=filters)
         if table is None:
             return pd.DataFrame(columns=columns or [])
-        return (compact_table(table) if compact else table).to_pandas()
+        return _to_pandas(compact_table(table)) if compact else table.to_pandas()
+
+    def empty_columns(self, kind: str = "rows") -> set[str]:
+        """Columns that hold no value in any stored part (e.g. what imported statistics lack), from
+        the Parquet footers alone."""
+        directory = self.root / kind
+        files = sorted(directory.rglob("part-*.parquet")) if directory.is_dir() else []
+        return null_columns(files)
 
 
 # Integer columns whose values are small: narrowed when read compactly (a safe cast, so exact).
@@ -221,6 +228,28 @@ def compact_table(table: pa.Table) -> pa.Table:
         elif name in NARROW and pa.types.is_integer(column.type):
             table = table.set_column(index, name, column.cast(NARROW[name], safe=True))
     return table
+
+
+def null_columns(files) -> set[str]:
+    """Columns null in every row of every file (by the footers' null counts; unknown counts: not null)."""
+    empty: set[str] | None = None
+    for path in files:
+        meta = pq.read_metadata(path)
+        here = set(meta.schema.names)
+        for group in range(meta.num_row_groups):
+            row_group = meta.row_group(group)
+            for index in range(row_group.num_columns):
+                column = row_group.column(index)
+                stats = column.statistics
+                if stats is None or not stats.has_null_count or stats.null_count != row_group.num_rows:
+                    here.discard(column.path_in_schema)
+        empty = here if empty is None else empty & here
+    return empty or set()
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """A table as pandas, its Arrow buffers released column by column as they are converted."""
+    return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
@@ -287,7 +316,7 @@ def read_exported(
     """Rows of an exported Parquet file, filtered (and compacted) as :meth:`ResultsStore.read` does."""
     expression = pq.filters_to_expression(filters) if filters else None
     table = ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression)
-    return (compact_table(table) if compact else table).to_pandas()
+    return _to_pandas(compact_table(table)) if compact else table.to_pandas()
 
 
 def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:

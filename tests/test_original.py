@@ -335,7 +335,7 @@ def test_an_imported_profile_computes_nothing_and_needs_an_import(tree, study_da
 
 
 def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_data_dir, tmp_path):
-    from analysis.report.load import load_results, origin_note
+    from analysis.report.load import lacks, load_results, origin_note
     from analysis.store import export_parquet
 
     run_import(tree, tmp_path / "out", study_data_dir)
@@ -343,8 +343,10 @@ def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_d
     from_store = load_results(tmp_path / "out", [MODEL], CONDITIONS, 1024, None, study_data_dir)
     from_file = load_results(exported, [MODEL], CONDITIONS, 1024, None, study_data_dir)
     columns = [*KEY, "nuclear_norm", "sigma1_ratio", "n_layers", "origin"]
-    for unread in ("origin_sha256", "sigma_max", "loss"):  # columns no page reads stay on disk
+    # columns no page reads, and those the imported statistics lack, stay on disk
+    for unread in ("origin_sha256", "sigma_max", "loss", "effective_rank", "n_response_tokens"):
         assert unread not in from_file.rows and unread not in from_store.rows
+    assert lacks(from_store.rows, "effective_rank") and not lacks(from_store.rows, "nuclear_norm")
     assert from_store.rows["condition"].dtype == "category" and from_store.rows["layer"].dtype == "int16"
     pd.testing.assert_frame_equal(
         from_store.rows[columns].sort_values(KEY).reset_index(drop=True),

@@ -12,7 +12,7 @@ import pandas as pd
 from analysis import data
 from analysis.errors import StudyError
 from analysis.registry import OFFLINE_MODELS, known_model
-from analysis.store import ResultsStore, StoreError, is_exported_file, read_exported
+from analysis.store import ResultsStore, StoreError, is_exported_file, null_columns, read_exported
 
 OFFLINE_NOTE = (
     "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
@@ -152,7 +152,7 @@ def load_results(
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
-        unread = (*UNREAD_COLUMNS, *UNREAD_STATISTICS)
+        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *store.empty_columns("rows")}  # empty: what imports lack
         columns = [c for c in store.column_names("rows") if c not in unread] or None
         rows = store.read("rows", filters=filters, columns=columns, compact=True)
         skipped = store.read("skipped", filters=filters)
@@ -176,7 +176,7 @@ def _load_exported(path: Path, models, conditions, max_length, n_samples, data_d
     try:
         import pyarrow.parquet as pq
 
-        unread = (*UNREAD_COLUMNS, *UNREAD_STATISTICS)
+        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *null_columns([path])}
         columns = [c for c in pq.read_schema(path).names if c not in unread]
         rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:

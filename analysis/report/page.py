@@ -50,6 +50,7 @@ class Page:
         )
         if results.rows.empty:  # the page says what is absent and how to bring it; an empty store stops
             require_store_rows(params.results_dir, params.models, _store_command(params))
+        stats = [s for s in stats if s in results.rows]  # a statistic no stored row holds is left on disk
         draws = (
             all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed)
             if stats and len(results.rows)
