@@ -285,13 +285,14 @@ def caveats(page: Page) -> None:
         )
     n = page.params.n_samples
     if not coverage.imported_profile(page.params.profile) and n is not None and n < 500:
-        sizes = sorted({n * len(d) for d in vocabulary.FAMILY_DATASETS.values() if len(d) > 1})
-        pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
-        items.append(
-            f"**Sample counts.** This run uses {n} instructions per condition, the paper 500. One dataset "
-            f"alone then rarely decides a claim; the families pool their datasets ({pooled} instructions), "
-            "which is where this run's answers come from."
-        )
+        stored = set(page.results.rows["dataset"].unique()) if len(page.results.rows) else set()
+        counts = [len(stored & set(d)) for d in vocabulary.FAMILY_DATASETS.values()]
+        sizes = sorted({n * c for c in counts if c > 1})
+        text = f"**Sample counts.** This run uses {n} instructions per condition, the paper 500. One dataset alone then rarely decides a claim"
+        if sizes:
+            pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
+            text += f"; the families pool their datasets ({pooled} instructions), which is where this run's answers come from"
+        items.append(text + ".")
     items.append(
         "Verdicts, numbers and sentences are generated from the stored results when the book is built; none "
         "is written by hand."
