@@ -29,7 +29,8 @@ def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | N
         "--n-samples",
         type=_positive_int,
         default=n_samples,
-        help="first N samples of each condition or file (default: %s)" % (n_samples or "all"),
+        help="N samples of each condition or file, a seeded random sample of its records (default: %s)"
+        % (n_samples or "all"),
     )
     parser.add_argument(
         "--max-length",
@@ -52,7 +53,11 @@ def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | N
         help="padded tokens per batch at most; long samples run alone (default: %(default)s)",
     )
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
-    parser.add_argument("--threads", type=_positive_int, help="CPU threads for torch (with Ray: CPUs per worker)")
+    parser.add_argument(
+        "--threads",
+        type=_positive_int,
+        help="CPU threads for torch (default: the cores free when it starts; with Ray: CPUs per worker)",
+    )
     parser.add_argument(
         "--shard-size",
         type=_positive_int,
@@ -170,7 +175,7 @@ def build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--threads",
         type=_positive_int,
-        help="CPU threads for torch during extraction (default: the profile's; 1 is fastest on a busy machine)",
+        help="CPU threads for torch during extraction (default: the profile's, else the cores free when it starts)",
     )
     run.add_argument(
         "--retry-out-of-memory",
@@ -225,19 +230,15 @@ def run_import_original(args: argparse.Namespace) -> int:
     from analysis.store import ResultsStore
 
     store = ResultsStore(args.out)
-    packages = runlog.package_versions(("numpy", "pandas", "pyarrow", "huggingface-hub", "layer-gradient-study"))
     profile = {"name": "import-original", "source": args.source, "origin": original.ORIGIN}
-    record = runlog.RunRecord.start(profile, "local", packages, [])
+    with runlog.recording(args.out, profile, packages=runlog.IMPORT_PACKAGES) as log:
 
-    def on_file(report) -> None:
-        record.imports.append(report.as_record())
-        runlog.save(args.out, record)
-        print(report.summary(), file=sys.stderr)
-        for line in report.problem_lines():
-            print(line, file=sys.stderr)
+        def on_file(report) -> None:
+            log.add_import(report.as_record())
+            print(report.summary(), file=sys.stderr)
+            for line in report.problem_lines():
+                print(line, file=sys.stderr)
 
-    runlog.save(args.out, record)
-    try:
         result = original.import_source(
             args.source,
             store,
@@ -252,10 +253,6 @@ def run_import_original(args: argparse.Namespace) -> int:
             on_file=on_file,
             strict=args.strict,
         )
-    finally:
-        record.wall_seconds = record.elapsed()
-        record.finish()
-        runlog.save(args.out, record)
     for model, missing in result.absent.items():
         listed = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
         print(f"{model}: no file for {len(missing)} condition(s): {listed}", file=sys.stderr)
@@ -291,7 +288,8 @@ def add_profile_data_parser(commands) -> None:
         "--reference-samples",
         type=_positive_int,
         default=your_data.DEFAULT_REFERENCE_SAMPLES,
-        help="first N samples of every reference condition, computed once per --out (default: %(default)s)",
+        help="N samples of every reference condition, a seeded random sample, computed once per --out "
+        "(default: %(default)s)",
     )
     sub.add_argument("--out", default=str(your_data.DEFAULT_OUT), help="results store directory (default: %(default)s)")
     sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")

@@ -13,11 +13,12 @@ import json
 import logging
 import os
 import zlib
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pooch
@@ -166,9 +167,18 @@ def expected_sha256() -> dict[str, str]:
     return table
 
 
-def file_sha256(path: Path) -> str:
-    """sha256 hex digest of a file's bytes."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
+    """sha256 hex digest of a file's bytes, read in chunks (the original study's files are large)."""
+    with open(path, "rb") as handle:
+        return stream_sha256(handle, chunk)
+
+
+def stream_sha256(handle: BinaryIO, chunk: int = 1 << 22) -> str:
+    """sha256 hex digest of an open binary stream's remaining bytes, read in chunks."""
+    digest = hashlib.sha256()
+    while block := handle.read(chunk):
+        digest.update(block)
+    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -294,19 +304,38 @@ def sample_ranks(dataset: str, count: int, seed: int = SAMPLE_SEED) -> np.ndarra
     return rng.random(int(count))
 
 
-def sample_ids(dataset: str, count: int, limit: int | None, seed: int = SAMPLE_SEED) -> list[int]:
+def sample_ids(
+    dataset: str, count: int, limit: int | None, seed: int = SAMPLE_SEED, excluded: Iterable[int] = ()
+) -> list[int]:
     """The record indices a run with ``limit`` samples per file takes from a file of ``count``
     records: a seeded random sample (all of them without a limit), sorted.
 
     The first N records of a file are not a random sample of it (StrategyQA's None-CoT pairs
     whose irrelevant answer equals the correct one begin at index 58, for one). Every file of a
     dataset gets the same ids: the same questions under every setting, with correct and
-    irrelevant responses, and on every model.
+    irrelevant responses, and on every model. Indices in ``excluded`` are passed over in the
+    seeded order (the draw topped up with the next ranked ones), and taken last only when too few
+    others are left.
     """
     if limit is None or limit >= count:
         return list(range(int(count)))
-    ranks = sample_ranks(dataset, count, seed)
-    return sorted(int(i) for i in np.argsort(ranks, kind="stable")[: int(limit)])
+    order = np.argsort(sample_ranks(dataset, count, seed), kind="stable")
+    skipped = np.isin(order, np.fromiter((int(i) for i in excluded), dtype=int))
+    order = np.concatenate([order[~skipped], order[skipped]])
+    return sorted(int(i) for i in order[: int(limit)])
+
+
+def dataset_sample_ids(
+    dataset: str, count: int, limit: int | None, directory: str | os.PathLike | None = None, seed: int = SAMPLE_SEED
+) -> list[int]:
+    """``sample_ids`` of a study dataset, drawn from the instructions whose None-CoT irrelevant
+    response differs from the correct one (``identical_response_ids``) for every file of the
+    dataset: so that F3's None-CoT comparison has the profile's n, and every setting keeps the
+    same questions. Datasets without such pairs (or without None-CoT files) keep the plain draw;
+    a run of all records takes all of them."""
+    if limit is None or limit >= count:
+        return list(range(int(count)))
+    return sample_ids(dataset, count, limit, seed, excluded=identical_response_ids(dataset, "none", directory))
 
 
 def load_records(path: str | os.PathLike) -> list[Record]:
@@ -430,8 +459,20 @@ def identical_response_ids(dataset: str, setting: str, directory: str | os.PathL
     pair = [f"{dataset}/{setting}/{responses}" for responses in RESPONSES]
     if not all(key in REGISTRY for key in pair):
         return frozenset()
+    paths = [data_dir(directory) / REGISTRY[key].relative_path for key in pair]
     try:
-        correct, irrelevant = (load_records(data_dir(directory) / REGISTRY[key].relative_path) for key in pair)
+        stamps = [(str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in paths]
+    except OSError:
+        return frozenset()
+    try:
+        return _identical_outputs(*stamps)
     except DataError:
         return frozenset()
-    return frozenset(i for i, (a, b) in enumerate(zip(correct, irrelevant)) if a.output.strip() == b.output.strip())
+
+
+@lru_cache(maxsize=64)
+def _identical_outputs(correct: tuple, irrelevant: tuple) -> frozenset[int]:
+    """Indices where two files' outputs are the same text; each file given as (path, mtime, size),
+    so that a file changed on disk is read again (every run plans each dataset's files many times)."""
+    a, b = load_records(correct[0]), load_records(irrelevant[0])
+    return frozenset(i for i, (x, y) in enumerate(zip(a, b)) if x.output.strip() == y.output.strip())

@@ -10,17 +10,25 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis import data, registry, vocabulary
+from analysis import chapters, data, registry, vocabulary
 from analysis.errors import StudyError
 from analysis.settings import MAX_LENGTH, ExtractionSettings
 
-FAMILY_NOTEBOOKS = ("math_reasoning", "commonsense_reasoning", "wiki_knowledge", "pretrained_vs_instruct")
-SUMMARY_NOTEBOOKS = ("intro", "summary", "beyond_the_paper", "original_comparison", "reproducibility")
-# Book order: the landing page, the families, then the pages that read every condition.
-NOTEBOOKS = ("intro", *FAMILY_NOTEBOOKS, *SUMMARY_NOTEBOOKS[1:])
+
+def pages(root=chapters.PROJECT_ROOT) -> tuple[str, ...]:
+    """The notebooks a profile's book executes, in book order: the chapters of ``_toc.yml`` that no
+    command of their own makes."""
+    return tuple(c.name for c in chapters.chapters(root) if c.standalone is None)
+
+
+# The book's chapters (analysis.chapters reads them from _toc.yml), by what they read.
+CHAPTERS = chapters.chapters()
+NOTEBOOKS = pages()  # a profile's pages, in book order
+FAMILY_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.family)  # each reads its own family's conditions
+SUMMARY_NOTEBOOKS = tuple(n for n in NOTEBOOKS if n not in FAMILY_NOTEBOOKS)  # each reads every condition
 # Notebooks that take other parameters than a profile's and run by their own command
 # (``python -m analysis profile-data``), never as part of a profile's book.
-STANDALONE_NOTEBOOKS = ("your_data",)
+STANDALONE_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.standalone is not None)
 # The reference datasets of the your-data page: their None, Simplified and Detailed CoT files.
 REFERENCE_DATASETS = ("aqua", "gsm8k")
 
@@ -56,8 +64,8 @@ class Profile:
     source: str = "extract"
 
     def conditions_for(self, notebook: str) -> tuple[str, ...]:
-        """The profile's conditions that a notebook reads (all of them for the summary pages)."""
-        if notebook in SUMMARY_NOTEBOOKS:
+        """The profile's conditions that a notebook reads (its family's for a family page, else all)."""
+        if notebook not in FAMILY_NOTEBOOKS:
             return self.conditions
         wanted = set(family_conditions(notebook))
         return tuple(c for c in self.conditions if c in wanted)

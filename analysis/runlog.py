@@ -13,7 +13,8 @@ import json
 import os
 import platform
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
@@ -55,6 +56,9 @@ class RunRecord:
     python: str = ""
     platform: str = ""
     cpu_count: int | None = None
+    threads: dict = field(
+        default_factory=dict
+    )  # torch threads of the extraction: {threads, source, cpus, load_1min, busy_sampled}
     packages: dict = field(default_factory=dict)  # package -> version
     data: list = field(default_factory=list)  # {condition, file, sha256, sha256_ok}
     model_loads: dict = field(default_factory=dict)  # model -> seconds
@@ -163,3 +167,26 @@ class RunLog:
         """Record one executed notebook and save."""
         self.record.notebooks.append(record)
         self.save()
+
+    def add_import(self, record: dict) -> None:
+        """Record one imported file of statistics and save."""
+        self.record.imports.append(record)
+        self.save()
+
+
+# The packages that shape an import of the original study's statistics (no torch, no model).
+IMPORT_PACKAGES = ("numpy", "pandas", "pyarrow", "huggingface-hub", "layer-gradient-study")
+
+
+@contextmanager
+def recording(results_dir, profile: dict, *, packages: Sequence[str] = RECORDED_PACKAGES) -> Iterator[RunLog]:
+    """A run log of a command's run: saved at its start, and finished with its wall time at its end,
+    whether the run succeeds or fails."""
+    log = RunLog(Path(results_dir), RunRecord.start(profile, "local", package_versions(packages), []))
+    log.save()
+    try:
+        yield log
+    finally:
+        log.record.wall_seconds = log.record.elapsed()
+        log.record.finish()
+        log.save()

@@ -5,7 +5,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-MAX_LENGTH = 1024  # the paper's: prompt and response cut at this many tokens
+MAX_LENGTH = 1024  # this project's default, the paper's: prompt and response cut at this many tokens
+# The original study's --max_length in every run it released: rows imported from its files are
+# labelled with it whatever this project's default is.
+ORIGINAL_MAX_LENGTH = 1024
 TOKEN_BUDGET = 2048  # at most this many tokens in one batch (padding included)
 SHARD_SIZE = 32  # samples between two writes to the store (and per Ray shard)
 
@@ -14,10 +17,12 @@ SHARD_SIZE = 32  # samples between two writes to the store (and per Ray shard)
 class ExtractionSettings:
     """The settings of one extraction; every stage reads them from here, under these names.
 
-    ``n_samples``: the first N samples of each condition (None: all). ``template``: "base" or
+    ``n_samples``: N samples of each condition, a seeded random sample of its records, the same
+    indices for every file of a dataset (``data.sample_ids``; None: all). ``template``: "base" or
     "instruct" (None: the model registry's). ``batch_size``: samples per forward pass (None: 1 on
     a CPU, 8 on a GPU, fitted to the free memory there). ``device``: auto, cpu or cuda[:N].
-    ``threads``: torch CPU threads (None: torch's default); on Ray, the CPUs of each worker.
+    ``threads``: torch CPU threads (None: the cores free when a run starts, ``extract.threads``); on Ray,
+    the CPUs of each worker.
     ``entry_stats``: also the mean, max and min of the gradient entries. ``keep_spectra``: also
     every gradient's singular values (local executor only). ``retry_out_of_memory``: compute
     again the samples recorded as skipped for lack of memory (e.g. on a larger GPU).

@@ -14,7 +14,9 @@ gradient's descending singular values in a list column ``singular_values``. A pa
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
 A run holds an exclusive lock on its own directory while it computes, so two processes never
 write the same samples; a second one is told so before it computes anything. Re-running a
-command computes only the samples that are neither stored nor recorded as skipped.
+command computes only the samples that are neither stored nor recorded as skipped; a sample whose
+rows lack a column the command computes (a statistic of ``analysis.layer_stats`` declared since) is
+computed again, and its new rows replace the old ones.
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
+from analysis import data
 from analysis.errors import StudyError
+from analysis.registry import model_slug
 
 FORMAT = "layer-gradient-results"
 VERSION = 1
@@ -51,6 +55,42 @@ SKIP_COLUMNS = (
     "sample_index",
     "reason",
 )
+ORIGIN_COLUMNS = ("origin", "origin_file", "origin_sha256")  # of rows imported rather than computed
+
+
+def run_labels(model: str, template: str, resolved: data.ResolvedData, max_length: int) -> tuple[RunKey, dict]:
+    """The run key and the row labels (identity columns) of a model's rows of one condition, or of a
+    data file outside the registry (keyed by its contents' hash), as extraction and import store them."""
+    condition = resolved.condition
+    is_file = condition.setting == ""
+    key = RunKey(
+        model_slug(model),
+        f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
+        condition.setting,
+        condition.responses,
+        max_length,
+        template,
+    )
+    identity = {
+        "model": model,
+        "dataset": condition.dataset,
+        "setting": condition.setting,
+        "responses": condition.responses,
+        "condition": condition.key if not is_file else f"file:{condition.dataset}",
+        "source_file": condition.relative_path if not is_file else str(resolved.path),
+        "data_sha256": resolved.sha256,
+        "data_sha256_ok": resolved.sha256_ok,
+        "max_length": max_length,
+        "template": template,
+    }
+    return key, identity
+
+
+def skip_record(identity: dict, index: int, reason: str) -> dict:
+    """One row of the skipped-samples table: the row labels of SKIP_COLUMNS (and the origin columns
+    of imported rows), the sample and why it was not computed."""
+    labels = [name for name in (*SKIP_COLUMNS, *ORIGIN_COLUMNS) if name in identity]
+    return {**{name: identity[name] for name in labels}, "sample_index": index, "reason": reason}
 
 
 class StoreError(StudyError, RuntimeError):
@@ -145,11 +185,15 @@ class ResultsStore:
                 for leftover in directory.glob(".part-*.tmp"):
                     leftover.unlink(missing_ok=True)
 
-    def done_samples(self, key: RunKey, retry_reasons: tuple[str, ...] = ()) -> set[int]:
+    def done_samples(
+        self, key: RunKey, retry_reasons: tuple[str, ...] = (), required_columns: tuple[str, ...] = ()
+    ) -> set[int]:
         """Sample indices of this run already stored or recorded as skipped, except samples whose
-        only record is a skip with a reason that begins with one of ``retry_reasons``."""
+        only record is a skip with a reason that begins with one of ``retry_reasons``, and stored
+        samples whose rows lack one of ``required_columns`` (they are to be computed again)."""
         done: set[int] = set()
-        rows = _read_dir(self.run_dir("rows", key), columns=["sample_index"])
+        complete = [f for f in _part_files(self.run_dir("rows", key)) if set(required_columns) <= _columns_of(f)]
+        rows = _read_files(complete, columns=["sample_index"])
         if rows is not None:
             done.update(int(i) for i in rows.column("sample_index").to_pylist())
         skipped = _read_dir(self.run_dir("skipped", key), columns=["sample_index", "reason"])
@@ -159,13 +203,35 @@ class ResultsStore:
                     done.add(int(index))
         return done
 
+    def remove_samples(self, key: RunKey, samples: set[int]) -> None:
+        """Remove the stored rows of these samples from this run's parts (each part rewritten
+        atomically): before a sample computed again is written, so that it is never stored twice."""
+        for path in _part_files(self.run_dir("rows", key)):
+            first, last = _index_range(path)
+            if not any(first <= s <= last for s in samples):
+                continue  # a part whose name's index range misses them is not opened
+            stored = pq.read_table(path, columns=["sample_index"]).column("sample_index")
+            if not pc.any(pc.is_in(stored, value_set=pa.array(sorted(samples), stored.type))).as_py():
+                continue
+            table = pq.read_table(path)
+            drop = pc.is_in(table.column("sample_index"), value_set=pa.array(sorted(samples), stored.type))
+            kept = table.filter(pc.invert(drop))
+            if kept.num_rows == 0:
+                os.unlink(path)
+                continue
+            temporary = Path(path).with_name(f".part-{uuid.uuid4().hex[:12]}.tmp")
+            pq.write_table(kept, temporary)
+            _fsync_and_replace(temporary, Path(path))
+
     def stored_values(self, key: RunKey, column: str) -> set:
         """Distinct values of one column among this run's stored rows."""
         table = _read_dir(self.run_dir("rows", key), columns=[column])
         return set() if table is None else set(table.column(column).unique().to_pylist())
 
     def write(self, key: RunKey, rows: pd.DataFrame | None, skipped: pd.DataFrame | None) -> None:
-        """Append one part of results (and of skipped samples) atomically."""
+        """Append one part of results (and of skipped samples) atomically. Stored rows of the same
+        samples (computed again, for a column they lacked) are removed first (:meth:`remove_samples`):
+        if the write is interrupted in between, those samples are missing, and computed next time."""
         tag = uuid.uuid4().hex[:12]
         for kind, frame in (("skipped", skipped), ("rows", rows)):
             if frame is None or frame.empty:
@@ -176,6 +242,8 @@ class ResultsStore:
             final = directory / f"part-{first:06d}-{last:06d}-{tag}.parquet"
             temporary = directory / f".part-{tag}.tmp"
             pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), temporary)
+            if kind == "rows":
+                self.remove_samples(key, {int(i) for i in frame["sample_index"].unique()})
             _fsync_and_replace(temporary, final)
 
     def column_names(self, kind: str = "rows") -> list[str]:
@@ -252,16 +320,43 @@ def _to_pandas(table: pa.Table) -> pd.DataFrame:
     return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
+def _part_files(directory: Path) -> list[str]:
+    """The part files below a directory, in path order (hidden temporaries left out)."""
+    return sorted(str(p) for p in directory.rglob("part-*.parquet")) if directory.is_dir() else []
+
+
+def _index_range(path: str) -> tuple[int, int]:
+    """The first and last sample index a part holds, from its name ``part-<first>-<last>-<tag>``."""
+    try:
+        _, first, last, _ = Path(path).name.split("-", 3)
+        return int(first), int(last)
+    except ValueError:  # a part named otherwise: its samples are not bounded by its name
+        return -1, 1 << 62
+
+
+def _columns_of(path: str) -> set[str]:
+    return set(pq.read_schema(path).names)
+
+
 def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
-    if not directory.is_dir():
-        return None
-    files = sorted(str(p) for p in directory.rglob("part-*.parquet"))
+    return _read_files(_part_files(directory), columns, filters)
+
+
+def _read_files(files: list[str], columns=None, filters=None) -> pa.Table | None:
     if not files:
         return None
     # One schema for all parts: a column that is all null in one part (data_sha256_ok of a file
     # outside the registry) and boolean in another must not make the others unreadable.
     schema = pa.unify_schemas([pq.read_schema(path) for path in files], promote_options="permissive")
-    dataset = ds.dataset(files, schema=schema, format="parquet")
+    return _scan(ds.dataset(files, schema=schema, format="parquet"), columns, filters)
+
+
+def _scan(dataset: ds.Dataset, columns=None, filters=None) -> pa.Table:
+    """The dataset's rows that pass ``filters``; an ``in`` filter of no values passes none (pyarrow
+    cannot bind an empty list to a column's type), e.g. a page whose profile has none of its conditions."""
+    if filters and any(isinstance(f, tuple) and f[1] == "in" and len(f[2]) == 0 for f in filters):
+        table = dataset.schema.empty_table()
+        return table.select(columns) if columns is not None else table
     expression = pq.filters_to_expression(filters) if filters else None
     return dataset.to_table(columns=columns, filter=expression)
 
@@ -314,8 +409,7 @@ def read_exported(
     path: str | os.PathLike, filters=None, columns: list[str] | None = None, *, compact: bool = False
 ) -> pd.DataFrame:
     """Rows of an exported Parquet file, filtered (and compacted) as :meth:`ResultsStore.read` does."""
-    expression = pq.filters_to_expression(filters) if filters else None
-    table = ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression)
+    table = _scan(ds.dataset(str(path), format="parquet"), columns, filters)
     return _to_pandas(compact_table(table)) if compact else table.to_pandas()
 
 

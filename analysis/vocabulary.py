@@ -7,6 +7,8 @@ which takes its names from here.
 
 from __future__ import annotations
 
+from analysis import layer_stats
+
 PROJECTIONS = ("q", "k", "v", "o")
 SEGMENTS = ("early", "middle", "late")
 CORRECT, IRRELEVANT = "correct", "irrelevant"
@@ -43,13 +45,7 @@ SETTING_LABELS = {
     "detailed_cut_simplified": "Detailed CoT cut to simplified length",
     "detailed_cut_none": "Detailed CoT cut to no-CoT length",
 }
-STAT_LABELS = {
-    "nuclear_norm": "nuclear norm",
-    "sigma1_ratio": "s1 / nuclear norm",
-    "effective_rank": "effective rank",
-    "sigma_max": "largest singular value",
-    "frobenius": "Frobenius norm",
-}
+STAT_LABELS = layer_stats.labels()  # declared with each statistic in analysis.layer_stats
 
 
 def family_of(dataset: str) -> str:

@@ -12,6 +12,12 @@ in alternating order, repeated (the median over repeats is reported):
 All three start from the same tokenised samples: reading the data and applying the prompt
 template is outside the timings.
 
+With ``--busy-core``, each model's first case is also timed with one other process keeping a core
+busy (a ``while True`` loop in a subprocess): the project's run with the torch threads it chooses
+itself (the cores free when it starts, ``analysis.extract.threads``) and with torch's default
+threads, against a one-thread run on the idle machine (one core of two is all a busy two-core
+machine has to give); the target is at most 1.2 times the idle one-thread time.
+
 Before timing, the project's statistics are checked against the baseline's on every sample; the
 largest relative difference is part of the results. Run ``python benchmarks/bench_extraction.py
 --help`` for options; ``make benchmark`` runs the default cases and writes benchmarks/results.json.
@@ -27,6 +33,8 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pandas as pd
@@ -57,6 +65,8 @@ BASELINE_OVER_PROJECT_TARGETS = {
     ("smollm2-135m-instruct", "None CoT"): 4.0,
 }
 CACHED_LOAD_TARGET_SECONDS = 5.0
+BUSY_OVER_IDLE_TARGET = 1.2  # project's run with one core busy / one thread on the idle machine
+BUSY_WARMUP_SECONDS = 2.0  # the busy loop runs this long before timing starts
 
 
 def targets_of(model: str, label: str) -> dict:
@@ -156,7 +166,8 @@ def largest_relative_difference(frames, expected: dict) -> float:
     )
 
 
-def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> dict:
+def prepared_case(loaded, specs, n_samples, data_dir, max_length, store) -> tuple[list, list]:
+    """(plans for ``project_run``, (condition, sample) pairs) of the first ``n_samples`` records."""
     plans, samples = [], []
     for spec in specs:
         plan = runner.plan_run(
@@ -166,6 +177,11 @@ def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> 
         prepared, _ = runner.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir)
         plans.append(({**plan.identity, "n_layers": loaded.n_layers}, prepared))
         samples.extend((plan.identity["condition"], p) for p in prepared)
+    return plans, samples
+
+
+def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> dict:
+    plans, samples = prepared_case(loaded, specs, n_samples, data_dir, max_length, store)
     n = len(samples)
     # exactness on these very samples, and a warm-up of every path
     expected = {(cond, s.index): baseline_sample(loaded, s, float64=True) for cond, s in samples}
@@ -198,6 +214,58 @@ def run_case(loaded, specs, n_samples, repeats, data_dir, max_length, store) -> 
     }
 
 
+@contextmanager
+def busy_core(seconds: float = BUSY_WARMUP_SECONDS) -> Iterator[subprocess.Popen]:
+    """One other process keeping a core busy (a ``while True`` loop) while the block runs."""
+    process = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+    try:
+        time.sleep(seconds)  # long enough for a short sample of the cores' use to see it
+        yield process
+    finally:
+        process.kill()
+        process.wait()
+
+
+def _seconds_per_sample(fn, n: int, repeats: int) -> float:
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        fn()
+        times.append((time.perf_counter() - started) / n)
+    return statistics.median(times)
+
+
+def busy_core_case(loaded, specs, n_samples, repeats, data_dir, max_length, store, default_threads: int) -> dict:
+    """Seconds per sample of the project's run with one core busy (threads chosen by the project,
+    and torch's default), against one thread on the idle machine."""
+    plans, samples = prepared_case(loaded, specs, n_samples, data_dir, max_length, store)
+    n = len(samples)
+    run = lambda: project_run(loaded, plans)  # noqa: E731
+    with runner.torch_threads(1):
+        run()  # warm-up
+        idle_one = _seconds_per_sample(run, n, repeats)
+    # the project's choice, from torch's default as a run without --threads starts
+    with runner.torch_threads(default_threads), busy_core(), runner.torch_threads(None) as chosen:
+        busy_chosen = _seconds_per_sample(run, n, repeats)
+    with busy_core(), runner.torch_threads(default_threads):
+        busy_default = _seconds_per_sample(run, n, repeats)
+    return {
+        "model": loaded.name,
+        "conditions": specs,
+        "samples": n,
+        "threads_chosen": chosen.as_dict(),
+        "default_threads": default_threads,
+        "seconds_per_sample": {
+            "one thread, idle": idle_one,
+            "project, one core busy": busy_chosen,
+            "torch default threads, one core busy": busy_default,
+        },
+        "busy_over_idle": busy_chosen / idle_one,
+        "default_over_idle": busy_default / idle_one,
+        "target_busy_over_idle_at_most": BUSY_OVER_IDLE_TARGET,
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", help="run only these models (offline name, folder or hub id)")
@@ -210,7 +278,13 @@ def main(argv=None) -> int:
     parser.add_argument("--data-dir")
     parser.add_argument("--threads", type=int, help="torch CPU threads (default: torch's own choice)")
     parser.add_argument("--out", default=str(Path(__file__).with_name("results.json")))
+    parser.add_argument(
+        "--busy-core",
+        action="store_true",
+        help="also time each model's first case with one other process busy on a core (see above)",
+    )
     args = parser.parse_args(argv)
+    default_threads = torch.get_num_threads()  # torch's own choice, before --threads
     if args.threads:
         torch.set_num_threads(args.threads)
 
@@ -233,6 +307,7 @@ def main(argv=None) -> int:
         "max_length": args.max_length,
         "cases": [],
         "cached_loads": {},
+        "busy_core": [],
     }
     loaded = None
     for model_name, specs, label in cases:
@@ -263,6 +338,23 @@ def main(argv=None) -> int:
             f"max rel diff {case['max_relative_difference']:.1e}",
             flush=True,
         )
+    if args.busy_core:
+        for model_name in dict.fromkeys(m for m, _, _ in cases):
+            specs = next(c[1] for c in cases if c[0] == model_name)
+            loaded = models.load(model_name, args.template, args.device)
+            row = busy_core_case(
+                loaded, specs, args.samples, args.repeats, args.data_dir, args.max_length, scratch, default_threads
+            )
+            payload["busy_core"].append(row)
+            Path(args.out).write_text(json.dumps(payload, indent=2))
+            s = row["seconds_per_sample"]
+            print(
+                f"{model_name:24} one core busy: project ({row['threads_chosen']['threads']} threads) "
+                f"{s['project, one core busy']:.3f}, torch default ({default_threads}) "
+                f"{s['torch default threads, one core busy']:.3f}, one thread idle {s['one thread, idle']:.3f} s/sample"
+                f" | busy/idle {row['busy_over_idle']:.2f} (target <= {BUSY_OVER_IDLE_TARGET})",
+                flush=True,
+            )
     print(f"written {args.out}")
     return 0
 

@@ -56,10 +56,7 @@ show_markdown(page.coverage())
 # separable when the interval lies above 0.5.
 
 # %% tags=["remove-input"]
-separable = sections.separability(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_separability(separable)
+sections.separability(page)
 
 # %% [markdown]
 # ## 2. Is the fast/slow gap only response length?
@@ -70,20 +67,13 @@ sections.tables_separability(separable)
 # matters. The figure shows the share of the Simplified vs Detailed gap left at equal length (1:
 # none of the gap is length; 0: all of it is), only where that gap is established. The cut to the
 # None-CoT length (1 to 3 tokens) stays as a second view in the numbers.
-
-# %% tags=["remove-input"]
-sections.length(page)
-
-# %% [markdown]
-# A regression over all samples of a dataset: the log of a sample's mean nuclear norm on the log
-# of its response length and on its setting. If the setting gap shrinks once length is in the
+#
+# Then a regression over all samples of a dataset: the log of a sample's mean nuclear norm on the
+# log of its response length and on its setting. If the setting gap shrinks once length is in the
 # model, length carries the gap.
 
 # %% tags=["remove-input"]
-regression = sections.length_regression(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_length_regression(regression)
+sections.length(page)
 
 # %% [markdown]
 # ## 3. Effective rank under fast and slow thinking
@@ -92,7 +82,4 @@ sections.tables_length_regression(regression)
 # setting of each dataset (correct responses), pooled per family.
 
 # %% tags=["remove-input"]
-ranks = sections.effective_rank(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_effective_rank(ranks)
+sections.effective_rank(page)

@@ -16,14 +16,14 @@
 # StrategyQA, ECQA, CREAK and Sensemaking under None CoT (bare answer), Simplified CoT and
 # Detailed CoT, each with correct responses and with irrelevant ones. In StrategyQA, CREAK and
 # Sensemaking about half of the None-CoT "irrelevant" answers are the same answer as the correct
-# one (yes/no, "Sentence A/B"): such pairs are left out of every correct-vs-irrelevant
-# comparison, and the page says how many. This page checks F1 to F4 per dataset and pooled over
+# one (yes/no, "Sentence A/B"): a sampled run draws its instructions from the others (the same
+# ones under every setting), and a run of all records leaves such pairs out of every
+# correct-vs-irrelevant comparison and says how many. This page checks F1 to F4 per dataset and pooled over
 # the family, then shows the layer curves, MAD and RD, and three analyses beyond the paper.
 # Definitions and the verdict rules: [methods](../methods.md).
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
-from analysis.report.display import show_markdown
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -39,53 +39,28 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 # %% tags=["remove-cell"]
 page = Page.open("commonsense_reasoning", given_parameters(globals(), names_before_parameters))
 
-# %% tags=["remove-input"]
-show_markdown(page.coverage())
-
 # %% [markdown]
 # ## The findings on these data
 #
-# Each cell: one check for one model, on a family of datasets pooled or on one dataset; the
-# number is the instructions behind the verdict. The claims:
+# What the page reads, the claims checked, then the verdict matrix: each cell one check for one
+# model, on a family of datasets pooled or on one dataset; the number is the instructions behind
+# the verdict.
 
 # %% tags=["remove-input"]
-sections.claims(("F1", "F2", "F3", "F4", "L", "L2"))
-sections.answers(page, ("F1", "F2", "F3", "F4", "L", "L2"))
-
-# %% [markdown]
-# The pooled answers with the numbers behind them (each part of a claim with its 95% interval):
-
-# %% tags=["remove-input"]
-sections.pooled_findings(page, ("F1", "F2", "F3", "F4", "L", "L2"))
-
-# %% [markdown]
-# Every check per dataset:
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page, ("F1", "F2", "F3", "F4", "L", "L2"))
+sections.findings(page)
 
 # %% [markdown]
 # ## Layer curves
 #
 # Mean nuclear norm of the gradient of each attention projection (Q red, K green, V blue, O gray)
 # per layer, one panel per setting (correct responses, panels of a row on one scale); the second
-# row shows the share of the largest singular value, s1 / nuclear norm. Shaded: 95% bands.
+# row shows the share of the largest singular value, s1 / nuclear norm. Shaded: 95% bands. Below
+# them, folded: the mean absolute difference between adjacent layers of each mean curve (MAD), over
+# the early, middle and late layers and over all layers, and the relative difference of irrelevant
+# against correct responses per layer (RD; [methods](../methods.md)), with 95% intervals.
 
 # %% tags=["remove-input"]
-sections.layer_curves(page)
-
-# %% [markdown]
-# ## Differences across layers (MAD) and correct vs irrelevant (RD)
-#
-# The mean absolute difference between adjacent layers of each mean curve, over the early,
-# middle and late layers and over all layers, and the relative difference of irrelevant against
-# correct responses per layer ([methods](../methods.md)), with 95% intervals.
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_mad(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_rd(page)
+sections.curves(page)
 
 # %% [markdown]
 # ## Beyond the paper
@@ -97,10 +72,7 @@ sections.tables_rd(page)
 # and projections: the fastest setting minus the slowest, per dataset and pooled.
 
 # %% tags=["remove-input"]
-ranks = sections.effective_rank(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_effective_rank(ranks)
+sections.effective_rank(page)
 
 # %% [markdown]
 # ### One sample at a time: correct or irrelevant?
@@ -110,10 +82,7 @@ sections.tables_effective_rank(ranks)
 # AUROC is 0.5 without signal.
 
 # %% tags=["remove-input"]
-separable = sections.separability(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_separability(separable)
+sections.separability(page)
 
 # %% [markdown]
 # ### Is the gap only response length?
@@ -123,20 +92,9 @@ sections.tables_separability(separable)
 # in mean log nuclear norm: L asks whether content matters beyond length, L2 whether length
 # matters. The figure shows the share of the Simplified vs Detailed gap left at equal length (1:
 # none of the gap is length; 0: all of it is), only where that gap is established. The cut to the
-# None-CoT length (1 to 3 tokens) stays as a second view in the numbers.
+# None-CoT length (1 to 3 tokens) stays as a second view in the numbers. Then a regression over
+# all samples of a dataset: the log of a sample's mean nuclear norm on the log of its response
+# length and on its setting.
 
 # %% tags=["remove-input"]
 sections.length(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.length_curves(page)
-
-# %% [markdown]
-# A regression over all samples of a dataset: the log of a sample's mean nuclear norm on the log
-# of its response length and on its setting.
-
-# %% tags=["remove-input"]
-regression = sections.length_regression(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_length_regression(regression)

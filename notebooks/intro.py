@@ -54,7 +54,7 @@ sections.answers(page)
 # The claims, as the [methods page](../methods.md) states and tests them:
 
 # %% tags=["remove-input"]
-sections.claims()
+sections.claims(page)
 
 # %% [markdown]
 # ## Fast thinking, slow thinking: the layer curves

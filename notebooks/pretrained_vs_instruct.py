@@ -23,6 +23,7 @@
 # [methods](../methods.md).
 
 # %% tags=["remove-cell"]
+from analysis.findings.checks import PER_MODEL, PER_PAIR
 from analysis.report import sections, tables
 from analysis.report.display import show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
@@ -56,12 +57,12 @@ show_markdown(tables.confound_statement(page.pairs))
 # ## F4: is the instruct model better at telling correct from irrelevant?
 
 # %% tags=["remove-input"]
-sections.claims(("F4",))
-sections.answers(page, ("F4",))
-sections.pooled_findings(page, ("F4",))
+sections.claims(page, scope=PER_PAIR)
+sections.answers(page, scope=PER_PAIR)
+sections.pooled_findings(page, scope=PER_PAIR)
 
 # %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page, ("F4",))
+sections.tables_findings(page, scope=PER_PAIR)
 
 # %% [markdown]
 # ## Layer curves, base above instruct
@@ -88,4 +89,4 @@ sections.tables_pairs(page)
 # The pooled verdicts of the other checks for both kinds of model, for comparison.
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page, ("F1", "F2", "F3", "L", "L2"))
+sections.pooled_findings(page, scope=PER_MODEL)

@@ -20,7 +20,7 @@
 
 # %% tags=["remove-cell"]
 from analysis import runlog
-from analysis.findings import calibration
+from analysis.findings import calibration, scenarios
 from analysis.report import coverage, provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, origin_note
@@ -134,6 +134,18 @@ show_table(calibration.share_table(reps=400, seed=params.seed), by=None)
 show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 
 # %% [markdown]
+# The stated level under hard noise (`analysis.findings.scenarios`): how often each 95% interval
+# lies wholly above the truth ("miss below") and wholly below it ("miss above"), promised at most
+# 2.5% each, at 5 instructions per dataset, for the mean log difference that decides (F1, F3, F4,
+# L, L2) with its t interval and a bootstrap-t interval, the paper's log ratio of arithmetic means
+# (shown beside the verdicts, not deciding) with both intervals, the roughness difference of F2
+# and F5, and the mean curve's roughness difference (F2's None vs Simplified where None's log-scale
+# spread changes across layers). With 400 runs a rate has a Monte Carlo standard error of about 0.8 points.
+
+# %% tags=["remove-input"]
+show_table(scenarios.miss_table(reps=400, seed=params.seed), by=None)
+
+# %% [markdown]
 # ## Package versions
 #
 # As recorded by the run, next to those of the kernel that executed this page.
@@ -157,6 +169,18 @@ show_table(
 )
 
 # %% [markdown]
+# With one other process busy on one core: the project's run, with the torch threads it chooses
+# from the cores free when it starts, against a one-thread run on the idle machine (target: at most
+# 1.2 times as long), and torch's default threads on the busy machine for comparison.
+
+# %% tags=["remove-input"]
+show_table(
+    provenance.busy_core_table(benchmarks) if benchmarks else None,
+    empty="No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`).",
+    by=None,
+)
+
+# %% [markdown]
 # ## How a page is made
 #
 # Every chapter opens its data with one call, then shows what the `analysis.report` modules
@@ -168,8 +192,8 @@ show_table(
 #
 # names_before_parameters = names_defined(globals())  # then the parameters cell: profile, results_dir, ...
 # page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
-# sections.answers(page, ("F1", "F2", "F3", "F4", "L", "L2"))  # the verdict matrix and a paragraph per model
-# sections.layer_curves(page)                             # the paper's figure per model and dataset
+# sections.findings(page)  # the claims its chapter checks (analysis.findings.checks), the verdict matrix
+# sections.curves(page)    # the paper's figure per model and dataset, the MAD and RD tables folded
 # ```
 #
 # To execute a chapter by hand, see the README ("Re-executing one notebook by hand").

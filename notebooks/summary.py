@@ -42,7 +42,7 @@ page = Page.open("summary", given_parameters(globals(), names_before_parameters)
 # ## The claims
 
 # %% tags=["remove-input"]
-sections.claims()
+sections.claims(page)
 
 # %% [markdown]
 # ## Verdicts

@@ -23,7 +23,6 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
-from analysis.report.display import show_markdown
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -39,47 +38,27 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 # %% tags=["remove-cell"]
 page = Page.open("wiki_knowledge", given_parameters(globals(), names_before_parameters))
 
-# %% tags=["remove-input"]
-show_markdown(page.coverage())
-
 # %% [markdown]
 # ## The findings on these data
 #
-# Each cell: one check for one model, on a family of datasets pooled or on one dataset; the
-# number is the instructions behind the verdict. The claims:
+# What the page reads, the claim checked, then the verdict matrix: each cell one check for one
+# model; the number is the instructions behind the verdict.
 
 # %% tags=["remove-input"]
-sections.claims(("F5",))
-sections.answers(page, ("F5",))
-
-# %% [markdown]
-# The pooled answers with the numbers behind them (each part of a claim with its 95% interval):
-
-# %% tags=["remove-input"]
-sections.pooled_findings(page, ("F5",))
+sections.findings(page)
 
 # %% [markdown]
 # ## Layer curves
 #
 # Mean nuclear norm of the gradient of each attention projection (Q red, K green, V blue, O gray)
 # per layer, one panel per setting (correct responses, panels of a row on one scale); the second
-# row shows the share of the largest singular value, s1 / nuclear norm. Shaded: 95% bands.
+# row shows the share of the largest singular value, s1 / nuclear norm. Shaded: 95% bands. Below
+# them, folded: the mean absolute difference between adjacent layers of each mean curve (MAD), over
+# the early, middle and late layers and over all layers, and the relative difference of irrelevant
+# against correct responses per layer (RD; [methods](../methods.md)), with 95% intervals.
 
 # %% tags=["remove-input"]
-sections.layer_curves(page)
-
-# %% [markdown]
-# ## Differences across layers (MAD) and correct vs irrelevant (RD)
-#
-# The mean absolute difference between adjacent layers of each mean curve, over the early,
-# middle and late layers and over all layers, and the relative difference of irrelevant against
-# correct responses per layer ([methods](../methods.md)), with 95% intervals.
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_mad(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_rd(page)
+sections.curves(page)
 
 # %% [markdown]
 # ## Beyond the paper
@@ -90,16 +69,13 @@ sections.tables_rd(page)
 # projections: the shortest Wiki responses minus the longest.
 
 # %% tags=["remove-input"]
-ranks = sections.effective_rank(page)
+sections.effective_rank(page)
 
 # %% [markdown]
 # ### One sample at a time: correct or irrelevant?
 
 # %% tags=["remove-input"]
-separable = sections.separability(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_separability(separable)
+sections.separability(page)
 
 # %% [markdown]
 # ### Response length
@@ -108,7 +84,4 @@ sections.tables_separability(separable)
 # response length and on its length setting.
 
 # %% tags=["remove-input"]
-regression = sections.length_regression(page)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_length_regression(regression)
+sections.length(page)

@@ -24,6 +24,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import your_data as page_data
+from analysis.report import your_data_figures as page_figures
 from analysis.report import your_data_samples as samples
 from analysis.report.display import show_figure, show_figures, show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
@@ -34,7 +35,7 @@ names_before_parameters = names_defined(globals())
 data_files = []  # the user's data file(s): JSON list, JSON Lines, study or chat records
 model = "smollm2-135m-instruct"
 template = None  # base or instruct; None: the model registry's
-n_samples = 20  # first N samples of every file and reference condition; None: all that are stored
+n_samples = 20  # a seeded random sample of N of every file and reference condition; None: all that are stored
 results_dir = "results/your_data"
 reference_conditions = None  # None: None/Simplified/Detailed CoT of aqua and gsm8k, correct and irrelevant
 max_length = None  # None: the extraction's default (1024 tokens)
@@ -57,11 +58,11 @@ show_markdown(page_data.coverage_text(page))
 # %% tags=["remove-input"]
 for file in page.files:
     show_figure(
-        page_data.overlay_figure(page, file, "nuclear_norm"),
+        page_figures.overlay_figure(page, file, "nuclear_norm"),
         alt=f"{file.label}: nuclear norm per layer over the reference settings",
     )
     show_figure(
-        page_data.overlay_figure(page, file, "effective_rank"),
+        page_figures.overlay_figure(page, file, "effective_rank"),
         alt=f"{file.label}: effective rank per layer over the reference settings",
     )
 
@@ -117,4 +118,4 @@ show_markdown("Written: " + ", ".join(f"`{path}`" for path in written) if writte
 # %% tags=["remove-input"]
 show_markdown(page_data.scratch_text(page))
 for file in page.files:
-    show_figures(page_data.scratch_figures(page, file), alt="nuclear norm and effective rank per layer")
+    show_figures(page_figures.scratch_figures(page, file), alt="nuclear norm and effective rank per layer")

@@ -1,13 +1,39 @@
-"""Synthetic results tables in the results-store schema, with curves chosen by the test."""
+"""Synthetic results tables in the results-store schema, with curves chosen by the test, and a
+results store (with its run log) that holds them for a page to open."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
 PROJS = ("q", "k", "v", "o")
+# the default profile's two offline models, as the synthetic tables name them: (template, layers)
+BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
+MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
+# The paper's picture in levels: fast thinking large, slow thinking small, Detailed CoT cut to the
+# Simplified length between Simplified and full Detailed CoT, every Wiki setting alike.
+LEVEL = {
+    "none": 3.0,
+    "simplified": 2.0,
+    "detailed": 1.0,
+    "detailed_cut_none": 1.0,
+    "detailed_cut_simplified": 1.4,
+    "len100": 1.0,
+    "len500": 1.0,
+    "len1000": 1.0,
+    "unpopular": 1.0,
+}
+# ... and in bumpiness from layer to layer (the reasoning settings; each test sets the Wiki ones)
+REASONING_WIGGLE = {
+    "none": 1.0,
+    "simplified": 0.3,
+    "detailed": 0.05,
+    "detailed_cut_none": 0.05,
+    "detailed_cut_simplified": 0.05,
+}
 TYPICAL_TOKENS = {
     "none": 4,
     "simplified": 60,
@@ -102,3 +128,33 @@ def reasoning_conditions(
 ) -> list[tuple[str, str, str]]:
     """All (dataset, setting, responses) triples of one dataset."""
     return [(dataset, s, r) for s in settings for r in responses]
+
+
+def _key(first: pd.Series, model: str):
+    from analysis.store import RunKey
+
+    return RunKey(
+        model, first["dataset"], first["setting"], first["responses"], int(first["max_length"]), first["template"]
+    )
+
+
+def write_store(root: Path, rows: pd.DataFrame, skipped: pd.DataFrame | None = None) -> Path:
+    """A results store under ``root / "results"`` holding ``rows`` (and one condition's ``skipped``
+    records); its root."""
+    from analysis.store import ResultsStore
+
+    store = ResultsStore(root / "results")
+    for (model, _), group in rows.groupby(["model", "condition"]):
+        store.write(_key(group.iloc[0], model.replace("/", "--")), group, None)
+    if skipped is not None:
+        store.write(_key(skipped.iloc[0], skipped.iloc[0]["model"]), None, skipped)
+    return store.root
+
+
+def record_run(root: Path, models: Iterable[str], conditions: Iterable[str], n_resamples: int, name: str = "test"):
+    """A run log in ``root`` that records a profile of these models and conditions (what a page shows)."""
+    from analysis import profiles, runlog
+    from analysis.settings import ExtractionSettings
+
+    profile = profiles.Profile(name, tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
+    runlog.RunLog.start(root, profile.as_dict(), "local", []).save()

@@ -21,8 +21,8 @@ import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
-from analysis import profiles, registry, runlog
-from analysis.extract import gradients, models, plain, runner, spectra
+from analysis import cli, profiles, registry, runlog
+from analysis.extract import architectures, gradients, models, plain, runner, spectra
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 from analysis.study import pipeline
@@ -149,7 +149,11 @@ def test_stored_statistics_equal_the_plain_procedure(architecture, model_dirs, r
     loaded = models.load(str(model_dirs[architecture]), template="base", device="cpu")
     store = ResultsStore(tmp_path / "results")
     summary = runner.extract(
-        loaded, str(records_file), store, max_length=128, batch_size=3, token_budget=4096, progress=False
+        loaded,
+        str(records_file),
+        store,
+        ExtractionSettings(max_length=128, batch_size=3, token_budget=4096),
+        progress=False,
     )
     assert summary.computed == len(RECORDS) and not summary.skipped
     frame = read_results(tmp_path / "results")
@@ -206,7 +210,7 @@ def test_gemma2_folder_runs_end_to_end_through_the_command_line(model_dirs, stud
         "--n-samples",
         "2",
         "--max-length",
-        "256",
+        "512",  # room for both drawn AQuA instructions
         "--out",
         str(out),
         "--data-dir",
@@ -239,7 +243,7 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
         name="paper-tiny",
         models=(folder,),
         conditions=("aqua/none/correct",),
-        extraction=ExtractionSettings(n_samples=2, max_length=256, batch_size=8, token_budget=8192, device="cpu"),
+        extraction=ExtractionSettings(n_samples=2, max_length=512, batch_size=8, token_budget=8192, device="cpu"),
     )
     results = tmp_path / "results"
     results.mkdir()
@@ -252,3 +256,57 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
     assert facts["chat_template_sha256"] == models.chat_template_sha256(char_tokenizer(CHAT_TEMPLATE))
     assert facts["transformers"] == runlog.package_versions(["transformers"])["transformers"]
     assert not math.isnan(read_results(results)["nuclear_norm"].iloc[0])
+
+
+def gpt2(vocab: int = 64):
+    from transformers import GPT2Config, GPT2LMHeadModel
+
+    return GPT2LMHeadModel(
+        GPT2Config(vocab_size=vocab, n_positions=64, n_embd=32, n_layer=2, n_head=2, bos_token_id=1, eos_token_id=2)
+    )
+
+
+def test_a_model_of_an_unsupported_architecture_is_one_line_naming_what_it_lacks():
+    with pytest.raises(architectures.ArchitectureError) as refused:
+        gradients.attention_projections(gpt2())
+    message = str(refused.value)
+    assert "\n" not in message and "'gpt2'" in message and "self_attn" in message and "attn.c_attn" in message
+
+
+def test_an_unsupported_model_folder_is_refused_before_its_weights_load(tmp_path, study_data_dir, capsys):
+    folder = tmp_path / "gpt2"
+    tokenizer = char_tokenizer()
+    gpt2(len(tokenizer)).save_pretrained(folder, safe_serialization=True)
+    tokenizer.save_pretrained(folder)
+    with pytest.raises(architectures.ArchitectureError, match="model_type 'gpt2'.*no adapter"):
+        models.load(str(folder), template="base", device="cpu")
+    capsys.readouterr()
+    code = cli.main(
+        [
+            "extract",
+            "--model",
+            str(folder),
+            "--template",
+            "base",
+            "--device",
+            "cpu",
+            "--data",
+            "aqua/none/correct",
+            "--out",
+            str(tmp_path / "r"),
+            "--data-dir",
+            str(study_data_dir),
+        ]
+    )
+    error = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(error) == 1 and "'gpt2'" in error[0] and "no adapter" in error[0]
+
+
+def test_every_paper_model_names_an_adapter_and_its_original_parameters_round_trip():
+    names = {adapter.name for adapter in architectures.ADAPTERS}
+    for name, info in registry.PAPER_MODELS.items():
+        assert info.architecture in names, name
+        adapter = architectures.for_model_name(name)
+        assert adapter.original_name(3, "k") == "model.layers.3.self_attn.k_proj.weight"
+        assert adapter.original_key(adapter.original_name(3, "k")) == (3, "k")
+    assert architectures.for_model_name("google/gemma-2-9b").attention == "eager"

@@ -90,3 +90,35 @@ def test_estimates_combine_and_pool_over_datasets():
     assert family.value == 3.0 and family.n == 10 and family.df == 8 and family.n_smallest == 5
     assert pooled([]) is None
     assert bootstrap.MIN_VERDICT_SAMPLES == 5
+
+
+def test_map_keeps_a_share_bounded():
+    share = Estimate(0.9, np.linspace(0.8, 1.0, 200), (("d", 10),), bounded=True)
+    mapped = share.map(lambda x: 1 - x)
+    assert mapped.bounded and mapped.value == pytest.approx(0.1)
+    low, high = mapped.interval()
+    assert 0.0 <= low < 0.1 < high <= 1.0  # a Wilson interval, inside [0, 1]
+    assert not Estimate(0.9, np.linspace(0.8, 1.0, 200), (("d", 10),)).map(np.log).bounded
+
+
+def test_bootstrap_t_of_a_log_ratio_of_arithmetic_means():
+    from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
+
+    rng = np.random.default_rng(3)
+    a, b = np.exp(rng.normal(0.3, 0.8, 12)), np.exp(rng.normal(0.0, 0.3, 12))
+    weights = bootstrap.resample_counts(12, 500, rng)
+    est = log_mean_contrast(np.column_stack([a, b]), (1, -1), weights, "d")
+    assert est.value == pytest.approx(math.log(a.mean() / b.mean()))
+    z = a / a.mean() - b / b.mean()  # the delta method's influence values
+    assert est.se == pytest.approx(z.std(ddof=1) / math.sqrt(12))
+    assert est.draws[0] == pytest.approx(math.log((weights[0] @ a) / (weights[0] @ b)))
+    low, high = est.interval()
+    assert low < est.value < high and est.interval(0.99)[0] < low
+    two = pooled_studentized([est, log_mean_contrast(np.column_stack([b, a]), (1, -1), weights, "e")])
+    assert two.value == pytest.approx(0.0) and two.se == pytest.approx(est.se / math.sqrt(2))
+    assert two.n == 24 and two.n_smallest == 12
+    plain = mean_contrast(np.log(a)[:, None], (1,), weights, "d")
+    assert plain.value == pytest.approx(np.log(a).mean()) and plain.se == pytest.approx(
+        np.log(a).std(ddof=1) / math.sqrt(12)
+    )
+    assert log_mean_contrast(np.column_stack([a, -b]), (1, -1), weights, "d") is None  # logs of positive means only

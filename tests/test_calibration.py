@@ -7,13 +7,16 @@ import math
 import numpy as np
 import pytest
 
-from analysis.findings import calibration
+from analysis.findings import calibration, scenarios
 from analysis.findings.bootstrap import Estimate
 
 REPS = 600
 RESAMPLES = 200
-# the largest rate that is still consistent with a true rate of 5% at REPS runs (one-sided, 2 SE)
-FIVE_PERCENT = 0.05
+# the promised 2.5% per side, allowing two Monte Carlo standard errors at REPS runs (0.64 points)
+# coverage runs: enough that two Monte Carlo standard errors (0.5 points) tell a family whose Welch
+# interval misses 3% on one side (one dominant noisy dataset) from one that keeps 2.5%
+COVERAGE_REPS = 4000
+PROMISED_AT_REPS = scenarios.PROMISED + 2 * math.sqrt(scenarios.PROMISED * (1 - scenarios.PROMISED) / REPS)
 
 
 @pytest.fixture(scope="module")
@@ -22,11 +25,11 @@ def false_holds():
 
 
 @pytest.mark.parametrize("rule", ["gap", "same", "not better", "roughness"])
-def test_no_rule_says_holds_more_than_5_percent_of_the_time_when_its_claim_is_false(false_holds, rule):
+def test_no_rule_says_holds_more_than_2_5_percent_of_the_time_when_its_claim_is_false(false_holds, rule):
     rows = false_holds[false_holds["rule"] == rule]
     assert len(rows) == 3
-    assert (rows["holds when false"] <= FIVE_PERCENT).all(), rows
-    assert (rows["does not hold when true"] <= FIVE_PERCENT).all(), rows
+    assert (rows["holds when false"] <= PROMISED_AT_REPS).all(), rows
+    assert (rows["does not hold when true"] <= PROMISED_AT_REPS).all(), rows
 
 
 def test_the_papers_mad_rule_would_fail_that_test(false_holds):
@@ -43,14 +46,19 @@ def test_the_former_nearly_same_rule_could_not_hold_at_5_instructions():
 
 @pytest.fixture(scope="module")
 def coverage():
-    return calibration.coverage_table(n=5, reps=2 * REPS, n_resamples=RESAMPLES, seed=12)
+    return calibration.coverage_table(n=5, reps=COVERAGE_REPS, n_resamples=RESAMPLES, seed=12)
+
+
+def _bound(reps: int) -> float:
+    """The promised 2.5% per side plus two Monte Carlo standard errors at ``reps`` runs."""
+    return scenarios.PROMISED + 2 * math.sqrt(scenarios.PROMISED * (1 - scenarios.PROMISED) / reps)
 
 
 def test_gap_intervals_cover_95_percent_with_balanced_misses(coverage):
     rows = coverage[coverage["quantity"].str.startswith("gap")]
     assert len(rows) == 3
     assert rows["coverage"].between(0.93, 0.97).all(), rows
-    assert (rows[["miss below", "miss above"]] <= 0.035).all().all(), rows
+    assert (rows[["miss below", "miss above"]] <= _bound(COVERAGE_REPS)).all().all(), rows
 
 
 def test_roughness_intervals_never_undercover(coverage):
@@ -58,14 +66,14 @@ def test_roughness_intervals_never_undercover(coverage):
     noise dwarfs the curve's steps, so its intervals are conservative, never liberal."""
     rows = coverage[coverage["quantity"].str.startswith("roughness")]
     assert (rows["coverage"] >= 0.93).all(), rows
-    assert (rows[["miss below", "miss above"]] <= 0.035).all().all(), rows
+    assert (rows[["miss below", "miss above"]] <= _bound(COVERAGE_REPS)).all().all(), rows
 
 
 def test_logs_of_samples_cover_where_logs_of_means_do_not_and_the_exact_factor_suffices():
     table = calibration.skew_table(ns=(5, 20), sigmas=(1.0,), reps=REPS, n_resamples=RESAMPLES, seed=13)
     chosen = table[table["quantity"] == "mean of logs"]
     assert chosen["coverage"].between(0.93, 0.97).all(), table
-    assert (chosen[["miss below", "miss above"]] <= 0.035).all().all(), table
+    assert (chosen[["miss below", "miss above"]] <= _bound(REPS)).all().all(), table
     means = table[table["quantity"] == "log of mean ratio"]
     assert (means["coverage"] < chosen["coverage"].to_numpy()).all(), table
 
@@ -108,3 +116,79 @@ def test_welch_degrees_of_freedom_follow_the_noisy_dataset():
     even = pooled([Estimate(0.0, rng.standard_normal(1000), ((f"e{i}", 5),)) for i in range(4)])
     assert even.df == pytest.approx(16, rel=0.15)
     assert math.isclose(family.standard_error() ** 2, family.draws.var(ddof=1) * 5 / 4, rel_tol=0.05)
+
+
+# --------------------------------------------------------------------------- the promised 2.5% per side
+
+# Runs per scenario: the Monte Carlo s.e. of a 2.5% rate is 0.25 points at 4000. Twenty rates are
+# tested at once (ten scenarios, two sides), so each gets three standard errors (a true 2.5%
+# passes them all 97% of the time) where one rate alone would get two.
+SCENARIO_REPS = 4000
+SKEWED = tuple(scenarios.STATED_WORST_CASE)
+
+
+def _many(reps: int) -> float:
+    """The promised 2.5% per side plus three Monte Carlo standard errors at ``reps`` runs."""
+    return scenarios.PROMISED + 3 * math.sqrt(scenarios.PROMISED * (1 - scenarios.PROMISED) / reps)
+
+
+@pytest.fixture(scope="module")
+def misses():
+    return scenarios.miss_table(n=5, reps=SCENARIO_REPS, n_resamples=RESAMPLES, seed=21, intervals=("geometric",))
+
+
+def _rows(table, interval, skewed=False):
+    rows = table[table["interval"] == interval]
+    return rows[rows["scenario"].isin(SKEWED) == skewed]
+
+
+def test_the_deciding_interval_misses_at_most_2_5_percent_per_side_in_every_hard_scenario(misses):
+    """Log-normal 0.5/1/1.5, t with 3 df, one dataset 4x noisier, unequal n, AR(1) 0.9 layers,
+    noise growing across layers: the mean log difference's t interval (F1, F3, F4, L, L2)."""
+    rows = _rows(misses, "geometric")
+    assert len(rows) == 8
+    assert (rows[["miss below", "miss above"]] <= _many(SCENARIO_REPS)).all().all(), rows
+
+
+def test_under_skewed_logs_it_misses_no_more_than_methods_states_and_only_against_the_skew(misses):
+    rows = _rows(misses, "geometric", skewed=True)
+    assert len(rows) == 2
+    for _, row in rows.iterrows():
+        assert row["miss above"] <= scenarios.STATED_WORST_CASE[row["scenario"]], rows
+        assert row["miss above"] > _many(SCENARIO_REPS), rows  # the level is indeed not held: stated, not hidden
+        assert row["miss below"] <= _many(SCENARIO_REPS), rows  # a false "holds" of an "above" claim stays within
+
+
+def test_the_roughness_interval_misses_at_most_2_5_percent_per_side_everywhere():
+    table = scenarios.miss_table(n=5, reps=1000, n_resamples=RESAMPLES, seed=23, intervals=("roughness",))
+    assert len(table) == len(scenarios.scenarios())
+    assert (table[["miss below", "miss above"]] <= _many(1000)).all().all(), table
+
+
+def test_the_mean_curves_roughness_says_rougher_wrongly_at_most_2_5_percent():
+    """F2 decides None vs Simplified on it where None's log-scale spread changes across layers: its
+    interval lies above the truth (a false "rougher") no more than promised in any scenario."""
+    table = scenarios.miss_table(n=5, reps=1000, n_resamples=RESAMPLES, seed=25, intervals=("mean-curve roughness",))
+    defined = table.dropna(subset=["miss below"])
+    assert len(defined) == len(scenarios.scenarios()) - 1  # t noise of 3 df: no finite mean
+    assert (defined["miss below"] <= _many(1000)).all(), table
+
+
+def test_the_papers_arithmetic_mean_ratio_does_not_hold_the_level_so_it_does_not_decide():
+    """The log ratio of arithmetic means, with a t or a bootstrap-t interval, misses far more than
+    2.5% on one side under log-normal noise: why the geometric mean decides and it is shown beside."""
+    arithmetic = ("arithmetic t", "arithmetic bootstrap-t")
+    table = scenarios.miss_table(n=5, reps=500, n_resamples=RESAMPLES, seed=24, intervals=arithmetic)
+    for interval in arithmetic:
+        rows = table[(table["interval"] == interval) & table["scenario"].str.startswith("log-normal")]
+        assert (rows["miss above"] > _many(500)).sum() >= 2, rows
+    assert table.loc[table["scenario"] == "t, 3 df", "miss above"].isna().all()  # no finite mean
+
+
+@pytest.mark.slow
+def test_at_20_instructions_the_same_holds():
+    table = scenarios.miss_table(n=20, reps=SCENARIO_REPS, n_resamples=RESAMPLES, seed=22, intervals=("geometric",))
+    rows = _rows(table, "geometric")
+    assert (rows[["miss below", "miss above"]] <= _many(SCENARIO_REPS)).all().all(), rows
+    skewed = _rows(table, "geometric", skewed=True)
+    assert all(r["miss above"] <= scenarios.STATED_WORST_CASE[r["scenario"]] for _, r in skewed.iterrows()), skewed

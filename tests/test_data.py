@@ -177,3 +177,35 @@ def test_a_profile_takes_a_seeded_random_sample_the_same_for_every_file_of_a_dat
     assert data.sample_ids("wiki", 454, 5) == sorted([i for i in order if i < 454][:5])
     assert data.sample_ids("aqua", 4, 10) == [0, 1, 2, 3] and data.sample_ids("aqua", 4, None) == [0, 1, 2, 3]
     assert data.sample_ids("aqua", 500, 5) != ids  # datasets are drawn independently
+
+
+def test_excluded_records_are_passed_over_in_the_seeded_order_and_taken_last():
+    order = [int(i) for i in np.argsort(data.sample_ranks("creak", 50), kind="stable")]
+    plain = data.sample_ids("creak", 50, 5)
+    assert plain == sorted(order[:5])
+    skip = set(order[:2])
+    assert data.sample_ids("creak", 50, 5, excluded=skip) == sorted(order[2:7])  # topped up with the next two
+    nearly_all = set(order[:48])
+    assert data.sample_ids("creak", 50, 5, excluded=nearly_all) == sorted(order[48:] + order[:3])
+    assert data.sample_ids("creak", 50, None, excluded=skip) == list(range(50))  # all records: nothing left out
+
+
+def test_every_f3_cell_of_the_cpu_profile_has_its_n_usable_none_cot_pairs(study_data_dir):
+    """F3's None-CoT comparison leaves out pairs whose irrelevant answer is the correct one; the
+    profile's sample is drawn from the others, for every file of the dataset."""
+    from analysis import profiles
+
+    cpu = profiles.get_profile("cpu")
+    n = cpu.extraction.n_samples
+    datasets = {data.get_condition(c).dataset for c in cpu.conditions if c.split("/")[1] == "none"}
+    assert datasets == set(vocabulary.REASONING_DATASETS)  # the six datasets with None-CoT files
+    with_pairs = 0
+    for dataset in sorted(datasets):
+        count = len(data.load_records(data.resolve(f"{dataset}/none/correct", study_data_dir).path))
+        identical = data.identical_response_ids(dataset, "none", study_data_dir)
+        ids = data.dataset_sample_ids(dataset, count, n, study_data_dir)
+        assert len(ids) == n and not set(ids) & identical, (dataset, ids)
+        if not identical:
+            assert ids == data.sample_ids(dataset, count, n)  # datasets without such pairs keep the plain draw
+        with_pairs += bool(set(data.sample_ids(dataset, count, n)) & identical)
+    assert with_pairs >= 4  # AQuA, StrategyQA, CREAK, Sensemaking: the plain draw would leave fewer than n

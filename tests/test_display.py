@@ -22,3 +22,30 @@ def test_with_itables_a_long_table_is_interactive_and_needs_no_network(monkeypat
     assert "new ITable" in html and "dataset 39" in html
     assert "<= 0.1" not in html  # cell text is escaped, not read as HTML
     assert "unpkg.com" not in html and "cdn." not in html
+
+
+def test_a_collapsed_block_folds_its_tables_and_figures_under_one_line(monkeypatch):
+    import IPython.display as ipd
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    shown = []
+    monkeypatch.setattr(ipd, "display", lambda obj: shown.append(obj))
+    monkeypatch.setitem(sys.modules, "itables", None)
+    fig, _ = plt.subplots()
+    with display.collapsed("The numbers & more"):
+        display.show_table(pd.DataFrame({"model": ["m", "m"], "scope": ["a", "b"], "numbers": ["<= 1", "2"]}))
+        display.show_figures([("one figure", fig)])
+        display.show_markdown("*a note*")
+    assert len(shown) == 1 and isinstance(shown[0], ipd.HTML)
+    html = shown[0].data
+    assert html.startswith("<details><summary>The numbers &amp; more</summary>") and html.endswith("</details>")
+    assert "<strong>m</strong>" in html and "&lt;= 1" in html and "<em>a note</em>" in html
+    assert 'src="data:image/png;base64,' in html and "<strong>one figure</strong>" in html
+    with display.collapsed("nothing"):
+        pass
+    assert len(shown) == 1  # an empty block shows nothing
+    display.show_markdown("after")
+    assert isinstance(shown[-1], ipd.Markdown)  # outside a block, outputs show as before

@@ -72,9 +72,7 @@ def prestore(store_dir: Path, model_dir: Path, data_dir: Path) -> None:
         loaded,
         PRESTORED,
         ResultsStore(store_dir),
-        n_samples=2,
-        max_length=MAX_LENGTH,
-        batch_size=BATCH_SIZE,
+        ExtractionSettings(n_samples=2, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
         data_dir=data_dir,
         progress=False,
     )
@@ -91,9 +89,7 @@ def local_results(tmp_path_factory, model_dir, data_dir) -> Path:
             loaded,
             spec,
             ResultsStore(root),
-            n_samples=LIMIT,
-            max_length=MAX_LENGTH,
-            batch_size=BATCH_SIZE,
+            ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
             data_dir=data_dir,
             progress=False,
         )
@@ -284,9 +280,7 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
         loaded,
         failure.condition,
         ResultsStore(tmp_path / "r"),
-        n_samples=LIMIT,
-        max_length=MAX_LENGTH,
-        batch_size=BATCH_SIZE,
+        ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
         data_dir=data_dir,
         progress=False,
     )

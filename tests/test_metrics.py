@@ -10,7 +10,6 @@ from analysis.findings.metrics import (
     mad_table,
     mean_absolute_difference,
     rd_summary,
-    rd_table,
     relative_difference,
     sample_matrix,
 )
@@ -160,18 +159,3 @@ def test_mad_table_matches_mad_of_curves():
     curve = curves[(curves.condition == "gsm8k/detailed/correct") & (curves.proj == "o")]
     for segment, value in mad_by_segment(curve["value"].to_numpy()).items():
         assert row[segment] == pytest.approx(value)
-
-
-def test_rd_table_pairs_correct_with_irrelevant():
-    def curve(model, dataset, setting, responses, proj, layers):
-        scale = 1.5 if (setting == "detailed" and responses == "irrelevant") else 1.0
-        return scale * (1.0 + 0.1 * layers)
-
-    df = make_results(reasoning_conditions("ecqa", settings=("none", "detailed")), curve=curve, noise=0.0)
-    df = pd.concat([df, make_results([("ecqa", "simplified", "correct")], noise=0.0)])
-    table = rd_table(df)
-    assert set(table.setting) == {"none", "detailed"}  # simplified lacks irrelevant responses
-    detailed = table[table.setting == "detailed"]
-    np.testing.assert_allclose(detailed["mean_abs_rd"], 0.5)
-    np.testing.assert_allclose(table[table.setting == "none"]["mean_abs_rd"], 0.0, atol=1e-12)
-    assert (detailed["n_correct"] == 8).all() and (detailed["n_irrelevant"] == 8).all()

@@ -10,8 +10,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import cli, runlog
+from analysis import cli, data, runlog
 from analysis.extract import models, original, original_sources, runner
+from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
 
@@ -42,10 +43,8 @@ def extracted(tiny_model_dir, study_data_dir, tmp_path_factory):
             loaded,
             condition,
             store,
-            n_samples=3,
-            max_length=1024,
+            ExtractionSettings(n_samples=3, max_length=1024, entry_stats=True),
             data_dir=study_data_dir,
-            entry_stats=True,
             progress=False,
         )
     return read_results(root)
@@ -191,7 +190,7 @@ def test_one_file_with_model_and_condition_through_the_command(tree, study_data_
     assert cli.main([*args, "--model", "Qwen/Qwen2-1.5B-Instruct", "--condition", "wiki/len100/correct"]) == 0
     assert set(read_results(out, model="Qwen/Qwen2-1.5B-Instruct")["template"]) == {"instruct"}
     log = runlog.latest(out)
-    assert log.profile["name"] == "import-original" and log.imports[0]["sha256"] == original.file_sha256(path)
+    assert log.profile["name"] == "import-original" and log.imports[0]["sha256"] == data.file_sha256(path)
     assert log.finished is not None
 
 
@@ -386,7 +385,12 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
         store = ResultsStore(results / "paper")
         for condition in E2E_CONDITIONS:
             runner.extract(
-                loaded, condition, store, n_samples=5, data_dir=study_data_dir, entry_stats=True, progress=False
+                loaded,
+                condition,
+                store,
+                ExtractionSettings(n_samples=5, entry_stats=True),
+                data_dir=study_data_dir,
+                progress=False,
             )
         fmt.write_from_rows(
             tmp_path / "source",

@@ -140,10 +140,10 @@ def quick_store(root: Path) -> Path:
     models = {m: (registry.known_model(m).template, 6) for m in profile.models}
     rows = make_results(triples, models, n_samples=profile.extraction.n_samples)
     rows["max_length"] = profile.extraction.max_length
-    for condition in profile.conditions:  # the samples the profile takes: a seeded random sample of the file
+    for condition in profile.conditions:  # the samples the profile takes: data.dataset_sample_ids, as a run draws them
         dataset = data.get_condition(condition).dataset
         n = len(data.load_records(data.resolve(condition).path))
-        ids = sorted(data.sample_ids(dataset, n, profile.extraction.n_samples))
+        ids = sorted(data.dataset_sample_ids(dataset, n, profile.extraction.n_samples))
         chosen = rows["condition"] == condition
         rows.loc[chosen, "sample_index"] = rows.loc[chosen, "sample_index"].map(dict(enumerate(ids)))
     store = ResultsStore(root)

@@ -108,7 +108,8 @@ def tiny_profile(tiny_model_dir, monkeypatch):
         name="tiny",
         models=(folder,),
         conditions=("aqua/none/correct", "aqua/detailed_cut_none/correct"),
-        extraction=ExtractionSettings(n_samples=2, max_length=256, batch_size=2, token_budget=1024, device="cpu"),
+        # 512 tokens: room for both drawn AQuA instructions (their None-CoT answers differ)
+        extraction=ExtractionSettings(n_samples=2, max_length=512, batch_size=2, token_budget=1024, device="cpu"),
     )
 
 

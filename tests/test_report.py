@@ -2,6 +2,8 @@
 
 import json
 import math
+import re
+from pathlib import Path
 
 import matplotlib
 
@@ -11,7 +13,17 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import make_results, reasoning_conditions
+from synthetic import (
+    BASE,
+    INSTRUCT,
+    LEVEL,
+    MODELS,
+    REASONING_WIGGLE,
+    make_results,
+    reasoning_conditions,
+    record_run,
+    write_store,
+)
 
 from analysis import data, profiles, runlog, vocabulary
 from analysis.findings import metrics, questions
@@ -21,34 +33,14 @@ from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
 from analysis.report.page import Page
-from analysis.settings import ExtractionSettings
-from analysis.store import ResultsStore, RunKey
 
-BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
-MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
-SCALE = {
-    "none": 3.0,
-    "simplified": 2.0,
-    "detailed": 1.0,
-    "detailed_cut_none": 1.0,
-    "detailed_cut_simplified": 1.4,
-    "len100": 1.0,
-    "len1000": 1.0,
-}
-WIGGLE = {
-    "none": 1.0,
-    "simplified": 0.3,
-    "detailed": 0.05,
-    "detailed_cut_none": 0.05,
-    "detailed_cut_simplified": 0.05,
-    "len100": 0.05,
-    "len1000": 0.05,
-}
+ROOT = Path(__file__).resolve().parents[1]
+WIGGLE = {**REASONING_WIGGLE, "len100": 0.05, "len1000": 0.05}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
     """Fast thinking large and bumpy, slow thinking small and smooth; irrelevant detailed larger."""
-    curve = SCALE[setting] + WIGGLE[setting] * np.sin(1.7 * layers) ** 2
+    curve = LEVEL[setting] + WIGGLE[setting] * np.sin(1.7 * layers) ** 2
     if responses == "irrelevant" and setting in ("detailed", "detailed_cut_none"):
         curve = 1.5 * curve
     return curve
@@ -80,40 +72,35 @@ def close_figures():
     plt.close("all")
 
 
-def _record_run(root, models, conditions, n_resamples):
-    """A run log that records a profile of these models and conditions (what a page shows)."""
-    profile = profiles.Profile("test", tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
-    runlog.RunLog.start(root, profile.as_dict(), "local", []).save()
-
-
-def _store_with(tmp_path, rows, skipped=None):
-    store = ResultsStore(tmp_path / "results")
-    for (model, _), group in rows.groupby(["model", "condition"]):
-        first = group.iloc[0]
-        key = RunKey(
-            model.replace("/", "--"),
-            first["dataset"],
-            first["setting"],
-            first["responses"],
-            int(first["max_length"]),
-            first["template"],
-        )
-        store.write(key, group, None)
-    if skipped is not None:
-        first = skipped.iloc[0]
-        key = RunKey(
-            first["model"],
-            first["dataset"],
-            first["setting"],
-            first["responses"],
-            int(first["max_length"]),
-            first["template"],
-        )
-        store.write(key, None, skipped)
-    return store.root
-
-
 # --------------------------------------------------------------------------- tables
+
+
+def _rd_of_mean_curves(rows: pd.DataFrame) -> pd.DataFrame:
+    """mean |RD| of the irrelevant against the correct mean curve (``metrics.layer_curves``), per
+    model, dataset, setting and projection that has both: the reference for the RD table."""
+    out = []
+    keys = ["model", "dataset", "setting", "proj"]
+    for key, group in metrics.layer_curves(rows).groupby(keys, observed=True):
+        by = {r: g.sort_values("layer")["value"].to_numpy() for r, g in group.groupby("responses")}
+        if {"correct", "irrelevant"} <= set(by):
+            summary = metrics.rd_summary(by["correct"], by["irrelevant"])
+            out.append({**dict(zip(keys, key)), "mean_abs_rd": summary["mean_abs_rd"]})
+    return pd.DataFrame(out)
+
+
+def test_rd_table_pairs_correct_with_irrelevant():
+    def curve(model, dataset, setting, responses, proj, layers):
+        scale = 1.5 if (setting == "detailed" and responses == "irrelevant") else 1.0
+        return scale * (1.0 + 0.1 * layers)
+
+    df = make_results(reasoning_conditions("ecqa", settings=("none", "detailed")), curve=curve, noise=0.0)
+    df = pd.concat([df, make_results([("ecqa", "simplified", "correct")], noise=0.0)])
+    table = tables.rd_interval_table(all_curve_draws(df, ["base-model"], ("nuclear_norm",), n_resamples=50))
+    assert set(table.setting) == {"none", "detailed"}  # simplified lacks irrelevant responses
+    detailed = table[table.setting == "detailed"]
+    np.testing.assert_allclose(detailed["mean_abs_rd"], 0.5)
+    np.testing.assert_allclose(table[table.setting == "none"]["mean_abs_rd"], 0.0, atol=1e-12)
+    assert (detailed["n_correct"] == 8).all() and (detailed["n_irrelevant"] == 8).all()
 
 
 def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, paper_draws):
@@ -126,7 +113,7 @@ def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, 
         assert (merged[f"{segment}_low"] <= merged[f"{segment}_y"]).all()
         assert (merged[f"{segment}_y"] <= merged[f"{segment}_high"]).all()
     rds = tables.rd_interval_table(paper_draws)
-    expected_rd = metrics.rd_table(paper_rows[paper_rows["setting"].isin(vocabulary.STUDY_SETTINGS)])
+    expected_rd = _rd_of_mean_curves(paper_rows[paper_rows["setting"].isin(vocabulary.STUDY_SETTINGS)])
     merged = expected_rd.merge(rds, on=["model", "dataset", "setting", "proj"])
     assert len(merged) == len(expected_rd) > 0
     np.testing.assert_allclose(merged["mean_abs_rd_x"], merged["mean_abs_rd_y"], rtol=1e-12)
@@ -165,11 +152,9 @@ def test_paper_figures_share_a_scale_per_row_and_carry_the_offline_note(paper_dr
 
 
 def test_verdict_matrix_has_a_panel_per_model(paper_draws):
-    from analysis.findings import rules
+    from analysis.findings import checks
 
-    found = []
-    for cd in paper_draws.values():
-        found += rules.model_findings(cd)
+    found = checks.run_checks(paper_draws)
     table = verdicts.table(found)
     fig = figures.verdict_figure(table, "note")
     assert len(fig.axes) == 2
@@ -211,9 +196,9 @@ def test_effective_rank_and_length_regression_paragraphs(paper_rows, paper_draws
 
 
 def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir):
-    root = _store_with(tmp_path, paper_rows)
+    root = write_store(tmp_path, paper_rows)
     conditions = sorted(paper_rows["condition"].unique())
-    _record_run(root, list(MODELS), conditions, n_resamples=100)
+    record_run(root, list(MODELS), conditions, n_resamples=100)
     page = Page.open("summary", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)})
     assert set(page.draws) == set(MODELS) and page.pairs == {INSTRUCT: BASE}
     found = sections.findings_table(page)
@@ -245,8 +230,8 @@ def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
     rows = make_results(
         reasoning_conditions("strategyqa", settings=("none",)), {BASE: ("base", 18)}, n_samples=60, seed=3
     )
-    root = _store_with(tmp_path, rows)
-    _record_run(root, [BASE], sorted(rows["condition"].unique()), n_resamples=50)
+    root = write_store(tmp_path, rows)
+    record_run(root, [BASE], sorted(rows["condition"].unique()), n_resamples=50)
     page = Page.open(
         "commonsense_reasoning", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
     )
@@ -276,7 +261,7 @@ def test_load_results_reports_missing_and_skipped(tmp_path):
             }
         ]
     )
-    root = _store_with(tmp_path, rows, skipped)
+    root = write_store(tmp_path, rows, skipped)
     conditions = ["aqua/none/correct", "aqua/detailed/irrelevant", "aqua/simplified/correct"]
     results = load_results(root, [BASE, INSTRUCT], conditions, n_samples=3, data_dir=tmp_path / "no-data")
     assert results.models == (BASE,)
@@ -299,7 +284,7 @@ def test_load_results_needs_a_store_and_one_truncation_length(tmp_path):
     with pytest.raises(ReportError, match="no results store here"):
         load_results(tmp_path, [BASE], ["aqua/none/correct"])
     rows = make_results([("aqua", "none", "correct")], {BASE: ("base", 18)}, n_samples=2)
-    root = _store_with(tmp_path, pd.concat([rows, rows.assign(max_length=512)]))
+    root = write_store(tmp_path, pd.concat([rows, rows.assign(max_length=512)]))
     with pytest.raises(ReportError, match="several max_length values"):
         load_results(root, [BASE], ["aqua/none/correct"])
     assert len(load_results(root, [BASE], ["aqua/none/correct"], max_length=512).rows) == len(rows)
@@ -379,7 +364,6 @@ def test_run_log_tables():
 
 
 def test_run_log_round_trip(tmp_path):
-    from analysis import runlog
 
     record = runlog.RunRecord.start({"name": "cpu"}, "local", {"torch": "2.13.0"}, [])
     runlog.save(tmp_path, record)
@@ -428,3 +412,29 @@ def test_data_check_tables(tmp_path, study_data_dir):
     assert provenance.data_check_sentence(missing).startswith("0 of 2 data files match")
     present = provenance.data_check_table(["aqua/none/correct", "wiki/len100/irrelevant"], study_data_dir)
     assert provenance.data_check_sentence(present) == "2 of 2 data files match their published sha256."
+
+
+def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(tmp_path, monkeypatch):
+    rows = make_results(reasoning_conditions("aqua", "gsm8k"), {BASE: ("base", 6)}, n_samples=3)
+    root = write_store(tmp_path, rows)
+    record_run(root, [BASE], sorted(rows["condition"].unique()), n_resamples=20, name="cpu")  # no Wiki condition
+    page = Page.open("wiki_knowledge", {"profile": "cpu", "results_dir": str(root)})
+    assert page.empty and page.params.conditions == ()
+    shown = []
+    monkeypatch.setattr(sections, "show_markdown", shown.append)
+    for name in ("show_figure", "show_figures", "show_table"):
+        monkeypatch.setattr(sections, name, lambda *a, _name=name, **k: shown.append(_name))
+    source = (ROOT / "notebooks" / "wiki_knowledge.py").read_text()
+    calls = re.findall(r"^sections\.(\w+)\(page\)$", source, re.MULTILINE)
+    assert "findings" in calls
+    for call in calls:  # every section of the chapter, as its notebook calls them
+        getattr(sections, call)(page)
+    full = "cpu-full" in profiles.PROFILES  # a profile of every condition, when the project has one
+    command = (
+        "python -m analysis run --profile cpu-full"
+        if full
+        else f"python -m analysis run --profile cpu --results-dir {root}"
+    )
+    assert shown == [
+        f"**The `cpu` profile computes no condition of this chapter (Wiki knowledge).** `{command}` would."
+    ]

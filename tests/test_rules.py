@@ -4,36 +4,13 @@ no effect with few samples stays unresolved, and too few samples get no verdict.
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import make_results, reasoning_conditions
+from synthetic import BASE, INSTRUCT, LEVEL, MODELS, REASONING_WIGGLE, make_results, reasoning_conditions
 
-from analysis.findings import rules
+from analysis.findings import check_parts, checks, pooling, quantities, rules
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED
 
-BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
-MODELS = {BASE: ("base", 18), INSTRUCT: ("instruct", 30)}
-LEVEL = {
-    "none": 3.0,
-    "simplified": 2.0,
-    "detailed": 1.0,
-    "detailed_cut_none": 1.0,
-    "detailed_cut_simplified": 1.4,
-    "len100": 1.0,
-    "len500": 1.0,
-    "len1000": 1.0,
-    "unpopular": 1.0,
-}
-WIGGLE = {
-    "none": 1.0,
-    "simplified": 0.3,
-    "detailed": 0.05,
-    "detailed_cut_none": 0.05,
-    "detailed_cut_simplified": 0.05,
-    "len100": 0.3,
-    "len500": 0.3,
-    "len1000": 0.3,
-    "unpopular": 0.3,
-}
+WIGGLE = {**REASONING_WIGGLE, "len100": 0.3, "len500": 0.3, "len1000": 0.3, "unpopular": 0.3}
 
 
 def paper_like(model, dataset, setting, responses, proj, layers):
@@ -76,14 +53,11 @@ def _conditions(datasets=("aqua", "gsm8k"), settings=SETTINGS):
     return [c for d in datasets for c in reasoning_conditions(d, settings=settings)]
 
 
-def _findings(rows, checks=rules.CHECKS, pairs=None, identical=None, n_resamples=400, declared=None):
+def _findings(rows, which=None, pairs=None, identical=None, n_resamples=400, declared=None):
     draws = all_curve_draws(rows, list(dict.fromkeys(rows["model"])), ("nuclear_norm",), n_resamples)
-    out = []
-    for cd in draws.values():
-        out += rules.model_findings(cd, checks, identical)
-    if "F4" in checks:
-        out += rules.pair_findings(draws, pairs if pairs is not None else {INSTRUCT: BASE}, declared)
-    return rules.findings_table(out)
+    pairs = pairs if pairs is not None else {INSTRUCT: BASE}
+    found = checks.run_checks(draws, which, identical=identical, pairs=pairs, declared=declared)
+    return checks.findings_table(found)
 
 
 def _verdicts(table, check, pooled=None):
@@ -110,7 +84,7 @@ def test_every_check_is_reported_per_dataset_and_per_family(paper_table):
     assert list(f1["pooled"]) == [True, False, False]
     assert list(f1["n"]) == [24, 12, 12]
     assert "None / Detailed (all layers) x" in f1["numbers"].iloc[0] and "[" in f1["numbers"].iloc[0]
-    assert f1["claim"].iloc[0] == rules.CLAIMS["F1"]
+    assert f1["claim"].iloc[0] == checks.claim("F1")
 
 
 @pytest.mark.parametrize("check", ["F1", "F2", "F3", "L", "L2"])
@@ -130,17 +104,19 @@ def test_no_effect_with_few_samples_is_not_resolved():
 def test_the_length_share_is_shown_only_where_the_gap_is_established():
     rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, sample_sd=0.3, seed=3)
     draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
-    for parts in (rules.length_parts(draws, "aqua"), rules.length_effect_parts(draws, "aqua")):
+    for parts in (check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")):
         gap = parts[0]
         assert gap.name == "Simplified / Detailed x"
-        assert any(p.name == rules.SHARE_PART for p in parts) == gap.supports()
+        assert any(p.name == check_parts.SHARE_PART for p in parts) == gap.supports()
     paper = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=3)
     draws = all_curve_draws(paper, [BASE], ("nuclear_norm",), 400)[BASE]
-    content, length = rules.length_parts(draws, "aqua"), rules.length_effect_parts(draws, "aqua")
-    shares = [next(p for p in parts if p.name == rules.SHARE_PART).estimate.value for parts in (content, length)]
+    content, length = check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")
+    shares = [next(p for p in parts if p.name == check_parts.SHARE_PART).estimate.value for parts in (content, length)]
     # the same share both ways: log(Simplified / cut) / log(Simplified / Detailed) = log(2 / 1.4) / log 2
     assert shares[0] == pytest.approx(shares[1]) and shares[0] == pytest.approx(np.log(2 / 1.4) / np.log(2), abs=0.05)
-    assert not any(p.decides for p in content if p.name in (rules.SHARE_PART, "None / Detailed cut to None length x"))
+    assert not any(
+        p.decides for p in content if p.name in (check_parts.SHARE_PART, "None / Detailed cut to None length x")
+    )
 
 
 def test_too_few_samples_get_no_verdict():
@@ -222,9 +198,9 @@ def test_f4_is_not_applicable_to_two_families():
     table = _findings(pd.concat([base, same]), ("F4",))
     assert _verdicts(table, "F4") == {rules.NOT_APPLICABLE}
     assert table["numbers"].str.contains("not an instruct model of").all()
-    assert rules.is_own_base("Qwen/Qwen2-1.5B-Instruct", "Qwen/Qwen2-1.5B")
-    assert not rules.is_own_base(INSTRUCT, BASE)
-    assert rules.is_own_base(INSTRUCT, BASE, {INSTRUCT: BASE})
+    assert pooling.is_own_base("Qwen/Qwen2-1.5B-Instruct", "Qwen/Qwen2-1.5B")
+    assert not pooling.is_own_base(INSTRUCT, BASE)
+    assert pooling.is_own_base(INSTRUCT, BASE, {INSTRUCT: BASE})
 
 
 def test_a_pooled_verdict_needs_the_minimum_in_every_dataset():
@@ -295,14 +271,14 @@ def test_verdict_rule_on_parts():
 
 
 def test_model_pairs():
-    offline = rules.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()})
+    offline = pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()})
     assert offline == {INSTRUCT: BASE}
-    paper = rules.model_pairs(
+    paper = pooling.model_pairs(
         ["Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b"],
         {"Qwen/Qwen2-1.5B": "base", "Qwen/Qwen2-1.5B-Instruct": "instruct", "google/gemma-2-2b": "base"},
     )
     assert paper == {"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"}
-    assert rules.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == {
+    assert pooling.default_model_pairs({"org/a-base": "base", "org/a-chat": "instruct", "x/b": "base"}) == {
         "org/a-chat": "org/a-base"
     }
 
@@ -328,11 +304,8 @@ def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
     keys, inverse = np.unique(sample[none], return_inverse=True)
     rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 400)
-    found = []
-    for cd in draws.values():
-        found += rules.model_findings(cd)
-    found += rules.pair_findings(draws, rules.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
-    table = rules.findings_table(found)
+    found = checks.run_checks(draws, pairs=pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
+    table = checks.findings_table(found)
     assert set(table[table["check"] == "F4"]["verdict"]) == {rules.NOT_APPLICABLE}
     assert TOO_FEW not in set(table["verdict"])
     for check in ("F1", "L", "L2"):  # true here: never "does not hold"
@@ -340,3 +313,77 @@ def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
     assert HOLDS not in set(table[table["check"] == "F3"]["verdict"])  # its Detailed part is false here
     unresolved = table[table["verdict"] == UNRESOLVED]
     assert unresolved["n_for_power"].notna().any()  # the pages can say what size would resolve them
+
+
+# --------------------------------------------------------------------------- the paper's quantity beside
+
+
+def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_names_its_quantity(paper_table):
+    for check in ("F1", "F3", "L", "L2"):
+        numbers = paper_table.loc[paper_table["check"] == check, "numbers"]
+        assert numbers.str.contains(rules.PAPER_QUANTITY, regex=False).all(), check
+        assert "geometric mean" in checks.claim(check) and "mean nuclear norm" in checks.claim(check)
+    rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
+    f4 = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
+    assert [p.decides for p in f4] == [True, False] and f4[1].name.startswith(rules.PAPER_QUANTITY)
+    # the same irrelevant/correct ratio in both models: both quantities near 0, and near each other
+    assert abs(f4[0].estimate.value) < 0.1 and f4[1].estimate.value == pytest.approx(f4[0].estimate.value, abs=0.02)
+    assert "geometric means" in checks.claim("F4") and "mean log curve" in checks.claim("F2")
+    assert _verdicts(paper_table, "F1") == {HOLDS}  # the parts beside decide nothing
+
+
+def _skewed_none(n=40, seed=4, trend=False):
+    """None CoT with a large log-scale spread (sigma 1.5) and a geometric mean below Detailed CoT's:
+    its arithmetic mean lies above it (exp(sigma^2 / 2) = 3.1 times the geometric mean)."""
+    rows = make_results(
+        _conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=n, curve=flat, sample_sd=0.05, seed=seed
+    )
+    rng = np.random.default_rng(seed)
+    none = (rows["setting"] == "none").to_numpy()
+    sigma = np.linspace(0.1, 1.5, 18)[rows["layer"].to_numpy()] if trend else 1.5
+    z = rng.standard_normal(n)[rows["sample_index"].to_numpy()]
+    factor = np.exp(sigma * z - 0.8)
+    rows.loc[none, "nuclear_norm"] = rows.loc[none, "nuclear_norm"] * factor[none]
+    return rows
+
+
+def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
+    rows = _skewed_none()
+    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+    geometric = quantities.log_gap(cd, "aqua", "none", "detailed")
+    paper = quantities.mean_gap(cd, "aqua", "none", "detailed")
+    matrix = {
+        s: rows[(rows["setting"] == s) & (rows["responses"] == "correct")]
+        .groupby("sample_index")["nuclear_norm"]
+        .mean()
+        for s in ("none", "detailed")
+    }
+    assert paper.value == pytest.approx(np.log(matrix["none"].mean() / matrix["detailed"].mean()))
+    assert geometric.value < 0 < paper.value  # the data are built so
+    f1 = [f for f in checks.run_checks({BASE: cd}, ("F1",)) if f.scope == "aqua"][0]
+    shown = {p.name: p for p in f1.parts}
+    assert f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}" in shown
+    assert "differ in sign: None / Detailed (all layers) x" in f1.note
+    assert checks.findings_table([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
+    assert not shown[f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}"].decides
+
+
+def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_layers():
+    def f2_of(rows):
+        cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+        f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
+        assert any(p.name == check_parts.LOG_SPREAD_CHANGE for p in f2.parts)
+        return f2, {p.label: p for p in f2.parts}
+
+    changing, parts = f2_of(_skewed_none(trend=True))
+    assert "log-scale spread changes across layers" in changing.note
+    assert parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
+    assert not parts[f"{check_parts.NONE_GROUP} Q"].decides
+    assert parts["roughness Simplified - Detailed Q"].decides  # Simplified vs Detailed keeps the log curve
+    steady, parts = f2_of(_skewed_none(trend=False))
+    assert "log-scale spread" not in steady.note
+    assert (
+        parts[f"{check_parts.NONE_GROUP} Q"].decides
+        and not parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
+    )

@@ -41,7 +41,12 @@ def tiny(tiny_model_dir):
 def test_condition_rows_have_the_schema(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     summary = runner.extract(
-        tiny, "aqua/none/correct", store, n_samples=3, max_length=1024, data_dir=study_data_dir, progress=False
+        tiny,
+        "aqua/none/correct",
+        store,
+        ExtractionSettings(n_samples=3, max_length=1024),
+        data_dir=study_data_dir,
+        progress=False,
     )
     assert summary.computed == 3
     frame = read_results(tmp_path / "r")
@@ -68,9 +73,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
             tiny,
             "gsm8k/simplified/correct",
             store,
-            n_samples=6,
-            max_length=1024,
-            batch_size=1,
+            ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
             data_dir=study_data_dir,
             progress=False,
         )
@@ -89,9 +92,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
         tiny,
         "gsm8k/simplified/correct",
         store,
-        n_samples=6,
-        max_length=1024,
-        batch_size=1,
+        ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -100,7 +101,12 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
     assert not frame.duplicated(["sample_index", "layer", "proj"]).any()
     clean = ResultsStore(tmp_path / "clean")
     runner.extract(
-        tiny, "gsm8k/simplified/correct", clean, n_samples=6, max_length=1024, data_dir=study_data_dir, progress=False
+        tiny,
+        "gsm8k/simplified/correct",
+        clean,
+        ExtractionSettings(n_samples=6, max_length=1024),
+        data_dir=study_data_dir,
+        progress=False,
     )
     keys = ["sample_index", "layer", "proj"]
     resumed = frame.sort_values(keys).reset_index(drop=True)
@@ -119,18 +125,20 @@ def test_truncated_away_samples_are_recorded_and_counted(tiny, tmp_path):
         )
     )
     store = ResultsStore(tmp_path / "r")
-    summary = runner.extract(tiny, str(path), store, max_length=40, progress=False)
+    summary = runner.extract(tiny, str(path), store, ExtractionSettings(max_length=40), progress=False)
     assert summary.computed == 1 and summary.skipped == {"response truncated away": 1}
     skipped = read_skipped(tmp_path / "r")
     assert skipped["sample_index"].tolist() == [0]
-    again = runner.extract(tiny, str(path), store, max_length=40, progress=False)
+    again = runner.extract(tiny, str(path), store, ExtractionSettings(max_length=40), progress=False)
     assert again.computed == 0 and again.already_done == 2
 
 
 def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     for spec in ("aqua/simplified/correct", "aqua/detailed_cut_simplified/correct"):
-        runner.extract(tiny, spec, store, n_samples=3, max_length=1024, data_dir=study_data_dir, progress=False)
+        runner.extract(
+            tiny, spec, store, ExtractionSettings(n_samples=3, max_length=1024), data_dir=study_data_dir, progress=False
+        )
     frame = read_results(tmp_path / "r").drop_duplicates(["condition", "sample_index"])
     counts = frame.pivot(index="sample_index", columns="setting", values="n_response_tokens")
     assert (counts["detailed_cut_simplified"] == counts["simplified"]).all()
@@ -183,13 +191,23 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_rows(tiny, tmp_path, 
             ]
         )
     )
-    runner.extract(tiny, str(path), ResultsStore(tmp_path / "clean"), max_length=1024, batch_size=4, progress=False)
+    runner.extract(
+        tiny,
+        str(path),
+        ResultsStore(tmp_path / "clean"),
+        ExtractionSettings(max_length=1024, batch_size=4),
+        progress=False,
+    )
     calls: list[int] = []
     monkeypatch.setattr(
         runner.gradients, "batch_statistics", _out_of_memory_above(limit, runner.gradients.batch_statistics, calls)
     )
     summary = runner.extract(
-        tiny, str(path), ResultsStore(tmp_path / "oom"), max_length=1024, batch_size=4, progress=False
+        tiny,
+        str(path),
+        ResultsStore(tmp_path / "oom"),
+        ExtractionSettings(max_length=1024, batch_size=4),
+        progress=False,
     )
     assert summary.computed == 8 and not summary.skipped
     assert calls.count(4) == 1  # the second batch of 4 is split before it is tried
@@ -218,9 +236,7 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
         tiny,
         "aqua/none/correct",
         store,
-        n_samples=4,
-        max_length=1024,
-        batch_size=4,
+        ExtractionSettings(n_samples=4, max_length=1024, batch_size=4),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -252,8 +268,7 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
             tiny,
             "aqua/none/correct",
             ResultsStore(tmp_path / "r"),
-            n_samples=2,
-            max_length=1024,
+            ExtractionSettings(n_samples=2, max_length=1024),
             data_dir=study_data_dir,
             progress=False,
         )
@@ -269,3 +284,86 @@ def test_batches_follow_the_memory_plan():
 def test_no_memory_plan_on_a_cpu(tiny):
     samples = [runner.PreparedSample(0, runner.prompts.EncodedSample([0] * 10, 1))]
     assert runner.memory_plan(tiny, samples) is None
+
+
+# --------------------------------------------------------------------------- torch threads
+
+
+def _never() -> float:
+    raise AssertionError("an explicit number of threads measures nothing")
+
+
+def test_free_cores_take_the_larger_busy_measure_rounded_and_leave_at_least_one():
+    from analysis.extract.threads import free_cores
+
+    assert free_cores(2, 0.1, 0.2) == 2  # an idle machine: both cores
+    assert free_cores(2, 1.0, 0.1) == 1  # one process busy for a minute
+    assert free_cores(2, 0.3, 0.97) == 1  # one just started: the load average has not caught up yet
+    assert free_cores(2, 1.4, None) == 1 and free_cores(2, 1.6, None) == 1  # rounded, never below one
+    assert free_cores(16, 3.4, 2.0) == 13 and free_cores(4, None, None) == 4
+
+
+def test_threads_are_the_free_cores_unless_the_user_says():
+    from analysis.extract import threads
+
+    explicit = threads.choose_threads(3, cpus=_never, load=_never, busy=_never)
+    assert (explicit.threads, explicit.source) == (3, "explicit")
+    previous = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # torch's default on a two-core machine
+        busy = threads.choose_threads(None, cpus=lambda: 2, load=lambda: 1.02, busy=lambda: 1.1)
+        assert (busy.threads, busy.source, busy.cpus, busy.load_1min) == (1, "free cores", 2, 1.02)
+        idle = threads.choose_threads(None, cpus=lambda: 2, load=lambda: 0.05, busy=lambda: 0.1)
+        assert idle.threads == 2
+        many = threads.choose_threads(None, cpus=lambda: 64, load=lambda: 0.0, busy=lambda: 0.0)
+        assert many.threads == 2  # never more than torch's own number
+    finally:
+        torch.set_num_threads(previous)
+
+
+def test_a_run_uses_the_chosen_threads_restores_them_and_logs_the_choice(tmp_path):
+    from dataclasses import replace
+
+    from analysis import profiles, runlog
+    from analysis.extract.threads import ThreadChoice
+    from analysis.report.provenance import threads_sentence
+    from analysis.study import pipeline
+
+    previous = torch.get_num_threads()
+    chosen = ThreadChoice(1, "free cores", 2, 1.02, 1.1)
+    with runner.torch_threads(None, choose=lambda requested: chosen) as used:
+        assert used is chosen and torch.get_num_threads() == 1
+    assert torch.get_num_threads() == previous
+    log = runlog.RunLog.start(tmp_path, {}, "local", [])
+    profile = replace(profiles.get_profile("quick"), models=())  # nothing to extract: the choice alone
+    assert pipeline.extract_profile(profile, tmp_path, log=log, say=lambda _: None) == []
+    recorded = runlog.latest(tmp_path).threads
+    assert recorded["threads"] == 1 and recorded["source"] == "explicit"  # the quick profile's own 1
+    assert threads_sentence(chosen.as_dict()).startswith("Extraction with 1 torch threads: the cores free")
+    assert "load average 1.0, cores in use 1.1" in threads_sentence(chosen.as_dict())
+
+
+def test_the_reproducibility_page_shows_the_one_core_busy_rows(tmp_path):
+    from analysis.report.provenance import busy_core_table
+
+    path = tmp_path / "results.json"
+    path.write_text(json.dumps({"cases": []}))
+    assert busy_core_table(path) is None and busy_core_table(tmp_path / "none.json") is None
+    row = {
+        "model": "m",
+        "samples": 4,
+        "threads_chosen": {"threads": 1, "source": "free cores"},
+        "default_threads": 2,
+        "seconds_per_sample": {
+            "one thread, idle": 2.0,
+            "project, one core busy": 2.3,
+            "torch default threads, one core busy": 8.0,
+        },
+        "busy_over_idle": 1.15,
+        "default_over_idle": 4.0,
+        "target_busy_over_idle_at_most": 1.2,
+    }
+    path.write_text(json.dumps({"cases": [], "busy_core": [row]}))
+    table = busy_core_table(path)
+    assert table.loc[0, "busy / idle"] == "1.15 (target <= 1.2: met)"
+    assert table.loc[0, "torch default (2 threads), busy / idle"] == "4.00"

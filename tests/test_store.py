@@ -73,3 +73,25 @@ def test_unwritable_directory_is_a_clear_error(tmp_path):
 
 def test_reading_an_empty_store_gives_an_empty_frame(tmp_path):
     assert read_results(tmp_path / "nothing").empty
+
+
+def test_a_sample_lacking_a_required_column_is_not_done_and_its_new_rows_replace_the_old(tmp_path, monkeypatch):
+    store = ResultsStore(tmp_path / "r")
+    store.write(KEY, rows_for([0, 1, 2]), None)
+    assert store.done_samples(KEY, required_columns=("new_statistic",)) == set()
+    store.write(KEY, rows_for([0, 2]).assign(new_statistic=1.5), None)
+    frame = read_results(tmp_path / "r")
+    assert len(frame) == len(rows_for([0, 1, 2])) and not frame.duplicated(["sample_index", "layer", "proj"]).any()
+    assert set(frame.loc[frame["sample_index"] != 1, "new_statistic"]) == {1.5}
+    assert frame.loc[frame["sample_index"] == 1, "new_statistic"].isna().all()
+    assert store.done_samples(KEY, required_columns=("new_statistic",)) == {0, 2}
+    assert store.done_samples(KEY) == {0, 1, 2}
+
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr("analysis.store._fsync_and_replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):  # stopped after the old rows went, before the new ones were in place
+        store.write(KEY, rows_for([1]).assign(new_statistic=2.0), None)
+    monkeypatch.undo()
+    assert store.done_samples(KEY) == {0, 2}  # missing, so computed next time; never stored twice

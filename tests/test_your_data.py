@@ -11,6 +11,7 @@ import torch
 
 from analysis import data, registry
 from analysis.extract import models, runner
+from analysis.report.notebook_parameters import ParameterError
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 
@@ -129,11 +130,9 @@ def test_kept_spectra_round_trip_and_give_the_stored_nuclear_norm(tiny, study_da
             tiny,
             "aqua/simplified/correct",
             store,
-            n_samples=2,
-            max_length=1024,
+            ExtractionSettings(n_samples=2, max_length=1024, keep_spectra=keep),
             data_dir=study_data_dir,
             progress=False,
-            keep_spectra=keep,
         )
     a, b = read_results(tmp_path / "plain"), read_results(tmp_path / "kept")
     assert runner.SPECTRUM_COLUMN not in a.columns
@@ -478,12 +477,12 @@ def test_page_parameters_are_checked(change, message):
         "n_resamples": 1000,
     }
     your_data.check_parameters(**good)
-    with pytest.raises(your_data.ParameterError, match=message):
+    with pytest.raises(ParameterError, match=message):
         your_data.check_parameters(**{**good, **change})
 
 
 def test_a_misspelt_parameter_of_the_your_data_page_is_named():
     from analysis.report import your_data
 
-    with pytest.raises(your_data.ParameterError, match="notebook parameter n_sample: your_data has no such parameter"):
+    with pytest.raises(ParameterError, match="notebook parameter n_sample: your_data has no such parameter"):
         your_data.YourData.from_parameters({"data_files": ["a.json"], "n_sample": 3})

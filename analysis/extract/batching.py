@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import torch
 
-from analysis.extract import spectra
+from analysis.extract import architectures, spectra
 
 FLOAT32 = 4
 FLOAT64 = 8
@@ -56,18 +56,23 @@ class MemoryPlan:
 def _dimensions(config) -> dict[str, int]:
     """Hidden, intermediate, query, key/value and vocabulary widths and the layer count of a config."""
     config = getattr(config, "text_config", None) or config
-    hidden = int(config.hidden_size)
-    heads = int(config.num_attention_heads)
-    head_dim = int(getattr(config, "head_dim", None) or hidden // heads)
-    kv_heads = int(getattr(config, "num_key_value_heads", None) or heads)
+    names = architectures.for_config(config).config_fields  # the field names of its family
+
+    def read(field: str, default=None):
+        return getattr(config, names[field], None) or default
+
+    hidden = int(read("hidden"))
+    heads = int(read("heads"))
+    head_dim = int(read("head_dim", hidden // heads))
+    kv_heads = int(read("kv_heads", heads))
     return {
-        "layers": int(config.num_hidden_layers),
+        "layers": int(read("layers")),
         "hidden": hidden,
-        "intermediate": int(getattr(config, "intermediate_size", None) or 4 * hidden),
+        "intermediate": int(read("intermediate", 4 * hidden)),
         "heads": heads,
         "query": heads * head_dim,
         "key_value": kv_heads * head_dim,
-        "vocab": int(config.vocab_size),
+        "vocab": int(read("vocab")),
     }
 
 

@@ -11,7 +11,6 @@ computes activation gradients and no weight gradient at all.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,29 +18,15 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from analysis.extract import spectra
+from analysis import layer_stats
+from analysis.extract import architectures, spectra
 from analysis.vocabulary import PROJECTIONS
-
-_PROJECTION_NAME = re.compile(r"(?:^|\.)layers\.(\d+)\.self_attn\.([qkvo])_proj$")
 
 
 def attention_projections(model: nn.Module) -> dict[tuple[int, str], nn.Linear]:
-    """The model's ``layers.{i}.self_attn.{q,k,v,o}_proj`` modules keyed by (layer, projection)."""
-    found: dict[tuple[int, str], nn.Linear] = {}
-    for name, module in model.named_modules():
-        match = _PROJECTION_NAME.search(name)
-        if match and isinstance(module, nn.Linear):
-            found[(int(match.group(1)), match.group(2))] = module
-    if not found:
-        raise ValueError(
-            f"{type(model).__name__} has no modules named layers.<i>.self_attn.<q|k|v|o>_proj; "
-            "the study analyses Llama/Qwen/Gemma-style attention only"
-        )
-    n_layers = 1 + max(layer for layer, _ in found)
-    missing = [(i, p) for i in range(n_layers) for p in PROJECTIONS if (i, p) not in found]
-    if missing:
-        raise ValueError(f"{type(model).__name__} lacks attention projections {missing[:4]}")
-    return found
+    """The model's attention projections keyed by (layer, projection), as its architecture's adapter
+    names them (``analysis.extract.architectures``); one line naming what is missing otherwise."""
+    return architectures.projection_modules(model)
 
 
 @dataclass
@@ -213,9 +198,10 @@ def sample_statistics(
             columns.setdefault(name, []).append(value)
     values = {name: torch.stack(cols, dim=1) for name, cols in columns.items()}
     if similarities:
-        values.update(similarity_statistics(factors, values["frobenius"]))
+        values.update(spectra.factor_statistics(factors, values))
     failure = None
-    bad = [name for name, value in values.items() if name in spectra.STATISTICS and not torch.isfinite(value).all()]
+    checked = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
+    bad = [name for name, value in values.items() if name in checked and not torch.isfinite(value).all()]
     if bad:
         failure = f"non-finite gradient statistics ({', '.join(bad)})"
     return SampleGradientStats(loss, n_positions + 1, values, failure, kept if keep_spectra else None)
@@ -246,29 +232,3 @@ def non_finite_gradients(factors: dict[str, spectra.LayerFactors]) -> list[str]:
         finite = layer_factors.finite_layers()
         broken.extend(f"layer {layer} {proj}" for layer in (~finite).nonzero().flatten().tolist())
     return broken
-
-
-def similarity_statistics(factors: dict[str, spectra.LayerFactors], frobenius: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Cosine similarities of one sample's gradients (the methods page; the measure of 2504.10766).
-
-    ``cos_same_layer``: Q with O and K with V of the same layer (NaN where shapes differ);
-    ``cos_next_layer``: each projection in layer i with the same projection in layer i + 1
-    (NaN for the last layer).
-    """
-    n_layers = frobenius.shape[0]
-    same = torch.full((n_layers, 4), math.nan, dtype=torch.float64)
-    following = torch.full((n_layers, 4), math.nan, dtype=torch.float64)
-    index = {proj: i for i, proj in enumerate(PROJECTIONS)}
-    for a, b in (("q", "o"), ("k", "v")):
-        if factors[a].shape != factors[b].shape:
-            continue
-        inner = spectra.frobenius_inner(factors[a], factors[b])
-        value = spectra.cosine(inner, frobenius[:, index[a]], frobenius[:, index[b]])
-        same[:, index[a]] = value
-        same[:, index[b]] = value
-    if n_layers > 1:
-        for proj in PROJECTIONS:
-            inner = spectra.frobenius_inner(factors[proj], factors[proj], slice(0, -1), slice(1, None))
-            norms = frobenius[:, index[proj]]
-            following[:-1, index[proj]] = spectra.cosine(inner, norms[:-1], norms[1:])
-    return {"cos_same_layer": same, "cos_next_layer": following}

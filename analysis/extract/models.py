@@ -22,6 +22,7 @@ from pathlib import Path
 
 import torch
 
+from analysis.extract import architectures
 from analysis.registry import (
     OFFLINE_MODELS,
     PAPER_MODELS,
@@ -118,8 +119,8 @@ def _check_local_folder(folder: Path) -> None:
 # The two attention implementations the study uses. sdpa (PyTorch's fused attention) computes
 # the same attention as eager except for soft-capping of the attention logits, which it lacks;
 # the original study ran every model with transformers' default, eager for Gemma 2.
-SDPA = "sdpa"
-EAGER = "eager"
+SDPA = architectures.SDPA
+EAGER = architectures.EAGER
 
 
 def attention_implementation(config) -> str:
@@ -127,12 +128,11 @@ def attention_implementation(config) -> str:
 
     Eager where the architecture needs something sdpa does not compute: Gemma 2 (transformers
     refuses sdpa for it) and any config that soft-caps its attention logits. sdpa elsewhere
-    (Qwen2, Llama, Gemma 3 without soft-capping): the same attention, with less memory.
+    (Qwen2, Llama, Gemma 3 without soft-capping): the same attention, with less memory. Its
+    adapter (``analysis.extract.architectures``) says which; a config of no supported family is
+    an ArchitectureError.
     """
-    model_type = getattr(config, "model_type", "") or ""
-    if model_type == "gemma2" or getattr(config, "attn_logit_softcapping", None) is not None:
-        return EAGER
-    return SDPA
+    return architectures.for_config(config).attention_for(config)
 
 
 @dataclass(frozen=True)
@@ -268,6 +268,7 @@ def _load_pretrained(
     from transformers import AutoConfig, AutoModelForCausalLM, AutoTokenizer
 
     config = AutoConfig.from_pretrained(source, revision=revision, trust_remote_code=trust_remote_code)
+    architectures.for_config(config, f"model {source}")  # one line before any weight is loaded
     attention = attn_implementation or attention_implementation(config)
     model = AutoModelForCausalLM.from_pretrained(
         source,
@@ -317,7 +318,6 @@ def load(
         raise ModelError(
             f"model {name!r} has no chat template, so the instruct template cannot be used; pass --template base"
         )
-    model_type = getattr(model.config, "model_type", "") or ""
     return LoadedModel(
         name=name,
         model=model,
@@ -325,7 +325,7 @@ def load(
         template=chosen_template,
         device=target,
         n_layers=int(model.config.num_hidden_layers),
-        system_message=not model_type.startswith("gemma"),
+        system_message=architectures.for_config(model.config).system_message,
         load_seconds=time.perf_counter() - started,
         attention=getattr(model.config, "_attn_implementation", None) or attention,
         revision=described or hub_commit(name, hub_revision),

@@ -22,12 +22,10 @@ No torch here: importing needs neither a GPU nor a model.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
-import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -36,7 +34,9 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, registry, runlog
+from analysis import data, layer_stats, registry, runlog
+from analysis.extract import architectures
+from analysis.extract.architectures import Architecture
 from analysis.extract.original_report import FileReport, ImportResult, absent_files
 from analysis.extract.original_sources import (
     ORIGIN,
@@ -46,35 +46,17 @@ from analysis.extract.original_sources import (
     source_files,
     streamed,
 )
-from analysis.settings import MAX_LENGTH  # also the original script's --max_length in every released run
-from analysis.store import ResultsStore, RunKey, StoreError
+from analysis.settings import ORIGINAL_MAX_LENGTH
+from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 from analysis.vocabulary import PROJECTIONS
 
-# The file's statistic -> the store's column (see analysis.extract.runner.sample_rows).
-STATISTICS = {
-    "S_sum": "nuclear_norm",
-    "S_max": "sigma_max",
-    "S_min": "sigma_min",
-    "frobenius_norm": "frobenius",
-    "M_mean": "entry_mean",
-    "M_max": "entry_max",
-    "M_min": "entry_min",
-}
-ABSENT = ("effective_rank", "cos_same_layer", "cos_next_layer", "n_tokens", "n_response_tokens")
-_PARAMETER = re.compile(r"^(?:model\.)?layers\.(\d+)\.self_attn\.([qkvo])_proj\.weight$")
+# The file's statistic -> the store's column, and the columns the files do not hold (analysis.layer_stats).
+STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}
+ABSENT = layer_stats.absent_from_original()
 NON_FINITE_REASON = f"non-finite values in the {ORIGIN}"  # how a skip record of the importer begins
 
 
 # --------------------------------------------------------------------------- one file
-
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """sha256 of a file, read in chunks (the files are large)."""
-    digest = hashlib.sha256()
-    with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 def sample_lookup(records: Iterable[data.Record]) -> dict[tuple[str, str], list[int]]:
@@ -91,14 +73,15 @@ def _number(value) -> bool:
 
 
 @lru_cache(maxsize=8)
-def parameter_names(n_layers: int) -> tuple[str, ...]:
-    """The original's parameter names of every (layer, projection), layer-major."""
-    return tuple(
-        f"model.layers.{layer}.self_attn.{proj}_proj.weight" for layer in range(n_layers) for proj in PROJECTIONS
-    )
+def parameter_names(n_layers: int, adapter: Architecture = architectures.DEFAULT) -> tuple[str, ...]:
+    """The original's parameter names of every (layer, projection), layer-major (as the adapter of
+    the file's model names them)."""
+    return tuple(adapter.original_name(layer, proj) for layer in range(n_layers) for proj in PROJECTIONS)
 
 
-def parse_statistics(item: dict, n_layers: int | None) -> tuple[np.ndarray, float] | str:
+def parse_statistics(
+    item: dict, n_layers: int | None, *, adapter: Architecture = architectures.DEFAULT
+) -> tuple[np.ndarray, float] | str:
     """(values of shape (layers, 4, 7) in STATISTICS order, loss), or what is wrong with the record.
 
     ``n_layers`` None: as many layers as the record has (the first record of a file sets it).
@@ -111,12 +94,12 @@ def parse_statistics(item: dict, n_layers: int | None) -> tuple[np.ndarray, floa
     if not _number(item.get("loss")):
         return "no number field 'loss'"
     if n_layers is None:
-        layers = [int(match.group(1)) for name in item if (match := _PARAMETER.match(name))]
+        layers = [key[0] for name in item if (key := adapter.original_key(name))]
         if not layers:
-            return "no statistics of model.layers.<i>.self_attn.<q|k|v|o>_proj.weight"
+            return f"no statistics of {adapter.original_name('<i>', '<q|k|v|o>')}"
         n_layers = 1 + max(layers)
     flat: list = []
-    for name in parameter_names(n_layers):
+    for name in parameter_names(n_layers, adapter):
         stats = item.get(name)
         if not isinstance(stats, dict):
             return f"no statistics of {name}"
@@ -126,9 +109,10 @@ def parse_statistics(item: dict, n_layers: int | None) -> tuple[np.ndarray, floa
             return f"{name}: no field {error.args[0]!r}"
     if not set(map(type, flat)) <= {float, int}:
         position = next(i for i, value in enumerate(flat) if not _number(value))
-        name, key = parameter_names(n_layers)[position // len(STATISTICS)], list(STATISTICS)[position % len(STATISTICS)]
+        name = parameter_names(n_layers, adapter)[position // len(STATISTICS)]
+        key = list(STATISTICS)[position % len(STATISTICS)]
         return f"{name}: field {key!r} is not a number"
-    if f"model.layers.{n_layers}.self_attn.q_proj.weight" in item:
+    if adapter.original_name(n_layers, "q") in item:
         return f"statistics of layer {n_layers} and beyond, more than the {n_layers} layers of earlier lines"
     values = np.array(flat, dtype=float).reshape(n_layers, len(PROJECTIONS), len(STATISTICS))
     return values, float(item["loss"])
@@ -156,61 +140,88 @@ class ParsedFile:
     n_layers: int | None = None
 
 
-def read_lines(
-    handle: Iterable[bytes], report: FileReport, lookup, done: set[int], on_bytes: Callable[[int], None]
-) -> ParsedFile:
-    """Every line of one file (an open binary stream): matched samples, and problems counted in ``report``."""
-    parsed = ParsedFile()
-    taken: set[int] = set()
+@dataclass(frozen=True)
+class Line:
+    """What one line of a file holds: a problem (its kind and detail), or a record's statistics."""
+
+    problem: str | None = None
+    detail: str = ""
+    item: dict | None = None
+    values: np.ndarray | None = None
+    loss: float = math.nan
+
+
+def _stream_lines(handle: Iterable[bytes], on_bytes: Callable[[int], None]) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, whether the line is cut: the last one, without its newline) of a binary stream."""
     previous: bytes | None = None
     number = 0
     for raw in handle:
         on_bytes(len(raw))
         if previous is not None:
-            _read_line(previous, number, False, parsed, report, lookup, done, taken)
+            yield number, previous, False
         previous, number = raw, number + 1
     if previous is not None:
-        _read_line(previous, number, not previous.endswith(b"\n"), parsed, report, lookup, done, taken)
-    return parsed
+        yield number, previous, not previous.endswith(b"\n")
 
 
-def _read_line(raw: bytes, number: int, unterminated: bool, parsed, report, lookup, done, taken) -> None:
+def _read_line(raw: bytes, *, unterminated: bool, n_layers: int | None, adapter: Architecture) -> Line | None:
+    """One line parsed (None for a blank line); ``n_layers`` as :func:`parse_statistics` takes it."""
     if not raw.strip():
-        return
-    report.lines += 1
+        return None
     try:
         item = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        kind = "cut" if unterminated else "malformed"
-        report.count(kind, number, "" if unterminated else str(error))
-        return
-    outcome = parse_statistics(item, parsed.n_layers)
+        return Line("cut", "") if unterminated else Line("malformed", str(error))
+    outcome = parse_statistics(item, n_layers, adapter=adapter)
     if isinstance(outcome, str):
-        report.count("foreign", number, outcome)
-        return
+        return Line("foreign", outcome)
     values, loss = outcome
-    if parsed.n_layers is None:
-        parsed.n_layers = values.shape[0]
-    candidates = lookup.get((item["instruction"], item["output"]))
-    if not candidates:
-        report.count("unmatched", number)
-        return
-    index = next((i for i in candidates if i not in taken), None)
-    if index is None:
-        report.count("duplicate", number, f"sample {candidates[0]}")
-        return
-    taken.add(index)
-    if index in done:
-        report.already_stored += 1
-        return
-    problem = non_finite(values, loss)
-    if problem is not None:
-        report.count("non_finite", number, problem)
-        parsed.skipped[index] = f"non-finite values in the {ORIGIN}: {problem} (line {number})"
-        return
-    parsed.indices.append(index)
-    parsed.losses.append(loss)
-    parsed.values.append(values)
+    return Line(item=item, values=values, loss=loss)
+
+
+def read_lines(
+    handle: Iterable[bytes],
+    report: FileReport,
+    lookup,
+    done: set[int],
+    on_bytes: Callable[[int], None],
+    *,
+    adapter: Architecture = architectures.DEFAULT,
+) -> ParsedFile:
+    """Every line of one file (an open binary stream): matched samples, and problems counted in ``report``."""
+    parsed = ParsedFile()
+    taken: set[int] = set()
+    for number, raw, unterminated in _stream_lines(handle, on_bytes):
+        line = _read_line(raw, unterminated=unterminated, n_layers=parsed.n_layers, adapter=adapter)
+        if line is None:
+            continue
+        report.lines += 1
+        if line.problem is not None:
+            report.count(line.problem, number, line.detail)
+            continue
+        if parsed.n_layers is None:
+            parsed.n_layers = line.values.shape[0]
+        candidates = lookup.get((line.item["instruction"], line.item["output"]))
+        if not candidates:
+            report.count("unmatched", number)
+            continue
+        index = next((i for i in candidates if i not in taken), None)
+        if index is None:
+            report.count("duplicate", number, f"sample {candidates[0]}")
+            continue
+        taken.add(index)
+        if index in done:
+            report.already_stored += 1
+            continue
+        problem = non_finite(line.values, line.loss)
+        if problem is not None:
+            report.count("non_finite", number, problem)
+            parsed.skipped[index] = f"{NON_FINITE_REASON}: {problem} (line {number})"
+            continue
+        parsed.indices.append(index)
+        parsed.losses.append(line.loss)
+        parsed.values.append(line.values)
+    return parsed
 
 
 def store_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
@@ -232,9 +243,10 @@ def store_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
     frame["n_layers"] = layers
     for s, column in enumerate(STATISTICS.values()):
         frame[column] = values[:, s]
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = frame["sigma_max"] / frame["nuclear_norm"]
-    frame["sigma1_ratio"] = ratio.where(frame["nuclear_norm"] > 0)
+    for statistic in layer_stats.TABLE:
+        if statistic.original is None and statistic.from_original is not None:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                frame[statistic.name] = statistic.from_original(frame)
     for column in ABSENT:
         frame[column] = math.nan
     frame["loss"] = np.repeat(parsed.losses, per_sample)
@@ -245,13 +257,7 @@ def skipped_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
     """The skipped-samples rows of one file (matched samples with non-finite values)."""
     if not parsed.skipped:
         return None
-    fields = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template")
-    rows = [
-        {**{name: identity[name] for name in fields}, "sample_index": index, "reason": reason}
-        | {name: identity[name] for name in ("origin", "origin_file", "origin_sha256")}
-        for index, reason in sorted(parsed.skipped.items())
-    ]
-    return pd.DataFrame(rows)
+    return pd.DataFrame([skip_record(identity, index, reason) for index, reason in sorted(parsed.skipped.items())])
 
 
 @dataclass
@@ -266,23 +272,8 @@ class Target:
 def target_for(model: str, template: str, condition: str, data_dir, relative: str, sha256: str) -> Target:
     """The run key and row labels of a model's statistics of a condition (as an extraction labels them)."""
     resolved = data.resolve(condition, data_dir)
-    c = resolved.condition
-    key = RunKey(registry.model_slug(model), c.dataset, c.setting, c.responses, MAX_LENGTH, template)
-    identity = {
-        "model": model,
-        "dataset": c.dataset,
-        "setting": c.setting,
-        "responses": c.responses,
-        "condition": c.key,
-        "source_file": c.relative_path,
-        "data_sha256": resolved.sha256,
-        "data_sha256_ok": resolved.sha256_ok,
-        "max_length": MAX_LENGTH,
-        "template": template,
-        "origin": ORIGIN,
-        "origin_file": relative,
-        "origin_sha256": sha256,
-    }
+    key, labels = run_labels(model, template, resolved, ORIGINAL_MAX_LENGTH)
+    identity = {**labels, "origin": ORIGIN, "origin_file": relative, "origin_sha256": sha256}
     return Target(resolved, key, identity)
 
 
@@ -319,9 +310,10 @@ def import_file(
         lookup = sample_lookup(data.load_records(target.resolved.path))
         done = store.done_samples(target.key)
         repairable = done - store.done_samples(target.key, retry_reasons=(NON_FINITE_REASON,))
+        adapter = architectures.for_model_name(file.model)
         with file.open() as stream:
             lines = HashingLines(stream) if file.once else stream
-            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes)
+            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes, adapter=adapter)
         if isinstance(lines, HashingLines):
             report.sha256 = target.identity["origin_sha256"] = lines.hexdigest()
             if _already_imported(store, target, report, lambda n: None, size):

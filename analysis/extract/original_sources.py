@@ -96,11 +96,8 @@ class OriginalFile:
 
     def sha256(self) -> str:
         """sha256 of the file's bytes, read in chunks (the files are large)."""
-        digest = hashlib.sha256()
         with self.open() as handle:
-            while block := handle.read(1 << 22):
-                digest.update(block)
-        return digest.hexdigest()
+            return data.stream_sha256(handle)
 
 
 class HashingLines:

@@ -11,21 +11,27 @@ from __future__ import annotations
 import gc
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, registry
+from analysis import data, layer_stats, registry
 from analysis.extract import batching, gradients, models, prompts
+from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
 from analysis.settings import ExtractionSettings
-from analysis.store import ResultsStore, RunKey, StoreError
+from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 from analysis.vocabulary import PROJECTIONS
 
-SAMPLE_COLUMNS = ("loss", "n_tokens", "n_response_tokens")
+# The per-sample columns of analysis.layer_stats: how each is read off a computed sample.
+SAMPLE_VALUES: dict[str, Callable] = {
+    "loss": lambda stats, sample: stats.loss,
+    "n_tokens": lambda stats, sample: len(sample.encoded.input_ids),
+    "n_response_tokens": lambda stats, sample: sample.encoded.n_response_tokens,
+}
 OUT_OF_MEMORY = "out of memory"  # how a skip for lack of memory begins
 
 
@@ -150,7 +156,8 @@ def length_sorted_batches(
 def sample_rows(
     stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
 ) -> pd.DataFrame:
-    """Long-format rows of one sample: one per (layer, projection)."""
+    """Long-format rows of one sample: one per (layer, projection), with a column for each statistic
+    of ``analysis.layer_stats`` that was computed (entry statistics only when asked for)."""
     n_proj = len(PROJECTIONS)
     frame = pd.DataFrame(
         {
@@ -160,24 +167,11 @@ def sample_rows(
             "proj": list(PROJECTIONS) * n_layers,
         }
     )
-    for name in (
-        "nuclear_norm",
-        "sigma_max",
-        "sigma_min",
-        "sigma1_ratio",
-        "frobenius",
-        "effective_rank",
-        "entry_mean",
-        "entry_max",
-        "entry_min",
-        "cos_same_layer",
-        "cos_next_layer",
-    ):
-        value = stats.values.get(name)
-        frame[name] = value.reshape(-1).cpu().numpy() if value is not None else math.nan
-    frame["loss"] = stats.loss
-    frame["n_tokens"] = len(sample.encoded.input_ids)
-    frame["n_response_tokens"] = sample.encoded.n_response_tokens
+    for statistic in layer_stats.TABLE:
+        if statistic.source == layer_stats.SAMPLE:
+            frame[statistic.name] = SAMPLE_VALUES[statistic.name](stats, sample)
+        elif statistic.name in stats.values:
+            frame[statistic.name] = stats.values[statistic.name].reshape(-1).cpu().numpy()
     if stats.spectra is not None:
         frame[SPECTRUM_COLUMN] = spectrum_cells(stats.spectra, n_layers)
     return frame
@@ -212,43 +206,29 @@ def plan_run(
     settings: ExtractionSettings,
     data_dir=None,
 ) -> RunPlan:
-    """What extracting ``spec`` with this model would store, and which samples are not stored yet
-    (with ``settings.retry_out_of_memory``, samples skipped for lack of memory are not stored)."""
+    """What extracting ``spec`` with this model would store, and which samples are not stored yet.
+
+    A stored sample whose rows lack a column that this run computes (a statistic declared after it
+    was stored, or entry statistics asked for now) is to be computed again; with
+    ``settings.retry_out_of_memory``, so are samples skipped for lack of memory."""
     resolved = data.resolve(spec, data_dir)
     condition = resolved.condition
     max_length = settings.max_length
     records = len(data.load_records(resolved.path))
-    chosen = data.sample_ids(condition.dataset, records, settings.n_samples)  # a seeded random sample, not the first N
     is_file = condition.setting == ""
-    key = RunKey(
-        registry.model_slug(model_name),
-        f"file-{condition.dataset}-{resolved.sha256[:8]}" if is_file else condition.dataset,
-        condition.setting,
-        condition.responses,
-        max_length,
-        template,
-    )
-    identity = {
-        "model": model_name,
-        "dataset": condition.dataset,
-        "setting": condition.setting,
-        "responses": condition.responses,
-        "condition": condition.key if not is_file else f"file:{condition.dataset}",
-        "source_file": condition.relative_path if not is_file else str(resolved.path),
-        "data_sha256": resolved.sha256,
-        "data_sha256_ok": resolved.sha256_ok,
-        "max_length": max_length,
-        "template": template,
-    }
+    # a seeded random sample, not the first N; a study dataset's drawn from its usable None-CoT pairs
+    draw = data.sample_ids if is_file else partial(data.dataset_sample_ids, directory=data_dir)
+    chosen = draw(condition.dataset, records, settings.n_samples)
+    key, identity = run_labels(model_name, template, resolved, max_length)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
-    done = store.done_samples(key, retry_reasons=retried)
+    required = layer_stats.computed_columns(entry_stats=settings.entry_stats)
+    done = store.done_samples(key, retry_reasons=retried, required_columns=required)
     return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done])
 
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
     """One row of the skipped-samples table."""
-    fields = ("model", "condition", "dataset", "setting", "responses", "source_file", "max_length", "template")
-    return {**{name: identity[name] for name in fields}, "sample_index": index, "reason": reason}
+    return skip_record(identity, index, reason)
 
 
 def compute_samples(
@@ -410,18 +390,19 @@ def extract(
     store: ResultsStore,
     settings: ExtractionSettings | None = None,
     data_dir=None,
+    *,
     progress: bool = True,
-    **changes,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
-    file), a seeded random sample of its records (``data.sample_ids``), writing to the store every
+    file), a seeded random sample of its records (``data.dataset_sample_ids``), writing to the store every
     ``settings.shard_size`` samples.
 
-    ``changes`` override single settings (``extract(loaded, spec, store, n_samples=3)``).
-    ``settings.keep_spectra`` also stores every gradient's singular values (column
-    ``singular_values``, for the samples computed by this call).
+    ``settings`` None: the defaults of ``ExtractionSettings``, the one way to pass settings
+    (``extract(loaded, spec, store, ExtractionSettings(n_samples=3))``). ``settings.keep_spectra``
+    also stores every gradient's singular values (column ``singular_values``, for the samples
+    computed by this call).
     """
-    settings = (settings or ExtractionSettings()).but(**changes)
+    settings = settings or ExtractionSettings()
     first_plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
     with store.lock(first_plan.key):
         plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
@@ -475,21 +456,3 @@ def extract(
             bar.close()
             summary.seconds = time.perf_counter() - started
     return summary
-
-
-@contextmanager
-def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with this many torch CPU threads (None: unchanged), restoring the previous number.
-
-    On a machine whose cores are busy with other work, one thread can be many times faster than
-    several: threads that wait for each other at every operation lose their turn on the CPU.
-    """
-    if not threads:
-        yield
-        return
-    previous = torch.get_num_threads()
-    torch.set_num_threads(threads)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(previous)

@@ -13,11 +13,17 @@ materialised gradient.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 
 import torch
 
-STATISTICS = ("nuclear_norm", "sigma_max", "sigma_min", "sigma1_ratio", "frobenius", "effective_rank")
-ENTRY_STATISTICS = ("entry_mean", "entry_max", "entry_min")
+from analysis import layer_stats
+from analysis.errors import StudyError
+from analysis.vocabulary import PROJECTIONS
+
+# The statistics computed from singular values and from dense gradients, as declared in analysis.layer_stats.
+STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
+ENTRY_STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.ENTRIES))
 
 # The T x T route is taken below this fraction of min(m, n); above it, forming G is cheaper.
 FACTORED_FRACTION = 0.8
@@ -72,26 +78,99 @@ def _singular_values_of(matrix: torch.Tensor) -> torch.Tensor:
     return eigenvalues.flip(-1).sqrt()
 
 
+class StatisticError(StudyError, LookupError):
+    """A statistic declared in ``analysis.layer_stats`` without its function here."""
+
+
+# source -> statistic name -> its function, filled by the decorators below.
+FUNCTIONS: dict[str, dict[str, Callable]] = {source: {} for source in layer_stats.SOURCES}
+
+
+def _registers(source: str) -> Callable[[Callable], Callable]:
+    def register(function: Callable) -> Callable:
+        FUNCTIONS[source][function.__name__] = function
+        return function
+
+    return register
+
+
+of_singular_values = _registers(layer_stats.SPECTRUM)  # f(descending singular values (..., k), float64) -> (...)
+of_entries = _registers(layer_stats.ENTRIES)  # f(dense gradients (..., m, n)) -> (...)
+of_factors = _registers(layer_stats.FACTORS)  # f(projection -> LayerFactors, statistic -> (L, 4)) -> (L, 4)
+
+
+def functions(source: str) -> dict[str, Callable]:
+    """Name -> function of every statistic that ``analysis.layer_stats`` declares for ``source``."""
+    declared = layer_stats.of_source(source)
+    missing = [s.name for s in declared if s.name not in FUNCTIONS[source]]
+    if missing:
+        decorator = {layer_stats.SPECTRUM: "of_singular_values", layer_stats.ENTRIES: "of_entries"}.get(
+            source, "of_factors"
+        )
+        raise StatisticError(
+            f"statistic {missing[0]!r} is declared in analysis/layer_stats.py (computed from the {source}), "
+            f"but analysis/extract/spectra.py has no function {missing[0]} decorated with @{decorator}"
+        )
+    return {s.name: FUNCTIONS[source][s.name] for s in declared}
+
+
 def statistics_from_singular_values(s: torch.Tensor) -> dict[str, torch.Tensor]:
     """The study's statistics of one or many gradients from their descending singular values."""
     s = s.to(torch.float64)
-    nuclear = s.sum(-1)
-    p = s / nuclear.unsqueeze(-1)
+    return {name: function(s) for name, function in functions(layer_stats.SPECTRUM).items()}
+
+
+@of_singular_values
+def nuclear_norm(s: torch.Tensor) -> torch.Tensor:
+    return s.sum(-1)
+
+
+@of_singular_values
+def sigma_max(s: torch.Tensor) -> torch.Tensor:
+    return s[..., 0]
+
+
+@of_singular_values
+def sigma_min(s: torch.Tensor) -> torch.Tensor:
+    return s[..., -1]
+
+
+@of_singular_values
+def sigma1_ratio(s: torch.Tensor) -> torch.Tensor:
+    return s[..., 0] / s.sum(-1)
+
+
+@of_singular_values
+def frobenius(s: torch.Tensor) -> torch.Tensor:
+    return torch.sqrt((s * s).sum(-1))
+
+
+@of_singular_values
+def effective_rank(s: torch.Tensor) -> torch.Tensor:
+    """exp of the entropy of the normalised singular values (Roy and Vetterli)."""
+    p = s / s.sum(-1).unsqueeze(-1)
     entropy = -torch.where(p > 0, p * torch.log(p), torch.zeros_like(p)).sum(-1)
-    return {
-        "nuclear_norm": nuclear,
-        "sigma_max": s[..., 0],
-        "sigma_min": s[..., -1],
-        "sigma1_ratio": s[..., 0] / nuclear,
-        "frobenius": torch.sqrt((s * s).sum(-1)),
-        "effective_rank": torch.exp(entropy),
-    }
+    return torch.exp(entropy)
 
 
 def entry_statistics(gradient: torch.Tensor) -> dict[str, torch.Tensor]:
-    """Mean, max and min of the entries of (a batch of) dense gradients."""
-    flat = gradient.flatten(-2)
-    return {"entry_mean": flat.mean(-1), "entry_max": flat.amax(-1), "entry_min": flat.amin(-1)}
+    """The entry statistics (mean, max and min of the entries) of (a batch of) dense gradients."""
+    return {name: function(gradient) for name, function in functions(layer_stats.ENTRIES).items()}
+
+
+@of_entries
+def entry_mean(gradient: torch.Tensor) -> torch.Tensor:
+    return gradient.flatten(-2).mean(-1)
+
+
+@of_entries
+def entry_max(gradient: torch.Tensor) -> torch.Tensor:
+    return gradient.flatten(-2).amax(-1)
+
+
+@of_entries
+def entry_min(gradient: torch.Tensor) -> torch.Tensor:
+    return gradient.flatten(-2).amin(-1)
 
 
 def all_finite(tensor: torch.Tensor) -> torch.Tensor:
@@ -235,3 +314,40 @@ def cosine(inner: torch.Tensor, norm_a: torch.Tensor, norm_b: torch.Tensor) -> t
     """Cosine similarity from an inner product and two norms (NaN when a norm is zero)."""
     denominator = norm_a * norm_b
     return torch.where(denominator > 0, inner / denominator, torch.full_like(inner, math.nan))
+
+
+def factor_statistics(factors: dict[str, LayerFactors], values: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The statistics computed from one sample's factors of every projection, each (L, 4), columns in
+    PROJECTIONS order (``values``: its statistics computed so far, e.g. ``frobenius``)."""
+    return {name: function(factors, values) for name, function in functions(layer_stats.FACTORS).items()}
+
+
+@of_factors
+def cos_same_layer(factors: dict[str, LayerFactors], values: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Cosine similarity of Q with O and of K with V of the same layer (NaN where shapes differ);
+    the methods page, the measure of 2504.10766."""
+    frobenius = values["frobenius"]
+    same = torch.full((frobenius.shape[0], len(PROJECTIONS)), math.nan, dtype=torch.float64)
+    for a, b in (("q", "o"), ("k", "v")):
+        if factors[a].shape != factors[b].shape:
+            continue
+        inner = frobenius_inner(factors[a], factors[b])
+        value = cosine(inner, frobenius[:, PROJECTIONS.index(a)], frobenius[:, PROJECTIONS.index(b)])
+        same[:, PROJECTIONS.index(a)] = value
+        same[:, PROJECTIONS.index(b)] = value
+    return same
+
+
+@of_factors
+def cos_next_layer(factors: dict[str, LayerFactors], values: dict[str, torch.Tensor]) -> torch.Tensor:
+    """Cosine similarity of each projection in layer i with the same projection in layer i + 1
+    (NaN for the last layer)."""
+    frobenius = values["frobenius"]
+    n_layers = frobenius.shape[0]
+    following = torch.full((n_layers, len(PROJECTIONS)), math.nan, dtype=torch.float64)
+    if n_layers > 1:
+        for index, proj in enumerate(PROJECTIONS):
+            inner = frobenius_inner(factors[proj], factors[proj], slice(0, -1), slice(1, None))
+            norms = frobenius[:, index]
+            following[:-1, index] = cosine(inner, norms[:-1], norms[1:])
+    return following

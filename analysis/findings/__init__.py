@@ -1,8 +1,12 @@
 """Findings: from stored rows to verdicts.
 
 ``metrics`` (layer splits, layer curves, MAD, RD), ``bootstrap`` (the one resampling engine and its
-intervals), ``quantities`` (what one dataset's checks are built from), ``rules`` (the paper's
-findings F1-F5 and the length questions L and L2, per dataset and pooled), ``questions``
+intervals), ``quantities`` (what one dataset's checks are built from), ``checks`` (the check registry: the
+paper's findings F1-F5 and the length questions L and L2, each declared once, and the engine that
+runs them), ``check_parts`` (each check's parts), ``pooling`` (per family, instruct-base pairs),
+``rules`` (the verdict rule on a claim's parts), ``questions``
 (separability, length regression, effective rank: beyond the paper), ``closest_setting`` (the
-your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation).
+your-data classifier), ``calibration`` (error rates, coverage and power of the rules, by simulation),
+``studentized`` (bootstrap-t intervals of the paper's log ratios of arithmetic means), ``scenarios``
+(one-sided misses of the intervals under hard noise).
 """

@@ -187,7 +187,11 @@ class Estimate:
         """The same quantity through a function applied to its value and to every draw."""
         with np.errstate(invalid="ignore", divide="ignore"):
             return Estimate(
-                float(fn(np.asarray(self.value))), np.asarray(fn(self.draws), dtype=float), self.strata, self.variances
+                float(fn(np.asarray(self.value))),
+                np.asarray(fn(self.draws), dtype=float),
+                self.strata,
+                self.variances,
+                self.bounded,
             )
 
 

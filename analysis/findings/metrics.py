@@ -2,7 +2,7 @@
 
 Input everywhere is the long results table: one row per (model, condition, sample, layer,
 projection) with one column per gradient statistic (the methods page, "From samples to layer
-curves"). The checks of the paper's findings built on them are in ``analysis.findings.rules``.
+curves"). The checks of the paper's findings built on them are in ``analysis.findings.checks``.
 """
 
 from __future__ import annotations
@@ -225,44 +225,3 @@ def mad_table_from_curves(curves: pd.DataFrame) -> pd.DataFrame:
 def mad_table(df: pd.DataFrame, stat: str = "nuclear_norm") -> pd.DataFrame:
     """MAD of the sample-mean curve of `stat`, one row per (model, condition, projection)."""
     return mad_table_from_curves(layer_curves(df, stat))
-
-
-def rd_table_from_curves(curves: pd.DataFrame, top: int = 5) -> pd.DataFrame:
-    """RD of irrelevant against correct curves of the same (model, dataset, setting, projection).
-
-    Columns: model, dataset, setting, proj, mean_abs_rd, mean_rd (positive: irrelevant larger),
-    top_layers, n_correct, n_irrelevant. Settings without both response types are skipped.
-    """
-    columns = [
-        "model",
-        "dataset",
-        "setting",
-        "proj",
-        "mean_abs_rd",
-        "mean_rd",
-        "top_layers",
-        "n_correct",
-        "n_irrelevant",
-    ]
-    rows = []
-    for key, group in _curve_groups(curves, ["model", "dataset", "setting", "proj"]):
-        by_responses = {r: g.sort_values("layer") for r, g in group.groupby("responses")}
-        if CORRECT not in by_responses or IRRELEVANT not in by_responses:
-            continue
-        a, b = by_responses[CORRECT], by_responses[IRRELEVANT]
-        summary = rd_summary(a["value"].to_numpy(), b["value"].to_numpy(), top=top)
-        rows.append(
-            dict(
-                zip(["model", "dataset", "setting", "proj"], key),
-                **summary,
-                n_correct=int(a["n_samples"].iloc[0]),
-                n_irrelevant=int(b["n_samples"].iloc[0]),
-            )
-        )
-    out = pd.DataFrame(rows, columns=columns)
-    return out.sort_values(["model", "dataset", "setting", "proj"], key=_proj_sort_key, ignore_index=True)
-
-
-def rd_table(df: pd.DataFrame, stat: str = "nuclear_norm", top: int = 5) -> pd.DataFrame:
-    """RD of `stat` between correct and irrelevant responses of the same model, dataset, setting."""
-    return rd_table_from_curves(layer_curves(df, stat), top=top)

@@ -9,7 +9,7 @@ mean curve, mean RD) are computed here too, to be shown beside them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -23,6 +23,7 @@ from analysis.findings.bootstrap import (
     log_ratio,
     resampled_mean,
 )
+from analysis.findings.studentized import StudentizedEstimate, log_mean_contrast
 
 
 def _segment(n_layers: int, segment: str) -> tuple[int, int]:
@@ -201,3 +202,142 @@ def mean_roughness(cd: CurveDraws, dataset: str, setting: str) -> Estimate | Non
     if any(e is None for e in each):
         return None
     return combine(lambda *r: np.mean(np.stack(r), axis=0), *each)
+
+
+# The paper's quantity: logs of ratios of arithmetic means of nuclear norms (over instructions,
+# q, k, v, o and the segment's layers), paired by instruction, with bootstrap-t intervals
+# (``studentized``). Shown beside the geometric means that decide: their intervals do not keep the
+# stated level at a few instructions (``scenarios``).
+
+Term = tuple[CurveDraws, str, str, float]  # (curves, condition, segment, coefficient)
+
+
+def instruction_means(
+    cd: CurveDraws, condition: str, segment: str = "all", excluded: Iterable[int] = (), stat: str = "nuclear_norm"
+) -> dict[int, float] | None:
+    """Per instruction id, its mean value over q, k, v, o and the segment's layers (instructions
+    with every projection's curve and positive values only); None when a projection is missing."""
+    lo, hi = _segment(cd.n_layers, segment)
+    per_proj = []
+    for proj in PROJECTIONS:
+        samples = _positive_samples(cd, condition, proj, stat, excluded)
+        if samples is None:
+            return None
+        matrix, ids = samples[0], cd.samples[(condition, proj, stat)][1]
+        ids = ids[~np.isin(ids, np.asarray(sorted(set(excluded)), dtype=int))]
+        per_proj.append(dict(zip(ids.tolist(), matrix[:, lo:hi].mean(axis=1).tolist())))
+    common = set.intersection(*(set(p) for p in per_proj))
+    return {i: float(np.mean([p[i] for p in per_proj])) for i in sorted(common)}
+
+
+def mean_ratio(terms: Sequence[Term], dataset: str, excluded: Iterable[int] = ()) -> StudentizedEstimate | None:
+    """sum of coefficient x log(arithmetic mean) over ``terms``, on the instructions that every
+    term has (paired), with its bootstrap-t interval; None when a term is missing or fewer than
+    two instructions are shared."""
+    columns = []
+    for cd, condition, segment, _ in terms:
+        means = instruction_means(cd, condition, segment, excluded)
+        if means is None:
+            return None
+        columns.append(means)
+    shared = sorted(set.intersection(*(set(c) for c in columns)))
+    if len(shared) < 2:
+        return None
+    matrix = np.array([[c[i] for c in columns] for i in shared])
+    weights = terms[0][0].resampling.weights(dataset, np.asarray(shared, dtype=int))
+    return log_mean_contrast(matrix, [t[3] for t in terms], weights, dataset)
+
+
+def mean_gap(cd: CurveDraws, dataset: str, fast: str, slow: str, segment: str = "all") -> StudentizedEstimate | None:
+    """log(arithmetic mean of ``fast`` / that of ``slow``), correct responses: the paper's ratio."""
+    a, b = cd.condition_key(dataset, fast), cd.condition_key(dataset, slow)
+    return mean_ratio([(cd, a, segment, 1.0), (cd, b, segment, -1.0)], dataset)
+
+
+def mean_early_late(cd: CurveDraws, dataset: str, fast: str, slow: str) -> StudentizedEstimate | None:
+    """The log ratio of arithmetic means of ``fast`` over ``slow`` in the early layers less that in
+    the late layers (F1's second part, on the paper's quantity)."""
+    a, b = cd.condition_key(dataset, fast), cd.condition_key(dataset, slow)
+    terms = [(cd, a, "early", 1.0), (cd, b, "early", -1.0), (cd, a, "late", -1.0), (cd, b, "late", 1.0)]
+    return mean_ratio(terms, dataset)
+
+
+def mean_rd(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()) -> StudentizedEstimate | None:
+    """log(arithmetic mean over irrelevant responses / over correct ones) of a setting."""
+    irrelevant, correct = (cd.condition_key(dataset, setting, r) for r in (vocabulary.IRRELEVANT, vocabulary.CORRECT))
+    return mean_ratio([(cd, irrelevant, "all", 1.0), (cd, correct, "all", -1.0)], dataset, excluded)
+
+
+def mean_rd_between(instruct: CurveDraws, base: CurveDraws, dataset: str) -> StudentizedEstimate | None:
+    """F4 on the paper's quantity: the instruct model's Detailed log ratio of arithmetic means of
+    irrelevant over correct, less its base model's, on the instructions both answered."""
+    irrelevant, correct = (
+        instruct.condition_key(dataset, "detailed", r) for r in (vocabulary.IRRELEVANT, vocabulary.CORRECT)
+    )
+    terms = [(instruct, irrelevant, "all", 1.0), (instruct, correct, "all", -1.0)]
+    terms += [(base, irrelevant, "all", -1.0), (base, correct, "all", 1.0)]
+    return mean_ratio(terms, dataset)
+
+
+# F2 beside the log curve's roughness: is the log-scale spread of the samples the same in every
+# layer? Where it is not, the arithmetic mean curve (the paper's) and the mean log curve differ by
+# half the log-scale variance at each layer, and the log curve's roughness is not the paper's.
+
+
+def _weighted_variance(matrix: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-column variance over rows (ddof 1) of the data (L,) and under each resample's counts (R, L)."""
+    n = matrix.shape[0]
+    value = matrix.var(axis=0, ddof=1)
+    total = weights.sum(axis=1, keepdims=True)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = (weights @ matrix) / total
+        draws = ((weights @ matrix**2) / total - mean**2) * n / (n - 1)
+    return value, draws
+
+
+def log_variance_change(cd: CurveDraws, dataset: str, setting: str) -> Estimate | None:
+    """Variance over instructions of the log values in the late layers less that in the early
+    layers (correct responses, mean over q, k, v, o): zero when the log-scale spread is the same in
+    every layer, the condition under which the log curve's roughness is the paper's curve's."""
+    condition = cd.condition_key(dataset, setting)
+    (e_lo, e_hi), (l_lo, l_hi) = _segment(cd.n_layers, "early"), _segment(cd.n_layers, "late")
+    values, draws, counts = [], [], []
+    for proj in PROJECTIONS:
+        samples = _positive_samples(cd, condition, proj, "nuclear_norm")
+        if samples is None or samples[0].shape[0] < 2:
+            return None
+        value, draw = _weighted_variance(np.log(samples[0]), samples[1])
+        values.append(value[l_lo:l_hi].mean() - value[e_lo:e_hi].mean())
+        draws.append(draw[:, l_lo:l_hi].mean(axis=1) - draw[:, e_lo:e_hi].mean(axis=1))
+        counts.append(samples[0].shape[0])
+    return _estimate(np.mean(values), np.mean(draws, axis=0), dataset, min(counts))
+
+
+def mean_curve_roughness(matrix: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """``corrected_roughness`` of the arithmetic mean curve, relative to its level: the mean over
+    layer steps of the U-statistic of raw steps (mean over pairs of distinct instructions of
+    d_i d_j), over the squared mean of the curve. Value and (R,) resampled values."""
+    steps = np.diff(matrix, axis=1)
+    n = steps.shape[0]
+    if n < 2:
+        return math.nan, np.full(weights.shape[0], np.nan)
+    level = matrix.mean() ** 2
+    value = float(np.mean(steps.mean(axis=0) ** 2 - steps.var(axis=0, ddof=1) / n) / level)
+    pairs = weights.sum(axis=1) ** 2 - (weights**2).sum(axis=1)
+    products = (weights @ steps) ** 2 - weights**2 @ steps**2
+    levels = ((weights @ matrix).mean(axis=1) / weights.sum(axis=1)) ** 2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = np.where(pairs > 0, products.mean(axis=1) / pairs / levels, np.nan)
+    return value, draws
+
+
+def mean_roughness_difference(cd: CurveDraws, dataset: str, fast: str, slow: str) -> Estimate | None:
+    """``mean_curve_roughness`` of ``fast`` less that of ``slow``, averaged over q, k, v, o."""
+    differences = []
+    for proj in PROJECTIONS:
+        pair = [_positive_samples(cd, cd.condition_key(dataset, s), proj, "nuclear_norm") for s in (fast, slow)]
+        if any(p is None for p in pair):
+            return None
+        (va, da), (vb, db) = (mean_curve_roughness(*p) for p in pair)
+        differences.append(_estimate(va - vb, da - db, dataset, min(p[0].shape[0] for p in pair)))
+    return combine(lambda *r: np.mean(np.stack(r), axis=0), *differences)

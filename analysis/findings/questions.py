@@ -15,8 +15,9 @@ from threadpoolctl import threadpool_limits
 
 from analysis import vocabulary
 from analysis.findings import bootstrap, quantities, rules
-from analysis.findings.bootstrap import CurveDraws, Estimate, pooled
+from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
 from analysis.findings.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
+from analysis.findings.pooling import scope_rank
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
 
 SETTING_ORDER = vocabulary.SETTING_ORDER
@@ -421,7 +422,7 @@ def separability_table(
             )
     table = pd.concat([table, pd.DataFrame(pooled_rows)], ignore_index=True)
     table["verdict"] = [_separability_verdict(r) for r in table.itertuples()]
-    table["_scope"] = table["scope"].map(rules.scope_rank)
+    table["_scope"] = table["scope"].map(scope_rank)
     table["_setting"] = table["setting"].map(vocabulary.setting_rank)
     return (
         table.sort_values(["model", "_scope", "_setting"], kind="stable")
@@ -450,7 +451,7 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
             slow = quantities.mean_level(cd, dataset, settings[-1], stat="effective_rank")
             if fast is None or slow is None:
                 continue
-            difference = rules.combine(np.subtract, fast, slow)
+            difference = combine(np.subtract, fast, slow)
             by_family.setdefault(vocabulary.family_of(dataset), []).append(difference)
             rows.append(
                 _rank_row(
@@ -468,7 +469,7 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
     if table.empty:
         return table
     return (
-        table.assign(_s=table["scope"].map(rules.scope_rank))
+        table.assign(_s=table["scope"].map(scope_rank))
         .sort_values(["model", "_s"])
         .drop(columns="_s")
         .reset_index(drop=True)

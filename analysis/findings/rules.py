@@ -1,16 +1,18 @@
-"""The paper's findings F1-F5, and two questions beyond it, as claims checked with intervals.
+"""The verdict rule: a claim is a list of *parts*, each a quantity with a bound and a side.
 
-Each check is written once here. A check is a list of *parts*, each a quantity with a bound and
-a side ("the quantity lies above 0", "the quantity lies below the margin"); the quantity's value,
-interval and the verdict come from the same bootstrap resamples (``analysis.findings.bootstrap``). Every
-check runs per dataset and per family: the family's value of a part is the mean of its datasets'
-values, its interval a stratified bootstrap (instructions resampled within each dataset).
+A part says "the quantity lies above 0", "below the margin" or "within the margin"; its value,
+interval and the verdict come from the same bootstrap resamples (``analysis.findings.bootstrap``).
+The checks themselves (F1-F5, L, L2, each declared once) are in ``analysis.findings.checks``, the
+quantities of each in ``analysis.findings.check_parts``, pooling over a family in
+``analysis.findings.pooling``.
 
 Every quantity that decides a verdict has a null value of zero at any number of instructions:
 levels, gaps and correct-vs-irrelevant differences are means of the logs of per-sample values
 (a geometric mean; the logs also make the values' skew small), and layer-to-layer variation is the
 mean squared step of the log curve with its noise term removed. The paper's own numbers (MAD of
-the mean curve) are shown beside them and do not decide.
+the mean curve, the ratio of mean nuclear norms) are shown beside them and do not decide; a part
+on the paper's mean nuclear norm is named after the part it accompanies (``beside``), and a cell
+where the two differ in sign is marked (``sign_disagreements``).
 
 Verdicts:
 - "holds": every deciding part's 95% interval lies on the claim's side of its bound (an
@@ -30,30 +32,13 @@ The rules and their margins are stated on the methods page, one paragraph per fi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import KW_ONLY, dataclass
 
 import numpy as np
-import pandas as pd
 from scipy import stats as sps
 
-from analysis import vocabulary
-from analysis.findings.bootstrap import (
-    LEVEL,
-    MIN_VERDICT_SAMPLES,
-    CurveDraws,
-    Estimate,
-    combine,
-    pooled,
-)
-from analysis.findings.quantities import (
-    log_gap,
-    log_level,
-    log_mad_ratio,
-    log_rd,
-    mean_roughness,
-    roughness,
-)
+from analysis.findings.bootstrap import LEVEL, MIN_VERDICT_SAMPLES, Estimate
 from analysis.formatting import fmt_interval
 
 HOLDS, FAILS, UNRESOLVED, TOO_FEW = "holds", "does not hold", "not resolved", "too few samples"
@@ -67,31 +52,6 @@ DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 SAME_MARGIN = math.log(1.10)
 NEARLY_SAME_RD = SAME_MARGIN  # the former name
 
-CLAIMS = {
-    "F1": "None CoT gives larger nuclear norms than Detailed CoT, and the gap is larger in the early "
-    "layers than in the late ones",
-    "F2": "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
-    "each of Q, K, V and O",
-    "F3": "Under Detailed CoT irrelevant responses give curves clearly larger than correct ones (by more than "
-    f"{math.exp(SAME_MARGIN) - 1:.0%}); under None CoT the two are nearly the same (within {math.exp(SAME_MARGIN) - 1:.0%})",
-    "F4": "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
-    f"model (its irrelevant/correct ratio exceeds the base's by less than {math.exp(SAME_MARGIN) - 1:.0%})",
-    "F5": "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
-    f"CoT), and correct vs irrelevant Wiki curves are nearly the same (within {math.exp(SAME_MARGIN) - 1:.0%})",
-    "L": "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
-    "nuclear norms than Simplified CoT, where the Simplified vs Detailed gap is established",
-    "L2": "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms than the "
-    "full Detailed CoT, where the Simplified vs Detailed gap is established",
-}
-PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
-LENGTH_CHECKS = ("L", "L2")
-CHECKS = (*PAPER_CHECKS, *LENGTH_CHECKS)
-# the parts a reader sees for the length control (the share is shown, never decides)
-SHARE_PART = "share of the gap left at equal length"
-
-
-# --------------------------------------------------------------------------- parts and verdicts
-
 
 @dataclass(frozen=True)
 class Part:
@@ -99,8 +59,8 @@ class Part:
     i.e. between -bound and bound) ``bound``.
 
     ``show`` turns the quantity into the number a reader sees (e.g. exp of a log ratio).
-    ``decides``: False for a number shown beside the verdict only (the paper's own MAD ratio,
-    the length share).
+    ``group`` and ``decides`` are keyword-only. ``decides``: False for a number shown beside the
+    verdict only (the paper's own MAD ratio, the length share).
     """
 
     name: str
@@ -108,6 +68,7 @@ class Part:
     side: str
     bound: float
     show: Callable[[float], float] = float
+    _: KW_ONLY
     group: str = ""  # parts of one group are written together, e.g. one ratio for Q, K, V and O
     decides: bool = True
 
@@ -257,413 +218,31 @@ class Finding:
         return f"{text} ({self.note})" if self.note else text
 
 
-# --------------------------------------------------------------------------- the checks, per dataset
+# --------------------------------------------------------------------------- the paper's quantity beside
+
+# A part on the paper's quantity (the log ratio of arithmetic means of nuclear norms, bootstrap-t
+# interval) is named after the geometric-mean part it accompanies, with this prefix; it never
+# decides: its intervals miss far more than 2.5% on one side at a few instructions
+# (``scenarios``), so the geometric mean decides and the claim says so.
+PAPER_QUANTITY = "paper's mean nuclear norm: "
+OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
 
 
-def _times(x: float) -> float:
-    return math.exp(x)
+def beside(part: Part, estimate: Estimate | None) -> Part:
+    """The paper's-quantity counterpart of a deciding part, shown beside it."""
+    return Part(PAPER_QUANTITY + part.name, estimate, part.side, part.bound, part.show, group=part.group, decides=False)
 
 
-def _short(setting: str) -> str:
-    return vocabulary.setting_label(setting).split()[0]
-
-
-def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
-    larger early than late."""
-    gaps = {seg: log_gap(cd, dataset, "none", "detailed", seg) for seg in ("all", "early", "late")}
-    if any(v is None for v in gaps.values()):
-        return None
-    return [
-        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, _times),
-        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, _times),
-    ]
-
-
-def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """F2: for each projection and adjacent pair of settings, the noise-corrected roughness of the
-    log curve (``corrected_roughness``) of the faster setting minus that of the slower > 0; the
-    paper's MAD ratio of the mean curves shown beside it."""
-    settings = [s for s in vocabulary.COT_SETTINGS if cd.has(cd.condition_key(dataset, s))]
-    if len(settings) < 2:
-        return None
-    parts = []
-    for fast, slow in zip(settings, settings[1:]):
-        group = f"roughness {_short(fast)} - {_short(slow)}"
-        for proj in vocabulary.PROJECTIONS:
-            a, b = roughness(cd, dataset, fast, proj), roughness(cd, dataset, slow, proj)
-            difference_ = None if a is None or b is None else combine(np.subtract, a, b)
-            parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group))
-        parts.append(
-            Part(
-                "paper's MAD ratio (Q, K, V, O mean) x",
-                log_mad_ratio(cd, dataset, fast, slow),
-                "above",
-                0.0,
-                _times,
-                group,
-                decides=False,
-            )
-        )
-    return parts
-
-
-def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
-    """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger);
-    None irrelevant / correct within 1 -/+ margin (two one-sided tests; identical pairs left out)."""
-    detailed = log_rd(cd, dataset, "detailed")
-    none = log_rd(cd, dataset, "none", excluded=identical)
-    if detailed is None or none is None:
-        return None
-    return [
-        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, _times),
-        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times),
-    ]
-
-
-def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part] | None:
-    """F4: the instruct model's Detailed irrelevant/correct log ratio minus its base model's < margin."""
-    a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
-    if a is None or b is None:
-        return None
-    return [
-        Part(
-            "instruct / base of Detailed irrelevant / correct x",
-            combine(np.subtract, a, b),
-            "below",
-            SAME_MARGIN,
-            _times,
-        )
-    ]
-
-
-def with_share(parts: list[Part]) -> list[Part]:
-    """The length parts with the share of the gap left at equal length, (gap - length effect) / gap
-    or content / gap, in place of any earlier one: shown only where the gap itself is established
-    (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
-    parts = [p for p in parts if p.name != SHARE_PART]
-    gap, effect = parts[0], parts[1]
-    if gap.estimate is None or effect.estimate is None or not gap.supports():
-        return parts
-    if effect.name.startswith("Simplified"):
-        share = combine(np.divide, effect.estimate, gap.estimate)
-    else:
-        share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
-    return [*parts[:2], Part(SHARE_PART, share, "above", 0.0, decides=False), *parts[2:]]
-
-
-def _length_view(cd: CurveDraws, dataset: str, fast: str, cut: str) -> dict[str, Estimate] | None:
-    """Gap fast vs Detailed, fast vs the cut (content at equal length), cut vs Detailed (length)."""
-    levels = {s: log_level(cd, dataset, s) for s in (fast, "detailed", cut)}
-    if any(v is None for v in levels.values()):
-        return None
-    return {
-        "gap": combine(np.subtract, levels[fast], levels["detailed"]),
-        "content": combine(np.subtract, levels[fast], levels[cut]),
-        "length": combine(np.subtract, levels[cut], levels["detailed"]),
-    }
-
-
-def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None:
-    main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
-    if main is None:
-        return None
-    gap = Part("Simplified / Detailed x", main["gap"], "above", 0.0, _times)
-    if claim == "content":
-        parts = [gap, Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)]
-    else:
-        parts = [gap, Part("Detailed cut to Simplified length / Detailed x", main["length"], "above", 0.0, _times)]
-    parts = with_share(parts)
-    second = _length_view(cd, dataset, "none", "detailed_cut_none")
-    if second is not None:
-        parts.append(
-            Part("None / Detailed cut to None length x", second["content"], "above", 0.0, _times, "second view", False)
-        )
-    return parts
-
-
-def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """L (content beyond length): the Simplified vs Detailed gap > 0 and Simplified vs Detailed
-    cut to the Simplified length > 0, in mean log nuclear norm; the share of the gap left at
-    equal length and the None-length view shown."""
-    return _length_parts(cd, dataset, "content")
-
-
-def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """L2 (length matters): the gap > 0 and Detailed cut to the Simplified length vs full Detailed > 0."""
-    return _length_parts(cd, dataset, "length")
-
-
-def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
-    """F5: the roughness lost from Simplified to Detailed CoT (pooled over the reasoning datasets)
-    minus that lost from Wiki 100 to 1000 words > 0; Wiki irrelevant/correct (mean over the Wiki
-    settings) within 1 -/+ margin."""
-    wiki = vocabulary.WIKI_DATASET
-    short, long = mean_roughness(cd, wiki, "len100"), mean_roughness(cd, wiki, "len1000")
-    if short is None or long is None:
-        return None
-    wiki_shrink = combine(np.subtract, short, long)
-    ref = reference if reference is not None else cd
-    shrinks = []
-    for dataset in ref.datasets():
-        if dataset == wiki:
+def sign_disagreements(parts: Sequence[Part]) -> list[str]:
+    """Names of the deciding parts whose geometric-mean value and paper's-quantity value have
+    opposite signs (both away from zero)."""
+    by_label = {p.label: p for p in parts}
+    out = []
+    for p in parts:
+        if not p.name.startswith(PAPER_QUANTITY) or p.estimate is None:
             continue
-        a, b = mean_roughness(ref, dataset, "simplified"), mean_roughness(ref, dataset, "detailed")
-        if a is not None and b is not None:
-            shrinks.append(combine(np.subtract, a, b))
-    reasoning = pooled(shrinks)
-    contrast = None if reasoning is None else combine(np.subtract, reasoning, wiki_shrink)
-    rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
-    wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
-    wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
-    return [
-        Part("reasoning roughness lost - Wiki roughness lost", contrast, "above", 0.0),
-        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times),
-        Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, _times, decides=False),
-    ]
-
-
-PER_DATASET = {"F1": f1_parts, "F2": f2_parts, "F3": f3_parts, "L": length_parts, "L2": length_effect_parts}
-
-
-# --------------------------------------------------------------------------- pooling and the table
-
-
-def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
-    """A family's parts: each part (matched by name) pooled over the datasets that have it."""
-    labels = list(dict.fromkeys(p.label for parts in per_dataset for p in parts))
-    out = []
-    for label in labels:
-        same = [p for parts in per_dataset for p in parts if p.label == label]
-        first = same[0]
-        out.append(
-            Part(
-                first.name,
-                pooled([p.estimate for p in same]),
-                first.side,
-                first.bound,
-                first.show,
-                first.group,
-                first.decides,
-            )
-        )
+        twin_name = p.name.removeprefix(PAPER_QUANTITY).removesuffix(OPPOSITE_SIGN)
+        twin = by_label.get(f"{p.group} {twin_name}".strip())
+        if twin is not None and twin.estimate is not None and twin.estimate.value * p.estimate.value < 0:
+            out.append(twin.name)
     return out
-
-
-def _family_findings(check: str, model: str, by_dataset: dict[str, list[Part]], note: str = "") -> list[Finding]:
-    """Per-dataset findings of one check, then one pooled finding per family with two datasets or more."""
-    out = [Finding(check, model, d, False, tuple(parts), note) for d, parts in by_dataset.items()]
-    for family in vocabulary.REASONING_FAMILIES:
-        members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
-        if len(members) >= 2:
-            parts = pool_parts(members)
-            if check in LENGTH_CHECKS:
-                parts = with_share(parts)
-            out.append(Finding(check, model, family, True, tuple(parts), note))
-    return out
-
-
-def reasoning_datasets(cd: CurveDraws) -> list[str]:
-    return [d for d in cd.datasets() if d != vocabulary.WIKI_DATASET]
-
-
-def model_findings(
-    cd: CurveDraws,
-    checks: Sequence[str] = CHECKS,
-    identical: dict[str, frozenset] | None = None,
-    reference: CurveDraws | None = None,
-) -> list[Finding]:
-    """Every check of one model that its curves cover, per dataset and per family.
-
-    ``identical``: dataset -> instruction ids whose None-CoT irrelevant response equals the
-    correct one (left out of F3's None |RD|). ``reference``: curves of reasoning data for F5
-    when ``cd`` holds Wiki data only.
-    """
-    identical = identical or {}
-    out = []
-    for check in checks:
-        if check in PER_DATASET:
-            by_dataset = {}
-            for dataset in reasoning_datasets(cd):
-                parts = PER_DATASET[check](cd, dataset, identical=identical.get(dataset, ()))
-                if parts is not None:
-                    by_dataset[dataset] = parts
-            note = _identical_note(cd, identical, by_dataset) if check == "F3" else ""
-            out += _family_findings(check, cd.model, by_dataset, note)
-        elif check == "F5":
-            parts = f5_parts(cd, reference)
-            if parts is not None:
-                out.append(Finding("F5", cd.model, vocabulary.WIKI_DATASET, True, tuple(parts)))
-    return out
-
-
-def _identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: dict) -> str:
-    """Says how many stored None-CoT pairs were left out as one input twice (empty when none)."""
-    counted = {}
-    for dataset in by_dataset:
-        key = (cd.condition_key(dataset, "none"), "q", "nuclear_norm")
-        if key in cd.samples:
-            counted[dataset] = len(set(cd.samples[key][1].tolist()) & set(identical.get(dataset, ())))
-    left_out = {d: n for d, n in counted.items() if n}
-    if not left_out:
-        return ""
-    listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
-    return f"None |RD| leaves out instructions whose irrelevant answer equals the correct one: {listed}"
-
-
-def _common_prefix_length(a: str, b: str) -> int:
-    n = 0
-    for x, y in zip(a, b):
-        if x != y:
-            break
-        n += 1
-    return n
-
-
-def default_model_pairs(templates: dict[str, str]) -> dict[str, str]:
-    """Pair each instruct model with the base model whose name shares its longest prefix.
-
-    `templates` maps model name -> "base" | "instruct". Returns instruct -> base. Ties go to the
-    alphabetically first base model.
-    """
-    bases = sorted(m for m, t in templates.items() if t == "base")
-    if not bases:
-        return {}
-    return {
-        m: max(bases, key=lambda b: (_common_prefix_length(m, b), -bases.index(b)))
-        for m, t in sorted(templates.items())
-        if t == "instruct"
-    }
-
-
-def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, str]:
-    """instruct -> base: the paper's matched pairs where both are present, the rest by
-    ``default_model_pairs``."""
-    from analysis.registry import PAPER_PAIRS
-
-    pairs = {ins: base for base, ins in PAPER_PAIRS if base in models and ins in models}
-    rest = {m: t for m, t in templates.items() if m in models and m not in pairs and m not in pairs.values()}
-    if any(t == "base" for t in rest.values()) and any(t == "instruct" for t in rest.values()):
-        pairs.update(default_model_pairs(rest))
-    elif any(t == "instruct" for t in rest.values()):
-        bases = {m: t for m, t in templates.items() if t == "base" and m in models}
-        pairs.update({k: v for k, v in default_model_pairs({**bases, **rest}).items() if k in rest})
-    return pairs
-
-
-def is_own_base(instruct: str, base: str, declared: dict[str, str] | None = None) -> bool:
-    """Whether ``base`` is the base model ``instruct`` was tuned from: a pair of the paper
-    (``registry.PAPER_PAIRS``) or one the user declares (instruct -> base)."""
-    from analysis.registry import PAPER_PAIRS
-
-    return (base, instruct) in set(map(tuple, PAPER_PAIRS)) or (declared or {}).get(instruct) == base
-
-
-def not_applicable_reason(instruct: str, base: str) -> str:
-    """Why F4 does not apply to a pair of models."""
-    return (
-        f"not applicable: {instruct} is not an instruct model of {base} (not a pair of the paper, none declared); "
-        "F4 compares an instruct model with its own base model, and across families it measures something else"
-    )
-
-
-def pair_findings(
-    draws: dict[str, CurveDraws], pairs: dict[str, str], declared: dict[str, str] | None = None
-) -> list[Finding]:
-    """F4 for every (instruct -> base) pair present, per dataset and per family; a pair that is not
-    an instruct model with its own base (``is_own_base``) gets one "not applicable" finding per
-    scope, with the reason."""
-    out = []
-    for instruct, base in pairs.items():
-        if instruct not in draws or base not in draws:
-            continue
-        by_dataset = {}
-        for dataset in reasoning_datasets(draws[instruct]):
-            parts = f4_parts(draws[instruct], draws[base], dataset)
-            if parts is not None:
-                by_dataset[dataset] = parts
-        found = _family_findings("F4", instruct, by_dataset, note=f"base: {base}")
-        if not is_own_base(instruct, base, declared):
-            reason = not_applicable_reason(instruct, base)
-            found = [
-                Finding(f.check, f.model, f.scope, f.pooled, f.parts, f.note, not_applicable=reason) for f in found
-            ]
-        out += found
-    return out
-
-
-FINDING_COLUMNS = [
-    "check",
-    "model",
-    "scope",
-    "pooled",
-    "verdict",
-    "n",
-    "n_smallest",
-    "n_for_power",
-    "numbers",
-    "claim",
-]
-
-
-def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
-    """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
-    smallest part), n_smallest (those of its smallest dataset), n_for_power (for a finding not
-    resolved, the instructions per dataset that would resolve it with 80% power at the measured
-    values, ``Finding.instructions_needed``), numbers (each part with its interval) and the claim."""
-    rows = [
-        {
-            "check": f.check,
-            "model": f.model,
-            "scope": f.scope,
-            "pooled": f.pooled,
-            "verdict": f.verdict,
-            "n": f.n,
-            "n_smallest": f.n_smallest,
-            "n_for_power": f.instructions_needed(),
-            "numbers": f.numbers(),
-            "claim": CLAIMS[f.check],
-        }
-        for f in findings
-    ]
-    table = pd.DataFrame(rows, columns=FINDING_COLUMNS)
-    if table.empty:
-        return table
-    order = {c: i for i, c in enumerate(CHECKS)}
-    table["_c"] = table["check"].map(order)
-    table["_s"] = table["scope"].map(scope_rank)
-    return table.sort_values(["_c", "model", "_s"], kind="stable").drop(columns=["_c", "_s"]).reset_index(drop=True)
-
-
-def scope_rank(scope: str) -> int:
-    """Families first (math, commonsense, Wiki), then datasets in the book's order."""
-    families = list(vocabulary.FAMILY_DATASETS)
-    return families.index(scope) if scope in families else len(families) + vocabulary.dataset_rank(scope)
-
-
-def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
-    """One row per part of every finding, with its value and interval in the reader's units."""
-    rows = []
-    for f in findings:
-        for p in f.parts:
-            low, high = p.interval()
-            value = math.nan if p.estimate is None else p.estimate.value
-            shown = [p.show(v) if np.isfinite(v) else math.nan for v in (value, low, high)]
-            rows.append(
-                {
-                    "check": f.check,
-                    "model": f.model,
-                    "scope": f.scope,
-                    "pooled": f.pooled,
-                    "part": p.label,
-                    "value": shown[0],
-                    "low": shown[1],
-                    "high": shown[2],
-                    "bound": p.show(p.bound),
-                    "side": p.side,
-                    "supports": p.supports(),
-                    "decides": p.decides,
-                    "n": p.n,
-                }
-            )
-    return pd.DataFrame(rows)

@@ -5,5 +5,7 @@
 - ``verdicts``: the findings as a reader sees them (matrix, paragraphs, numbers);
 - ``tables`` and ``figures``: exact numbers and the figures built from them;
 - ``beyond``: questions beyond the paper (separability, response length, effective rank);
-- ``load``, ``display``, ``provenance``: reading the store, showing results, what produced them.
+- ``load``, ``display``, ``provenance``: reading the store, showing results (long ones folded), what
+  produced them;
+- ``your_data``, ``your_data_samples``, ``your_data_figures``: the your-data page.
 """

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import data, registry, runlog, vocabulary
+from analysis import data, profiles, registry, runlog, vocabulary
+from analysis.profiles import Profile
 from analysis.report.load import StudyResults
 
 HUB_SOURCE = "hf://datasets/MingLiiii/Layer_Gradient"
@@ -145,9 +146,42 @@ def sample_sentence(results: StudyResults, profile) -> str:
     )
 
 
-def coverage_text(results: StudyResults, profile, results_dir, requested: Sequence[str]) -> str:
+def profile_for(chapter: str, profile) -> Profile | None:
+    """A project profile whose conditions include ``chapter``'s, for ``profile``'s models and origin
+    (``<name>-full`` first, then the profile of the same name, then the others), else None."""
+    names = [f"{profile.name}-full", profile.name, *profiles.PROFILES]
+    for name in dict.fromkeys(names):
+        other = profiles.PROFILES.get(name)
+        if (
+            other is not None
+            and other.conditions_for(chapter)
+            and getattr(other, "source", "extract") == getattr(profile, "source", "extract")
+            and set(profile.models) <= set(other.models)
+        ):
+            return other
+    return None
+
+
+def no_conditions_sentence(chapter: str, profile, results_dir) -> str:
+    """One sentence for a page whose profile computes none of its conditions, with the command that would."""
+    title = chapter.replace("_", " ").capitalize()
+    head = f"**The `{profile.name}` profile computes no condition of this chapter ({title}).**"
+    other = profile_for(chapter, profile)
+    if other is None:
+        return f"{head} No profile of the project computes them for its models."
+    out = results_dir if other.name == profile.name else Path("results") / other.name  # the other profile's book
+    command = bring_command(other, out, profile.models, other.conditions_for(chapter))
+    return f"{head} `{command}` would."
+
+
+def coverage_text(
+    results: StudyResults, profile, results_dir, requested: Sequence[str], *, chapter: str | None = None
+) -> str:
     """Markdown: the run's models found, the pairs they hold, where the samples come from, what is
-    absent (with the command) and what was skipped."""
+    absent (with the command) and what was skipped; on a page (``chapter``) whose profile has none
+    of its conditions, one sentence saying so and the command of a profile that has them."""
+    if chapter is not None and not results.conditions:
+        return no_conditions_sentence(chapter, profile, results_dir)
     cov = results.coverage
     found = [m for m in requested if ((cov["model"] == m) & ((cov["stored"] + cov["skipped"]) > 0)).any()]
     lines = []

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import html
+import re
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 
 import pandas as pd
 from matplotlib.figure import Figure
@@ -38,18 +41,57 @@ def interactive_html(table: pd.DataFrame) -> str | None:
     )
 
 
+_collecting: list[list[str]] = []  # the outputs of the open ``collapsed`` blocks, innermost last
+
+
+def _markdown_html(text: str) -> str:
+    """The few Markdown marks a collapsed block's lines use (bold, italics), as HTML."""
+    text = html.escape(text, quote=False)
+    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
+    return "<p>" + re.sub(r"\*(.+?)\*", r"<em>\1</em>", text) + "</p>"
+
+
+def _emit(obj) -> None:
+    """Display one output, or keep it (as HTML) for the collapsed block that is open."""
+    from IPython.display import HTML, Markdown, display
+
+    if not _collecting:
+        display(obj)
+    elif isinstance(obj, Markdown):
+        _collecting[-1].append(_markdown_html(obj.data))
+    elif isinstance(obj, HTML):
+        _collecting[-1].append(obj.data)
+    else:  # a styled table
+        _collecting[-1].append(obj.to_html())
+
+
+@contextmanager
+def collapsed(summary: str) -> Iterator[None]:
+    """Show what is displayed inside the block folded under one line (``summary``), as a long table
+    or a row of figures that the reader opens when wanted."""
+    from IPython.display import HTML
+
+    _collecting.append([])
+    try:
+        yield
+    finally:
+        parts = _collecting.pop()
+    if parts:
+        folded = f"<details><summary>{html.escape(summary)}</summary>\n" + "\n".join(parts) + "\n</details>"
+        _emit(HTML(folded))
+
+
 def show_markdown(text: str) -> None:
     """Display generated Markdown text in a notebook."""
-    from IPython.display import Markdown, display
+    from IPython.display import Markdown
 
     if text:
-        display(Markdown(text))
+        _emit(Markdown(text))
 
 
 def figure_html(fig: Figure, alt: str) -> str:
     """A figure as an HTML image with alternative text, the PNG inlined."""
     import base64
-    import html
     import io
 
     buffer = io.BytesIO()
@@ -66,17 +108,17 @@ def show_figures(
     """Display (title, figure) pairs, each with its title as alternative text, closing each
     figure; the number shown."""
     import matplotlib.pyplot as plt
-    from IPython.display import HTML, Markdown, display
+    from IPython.display import HTML, Markdown
 
     shown = 0
     for title, fig in figures:
         if title:
-            display(Markdown(f"**{title}**"))
-        display(HTML(figure_html(fig, f"{alt}{': ' if alt and title else ''}{title}" or "figure")))
+            _emit(Markdown(f"**{title}**"))
+        _emit(HTML(figure_html(fig, f"{alt}{': ' if alt and title else ''}{title}" or "figure")))
         plt.close(fig)
         shown += 1
     if not shown and empty:
-        display(Markdown(empty))
+        _emit(Markdown(empty))
     return shown
 
 
@@ -88,11 +130,11 @@ def show_figure(fig: Figure | None, alt: str, empty: str = "") -> None:
 def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | None = "model") -> None:
     """Display a table without its index, one table per value of ``by`` (a bold line names it),
     with single-valued bookkeeping columns moved into that line; or a line saying why there is none."""
-    from IPython.display import HTML, Markdown, display
+    from IPython.display import HTML, Markdown
 
     if table is None or table.empty:
         if empty:
-            display(Markdown(empty))
+            _emit(Markdown(empty))
         return
     groups = list(table.groupby(by, sort=False)) if by in table.columns else [(None, table)]
     for key, part in groups:
@@ -101,10 +143,10 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
         constant = [c for c in CONSTANT_COLUMNS if c in part.columns and len(part) > 1 and part[c].nunique() == 1]
         notes = [f"{c.replace('_', ' ')}: {part[c].iloc[0]}" for c in constant]
         if key is not None or notes:
-            display(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
+            _emit(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
         shown = part.drop(columns=constant)
         interactive = interactive_html(shown) if len(shown) > INTERACTIVE_ROWS else None
-        display(HTML(interactive) if interactive else styled_table(shown))
+        _emit(HTML(interactive) if interactive else styled_table(shown))
 
 
 def styled_table(table: pd.DataFrame):

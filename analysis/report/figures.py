@@ -9,8 +9,9 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import vocabulary
+from analysis.findings import checks as registry
 from analysis.findings.bootstrap import CurveDraws, t_band
-from analysis.findings.rules import CHECKS
+from analysis.findings.pooling import scope_rank
 from analysis.report import plots
 from analysis.report.load import figure_note
 
@@ -148,20 +149,20 @@ def verdict_figure(
 ) -> Figure | None:
     """The verdict matrix: check x scope (families first, then datasets), one panel per model.
 
-    ``pairs`` (instruct -> base): the base model's F4 row says it is decided on its instruct model.
+    ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs (F4) says
+    it is decided on its instruct model.
     """
     if table.empty:
         return None
-    from analysis.findings.rules import scope_rank
-
     scopes = sorted(table["scope"].unique(), key=scope_rank)
-    checks = [c for c in CHECKS if c in set(table["check"])]
+    checks = [c for c in registry.all_ids() if c in set(table["check"])]
     labels = {s: vocabulary.scope_label(s) + (" (pooled)" if s in vocabulary.FAMILY_DATASETS else "") for s in scopes}
-    decided = set(table.loc[table["check"] == "F4", "model"])
     row_notes = {
-        (base, "F4"): f"decided on its instruct model ({instruct})"
+        (base, check.id): f"decided on its instruct model ({instruct})"
+        for check in registry.selected(checks)
+        if check.scope == registry.PER_PAIR
         for instruct, base in (pairs or {}).items()
-        if instruct in decided and base in set(table["model"])
+        if instruct in set(table.loc[table["check"] == check.id, "model"]) and base in set(table["model"])
     }
     return plots.verdict_matrix(table, checks, scopes, labels, note, row_notes=row_notes)
 
@@ -178,8 +179,6 @@ def part_forest(
     rows = parts[parts["part"] == part]
     if rows.empty:
         return None
-    from analysis.findings.rules import scope_rank
-
     rows = rows.assign(_s=rows["scope"].map(scope_rank)).sort_values(["model", "_s"])
     table = pd.DataFrame(
         {

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data
+from analysis import data, layer_stats
 from analysis.errors import StudyError
 from analysis.registry import OFFLINE_MODELS, known_model
 from analysis.store import ResultsStore, StoreError, is_exported_file, null_columns, read_exported
@@ -40,11 +40,7 @@ UNREAD_COLUMNS = (
     "origin_file",
     "origin_sha256",
     "singular_values",
-    "entry_mean",
-    "entry_max",
-    "entry_min",
-    "cos_same_layer",
-    "cos_next_layer",
+    *layer_stats.unread_by_pages(),  # the statistics that no page reads (analysis.layer_stats)
 )
 
 
@@ -94,8 +90,9 @@ def _record_count(condition: str, data_dir) -> int | None:
 
 
 def sampled_ids(frames: Sequence[pd.DataFrame], n_samples: int, data_dir=None) -> dict[str, set[int]]:
-    """Per condition, the ids a run of ``n_samples`` per condition takes: ``data.sample_ids`` of its
-    file (a seeded random sample, the same ids for every file of a dataset). Where the data file
+    """Per condition, the ids a run of ``n_samples`` per condition takes: ``data.dataset_sample_ids``
+    of its file (a seeded random sample, the same ids for every file of a dataset, drawn from the
+    instructions whose None-CoT irrelevant answer differs from the correct one). Where the data file
     cannot be read, the ``n_samples`` ids of highest rank in the same random order among those
     stored for the dataset (in any of ``frames``)."""
     frames = [f for f in frames if len(f)]
@@ -107,7 +104,7 @@ def sampled_ids(frames: Sequence[pd.DataFrame], n_samples: int, data_dir=None) -
     for condition, dataset in keys[["condition", "dataset"]].drop_duplicates().itertuples(index=False):
         count = _record_count(condition, data_dir)
         if count is not None:
-            wanted[condition] = set(data.sample_ids(dataset, count, n_samples))
+            wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, data_dir))
         else:
             ids = stored[dataset]
             ranks = data.sample_ranks(dataset, int(ids.max()) + 1)[ids]
@@ -133,7 +130,7 @@ def load_results(
     data_dir=None,
 ) -> StudyResults:
     """Stored rows of the given models and conditions (``n_samples`` of each, the seeded random
-    sample ``data.sample_ids`` takes).
+    sample ``data.dataset_sample_ids`` takes).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
     ``max_length`` must say which one. Missing (model, condition) pairs are reported in

@@ -14,19 +14,21 @@ not declare. So each page notes the names it has before its ``parameters`` cell
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import profiles, runlog
+from analysis import chapters, profiles, runlog
 from analysis.errors import StudyError
 from analysis.profiles import Profile
 
 DEFAULT_PROFILE = "cpu"
 PARAMETERS = ("profile", "results_dir", "data_dir", "models", "conditions")
-PAGE_PARAMETERS = {  # beyond the common ones
-    "reproducibility": ("benchmarks_file", "export_file"),
-    "original_comparison": ("compare_dirs",),
-}
+
+
+def page_parameters(notebook: str, root: Path = chapters.PROJECT_ROOT) -> tuple[str, ...]:
+    """A page's own parameters, beyond the common ones: the other names its parameters cell assigns."""
+    return tuple(name for name in chapters.parameters_of(notebook, root) if name not in PARAMETERS)
 
 
 class ParameterError(StudyError, ValueError):
@@ -44,7 +46,7 @@ class NotebookParameters:
     results_dir: Path
     data_dir: Path | None
     recorded: bool  # whether the profile comes from the results' run log
-    extra: dict = field(default_factory=dict)  # the page's own parameters (PAGE_PARAMETERS)
+    extra: dict = field(default_factory=dict)  # the page's own parameters (page_parameters)
 
     @property
     def n_samples(self) -> int | None:
@@ -76,6 +78,37 @@ def given_parameters(namespace: dict, before: set[str]) -> dict:
 
 def _fail(name: str, expected: str, value) -> ParameterError:
     return ParameterError(f"notebook parameter {name}: expected {expected}, got {value!r} ({type(value).__name__})")
+
+
+def wrong_kind(name: str, expected: str, value) -> ParameterError:
+    """The one-line error of a parameter whose value is not of the kind ``expected`` names."""
+    return _fail(name, expected, value)
+
+
+def reject_unknown(notebook: str, given: dict, allowed: Sequence[str]) -> None:
+    """Stop at the first name in ``given`` that ``notebook`` has no parameter of (papermill only warns)."""
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise ParameterError(
+            f"notebook parameter {unknown[0]}: {notebook} has no such parameter (misspelt?); "
+            f"its parameters: {', '.join(allowed)}"
+        )
+
+
+def positive_int(name: str, value, *, allow_none: bool = False) -> int | None:
+    """``value`` checked to be a positive integer (or None where ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if not (isinstance(value, int) and value > 0):
+        raise _fail(name, "a positive integer" + (" or None" if allow_none else ""), value)
+    return value
+
+
+def integer(name: str, value) -> int:
+    """``value`` checked to be an integer."""
+    if not isinstance(value, int):
+        raise _fail(name, "an integer", value)
+    return value
 
 
 def _subset(name: str, value, available: tuple[str, ...]) -> tuple[str, ...]:
@@ -130,13 +163,8 @@ def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
     if notebook not in profiles.NOTEBOOKS:
         raise ParameterError(f"unknown notebook {notebook!r}; notebooks: {', '.join(profiles.NOTEBOOKS)}")
     given = dict(given or {})
-    allowed = (*PARAMETERS, *PAGE_PARAMETERS.get(notebook, ()))
-    unknown = sorted(set(given) - set(allowed))
-    if unknown:
-        raise ParameterError(
-            f"notebook parameter {unknown[0]}: {notebook} has no such parameter (misspelt?); "
-            f"its parameters: {', '.join(allowed)}"
-        )
+    own = page_parameters(notebook)
+    reject_unknown(notebook, given, (*PARAMETERS, *own))
     name = given.get("profile", DEFAULT_PROFILE)
     if not isinstance(name, str) or not name:
         raise _fail("profile", "a profile name", name)
@@ -144,7 +172,7 @@ def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
     profile, recorded = run_profile(name, results)
     models = _subset("models", given.get("models"), profile.models)
     conditions = _subset("conditions", given.get("conditions"), profile.conditions_for(notebook))
-    extra = {key: given.get(key) for key in PAGE_PARAMETERS.get(notebook, ())}
+    extra = {key: given.get(key) for key in own}
     return NotebookParameters(
         notebook, profile, models, conditions, results, _path("data_dir", given.get("data_dir"), True), recorded, extra
     )

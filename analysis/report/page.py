@@ -12,9 +12,10 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from analysis import data, vocabulary
-from analysis.findings import rules
+from analysis.findings import checks as registry
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
-from analysis.findings.rules import CHECKS, Finding
+from analysis.findings.pooling import model_pairs
+from analysis.findings.rules import Finding
 from analysis.report import coverage, figures, notebook_parameters
 from analysis.report.load import (
     StudyResults,
@@ -106,30 +107,41 @@ class Page:
     @property
     def pairs(self) -> dict[str, str]:
         """instruct -> base model pairs among the page's models."""
-        return rules.model_pairs(self.results.models, self.results.templates)
+        return model_pairs(self.results.models, self.results.templates)
 
-    def findings(self, checks: Sequence[str] = CHECKS) -> list[Finding]:
-        """Every check in ``checks`` that the page's data cover, per dataset and pooled per family."""
-        out = []
-        for model, cd in self.draws.items():
-            out += rules.model_findings(cd, checks, self.identical, self.reference.get(model))
-        if "F4" in checks:
-            out += rules.pair_findings(self.draws, self.pairs)
-        return out
+    @property
+    def chapter(self) -> str:
+        return self.params.notebook
 
-    def findings_table(self, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-        """The findings of ``checks`` as one table (``rules.findings_table``), computed once."""
+    def checks(self, scope: str | None = None) -> tuple[str, ...]:
+        """The registered checks this page's chapter shows (of one scope, if given)."""
+        return registry.on_chapter(self.chapter, scope)
+
+    def findings(self, checks: Sequence[str] | None = None) -> list[Finding]:
+        """Every check in ``checks`` (None: the chapter's) that the page's data cover, per dataset
+        and pooled per family (``checks.run_checks``)."""
+        return registry.run_checks(
+            self.draws,
+            self.checks() if checks is None else checks,
+            identical=self.identical,
+            reference=self.reference,
+            pairs=self.pairs,
+        )
+
+    def findings_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:
+        """The findings of ``checks`` (None: the chapter's) as one table, computed once."""
         return self._both_tables(checks)[0]
 
-    def part_table(self, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-        """Every part of the findings of ``checks`` with its value and interval, computed once."""
+    def part_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:
+        """Every part of the findings of ``checks`` (None: the chapter's) with its value and
+        interval, computed once."""
         return self._both_tables(checks)[1]
 
-    def _both_tables(self, checks: Sequence[str]) -> tuple[pd.DataFrame, pd.DataFrame]:
-        key = tuple(checks)
+    def _both_tables(self, checks: Sequence[str] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        key = tuple(self.checks() if checks is None else checks)
         if key not in self._tables:
-            found = self.findings(checks)
-            self._tables[key] = (rules.findings_table(found), rules.part_table(found))
+            found = self.findings(key)
+            self._tables[key] = (registry.findings_table(found), registry.part_table(found))
         return self._tables[key]
 
     def note(self) -> str | None:
@@ -140,7 +152,7 @@ class Page:
         """Markdown: what the page reads, what is missing or skipped, the instructions left out of
         correct-vs-irrelevant comparisons, and the offline caveat."""
         p = self.params
-        text = coverage.coverage_text(self.results, p.profile, p.results_dir, p.models)
+        text = coverage.coverage_text(self.results, p.profile, p.results_dir, p.models, chapter=self.chapter)
         left_out = self.identical_in_store()
         if left_out:
             listed = ", ".join(f"{d} {n}" for d, n in left_out.items())

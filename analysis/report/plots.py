@@ -146,7 +146,8 @@ def verdict_matrix(
     row_notes: dict[tuple[str, str], str] | None = None,
 ) -> Figure:
     """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
-    not covered), the number of instructions behind each verdict in its cell.
+    not covered), the number of instructions behind each verdict in its cell, followed by "±" where
+    the paper's mean nuclear norm and the geometric mean differ in sign (column opposite_sign).
 
     `table`: findings with columns check, model, scope, verdict, n. `row_notes`: (model, check) ->
     a line written across that row instead of cells (e.g. a check decided on another model).
@@ -177,7 +178,7 @@ def verdict_matrix(
                         lw=0.8 if hatch else 0,
                     )
                 )
-                label = "n/a" if hatch else str(int(row["n"]))
+                label = "n/a" if hatch else str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
                 ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
         for i, check in enumerate(checks):
             text = (row_notes or {}).get((model, check))

@@ -70,6 +70,8 @@ def run_sentence(runs: Sequence[RunRecord], results_dir, imported: bool = False)
         f"executor {run.executor}, Python {run.python or '?'} on {run.platform or '?'} "
         f"({run.cpu_count or '?'} CPUs)."
     )
+    if run.threads:
+        text += f" {threads_sentence(run.threads)}"
     if not run.finished:
         text += (
             " The run was still going when this page was executed (this page runs before the book is "
@@ -227,6 +229,31 @@ def benchmark_table(path) -> pd.DataFrame | None:
     return pd.DataFrame(rows)
 
 
+def busy_core_table(path) -> pd.DataFrame | None:
+    """One row per model of the benchmark's one-core-busy mode (``--busy-core``): seconds per
+    sample of the project's run with one other process busy on a core (the threads it chose) and
+    with torch's default threads, against one thread on the idle machine; None when the file has
+    no such rows."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    rows = []
+    for row in json.loads(path.read_text()).get("busy_core", []):
+        seconds = row["seconds_per_sample"]
+        rows.append(
+            {
+                "model": row["model"],
+                "samples": row["samples"],
+                "one thread, idle s/sample": round(seconds["one thread, idle"], 3),
+                "project, one core busy s/sample": round(seconds["project, one core busy"], 3),
+                "threads chosen": row["threads_chosen"]["threads"],
+                "busy / idle": _against_target(row["busy_over_idle"], row.get("target_busy_over_idle_at_most"), "<="),
+                f"torch default ({row['default_threads']} threads), busy / idle": f"{row['default_over_idle']:.2f}",
+            }
+        )
+    return pd.DataFrame(rows) if rows else None
+
+
 def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
     """Each model's revision, attention implementation, chat template hash and transformers version,
     as the run recorded them."""
@@ -297,3 +324,18 @@ def imports_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+def threads_sentence(threads: dict) -> str:
+    """How many torch threads the extraction used and why (the run log's ``threads``)."""
+    count = threads.get("threads", "?")
+    if threads.get("source") != "free cores":
+        return f"Extraction with {count} torch threads, as asked."
+    load, busy = threads.get("load_1min"), threads.get("busy_sampled")
+    measured = ", ".join(
+        f"{name} {value:.1f}" for name, value in (("load average", load), ("cores in use", busy)) if value is not None
+    )
+    return (
+        f"Extraction with {count} torch threads: the cores free when it started "
+        f"({threads.get('cpus', '?')} CPUs; {measured or 'no load measured'})."
+    )

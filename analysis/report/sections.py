@@ -13,10 +13,10 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.findings import checks as registry
 from analysis.findings import questions
-from analysis.findings.rules import CHECKS, SHARE_PART
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
-from analysis.report.display import show_figure, show_figures, show_markdown, show_table
+from analysis.report.display import collapsed, show_figure, show_figures, show_markdown, show_table
 from analysis.report.load import NOT_IMPORTED, imported_models, lacks, offline_models
 from analysis.report.page import Page
 
@@ -36,18 +36,21 @@ def _with_rows(section: Callable) -> Callable:
     return shown
 
 
-def findings_table(page: Page, checks: Sequence[str] = CHECKS) -> pd.DataFrame:
-    """The page's findings of ``checks`` as a table."""
+def findings_table(page: Page, checks: Sequence[str] | None = None) -> pd.DataFrame:
+    """The page's findings of ``checks`` (None: those its chapter shows) as a table."""
     return page.findings_table(checks)
 
 
 @_with_rows
-def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
-    """The verdict matrix figure and one paragraph per model."""
-    found = findings_table(page, checks)
+def answers(page: Page, *, scope: str | None = None) -> None:
+    """The verdict matrix figure of the checks the chapter shows (of one scope, if given), one
+    paragraph per model, and the figure of each such check that has one (``checks.Check.figure``;
+    the length checks' figure is in ``length``)."""
+    shown = page.checks(scope)
+    found = findings_table(page, shown)
     if found.empty:
         show_markdown("The data read here cover none of the checks.")
-        _unpaired(page, checks)
+        _unpaired(page, shown)
         return
     show_figure(
         figures.verdict_figure(found, pairs=page.pairs),
@@ -58,42 +61,80 @@ def answers(page: Page, checks: Sequence[str] = CHECKS) -> None:
     if layers:
         show_markdown(f"*{layers}.*")
     imported = imported_models(page.results.rows)
-    if "L" in checks and imported and not (found["check"] == "L").any():
+    length = [c for c in registry.LENGTH_CHECKS if c in shown]
+    if imported and length and not found["check"].isin(length).any():
         show_markdown(
-            f"**L and L2: not available** for {', '.join(imported)}: the original study computed no "
+            f"**{' and '.join(length)}: not available** for {', '.join(imported)}: the original study computed no "
             "length-control condition, so the length questions have no verdict on its numbers."
         )
     show_markdown(verdicts.summary_text(found))
-    _unpaired(page, checks)
+    _unpaired(page, shown)
+    check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
 
 
 def _unpaired(page: Page, checks: Sequence[str]) -> None:
-    """On a page that checks F4: the models present without their pair, and the command that brings it."""
-    if "F4" in checks:
+    """On a page with a check of base-instruct pairs: the models present without their pair, and
+    the command that brings it."""
+    if any(check.scope == registry.PER_PAIR for check in registry.selected(checks)):
         p = page.params
         lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, p.conditions)
         if lonely:
             show_markdown(lonely)
 
 
-def claims(checks: Sequence[str] = CHECKS) -> None:
-    """The claims checked, as a list."""
-    show_markdown(verdicts.claims_text(checks))
+@_with_rows
+def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> None:
+    """The figure of each of ``checks`` that declares one: a part per model and scope, with intervals."""
+    for check in registry.selected(checks):
+        figure = check.figure
+        if figure is None:
+            continue
+        rows = parts[parts["check"] == check.id] if len(parts) else parts
+        show_figure(
+            figures.part_forest(rows, figure.part, figure.x_label, reference=figure.reference, note=page.note())
+            if len(rows)
+            else None,
+            figure.caption,
+            empty=figure.empty,
+        )
+
+
+def claims(page: Page | None = None, *, scope: str | None = None) -> None:
+    """The claims the chapter checks (of one scope, if given; no page: every check), as a list."""
+    show_markdown(verdicts.claims_text(None if page is None else page.checks(scope)))
 
 
 @_with_rows
-def pooled_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
-    """The pooled (family) findings with their numbers."""
+def pooled_findings(page: Page, *, scope: str | None = None) -> None:
+    """The pooled (family) findings of the chapter's checks (of one scope, if given) with their numbers."""
     show_table(
-        verdicts.format_findings(findings_table(page, checks), pooled_only=True),
+        verdicts.format_findings(findings_table(page, page.checks(scope)), pooled_only=True),
         empty="No family has two datasets for a pooled verdict here.",
     )
 
 
 @_with_rows
-def tables_findings(page: Page, checks: Sequence[str] = CHECKS) -> None:
-    """Every finding, per dataset and pooled, with its numbers (a long table)."""
-    show_table(verdicts.format_findings(findings_table(page, checks)))
+def tables_findings(page: Page, *, scope: str | None = None) -> None:
+    """Every finding of the chapter's checks (of one scope, if given), per dataset and pooled, with
+    its numbers (a long table)."""
+    show_table(verdicts.format_findings(findings_table(page, page.checks(scope))))
+
+
+def findings(page: Page) -> None:
+    """A chapter's findings section: what the page reads, the claims its chapter checks, the verdict
+    matrix with a paragraph per model, the pooled answers with their numbers, and, where there are
+    findings per dataset, every finding (folded)."""
+    show_markdown(page.coverage())
+    if page.empty:  # the coverage paragraph has said what is absent and the command that brings it
+        return
+    claims(page)
+    answers(page)
+    show_markdown("The pooled answers with the numbers behind them (each part of a claim with its 95% interval):")
+    pooled_findings(page)
+    found = findings_table(page)
+    if len(found) and not found["pooled"].all():
+        with collapsed("Every check per dataset, with its numbers"):
+            tables_findings(page)
 
 
 @_with_rows
@@ -131,13 +172,12 @@ def tables_pairs(page: Page) -> None:
 
 
 @_with_rows
-def tables_mad(page: Page) -> None:
-    show_table(tables.format_segment_table(tables.mad_interval_table(page.draws)))
-
-
-@_with_rows
-def tables_rd(page: Page) -> None:
-    show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
+def curves(page: Page) -> None:
+    """The paper's figure per model and dataset, then the MAD and RD tables with intervals (folded)."""
+    layer_curves(page)
+    with collapsed("MAD per layer segment and RD of irrelevant against correct, with 95% intervals"):
+        show_table(tables.format_segment_table(tables.mad_interval_table(page.draws)))
+        show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
 
 
 def origin(page: Page) -> None:
@@ -155,12 +195,24 @@ def not_imported(page: Page, column: str, what: str) -> bool:
     return False
 
 
+def _answer(figure, alt: str, paragraph: str, summary: str, table: pd.DataFrame) -> None:
+    """A question's figure (if any), its paragraph and its table of numbers (folded, if any)."""
+    if figure is not None:
+        show_figure(figure, alt)
+    show_markdown(paragraph)
+    if not table.empty:
+        with collapsed(summary):
+            show_table(table, empty="")
+
+
 @_with_rows
-def effective_rank(page: Page) -> pd.DataFrame:
-    """Effective rank under the fastest vs the slowest setting: a forest plot and a paragraph."""
+def effective_rank(page: Page) -> None:
+    """Effective rank under the fastest vs the slowest setting: a forest plot, a paragraph and the
+    table (folded)."""
     if not_imported(page, "effective_rank", "Effective rank"):
-        return pd.DataFrame()
+        return
     table = questions.effective_rank_table(page.draws)
+    figure = None
     if not table.empty:
         forest = pd.DataFrame(
             {
@@ -171,93 +223,77 @@ def effective_rank(page: Page) -> pd.DataFrame:
                 "group": table["model"],
             }
         )
-        show_figure(
-            plots.forest(
-                forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting", note=page.note()
-            ),
-            "Effective rank: fastest minus slowest setting, with intervals",
+        figure = plots.forest(
+            forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting", note=page.note()
         )
-    show_markdown(beyond.effective_rank_paragraph(table))
-    return table
+    _answer(
+        figure,
+        "Effective rank: fastest minus slowest setting, with intervals",
+        beyond.effective_rank_paragraph(table),
+        "Effective rank per dataset and pooled",
+        beyond.format_effective_rank(table) if not table.empty else table,
+    )
 
 
 @_with_rows
-def separability(page: Page) -> pd.DataFrame:
-    """One sample's separability of correct vs irrelevant: a forest plot (pooled) and a paragraph."""
+def separability(page: Page) -> None:
+    """One sample's separability of correct vs irrelevant: a forest plot (pooled), a paragraph and
+    the table (folded)."""
     table = questions.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
+    figure = None
     if not table.empty:
         shown = table[table["pooled"]] if table["pooled"].any() else table
-        show_figure(
-            figures.separability_forest(shown, note=page.note()),
-            "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals",
-        )
-    show_markdown(beyond.separability_paragraph(table))
-    return table
+        figure = figures.separability_forest(shown, note=page.note())
+    _answer(
+        figure,
+        "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals",
+        beyond.separability_paragraph(table),
+        "Separability per model, dataset and setting",
+        beyond.format_separability(table) if not table.empty else table,
+    )
 
 
 @_with_rows
 def length(page: Page) -> None:
-    """Is the fast/slow gap only length: the share of the Simplified vs Detailed gap left when
-    Detailed CoT is cut to the Simplified length, with intervals, where the gap is established."""
-    found = page.findings_table(CHECKS)
-    parts = page.part_table(CHECKS)
-    has_length = bool(len(parts)) and bool((parts["check"] == "L").any())
+    """Is the fast/slow gap only length: where the chapter shows the length checks, the share of the
+    Simplified vs Detailed gap left when Detailed CoT is cut to the Simplified length, with
+    intervals, and the length-control curves (folded); then the regression on response length."""
+    if set(registry.LENGTH_CHECKS) & set(page.checks()):
+        length_control(page)
+    length_regression(page)
+
+
+@_with_rows
+def length_control(page: Page) -> None:
+    """The length checks' figure and paragraph, and the length-control layer curves (folded)."""
+    found = page.findings_table()
+    parts = page.part_table()
+    has_length = bool(len(parts)) and bool(parts["check"].isin(registry.LENGTH_CHECKS).any())
     if imported_models(page.results.rows) and not has_length:
         show_markdown(
             "L (is the gap only length): not available; the original study computed no length-control "
             f"condition, and response token counts are {NOT_IMPORTED}."
         )
         return
-    figure = figures.part_forest(
-        parts[parts["check"] == "L"],
-        SHARE_PART,
-        "share of the Simplified vs Detailed gap left at equal length",
-        reference=0.0,
-        note=page.note(),
-    )
-    show_figure(
-        figure,
-        "Length: share of the Simplified vs Detailed gap left at equal length, with intervals",
-        empty="No Simplified vs Detailed gap is established here, so no share is shown.",
-    )
+    check_figures(page, registry.LENGTH_CHECKS, parts)
     show_markdown(beyond.length_paragraph(found))
+    with collapsed("Layer curves of the length-control conditions"):
+        show_figures(
+            figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
+            empty="No length-control condition is stored.",
+            alt="Length-control layer curves",
+        )
 
 
 @_with_rows
-def length_curves(page: Page) -> None:
-    """Layer curves of the length-control conditions next to the settings they are cut to."""
-    show_figures(
-        figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
-        empty="No length-control condition is stored.",
-        alt="Length-control layer curves",
-    )
-
-
-@_with_rows
-def length_regression(page: Page) -> pd.DataFrame:
+def length_regression(page: Page) -> None:
+    """The regression of a sample's log nuclear norm on its log response length and its setting:
+    a paragraph and the table (folded)."""
     if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
-        return pd.DataFrame()
+        return
     table = beyond.length_regression_table(page.results.rows)
-    show_markdown(beyond.length_regression_paragraph(table))
-    return table
-
-
-def tables_length_regression(table: pd.DataFrame) -> None:
-    if table.empty:
-        return
-    show_table(beyond.format_length_regression(table), empty="")
-
-
-def tables_separability(table: pd.DataFrame) -> None:
-    if table.empty:
-        return
-    show_table(beyond.format_separability(table), empty="")
-
-
-def tables_effective_rank(table: pd.DataFrame) -> None:
-    if table.empty:
-        return
-    show_table(beyond.format_effective_rank(table), empty="")
+    shown = beyond.format_length_regression(table) if not table.empty else table
+    _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", shown)
 
 
 def caveats(page: Page) -> None:

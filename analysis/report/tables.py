@@ -230,7 +230,7 @@ def confound_statement(pairs: dict[str, str]) -> str:
 
 def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -> pd.DataFrame:
     """Per pair, dataset and setting: all-layer MAD and mean |RD| (q/k/v/o mean) of both models."""
-    from analysis.findings import rules
+    from analysis.findings.bootstrap import combine
 
     out = []
     for instruct, base in pairs.items():
@@ -244,7 +244,7 @@ def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -
                 row = {"dataset": dataset, "setting": vocabulary.setting_label(setting)}
                 for label, cd in (("base", cb), ("instruct", ci)):
                     mads = [quantities.mad(cd, dataset, setting, p) for p in PROJECTIONS]
-                    mad = rules.combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
+                    mad = combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
                     row[f"MAD {label}"] = fmt_interval(mad.value, *mad.interval())
                     rd = quantities.rd_level(cd, dataset, setting)
                     row[f"mean |RD| {label}"] = fmt_interval(rd.value, *rd.interval()) if rd else ""

@@ -7,10 +7,9 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.findings import checks as registry
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
 from analysis.findings.rules import (
-    CHECKS,
-    CLAIMS,
     DECIDED,
     FAILS,
     HOLDS,
@@ -19,18 +18,18 @@ from analysis.findings.rules import (
     UNRESOLVED,
     VERDICTS,
     Finding,
-    findings_table,
 )
 
 
 def table(found: Iterable[Finding]) -> pd.DataFrame:
-    """The findings as one table (``rules.findings_table``)."""
-    return findings_table(found)
+    """The findings as one table (``checks.findings_table``)."""
+    return registry.findings_table(found)
 
 
-def claims_text(checks: Sequence[str] = CHECKS) -> str:
-    """Markdown list of the claims checked, as the methods page states them."""
-    return "\n".join(f"- **{c}**: {CLAIMS[c]}." for c in checks)
+def claims_text(checks: Sequence[str] | None = None) -> str:
+    """Markdown list of the claims checked (None: every registered check), as the methods page
+    states them."""
+    return "\n".join(f"- **{c}**: {registry.claim(c)}." for c in (registry.all_ids() if checks is None else checks))
 
 
 def verdict_counts(rows: pd.DataFrame) -> str:
@@ -51,7 +50,7 @@ def model_paragraph(found: pd.DataFrame, model: str) -> str:
     if rows.empty:
         return ""
     sentences = []
-    for check in CHECKS:
+    for check in registry.all_ids():
         part = rows[rows["check"] == check]
         if part.empty:
             continue
@@ -157,7 +156,8 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> s
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
         f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
-        f"to these models. {false_holds_note(found)}"
+        f"to these models. A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
+        f"decides) differ in sign in some part of the cell. {false_holds_note(found)}"
     )
     power = power_note(found)
     if power:

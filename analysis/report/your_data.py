@@ -13,12 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from analysis import data, profiles, vocabulary
+from analysis import data, layer_stats, profiles, vocabulary
 from analysis.findings import closest_setting, metrics
 from analysis.findings.bootstrap import (
     CurveDraws,
@@ -26,19 +24,16 @@ from analysis.findings.bootstrap import (
     all_curve_draws,
     combine,
     pooled,
-    t_band,
 )
 from analysis.formatting import fmt_interval
 from analysis.registry import resolve_template, scratch_name
-from analysis.report import plots
-from analysis.report.figures import curves_and_bands
-from analysis.report.load import ReportError, figure_note, sampled
-from analysis.report.notebook_parameters import ParameterError
+from analysis.report.load import ReportError, sampled
+from analysis.report.notebook_parameters import integer, positive_int, reject_unknown, wrong_kind
 from analysis.settings import MAX_LENGTH
 from analysis.store import ResultsStore
 
 USER_SETTING = "your data"
-STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
+STATS = layer_stats.your_data_statistics()  # nuclear norm, effective rank, the two cosine similarities
 READ_COLUMNS = [
     "model",
     "dataset",
@@ -74,26 +69,19 @@ PARAMETERS = (
 
 def check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
     """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
-
-    def fail(name: str, expected: str, value) -> None:
-        raise ParameterError(f"notebook parameter {name}: expected {expected}, got {value!r}")
-
     files = [data_files] if isinstance(data_files, str) else data_files
     if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
-        fail("data_files", "one or more data file paths", data_files)
-    if n_samples is not None and not (isinstance(n_samples, int) and n_samples > 0):
-        fail("n_samples", "a positive integer or None", n_samples)
+        raise wrong_kind("data_files", "one or more data file paths", data_files)
+    positive_int("n_samples", n_samples, allow_none=True)
     if reference_conditions is not None:
         if not isinstance(reference_conditions, (list, tuple)) or not reference_conditions:
-            fail("reference_conditions", "a list of condition keys or None", reference_conditions)
+            raise wrong_kind("reference_conditions", "a list of condition keys or None", reference_conditions)
         for key in reference_conditions:
             if key not in data.REGISTRY:
-                fail("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
-    for name, value in (("max_length", max_length), ("n_resamples", n_resamples)):
-        if not (isinstance(value, int) and value > 0):
-            fail(name, "a positive integer", value)
-    if not isinstance(seed, int):
-        fail("seed", "an integer", seed)
+                raise wrong_kind("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
+    positive_int("max_length", max_length)
+    positive_int("n_resamples", n_resamples)
+    integer("seed", seed)
 
 
 def user_label(path: Path, taken: set[str]) -> str:
@@ -192,12 +180,7 @@ class YourData:
     def from_parameters(cls, given: dict) -> YourData:
         """The page of the parameters it was given (name -> value): unknown names and values of
         the wrong kind stop it with one line naming the parameter."""
-        unknown = sorted(set(given) - set(PARAMETERS))
-        if unknown:
-            raise ParameterError(
-                f"notebook parameter {unknown[0]}: your_data has no such parameter (misspelt?); "
-                f"its parameters: {', '.join(PARAMETERS)}"
-            )
+        reject_unknown("your_data", given, PARAMETERS)
         values = {name: given.get(name) for name in PARAMETERS}
         values["max_length"] = values["max_length"] or MAX_LENGTH
         check_parameters(
@@ -372,82 +355,6 @@ def _level_row(kind: str, name: str, model: str, estimate, n: int, datasets: str
     }
 
 
-# --------------------------------------------------------------------------- figures
-
-
-def _pooled_curve(page: YourData, conditions: Sequence[str], proj: str, stat: str):
-    """Mean curve, band and instructions of conditions pooled with equal weight per dataset."""
-    cd = page.draws[page.model]
-    keys = [(c, proj, stat) for c in conditions if (c, proj, stat) in cd.estimate]
-    if not keys:
-        return None
-    value = np.mean([cd.estimate[k] for k in keys], axis=0)
-    draws = np.mean([cd.draws[k] for k in keys], axis=0)
-    n = min(cd.n_samples[k] for k in keys)
-    low, high = t_band(value, draws, n, cd.level)
-    return value, low, high
-
-
-def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -> Figure:
-    """One panel per projection: the reference settings' mean curves (pooled over datasets; correct
-    solid with 95% bands, irrelevant dashed) and the user's curve in black with its band."""
-    cd = page.draws[page.model]
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.2), sharex=True)
-    layers = np.arange(cd.n_layers)
-    for ax, proj in zip(axes, vocabulary.PROJECTIONS):
-        for setting, responses in page.reference_groups():
-            curve = _pooled_curve(page, page.reference_condition_list(setting, responses), proj, stat)
-            if curve is None:
-                continue
-            colour = SETTING_COLOURS.get(setting, "gray")
-            dashed = responses != vocabulary.CORRECT
-            ax.plot(
-                layers,
-                curve[0],
-                color=colour,
-                lw=1.0,
-                ls="--" if dashed else "-",
-                label=f"{vocabulary.setting_label(setting)}{' (irrelevant)' if dashed else ''}",
-            )
-            if not dashed:
-                ax.fill_between(layers, curve[1], curve[2], color=colour, alpha=0.15, lw=0)
-        key = (file.condition, proj, stat)
-        if key in cd.estimate:
-            low, high = t_band(cd.estimate[key], cd.draws[key], cd.n_samples[key], cd.level)
-            ax.plot(layers, cd.estimate[key], color="black", lw=2.0, label=f"{file.label} (yours)")
-            ax.fill_between(layers, low, high, color="black", alpha=0.15, lw=0)
-        if stat == "nuclear_norm":
-            ax.set_yscale("log")
-        ax.set_title(proj.upper(), fontsize=9)
-        ax.set_xlabel("layer")
-    axes[0].set_ylabel(vocabulary.STAT_LABELS.get(stat, stat))
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=7, frameon=False)
-    bottom = plots.add_note(fig, figure_note(page.model, page.n_samples))
-    fig.suptitle(page.model, x=0.01, ha="left", fontsize=10)
-    fig.tight_layout(rect=(0, bottom, 1, 0.9))
-    return fig
-
-
-def scratch_figures(page: YourData, file: UserFile) -> list[tuple[str, Figure]]:
-    """The user's curves (nuclear norm, effective rank) on the trained model and on its scratch copy."""
-    curves, bands = curves_and_bands({m: cd for m, cd in page.draws.items()})
-    figures = []
-    for model, title in ((page.model, "trained model"), (page.scratch, "randomly initialised copy (scratch)")):
-        if model not in page.draws or file.condition not in page.draws[model].conditions:
-            continue
-        fig = plots.curve_grid(
-            curves,
-            model,
-            [file.condition],
-            ("nuclear_norm", "effective_rank"),
-            bands=bands,
-            note=figure_note(page.model, page.n_samples),
-        )
-        figures.append((f"{file.label}: {title}", fig))
-    return figures
-
-
 # --------------------------------------------------------------------------- texts
 
 
@@ -463,10 +370,10 @@ def quality_text(page: YourData) -> str:
     ]
     items = []
     for file in page.files:
-        numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in QUALITY_STATS]
+        numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in STATS]
         items.append(f"- **{file.label}**: " + _quality_numbers(numbers))
     for setting, responses in page.reference_groups():
-        numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in QUALITY_STATS]
+        numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in STATS]
         items.append(f"- {vocabulary.setting_label(setting)} ({responses}): " + _quality_numbers(numbers))
     lines.append("\n".join(items))
     lines.append(
@@ -476,9 +383,6 @@ def quality_text(page: YourData) -> str:
         "ranking below orders your samples by the same measure."
     )
     return "\n\n".join(lines)
-
-
-QUALITY_STATS = ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
 
 
 def _quality_numbers(numbers: Sequence[str]) -> str:

@@ -20,16 +20,14 @@ from pathlib import Path
 
 import yaml
 
-from analysis import profiles
+from analysis import chapters, profiles
 from analysis.errors import StudyError
 from analysis.profiles import Profile
 
-PROJECT_ROOT = Path(__file__).resolve().parents[2]
+PROJECT_ROOT = chapters.PROJECT_ROOT
 KERNEL_NAME = "python3"
 BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
-NOTEBOOK_FOLDER = "book/notebooks"
-# Chapters whose page is made by a command of its own; the book has them once that command has run.
-OPTIONAL_CHAPTERS = {"your_data": "python -m analysis profile-data --model NAME --data FILE writes it"}
+NOTEBOOK_FOLDER = chapters.NOTEBOOK_FOLDER
 # The results store behind a book, as one Parquet file the reproducibility page offers for download
 # (``html_extra_path`` in _config.yml puts it at the site's root).
 BOOK_EXPORT = Path("book", "_extra", "results.parquet")
@@ -158,8 +156,8 @@ def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = No
     wanted = (
         list(names)
         if names
-        else [n for n in profiles.NOTEBOOKS if n in found]
-        + sorted(set(found) - set(profiles.NOTEBOOKS) - set(profiles.STANDALONE_NOTEBOOKS))
+        else [n for n in profiles.pages(root) if n in found]
+        + sorted(set(found) - {c.name for c in chapters.chapters(root)})
     )
     missing = [n for n in wanted if n not in found]
     if missing:
@@ -223,16 +221,20 @@ def copy_book_sources(root: Path, book_root: Path) -> None:
 
 def toc_chapters(book_root: Path = PROJECT_ROOT) -> list[str]:
     """The executed notebooks of the book's table of contents (``_toc.yml``), in book order."""
-    toc = yaml.safe_load((book_root / "_toc.yml").read_text())
-    files = [toc["root"]] + [c["file"] for part in toc.get("parts", []) for c in part.get("chapters", [])]
-    return [Path(f).name for f in files if Path(f).parent == Path(NOTEBOOK_FOLDER)]
+    return [c.name for c in chapters.chapters(book_root)]
+
+
+def optional_chapters(book_root: Path = PROJECT_ROOT) -> dict[str, str]:
+    """Chapters whose page a command of its own makes (``standalone`` in ``_toc.yml``): name -> how."""
+    return {c.name: c.standalone for c in chapters.chapters(book_root) if c.standalone is not None}
 
 
 def table_of_contents(book_root: Path, say: Callable[[str], None] = print) -> Path:
-    """The ``_toc.yml`` to build with: the project's, less the chapters of ``OPTIONAL_CHAPTERS``
-    whose notebook has not been executed (each one left out is said)."""
+    """The ``_toc.yml`` to build with: the project's, less the standalone chapters whose notebook
+    has not been executed (each one left out is said)."""
     source = book_root / "_toc.yml"
-    absent = [n for n in OPTIONAL_CHAPTERS if not (book_root / NOTEBOOK_FOLDER / f"{n}.ipynb").is_file()]
+    optional = optional_chapters(book_root)
+    absent = [n for n in optional if not (book_root / NOTEBOOK_FOLDER / f"{n}.ipynb").is_file()]
     if not absent:
         return source
     toc = yaml.safe_load(source.read_text())
@@ -241,7 +243,7 @@ def table_of_contents(book_root: Path, say: Callable[[str], None] = print) -> Pa
         part["chapters"] = [c for c in part.get("chapters", []) if c.get("file") not in dropped]
     toc["parts"] = [part for part in toc.get("parts", []) if part["chapters"]]
     for name in absent:
-        say(f"the book leaves out the chapter {name}: its page has not been made ({OPTIONAL_CHAPTERS[name]})")
+        say(f"the book leaves out the chapter {name}: its page has not been made ({optional[name]})")
     target = book_root / "book" / "_build" / "_toc.yml"
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(yaml.safe_dump(toc, sort_keys=False))

@@ -87,7 +87,11 @@ def extract_profile(
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
-    with runner.torch_threads(profile.extraction.threads):
+    with runner.torch_threads(profile.extraction.threads) as threads:
+        if log is not None:
+            log.record.threads = threads.as_dict()
+            log.save()
+        say(f"torch threads: {threads.threads} ({threads.source})")
         return _extract_models(profile, results_dir, data_dir, log, progress, say)
 
 
@@ -107,7 +111,7 @@ def _extract_models(
             log.record.model_loads[model] = loaded.load_seconds
             log.record.models[model] = loaded.facts().as_dict()
         for spec in todo:
-            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress)
+            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress=progress)
             record = summary.as_record()
             records.append(record)
             if log is not None:
@@ -133,7 +137,7 @@ def extract_with_ray(
     machine, or the cluster that ``RAY_ADDRESS`` names."""
     if importlib.util.find_spec("analysis.extract.distributed") is None:
         raise PipelineError(
-            "--executor ray needs the module analysis.distributed, which this installation does not "
+            "--executor ray needs the module analysis.extract.distributed, which this installation does not "
             "have; use --executor local"
         )
     from analysis.extract import distributed

@@ -52,7 +52,7 @@ class Job:
 
     model: str
     spec: str
-    settings: ExtractionSettings  # its n_samples: the first N samples of the file (None: all)
+    settings: ExtractionSettings  # its n_samples: a seeded random sample of the file (data.sample_ids; None: all)
 
 
 def plan_jobs(
@@ -99,7 +99,7 @@ def extract(
             scratch = models.scratch_copy(loaded, seed)
         runs_on = loaded if job.model == model else scratch
         say(f"{job.model}: {job.spec}")
-        summary = runner.extract(runs_on, job.spec, store, job.settings, data_dir, progress)
+        summary = runner.extract(runs_on, job.spec, store, job.settings, data_dir, progress=progress)
         records.append({**summary.as_record(), "model": job.model})
     return records
 

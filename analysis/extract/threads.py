@@ -1,0 +1,93 @@
+"""How many torch CPU threads a run uses: the cores free when it starts, unless the user says.
+
+Threads that wait for each other at every operation lose their turn on a core that another
+process keeps busy: on a two-core machine with one other busy process, torch's default of two
+threads made runs 3-5 times slower than one thread. So a run without an explicit number takes the
+cores that are free when it starts: the machine's cores less the busy ones, the larger of the
+one-minute load average (processes that have been running) and the cores' use over a short sample
+(processes just started), rounded, and at least one. The choice goes into the run log.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+
+import psutil
+import torch
+
+SAMPLE_SECONDS = 0.5  # how long the cores' use is sampled
+
+
+@dataclass(frozen=True)
+class ThreadChoice:
+    """The threads a run uses and why: ``source`` is "explicit" (the user's or the profile's
+    number) or "free cores" (chosen here from ``cpus``, ``load_1min`` and ``busy_sampled``)."""
+
+    threads: int
+    source: str
+    cpus: int | None = None
+    load_1min: float | None = None
+    busy_sampled: float | None = None  # cores' use over the sample, in cores
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+def available_cpus() -> int:
+    """Cores this process may run on (its affinity where the system says, else all)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def load_average() -> float | None:
+    """The one-minute load average, or None where the system has none."""
+    try:
+        return float(os.getloadavg()[0])
+    except (AttributeError, OSError):
+        return None
+
+
+def sampled_busy_cores(seconds: float = SAMPLE_SECONDS) -> float:
+    """Cores in use over a short sample (the sum of the per-core shares), by any process."""
+    return float(sum(psutil.cpu_percent(interval=seconds, percpu=True)) / 100.0)
+
+
+def free_cores(cpus: int, load_1min: float | None, busy_sampled: float | None) -> int:
+    """``cpus`` less the busy cores (the larger of the two measures, rounded), at least 1."""
+    busy = max((v for v in (load_1min, busy_sampled) if v is not None), default=0.0)
+    return max(1, int(cpus) - int(round(busy)))
+
+
+def choose_threads(
+    requested: int | None,
+    cpus: Callable[[], int] = available_cpus,
+    load: Callable[[], float | None] = load_average,
+    busy: Callable[[], float] = sampled_busy_cores,
+) -> ThreadChoice:
+    """``requested`` where given; else the free cores (``free_cores``), never more than torch's
+    own default (its count of physical cores)."""
+    if requested:
+        return ThreadChoice(int(requested), "explicit")
+    count, load_1min, busy_sampled = cpus(), load(), busy()
+    threads = min(free_cores(count, load_1min, busy_sampled), max(1, torch.get_num_threads()))
+    return ThreadChoice(threads, "free cores", count, load_1min, busy_sampled)
+
+
+@contextmanager
+def torch_threads(
+    threads: int | None, choose: Callable[[int | None], ThreadChoice] = choose_threads
+) -> Iterator[ThreadChoice]:
+    """Run with this many torch CPU threads (None: the cores free now, ``choose_threads``),
+    restoring the previous number; yields the choice, for the run log."""
+    choice = choose(threads)
+    previous = torch.get_num_threads()
+    torch.set_num_threads(choice.threads)
+    try:
+        yield choice
+    finally:
+        torch.set_num_threads(previous)

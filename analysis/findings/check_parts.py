@@ -1,0 +1,261 @@
+"""The parts of each check: the quantities it decides on and those shown beside its verdict.
+
+One function per check (``analysis.findings.checks`` points each registered check to its function).
+A per-model function takes one model's curves and one dataset and returns the parts, or None when
+the curves lack a condition it needs; a pair function takes the instruct and the base model's
+curves. A quantity shown beside a verdict is one more ``Part(..., decides=False)`` in its
+function: the paper's mean nuclear norm beside each magnitude part (``rules.beside``), F2's mean
+curve's roughness and None's log-scale spread across layers. The quantities themselves are in
+``analysis.findings.quantities``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from analysis import vocabulary
+from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
+from analysis.findings.quantities import (
+    log_gap,
+    log_level,
+    log_mad_ratio,
+    log_rd,
+    log_variance_change,
+    mean_early_late,
+    mean_gap,
+    mean_rd,
+    mean_rd_between,
+    mean_roughness,
+    mean_roughness_difference,
+    roughness,
+)
+from analysis.findings.rules import SAME_MARGIN, Part, beside
+
+# the parts a reader sees for the length control (the share is shown, never decides)
+SHARE_PART = "share of the gap left at equal length"
+# F2's parts on the paper's scale: the mean curve's roughness per pair of settings, and whether
+# None's log-scale spread changes across layers (then None vs Simplified is decided on the former)
+MEAN_CURVE_ROUGHNESS = "mean curve's roughness (paper's scale)"
+LOG_SPREAD_CHANGE = "None log-scale variance, late - early layers"
+NONE_GROUP = "roughness None - Simplified"
+
+
+def _times(x: float) -> float:
+    return math.exp(x)
+
+
+def _short(setting: str) -> str:
+    return vocabulary.setting_label(setting).split()[0]
+
+
+def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
+    larger early than late."""
+    gaps = {seg: log_gap(cd, dataset, "none", "detailed", seg) for seg in ("all", "early", "late")}
+    if any(v is None for v in gaps.values()):
+        return None
+    parts = [
+        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, _times),
+        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, _times),
+    ]
+    return parts + [
+        beside(parts[0], mean_gap(cd, dataset, "none", "detailed")),
+        beside(parts[1], mean_early_late(cd, dataset, "none", "detailed")),
+    ]
+
+
+def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """F2: for each projection and adjacent pair of settings, the noise-corrected roughness of the
+    log curve (``corrected_roughness``) of the faster setting minus that of the slower > 0; the
+    paper's MAD ratio of the mean curves, the mean curve's roughness and None's log-scale spread
+    across layers shown beside it (``spread_decides`` may make the mean curve's roughness decide)."""
+    settings = [s for s in vocabulary.COT_SETTINGS if cd.has(cd.condition_key(dataset, s))]
+    if len(settings) < 2:
+        return None
+    parts = []
+    for fast, slow in zip(settings, settings[1:]):
+        group = f"roughness {_short(fast)} - {_short(slow)}"
+        for proj in vocabulary.PROJECTIONS:
+            a, b = roughness(cd, dataset, fast, proj), roughness(cd, dataset, slow, proj)
+            difference_ = None if a is None or b is None else combine(np.subtract, a, b)
+            parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group=group))
+        shown = (
+            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), _times),
+            (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), float),
+        )
+        parts += [Part(name, value, "above", 0.0, show, group=group, decides=False) for name, value, show in shown]
+    if settings[0] == "none":
+        parts.append(Part(LOG_SPREAD_CHANGE, log_variance_change(cd, dataset, "none"), "within", 0.0, decides=False))
+    return parts
+
+
+def spread_decides(parts: Sequence[Part]) -> tuple[list[Part], str]:
+    """F2's parts and note where None's log-scale spread changes across layers (the interval of
+    ``LOG_SPREAD_CHANGE`` away from 0): the mean log curve's roughness is not the paper's mean
+    curve's then, so None vs Simplified is decided on the mean curve's roughness
+    (``mean_curve_decides``); elsewhere the parts unchanged and no note."""
+    spread = [p for p in parts if p.name == LOG_SPREAD_CHANGE and p.estimate is not None]
+    if not (spread and (spread[0].interval()[0] > 0 or spread[0].interval()[1] < 0)):
+        return list(parts), ""
+    return mean_curve_decides(parts), (
+        "None's log-scale spread changes across layers, so the mean log curve's roughness is not the "
+        "paper's mean curve's: None vs Simplified is decided on the mean curve's roughness"
+    )
+
+
+def mean_curve_decides(parts: Sequence[Part]) -> list[Part]:
+    """F2's None vs Simplified parts where None's log-scale spread changes across layers: the mean
+    curve's roughness (relative to its level) decides in place of the log curve's per projection.
+    Its interval misses below the truth (a false "rougher") no more than 2.5% in the scenarios of
+    ``scenarios`` (tests/test_calibration.py)."""
+    out = []
+    for p in parts:
+        if p.group == NONE_GROUP and p.decides:
+            p = replace(p, decides=False)
+        elif p.group == NONE_GROUP and p.name == MEAN_CURVE_ROUGHNESS:
+            p = replace(p, decides=True)
+        out.append(p)
+    return out
+
+
+def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
+    """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger);
+    None irrelevant / correct within 1 -/+ margin (two one-sided tests; identical pairs left out)."""
+    detailed = log_rd(cd, dataset, "detailed")
+    none = log_rd(cd, dataset, "none", excluded=identical)
+    if detailed is None or none is None:
+        return None
+    parts = [
+        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, _times),
+        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times),
+    ]
+    return parts + [
+        beside(parts[0], mean_rd(cd, dataset, "detailed")),
+        beside(parts[1], mean_rd(cd, dataset, "none", excluded=identical)),
+    ]
+
+
+def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part] | None:
+    """F4: the instruct model's Detailed irrelevant/correct log ratio minus its base model's < margin."""
+    a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
+    if a is None or b is None:
+        return None
+    part = Part(
+        "instruct / base of Detailed irrelevant / correct x", combine(np.subtract, a, b), "below", SAME_MARGIN, _times
+    )
+    return [part, beside(part, mean_rd_between(instruct, base, dataset))]
+
+
+def with_share(parts: list[Part]) -> list[Part]:
+    """The length parts with the share of the gap left at equal length, (gap - length effect) / gap
+    or content / gap, in place of any earlier one: shown only where the gap itself is established
+    (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
+    parts = [p for p in parts if p.name != SHARE_PART]
+    gap, effect = parts[0], parts[1]
+    if gap.estimate is None or effect.estimate is None or not gap.supports():
+        return parts
+    if effect.name.startswith("Simplified"):
+        share = combine(np.divide, effect.estimate, gap.estimate)
+    else:
+        share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
+    return [*parts[:2], Part(SHARE_PART, share, "above", 0.0, decides=False), *parts[2:]]
+
+
+def _length_view(cd: CurveDraws, dataset: str, fast: str, cut: str) -> dict[str, Estimate] | None:
+    """Gap fast vs Detailed, fast vs the cut (content at equal length), cut vs Detailed (length)."""
+    levels = {s: log_level(cd, dataset, s) for s in (fast, "detailed", cut)}
+    if any(v is None for v in levels.values()):
+        return None
+    return {
+        "gap": combine(np.subtract, levels[fast], levels["detailed"]),
+        "content": combine(np.subtract, levels[fast], levels[cut]),
+        "length": combine(np.subtract, levels[cut], levels["detailed"]),
+    }
+
+
+def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None:
+    main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
+    if main is None:
+        return None
+    gap = Part("Simplified / Detailed x", main["gap"], "above", 0.0, _times)
+    if claim == "content":
+        effect = Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)
+        paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
+    else:
+        effect = Part("Detailed cut to Simplified length / Detailed x", main["length"], "above", 0.0, _times)
+        paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
+    parts = with_share([gap, effect])
+    parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
+    second = _length_view(cd, dataset, "none", "detailed_cut_none")
+    if second is not None:
+        parts.append(
+            Part(
+                "None / Detailed cut to None length x",
+                second["content"],
+                "above",
+                0.0,
+                _times,
+                group="second view",
+                decides=False,
+            )
+        )
+    return parts
+
+
+def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """L (content beyond length): the Simplified vs Detailed gap > 0 and Simplified vs Detailed
+    cut to the Simplified length > 0, in mean log nuclear norm; the share of the gap left at
+    equal length and the None-length view shown."""
+    return _length_parts(cd, dataset, "content")
+
+
+def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """L2 (length matters): the gap > 0 and Detailed cut to the Simplified length vs full Detailed > 0."""
+    return _length_parts(cd, dataset, "length")
+
+
+def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
+    """F5: the roughness lost from Simplified to Detailed CoT (pooled over the reasoning datasets)
+    minus that lost from Wiki 100 to 1000 words > 0; Wiki irrelevant/correct (mean over the Wiki
+    settings) within 1 -/+ margin."""
+    wiki = vocabulary.WIKI_DATASET
+    short, long = mean_roughness(cd, wiki, "len100"), mean_roughness(cd, wiki, "len1000")
+    if short is None or long is None:
+        return None
+    wiki_shrink = combine(np.subtract, short, long)
+    ref = reference if reference is not None else cd
+    shrinks = []
+    for dataset in ref.datasets():
+        if dataset == wiki:
+            continue
+        a, b = mean_roughness(ref, dataset, "simplified"), mean_roughness(ref, dataset, "detailed")
+        if a is not None and b is not None:
+            shrinks.append(combine(np.subtract, a, b))
+    reasoning = pooled(shrinks)
+    contrast = None if reasoning is None else combine(np.subtract, reasoning, wiki_shrink)
+    rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
+    wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
+    wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
+    return [
+        Part("reasoning roughness lost - Wiki roughness lost", contrast, "above", 0.0),
+        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times),
+        Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, _times, decides=False),
+    ]
+
+
+def identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: dict) -> str:
+    """Says how many stored None-CoT pairs were left out as one input twice (empty when none)."""
+    counted = {}
+    for dataset in by_dataset:
+        key = (cd.condition_key(dataset, "none"), "q", "nuclear_norm")
+        if key in cd.samples:
+            counted[dataset] = len(set(cd.samples[key][1].tolist()) & set(identical.get(dataset, ())))
+    left_out = {d: n for d, n in counted.items() if n}
+    if not left_out:
+        return ""
+    listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
+    return f"None |RD| leaves out instructions whose irrelevant answer equals the correct one: {listed}"

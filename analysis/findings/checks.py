@@ -1,0 +1,395 @@
+"""The checks of the study, each declared once: the paper's findings F1-F5 and L, L2 beyond it.
+
+A check is data (``Check``): its id, its claim in one sentence, its scope (what one verdict is
+about: one model, an instruct model with its base model, the Wiki files), the function that
+computes its parts (``analysis.findings.check_parts``), the chapters that show it, the figure that
+shows one of its parts beyond the verdict matrix, and the simulated rules that measure its error
+rates (``analysis.findings.calibration``). The findings engine (``run_checks``), the verdict
+matrix, the pages' paragraphs and figures, the methods page's table of claims and the calibration
+tables all iterate over ``REGISTRY``.
+
+To add a check: write its parts function and add one ``Check`` to ``REGISTRY``. A check of a new
+scope (e.g. per training run) adds one runner to ``SCOPES`` (``register_scope``); what it reads
+comes in ``Inputs.extra``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import KW_ONLY, dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from analysis import vocabulary
+from analysis.errors import StudyError
+from analysis.findings import check_parts as cp
+from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.pooling import (
+    Adjust,
+    family_findings,
+    is_own_base,
+    not_applicable_reason,
+    reasoning_datasets,
+    scope_rank,
+)
+from analysis.findings.rules import SAME_MARGIN, Finding, Part, sign_disagreements
+
+# What one verdict is about (a check's scope; a finding's own scope is a dataset or a family).
+PER_MODEL, PER_PAIR, WIKI_FILES = "per model", "per base-instruct pair", "Wiki files"
+SUMMARY_CHAPTERS = ("intro", "summary")  # the pages that show every check
+FAMILY_CHAPTERS = ("math_reasoning", "commonsense_reasoning", "pretrained_vs_instruct")
+_MARGIN = f"{math.exp(SAME_MARGIN) - 1:.0%}"
+
+
+class CheckError(StudyError, ValueError):
+    """A check declared twice, an unknown check or scope."""
+
+
+@dataclass(frozen=True)
+class PartFigure:
+    """A forest plot of one part of a check, per model and scope, with its interval."""
+
+    part: str
+    x_label: str
+    caption: str
+    empty: str
+    reference: float | None = 0.0
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check, declared once.
+
+    ``parts``: per model and Wiki files, ``(curves, dataset, identical=...)`` or ``(curves,
+    reference)``; per pair, ``(instruct curves, base curves, dataset)`` (``SCOPES`` says which).
+    ``calibrated_by``: the simulated rules of ``calibration`` whose error rates are this check's.
+    ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
+    ``after_pooling``: what the check recomputes from a family's pooled parts (e.g. a share).
+    ``adjust``: what the check changes in every finding's parts from the parts themselves, with a
+    note (e.g. F2 deciding on the mean curve where None's log-scale spread changes).
+    ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
+    """
+
+    id: str
+    claim: str
+    scope: str
+    parts: Callable[..., list[Part] | None]
+    chapters: tuple[str, ...]
+    calibrated_by: tuple[str, ...]
+    _: KW_ONLY
+    figure: PartFigure | None = None
+    after_pooling: Callable[[list[Part]], list[Part]] | None = None
+    adjust: Adjust | None = None
+    note: Callable[[CurveDraws, dict, dict], str] | None = None
+
+
+LENGTH_FIGURE = PartFigure(
+    cp.SHARE_PART,
+    "share of the Simplified vs Detailed gap left at equal length",
+    "Length: share of the Simplified vs Detailed gap left at equal length, with intervals",
+    "No Simplified vs Detailed gap is established here, so no share is shown.",
+)
+_READING = (*SUMMARY_CHAPTERS, *FAMILY_CHAPTERS)
+_LENGTH = (*_READING, "beyond_the_paper")
+
+REGISTRY: list[Check] = [
+    Check(
+        "F1",
+        "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
+        "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones",
+        PER_MODEL,
+        cp.f1_parts,
+        _READING,
+        ("gap",),
+    ),
+    Check(
+        "F2",
+        "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
+        "each of Q, K, V and O (roughness of the mean log curve; None vs Simplified on the mean curve's roughness "
+        "where None's log-scale spread changes across layers)",
+        PER_MODEL,
+        cp.f2_parts,
+        _READING,
+        ("roughness", "paper MAD"),
+        adjust=cp.spread_decides,
+    ),
+    Check(
+        "F3",
+        "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
+        f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
+        f"two are nearly the same (within {_MARGIN})",
+        PER_MODEL,
+        cp.f3_parts,
+        _READING,
+        ("gap", "same"),
+        note=cp.identical_note,
+    ),
+    Check(
+        "F4",
+        "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
+        "model (its irrelevant/correct ratio of geometric means of nuclear norms exceeds the base's by less than "
+        f"{_MARGIN}; the paper's mean nuclear norm shown beside)",
+        PER_PAIR,
+        cp.f4_parts,
+        _READING,
+        ("not better",),
+    ),
+    Check(
+        "F5",
+        "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
+        f"CoT), and correct vs irrelevant Wiki curves are nearly the same (within {_MARGIN})",
+        WIKI_FILES,
+        cp.f5_parts,
+        (*SUMMARY_CHAPTERS, "wiki_knowledge"),
+        ("roughness", "same"),
+    ),
+    Check(
+        "L",
+        "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
+        "nuclear norms (geometric mean; the paper's mean nuclear norm shown beside) than Simplified CoT, where the "
+        "Simplified vs Detailed gap is established",
+        PER_MODEL,
+        cp.length_parts,
+        _LENGTH,
+        ("gap",),
+        figure=LENGTH_FIGURE,
+        after_pooling=cp.with_share,
+    ),
+    Check(
+        "L2",
+        "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms (geometric "
+        "mean; the paper's mean nuclear norm shown beside) than the full Detailed CoT, where the Simplified vs "
+        "Detailed gap is established",
+        PER_MODEL,
+        cp.length_effect_parts,
+        _LENGTH,
+        ("gap",),
+        after_pooling=cp.with_share,
+    ),
+]
+PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
+LENGTH_CHECKS = ("L", "L2")  # the length question (beyond the paper), answered together
+
+
+def all_ids() -> tuple[str, ...]:
+    """Every registered check, in the book's order."""
+    return tuple(c.id for c in REGISTRY)
+
+
+def get(check_id: str) -> Check:
+    """The registered check of that id."""
+    for check in REGISTRY:
+        if check.id == check_id:
+            return check
+    raise CheckError(f"unknown check {check_id!r}; checks: {', '.join(all_ids())}")
+
+
+def register_scope(scope: str, runner: Callable[[Check, Inputs], list[Finding]]) -> None:
+    """Add a scope: its runner turns one check and the inputs into findings (see ``_per_model``)."""
+    if scope in SCOPES:
+        raise CheckError(f"scope {scope!r} is declared twice")
+    SCOPES[scope] = runner
+
+
+def register(check: Check) -> Check:
+    """Add a check at the end of the registry (its scope must have a runner in ``SCOPES``)."""
+    if check.id in all_ids():
+        raise CheckError(f"check {check.id!r} is declared twice")
+    if check.scope not in SCOPES:
+        raise CheckError(f"check {check.id!r}: unknown scope {check.scope!r}; scopes: {', '.join(SCOPES)}")
+    REGISTRY.append(check)
+    return check
+
+
+def claim(check_id: str) -> str:
+    return get(check_id).claim
+
+
+def on_chapter(chapter: str, scope: str | None = None) -> tuple[str, ...]:
+    """The checks a chapter shows (of one scope, if given), in the book's order."""
+    return tuple(c.id for c in REGISTRY if chapter in c.chapters and scope in (None, c.scope))
+
+
+def selected(checks: Iterable[str] | None) -> list[Check]:
+    """The registered checks among ``checks`` (None: all), in the book's order."""
+    wanted = None if checks is None else set(checks)
+    return [c for c in REGISTRY if wanted is None or c.id in wanted]
+
+
+# --------------------------------------------------------------------------- the engine
+
+
+@dataclass
+class Inputs:
+    """What the checks read: every model's curves, the None-CoT instructions whose irrelevant answer
+    equals the correct one (per dataset), reasoning curves for Wiki-only data (per model), the
+    instruct -> base pairs and the pairs the user declares."""
+
+    draws: dict[str, CurveDraws]
+    identical: dict[str, frozenset] = field(default_factory=dict)
+    reference: dict[str, CurveDraws] = field(default_factory=dict)
+    pairs: dict[str, str] = field(default_factory=dict)
+    declared: dict[str, str] | None = None
+    extra: dict[str, object] = field(default_factory=dict)  # what the runners of other scopes read, by name
+
+
+def _per_model(check: Check, inputs: Inputs) -> list[Finding]:
+    """Per reasoning dataset of every model, then pooled per family."""
+    out = []
+    for model, cd in inputs.draws.items():
+        by_dataset = {}
+        for dataset in reasoning_datasets(cd):
+            parts = check.parts(cd, dataset, identical=inputs.identical.get(dataset, ()))
+            if parts is not None:
+                by_dataset[dataset] = parts
+        note = check.note(cd, inputs.identical, by_dataset) if check.note else ""
+        out += family_findings(
+            check.id, model, by_dataset, note, after_pooling=check.after_pooling, adjust=check.adjust
+        )
+    return out
+
+
+def _per_pair(check: Check, inputs: Inputs) -> list[Finding]:
+    """Per dataset and family of every (instruct -> base) pair present; a pair that is not an
+    instruct model with its own base (``is_own_base``) gets "not applicable" in every scope."""
+    out = []
+    for instruct, base in inputs.pairs.items():
+        if instruct not in inputs.draws or base not in inputs.draws:
+            continue
+        by_dataset = {}
+        for dataset in reasoning_datasets(inputs.draws[instruct]):
+            parts = check.parts(inputs.draws[instruct], inputs.draws[base], dataset)
+            if parts is not None:
+                by_dataset[dataset] = parts
+        found = family_findings(check.id, instruct, by_dataset, note=f"base: {base}", adjust=check.adjust)
+        if not is_own_base(instruct, base, inputs.declared):
+            reason = not_applicable_reason(instruct, base)
+            found = [
+                Finding(f.check, f.model, f.scope, f.pooled, f.parts, f.note, not_applicable=reason) for f in found
+            ]
+        out += found
+    return out
+
+
+def _wiki_files(check: Check, inputs: Inputs) -> list[Finding]:
+    """One finding per model on the Wiki files (reasoning curves from ``reference`` when the
+    model's own curves hold Wiki data only)."""
+    out = []
+    for model, cd in inputs.draws.items():
+        parts = check.parts(cd, inputs.reference.get(model))
+        if parts is not None:
+            out.append(Finding(check.id, model, vocabulary.WIKI_DATASET, True, tuple(parts)))
+    return out
+
+
+SCOPES: dict[str, Callable[[Check, Inputs], list[Finding]]] = {
+    PER_MODEL: _per_model,
+    PER_PAIR: _per_pair,
+    WIKI_FILES: _wiki_files,
+}
+
+
+def run_checks(
+    draws: dict[str, CurveDraws],
+    checks: Iterable[str] | None = None,
+    *,
+    identical: dict[str, frozenset] | None = None,
+    reference: dict[str, CurveDraws] | None = None,
+    pairs: dict[str, str] | None = None,
+    declared: dict[str, str] | None = None,
+    extra: dict[str, object] | None = None,
+) -> list[Finding]:
+    """Every registered check in ``checks`` (None: all) that the curves cover, each by its scope's
+    runner (``SCOPES``): per dataset and pooled per family, or per Wiki files (``extra``: what the
+    runners of other scopes read, e.g. training runs)."""
+    inputs = Inputs(draws, identical or {}, reference or {}, pairs or {}, declared, extra or {})
+    out: list[Finding] = []
+    for check in selected(checks):
+        out += SCOPES[check.scope](check, inputs)
+    return out
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+FINDING_COLUMNS = [
+    "check",
+    "model",
+    "scope",
+    "pooled",
+    "verdict",
+    "n",
+    "n_smallest",
+    "n_for_power",
+    "numbers",
+    "claim",
+    "opposite_sign",
+]
+
+
+def findings_table(findings: Iterable[Finding]) -> pd.DataFrame:
+    """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
+    smallest part), n_smallest (those of its smallest dataset), n_for_power (for a finding not
+    resolved, the instructions per dataset that would resolve it with 80% power at the measured
+    values, ``Finding.instructions_needed``), numbers (each part with its interval), the claim, and
+    opposite_sign (the paper's mean nuclear norm and the geometric mean differ in sign in some part)."""
+    rows = [
+        {
+            "check": f.check,
+            "model": f.model,
+            "scope": f.scope,
+            "pooled": f.pooled,
+            "verdict": f.verdict,
+            "n": f.n,
+            "n_smallest": f.n_smallest,
+            "n_for_power": f.instructions_needed(),
+            "numbers": f.numbers(),
+            "claim": claim(f.check),
+            "opposite_sign": bool(sign_disagreements(f.parts)),
+        }
+        for f in findings
+    ]
+    table = pd.DataFrame(rows, columns=FINDING_COLUMNS)
+    if table.empty:
+        return table
+    order = {c: i for i, c in enumerate(all_ids())}
+    table["_c"] = table["check"].map(order)
+    table["_s"] = table["scope"].map(scope_rank)
+    return table.sort_values(["_c", "model", "_s"], kind="stable").drop(columns=["_c", "_s"]).reset_index(drop=True)
+
+
+def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
+    """One row per part of every finding, with its value and interval in the reader's units."""
+    rows = []
+    for f in findings:
+        for p in f.parts:
+            low, high = p.interval()
+            value = math.nan if p.estimate is None else p.estimate.value
+            shown = [p.show(v) if np.isfinite(v) else math.nan for v in (value, low, high)]
+            rows.append(
+                {
+                    "check": f.check,
+                    "model": f.model,
+                    "scope": f.scope,
+                    "pooled": f.pooled,
+                    "part": p.label,
+                    "value": shown[0],
+                    "low": shown[1],
+                    "high": shown[2],
+                    "bound": p.show(p.bound),
+                    "side": p.side,
+                    "supports": p.supports(),
+                    "decides": p.decides,
+                    "n": p.n,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def methods_table(checks: Sequence[Check] | None = None) -> str:
+    """The table of claims on the methods page (Markdown), generated from the registry."""
+    rows = ["| Check | Claim | Scope |", "| --- | --- | --- |"]
+    rows += [f"| {c.id} | {c.claim}. | {c.scope} |" for c in (REGISTRY if checks is None else checks)]
+    return "\n".join(rows)

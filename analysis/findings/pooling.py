@@ -1,0 +1,155 @@
+"""Pooling a check over a family of datasets, and pairing instruct models with their base models.
+
+Every check runs per dataset and per family: the family's value of a part is the mean of its
+datasets' values, its interval a stratified bootstrap (instructions resampled within each dataset;
+a bootstrap-t one for the paper's mean nuclear norm, ``studentized.pool_any``). Each finding's
+parts are marked where the paper's mean nuclear norm and the geometric mean differ in sign
+(``marked``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+from analysis import vocabulary
+from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.rules import OPPOSITE_SIGN, PAPER_QUANTITY, Finding, Part, sign_disagreements
+from analysis.findings.studentized import pool_any
+
+# What a check changes in a finding's parts from the parts themselves, with a note (empty: none).
+Adjust = Callable[[Sequence[Part]], tuple[list[Part], str]]
+
+
+def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
+    """A family's parts: each part (matched by name) pooled over the datasets that have it."""
+    labels = list(dict.fromkeys(p.label for parts in per_dataset for p in parts))
+    out = []
+    for label in labels:
+        same = [p for parts in per_dataset for p in parts if p.label == label]
+        first = same[0]
+        out.append(
+            Part(
+                first.name,
+                pool_any([p.estimate for p in same]),
+                first.side,
+                first.bound,
+                first.show,
+                group=first.group,
+                decides=first.decides,
+            )
+        )
+    return out
+
+
+def family_findings(
+    check: str,
+    model: str,
+    by_dataset: dict[str, list[Part]],
+    note: str = "",
+    *,
+    after_pooling: Callable[[list[Part]], list[Part]] | None = None,
+    adjust: Adjust | None = None,
+) -> list[Finding]:
+    """Per-dataset findings of one check, then one pooled finding per family with two datasets or
+    more (``after_pooling``: what the check recomputes from its pooled parts, e.g. a share;
+    ``adjust``: what it changes in every finding's parts, e.g. F2's deciding part), each
+    ``marked``."""
+    out = [Finding(check, model, d, False, *marked(parts, note, adjust=adjust)) for d, parts in by_dataset.items()]
+    for family in vocabulary.REASONING_FAMILIES:
+        members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
+        if len(members) >= 2:
+            parts = pool_parts(members)
+            if after_pooling is not None:
+                parts = after_pooling(parts)
+            out.append(Finding(check, model, family, True, *marked(parts, note, adjust=adjust)))
+    return out
+
+
+def marked(parts: Sequence[Part], note: str = "", *, adjust: Adjust | None = None) -> tuple[tuple[Part, ...], str]:
+    """(parts, note) of a finding: the check's ``adjust`` applied (its note added), and the
+    paper's-quantity parts that disagree in sign with their geometric-mean part renamed to say so,
+    with a note naming them."""
+    notes = [note] if note else []
+    if adjust is not None:
+        parts, said = adjust(parts)
+        notes += [said] if said else []
+    opposite = set(sign_disagreements(parts))
+    if opposite:
+        parts = [
+            replace(p, name=p.name + OPPOSITE_SIGN)
+            if p.name.startswith(PAPER_QUANTITY) and p.name.removeprefix(PAPER_QUANTITY) in opposite
+            else p
+            for p in parts
+        ]
+        notes.append(
+            "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(sorted(opposite))
+        )
+    return tuple(parts), "; ".join(notes)
+
+
+def scope_rank(scope: str) -> int:
+    """Families first (math, commonsense, Wiki), then datasets in the book's order."""
+    families = list(vocabulary.FAMILY_DATASETS)
+    return families.index(scope) if scope in families else len(families) + vocabulary.dataset_rank(scope)
+
+
+def reasoning_datasets(cd: CurveDraws) -> list[str]:
+    """The datasets of a model's curves other than Wiki, in their stored order."""
+    return [d for d in cd.datasets() if d != vocabulary.WIKI_DATASET]
+
+
+def _common_prefix_length(a: str, b: str) -> int:
+    n = 0
+    for x, y in zip(a, b):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def default_model_pairs(templates: dict[str, str]) -> dict[str, str]:
+    """Pair each instruct model with the base model whose name shares its longest prefix.
+
+    `templates` maps model name -> "base" | "instruct". Returns instruct -> base. Ties go to the
+    alphabetically first base model.
+    """
+    bases = sorted(m for m, t in templates.items() if t == "base")
+    if not bases:
+        return {}
+    return {
+        m: max(bases, key=lambda b: (_common_prefix_length(m, b), -bases.index(b)))
+        for m, t in sorted(templates.items())
+        if t == "instruct"
+    }
+
+
+def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, str]:
+    """instruct -> base: the paper's matched pairs where both are present, the rest by
+    ``default_model_pairs``."""
+    from analysis.registry import PAPER_PAIRS
+
+    pairs = {ins: base for base, ins in PAPER_PAIRS if base in models and ins in models}
+    rest = {m: t for m, t in templates.items() if m in models and m not in pairs and m not in pairs.values()}
+    if any(t == "base" for t in rest.values()) and any(t == "instruct" for t in rest.values()):
+        pairs.update(default_model_pairs(rest))
+    elif any(t == "instruct" for t in rest.values()):
+        bases = {m: t for m, t in templates.items() if t == "base" and m in models}
+        pairs.update({k: v for k, v in default_model_pairs({**bases, **rest}).items() if k in rest})
+    return pairs
+
+
+def is_own_base(instruct: str, base: str, declared: dict[str, str] | None = None) -> bool:
+    """Whether ``base`` is the base model ``instruct`` was tuned from: a pair of the paper
+    (``registry.PAPER_PAIRS``) or one the user declares (instruct -> base)."""
+    from analysis.registry import PAPER_PAIRS
+
+    return (base, instruct) in set(map(tuple, PAPER_PAIRS)) or (declared or {}).get(instruct) == base
+
+
+def not_applicable_reason(instruct: str, base: str) -> str:
+    """Why F4 does not apply to a pair of models."""
+    return (
+        f"not applicable: {instruct} is not an instruct model of {base} (not a pair of the paper, none declared); "
+        "F4 compares an instruct model with its own base model, and across families it measures something else"
+    )
