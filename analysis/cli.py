@@ -198,7 +198,8 @@ def add_import_original_parser(commands) -> None:
     )
     sub.add_argument(
         "source",
-        help="a folder holding grads_exp trees (walked), one .jsonl file (with --model and --condition), "
+        help="a folder holding grads_exp trees or .tar.gz/.tgz/.tar/.zip archives of them (walked; archive members "
+        "are streamed, not unpacked), one archive, one .jsonl file (with --model and --condition), "
         "or hf://datasets/MingLiiii/Layer_Gradient (downloads only the files asked for)",
     )
     sub.add_argument("--out", required=True, help="results store directory")
@@ -215,11 +216,16 @@ def add_import_original_parser(commands) -> None:
         "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
     )
     sub.add_argument("--cache-dir", help="hub sources: huggingface_hub's cache folder (default: its own)")
+    sub.add_argument(
+        "--strict", action="store_true", help="import nothing from a file that has a rejected line (default: the rest)"
+    )
     sub.add_argument("--no-progress", action="store_true", help="hide the progress bar")
 
 
 def run_import_original(args: argparse.Namespace) -> int:
-    """Import, one file at a time, recording each file in the run log; every line not stored is reported."""
+    """Import, one file at a time, recording each file in the run log; every line not stored is reported.
+
+    Exit status 1 when any line or file was rejected (after importing the rest), else 0."""
     from analysis import runlog
     from analysis.extract import original
     from analysis.store import ResultsStore
@@ -246,17 +252,13 @@ def run_import_original(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             cache_dir=args.cache_dir,
             on_file=on_file,
+            strict=args.strict,
         )
     for model, missing in result.absent.items():
         listed = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
         print(f"{model}: no file for {len(missing)} condition(s): {listed}", file=sys.stderr)
-    problems = sum(sum(f.problems.values()) for f in result.files) + sum(bool(f.skipped_file) for f in result.files)
-    speed = result.megabytes / result.seconds if result.seconds else 0.0
-    print(
-        f"{result.imported} samples imported from {len(result.files)} files ({result.megabytes:.1f} MB, "
-        f"{speed:.1f} MB/s) into {args.out}; {problems} lines or files not stored (listed above)"
-    )
-    return 0
+    print(result.summary(args.out))
+    return 0 if result.clean else 1
 
 
 def add_profile_data_parser(commands) -> None:

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import BinaryIO
 
 import numpy as np
 import pooch
@@ -168,10 +169,15 @@ def expected_sha256() -> dict[str, str]:
 
 def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
     """sha256 hex digest of a file's bytes, read in chunks (the original study's files are large)."""
-    digest = hashlib.sha256()
     with open(path, "rb") as handle:
-        while block := handle.read(chunk):
-            digest.update(block)
+        return stream_sha256(handle, chunk)
+
+
+def stream_sha256(handle: BinaryIO, chunk: int = 1 << 22) -> str:
+    """sha256 hex digest of an open binary stream's remaining bytes, read in chunks."""
+    digest = hashlib.sha256()
+    while block := handle.read(chunk):
+        digest.update(block)
     return digest.hexdigest()
 
 

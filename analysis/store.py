@@ -263,12 +263,61 @@ class ResultsStore:
             return set()
         return set() if table is None else set(table.column(column).unique().to_pylist())
 
-    def read(self, kind: str = "rows", filters=None, columns: list[str] | None = None) -> pd.DataFrame:
-        """All stored rows (or skipped samples) as one DataFrame; empty if there are none."""
+    def read(
+        self, kind: str = "rows", filters=None, columns: list[str] | None = None, *, compact: bool = False
+    ) -> pd.DataFrame:
+        """All stored rows (or skipped samples) as one DataFrame; empty if there are none.
+
+        ``compact``: labels as categories and small integers narrowed (:func:`compact_table`)."""
         table = _read_dir(self.root / kind, columns=columns, filters=filters)
         if table is None:
             return pd.DataFrame(columns=columns or [])
-        return table.to_pandas()
+        return _to_pandas(compact_table(table)) if compact else table.to_pandas()
+
+    def empty_columns(self, kind: str = "rows") -> set[str]:
+        """Columns that hold no value in any stored part (e.g. what imported statistics lack), from
+        the Parquet footers alone."""
+        directory = self.root / kind
+        files = sorted(directory.rglob("part-*.parquet")) if directory.is_dir() else []
+        return null_columns(files)
+
+
+# Integer columns whose values are small: narrowed when read compactly (a safe cast, so exact).
+NARROW = {"layer": pa.int16(), "n_layers": pa.int16(), "sample_index": pa.int32(), "max_length": pa.int32()}
+
+
+def compact_table(table: pa.Table) -> pa.Table:
+    """The same values in less memory: every text column dictionary-encoded (a pandas category:
+    a few labels repeated over millions of rows) and the small integer columns narrowed."""
+    for index, name in enumerate(table.column_names):
+        column = table.column(name)
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type):
+            table = table.set_column(index, name, pc.dictionary_encode(column))
+        elif name in NARROW and pa.types.is_integer(column.type):
+            table = table.set_column(index, name, column.cast(NARROW[name], safe=True))
+    return table
+
+
+def null_columns(files) -> set[str]:
+    """Columns null in every row of every file (by the footers' null counts; unknown counts: not null)."""
+    empty: set[str] | None = None
+    for path in files:
+        meta = pq.read_metadata(path)
+        here = set(meta.schema.names)
+        for group in range(meta.num_row_groups):
+            row_group = meta.row_group(group)
+            for index in range(row_group.num_columns):
+                column = row_group.column(index)
+                stats = column.statistics
+                if stats is None or not stats.has_null_count or stats.null_count != row_group.num_rows:
+                    here.discard(column.path_in_schema)
+        empty = here if empty is None else empty & here
+    return empty or set()
+
+
+def _to_pandas(table: pa.Table) -> pd.DataFrame:
+    """A table as pandas, its Arrow buffers released column by column as they are converted."""
+    return table.to_pandas(split_blocks=True, self_destruct=True)
 
 
 def _part_files(directory: Path) -> list[str]:
@@ -299,7 +348,15 @@ def _read_files(files: list[str], columns=None, filters=None) -> pa.Table | None
     # One schema for all parts: a column that is all null in one part (data_sha256_ok of a file
     # outside the registry) and boolean in another must not make the others unreadable.
     schema = pa.unify_schemas([pq.read_schema(path) for path in files], promote_options="permissive")
-    dataset = ds.dataset(files, schema=schema, format="parquet")
+    return _scan(ds.dataset(files, schema=schema, format="parquet"), columns, filters)
+
+
+def _scan(dataset: ds.Dataset, columns=None, filters=None) -> pa.Table:
+    """The dataset's rows that pass ``filters``; an ``in`` filter of no values passes none (pyarrow
+    cannot bind an empty list to a column's type), e.g. a page whose profile has none of its conditions."""
+    if filters and any(isinstance(f, tuple) and f[1] == "in" and len(f[2]) == 0 for f in filters):
+        table = dataset.schema.empty_table()
+        return table.select(columns) if columns is not None else table
     expression = pq.filters_to_expression(filters) if filters else None
     return dataset.to_table(columns=columns, filter=expression)
 
@@ -348,10 +405,12 @@ def is_exported_file(path: str | os.PathLike) -> bool:
     return Path(path).suffix == ".parquet" and Path(path).is_file()
 
 
-def read_exported(path: str | os.PathLike, filters=None, columns: list[str] | None = None) -> pd.DataFrame:
-    """Rows of an exported Parquet file, filtered as :meth:`ResultsStore.read` filters."""
-    expression = pq.filters_to_expression(filters) if filters else None
-    return ds.dataset(str(path), format="parquet").to_table(columns=columns, filter=expression).to_pandas()
+def read_exported(
+    path: str | os.PathLike, filters=None, columns: list[str] | None = None, *, compact: bool = False
+) -> pd.DataFrame:
+    """Rows of an exported Parquet file, filtered (and compacted) as :meth:`ResultsStore.read` does."""
+    table = _scan(ds.dataset(str(path), format="parquet"), columns, filters)
+    return _to_pandas(compact_table(table)) if compact else table.to_pandas()
 
 
 def read_results(root: str | os.PathLike, **filters) -> pd.DataFrame:

@@ -104,22 +104,15 @@ show_markdown(page.coverage())
 # | `paper` | the paper's ten models (five base / instruct pairs) | all (500 per file) | `make book PROFILE=paper` on a GPU |
 # | `original` | the paper's ten models, on the original study's released statistics | all (500 per file), the 56 study files | `python -m analysis import-original SOURCE --out results/original`, then `make book PROFILE=original` |
 #
-# The paper's models need a GPU and access to a model hub. Without them the book runs on two
-# small models that install from PyPI: Gemma 3 270M (pre-trained, 18 layers) and
-# SmolLM2-135M-Instruct (instruction-tuned, 30 layers).
+# The paper's models need a GPU and access to a model hub; without them the book runs on two
+# small offline models, or on the original study's own released statistics (`original`).
 #
 # ## Caveats
-#
-# - **The offline models are not the paper's models.** They are quantised (GGUF, 4-bit) weights
-#   dequantised to float32, far smaller than the paper's 1.5 to 9 billion parameter models.
-# - **They come from two different families**, so the offline comparison of pre-trained and
-#   instruct models mixes instruction tuning with everything else that differs between them.
-# - **Sample counts.** The default profile uses 5 instructions per condition, the paper 500. One
-#   dataset alone then rarely decides a claim; the families pool their datasets (20 to 30
-#   instructions), which is where the default run's answers come from.
-# - Verdicts, numbers and sentences are generated from the stored results when the book is
-#   built; none is written by hand.
-#
+
+# %% tags=["remove-input"]
+sections.caveats(page)
+
+# %% [markdown]
 # ## References
 #
 # ```{bibliography}

@@ -21,7 +21,7 @@
 # Frobenius norm, the largest over the sample's layers and attention projections.
 
 # %% tags=["remove-cell"]
-from analysis.report import comparison
+from analysis.report import comparison, coverage
 from analysis.report.display import show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path, validate
 
@@ -44,7 +44,7 @@ differences = comparison.compare([params.results_dir, *others], params.models, p
 # ## Agreement per model
 
 # %% tags=["remove-input"]
-show_markdown(comparison.comparison_paragraph(differences))
+show_markdown(comparison.comparison_paragraph(differences, imported=coverage.imported_profile(params.profile)))
 
 # %% [markdown]
 # ## Per condition and statistic

@@ -21,7 +21,7 @@
 # %% tags=["remove-cell"]
 from analysis import runlog
 from analysis.findings import calibration, scenarios
-from analysis.report import provenance
+from analysis.report import coverage, provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path
@@ -45,19 +45,20 @@ benchmarks = optional_path("benchmarks_file", params.extra["benchmarks_file"])
 export = optional_path("export_file", params.extra["export_file"])
 runs = runlog.read(params.results_dir)
 run = runs[-1] if runs else None
+imported = coverage.imported_profile(params.profile)  # the original study's numbers: nothing computed here
 
 # %% [markdown]
 # ## The run
 
 # %% tags=["remove-input"]
-show_markdown(provenance.run_sentence(runs, params.results_dir))
+show_markdown(provenance.run_sentence(runs, params.results_dir, imported))
 show_table(provenance.profile_table(run), empty="The results directory has no run log.")
 
 # %% [markdown]
 # ## The numbers behind this book
 
 # %% tags=["remove-input"]
-show_markdown(provenance.export_sentence(export, params.models))
+show_markdown(provenance.export_sentence(export, params.models, params.profile.name))
 origin_of_numbers = origin_note(results.rows)
 if origin_of_numbers:
     show_markdown(f"*{origin_of_numbers}.*")
@@ -74,8 +75,14 @@ show_table(provenance.imports_table(runs), empty="", by=None)
 # loss mask and so the gradients).
 
 # %% tags=["remove-input"]
-show_table(provenance.models_used_table(results.rows), empty="No results are stored.", by=None)
-show_table(provenance.model_facts_table(run), empty="The run log records no model facts.", by=None)
+show_table(provenance.models_used_table(results.rows, runs), empty="No results are stored.", by=None)
+show_table(
+    provenance.model_facts_table(run),
+    empty="No model was loaded: the numbers are the original study's, imported."
+    if imported
+    else "The run log records no model facts.",
+    by=None,
+)
 if figure_note(results.models):
     show_markdown(f"*{figure_note(results.models)}.*")
 
@@ -99,7 +106,12 @@ show_table(data_check)
 show_table(provenance.time_summary(runs), empty="No run times are recorded.")
 
 # %% tags=["remove-input", "hide-output"]
-show_table(provenance.extraction_time_table(runs), empty="No extraction was recorded.")
+show_table(
+    provenance.extraction_time_table(runs),
+    empty="Nothing was computed: the numbers are imported (the files are listed above)."
+    if imported
+    else "No extraction was recorded.",
+)
 
 # %% [markdown]
 # ## How well the intervals and verdicts work
@@ -145,10 +157,13 @@ show_table(provenance.package_table(run, runlog.package_versions()))
 # ## Benchmarks
 
 # %% tags=["remove-input"]
-benchmark = provenance.benchmark_table(benchmarks) if benchmarks else None
+benchmark = provenance.benchmark_table(benchmarks) if benchmarks and not imported else None
 show_table(
     benchmark,
-    empty=f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
+    empty="This run computed nothing (its numbers are the original study's, imported), so this project's "
+    "extraction benchmark (`make benchmark`) does not describe it."
+    if imported
+    else f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
     "`make benchmark` writes `benchmarks/results.json`.",
     by=None,
 )

@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import cli, data, runlog
-from analysis.extract import models, original, runner
+from analysis.extract import models, original, original_sources, runner
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
@@ -184,7 +184,7 @@ def test_one_file_with_model_and_condition_through_the_command(tree, study_data_
     assert cli.main([*args, "--model", "my-model", "--condition", "wiki/len100/correct"]) == 2
     assert "--template" in capsys.readouterr().err  # a model outside the registry must name its template
     assert cli.main([*args, "--model", "my-model", "--condition", "wiki/len100/correct", "--template", "base"]) == 0
-    assert "3 samples imported from 1 files" in capsys.readouterr().out
+    assert "1 file: 3 samples imported, 0 already stored; rejected: none" in capsys.readouterr().out
     rows = read_results(out)
     assert set(rows["model"]) == {"my-model"} and set(rows["condition"]) == {"wiki/len100/correct"}
     assert cli.main([*args, "--model", "Qwen/Qwen2-1.5B-Instruct", "--condition", "wiki/len100/correct"]) == 0
@@ -251,10 +251,14 @@ def test_no_network_gets_one_line(tmp_path, monkeypatch, capsys):
 def test_every_study_file_and_paper_model_has_a_place_in_the_tree():
     for condition in original.data.study_conditions():
         for info in original.registry.PAPER_MODELS.values():
-            relative = original.original_path(info.original_folder, condition.key)
-            model, key, problem = original.describe_place(f"grads_exp/{relative}")
-            assert problem is None and key == condition.key and original.folder_for(model) == info.original_folder
-    assert original.describe_place("grads_exp/cot_500/gemma2_2b_it_new/grads_aqua_train_with_cot_gpt4o.jsonl")[:2] == (
+            relative = original_sources.original_path(info.original_folder, condition.key)
+            model, key, problem = original_sources.describe_place(f"grads_exp/{relative}")
+            assert (
+                problem is None and key == condition.key and original_sources.folder_for(model) == info.original_folder
+            )
+    assert original_sources.describe_place("grads_exp/cot_500/gemma2_2b_it_new/grads_aqua_train_with_cot_gpt4o.jsonl")[
+        :2
+    ] == (
         "google/gemma-2-2b-it",
         "aqua/detailed/correct",
     )
@@ -330,15 +334,19 @@ def test_an_imported_profile_computes_nothing_and_needs_an_import(tree, study_da
 
 
 def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_data_dir, tmp_path):
-    from analysis.report.load import load_results, origin_note
+    from analysis.report.load import lacks, load_results, origin_note
     from analysis.store import export_parquet
 
     run_import(tree, tmp_path / "out", study_data_dir)
     exported = export_parquet(tmp_path / "out", tmp_path / "book" / "results.parquet")
     from_store = load_results(tmp_path / "out", [MODEL], CONDITIONS, 1024, None, study_data_dir)
     from_file = load_results(exported, [MODEL], CONDITIONS, 1024, None, study_data_dir)
-    columns = [*KEY, "nuclear_norm", "sigma_max", "sigma_min", "frobenius", "sigma1_ratio", "loss", "origin"]
-    assert "origin_sha256" not in from_file.rows  # columns no page reads stay on disk
+    columns = [*KEY, "nuclear_norm", "sigma1_ratio", "n_layers", "origin"]
+    # columns no page reads, and those the imported statistics lack, stay on disk
+    for unread in ("origin_sha256", "sigma_max", "loss", "effective_rank", "n_response_tokens"):
+        assert unread not in from_file.rows and unread not in from_store.rows
+    assert lacks(from_store.rows, "effective_rank") and not lacks(from_store.rows, "nuclear_norm")
+    assert from_store.rows["condition"].dtype == "category" and from_store.rows["layer"].dtype == "int16"
     pd.testing.assert_frame_equal(
         from_store.rows[columns].sort_values(KEY).reset_index(drop=True),
         from_file.rows[columns].sort_values(KEY).reset_index(drop=True),
@@ -385,7 +393,10 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
                 progress=False,
             )
         fmt.write_from_rows(
-            tmp_path / "source", original.folder_for(name), read_results(results / "paper", model=name), study_data_dir
+            tmp_path / "source",
+            original_sources.folder_for(name),
+            read_results(results / "paper", model=name),
+            study_data_dir,
         )
     run_import(tmp_path / "source", results / "original", study_data_dir)
     original_profile = profiles.get_profile("original")
@@ -412,3 +423,74 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
         assert f"**{name}.** {5 * len(E2E_CONDITIONS)} of {5 * len(E2E_CONDITIONS)} samples" in comparison_page
     assert "download it as one Parquet file" in (pages / "reproducibility.ipynb").read_text()
     assert (run.book_index.parent / "results.parquet").is_file()
+
+
+# --------------------------------------------------------------------------- repairs, exit status, --strict
+
+
+def test_a_corrected_file_repairs_a_skipped_sample(tree, extracted, study_data_dir, tmp_path):
+    ids = stored_ids(extracted, "aqua/none/correct")
+    path = fmt.tree_path(tree, FOLDER, "aqua/none/correct")
+    good = path.read_text()
+    fmt.set_nan(path, 1)
+    first = run_import(path, tmp_path / "out", study_data_dir, model=FOLDER, condition="aqua/none/correct")
+    assert first.imported == 2 and first.files[0].problems == {"non_finite": 1}
+    fmt.append_foreign(path)  # another file, still non-finite: no second skip record
+    again = run_import(path, tmp_path / "out", study_data_dir, model=FOLDER, condition="aqua/none/correct")
+    assert (again.imported, again.files[0].already_stored, again.files[0].problems) == (
+        0,
+        2,
+        {"non_finite": 1, "foreign": 1},
+    )
+    assert len(ResultsStore(tmp_path / "out").read("skipped")) == 1
+    path.write_text(good)  # the corrected file
+    repaired = run_import(path, tmp_path / "out", study_data_dir, model=FOLDER, condition="aqua/none/correct")
+    report = repaired.files[0]
+    assert (report.imported, report.repaired, report.already_stored, report.problems) == (1, 1, 2, {})
+    assert "1 imported (1 of them stored as skipped before), 2 already stored" in report.summary()
+    rows = read_results(tmp_path / "out")
+    assert sorted(rows["sample_index"].unique()) == ids and not rows.duplicated(KEY).any()
+    assert read_skipped(tmp_path / "out").empty  # the sample is stored now
+    history = ResultsStore(tmp_path / "out").read("skipped")  # the skip record stays
+    assert list(history["sample_index"]) == [ids[1]] and history["reason"].iloc[0].startswith(
+        original.NON_FINITE_REASON
+    )
+
+
+def command(source, out, data_dir, *extra) -> list[str]:
+    return ["import-original", str(source), "--out", str(out), "--data-dir", str(data_dir), "--no-progress", *extra]
+
+
+def test_the_exit_status_tells_a_clean_import_from_a_lossy_one(tree, study_data_dir, tmp_path, capsys):
+    assert cli.main(command(tree, tmp_path / "clean", study_data_dir)) == 0
+    last = capsys.readouterr().out.strip().splitlines()[-1]
+    assert last.startswith("3 files: 9 samples imported, 0 already stored; rejected: none (")
+    path = fmt.tree_path(tree, FOLDER, "aqua/none/correct")
+    fmt.set_nan(path, 1)
+    fmt.append_duplicate(path, 0)
+    fmt.append_cut_line(path)
+    assert cli.main(command(tree, tmp_path / "lossy", study_data_dir)) == 1
+    out = capsys.readouterr().out.strip().splitlines()
+    assert len(out) == 1 and out[0].startswith(
+        "3 files: 8 samples imported, 0 already stored; rejected: 1 non-finite, 1 duplicate, 1 cut ("
+    )
+    assert cli.main(command(tree, tmp_path / "lossy", study_data_dir)) == 1  # nothing new, still lossy
+    captured = capsys.readouterr()
+    assert (
+        "0 samples imported, 0 already stored (3 files already imported whole); rejected: 1 non-finite" in captured.out
+    )
+    assert "already imported (sha256 " in captured.err and ", 3 lines rejected then)" in captured.err
+
+
+def test_strict_imports_nothing_from_a_file_with_a_rejected_line(tree, study_data_dir, tmp_path, capsys):
+    path = fmt.tree_path(tree, FOLDER, "aqua/none/correct")
+    fmt.append_unmatched(path)
+    assert cli.main(command(tree, tmp_path / "out", study_data_dir, "--strict")) == 1
+    captured = capsys.readouterr()
+    assert "not imported (--strict: 1 lines rejected)" in captured.err
+    assert "6 samples imported" in captured.out and "1 files not imported (--strict)" in captured.out
+    rows = read_results(tmp_path / "out")
+    assert "aqua/none/correct" not in set(rows["condition"]) and rows["condition"].nunique() == 2
+    assert runlog.latest(tmp_path / "out").imports[0]["withheld"] is True
+    assert cli.main(command(tree, tmp_path / "out", study_data_dir)) == 1  # without --strict: the rest of it
+    assert set(read_results(tmp_path / "out")["condition"]) == set(CONDITIONS)

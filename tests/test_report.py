@@ -2,6 +2,8 @@
 
 import json
 import math
+import re
+from pathlib import Path
 
 import matplotlib
 
@@ -23,14 +25,16 @@ from synthetic import (
     write_store,
 )
 
-from analysis import data, runlog, vocabulary
+from analysis import data, profiles, runlog, vocabulary
 from analysis.findings import metrics, questions
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
+from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
-from analysis.report.load import ReportError, coverage_message, figure_note, load_results, require_rows
+from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
 from analysis.report.page import Page
 
+ROOT = Path(__file__).resolve().parents[1]
 WIGGLE = {**REASONING_WIGGLE, "len100": 0.05, "len1000": 0.05}
 
 
@@ -264,13 +268,16 @@ def test_load_results_reports_missing_and_skipped(tmp_path):
     # without the data file, the 3 ids of highest rank in the seeded random order among those stored
     ranks = data.sample_ranks("aqua", 4)
     assert set(results.rows["sample_index"]) == set(np.argsort(ranks, kind="stable")[:3].tolist())
-    message = coverage_message(results)
-    assert "2 of 6 (model, condition) pairs are complete" in message
-    assert "**Missing results:**" in message and f"{BASE} aqua/simplified/correct (0 of 3 stored)" in message
+    cpu = profiles.get_profile("cpu")
+    message = coverage_text(results, cpu, root, [BASE, INSTRUCT])
+    assert f"1 of the run's 2 models are in the store ({BASE}); 2 of the 3 (model, condition) pairs" in message
+    assert f"**Not stored:** {BASE}: aqua/simplified/correct; {INSTRUCT}: all 3 conditions of this page." in message
+    assert f"Compute them with `python -m analysis run --profile cpu --results-dir {root}`" in message
     everything = load_results(root, [BASE], conditions[:2], data_dir=tmp_path / "no-data")
-    assert "1 samples were not computed and are left out: 1 response truncated away" in coverage_message(everything)
-    with pytest.raises(ReportError, match="holds no rows"):
-        require_rows(load_results(root, [INSTRUCT], conditions))
+    text = coverage_text(everything, cpu, root, [BASE])
+    assert "1 samples were not computed and are left out: 1 response truncated away" in text
+    with pytest.raises(ReportError, match="holds no rows of the run's models; first run `python -m analysis run"):
+        require_store_rows(root, [INSTRUCT], "python -m analysis run --profile cpu")
 
 
 def test_load_results_needs_a_store_and_one_truncation_length(tmp_path):
@@ -405,3 +412,29 @@ def test_data_check_tables(tmp_path, study_data_dir):
     assert provenance.data_check_sentence(missing).startswith("0 of 2 data files match")
     present = provenance.data_check_table(["aqua/none/correct", "wiki/len100/irrelevant"], study_data_dir)
     assert provenance.data_check_sentence(present) == "2 of 2 data files match their published sha256."
+
+
+def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(tmp_path, monkeypatch):
+    rows = make_results(reasoning_conditions("aqua", "gsm8k"), {BASE: ("base", 6)}, n_samples=3)
+    root = write_store(tmp_path, rows)
+    record_run(root, [BASE], sorted(rows["condition"].unique()), n_resamples=20, name="cpu")  # no Wiki condition
+    page = Page.open("wiki_knowledge", {"profile": "cpu", "results_dir": str(root)})
+    assert page.empty and page.params.conditions == ()
+    shown = []
+    monkeypatch.setattr(sections, "show_markdown", shown.append)
+    for name in ("show_figure", "show_figures", "show_table"):
+        monkeypatch.setattr(sections, name, lambda *a, _name=name, **k: shown.append(_name))
+    source = (ROOT / "notebooks" / "wiki_knowledge.py").read_text()
+    calls = re.findall(r"^sections\.(\w+)\(page\)$", source, re.MULTILINE)
+    assert "findings" in calls
+    for call in calls:  # every section of the chapter, as its notebook calls them
+        getattr(sections, call)(page)
+    full = "cpu-full" in profiles.PROFILES  # a profile of every condition, when the project has one
+    command = (
+        "python -m analysis run --profile cpu-full"
+        if full
+        else f"python -m analysis run --profile cpu --results-dir {root}"
+    )
+    assert shown == [
+        f"**The `cpu` profile computes no condition of this chapter (Wiki knowledge).** `{command}` would."
+    ]

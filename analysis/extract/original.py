@@ -12,7 +12,8 @@ their origin. What the files do not hold (effective rank, cosine similarities, s
 token counts) stays missing.
 
 A file is read line by line and written to the store once, whole, after its last line; a second
-import skips the files whose contents are already stored and adds only samples not stored yet.
+import skips the files whose contents are already stored and adds only samples not stored yet; a
+sample stored as skipped for non-finite values is imported from a later file that holds finite ones.
 Lines that match no sample, repeated samples, a last line cut by a crash, lines that are not in the
 format and non-finite values are counted per file and reported with their line numbers; none is
 stored as numbers (a matched sample with non-finite values is recorded as skipped, with the reason).
@@ -23,251 +24,39 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, layer_stats, registry
-from analysis.errors import StudyError
+from analysis import data, layer_stats, registry, runlog
 from analysis.extract import architectures
 from analysis.extract.architectures import Architecture
+from analysis.extract.original_report import FileReport, ImportResult, absent_files
+from analysis.extract.original_sources import (
+    ORIGIN,
+    HashingLines,
+    OriginalFile,
+    is_archive,
+    source_files,
+    streamed,
+)
 from analysis.settings import ORIGINAL_MAX_LENGTH
 from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 from analysis.vocabulary import PROJECTIONS
 
-ORIGIN = "original study's statistics"
-HUB_PREFIX = "hf://datasets/"
-HUB_DATASET = "MingLiiii/Layer_Gradient"
 # The file's statistic -> the store's column, and the columns the files do not hold (analysis.layer_stats).
 STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}
 ABSENT = layer_stats.absent_from_original()
-_FILE = re.compile(r"^grads_(.+)\.jsonl$")
-PROBLEMS = {
-    "unmatched": "matches no sample of the data file (instruction and output)",
-    "duplicate": "repeats a sample already read from this file",
-    "cut": "cut last line (the file ends inside a record)",
-    "malformed": "not a JSON line",
-    "foreign": "not a record of the original format",
-    "non_finite": "non-finite values (stored as skipped, not as numbers)",
-}
-
-
-class OriginalFormatError(StudyError, ValueError):
-    """A file or a request that the importer cannot map to the study."""
-
-
-# --------------------------------------------------------------------------- names
-
-
-def _task_folders() -> dict[tuple[str, str], str]:
-    """(task folder, data file stem) -> condition key, from the study's registry."""
-    table = {}
-    for condition in data.study_conditions():
-        path = PurePosixPath(condition.relative_path)
-        table[(path.parent.name, path.stem)] = condition.key
-    return table
-
-
-TASK_FILES = _task_folders()
-TASKS = tuple(sorted({task for task, _ in TASK_FILES}))
-
-
-def condition_for(task: str, stem: str) -> str | None:
-    """The study condition of ``grads_<stem>.jsonl`` in the task folder ``task``, else None."""
-    return TASK_FILES.get((task, stem))
-
-
-def original_path(model_folder: str, condition: str) -> str:
-    """Where the original script writes a model's statistics of a condition, relative to ``grads_exp``."""
-    relative = PurePosixPath(data.get_condition(condition).relative_path)
-    return f"{relative.parent}/{model_folder}/grads_{relative.stem}.jsonl"
-
-
-def model_for(name: str) -> str:
-    """The registry name of a model given by its original folder name or registry id; else ``name``."""
-    return registry.original_folder_model(name) or name
-
-
-def folder_for(model: str) -> str:
-    """The original folder name of a registry model (or the name itself when it has none)."""
-    info = registry.known_model(model)
-    return info.original_folder if info is not None and info.original_folder else model
-
-
-@dataclass(frozen=True)
-class OriginalFile:
-    """One statistics file, with the model and condition its place in the tree names."""
-
-    path: Path
-    relative: str  # as the source names it (under its root, or in the hub dataset)
-    model: str | None
-    condition: str | None
-    problem: str | None = None  # why the file cannot be imported (unknown folder or file name)
-
-
-def describe_place(relative: str) -> tuple[str | None, str | None, str | None]:
-    """(model, condition, problem) of a path ending in ``<task>/<model>/grads_<stem>.jsonl``."""
-    parts = PurePosixPath(relative).parts
-    match = _FILE.match(parts[-1])
-    if match is None or len(parts) < 3:
-        return None, None, "not a statistics file (expected <task>/<model>/grads_<data file stem>.jsonl)"
-    task, folder, stem = parts[-3], parts[-2], match.group(1)
-    condition = condition_for(task, stem)
-    model = registry.original_folder_model(folder)
-    if condition is None:
-        known = ", ".join(TASKS)
-        return model, None, f"unknown task folder or data file {task}/{stem} (tasks: {known})"
-    if model is None:
-        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
-        return None, condition, f"unknown model folder {folder!r} (known: {known})"
-    return model, condition, None
-
-
-def find_files(root: Path) -> list[OriginalFile]:
-    """Every ``grads_*.jsonl`` under ``root``, in path order, with its model and condition."""
-    found = []
-    for path in sorted(Path(root).rglob("grads_*.jsonl")):
-        relative = path.relative_to(root).as_posix()
-        model, condition, problem = describe_place(relative)
-        found.append(OriginalFile(path, relative, model, condition, problem))
-    return found
-
-
-def wanted(file: OriginalFile, models: set[str] | None, conditions: set[str] | None) -> bool:
-    """Whether a file is among the models and conditions asked for (None: all)."""
-    if models is not None and file.model not in models:
-        return False
-    return conditions is None or file.condition in conditions
-
-
-# --------------------------------------------------------------------------- the hub
-
-
-def hub_dataset(source: str) -> str | None:
-    """The dataset id of ``hf://datasets/<owner>/<name>``, else None."""
-    if not source.startswith(HUB_PREFIX):
-        return None
-    repo = source[len(HUB_PREFIX) :].strip("/")
-    if repo.count("/") != 1:
-        raise OriginalFormatError(f"{source}: expected hf://datasets/<owner>/<name>, e.g. {HUB_PREFIX}{HUB_DATASET}")
-    return repo
-
-
-def hub_files(
-    repo: str,
-    models: set[str] | None,
-    conditions: set[str] | None,
-    cache_dir=None,
-    revision: str | None = None,
-) -> Iterator[OriginalFile]:
-    """The dataset's statistics files that were asked for, each downloaded when its turn comes.
-
-    Only the listing and the chosen files are fetched (huggingface_hub keeps them in its cache, so
-    an interrupted import downloads nothing twice).
-    """
-    from huggingface_hub import HfApi, hf_hub_download
-
-    try:
-        names = HfApi().list_repo_files(repo, repo_type="dataset", revision=revision)
-    except Exception as error:  # noqa: BLE001 - the hub client's errors (network, missing repo) in one line
-        raise OriginalFormatError(f"{HUB_PREFIX}{repo}: cannot list the dataset's files ({error})") from None
-    for name in sorted(n for n in names if n.endswith(".jsonl")):
-        model, condition, problem = describe_place(name)
-        placed = OriginalFile(Path(name), name, model, condition, problem)
-        if problem is None and not wanted(placed, models, conditions):
-            continue
-        if problem is not None:
-            yield placed
-            continue
-        try:
-            local = hf_hub_download(repo, name, repo_type="dataset", revision=revision, cache_dir=cache_dir)
-        except Exception as error:  # noqa: BLE001
-            raise OriginalFormatError(f"{HUB_PREFIX}{repo}/{name}: cannot download ({error})") from None
-        yield OriginalFile(Path(local), f"{HUB_PREFIX}{repo}/{name}", model, condition)
+NON_FINITE_REASON = f"non-finite values in the {ORIGIN}"  # how a skip record of the importer begins
 
 
 # --------------------------------------------------------------------------- one file
-
-
-@dataclass
-class FileReport:
-    """What importing one file did: counts, and the first line of each problem."""
-
-    file: str
-    sha256: str = ""
-    model: str | None = None
-    condition: str | None = None
-    lines: int = 0
-    imported: int = 0
-    already_stored: int = 0
-    problems: dict[str, int] = field(default_factory=dict)
-    first_line: dict[str, int] = field(default_factory=dict)
-    detail: dict[str, str] = field(default_factory=dict)
-    skipped_file: str | None = None  # why the whole file was not imported
-    already_imported: bool = False  # its contents (same sha256) are in the store already
-    layers: int | None = None
-    note: str | None = None  # e.g. a layer count other than the registry's for this model
-    megabytes: float = 0.0
-    seconds: float = 0.0
-
-    def count(self, kind: str, line: int, detail: str = "") -> None:
-        self.problems[kind] = self.problems.get(kind, 0) + 1
-        if kind not in self.first_line:
-            self.first_line[kind] = line
-            if detail:
-                self.detail[kind] = detail
-
-    def problem_lines(self) -> list[str]:
-        """One line per kind of problem: file, first line, what is wrong, how many lines."""
-        if self.skipped_file:
-            return [f"{self.file}: not imported: {self.skipped_file}"]
-        out = [f"{self.file}: note: {self.note}"] if self.note else []
-        for kind, n in self.problems.items():
-            extra = f" ({self.detail[kind]})" if kind in self.detail else ""
-            out.append(
-                f"{self.file}: line {self.first_line[kind]}: {PROBLEMS[kind]}{extra}; "
-                f"{n} such line{'s' if n > 1 else ''} in this file"
-            )
-        return out
-
-    def summary(self) -> str:
-        """One line: where the file went and how many samples it gave."""
-        if self.skipped_file:
-            return f"{self.file}: not imported"
-        if self.already_imported:
-            return f"{self.file} -> {self.model} {self.condition}: already imported (sha256 {self.sha256[:12]})"
-        return (
-            f"{self.file} -> {self.model} {self.condition}: {self.imported} imported, "
-            f"{self.already_stored} already stored, {sum(self.problems.values())} lines not stored"
-        )
-
-    def as_record(self) -> dict:
-        """The run log's record of this file."""
-        return {
-            "file": self.file,
-            "sha256": self.sha256,
-            "origin": ORIGIN,
-            "model": self.model,
-            "condition": self.condition,
-            "lines": self.lines,
-            "imported": self.imported,
-            "already_stored": self.already_stored,
-            "problems": dict(self.problems),
-            "first_line": dict(self.first_line),
-            "not_imported": self.skipped_file,
-            "already_imported": self.already_imported,
-            "layers": self.layers,
-            "note": self.note,
-            "megabytes": round(self.megabytes, 3),
-            "seconds": round(self.seconds, 3),
-        }
 
 
 def sample_lookup(records: Iterable[data.Record]) -> dict[tuple[str, str], list[int]]:
@@ -362,18 +151,17 @@ class Line:
     loss: float = math.nan
 
 
-def _file_lines(path: Path, on_bytes: Callable[[int], None]) -> Iterator[tuple[int, bytes, bool]]:
-    """(line number, bytes, whether the line is cut: the last one, without its newline) of a file."""
-    with open(path, "rb") as handle:
-        previous: bytes | None = None
-        number = 0
-        for raw in handle:
-            on_bytes(len(raw))
-            if previous is not None:
-                yield number, previous, False
-            previous, number = raw, number + 1
+def _stream_lines(handle: Iterable[bytes], on_bytes: Callable[[int], None]) -> Iterator[tuple[int, bytes, bool]]:
+    """(line number, bytes, whether the line is cut: the last one, without its newline) of a binary stream."""
+    previous: bytes | None = None
+    number = 0
+    for raw in handle:
+        on_bytes(len(raw))
         if previous is not None:
-            yield number, previous, not previous.endswith(b"\n")
+            yield number, previous, False
+        previous, number = raw, number + 1
+    if previous is not None:
+        yield number, previous, not previous.endswith(b"\n")
 
 
 def _read_line(raw: bytes, *, unterminated: bool, n_layers: int | None, adapter: Architecture) -> Line | None:
@@ -392,7 +180,7 @@ def _read_line(raw: bytes, *, unterminated: bool, n_layers: int | None, adapter:
 
 
 def read_lines(
-    path: Path,
+    handle: Iterable[bytes],
     report: FileReport,
     lookup,
     done: set[int],
@@ -400,10 +188,10 @@ def read_lines(
     *,
     adapter: Architecture = architectures.DEFAULT,
 ) -> ParsedFile:
-    """Every line of one file: matched samples, and problems counted in ``report``."""
+    """Every line of one file (an open binary stream): matched samples, and problems counted in ``report``."""
     parsed = ParsedFile()
     taken: set[int] = set()
-    for number, raw, unterminated in _file_lines(path, on_bytes):
+    for number, raw, unterminated in _stream_lines(handle, on_bytes):
         line = _read_line(raw, unterminated=unterminated, n_layers=parsed.n_layers, adapter=adapter)
         if line is None:
             continue
@@ -428,7 +216,7 @@ def read_lines(
         problem = non_finite(line.values, line.loss)
         if problem is not None:
             report.count("non_finite", number, problem)
-            parsed.skipped[index] = f"non-finite values in the {ORIGIN}: {problem} (line {number})"
+            parsed.skipped[index] = f"{NON_FINITE_REASON}: {problem} (line {number})"
             continue
         parsed.indices.append(index)
         parsed.losses.append(line.loss)
@@ -495,36 +283,48 @@ def import_file(
     data_dir=None,
     template: str | None = None,
     on_bytes: Callable[[int], None] = lambda n: None,
+    *,
+    strict: bool = False,
+    earlier: dict[str, dict] | None = None,
 ) -> FileReport:
-    """Import one statistics file into the store; its rows appear whole or not at all."""
+    """Import one statistics file into the store; its rows appear whole or not at all.
+
+    A sample stored before only as skipped (non-finite values) is imported when this file holds
+    finite values for it; its skip record stays. ``strict``: nothing of a file with a rejected line.
+    ``earlier``: the run log's records by sha256 (see :func:`earlier_imports`), whose rejected lines
+    a file already imported still counts.
+    """
     started = time.perf_counter()
     report = FileReport(file.relative, model=file.model, condition=file.condition)
     if file.problem is not None:
         report.skipped_file = file.problem
         return report
-    size = file.path.stat().st_size
+    size = file.byte_size()
     report.megabytes = size / 1e6
-    report.sha256 = data.file_sha256(file.path)
+    report.sha256 = "" if file.once else file.sha256()  # a streamed archive member is hashed as it is read
     chosen = registry.resolve_template(file.model, template)
     target = target_for(file.model, chosen, file.condition, data_dir, file.relative, report.sha256)
     with store.lock(target.key):
-        if report.sha256 in store.stored_values(target.key, "origin_sha256"):
-            report.already_imported = True
-            on_bytes(size)
-            return report
-        other = store.stored_values(target.key, "data_sha256") - {target.resolved.sha256}
-        if other:
-            raise StoreError(
-                f"{store.run_dir('rows', target.key)}: the stored rows of {file.condition} come from a data file with "
-                f"sha256 {sorted(other)[0][:12]}…, but {target.resolved.path} has sha256 {target.resolved.sha256[:12]}…; "
-                "import into a different --out"
-            )
+        if report.sha256 and _already_imported(store, target, report, on_bytes, size):
+            return _recalled(report, earlier)
         lookup = sample_lookup(data.load_records(target.resolved.path))
+        done = store.done_samples(target.key)
+        repairable = done - store.done_samples(target.key, retry_reasons=(NON_FINITE_REASON,))
         adapter = architectures.for_model_name(file.model)
-        parsed = read_lines(file.path, report, lookup, store.done_samples(target.key), on_bytes, adapter=adapter)
-        rows, skipped = store_rows(parsed, target.identity), skipped_rows(parsed, target.identity)
-        store.write(target.key, rows, skipped)
-    report.imported = len(parsed.indices)
+        with file.open() as stream:
+            lines = HashingLines(stream) if file.once else stream
+            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes, adapter=adapter)
+        if isinstance(lines, HashingLines):
+            report.sha256 = target.identity["origin_sha256"] = lines.hexdigest()
+            if _already_imported(store, target, report, lambda n: None, size):
+                return _recalled(report, earlier)
+        for index in repairable & parsed.skipped.keys():  # still non-finite: its skip record is stored
+            del parsed.skipped[index]
+        report.withheld = strict and report.rejected > 0
+        if not report.withheld:
+            store.write(target.key, store_rows(parsed, target.identity), skipped_rows(parsed, target.identity))
+    report.imported = 0 if report.withheld else len(parsed.indices)
+    report.repaired = 0 if report.withheld else len(repairable.intersection(parsed.indices))
     report.layers = parsed.n_layers
     info = registry.known_model(file.model)
     if info is not None and info.layers and parsed.n_layers and parsed.n_layers != info.layers:
@@ -533,73 +333,42 @@ def import_file(
     return report
 
 
-# --------------------------------------------------------------------------- a source
+def earlier_imports(store: ResultsStore) -> dict[str, dict]:
+    """The run log's record of each file imported into ``store`` before, by sha256."""
+    records = {}
+    for run in runlog.read(store.root):
+        for record in run.imports:
+            if record.get("sha256") and not record.get("already_imported") and not record.get("withheld"):
+                records[record["sha256"]] = record
+    return records
 
 
-@dataclass
-class ImportResult:
-    """Every file's report, the study files absent for the models seen, and the time taken."""
-
-    files: list[FileReport]
-    absent: dict[str, list[str]]  # model -> conditions asked for without a file
-    seconds: float
-
-    @property
-    def megabytes(self) -> float:
-        return sum(f.megabytes for f in self.files)
-
-    @property
-    def imported(self) -> int:
-        return sum(f.imported for f in self.files)
+def _recalled(report: FileReport, earlier: dict[str, dict] | None) -> FileReport:
+    """A file imported before keeps the rejected lines counted then (its exit status does not change)."""
+    record = (earlier or {}).get(report.sha256)
+    if record is not None:
+        report.problems, report.first_line = dict(record["problems"]), dict(record["first_line"])
+        report.lines, report.layers, report.note = record["lines"], record["layers"], record["note"]
+    return report
 
 
-def source_files(
-    source: str,
-    model: str | None = None,
-    condition: str | None = None,
-    models: Iterable[str] | None = None,
-    conditions: Iterable[str] | None = None,
-    cache_dir=None,
-) -> Iterator[OriginalFile]:
-    """The files of a source: a folder walked for the tree, one .jsonl file, or a hub dataset."""
-    model_set = {model_for(m) for m in models} if models else None
-    unknown = sorted((model_set or set()) - set(registry.PAPER_MODELS))
-    if unknown:
-        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
-        raise OriginalFormatError(
-            f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)"
+def _already_imported(store: ResultsStore, target: Target, report: FileReport, on_bytes, size: int) -> bool:
+    """Whether the store holds this file's contents already (same sha256); refuses another data file."""
+    if report.sha256 in store.stored_values(target.key, "origin_sha256"):
+        report.already_imported = True
+        on_bytes(size)
+        return True
+    other = store.stored_values(target.key, "data_sha256") - {target.resolved.sha256}
+    if other:
+        raise StoreError(
+            f"{store.run_dir('rows', target.key)}: the stored rows of {report.condition} come from a data file with "
+            f"sha256 {sorted(other)[0][:12]}…, but {target.resolved.path} has sha256 {target.resolved.sha256[:12]}…; "
+            "import into a different --out"
         )
-    condition_set = set(conditions) if conditions else None
-    for key in condition_set or ():
-        data.get_condition(key)
-    repo = hub_dataset(source)
-    if repo is not None:
-        yield from hub_files(repo, model_set, condition_set, cache_dir)
-        return
-    path = Path(source)
-    if path.is_file():
-        if not model or not condition:
-            raise OriginalFormatError(f"{path}: one file needs --model and --condition (e.g. aqua/none/correct)")
-        key = data.get_condition(condition).key
-        yield OriginalFile(path, str(path), model_for(model), key)
-        return
-    if not path.is_dir():
-        raise OriginalFormatError(f"{source}: no such file or folder (nor hf://datasets/<owner>/<name>)")
-    files = find_files(path)
-    if not files:
-        raise OriginalFormatError(f"{path}: no grads_*.jsonl file anywhere below this folder")
-    for file in files:
-        if file.problem is not None or wanted(file, model_set, condition_set):
-            yield file
+    return False
 
 
-def absent_files(files: list[FileReport], models: Iterable[str] | None, conditions: Iterable[str] | None):
-    """Per model (asked for, or seen), the study conditions asked for that had no file."""
-    seen = {f.model for f in files if f.model and f.condition}
-    chosen = [model_for(m) for m in models] if models else sorted(seen)
-    keys = list(conditions) if conditions else [c.key for c in data.study_conditions()]
-    present = {(f.model, f.condition) for f in files}
-    return {m: [k for k in keys if (m, k) not in present] for m in chosen if any((m, k) not in present for k in keys)}
+# --------------------------------------------------------------------------- a source
 
 
 def import_source(
@@ -614,23 +383,29 @@ def import_source(
     progress: bool = True,
     cache_dir=None,
     on_file: Callable[[FileReport], None] = lambda report: None,
+    *,
+    strict: bool = False,
 ) -> ImportResult:
-    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar."""
+    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar.
+
+    ``strict``: a file with a rejected line imports nothing (the others import as usual).
+    """
     started = time.perf_counter()
     files: Iterable[OriginalFile] = source_files(source, model, condition, models, conditions, cache_dir)
     total = None
-    if hub_dataset(source) is None:  # a local source: the bar knows its size; hub files download one by one
+    if not streamed(source):  # plain local files: the bar knows their size; others come one by one
         files = list(files)
-        total = sum(f.path.stat().st_size for f in files if f.problem is None)
+        total = sum(f.byte_size() for f in files if f.problem is None)
+    earlier = earlier_imports(store)
     bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
     reports = []
     try:
         for file in files:
-            report = import_file(store, file, data_dir, template, bar.update)
+            report = import_file(store, file, data_dir, template, bar.update, strict=strict, earlier=earlier)
             reports.append(report)
             on_file(report)
     finally:
         bar.close()
-    single = Path(source).is_file()
+    single = Path(source).is_file() and not is_archive(source)
     absent = {} if single else absent_files(reports, models, conditions)
     return ImportResult(reports, absent, time.perf_counter() - started)

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.report.coverage import HUB_SOURCE
 from analysis.store import ResultsStore, StoreError
 
 COMPARED = {"nuclear_norm": "nuclear norm", "sigma_max": "largest singular value", "frobenius": "Frobenius norm"}
@@ -113,14 +114,20 @@ def mismatches(differences: pd.DataFrame, tolerance: float = TOLERANCE) -> pd.Da
     return bad.sort_values(["model", "condition", "sample_index", "statistic"]).reset_index(drop=True)
 
 
-def comparison_paragraph(differences: pd.DataFrame, tolerance: float = TOLERANCE) -> str:
-    """Markdown: per model, how many samples agree within ``tolerance`` on all three statistics."""
+def comparison_paragraph(differences: pd.DataFrame, tolerance: float = TOLERANCE, *, imported: bool = False) -> str:
+    """Markdown: per model, how many samples agree within ``tolerance`` on all three statistics
+    (``imported``: this book's own numbers are the imported ones, so only the extraction is lacking)."""
     if differences.empty:
+        extract = "extract the same models (`python -m analysis run --profile paper`, on a GPU, into results/paper)"
+        todo = (
+            f"To compare, {extract}"
+            if imported
+            else "To compare, import the original statistics "
+            f"(`python -m analysis import-original {HUB_SOURCE} --out results/original`) and {extract}"
+        )
         return (
             "No model is stored both as the original study's imported statistics and as this project's "
-            "extraction (same max_length and template). To compare, import the original statistics "
-            "(`python -m analysis import-original SOURCE --out results/original`) and extract the same models "
-            "(`python -m analysis run --profile paper`, on a GPU), then rebuild this book."
+            f"extraction (same max_length and template). {todo}, then rebuild this book."
         )
     lines = []
     for model, group in differences.groupby("model", sort=False):

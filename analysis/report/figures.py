@@ -144,14 +144,27 @@ def headline_figure(
     return None
 
 
-def verdict_figure(table: pd.DataFrame, note: str | None = None) -> Figure | None:
-    """The verdict matrix: check x scope (families first, then datasets), one panel per model."""
+def verdict_figure(
+    table: pd.DataFrame, note: str | None = None, *, pairs: dict[str, str] | None = None
+) -> Figure | None:
+    """The verdict matrix: check x scope (families first, then datasets), one panel per model.
+
+    ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs (F4) says
+    it is decided on its instruct model.
+    """
     if table.empty:
         return None
     scopes = sorted(table["scope"].unique(), key=scope_rank)
     checks = [c for c in registry.all_ids() if c in set(table["check"])]
     labels = {s: vocabulary.scope_label(s) + (" (pooled)" if s in vocabulary.FAMILY_DATASETS else "") for s in scopes}
-    return plots.verdict_matrix(table, checks, scopes, labels, note)
+    row_notes = {
+        (base, check.id): f"decided on its instruct model ({instruct})"
+        for check in registry.selected(checks)
+        if check.scope == registry.PER_PAIR
+        for instruct, base in (pairs or {}).items()
+        if instruct in set(table.loc[table["check"] == check.id, "model"]) and base in set(table["model"])
+    }
+    return plots.verdict_matrix(table, checks, scopes, labels, note, row_notes=row_notes)
 
 
 def part_forest(

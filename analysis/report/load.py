@@ -12,7 +12,7 @@ import pandas as pd
 from analysis import data, layer_stats
 from analysis.errors import StudyError
 from analysis.registry import OFFLINE_MODELS, known_model
-from analysis.store import ResultsStore, StoreError, is_exported_file, read_exported
+from analysis.store import ResultsStore, StoreError, is_exported_file, null_columns, read_exported
 
 OFFLINE_NOTE = (
     "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "
@@ -42,6 +42,10 @@ UNREAD_COLUMNS = (
     "singular_values",
     *layer_stats.unread_by_pages(),  # the statistics that no page reads (analysis.layer_stats)
 )
+
+
+# Statistics that no page reads (the comparison page reads the store itself): left on disk too.
+UNREAD_STATISTICS = ("frobenius", "sigma_max", "sigma_min", "loss", "n_tokens")
 
 
 class ReportError(StudyError, RuntimeError):
@@ -145,8 +149,9 @@ def load_results(
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
-        columns = [c for c in store.column_names("rows") if c not in UNREAD_COLUMNS] or None
-        rows = store.read("rows", filters=filters, columns=columns)
+        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *store.empty_columns("rows")}  # empty: what imports lack
+        columns = [c for c in store.column_names("rows") if c not in unread] or None
+        rows = store.read("rows", filters=filters, columns=columns, compact=True)
         skipped = store.read("skipped", filters=filters)
     except (OSError, ValueError) as error:
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
@@ -168,14 +173,15 @@ def _load_exported(path: Path, models, conditions, max_length, n_samples, data_d
     try:
         import pyarrow.parquet as pq
 
-        columns = [c for c in pq.read_schema(path).names if c not in UNREAD_COLUMNS]
-        rows = read_exported(path, filters, columns)
+        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *null_columns([path])}
+        columns = [c for c in pq.read_schema(path).names if c not in unread]
+        rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:
         raise StoreError(f"{path}: cannot read the exported results ({error})") from None
     skipped = pd.DataFrame(columns=["model", "condition", "template", "max_length", "sample_index", "reason"])
     rows, skipped = _one_run_per_model(rows, skipped)
-    if n_samples is not None and len(rows):
-        rows = rows[rows["sample_index"] < n_samples].reset_index(drop=True)
+    if n_samples is not None and len(rows):  # the same seeded random sample as a store is read with
+        rows = sampled(rows, n_samples, data_dir)
     coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
@@ -231,52 +237,16 @@ def _coverage(rows, skipped, models, conditions, n_samples, data_dir) -> pd.Data
     return pd.DataFrame(table, columns=["model", "condition", "expected", "stored", "skipped", "missing"])
 
 
-def coverage_message(results: StudyResults) -> str:
-    """Markdown: how many samples each (model, condition) holds, what is missing or skipped."""
-    cov = results.coverage
-    if cov.empty:
-        return "No models or conditions were requested."
-    lines = []
-    complete = cov[cov["missing"] == 0]
-    counts = sorted(set(complete["stored"]))
-    per = f"{counts[0]}" if len(counts) == 1 else f"{min(counts)} to {max(counts)}" if counts else "0"
-    lines.append(
-        f"{len(complete)} of {len(cov)} (model, condition) pairs are complete, with {per} samples each "
-        f"({int(cov['stored'].sum())} samples in all)."
-    )
-    if results.n_samples is not None:
-        lines.append(
-            f"The {results.n_samples} instructions per file are a random sample of it (seed {data.SAMPLE_SEED}), "
-            "the same instructions under every setting, for correct and irrelevant responses, and on every model; "
-            "not the file's first records."
-        )
-    missing = cov[cov["missing"] > 0]
-    if len(missing):
-        listed = "; ".join(
-            f"{r.model} {r.condition} ({r.stored} of {r.expected if r.expected is not None else '?'} stored)"
-            for r in missing.head(12).itertuples()
-        )
-        more = f" and {len(missing) - 12} more" if len(missing) > 12 else ""
-        lines.append(
-            f"**Missing results:** {listed}{more}. Compute them with `python -m analysis run` (the same "
-            "profile) or `python -m analysis extract`; everything below uses only what is stored."
-        )
-    if len(results.skipped):
-        reasons = results.skipped["reason"].map(lambda r: r.split(":")[0]).value_counts()
-        text = ", ".join(f"{n} {reason}" for reason, n in reasons.items())
-        lines.append(f"{len(results.skipped)} samples were not computed and are left out: {text}.")
+def require_store_rows(results_dir, models: Sequence[str], command: str) -> None:
+    """Stop with ``command`` when the store holds no row of any of ``models`` (a page of a store
+    that holds some rows, but none of its own conditions, says so instead)."""
+    path = Path(results_dir)
+    if is_exported_file(path):
+        held = len(read_exported(path, [("model", "in", list(models))], ["model"]))
     else:
-        lines.append("No sample was skipped.")
-    return "\n\n".join(lines)
-
-
-def require_rows(results: StudyResults) -> None:
-    """Stop with a clear message when nothing at all is stored for the request."""
-    if results.rows.empty:
-        raise ReportError(
-            f"the results store holds no rows for models {list(results.coverage['model'].unique())} and the "
-            f"{len(results.conditions)} requested conditions; run `python -m analysis run --profile <name>` first"
-        )
+        held = ResultsStore(path, create=False).distinct("model", [("model", "in", list(models))])
+    if not held:
+        raise ReportError(f"{path}: the results store holds no rows of the run's models; first run `{command}`")
 
 
 def offline_models(names: Sequence[str]) -> list[str]:

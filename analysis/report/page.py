@@ -16,14 +16,13 @@ from analysis.findings import checks as registry
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.pooling import model_pairs
 from analysis.findings.rules import Finding
-from analysis.report import figures, notebook_parameters
+from analysis.report import coverage, figures, notebook_parameters
 from analysis.report.load import (
     StudyResults,
-    coverage_message,
     figure_note,
     load_results,
     origin_note,
-    require_rows,
+    require_store_rows,
 )
 
 FIGURE_STATS = ("nuclear_norm", "sigma1_ratio", "effective_rank")
@@ -50,8 +49,14 @@ class Page:
         results = load_results(
             params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
         )
-        require_rows(results)
-        draws = all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed) if stats else {}
+        if results.rows.empty:  # the page says what is absent and how to bring it; an empty store stops
+            require_store_rows(params.results_dir, params.models, _store_command(params))
+        stats = [s for s in stats if s in results.rows]  # a statistic no stored row holds is left on disk
+        draws = (
+            all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed)
+            if stats and len(results.rows)
+            else {}
+        )
         curves, bands = figures.curves_and_bands(draws)
         identical = {
             d: data.identical_response_ids(d, "none", params.data_dir)
@@ -89,6 +94,11 @@ class Page:
         return all_curve_draws(
             reference.rows, reference.models, ("nuclear_norm",), self.params.n_resamples, self.params.seed
         )
+
+    @property
+    def empty(self) -> bool:
+        """Whether the store holds nothing of this page (the page then says what is absent, and only that)."""
+        return self.results.rows.empty
 
     @property
     def models(self) -> tuple[str, ...]:
@@ -141,7 +151,8 @@ class Page:
     def coverage(self) -> str:
         """Markdown: what the page reads, what is missing or skipped, the instructions left out of
         correct-vs-irrelevant comparisons, and the offline caveat."""
-        text = coverage_message(self.results)
+        p = self.params
+        text = coverage.coverage_text(self.results, p.profile, p.results_dir, p.models, chapter=self.chapter)
         left_out = self.identical_in_store()
         if left_out:
             listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
@@ -168,3 +179,9 @@ class Page:
             if stored & ids:
                 counts[dataset] = len(stored & ids)
         return counts
+
+
+def _store_command(params: notebook_parameters.NotebookParameters) -> str:
+    """The command that fills an empty store for this run: every model and condition of the profile."""
+    profile = params.profile
+    return coverage.bring_command(profile, params.results_dir, profile.models, profile.conditions)

@@ -142,12 +142,15 @@ def verdict_matrix(
     scopes: Sequence[str],
     scope_labels: dict[str, str] | None = None,
     note: str | None = None,
+    *,
+    row_notes: dict[tuple[str, str], str] | None = None,
 ) -> Figure:
     """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
     not covered), the number of instructions behind each verdict in its cell, followed by "±" where
     the paper's mean nuclear norm and the geometric mean differ in sign (column opposite_sign).
 
-    `table`: findings with columns check, model, scope, verdict, n.
+    `table`: findings with columns check, model, scope, verdict, n. `row_notes`: (model, check) ->
+    a line written across that row instead of cells (e.g. a check decided on another model).
     """
     models = list(dict.fromkeys(table["model"]))
     labels = [(scope_labels or {}).get(s, s) for s in scopes]
@@ -177,6 +180,10 @@ def verdict_matrix(
                 )
                 label = "n/a" if hatch else str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
                 ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
+        for i, check in enumerate(checks):
+            text = (row_notes or {}).get((model, check))
+            if text:
+                ax.text(0.05, i + 0.45, text, ha="left", va="center", fontsize=7, style="italic", color="#555555")
         ax.set_xlim(0, len(scopes))
         ax.set_ylim(len(checks), 0)
         ax.set_xticks(np.arange(len(scopes)) + 0.47)

@@ -52,13 +52,17 @@ def extraction_time_table(runs: Sequence[RunRecord]) -> pd.DataFrame:
     return table
 
 
-def run_sentence(runs: Sequence[RunRecord], results_dir) -> str:
-    """Markdown: which run this page describes, and whether it had finished when the page ran."""
+def run_sentence(runs: Sequence[RunRecord], results_dir, imported: bool = False) -> str:
+    """Markdown: which run this page describes, and whether it had finished when the page ran
+    (``imported``: the numbers are the original study's, imported rather than computed)."""
     if not runs:
-        return (
-            f"No run log in {results_dir}: these results were made by `python -m analysis extract` or an "
-            "older version, so profile, times and versions are not recorded."
+        made = (
+            "these rows were imported without the command line (`python -m analysis import-original` records "
+            "each import)"
+            if imported
+            else "these results were made by `python -m analysis extract` or an older version"
         )
+        return f"No run log in {results_dir}: {made}, so profile, times and versions are not recorded."
     run = runs[-1]
     started = datetime.fromisoformat(run.started).strftime("%Y-%m-%d %H:%M UTC")
     text = (
@@ -127,10 +131,18 @@ def data_check_sentence(table: pd.DataFrame) -> str:
     return text
 
 
-def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """Models found in the results store: template, depth, conditions and samples stored."""
+def models_used_table(rows: pd.DataFrame, runs: Sequence[RunRecord] = ()) -> pd.DataFrame:
+    """Models found in the results store: template, depth (with the model's own where the stored
+    numbers have another), conditions and samples stored, and the import's note on the model."""
     if rows.empty:
         return pd.DataFrame(columns=["model", "template", "layers", "conditions", "samples", "source"])
+    notes: dict[str, list[str]] = {}
+    for run in runs:
+        for item in run.imports:
+            if item.get("note") and item.get("model"):
+                notes.setdefault(item["model"], [])
+                if item["note"] not in notes[item["model"]]:
+                    notes[item["model"]].append(item["note"])
     out = []
     for model, group in rows.groupby("model", sort=False):
         info = known_model(model)
@@ -148,13 +160,22 @@ def models_used_table(rows: pd.DataFrame) -> pd.DataFrame:
             {
                 "model": model,
                 "template": group["template"].iloc[0],
-                "layers": int(group["n_layers"].iloc[0]),
+                "layers": _layers(int(group["n_layers"].iloc[0]), info),
                 "conditions": int(group["condition"].nunique()),
                 "samples": int(group.groupby("condition")["sample_index"].nunique().sum()),
                 "source": source,
+                "note": "; ".join(notes.get(model, [])),
             }
         )
-    return pd.DataFrame(out)
+    table = pd.DataFrame(out)
+    return table if table["note"].any() else table.drop(columns="note")
+
+
+def _layers(stored: int, info) -> str:
+    """The stored layer count, with the model's own when they differ."""
+    if info is not None and info.layers and info.layers != stored:
+        return f"{stored} (the model has {info.layers})"
+    return str(stored)
 
 
 def _against_target(value: float, target: float | None, relation: str) -> str:
@@ -252,8 +273,9 @@ def model_facts_table(run: RunRecord | None) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def export_sentence(export: Path | None, models: Sequence[str] = ()) -> str:
-    """Markdown: the book's results as one Parquet file to download, and how to re-execute a page on it."""
+def export_sentence(export: Path | None, models: Sequence[str] = (), profile: str | None = None) -> str:
+    """Markdown: the book's results as one Parquet file to download, and how to re-execute a page on it
+    (the command names the run's profile, whose models, conditions and samples the page reads)."""
     if export is None or not Path(export).is_file():
         return "No results file was exported with this book (the results store held no rows when it was built)."
     import hashlib
@@ -267,6 +289,7 @@ def export_sentence(export: Path | None, models: Sequence[str] = ()) -> str:
             digest.update(block)
     name = Path(export).name
     models_option = f' -y "models: [{", ".join(models)}]"' if models else ""
+    profile_option = f"-p profile {profile} " if profile else ""
     return (
         f"Every number in this book comes from one table of {meta.num_rows:,} rows (one per sample, layer and "
         f"attention projection; {meta.num_columns} columns): [download it as one Parquet file](../../{name}) "
@@ -275,7 +298,7 @@ def export_sentence(export: Path | None, models: Sequence[str] = ()) -> str:
         "```bash\n"
         "jupytext --to ipynb notebooks/math_reasoning.py\n"
         "papermill notebooks/math_reasoning.ipynb math_reasoning.out.ipynb -k python3 \\\n"
-        f"    -p results_dir {name}{models_option}\n"
+        f"    {profile_option}-p results_dir {name}{models_option}\n"
         "```\n\n"
         f'(pandas reads the file with `pandas.read_parquet("{name}")`).'
     )

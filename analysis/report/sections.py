@@ -7,16 +7,33 @@ collapse.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
+from analysis import vocabulary
 from analysis.findings import checks as registry
 from analysis.findings import questions
-from analysis.report import beyond, figures, plots, tables, verdicts
+from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import collapsed, show_figure, show_figures, show_markdown, show_table
-from analysis.report.load import NOT_IMPORTED, imported_models, lacks
+from analysis.report.load import NOT_IMPORTED, imported_models, lacks, offline_models
 from analysis.report.page import Page
+
+
+def _with_rows(section: Callable) -> Callable:
+    """A section shows nothing on a page whose store holds none of its rows: the page's coverage
+    paragraph says what is absent and the command that brings it."""
+
+    table = section.__annotations__.get("return") in ("pd.DataFrame", pd.DataFrame)
+
+    @functools.wraps(section)
+    def shown(page: Page, *args, **kwargs):
+        if page.empty:
+            return pd.DataFrame() if table else None
+        return section(page, *args, **kwargs)
+
+    return shown
 
 
 def findings_table(page: Page, checks: Sequence[str] | None = None) -> pd.DataFrame:
@@ -24,6 +41,7 @@ def findings_table(page: Page, checks: Sequence[str] | None = None) -> pd.DataFr
     return page.findings_table(checks)
 
 
+@_with_rows
 def answers(page: Page, *, scope: str | None = None) -> None:
     """The verdict matrix figure of the checks the chapter shows (of one scope, if given), one
     paragraph per model, and the figure of each such check that has one (``checks.Check.figure``;
@@ -32,11 +50,16 @@ def answers(page: Page, *, scope: str | None = None) -> None:
     found = findings_table(page, shown)
     if found.empty:
         show_markdown("The data read here cover none of the checks.")
+        _unpaired(page, shown)
         return
     show_figure(
-        figures.verdict_figure(found), "Verdict matrix: each check per model, pooled per family and per dataset"
+        figures.verdict_figure(found, pairs=page.pairs),
+        "Verdict matrix: each check per model, pooled per family and per dataset",
     )
     show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
+    layers = coverage.layer_note(page.results.rows)
+    if layers:
+        show_markdown(f"*{layers}.*")
     imported = imported_models(page.results.rows)
     length = [c for c in registry.LENGTH_CHECKS if c in shown]
     if imported and length and not found["check"].isin(length).any():
@@ -45,9 +68,21 @@ def answers(page: Page, *, scope: str | None = None) -> None:
             "length-control condition, so the length questions have no verdict on its numbers."
         )
     show_markdown(verdicts.summary_text(found))
+    _unpaired(page, shown)
     check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
 
 
+def _unpaired(page: Page, checks: Sequence[str]) -> None:
+    """On a page with a check of base-instruct pairs: the models present without their pair, and
+    the command that brings it."""
+    if any(check.scope == registry.PER_PAIR for check in registry.selected(checks)):
+        p = page.params
+        lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, p.conditions)
+        if lonely:
+            show_markdown(lonely)
+
+
+@_with_rows
 def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> None:
     """The figure of each of ``checks`` that declares one: a part per model and scope, with intervals."""
     for check in registry.selected(checks):
@@ -69,6 +104,7 @@ def claims(page: Page | None = None, *, scope: str | None = None) -> None:
     show_markdown(verdicts.claims_text(None if page is None else page.checks(scope)))
 
 
+@_with_rows
 def pooled_findings(page: Page, *, scope: str | None = None) -> None:
     """The pooled (family) findings of the chapter's checks (of one scope, if given) with their numbers."""
     show_table(
@@ -77,6 +113,7 @@ def pooled_findings(page: Page, *, scope: str | None = None) -> None:
     )
 
 
+@_with_rows
 def tables_findings(page: Page, *, scope: str | None = None) -> None:
     """Every finding of the chapter's checks (of one scope, if given), per dataset and pooled, with
     its numbers (a long table)."""
@@ -88,6 +125,8 @@ def findings(page: Page) -> None:
     matrix with a paragraph per model, the pooled answers with their numbers, and, where there are
     findings per dataset, every finding (folded)."""
     show_markdown(page.coverage())
+    if page.empty:  # the coverage paragraph has said what is absent and the command that brings it
+        return
     claims(page)
     answers(page)
     show_markdown("The pooled answers with the numbers behind them (each part of a claim with its 95% interval):")
@@ -98,6 +137,7 @@ def findings(page: Page) -> None:
             tables_findings(page)
 
 
+@_with_rows
 def headline(page: Page) -> None:
     """The headline layer curves: one reasoning dataset, None / Simplified / Detailed CoT."""
     show_figure(
@@ -107,6 +147,7 @@ def headline(page: Page) -> None:
     )
 
 
+@_with_rows
 def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     """The paper's figure per model and dataset."""
     show_figures(
@@ -115,6 +156,7 @@ def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     )
 
 
+@_with_rows
 def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
     show_figures(
@@ -124,10 +166,12 @@ def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     )
 
 
+@_with_rows
 def tables_pairs(page: Page) -> None:
     show_table(tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")
 
 
+@_with_rows
 def curves(page: Page) -> None:
     """The paper's figure per model and dataset, then the MAD and RD tables with intervals (folded)."""
     layer_curves(page)
@@ -161,6 +205,7 @@ def _answer(figure, alt: str, paragraph: str, summary: str, table: pd.DataFrame)
             show_table(table, empty="")
 
 
+@_with_rows
 def effective_rank(page: Page) -> None:
     """Effective rank under the fastest vs the slowest setting: a forest plot, a paragraph and the
     table (folded)."""
@@ -190,6 +235,7 @@ def effective_rank(page: Page) -> None:
     )
 
 
+@_with_rows
 def separability(page: Page) -> None:
     """One sample's separability of correct vs irrelevant: a forest plot (pooled), a paragraph and
     the table (folded)."""
@@ -207,6 +253,7 @@ def separability(page: Page) -> None:
     )
 
 
+@_with_rows
 def length(page: Page) -> None:
     """Is the fast/slow gap only length: where the chapter shows the length checks, the share of the
     Simplified vs Detailed gap left when Detailed CoT is cut to the Simplified length, with
@@ -216,6 +263,7 @@ def length(page: Page) -> None:
     length_regression(page)
 
 
+@_with_rows
 def length_control(page: Page) -> None:
     """The length checks' figure and paragraph, and the length-control layer curves (folded)."""
     found = page.findings_table()
@@ -237,6 +285,7 @@ def length_control(page: Page) -> None:
         )
 
 
+@_with_rows
 def length_regression(page: Page) -> None:
     """The regression of a sample's log nuclear norm on its log response length and its setting:
     a paragraph and the table (folded)."""
@@ -245,3 +294,43 @@ def length_regression(page: Page) -> None:
     table = beyond.length_regression_table(page.results.rows)
     shown = beyond.format_length_regression(table) if not table.empty else table
     _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", shown)
+
+
+def caveats(page: Page) -> None:
+    """The caveats that apply to this run's numbers, as a list: offline models, the original
+    study's imported statistics, sample counts."""
+    items = []
+    offline = offline_models(page.models)
+    if offline:
+        items += [
+            f"**The offline models ({', '.join(offline)}) are not the paper's models.** They are quantised "
+            "(GGUF, 4-bit) weights dequantised to float32, far smaller than the paper's 1.5 to 9 billion "
+            "parameter models.",
+        ]
+        if len(offline) > 1:
+            items.append(
+                "**They come from two different families**, so the offline comparison of pre-trained and "
+                "instruct models mixes instruction tuning with everything else that differs between them."
+            )
+    imported = imported_models(page.results.rows)
+    if imported:
+        items.append(
+            f"**The numbers of {', '.join(imported)} are the original study's**, as its files were released "
+            "(whatever samples each file holds); this book adds the intervals, pooled verdicts and figures, and "
+            "says where those files lack a quantity."
+        )
+    n = page.params.n_samples
+    if not coverage.imported_profile(page.params.profile) and n is not None and n < 500:
+        stored = set(page.results.rows["dataset"].unique()) if len(page.results.rows) else set()
+        counts = [len(stored & set(d)) for d in vocabulary.FAMILY_DATASETS.values()]
+        sizes = sorted({n * c for c in counts if c > 1})
+        text = f"**Sample counts.** This run uses {n} instructions per condition, the paper 500. One dataset alone then rarely decides a claim"
+        if sizes:
+            pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
+            text += f"; the families pool their datasets ({pooled} instructions), which is where this run's answers come from"
+        items.append(text + ".")
+    items.append(
+        "Verdicts, numbers and sentences are generated from the stored results when the book is built; none "
+        "is written by hand."
+    )
+    show_markdown("\n".join(f"- {item}" for item in items))

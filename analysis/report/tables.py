@@ -18,7 +18,10 @@ PROJECTIONS = vocabulary.PROJECTIONS
 
 
 def _segment_bounds(n_layers: int, segment: str) -> tuple[int, int]:
-    return (0, n_layers) if segment == "all" else metrics.layer_splits(n_layers)[segment]
+    """A segment's layers; none for a curve too short to split into thirds (its value is undefined)."""
+    if segment == "all":
+        return 0, n_layers
+    return metrics.layer_splits(n_layers)[segment] if n_layers >= 4 else (0, 0)
 
 
 def segment_mad(curve: np.ndarray, segment: str) -> np.ndarray:
@@ -53,6 +56,7 @@ def _segment_table(
                             "responses": response,
                             "proj": proj,
                             "n_samples": cd.n_samples[key],
+                            "n_layers": cd.n_layers,
                         }
                         for segment in SEGMENTS:
                             est, low, high = cd.interval(
@@ -60,7 +64,7 @@ def _segment_table(
                             )
                             row.update({segment: est, f"{segment}_low": low, f"{segment}_high": high})
                         out.append(row)
-    columns = ["model", "dataset", "setting", "responses", "proj", "n_samples"]
+    columns = ["model", "dataset", "setting", "responses", "proj", "n_samples", "n_layers"]
     columns += [c for s in SEGMENTS for c in (s, f"{s}_low", f"{s}_high")]
     return pd.DataFrame(out, columns=columns)
 
@@ -84,15 +88,26 @@ def effective_rank_table(
 
 
 def format_segment_table(table: pd.DataFrame) -> pd.DataFrame:
-    """A MAD or effective-rank table with "est [low, high]" cells, for display."""
+    """A MAD or effective-rank table with "est [low, high]" cells, for display; a segment of fewer
+    than two layers (a curve of few layers) has no MAD and says so."""
     out = table[["model", "dataset", "setting", "responses", "proj", "n_samples"]].copy()
     out["setting"] = out["setting"].map(vocabulary.setting_label)
+    layers = table["n_layers"] if "n_layers" in table else pd.Series(np.nan, index=table.index)
     for segment in SEGMENTS:
         out[segment] = [
-            fmt_interval(e, lo, hi)
-            for e, lo, hi in zip(table[segment], table[f"{segment}_low"], table[f"{segment}_high"])
+            fmt_interval(e, lo, hi) if np.isfinite(e) else _undefined(n, segment)
+            for e, lo, hi, n in zip(table[segment], table[f"{segment}_low"], table[f"{segment}_high"], layers)
         ]
     return out.reset_index(drop=True)
+
+
+def _undefined(n_layers: float, segment: str) -> str:
+    """Why a segment's value is undefined: too few layers (in the segment, or to split), or no data."""
+    if pd.isna(n_layers):
+        return "n/a"
+    n_layers = int(n_layers)
+    lo, hi = _segment_bounds(n_layers, segment)
+    return "n/a (too few layers)" if hi - lo < 2 else "n/a"
 
 
 def rd_pairs(cd: CurveDraws, stat: str = "nuclear_norm") -> Iterator[tuple[str, str, str]]:

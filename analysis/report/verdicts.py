@@ -136,7 +136,12 @@ def power_note(found: pd.DataFrame) -> str:
         sizes = rows["n_for_power"].dropna() if "n_for_power" in rows else pd.Series(dtype=float)
         text = f"{check} {len(rows)} cell{'s' if len(rows) > 1 else ''}"
         if len(sizes):
-            text += f" (about {size_text(sizes.median())} instructions per dataset, median over {len(sizes)})"
+            median = sizes.median()
+            amount = f"more than {LARGEST_SIZE_SHOWN}" if median > LARGEST_SIZE_SHOWN else f"about {int(median)}"
+            if len(sizes) == 1:
+                text += f" (one of them would need {amount} instructions per dataset)"
+            else:
+                text += f" (the median of {len(sizes)} of them would need {amount} instructions per dataset)"
         pieces.append(text)
     return (
         f"Not resolved for lack of power at these sample sizes: {'; '.join(pieces)}. The sizes are those at which "

@@ -29,6 +29,7 @@ from analysis import data, profiles, registry, runlog
 from analysis.errors import StudyError
 from analysis.extract import models, runner
 from analysis.profiles import Profile
+from analysis.report.coverage import HUB_SOURCE
 from analysis.store import ResultsStore, export_parquet
 from analysis.study import your_data
 from analysis.study.book import (
@@ -166,7 +167,8 @@ def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], Non
     if not present:
         raise PipelineError(
             f"{results_dir}: no imported statistics of the {profile.name} profile's models; import them first: "
-            f"python -m analysis import-original SOURCE --out {results_dir}"
+            f"python -m analysis import-original {HUB_SOURCE} --out {results_dir} "
+            "(or a folder or archive of the original study's files instead of the hub dataset)"
         )
     say(
         f"profile {profile.name}: imported statistics of {len(present)} of {len(profile.models)} models "
