@@ -91,6 +91,15 @@ def chapters(root: Path = PROJECT_ROOT) -> tuple[Chapter, ...]:
     return tuple(found)
 
 
+def project_chapters() -> tuple[Chapter, ...]:
+    """The chapters of this project's book; none where the package runs without the project's
+    checkout (installed with ``pip install .``, e.g. on a Ray worker node), which can extract and
+    import but has no book to build."""
+    if not (PROJECT_ROOT / TOC).is_file():
+        return ()
+    return chapters(PROJECT_ROOT)
+
+
 def notebook_source(name: str, root: Path = PROJECT_ROOT) -> Path:
     """The text notebook of a chapter, ``notebooks/<name>.py``."""
     return Path(root) / SOURCE_FOLDER / f"{name}.py"

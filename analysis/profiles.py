@@ -17,15 +17,16 @@ from analysis.errors import StudyError
 from analysis.settings import MAX_LENGTH, TRAINING_ARMS, ExtractionSettings, TrainingSettings
 
 
-def pages(root=chapters.PROJECT_ROOT, source: str | None = None) -> tuple[str, ...]:
+def pages(root=None, source: str | None = None) -> tuple[str, ...]:
     """The notebooks a profile's book executes, in book order: the chapters of ``_toc.yml`` that no
     command of their own makes and that are not kept to the profiles of one source (``source``: the
     chapters kept to the profiles of that source instead)."""
-    return tuple(c.name for c in chapters.chapters(root) if c.standalone is None and c.source == source)
+    found = chapters.project_chapters() if root is None else chapters.chapters(root)
+    return tuple(c.name for c in found if c.standalone is None and c.source == source)
 
 
 # The book's chapters (analysis.chapters reads them from _toc.yml), by what they read.
-CHAPTERS = chapters.chapters()
+CHAPTERS = chapters.project_chapters()
 NOTEBOOKS = pages()  # a profile's pages, in book order
 FAMILY_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.family)  # each reads its own family's conditions
 SUMMARY_NOTEBOOKS = tuple(n for n in NOTEBOOKS if n not in FAMILY_NOTEBOOKS)  # each reads every condition

@@ -86,3 +86,12 @@ def test_a_wrong_meta_source_is_one_line(tmp_path):
     )
     with pytest.raises(chapters.ChapterError, match="meta source must name a profile source"):
         chapters.chapters(tmp_path)
+
+
+def test_an_installed_package_without_the_project_checkout_has_no_chapters_but_imports(tmp_path, monkeypatch):
+    """``pip install .`` (a Ray worker node) has no _toc.yml beside the package: the profiles still
+    load (extraction and import need no book), with no pages to execute."""
+    monkeypatch.setattr(chapters, "PROJECT_ROOT", tmp_path)
+    assert chapters.project_chapters() == ()
+    with pytest.raises(chapters.ChapterError, match="cannot read the book's table of contents"):
+        chapters.chapters(tmp_path)

@@ -1,8 +1,8 @@
 """Checkpoints of a fine-tuning run: model weights, optimiser state, random state and step.
 
 A checkpoint is a folder ``checkpoint-<step>`` holding ``model.safetensors`` (every weight),
-``optimizer.pt`` (AdamW's state, written by this code and read back with
-``torch.load(weights_only=True)``, which loads tensors and plain containers only), ``rng.safetensors``
+``optimizer.safetensors`` and ``optimizer.json`` (AdamW's state: its tensors, and its
+hyperparameters and scalars; nothing is unpickled), ``rng.safetensors``
 (the CPU and CUDA random states) and ``state.json`` (the step and what the run was). It is written
 under a hidden name and renamed into place, so a folder without a dot is complete; the previous
 checkpoint is removed only after the new one is in place. ``initial.safetensors`` keeps the
@@ -66,13 +66,39 @@ def set_rng_state(state: dict[str, torch.Tensor]) -> None:
         torch.cuda.set_rng_state_all(cuda)
 
 
+def save_optimizer(optimizer: torch.optim.Optimizer, folder: Path) -> None:
+    """The optimiser's state as safetensors (its tensors, named ``<parameter index>.<key>``) and JSON
+    (its parameter groups and any value that is not a tensor)."""
+    state = optimizer.state_dict()
+    tensors, scalars = {}, {}
+    for index, values in state["state"].items():
+        for key, value in values.items():
+            if isinstance(value, torch.Tensor):
+                tensors[f"{index}.{key}"] = value.detach().cpu().contiguous()
+            else:
+                scalars[f"{index}.{key}"] = value
+    save_file(tensors, str(folder / "optimizer.safetensors"))
+    (folder / "optimizer.json").write_text(json.dumps({"param_groups": state["param_groups"], "scalars": scalars}))
+
+
+def load_optimizer(optimizer: torch.optim.Optimizer, folder: Path) -> None:
+    """Restore what :func:`save_optimizer` wrote (``load_state_dict`` moves each value to its
+    parameter's device)."""
+    about = json.loads((folder / "optimizer.json").read_text())
+    state: dict[int, dict] = {}
+    for name, value in [*load_file(str(folder / "optimizer.safetensors")).items(), *about["scalars"].items()]:
+        index, key = name.split(".", 1)
+        state.setdefault(int(index), {})[key] = value
+    optimizer.load_state_dict({"state": state, "param_groups": about["param_groups"]})
+
+
 def save(run_dir: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, about: dict) -> Checkpoint:
     """Write the checkpoint of ``step`` atomically, then remove the older ones."""
     run_dir.mkdir(parents=True, exist_ok=True)
     staging = run_dir / f".{PREFIX}{step:06d}.{uuid.uuid4().hex[:8]}.tmp"
     staging.mkdir()
     save_model(model, str(staging / "model.safetensors"))
-    torch.save(optimizer.state_dict(), staging / "optimizer.pt")
+    save_optimizer(optimizer, staging)
     save_file(rng_state(), str(staging / "rng.safetensors"))
     (staging / "state.json").write_text(json.dumps({"step": step, **about}, indent=1))
     final = run_dir / f"{PREFIX}{step:06d}"
@@ -106,8 +132,7 @@ def restore(checkpoint: Checkpoint, model: torch.nn.Module, optimizer: torch.opt
     missing, unexpected = load_model(model, str(checkpoint.folder / "model.safetensors"))
     if missing or unexpected:
         raise CheckpointError(f"{checkpoint.folder}: weights do not fit the model ({(missing or unexpected)[:3]})")
-    device = next(model.parameters()).device
-    optimizer.load_state_dict(torch.load(checkpoint.folder / "optimizer.pt", map_location=device, weights_only=True))
+    load_optimizer(optimizer, checkpoint.folder)
     set_rng_state(load_file(str(checkpoint.folder / "rng.safetensors")))
 
 
