@@ -456,10 +456,11 @@ def run_pipeline(args: argparse.Namespace) -> int:
         retry_out_of_memory=args.retry_out_of_memory,
     )
     computed = sum(r["computed"] for r in result.extraction)
-    print(
-        f"profile {result.profile.name}: {computed} samples computed, results in {result.results_dir}, "
-        f"{result.seconds:.0f} s in all"
+    trained = sum(r.get("kind") == "training" for r in result.extraction)
+    done = (
+        f"{trained} training runs finished" if result.profile.source == "training" else f"{computed} samples computed"
     )
+    print(f"profile {result.profile.name}: {done}, results in {result.results_dir}, {result.seconds:.0f} s in all")
     if result.book_index is not None:
         print(f"book: open {result.book_index}")
     return 0

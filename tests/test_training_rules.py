@@ -87,8 +87,17 @@ def test_the_training_checks_are_registered_with_their_rules_and_chapter():
 
 def test_a_probe_missing_under_one_setting_is_left_out_of_every_quantity():
     rng = np.random.default_rng(5)
-    rows, change = as_store(*training_calibration.simulated_tables(rng, 7, 5, 8, gap=0.5))
+    rows, change = as_store(*training_calibration.simulated_tables(rng, 7, 7, 8, gap=0.5))
     some_run = rows["model"].iloc[0]
     rows = rows[~((rows["model"] == some_run) & (rows["setting"] == "detailed") & (rows["sample_index"] == 3))]
     found = run(training.with_run_columns(rows), change, n_resamples=100)
     assert all(f.n_smallest == 6 for f in found if f.check != "T2")
+
+
+def test_quantities_after_training_count_the_seeds_too():
+    """The weight change and the trained probes vary with the seed: with fewer than five seeds T1 and
+    T3 are "too few samples", however many probe instructions there are."""
+    rng = np.random.default_rng(6)
+    rows, change = as_store(*training_calibration.simulated_tables(rng, 8, 2, 8, gap=0.5))
+    found = run(training.with_run_columns(rows), change, n_resamples=100)
+    assert found and all(f.verdict == "too few samples" and f.n_smallest == 2 for f in found)

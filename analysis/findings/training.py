@@ -73,6 +73,12 @@ class TrainingResampling:
             resample_counts(len(seeds), n_resamples, rng),
         )
 
+    @property
+    def units(self) -> int:
+        """The replicates behind a quantity that varies with both the probes and the seeds: the fewer
+        of the two (its interval's degrees of freedom and the minimum for a verdict count them)."""
+        return min(len(self.ids), len(self.seeds))
+
     def mean(self, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(value, draws) of the mean over seeds and instructions of values (S, n, ...)."""
         value = values.mean(axis=(0, 1))
@@ -153,7 +159,7 @@ def t1_parts(probes, change, resampling: TrainingResampling, arm: str, step: int
     shift, shift_draws = resampling.seed_mean(moved)
     value = spearman_rows(curve.T, shift.T).mean()
     draws = spearman_rows(np.swapaxes(curve_draws, 1, 2), np.swapaxes(shift_draws, 1, 2)).mean(axis=1)
-    estimate = _estimate(value, draws, resampling.dataset, len(resampling.ids))
+    estimate = _estimate(value, draws, resampling.dataset, resampling.units)
     return [Part(f"Spearman(step-0 curve, change after {step} steps)", estimate, "above", 0.0, float, group=arm)]
 
 
@@ -190,7 +196,8 @@ def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> lis
         if fast is None or slow is None:
             return None
         value, draws = resampling.mean((fast - slow).mean(axis=(2, 3)))
-        estimate = _estimate(value, draws, resampling.dataset, len(resampling.ids))
+        # after training the probes differ by seed too: the fewer of probes and seeds counts
+        estimate = _estimate(value, draws, resampling.dataset, resampling.units if at else len(resampling.ids))
         parts.append(
             Part(f"None / Detailed at step {at} x", estimate, "above", 0.0, _times, group=arm, decides=decides)
         )

@@ -188,9 +188,15 @@ def train_profile(
     """Every training run of the profile that is not finished (``analysis.train.arms``); one record per run."""
     from analysis.train import arms
 
+    with runner.torch_threads(profile.extraction.threads) as threads:
+        if log is not None:
+            log.record.threads = threads.as_dict()
+            log.save()
+        say(f"torch threads: {threads.threads} ({threads.source})")
+    extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
     records = []
     for model in profile.models:
-        done = arms.train_model(model, results_dir, profile.training, profile.extraction, data_dir, progress, say=say)
+        done = arms.train_model(model, results_dir, profile.training, extraction, data_dir, progress, say=say)
         records += [{**record, "computed": 0, "kind": "training"} for record in done]
         if log is not None:
             log.record.extraction.extend(records[-len(done) :] if done else [])
