@@ -42,7 +42,7 @@ REFERENCE_DATASETS = ("aqua", "gsm8k")
 # (bootstrap.MIN_VERDICT_SAMPLES). Five samples of all 86 conditions on both offline models took
 # 44 min 37 s to extract on the 2-core CPU (profile cpu-full); the default cpu profile spends its
 # time on the conditions that decide a verdict (``deciding_conditions``) and fits 30 minutes
-# (book/methods.md, "The default profile"). The samples are a seeded random sample of each file
+# (book/checks.md, "The default profile"). The samples are a seeded random sample of each file
 # (data.dataset_sample_ids).
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
@@ -144,7 +144,7 @@ def deciding_conditions() -> tuple[str, ...]:
     For every reasoning dataset: Simplified CoT, Detailed CoT and Detailed CoT cut to the
     Simplified-CoT length, correct responses (F2, L, L2); for those with None CoT also None CoT with
     both response types and irrelevant Detailed CoT (F1, F3). Left out, since at a few samples they
-    resolve no cell (book/methods.md, "The default profile"): the Wiki files (F5's "nearly the same"
+    resolve no cell (book/checks.md, "The default profile"): the Wiki files (F5's "nearly the same"
     part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts, and
     Detailed CoT cut to the None-CoT length (a second view only).
     """

@@ -22,7 +22,7 @@
 # step 0 is measured. The questions, each checked like the paper's findings, are listed below with
 # the runs' settings; their verdicts follow.
 #
-# Methods: [methods](../methods.md), section "During training". Intervals are 95% intervals over
+# Methods: [methods: during training](../training_methods.md). Intervals are 95% intervals over
 # the probe instructions and the seeds.
 
 # %% tags=["remove-cell"]

@@ -74,10 +74,14 @@ def _screenshot(driver, quick_book, name: str) -> Path:
 
 
 def _page(quick_book, name: str) -> Path:
-    return quick_book.book_index.parent / "book" / ("methods.html" if name == "methods" else f"notebooks/{name}.html")
+    folder = quick_book.book_index.parent / "book"
+    return folder / f"{name}.html" if name in METHOD_PAGES else folder / "notebooks" / f"{name}.html"
 
 
-@pytest.mark.parametrize("name", ["methods", *profiles.NOTEBOOKS])
+METHOD_PAGES = ("methods", "checks", "training_methods")
+
+
+@pytest.mark.parametrize("name", [*METHOD_PAGES, *profiles.NOTEBOOKS])
 def test_every_page_loads_fits_the_window_and_reads_short(quick_book, browser, name):
     _open(browser, _page(quick_book, name))
     assert all(loaded for _, _, loaded in _images(browser)), [src for src, _, ok in _images(browser) if not ok]

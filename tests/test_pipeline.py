@@ -234,7 +234,12 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
     assert own == profiles.get_profile("training-paper").notebooks() == ("during_training",)
     toc = yaml.safe_load(book.table_of_contents(tmp_path, only=own).read_text())
     assert toc["root"] == "book/notebooks/during_training"
-    assert [c["file"] for part in toc["parts"] for c in part["chapters"]] == ["book/methods", "book/references"]
+    assert [c["file"] for part in toc["parts"] for c in part["chapters"]] == [
+        "book/methods",
+        "book/checks",
+        "book/training_methods",
+        "book/references",
+    ]
     assert [p.stem for p in book.notebook_sources(ROOT, profiles.get_profile("training").notebooks())] == [
         "during_training"
     ]
