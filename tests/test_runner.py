@@ -293,14 +293,13 @@ def _never() -> float:
     raise AssertionError("an explicit number of threads measures nothing")
 
 
-def test_free_cores_take_the_larger_busy_measure_rounded_and_leave_at_least_one():
+def test_free_cores_are_the_cores_less_the_sampled_use_rounded_and_at_least_one():
     from analysis.extract.threads import free_cores
 
-    assert free_cores(2, 0.1, 0.2) == 2  # an idle machine: both cores
-    assert free_cores(2, 1.0, 0.1) == 1  # one process busy for a minute
-    assert free_cores(2, 0.3, 0.97) == 1  # one just started: the load average has not caught up yet
-    assert free_cores(2, 1.4, None) == 1 and free_cores(2, 1.6, None) == 1  # rounded, never below one
-    assert free_cores(16, 3.4, 2.0) == 13 and free_cores(4, None, None) == 4
+    assert free_cores(2, 0.2) == 2  # an idle machine: both cores
+    assert free_cores(2, 0.97) == 1  # one other process busy
+    assert free_cores(2, 1.4) == 1 and free_cores(2, 1.9) == 1  # rounded, never below one
+    assert free_cores(16, 2.6) == 13 and free_cores(4, None) == 4
 
 
 def test_threads_are_the_free_cores_unless_the_user_says():
@@ -315,6 +314,8 @@ def test_threads_are_the_free_cores_unless_the_user_says():
         assert (busy.threads, busy.source, busy.cpus, busy.load_1min) == (1, "free cores", 2, 1.02)
         idle = threads.choose_threads(None, cpus=lambda: 2, load=lambda: 0.05, busy=lambda: 0.1)
         assert idle.threads == 2
+        after_install = threads.choose_threads(None, cpus=lambda: 2, load=lambda: 0.95, busy=lambda: 0.08)
+        assert after_install.threads == 2  # the load average still counts a finished install; the cores are free
         many = threads.choose_threads(None, cpus=lambda: 64, load=lambda: 0.0, busy=lambda: 0.0)
         assert many.threads == 2  # never more than torch's own number
     finally:

@@ -3,9 +3,11 @@
 Threads that wait for each other at every operation lose their turn on a core that another
 process keeps busy: on a two-core machine with one other busy process, torch's default of two
 threads made runs 3-5 times slower than one thread. So a run without an explicit number takes the
-cores that are free when it starts: the machine's cores less the busy ones, the larger of the
-one-minute load average (processes that have been running) and the cores' use over a short sample
-(processes just started), rounded, and at least one. The choice goes into the run log.
+cores that are free when it starts: the machine's cores less the busy ones, the cores' use over a
+one-second sample, rounded, and at least one. The one-minute load average is recorded beside it but
+does not decide: it lags, and counted a package install that had just finished as a busy core (a
+run started right after `make setup` took one thread of two free cores). The choice goes into the
+run log.
 """
 
 from __future__ import annotations
@@ -18,13 +20,14 @@ from dataclasses import asdict, dataclass
 import psutil
 import torch
 
-SAMPLE_SECONDS = 0.5  # how long the cores' use is sampled
+SAMPLE_SECONDS = 1.0  # how long the cores' use is sampled
 
 
 @dataclass(frozen=True)
 class ThreadChoice:
     """The threads a run uses and why: ``source`` is "explicit" (the user's or the profile's
-    number) or "free cores" (chosen here from ``cpus``, ``load_1min`` and ``busy_sampled``)."""
+    number) or "free cores" (chosen here from ``cpus`` and ``busy_sampled``; ``load_1min`` is
+    recorded, not used)."""
 
     threads: int
     source: str
@@ -57,10 +60,9 @@ def sampled_busy_cores(seconds: float = SAMPLE_SECONDS) -> float:
     return float(sum(psutil.cpu_percent(interval=seconds, percpu=True)) / 100.0)
 
 
-def free_cores(cpus: int, load_1min: float | None, busy_sampled: float | None) -> int:
-    """``cpus`` less the busy cores (the larger of the two measures, rounded), at least 1."""
-    busy = max((v for v in (load_1min, busy_sampled) if v is not None), default=0.0)
-    return max(1, int(cpus) - int(round(busy)))
+def free_cores(cpus: int, busy_sampled: float | None) -> int:
+    """``cpus`` less the busy cores (the sampled use, rounded), at least 1."""
+    return max(1, int(cpus) - int(round(busy_sampled or 0.0)))
 
 
 def choose_threads(
@@ -74,7 +76,7 @@ def choose_threads(
     if requested:
         return ThreadChoice(int(requested), "explicit")
     count, load_1min, busy_sampled = cpus(), load(), busy()
-    threads = min(free_cores(count, load_1min, busy_sampled), max(1, torch.get_num_threads()))
+    threads = min(free_cores(count, busy_sampled), max(1, torch.get_num_threads()))
     return ThreadChoice(threads, "free cores", count, load_1min, busy_sampled)
 
 

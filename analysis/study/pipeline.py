@@ -21,13 +21,15 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
 from analysis import data, profiles, registry, runlog
 from analysis.errors import StudyError
 from analysis.extract import models, runner
+from analysis.extract.threads import ThreadChoice
 from analysis.profiles import Profile
 from analysis.report.coverage import HUB_SOURCE
 from analysis.store import ResultsStore, export_parquet
@@ -87,12 +89,20 @@ def extract_profile(
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
+    with recorded_threads(profile, log, say):
+        return _extract_models(profile, results_dir, data_dir, log, progress, say)
+
+
+@contextmanager
+def recorded_threads(profile: Profile, log: runlog.RunLog | None, say: Callable[[str], None]) -> Iterator[ThreadChoice]:
+    """torch's threads for the whole run (``runner.torch_threads``: the profile's number or the
+    cores free now), chosen once, said and written to the run log."""
     with runner.torch_threads(profile.extraction.threads) as threads:
         if log is not None:
             log.record.threads = threads.as_dict()
             log.save()
         say(f"torch threads: {threads.threads} ({threads.source})")
-        return _extract_models(profile, results_dir, data_dir, log, progress, say)
+        yield threads
 
 
 def _extract_models(
@@ -188,19 +198,15 @@ def train_profile(
     """Every training run of the profile that is not finished (``analysis.train.arms``); one record per run."""
     from analysis.train import arms
 
-    with runner.torch_threads(profile.extraction.threads) as threads:
-        if log is not None:
-            log.record.threads = threads.as_dict()
-            log.save()
-        say(f"torch threads: {threads.threads} ({threads.source})")
-    extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
-    records = []
-    for model in profile.models:
-        done = arms.train_model(model, results_dir, profile.training, extraction, data_dir, progress, say=say)
-        records += [{**record, "computed": 0, "kind": "training"} for record in done]
-        if log is not None:
-            log.record.extraction.extend(records[-len(done) :] if done else [])
-            log.save()
+    with recorded_threads(profile, log, say) as threads:
+        extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
+        records = []
+        for model in profile.models:
+            done = arms.train_model(model, results_dir, profile.training, extraction, data_dir, progress, say=say)
+            records += [{**record, "computed": 0, "kind": "training"} for record in done]
+            if log is not None:
+                log.record.extraction.extend(records[-len(done) :] if done else [])
+                log.save()
     return records
 
 
