@@ -39,7 +39,9 @@ models = None  # a subset of the run's models; None: all of them
 conditions = None  # a subset of this page's conditions in the run; None: all of them
 
 # %% tags=["remove-cell"]
-page = Page.open("pretrained_vs_instruct", given_parameters(globals(), names_before_parameters))
+page = Page.open(
+    "pretrained_vs_instruct", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",)
+)
 
 # %% [markdown]
 # ## Which models are compared

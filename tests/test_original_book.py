@@ -102,6 +102,15 @@ def test_a_partial_release_builds_the_original_book_and_every_sentence_fits_it(s
         f"python -m analysis import-original {tree} --out {results} --models {folders} "
         f"--conditions {' '.join(COMMONSENSE)}`" in pages["commonsense_reasoning"]
     )
+    cells = {
+        name: [
+            "".join(c["source"])
+            for c in json.loads((tmp_path / "site" / "book" / "notebooks" / f"{name}.ipynb").read_text())["cells"]
+        ]
+        for name in ("commonsense_reasoning", "math_reasoning")
+    }
+    assert not any("## Layer curves" in c for c in cells["commonsense_reasoning"])  # the empty page ends there
+    assert any("## Layer curves" in c for c in cells["math_reasoning"])
     # a model without its pair
     assert "**Without its pair:** google/gemma-2-2b without google/gemma-2-2b-it" in pages["pretrained_vs_instruct"]
     assert "--models gemma2_2b_it_new --conditions" in pages["pretrained_vs_instruct"]

@@ -101,6 +101,28 @@ def test_notebook_parameters_and_conversion(tmp_path):
     assert notebook.metadata["kernelspec"]["name"] == "python3"
 
 
+def test_a_page_that_ends_early_leaves_its_later_sections_out_of_the_book():
+    from analysis.report.display import PAGE_ENDS
+
+    def cell(source, metadata=None):
+        made = nbformat.v4.new_code_cell(source)
+        made.outputs = [nbformat.v4.new_output("display_data", {"text/markdown": source}, metadata=metadata or {})]
+        return made
+
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_markdown_cell("# A chapter"),
+        cell("nothing stored: this command brings it", {PAGE_ENDS: True}),
+        nbformat.v4.new_markdown_cell("## Layer curves"),
+        cell("curves"),
+    ]
+    assert book.cut_after_page_end(notebook) == 2
+    assert [c.source for c in notebook.cells] == ["# A chapter", "nothing stored: this command brings it"]
+    notebook.cells.append(nbformat.v4.new_markdown_cell("## Layer curves"))
+    notebook.cells[1].outputs[0].metadata = {}
+    assert book.cut_after_page_end(notebook) == 0 and len(notebook.cells) == 3  # a page with results keeps all
+
+
 def test_papermill_stops_a_page_at_a_misspelt_parameter_with_a_clear_message(tmp_path):
     quick = profiles.get_profile("quick")
     params = {**book.notebook_parameters("math_reasoning", quick, tmp_path), "n_sample": 3}

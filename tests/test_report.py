@@ -422,6 +422,7 @@ def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(t
     assert page.empty and page.params.conditions == ()
     shown = []
     monkeypatch.setattr(sections, "show_markdown", shown.append)
+    monkeypatch.setattr(sections, "show_last_markdown", shown.append)
     for name in ("show_figure", "show_figures", "show_table"):
         monkeypatch.setattr(sections, name, lambda *a, _name=name, **k: shown.append(_name))
     source = (ROOT / "notebooks" / "wiki_knowledge.py").read_text()

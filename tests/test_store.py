@@ -35,6 +35,22 @@ def test_written_parts_read_back_and_count_as_done(tmp_path):
     assert len(frame) == 4 and set(frame["sample_index"]) == {0, 1}
 
 
+def test_a_compact_read_holds_the_same_rows_as_categories_and_narrow_integers(tmp_path):
+    store = ResultsStore(tmp_path / "r")
+    store.write(KEY, rows_for([0, 1]), None)
+    other = RunKey("other", "gsm8k", "none", "correct", 64, "base")
+    store.write(other, rows_for([7]).assign(model="other", condition="gsm8k/none/correct", proj="k"), None)
+    plain = store.read("rows").sort_values(["model", "sample_index", "layer"]).reset_index(drop=True)
+    compact = store.read("rows", compact=True).sort_values(["model", "sample_index", "layer"]).reset_index(drop=True)
+    assert str(compact["model"].dtype) == "category" and set(compact["model"].cat.categories) == {"tiny", "other"}
+    assert compact["sample_index"].dtype == "int32" and compact["layer"].dtype == "int16"
+    pd.testing.assert_frame_equal(compact.astype(plain.dtypes.to_dict()), plain)  # parts read with their own labels
+    filtered = store.read("rows", filters=[("model", "in", ["other"])], columns=["model", "proj"], compact=True)
+    assert list(filtered.columns) == ["model", "proj"] and list(filtered["proj"]) == ["k", "k"]
+    none = store.read("rows", filters=[("model", "in", [])], columns=["model", "layer"], compact=True)
+    assert none.empty and list(none.columns) == ["model", "layer"]
+
+
 def test_hidden_temporaries_are_invisible_and_cleaned(tmp_path):
     store = ResultsStore(tmp_path / "r")
     store.write(KEY, rows_for([0]), None)

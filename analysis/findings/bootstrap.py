@@ -32,6 +32,7 @@ from scipy import stats as sps
 
 from analysis import vocabulary
 from analysis.findings import metrics
+from analysis.memory import release_freed_memory
 from analysis.vocabulary import PROJECTIONS
 
 LEVEL = 0.95
@@ -308,8 +309,9 @@ class Resampling:
     @classmethod
     def of(cls, rows: pd.DataFrame, n_resamples: int = 1000, seed: int = 0) -> Resampling:
         ids, counts = {}, {}
-        for dataset, group in rows.groupby("dataset", sort=True):
-            dataset_ids = np.sort(group["sample_index"].unique())
+        datasets, sample_ids = rows["dataset"], rows["sample_index"].to_numpy()
+        for dataset in sorted(datasets.unique()):  # a mask per dataset: no copy of the rows
+            dataset_ids = np.unique(sample_ids[(datasets == dataset).to_numpy()])
             ids[dataset] = dataset_ids
             rng = np.random.default_rng(_stable_seed(seed, dataset))
             counts[dataset] = resample_counts(len(dataset_ids), n_resamples, rng)
@@ -446,4 +448,8 @@ def all_curve_draws(
     """``curve_draws`` of every model with rows, all under one resampling, keyed by model name."""
     resampling = Resampling.of(rows, n_resamples, seed)
     present = [m for m in models if len(rows) and (rows["model"] == m).any()]
-    return {m: curve_draws(rows, m, stats_, resampling, level) for m in present}
+    draws = {}
+    for model in present:
+        draws[model] = curve_draws(rows, model, stats_, resampling, level)
+        release_freed_memory()  # the model's copied rows, before the next model's
+    return draws

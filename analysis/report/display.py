@@ -89,6 +89,19 @@ def show_markdown(text: str) -> None:
         _emit(Markdown(text))
 
 
+# The metadata of the output after which an executed page has nothing more to show.
+PAGE_ENDS = "analysis-page-ends"
+
+
+def show_last_markdown(text: str) -> None:
+    """Display generated Markdown as the page's last output: the book leaves out every cell after
+    it (``analysis.study.book.cut_after_page_end``), so a page without results is one paragraph,
+    not a row of empty section headings."""
+    from IPython.display import Markdown, display
+
+    display(Markdown(text), metadata={PAGE_ENDS: True})
+
+
 def figure_html(fig: Figure, alt: str) -> str:
     """A figure as an HTML image with alternative text, the PNG inlined."""
     import base64

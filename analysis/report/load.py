@@ -117,8 +117,14 @@ def sampled(rows: pd.DataFrame, n_samples: int, data_dir=None, wanted: dict[str,
     if rows.empty:
         return rows
     wanted = wanted if wanted is not None else sampled_ids([rows], n_samples, data_dir)
-    keep = [i in wanted.get(c, ()) for c, i in zip(rows["condition"], rows["sample_index"])]
-    return rows[np.asarray(keep, dtype=bool)].reset_index(drop=True)
+    codes, conditions = pd.factorize(rows["condition"])
+    ids = rows["sample_index"].to_numpy()
+    taken = np.zeros((len(conditions), int(ids.max()) + 1), dtype=bool)  # condition x sample id
+    for code, condition in enumerate(conditions):
+        chosen = [i for i in wanted.get(condition, ()) if 0 <= i < taken.shape[1]]
+        taken[code, chosen] = True
+    keep = taken[codes, ids]
+    return rows if keep.all() else rows[keep].reset_index(drop=True)
 
 
 def load_results(
@@ -128,9 +134,11 @@ def load_results(
     max_length: int | None = None,
     n_samples: int | None = None,
     data_dir=None,
+    unread: Sequence[str] = (),
 ) -> StudyResults:
     """Stored rows of the given models and conditions (``n_samples`` of each, the seeded random
-    sample ``data.dataset_sample_ids`` takes).
+    sample ``data.dataset_sample_ids`` takes), without the columns in ``unread`` (statistics the
+    page does not show, left on disk: ten models' rows are 36 million).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
     ``max_length`` must say which one. Missing (model, condition) pairs are reported in
@@ -138,7 +146,7 @@ def load_results(
     """
     root = Path(results_dir)
     if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
-        return _load_exported(root, models, conditions, max_length, n_samples, data_dir)
+        return _load_exported(root, models, conditions, max_length, n_samples, data_dir, unread)
     if not (root / "store.json").is_file():
         raise ReportError(
             f"{root}: no results store here; run `python -m analysis run --profile cpu` "
@@ -149,7 +157,12 @@ def load_results(
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
-        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *store.empty_columns("rows")}  # empty: what imports lack
+        unread = {
+            *UNREAD_COLUMNS,
+            *UNREAD_STATISTICS,
+            *unread,
+            *store.empty_columns("rows"),
+        }  # empty: what imports lack
         columns = [c for c in store.column_names("rows") if c not in unread] or None
         rows = store.read("rows", filters=filters, columns=columns, compact=True)
         skipped = store.read("skipped", filters=filters)
@@ -165,7 +178,7 @@ def load_results(
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
 
-def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir) -> StudyResults:
+def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir, unread=()) -> StudyResults:
     """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it)."""
     filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
@@ -173,7 +186,7 @@ def _load_exported(path: Path, models, conditions, max_length, n_samples, data_d
     try:
         import pyarrow.parquet as pq
 
-        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *null_columns([path])}
+        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *unread, *null_columns([path])}
         columns = [c for c in pq.read_schema(path).names if c not in unread]
         rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:
@@ -191,24 +204,28 @@ def _one_run_per_model(rows: pd.DataFrame, skipped: pd.DataFrame) -> tuple[pd.Da
     """Keep each model's registry template and refuse an ambiguous truncation length."""
     if rows.empty:
         return rows, skipped
-    keep = pd.Series(True, index=rows.index)
-    for model, group in rows.groupby("model"):
+    runs = rows.groupby(["model", "template", "max_length"], observed=True).size().index.to_frame(index=False)
+    dropped = []  # (model, template) of the rows left out
+    for model, group in runs.groupby("model", observed=True):
         template = _registry_template(model)
-        if template is not None and (group["template"] == template).any():
-            keep &= ~((rows["model"] == model) & (rows["template"] != template))
-        elif group["template"].nunique() > 1:
-            raise ReportError(
-                f"model {model!r} has results under several templates {sorted(group['template'].unique())}"
-            )
-        lengths = sorted(group["max_length"].unique())
+        templates = sorted(set(group["template"]))
+        if template is not None and template in templates:
+            dropped += [(model, t) for t in templates if t != template]
+        elif len(templates) > 1:
+            raise ReportError(f"model {model!r} has results under several templates {templates}")
+        lengths = sorted(set(group["max_length"]))
         if len(lengths) > 1:
             raise ReportError(
                 f"model {model!r} has results for several max_length values {lengths}: "
                 "pass the notebook parameter max_length"
             )
-    rows = rows[keep].reset_index(drop=True)
+    if dropped:
+        left_out = pd.MultiIndex.from_frame(rows[["model", "template"]]).isin(dropped)
+        rows = rows[~left_out].reset_index(drop=True)
+        kept = ~pd.MultiIndex.from_frame(runs[["model", "template"]]).isin(dropped)
+        runs = runs[kept]
     if len(skipped):
-        runs = rows[["model", "template", "max_length"]].drop_duplicates()
+        runs = runs.astype({"model": str, "template": str}).astype({"max_length": skipped["max_length"].dtype})
         skipped = skipped.merge(runs, on=["model", "template", "max_length"], how="inner")
     return rows, skipped
 

@@ -44,10 +44,17 @@ class Page:
     @classmethod
     def open(cls, notebook: str, given: dict | None = None, stats: Sequence[str] = FIGURE_STATS) -> Page:
         """Check the page's parameters (``given``: name -> value), read the run's rows from the store
-        and bootstrap every curve of ``stats`` (none: the page shows no curves)."""
+        and bootstrap every curve of ``stats`` (none: the page shows no curves); the curve statistics
+        that the page does not show stay on disk."""
         params = notebook_parameters.validate(notebook, given)
         results = load_results(
-            params.results_dir, params.models, params.conditions, params.max_length, params.n_samples, params.data_dir
+            params.results_dir,
+            params.models,
+            params.conditions,
+            params.max_length,
+            params.n_samples,
+            params.data_dir,
+            unread=[s for s in FIGURE_STATS if s not in stats],
         )
         if results.rows.empty:  # the page says what is absent and how to bring it; an empty store stops
             require_store_rows(params.results_dir, params.models, _store_command(params))

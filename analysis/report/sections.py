@@ -16,7 +16,14 @@ from analysis import vocabulary
 from analysis.findings import checks as registry
 from analysis.findings import questions
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
-from analysis.report.display import collapsed, show_figure, show_figures, show_markdown, show_table
+from analysis.report.display import (
+    collapsed,
+    show_figure,
+    show_figures,
+    show_last_markdown,
+    show_markdown,
+    show_table,
+)
 from analysis.report.load import NOT_IMPORTED, imported_models, lacks, offline_models
 from analysis.report.page import Page
 
@@ -124,9 +131,10 @@ def findings(page: Page) -> None:
     """A chapter's findings section: what the page reads, the claims its chapter checks, the verdict
     matrix with a paragraph per model, the pooled answers with their numbers, and, where there are
     findings per dataset, every finding (folded)."""
-    show_markdown(page.coverage())
-    if page.empty:  # the coverage paragraph has said what is absent and the command that brings it
+    if page.empty:  # the coverage paragraph says what is absent and the command that brings it
+        show_last_markdown(page.coverage())
         return
+    show_markdown(page.coverage())
     claims(page)
     answers(page)
     show_markdown("The pooled answers with the numbers behind them (each part of a claim with its 95% interval):")

@@ -23,6 +23,7 @@ import yaml
 from analysis import chapters, profiles
 from analysis.errors import StudyError
 from analysis.profiles import Profile
+from analysis.report.display import PAGE_ENDS
 
 PROJECT_ROOT = chapters.PROJECT_ROOT
 KERNEL_NAME = "python3"
@@ -132,22 +133,42 @@ def execute_notebook(source: Path, output: Path, parameters: dict, cwd: Path = P
                 f"{source}: cell {error.exec_count} failed: {error.ename}: {error.evalue} "
                 f"(the executed notebook is at {output})"
             ) from None
-    fold_code(output)
+    prepare_for_book(output)
     return time.perf_counter() - started
 
 
-def fold_code(path: Path) -> None:
-    """Tag every code cell of an executed notebook that carries no display tag ``remove-input``:
-    the book shows results, and the code that made them is in the notebook files."""
+def prepare_for_book(path: Path) -> None:
+    """An executed notebook as the book shows it: its code folded (``fold_code``) and nothing after
+    the output that ends the page (``cut_after_page_end``)."""
     import nbformat
 
     notebook = nbformat.read(path, as_version=4)
+    fold_code(notebook)
+    cut_after_page_end(notebook)
+    nbformat.write(notebook, path)
+
+
+def fold_code(notebook) -> None:
+    """Tag every code cell that carries no display tag ``remove-input``: the book shows results,
+    and the code that made them is in the notebook files."""
     for cell in notebook.cells:
         if cell.cell_type == "code":
             tags = cell.metadata.setdefault("tags", [])
             if not {"hide-input", "remove-input", "remove-cell"} & set(tags):
                 tags.append("remove-input")
-    nbformat.write(notebook, path)
+
+
+def cut_after_page_end(notebook) -> int:
+    """Drop the cells after the first one whose output ends the page (``display.PAGE_ENDS``: a page
+    whose store holds none of its results says so and the command that brings them, and its later
+    section headings would stand empty); the number of cells dropped."""
+    for position, cell in enumerate(notebook.cells):
+        outputs = cell.get("outputs", []) if cell.cell_type == "code" else []
+        if any(output.get("metadata", {}).get(PAGE_ENDS) for output in outputs):
+            dropped = len(notebook.cells) - position - 1
+            del notebook.cells[position + 1 :]
+            return dropped
+    return 0
 
 
 def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = None) -> list[Path]:
