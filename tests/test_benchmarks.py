@@ -1,0 +1,31 @@
+"""The benchmarks run as `make benchmark` runs them: on a tiny local model, a sample, one repeat."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_the_extraction_benchmark_runs_with_its_busy_core_row(tiny_model_dir, study_data_dir, tmp_path):
+    out = tmp_path / "results.json"
+    command = [
+        sys.executable,
+        str(ROOT / "benchmarks" / "bench_extraction.py"),
+        "--model",
+        str(tiny_model_dir("llama")),
+    ]
+    command += ["--template", "instruct", "--data", "aqua/none/correct", "--samples", "1", "--repeats", "1"]
+    command += ["--threads", "1", "--busy-core", "--data-dir", str(study_data_dir), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    payload = json.loads(out.read_text())
+    assert payload["cases"] and payload["cached_loads"]
+    (row,) = payload["busy_core"]
+    assert row["busy_over_idle"] > 0 and row["threads_chosen"]["source"] == "free cores"
