@@ -72,7 +72,7 @@ clean-book:
 # (benchmark targets go below)
 
 # Extraction speed vs the original study's plain procedure and the forward/backward floor
-# (about 25 minutes on 2 CPU cores before the one-core-busy rows were added; writes
+# (48 min 49 s on the 2-core machine, the one-core-busy rows included; writes
 # benchmarks/results.json, which the book's reproducibility page shows). --busy-core also times each
 # model with one other process busy on a core. BENCH_ARGS adds options, e.g. "--device cuda --model ID
 # --template base".

@@ -341,7 +341,9 @@ def test_a_run_uses_the_chosen_threads_restores_them_and_logs_the_choice(tmp_pat
     recorded = runlog.latest(tmp_path).threads
     assert recorded["threads"] == 1 and recorded["source"] == "explicit"  # the quick profile's own 1
     assert threads_sentence(chosen.as_dict()).startswith("Extraction with 1 torch threads: the cores free")
-    assert "load average 1.0, cores in use 1.1" in threads_sentence(chosen.as_dict())
+    assert "cores in use over a one-second sample 1.1; one-minute load average 1.0, recorded only" in threads_sentence(
+        chosen.as_dict()
+    )
 
 
 def test_the_reproducibility_page_shows_the_one_core_busy_rows(tmp_path):

@@ -332,10 +332,9 @@ def threads_sentence(threads: dict) -> str:
     if threads.get("source") != "free cores":
         return f"Extraction with {count} torch threads, as asked."
     load, busy = threads.get("load_1min"), threads.get("busy_sampled")
-    measured = ", ".join(
-        f"{name} {value:.1f}" for name, value in (("load average", load), ("cores in use", busy)) if value is not None
-    )
+    measured = [f"cores in use over a one-second sample {busy:.1f}"] if busy is not None else []
+    measured += [f"one-minute load average {load:.1f}, recorded only"] if load is not None else []
     return (
         f"Extraction with {count} torch threads: the cores free when it started "
-        f"({threads.get('cpus', '?')} CPUs; {measured or 'no load measured'})."
+        f"({threads.get('cpus', '?')} CPUs; {'; '.join(measured) or 'no load measured'})."
     )
