@@ -175,8 +175,10 @@ show_table(
 
 # %% tags=["remove-input"]
 show_table(
-    provenance.busy_core_table(benchmarks) if benchmarks else None,
-    empty="No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`).",
+    provenance.busy_core_table(benchmarks) if benchmarks and not imported else None,
+    empty="Not shown: this run computed nothing, as said above."
+    if imported
+    else "No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`).",
     by=None,
 )
 

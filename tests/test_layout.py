@@ -11,7 +11,7 @@ from analysis.study import book
 PACKAGE = Path(__file__).resolve().parents[1] / "analysis"
 # Stages in the order the data flow through them; a module may import from its own stage and earlier ones.
 STAGES = [
-    ("errors", "layer_stats", "vocabulary", "settings", "registry", "formatting", "chapters"),
+    ("errors", "layer_stats", "vocabulary", "settings", "registry", "formatting", "chapters", "memory"),
     ("data",),
     ("profiles",),
     ("store", "runlog"),
