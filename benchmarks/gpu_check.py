@@ -208,6 +208,7 @@ def environment(device, tiny: bool) -> dict:
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
         "torch_cpu_threads": torch.get_num_threads(),
         "commit": commit(),
+        "analysis_package": str(Path(importlib.import_module("analysis").__file__).parent),
     }
 
 
