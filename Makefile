@@ -24,7 +24,7 @@ FETCH_DATA := yes
 endif
 export LAYER_GRADIENT_DATA
 
-.PHONY: book test test-fast lint setup data setup-browser clean-book
+.PHONY: book test test-fast lint setup data setup-browser clean-book gpu-check
 
 book: setup data
 	$(PYTHON) -m analysis run --profile $(PROFILE)
@@ -80,3 +80,14 @@ BENCH_ARGS ?=
 .PHONY: benchmark
 benchmark: setup data
 	$(PYTHON) benchmarks/bench_extraction.py --samples 4 --repeats 3 --threads 1 --busy-core $(BENCH_ARGS)
+
+# The GPU path in one command of at most 8 minutes on one H100/H200-class GPU (random-weight models
+# from configs, no network): exactness on the device, speed against the plain procedure, the memory
+# plan, the halving on out-of-memory, one training step (book/methods.md, "The GPU check"). Writes
+# benchmarks/out/gpu-check/gpu_check.json and a summary. GPU_ARGS adds options: "--device cpu --tiny"
+# (the CPU mode the tests run), "--dry-run" (the parts and their budgets), "--parts NAME ...",
+# "--data-dir DIR", "--deadline SECONDS", "--device cuda:1". On a bare GPU machine, without make
+# setup: PYTHONPATH=. python benchmarks/gpu_check.py --out <folder>.
+GPU_ARGS ?=
+gpu-check: setup
+	$(PYTHON) benchmarks/gpu_check.py --out benchmarks/out/gpu-check $(GPU_ARGS)

@@ -21,8 +21,6 @@ from pathlib import Path
 from typing import BinaryIO
 
 import numpy as np
-import pooch
-import requests
 
 from analysis.errors import StudyError
 from analysis.vocabulary import (
@@ -396,6 +394,8 @@ def fetch(directory: str | os.PathLike | None = None, base_url: str = SOURCE_URL
     ``force``); a present file with another hash is replaced; a download with a wrong hash is
     removed and reported. Returns the files written.
     """
+    import pooch  # only a download needs it (a machine without it can still read the data)
+
     target = data_dir(directory)
     written = []
     with _quiet(pooch.get_logger()):
@@ -419,6 +419,9 @@ def download(url: str, path: Path, digest: str) -> bool:
     pooch streams the download into a temporary file beside ``path`` and moves it into place only
     when its hash matches, so a failed or wrong download leaves nothing behind.
     """
+    import pooch
+    import requests
+
     actions = []
 
     def record(fname: str, action: str, _pooch) -> str:

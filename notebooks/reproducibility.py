@@ -21,7 +21,7 @@
 # %% tags=["remove-cell"]
 from analysis import runlog
 from analysis.findings import calibration, scenarios
-from analysis.report import coverage, provenance
+from analysis.report import coverage, gpu_check, provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path
@@ -181,6 +181,19 @@ show_table(
     else "No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`).",
     by=None,
 )
+
+# %% [markdown]
+# ## The GPU check
+#
+# `make gpu-check` measures the GPU path in one command: exactness on the device, the speed of the
+# extraction against the plain procedure on a model of Qwen2-1.5B's shape, the memory plan against
+# what CUDA measures, the halving on out-of-memory and one training step (the methods page, "The
+# GPU check").
+
+# %% tags=["remove-input"]
+gpu_check_results = gpu_check.results_path(benchmarks)
+show_markdown(gpu_check.sentence(gpu_check_results))
+show_table(gpu_check.table(gpu_check_results), empty="", by=None)
 
 # %% [markdown]
 # ## How a page is made

@@ -17,7 +17,6 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 
-import psutil
 import torch
 
 SAMPLE_SECONDS = 1.0  # how long the cores' use is sampled
@@ -57,6 +56,8 @@ def load_average() -> float | None:
 
 def sampled_busy_cores(seconds: float = SAMPLE_SECONDS) -> float:
     """Cores in use over a short sample (the sum of the per-core shares), by any process."""
+    import psutil  # here, so that the extraction imports on a machine without it (benchmarks/gpu_check.py)
+
     return float(sum(psutil.cpu_percent(interval=seconds, percpu=True)) / 100.0)
 
 
