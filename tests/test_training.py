@@ -54,12 +54,18 @@ def reference(tiny_model_dir, study_data_dir, tmp_path_factory):
     return out
 
 
-def test_probes_are_never_trained_on(study_data_dir):
-    probes, trained = loop.split_instructions("aqua", 500, 8, 64, study_data_dir)
+def test_each_seed_trains_on_its_own_instructions_and_never_on_a_probe(study_data_dir):
+    probes, trained = loop.split_instructions("aqua", 500, 8, 64, 0, study_data_dir)
     assert probes == data.dataset_sample_ids("aqua", 500, 8, study_data_dir)  # what the extraction draws
-    assert len(trained) == 64 and not set(probes) & set(trained)
+    assert len(trained) == len(set(trained)) == 64 and not set(probes) & set(trained)
+    other_probes, other = loop.split_instructions("aqua", 500, 8, 64, 1, study_data_dir)
+    assert other_probes == probes and len(other) == 64 and not set(probes) & set(other)
+    assert set(trained) != set(other)  # the seeds replicate the training set, not only the batch order
+    assert [trained, other] == [loop.split_instructions("aqua", 500, 8, 64, s, study_data_dir)[1] for s in (0, 1)]
+    # the whole pool asked for: every record but the probes, under any seed
+    assert loop.split_instructions("aqua", 500, 8, 492, 3, study_data_dir)[1] == sorted(set(range(500)) - set(probes))
     with pytest.raises(loop.TrainingError, match="500"):
-        loop.split_instructions("aqua", 500, 8, 493)
+        loop.split_instructions("aqua", 500, 8, 493, 0)
 
 
 def test_batches_depend_on_seed_and_step_only():
@@ -115,6 +121,9 @@ def test_a_seeded_run_is_reproducible(reference, tiny_model_dir, study_data_dir,
         pd.testing.assert_frame_equal(mine.drop(columns=[], errors="ignore"), theirs)
     _, other_seed = train_once(tiny_model_dir, tmp_path / "seed1", study_data_dir, seed=1)
     assert not results(tmp_path / "seed1")[1]["loss"].equals(results(reference)[1]["loss"])
+    done = [next((root / "runs").rglob(tables.DONE)) for root in (tmp_path, tmp_path / "seed1", reference)]
+    trained = [json.loads(path.read_text())["about"]["train_ids"] for path in done]
+    assert trained[0] == trained[2] != trained[1] and len(trained[1]) == SETTINGS.n_train  # recorded with the run
 
 
 @pytest.mark.parametrize("stopped_at, resumed_from", [(1, None), (3, 2)])
@@ -158,7 +167,7 @@ def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_di
     run = run_id(loaded)
     run_dir = loop.run_directory(tmp_path, run)
     optimizer = loop.make_optimizer(loaded.model, SETTINGS)
-    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded)
+    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded, [1, 2, 3])
     saved = checkpoint.save(run_dir, 2, loaded.model, optimizer, about)
     changed = {**about, "learning_rate": 1.0}
     with pytest.raises(checkpoint.CheckpointError, match="learning_rate"):
