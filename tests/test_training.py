@@ -10,7 +10,7 @@ from analysis import data
 from analysis.extract import models, runner
 from analysis.settings import ExtractionSettings, TrainingSettings
 from analysis.store import ResultsStore, read_results
-from analysis.train import checkpoint, loop, tables
+from analysis.train import checkpoint, loop, tables, weights
 from analysis.train.naming import TrainingRunId, parse_probe_model
 
 SETTINGS = TrainingSettings(
@@ -94,7 +94,18 @@ def test_a_run_stores_losses_weight_change_and_probes_at_each_checkpoint(referen
 def test_the_weight_change_at_step_zero_is_zero(reference):
     _, _, change = results(reference)
     start = change[change["step"] == 0]
-    assert len(start) == 4 * 4 and (start[["nuclear_norm", "sigma_max", "frobenius"]] == 0).all().all()
+    assert len(start) == 4 * 4 and (start[list(weights.CHANGE_STATISTICS)] == 0).all().all()
+
+
+def test_the_relative_change_is_the_change_over_the_step_zero_weights(reference):
+    from safetensors.torch import load_file
+
+    _, _, change = results(reference)
+    initial = load_file(str(next((reference / "runs").rglob(checkpoint.INITIAL))))
+    last = change[change["step"] == 4]
+    norms = [float(initial[f"{layer}.{proj}"].double().norm()) for layer, proj in zip(last["layer"], last["proj"])]
+    assert (last["relative_frobenius"] > 0).all()
+    np.testing.assert_allclose(last["relative_frobenius"] * norms, last["frobenius"], rtol=1e-12)
 
 
 def test_step_zero_probes_equal_a_plain_extraction(reference, tiny_model_dir, study_data_dir, tmp_path):
@@ -203,10 +214,11 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     from dataclasses import replace
 
     from analysis import profiles
+    from analysis.findings import training_calibration
     from analysis.report import training as page_module
     from analysis.study import pipeline
 
-    settings = SETTINGS.but(arms=("none", "detailed"), seeds=(0, 1))
+    settings = SETTINGS.but(seeds=(0, 1))  # the three arms
     profile = replace(
         profiles.get_profile("training"),
         name="tiny-training",
@@ -217,7 +229,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         n_resamples=100,
     )
     result = pipeline.run_profile(profile, tmp_path, study_data_dir, book=False, progress=False, say=lambda _: None)
-    assert len(result.extraction) == 4 and {r["kind"] for r in result.extraction} == {"training"}
+    assert len(result.extraction) == 6 and {r["kind"] for r in result.extraction} == {"training"}
     page = page_module.TrainingPage.from_parameters({"profile": "tiny-training", "results_dir": str(tmp_path)})
     with pytest.raises(page_module.notebook_parameters.ParameterError, match="n_probe"):
         page_module.TrainingPage.from_parameters({"profile": "tiny-training", "n_probe": 3})
@@ -225,16 +237,23 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         page_module.TrainingPage.from_parameters({"profile": "cpu", "results_dir": str(tmp_path)})
     assert page.last_step == 4 and "AdamW, learning rate 0.001" in page.setup()
     verdicts = page_module.verdict_table(page)
-    assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3"]
+    assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3", "T3"]
     assert set(verdicts["verdict"]) == {"too few samples"}  # 2 probes, 2 seeds
+    assert "vs Detailed cut to None length" in verdicts.loc[verdicts["check"] == "T2", "numbers"].iloc[0]
     for figures in (
         page_module.loss_curves(page),
         page_module.probe_curves(page),
         page_module.weight_change(page),
+        page_module.relative_change(page),
         page_module.verdict_matrix(page),
     ):
         assert len(figures) == 1
-    assert page_module.error_rates(page, reps=3)["checks"].tolist() == ["T1", "T2", "T3"]
+    relative = page_module.relative_change_table(page)
+    assert len(relative) == 3 and (relative["relative change (geometric mean)"] > 0).all()
+    rates = page_module.error_rates(page, reps=3)
+    assert set(rates["checks"]) == {"T1", "T2", "T3"} and rates["scenario"].nunique() == len(
+        training_calibration.SCENARIOS
+    )
     assert "**T2**: " in page_module.claims()
 
 
@@ -260,6 +279,6 @@ def test_a_training_profile_builds_its_book(tiny_model_dir, study_data_dir, tmp_
     )
     assert [n["notebook"] for n in result.notebooks] == ["during_training"]
     page = (result.book_index.parent / "book" / "notebooks" / "during_training.html").read_text()
-    # the verdict matrix, the losses, the probe curves and the weight change (one model)
-    assert page.count("<img") == 4 and "T3" in page and "too few samples" in page
+    # the verdict matrix, the losses, the probe curves, the weight change and the relative change (one model)
+    assert page.count("<img") == 5 and "T3" in page and "too few samples" in page
     assert (result.book_index.parent / "book" / "references.html").is_file()

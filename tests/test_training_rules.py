@@ -47,7 +47,10 @@ def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_appl
     assert training_calibration.verdicts(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
 
 
-def _false_holds(effects, rule, design=training_calibration.TrainingDesign(5, 5, 8), reps=300):
+SMALL_DESIGN = training_calibration.TrainingDesign(5, 5, 8)
+
+
+def _false_holds(effects, rule, design=SMALL_DESIGN, reps=300):
     rng, hits = np.random.default_rng(7), 0
     for rep in range(reps):
         runs = training_calibration.simulate(rng, design, effects)
