@@ -68,8 +68,9 @@ class TrainingSettings:
     ``dataset``/``responses``: the study files trained on and probed. ``arms``: the settings
     trained on (:data:`TRAINING_ARMS`), ``seeds`` one run per arm and seed. ``n_probes``: held-out
     instructions whose None, Simplified and Detailed responses are probed (drawn first, never
-    trained on); ``n_train``: the instructions trained on. ``steps`` optimiser steps of AdamW
-    (``learning_rate``, ``weight_decay``) on ``batch_size`` samples each; ``checkpoints``: the
+    trained on); ``n_train``: the instructions each seed draws to train on (its own, shared by its
+    arms). ``steps`` optimiser steps of AdamW (``learning_rate``, ``weight_decay``) on
+    ``batch_size`` samples each; ``checkpoints``: the
     steps at which probes and weight changes are computed and the run's state is saved.
     """
 

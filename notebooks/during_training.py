@@ -50,6 +50,15 @@ show_markdown(page.setup())
 # "holds": every deciding part's interval lies on the claim's side; "too few samples": fewer than
 # five instructions (for the weight change between arms: seeds) behind a part. The comparison of the
 # arms' weight changes has the seed as its unit, because the weight change does not depend on the probes.
+# Each seed trains on its own instructions, so the intervals cover which instructions were trained on
+# as well as the order of the batches.
+#
+# T1 is decided against depth: the step-0 curve's Spearman correlation with the weight change minus
+# the layer index's (in absolute value), both shown beside the difference; a curve that only encodes
+# depth does not pass. T2 compares the None arm with the full Detailed arm and with the arm cut to the
+# None-CoT token count, both deciding. T3 is decided on the change of the None / Detailed gap since
+# step 0 (the gaps at step 0 and at the last step shown beside it): the gap persists when it shrinks
+# by less than 10%; where the probes show no gap at step 0, there is none to persist ("not applicable").
 
 # %% tags=["remove-input"]
 show_figures(training.verdict_matrix(page))
@@ -80,10 +89,24 @@ show_figures(training.probe_curves(page))
 show_figures(training.weight_change(page))
 
 # %% [markdown]
+# ## How far the weights moved
+#
+# The relative change of each attention projection since step 0, ||W_K - W_0||_F / ||W_0||_F, per
+# layer at the last step (geometric mean over the seeds; the band spans the seeds), and per arm over
+# all layers and projections.
+
+# %% tags=["remove-input"]
+show_figures(training.relative_change(page))
+show_table(training.relative_change_table(page))
+
+# %% [markdown]
 # ## Error rates of these rules
 #
-# The share of "holds" when the claim is false (no effect), simulated in this run's design (its
-# number of probe instructions, seeds and layers) and decided by the same functions.
+# The share of "holds" when the claim is false, simulated in this run's design (its number of probe
+# instructions, seeds and layers) and decided by the same functions, in each null scenario: with and
+# without a training-set effect (each seed's instructions moving its runs), and with a step-0 curve
+# and weight change that follow depth only. The last scenario is the design before each seed drew its
+# own instructions (one training set for every seed); it is shown, not the design of these runs.
 
 # %% tags=["remove-input"]
 show_table(training.error_rates(page), by=None)

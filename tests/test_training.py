@@ -10,7 +10,7 @@ from analysis import data
 from analysis.extract import models, runner
 from analysis.settings import ExtractionSettings, TrainingSettings
 from analysis.store import ResultsStore, read_results
-from analysis.train import checkpoint, loop, tables
+from analysis.train import checkpoint, loop, tables, weights
 from analysis.train.naming import TrainingRunId, parse_probe_model
 
 SETTINGS = TrainingSettings(
@@ -54,12 +54,18 @@ def reference(tiny_model_dir, study_data_dir, tmp_path_factory):
     return out
 
 
-def test_probes_are_never_trained_on(study_data_dir):
-    probes, trained = loop.split_instructions("aqua", 500, 8, 64, study_data_dir)
+def test_each_seed_trains_on_its_own_instructions_and_never_on_a_probe(study_data_dir):
+    probes, trained = loop.split_instructions("aqua", 500, 8, 64, 0, study_data_dir)
     assert probes == data.dataset_sample_ids("aqua", 500, 8, study_data_dir)  # what the extraction draws
-    assert len(trained) == 64 and not set(probes) & set(trained)
+    assert len(trained) == len(set(trained)) == 64 and not set(probes) & set(trained)
+    other_probes, other = loop.split_instructions("aqua", 500, 8, 64, 1, study_data_dir)
+    assert other_probes == probes and len(other) == 64 and not set(probes) & set(other)
+    assert set(trained) != set(other)  # the seeds replicate the training set, not only the batch order
+    assert [trained, other] == [loop.split_instructions("aqua", 500, 8, 64, s, study_data_dir)[1] for s in (0, 1)]
+    # the whole pool asked for: every record but the probes, under any seed
+    assert loop.split_instructions("aqua", 500, 8, 492, 3, study_data_dir)[1] == sorted(set(range(500)) - set(probes))
     with pytest.raises(loop.TrainingError, match="500"):
-        loop.split_instructions("aqua", 500, 8, 493)
+        loop.split_instructions("aqua", 500, 8, 493, 0)
 
 
 def test_batches_depend_on_seed_and_step_only():
@@ -88,7 +94,18 @@ def test_a_run_stores_losses_weight_change_and_probes_at_each_checkpoint(referen
 def test_the_weight_change_at_step_zero_is_zero(reference):
     _, _, change = results(reference)
     start = change[change["step"] == 0]
-    assert len(start) == 4 * 4 and (start[["nuclear_norm", "sigma_max", "frobenius"]] == 0).all().all()
+    assert len(start) == 4 * 4 and (start[list(weights.CHANGE_STATISTICS)] == 0).all().all()
+
+
+def test_the_relative_change_is_the_change_over_the_step_zero_weights(reference):
+    from safetensors.torch import load_file
+
+    _, _, change = results(reference)
+    initial = load_file(str(next((reference / "runs").rglob(checkpoint.INITIAL))))
+    last = change[change["step"] == 4]
+    norms = [float(initial[f"{layer}.{proj}"].double().norm()) for layer, proj in zip(last["layer"], last["proj"])]
+    assert (last["relative_frobenius"] > 0).all()
+    np.testing.assert_allclose(last["relative_frobenius"] * norms, last["frobenius"], rtol=1e-12)
 
 
 def test_step_zero_probes_equal_a_plain_extraction(reference, tiny_model_dir, study_data_dir, tmp_path):
@@ -115,6 +132,9 @@ def test_a_seeded_run_is_reproducible(reference, tiny_model_dir, study_data_dir,
         pd.testing.assert_frame_equal(mine.drop(columns=[], errors="ignore"), theirs)
     _, other_seed = train_once(tiny_model_dir, tmp_path / "seed1", study_data_dir, seed=1)
     assert not results(tmp_path / "seed1")[1]["loss"].equals(results(reference)[1]["loss"])
+    done = [next((root / "runs").rglob(tables.DONE)) for root in (tmp_path, tmp_path / "seed1", reference)]
+    trained = [json.loads(path.read_text())["about"]["train_ids"] for path in done]
+    assert trained[0] == trained[2] != trained[1] and len(trained[1]) == SETTINGS.n_train  # recorded with the run
 
 
 @pytest.mark.parametrize("stopped_at, resumed_from", [(1, None), (3, 2)])
@@ -158,7 +178,7 @@ def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_di
     run = run_id(loaded)
     run_dir = loop.run_directory(tmp_path, run)
     optimizer = loop.make_optimizer(loaded.model, SETTINGS)
-    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded)
+    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded, [1, 2, 3])
     saved = checkpoint.save(run_dir, 2, loaded.model, optimizer, about)
     changed = {**about, "learning_rate": 1.0}
     with pytest.raises(checkpoint.CheckpointError, match="learning_rate"):
@@ -194,10 +214,11 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     from dataclasses import replace
 
     from analysis import profiles
+    from analysis.findings import training_calibration
     from analysis.report import training as page_module
     from analysis.study import pipeline
 
-    settings = SETTINGS.but(arms=("none", "detailed"), seeds=(0, 1))
+    settings = SETTINGS.but(seeds=(0, 1))  # the three arms
     profile = replace(
         profiles.get_profile("training"),
         name="tiny-training",
@@ -208,7 +229,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         n_resamples=100,
     )
     result = pipeline.run_profile(profile, tmp_path, study_data_dir, book=False, progress=False, say=lambda _: None)
-    assert len(result.extraction) == 4 and {r["kind"] for r in result.extraction} == {"training"}
+    assert len(result.extraction) == 6 and {r["kind"] for r in result.extraction} == {"training"}
     page = page_module.TrainingPage.from_parameters({"profile": "tiny-training", "results_dir": str(tmp_path)})
     with pytest.raises(page_module.notebook_parameters.ParameterError, match="n_probe"):
         page_module.TrainingPage.from_parameters({"profile": "tiny-training", "n_probe": 3})
@@ -216,16 +237,23 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         page_module.TrainingPage.from_parameters({"profile": "cpu", "results_dir": str(tmp_path)})
     assert page.last_step == 4 and "AdamW, learning rate 0.001" in page.setup()
     verdicts = page_module.verdict_table(page)
-    assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3"]
+    assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3", "T3"]
     assert set(verdicts["verdict"]) == {"too few samples"}  # 2 probes, 2 seeds
+    assert "vs Detailed cut to None length" in verdicts.loc[verdicts["check"] == "T2", "numbers"].iloc[0]
     for figures in (
         page_module.loss_curves(page),
         page_module.probe_curves(page),
         page_module.weight_change(page),
+        page_module.relative_change(page),
         page_module.verdict_matrix(page),
     ):
         assert len(figures) == 1
-    assert page_module.error_rates(page, reps=3)["checks"].tolist() == ["T1", "T2", "T3"]
+    relative = page_module.relative_change_table(page)
+    assert len(relative) == 3 and (relative["relative change (geometric mean)"] > 0).all()
+    rates = page_module.error_rates(page, reps=3)
+    assert set(rates["checks"]) == {"T1", "T2", "T3"} and rates["scenario"].nunique() == len(
+        training_calibration.SCENARIOS
+    )
     assert "**T2**: " in page_module.claims()
 
 
@@ -251,6 +279,6 @@ def test_a_training_profile_builds_its_book(tiny_model_dir, study_data_dir, tmp_
     )
     assert [n["notebook"] for n in result.notebooks] == ["during_training"]
     page = (result.book_index.parent / "book" / "notebooks" / "during_training.html").read_text()
-    # the verdict matrix, the losses, the probe curves and the weight change (one model)
-    assert page.count("<img") == 4 and "T3" in page and "too few samples" in page
+    # the verdict matrix, the losses, the probe curves, the weight change and the relative change (one model)
+    assert page.count("<img") == 5 and "T3" in page and "too few samples" in page
     assert (result.book_index.parent / "book" / "references.html").is_file()

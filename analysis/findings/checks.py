@@ -175,8 +175,9 @@ REGISTRY: list[Check] = [
     ),
     Check(
         "T1",
-        "The step-0 nuclear-norm curve of a setting predicts where training on it changes the weights: its "
-        "Spearman correlation across layers with the weight change after K steps is positive",
+        "The step-0 nuclear-norm curve of a setting predicts where training on it changes the weights better "
+        "than depth alone: its Spearman correlation across layers with the weight change after K steps exceeds "
+        "the layer index's (in absolute value); that difference decides",
         PER_TRAINING_RUN,
         training.t1,
         _TRAINING,
@@ -185,7 +186,8 @@ REGISTRY: list[Check] = [
     Check(
         "T2",
         "Training on None CoT changes the early layers more than training on Detailed CoT, and more so than the "
-        "late layers",
+        "late layers; the full Detailed CoT arm and the arm cut to the None-CoT token count (token-matched) both "
+        "decide",
         PER_TRAINING_RUN,
         training.t2,
         _TRAINING,
@@ -193,7 +195,8 @@ REGISTRY: list[Check] = [
     ),
     Check(
         "T3",
-        "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm",
+        "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm: "
+        "its change since step 0 decides (the gap shrinks by less than 10%), where the gap is established at step 0",
         PER_TRAINING_RUN,
         training.t3,
         _TRAINING,

@@ -12,14 +12,22 @@ interval is the bootstrap engine's t interval on the instructions behind it. T2 
 weight change alone, which does not depend on the probes: its unit is the seed.
 
 - T1: the step-0 nuclear-norm curve of a setting predicts where training on that setting moves the
-  weights: the Spearman correlation across layers between the step-0 mean log nuclear norm of the
-  probes and the mean log nuclear norm of ``W_K - W_0`` (per projection, averaged over q, k, v, o)
-  lies above 0.
-- T2: training on None CoT changes the early layers more than training on Detailed CoT: the mean
-  log weight change of the early layers, None arm minus Detailed arm (paired by seed), lies above
-  0, and that difference is larger in the early layers than in the late ones.
-- T3: F1's gap persists: after K steps of each arm, the mean log nuclear norm of the None-CoT
-  probes minus that of the Detailed-CoT probes lies above 0 (the step-0 gap shown beside it).
+  weights better than depth alone: per projection, the Spearman correlation across layers between
+  the step-0 mean log nuclear norm of the probes and the mean log nuclear norm of ``W_K - W_0``,
+  minus the absolute Spearman correlation of the layer index with that change, averaged over q, k,
+  v, o, lies above 0 (the two correlations shown beside it).
+- T2: training on None CoT changes the early layers more than training on Detailed CoT: for the
+  full Detailed arm and for the Detailed arm cut to the None-CoT token count, each deciding, the
+  mean log weight change of the early layers, None arm minus that arm (paired by seed: the arms of
+  a seed train on the same instructions), lies above 0, and that difference is larger in the early
+  layers than in the late ones. Not applicable where one of the three arms was not trained.
+- T3: F1's gap persists: the change since step 0 of the None / Detailed gap of the probes (mean log
+  nuclear norm over layers and projections, paired by instruction) lies above minus log 1.1 (the
+  gap shrinks by less than 10%); the gaps at step 0 and after K steps are shown. Not applicable
+  where the step-0 gap is not established (its interval not above 0).
+
+The seeds of a run replicate its training set as well as its batch order (``analysis.train.loop``),
+so resampling the seeds covers which instructions were trained on.
 """
 
 from __future__ import annotations
@@ -31,14 +39,23 @@ import numpy as np
 import pandas as pd
 
 from analysis.findings import metrics
-from analysis.findings.bootstrap import Estimate, _stable_seed, resample_counts
-from analysis.findings.rules import Finding, Part
+from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, Estimate, _stable_seed, resample_counts
+from analysis.findings.rules import SAME_MARGIN, Finding, Part
 from analysis.train.naming import is_probe_model, parse_probe_model
 from analysis.vocabulary import PROJECTIONS
 
 # The key under which ``checks.Inputs.extra`` holds the training runs (``TrainingRuns``).
 TRAINING_RUNS = "training runs"
 RUN_COLUMNS = ("base_model", "run", "step", "arm", "seed")
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """Why a training check does not apply to one model's runs (its verdict: "not applicable"),
+    with the parts that show it."""
+
+    reason: str
+    parts: tuple[Part, ...] = ()
 
 
 def with_run_columns(rows: pd.DataFrame) -> pd.DataFrame:
@@ -148,58 +165,164 @@ def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (ra * rb).sum(axis=-1) / np.sqrt((ra**2).sum(axis=-1) * (rb**2).sum(axis=-1))
 
 
+def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResampling, step: int, group: str = ""):
+    """T1's parts from the step-0 log probe norms (S, n, L, 4) and the log weight change (S, L, 4):
+    per projection, the Spearman correlation across layers of the step-0 curve with the change,
+    minus the absolute Spearman correlation of the layer index with the change (the best that a
+    curve that only encodes depth, rising or falling, could do), averaged over q, k, v, o."""
+    curve, curve_draws = resampling.mean(start)  # (L, 4), (R, L, 4)
+    shift, shift_draws = resampling.seed_mean(moved)
+    shift_rows, shift_draw_rows = shift.T, np.swapaxes(shift_draws, 1, 2)
+    depth = np.arange(shift.shape[0], dtype=float)
+    by_curve = spearman_rows(curve.T, shift_rows), spearman_rows(np.swapaxes(curve_draws, 1, 2), shift_draw_rows)
+    by_depth = tuple(np.abs(spearman_rows(np.broadcast_to(depth, x.shape), x)) for x in (shift_rows, shift_draw_rows))
+    n = resampling.units
+
+    def estimate(pair):
+        return _estimate(pair[0].mean(), pair[1].mean(axis=1), resampling.dataset, n)
+
+    beyond = (by_curve[0] - by_depth[0], by_curve[1] - by_depth[1])
+    return [
+        Part(
+            f"Spearman(step-0 curve, change after {step} steps)",
+            estimate(by_curve),
+            "above",
+            0.0,
+            group=group,
+            decides=False,
+        ),
+        Part("|Spearman(layer index, change)|", estimate(by_depth), "above", 0.0, group=group, decides=False),
+        Part("step-0 curve beyond layer index", estimate(beyond), "above", 0.0, group=group),
+    ]
+
+
 def t1_parts(probes, change, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | None:
-    """T1 for an arm that trains on a probed setting: Spearman across layers of the step-0 curve
-    and the weight change after ``step``, per projection, averaged over q, k, v, o."""
+    """T1 for an arm that trains on a probed setting (``t1_from_cubes`` on its runs)."""
     start = probe_cube(probes, resampling, arm, 0, arm)
     moved = change_cube(change, resampling, arm, step)
     if start is None or moved is None:
         return None
-    curve, curve_draws = resampling.mean(start)  # (L, 4), (R, L, 4)
-    shift, shift_draws = resampling.seed_mean(moved)
-    value = spearman_rows(curve.T, shift.T).mean()
-    draws = spearman_rows(np.swapaxes(curve_draws, 1, 2), np.swapaxes(shift_draws, 1, 2)).mean(axis=1)
-    estimate = _estimate(value, draws, resampling.dataset, resampling.units)
-    return [Part(f"Spearman(step-0 curve, change after {step} steps)", estimate, "above", 0.0, float, group=arm)]
+    return t1_from_cubes(start, moved, resampling, step, group=arm)
 
 
-def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "none", slow: str = "detailed"):
-    """T2: early-layer log weight change of the fast arm minus the slow arm's (paired by seed) > 0,
-    and that difference larger early than late."""
-    a, b = change_cube(change, resampling, fast, step), change_cube(change, resampling, slow, step)
-    if a is None or b is None:
-        return None
-    splits = metrics.layer_splits(a.shape[1])
-    gap = {seg: (a - b)[:, lo:hi, :].mean(axis=(1, 2)) for seg, (lo, hi) in splits.items()}
-    early, early_draws = resampling.seed_mean(gap["early"])
-    uneven, uneven_draws = resampling.seed_mean(gap["early"] - gap["late"])
+# The arms T2 compares the None arm with, each deciding: the full Detailed CoT and Detailed CoT cut,
+# per instruction, to the None-CoT response's token count (the same instructions and response tokens
+# in every step as the None arm).
+T2_SLOW_ARMS = ("detailed", "detailed_cut_none")
+T2_LABELS = {"detailed": "Detailed", "detailed_cut_none": "Detailed cut to None length"}
+
+
+def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, fast: str = "none") -> list[Part]:
+    """T2's parts from each arm's log weight change (S, L, 4), paired by seed: for each arm of
+    ``T2_SLOW_ARMS``, the early-layer log change of the fast arm minus that arm's > 0, and that
+    difference larger early than late; every part decides."""
+    splits = metrics.layer_splits(cubes[fast].shape[1])
     n = len(resampling.seeds)
+    parts = []
+    for slow in T2_SLOW_ARMS:
+        difference = cubes[fast] - cubes[slow]
+        gap = {seg: difference[:, lo:hi, :].mean(axis=(1, 2)) for seg, (lo, hi) in splits.items()}
+        early, early_draws = resampling.seed_mean(gap["early"])
+        uneven, uneven_draws = resampling.seed_mean(gap["early"] - gap["late"])
+        label = T2_LABELS[slow]
+        parts += [
+            Part(
+                f"None / {label} weight change, early layers x",
+                _estimate(early, early_draws, "seeds", n),
+                "above",
+                0.0,
+                _times,
+                group=f"vs {label}",
+            ),
+            Part(
+                "early / late of that ratio x",
+                _estimate(uneven, uneven_draws, "seeds", n),
+                "above",
+                0.0,
+                _times,
+                group=f"vs {label}",
+            ),
+        ]
+    return parts
+
+
+def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "none") -> list[Part] | NotApplicable:
+    """T2 on the runs' weight change after ``step`` (``t2_from_cubes``); not applicable where an
+    arm it compares was not trained."""
+    arms = (fast, *T2_SLOW_ARMS)
+    missing = [a for a in arms if a not in set(change["arm"])]
+    if missing:
+        return NotApplicable(
+            f"no runs on {', '.join(missing)}: T2 compares the None arm with {' and '.join(T2_SLOW_ARMS)}"
+        )
+    cubes = {arm: change_cube(change, resampling, arm, step) for arm in arms}
+    if any(c is None for c in cubes.values()):
+        return []
+    return t2_from_cubes(cubes, resampling, fast)
+
+
+# T3's margin: the None / Detailed probe ratio may shrink by less than this much since step 0
+# (log 1.1, the 10% of the curve's size that F3 and F5 call "nearly the same").
+T3_MARGIN = SAME_MARGIN
+
+
+def t3_from_cubes(start: dict[str, np.ndarray], after: dict[str, np.ndarray], resampling, step: int, group: str = ""):
+    """T3's parts from the log probe norms of the None and Detailed settings (S, n, L, 4) at step 0
+    (``start``) and after ``step`` steps (``after``): the change since step 0 of the None / Detailed
+    gap (mean log over layers and projections, paired by instruction) above minus ``T3_MARGIN``
+    decides; the gaps at step 0 and after ``step`` are shown."""
+    gap0 = (start["none"] - start["detailed"]).mean(axis=(2, 3))  # (S, n): the same for every seed
+    gap = (after["none"] - after["detailed"]).mean(axis=(2, 3))
+    units, n = resampling.units, len(resampling.ids)
+    # after training the probes differ by seed too: the fewer of probes and seeds counts
     return [
         Part(
-            "None / Detailed weight change, early layers x",
-            _estimate(early, early_draws, "seeds", n),
+            "None / Detailed at step 0 x",
+            _estimate(*resampling.mean(gap0), resampling.dataset, n),
             "above",
             0.0,
             _times,
+            group=group,
+            decides=False,
         ),
-        Part("early / late of that ratio x", _estimate(uneven, uneven_draws, "seeds", n), "above", 0.0, _times),
+        Part(
+            f"None / Detailed at step {step} x",
+            _estimate(*resampling.mean(gap), resampling.dataset, units),
+            "above",
+            0.0,
+            _times,
+            group=group,
+            decides=False,
+        ),
+        Part(
+            f"step {step} / step 0 of that ratio x",
+            _estimate(*resampling.mean(gap - gap0), resampling.dataset, units),
+            "above",
+            -T3_MARGIN,
+            _times,
+            group=group,
+        ),
     ]
 
 
-def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | None:
-    """T3 for one arm: the None / Detailed probe gap (mean log over layers and projections) after
-    ``step`` steps > 0; the gap at step 0 shown beside it."""
-    parts = []
-    for at, decides in ((step, True), (0, False)):
-        fast = probe_cube(probes, resampling, arm, at, "none")
-        slow = probe_cube(probes, resampling, arm, at, "detailed")
-        if fast is None or slow is None:
-            return None
-        value, draws = resampling.mean((fast - slow).mean(axis=(2, 3)))
-        # after training the probes differ by seed too: the fewer of probes and seeds counts
-        estimate = _estimate(value, draws, resampling.dataset, resampling.units if at else len(resampling.ids))
-        parts.append(
-            Part(f"None / Detailed at step {at} x", estimate, "above", 0.0, _times, group=arm, decides=decides)
+def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | NotApplicable | None:
+    """T3 for one arm (``t3_from_cubes``); not applicable where the step-0 gap is not established
+    on the probes (reversed or not resolved: there is no F1 gap to persist)."""
+    cubes = {at: {s: probe_cube(probes, resampling, arm, at, s) for s in ("none", "detailed")} for at in (0, step)}
+    if any(c is None for by_setting in cubes.values() for c in by_setting.values()):
+        return None
+    parts = t3_from_cubes(cubes[0], cubes[step], resampling, step, group=arm)
+    return t3_applicable(parts)
+
+
+def t3_applicable(parts: list[Part]) -> list[Part] | NotApplicable:
+    """T3's parts, or why T3 does not apply: the step-0 gap (its first part) decided (enough probes)
+    but not above 0."""
+    start = parts[0]
+    if start.n_smallest >= MIN_VERDICT_SAMPLES and not start.supports():
+        return NotApplicable(
+            f"the None / Detailed gap at step 0 is not established ({start.text()}): no F1 gap to persist",
+            tuple(parts),
         )
     return parts
 
@@ -265,12 +388,12 @@ def t1(runs: ModelRuns, arm: str | None) -> list[Part] | None:
     return t1_parts(runs.probes, runs.change, runs.resampling, arm, runs.step) or []
 
 
-def t2(runs: ModelRuns, arm: str | None) -> list[Part] | None:
-    """T2 for the model as a whole (None arm against Detailed arm)."""
-    return None if arm is not None else t2_parts(runs.change, runs.resampling, runs.step) or []
+def t2(runs: ModelRuns, arm: str | None) -> list[Part] | NotApplicable | None:
+    """T2 for the model as a whole (the None arm against the Detailed arm and the cut arm)."""
+    return None if arm is not None else t2_parts(runs.change, runs.resampling, runs.step)
 
 
-def t3(runs: ModelRuns, arm: str | None) -> list[Part] | None:
+def t3(runs: ModelRuns, arm: str | None) -> list[Part] | NotApplicable | None:
     """T3 for each arm."""
     return None if arm is None else t3_parts(runs.probes, runs.resampling, arm, runs.step) or []
 
@@ -285,7 +408,11 @@ def per_training_run(check, inputs) -> list[Finding]:
     for model in model_runs(runs):
         for arm in (None, *model.arms):
             parts = check.parts(model, arm)
-            if parts is not None:
-                scope = model.dataset if arm is None else f"{model.dataset}, trained on {arm}"
+            if parts is None:
+                continue
+            scope = model.dataset if arm is None else f"{model.dataset}, trained on {arm}"
+            if isinstance(parts, NotApplicable):
+                found.append(Finding(check.id, model.model, scope, False, parts.parts, not_applicable=parts.reason))
+            else:
                 found.append(Finding(check.id, model.model, scope, False, tuple(parts)))
     return found

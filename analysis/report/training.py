@@ -88,8 +88,8 @@ class TrainingPage:
             f"Models: {', '.join(f'{m} ({n} runs)' for m, n in runs.items())}. Data: {s.dataset}, "
             f"{s.responses} responses; arms: {', '.join(ARM_LABELS.get(a, a) for a in s.arms)}; seeds "
             f"{', '.join(map(str, s.seeds))}. AdamW, learning rate {s.learning_rate:g}, weight decay "
-            f"{s.weight_decay:g}, {s.steps} steps of {s.batch_size} samples from {s.n_train} instructions, "
-            f"every weight trained; samples cut at {self.profile.extraction.max_length} tokens. Probes: "
+            f"{s.weight_decay:g}, {s.steps} steps of {s.batch_size} samples from {s.n_train} instructions that each seed "
+            f"draws from those that are not probes (the arms of a seed share them), every weight trained; samples cut at {self.profile.extraction.max_length} tokens. Probes: "
             f"{s.n_probes} held-out instructions under {', '.join(s.probe_settings)} at steps "
             f"{', '.join(str(k) for k in sorted(self.change['step'].unique()))}."
         )
@@ -183,6 +183,48 @@ def weight_change(page: TrainingPage) -> list[tuple[str, Figure]]:
     return figures
 
 
+def relative_change(page: TrainingPage) -> list[tuple[str, Figure]]:
+    """Per model: the relative change ``||W_K - W_0||_F / ||W_0||_F`` per layer at the last step, one
+    panel per projection, one line per arm (geometric mean over seeds, each seed's range shaded)."""
+    if "relative_frobenius" not in page.change:
+        raise TrainingPageError(
+            f"{page.results_dir}: the weight-change tables have no relative change; train the runs again"
+        )
+    figures = []
+    step = page.last_step
+    for model, rows in page.change[page.change["step"] == step].groupby("model"):
+        fig, axes = plt.subplots(1, len(PROJECTIONS), figsize=(12, 2.8), squeeze=False)
+        for ax, proj in zip(axes[0], PROJECTIONS):
+            chosen = rows[rows["proj"] == proj]
+            for arm, arm_rows in chosen.groupby("arm"):
+                logs = np.log(arm_rows["relative_frobenius"]).groupby(arm_rows["layer"])
+                (line,) = ax.plot(logs.mean().index, np.exp(logs.mean().to_numpy()), label=ARM_LABELS.get(arm, arm))
+                ax.fill_between(
+                    logs.mean().index, np.exp(logs.min()), np.exp(logs.max()), color=line.get_color(), alpha=0.15
+                )
+            ax.set_yscale("log")
+            ax.set_title(f"{proj.upper()}: ||W_{step} - W_0||_F / ||W_0||_F", fontsize=9)
+            ax.set_xlabel("layer", fontsize=8)
+        axes[0, 0].legend(fontsize=7)
+        fig.tight_layout()
+        figures.append((f"{model}: relative weight change per layer after {step} steps", fig))
+    return figures
+
+
+def relative_change_table(page: TrainingPage) -> pd.DataFrame:
+    """Per model and arm: the relative change of the attention projections at the last step
+    (geometric mean over layers and projections; its smallest and largest seed)."""
+    rows = page.change[page.change["step"] == page.last_step]
+    if "relative_frobenius" not in rows:
+        return pd.DataFrame()
+    per_seed = rows.assign(log=np.log(rows["relative_frobenius"])).groupby(["model", "arm", "seed"])["log"].mean()
+    table = per_seed.groupby(["model", "arm"]).agg(["mean", "min", "max"]).apply(np.exp).reset_index()
+    table["arm"] = table["arm"].map(lambda a: ARM_LABELS.get(a, a))
+    return table.rename(
+        columns={"mean": "relative change (geometric mean)", "min": "smallest seed", "max": "largest seed"}
+    )
+
+
 def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
     """Per model: the training loss of every step, one line per run, colored by arm."""
     figures = []
@@ -199,13 +241,13 @@ def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
     return figures
 
 
-def error_rates(page: TrainingPage, reps: int = 100) -> pd.DataFrame:
-    """Share of false "holds" of the rules of the chapter's checks, simulated in this run's design
-    (probes, seeds, layers) by ``calibration.false_holds_table``."""
+def error_rates(page: TrainingPage, reps: int = 200) -> pd.DataFrame:
+    """Share of false "holds" of the rules of the chapter's checks in each null scenario of
+    ``training_calibration`` (a training-set effect among them), simulated in this run's design
+    (probes, seeds, layers) by the functions the checks call."""
     s = page.profile.training
     design = training_calibration.TrainingDesign(s.n_probes, len(s.seeds), int(page.change["layer"].max()) + 1)
-    rules = tuple(dict.fromkeys(r for c in checks.selected(checks.on_chapter(CHAPTER)) for r in c.calibrated_by))
-    table = calibration.false_holds_table(
-        reps=reps, n_resamples=200, seed=page.profile.seed, rules=rules, training=design
-    )
-    return table[["rule", "checks", "instructions", "reps", "holds when false"]]
+    table = training_calibration.false_holds_by_scenario(design, reps, n_resamples=200, seed=page.profile.seed)
+    by_rule = calibration.checks_by_rule()
+    table.insert(1, "checks", table["rule"].map(lambda rule: ", ".join(by_rule.get(rule, ()))))
+    return table[["rule", "checks", "scenario", "runs' design", "instructions", "reps", "holds when false"]]

@@ -5,10 +5,12 @@ same templates, ``max_length`` and, for a length-control arm, the same response 
 loss is the extraction's (``gradients.per_sample_losses``: response tokens only, each sample's
 mean), averaged over the batch. Every weight is trained with AdamW. The probe instructions are
 the first ``n_probes`` of the dataset's seeded random order (``data.dataset_sample_ids``, what an
-extraction of ``n_probes`` samples takes); the training instructions are the next ``n_train`` of that order,
-so a probe is never trained on. The samples of step ``s`` are a function of the seed and ``s``
-alone (seeded permutations, one per pass over the training set), so a resumed run sees the same
-batches. At each checkpoint step the probe statistics are extracted by ``runner.extract`` on the
+extraction of ``n_probes`` samples takes); the training instructions are a seeded draw of ``n_train``
+from the rest of the dataset (the pool: never a probe), one draw per seed and shared by the arms of
+that seed, so the seeds replicate the training set as well as the order of the batches while the
+arms of a seed stay paired. The samples of step ``s`` are a function of the seed and ``s`` alone
+(seeded permutations of the seed's training set, one per pass over it), so a resumed run sees the
+same batches. At each checkpoint step the probe statistics are extracted by ``runner.extract`` on the
 model as it is, into the results store under :meth:`TrainingRunId.probe_model`; the weight change
 and the losses are written to the run's tables; then the checkpoint is saved.
 """
@@ -19,12 +21,14 @@ import json
 import os
 import shutil
 import time
+import zlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import torch
 from tqdm.auto import tqdm
@@ -65,11 +69,16 @@ class TrainingSummary:
 
 
 def split_instructions(
-    dataset: str, count: int, n_probes: int, n_train: int, data_dir=None
+    dataset: str, count: int, n_probes: int, n_train: int, seed: int, data_dir=None
 ) -> tuple[list[int], list[int]]:
-    """(probe ids, training ids): the first ``n_probes`` and the next ``n_train`` records of the
-    order the extraction draws a study dataset's samples in (``data.dataset_sample_ids``: seeded,
-    None-CoT pairs whose irrelevant response equals the correct one last); disjoint, each sorted."""
+    """(probe ids, training ids of ``seed``), disjoint, each sorted.
+
+    The probes are the first ``n_probes`` records of the order the extraction draws a study
+    dataset's samples in (``data.dataset_sample_ids``: seeded, None-CoT pairs whose irrelevant
+    response equals the correct one last), the same for every seed. The training instructions are
+    ``n_train`` records drawn without replacement from the others (the pool), by a generator
+    seeded by the dataset and ``seed`` alone: each seed trains on its own instructions, and every
+    arm of a seed on the same ones."""
     if n_probes + n_train > count:
         raise TrainingError(
             f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
@@ -77,7 +86,9 @@ def split_instructions(
     order = data.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
     probes = data.dataset_sample_ids(dataset, count, n_probes, data_dir)
     assert probes == sorted(int(i) for i in order[:n_probes])  # the extraction's sample of n_probes
-    return probes, sorted(int(i) for i in order[n_probes : n_probes + n_train])
+    pool = np.sort(order[n_probes:])
+    rng = np.random.default_rng([data.SAMPLE_SEED, int(seed), zlib.crc32(f"{dataset}/train".encode())])
+    return probes, sorted(int(i) for i in rng.choice(pool, size=n_train, replace=False))
 
 
 @lru_cache(maxsize=64)
@@ -160,8 +171,11 @@ def probe_conditions(settings: TrainingSettings) -> list[str]:
     return [f"{settings.dataset}/{setting}/{settings.responses}" for setting in settings.probe_settings]
 
 
-def run_about(run: TrainingRunId, settings: TrainingSettings, extraction: ExtractionSettings, loaded) -> dict:
-    """What a checkpoint must agree on to be continued."""
+def run_about(
+    run: TrainingRunId, settings: TrainingSettings, extraction: ExtractionSettings, loaded, train_ids: list[int]
+) -> dict:
+    """What a checkpoint (or a finished run) must agree on to be continued (or reused): the run,
+    its settings and the instructions it trains on."""
     kept = ("n_probes", "n_train", "steps", "batch_size", "learning_rate", "weight_decay", "checkpoints")
     return {
         "model": run.model,
@@ -171,6 +185,7 @@ def run_about(run: TrainingRunId, settings: TrainingSettings, extraction: Extrac
         "max_length": extraction.max_length,
         **{name: settings.as_dict()[name] for name in kept},
         "probe_settings": list(settings.probe_settings),
+        "train_ids": [int(i) for i in train_ids],
     }
 
 
@@ -201,14 +216,14 @@ def train(
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
     run_dir = run_directory(Path(results_dir), run)
-    about = run_about(run, settings, extraction, loaded)
-    done = run_dir / tables.DONE
-    if done.is_file():
-        return finished(done, about)
     started = time.perf_counter()
     resolved = data.resolve(run.condition, data_dir)
     count = len(data.load_records(resolved.path))
-    _, train_ids = split_instructions(run.dataset, count, settings.n_probes, settings.n_train, data_dir)
+    _, train_ids = split_instructions(run.dataset, count, settings.n_probes, settings.n_train, run.seed, data_dir)
+    about = run_about(run, settings, extraction, loaded, train_ids)
+    done = run_dir / tables.DONE
+    if done.is_file():
+        return finished(done, about)
     samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir)
     if len(samples) < settings.batch_size:
         raise TrainingError(

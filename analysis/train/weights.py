@@ -1,5 +1,6 @@
 """Weight change of every attention projection since step 0: nuclear norm, largest singular value
-and Frobenius norm of ``W_k - W_0``, computed in float64 from a full SVD."""
+and Frobenius norm of ``W_k - W_0``, computed in float64 from a full SVD, and the relative change
+``||W_k - W_0||_F / ||W_0||_F``."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import torch
 from analysis.extract import gradients
 from analysis.vocabulary import PROJECTIONS
 
-CHANGE_STATISTICS = ("nuclear_norm", "sigma_max", "frobenius")
+CHANGE_STATISTICS = ("nuclear_norm", "sigma_max", "frobenius", "relative_frobenius")
 
 
 def projection_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -31,6 +32,7 @@ def change_rows(model: torch.nn.Module, initial: dict[str, torch.Tensor], step: 
             start = initial[f"{layer}.{proj}"].to(current.device)
             difference = current.to(torch.float64) - start.to(torch.float64)
             values = torch.linalg.svdvals(difference)
+            frobenius = float(torch.linalg.vector_norm(difference))
             rows.append(
                 {
                     **identity,
@@ -39,7 +41,8 @@ def change_rows(model: torch.nn.Module, initial: dict[str, torch.Tensor], step: 
                     "proj": proj,
                     "nuclear_norm": float(values.sum()),
                     "sigma_max": float(values[0]),
-                    "frobenius": float(torch.linalg.vector_norm(difference)),
+                    "frobenius": frobenius,
+                    "relative_frobenius": frobenius / float(torch.linalg.vector_norm(start.to(torch.float64))),
                 }
             )
     return pd.DataFrame(rows)
