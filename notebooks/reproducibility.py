@@ -20,7 +20,7 @@
 
 # %% tags=["remove-cell"]
 from analysis import runlog
-from analysis.findings import calibration, scenarios
+from analysis.findings import calibration, scenarios, skew
 from analysis.report import coverage, provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, origin_note
@@ -144,6 +144,14 @@ show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 
 # %% tags=["remove-input"]
 show_table(scenarios.miss_table(reps=400, seed=params.seed), by=None)
+
+# %% [markdown]
+# Skew in both directions (`analysis.findings.skew`): how often each rule says "holds" when its
+# claim is false at its boundary with per-sample logs of skewness -2, -1, +1 and +2, beside the rate
+# the rule states (the rate the verdict matrix's note uses for its checks).
+
+# %% tags=["remove-input"]
+show_table(skew.skew_table(reps=400, seed=params.seed), by=None)
 
 # %% [markdown]
 # ## Package versions
