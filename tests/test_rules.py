@@ -259,6 +259,32 @@ def test_f5_compares_wiki_with_a_reasoning_contrast_of_similar_length_ratio():
     assert _verdicts(_findings(rows, ("F5",)), "F5") == {FAILS}
 
 
+def test_f5_does_not_count_wiki_curves_already_smooth_at_100_words_as_not_smoothed():
+    """Wiki curves smooth at every length have no roughness to lose: the former contrast of
+    roughness lost (reasoning lost much, Wiki nothing) read "holds"; the shares are not computed
+    where the 100-word roughness is not established, so the part is not resolved."""
+
+    def wiki_smooth(model, dataset, setting, responses, proj, layers):
+        if dataset == "wiki":
+            return np.ones(layers.shape)
+        return paper_like(model, dataset, setting, responses, proj, layers)
+
+    wiki = [("wiki", s, r) for s in ("len100", "len1000") for r in ("correct", "irrelevant")]
+    reasoning = _conditions(("aqua", "gsm8k"), ("simplified", "detailed"))
+    rows = make_results(
+        wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=wiki_smooth, noise=0.02, sample_sd=0.05, seed=9
+    )
+    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 300)[BASE]
+    parts = {p.name: p for p in check_parts.f5_parts(cd)}
+    short, long = quantities.mean_roughness(cd, "wiki", "len100"), quantities.mean_roughness(cd, "wiki", "len1000")
+    simplified = quantities.mean_roughness(cd, "aqua", "simplified")
+    detailed = quantities.mean_roughness(cd, "aqua", "detailed")
+    assert simplified.value - detailed.value > 10 * abs(short.value - long.value)  # the former rule's "holds"
+    assert parts[check_parts.F5_SHARES].estimate is None
+    assert not parts["Wiki 100 words roughness"].supports()
+    assert _verdicts(_findings(rows, ("F5",)), "F5") == {UNRESOLVED}
+
+
 def test_pooling_answers_what_single_datasets_cannot():
     rows = make_results(
         _conditions(("strategyqa", "ecqa", "creak", "sensemaking")),

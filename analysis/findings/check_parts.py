@@ -45,7 +45,8 @@ SHARE_PART = "share of the gap left at equal length"
 MEAN_CURVE_ROUGHNESS = "mean curve's roughness (paper's scale)"
 LOG_SPREAD_CHANGE = "None log-scale variance, late - early layers"
 NONE_GROUP = "roughness None - Simplified"
-GAP_PART = "Simplified / Detailed x"  # the length checks' precondition (``gap_established``)
+GAP_PART = "Simplified / Detailed x"
+F5_SHARES = "share of roughness kept: Wiki 1000 / 100 words - reasoning Detailed / Simplified"  # the length checks' precondition (``gap_established``)
 # "Nearly the same" curves (F3 under None CoT, F5's Wiki part): the root-mean-square over layers
 # and q, k, v, o of the per-layer log ratio of irrelevant over correct, noise-corrected, within
 # the margin (its square below the margin squared); the signed mean over layers is shown beside.
@@ -266,32 +267,41 @@ def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     return _length_parts(cd, dataset, "length")
 
 
+def _established(estimate: Estimate | None) -> bool:
+    return estimate is not None and Part("", estimate, "above", 0.0).supports()
+
+
 def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
-    """F5: the roughness lost from Simplified to Detailed CoT (pooled over the reasoning datasets)
-    minus that lost from Wiki 100 to 1000 words > 0; Wiki irrelevant/correct (mean over the Wiki
-    settings) within 1 -/+ margin."""
+    """F5: the share of its roughness a curve keeps from Wiki 100 to 1000 words minus the share it
+    keeps from Simplified to Detailed CoT (pooled over the reasoning datasets) > 0, computed only
+    where both shorter curves' roughness is established (a curve already smooth at 100 words has
+    no roughness to lose, and is not counted as "not smoothed"); the Wiki curves nearly the same
+    (``nearly_same``), their signed mean ratio and the paper's Wiki MAD ratio shown beside."""
     wiki = vocabulary.WIKI_DATASET
     short, long = mean_roughness(cd, wiki, "len100"), mean_roughness(cd, wiki, "len1000")
     if short is None or long is None:
         return None
-    wiki_shrink = combine(np.subtract, short, long)
     ref = reference if reference is not None else cd
-    shrinks = []
-    for dataset in ref.datasets():
-        if dataset == wiki:
-            continue
-        a, b = mean_roughness(ref, dataset, "simplified"), mean_roughness(ref, dataset, "detailed")
-        if a is not None and b is not None:
-            shrinks.append(combine(np.subtract, a, b))
-    reasoning = pooled(shrinks)
-    contrast = None if reasoning is None else combine(np.subtract, reasoning, wiki_shrink)
+    pairs = [
+        (a, b)
+        for dataset in ref.datasets()
+        if dataset != wiki
+        and (a := mean_roughness(ref, dataset, "simplified")) is not None
+        and (b := mean_roughness(ref, dataset, "detailed")) is not None
+    ]
+    simplified, detailed = pooled([a for a, _ in pairs]), pooled([b for _, b in pairs])
+    contrast = None
+    if _established(simplified) and _established(short):
+        contrast = combine(lambda w1, w2, s, d: w2 / w1 - d / s, short, long, simplified, detailed)
     rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
     wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
     squares = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd_mean_square(cd, wiki, s)) is not None]
     wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
-        Part("reasoning roughness lost - Wiki roughness lost", contrast, "above", 0.0),
+        Part(F5_SHARES, contrast, "above", 0.0),
+        Part("Wiki 100 words roughness", short, "above", 0.0, decides=False),
+        Part("reasoning Simplified CoT roughness", simplified, "above", 0.0, decides=False),
         nearly_same(WIKI_SAME, wiki_square),
         Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times, decides=False),
         Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, _times, decides=False),
