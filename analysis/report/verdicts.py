@@ -151,7 +151,8 @@ def power_note(found: pd.DataFrame) -> str:
     return (
         f"Not resolved for lack of power at these sample sizes: {'; '.join(pieces)}. The sizes are those at which "
         f"each part would reach its side with {POWER:.0%} probability were its true value the measured one "
-        '(0 for a "nearly the same" part); cells whose measured value lies against the claim have none.'
+        '(for a "nearly the same" part a size on the safe side: its spread shrinks faster than that near 0); '
+        "cells whose measured value lies against the claim have none."
     )
 
 
