@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.findings import calibration, scenarios
+from analysis.findings import calibration, scenarios, skew
 from analysis.findings.bootstrap import Estimate
 
 REPS = 600
@@ -25,10 +25,13 @@ def false_holds():
 
 
 @pytest.mark.parametrize("rule", ["gap", "same", "not better", "roughness"])
-def test_no_rule_says_holds_more_than_2_5_percent_of_the_time_when_its_claim_is_false(false_holds, rule):
+def test_no_rule_says_holds_more_than_its_stated_rate_when_its_claim_is_false(false_holds, rule):
+    """2.5% for every rule but F4's "not better", whose stated rate (``skew.STATED_RATES``) is
+    what it reaches in the study's designs with normal logs."""
     rows = false_holds[false_holds["rule"] == rule]
     assert len(rows) == 3
-    assert (rows["holds when false"] <= PROMISED_AT_REPS).all(), rows
+    allowed = PROMISED_AT_REPS - scenarios.PROMISED + skew.stated_rate(rule)
+    assert (rows["holds when false"] <= allowed).all(), rows
     assert (rows["does not hold when true"] <= PROMISED_AT_REPS).all(), rows
 
 
@@ -151,12 +154,17 @@ def test_the_deciding_interval_misses_at_most_2_5_percent_per_side_in_every_hard
 
 
 def test_under_skewed_logs_it_misses_no_more_than_methods_states_and_only_against_the_skew(misses):
+    """Skewed to the right, the interval misses above the truth (a false "holds" of a "below"
+    claim); to the left, below it (a false "holds" of a "larger than" claim: F1, L, L2)."""
     rows = _rows(misses, "geometric", skewed=True)
-    assert len(rows) == 2
+    assert len(rows) == 4
     for _, row in rows.iterrows():
-        assert row["miss above"] <= scenarios.STATED_WORST_CASE[row["scenario"]], rows
-        assert row["miss above"] > _many(SCENARIO_REPS), rows  # the level is indeed not held: stated, not hidden
-        assert row["miss below"] <= _many(SCENARIO_REPS), rows  # a false "holds" of an "above" claim stays within
+        against, along = (
+            ("miss below", "miss above") if row["scenario"] in scenarios.LEFT_SKEWED else ("miss above", "miss below")
+        )
+        assert row[against] <= scenarios.STATED_WORST_CASE[row["scenario"]], rows
+        assert row[against] > _many(SCENARIO_REPS), rows  # the level is indeed not held: stated, not hidden
+        assert row[along] <= _many(SCENARIO_REPS), rows  # the other side stays within
 
 
 def test_the_roughness_interval_misses_at_most_2_5_percent_per_side_everywhere():
@@ -192,3 +200,33 @@ def test_at_20_instructions_the_same_holds():
     assert (rows[["miss below", "miss above"]] <= _many(SCENARIO_REPS)).all().all(), rows
     skewed = _rows(table, "geometric", skewed=True)
     assert all(r["miss above"] <= scenarios.STATED_WORST_CASE[r["scenario"]] for _, r in skewed.iterrows()), skewed
+
+
+# --------------------------------------------------------------------------- skew in both directions
+
+
+def test_every_rule_keeps_its_stated_rate_at_skewness_minus_2_and_plus_2():
+    """The per-sample logs skewed either way (a long lower tail: bare answers with a near-zero
+    loss): each rule's false "holds" stays within the rate it states (``skew.STATED_RATES``), and
+    the gap rule's stated rate above 2.5% is needed (left skew), not a margin for nothing."""
+    reps = 200
+    table = skew.skew_table(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
+    allowed = table["stated"] + 2 * np.sqrt(table["stated"] * (1 - table["stated"]) / reps)
+    assert (table["holds when false"] <= allowed).all(), table
+    left_gap = table[(table["rule"] == "gap") & (table["skewness"] == -2.0)]
+    assert left_gap["holds when false"].max() > _bound(reps), table
+
+
+def test_the_skew_of_a_stores_values_is_measured():
+    from synthetic import make_results, reasoning_conditions
+
+    from analysis.findings.bootstrap import all_curve_draws
+
+    rows = make_results(reasoning_conditions("aqua", ("none",), ("correct",)), n_samples=400, sample_sd=0.0, noise=0.01)
+    rng = np.random.default_rng(0)
+    factor = np.exp(-0.5 * rng.exponential(1.0, 400))  # logs with a long lower tail: skewness -2
+    rows["nuclear_norm"] *= factor[rows["sample_index"].to_numpy()]
+    draws = all_curve_draws(rows, ["base-model"], ("nuclear_norm",), 50)
+    measured = skew.measured_skew(draws)
+    assert len(measured) == 1
+    assert measured["skewness per sample (median)"].iloc[0] == pytest.approx(-2.0, abs=0.5)

@@ -137,3 +137,13 @@ def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table(monkeypat
     assert table["claim"].iloc[0] == "Training lowers the loss"
     with pytest.raises(checks.CheckError, match="unknown scope"):
         checks.register(checks.Check("X2", "x", "per week", parts, (), ()))
+
+
+def test_the_methods_page_states_whom_a_sampling_profile_draws_from(study_data_dir):
+    """The answers of the instructions a sampling profile draws from, computed from the data files."""
+    from analysis.findings import population
+
+    text = population.population_text(study_data_dir)
+    assert 'CREAK 251 of its 500 instructions ("yes" 116 of 253, "no" 135 of 247)' in text
+    methods = " ".join((ROOT / "book" / "methods.md").read_text().split())
+    assert " ".join(text.split()) in methods

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.findings import checks, metrics, training_calibration
+from analysis.findings import checks, metrics, ratio_sizes, training_calibration
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
@@ -73,12 +73,14 @@ def checks_by_rule() -> dict[str, tuple[str, ...]]:
 @dataclass(frozen=True)
 class Design:
     """One simulated design: instructions per dataset, per-sample noise (log scale) of the fast
-    and the slow condition per dataset, and the spread of the instructions' own levels."""
+    and the slow condition per dataset, the spread of the instructions' own levels, and the
+    skewness of the per-sample noise (0: normal; else ``ratio_sizes.log_noise``)."""
 
     counts: tuple[int, ...] = (5,)
     fast_sd: tuple[float, ...] = (0.6,)
     slow_sd: tuple[float, ...] = (0.15,)
     instruction_sd: float = 0.3
+    skew: float = 0.0
 
     @property
     def label(self) -> str:
@@ -98,17 +100,19 @@ def study_designs(n: int = 5) -> dict[str, Design]:
 # --------------------------------------------------------------------------- one simulated run
 
 
-def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, instruction_sd: float, effect: float):
-    """Per-instruction mean logs of the fast and the slow condition (true difference ``effect``)."""
+def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, instruction_sd: float, effect: float, skew=0.0):
+    """Per-instruction mean logs of the fast and the slow condition (true difference ``effect``),
+    the noise of skewness ``skew``."""
     level = rng.normal(0.0, instruction_sd, n)
-    return level + effect + rng.normal(0.0, fast_sd, n), level + rng.normal(0.0, slow_sd, n)
+    noise = ratio_sizes.log_noise
+    return level + effect + fast_sd * noise(rng, skew, n), level + slow_sd * noise(rng, skew, n)
 
 
 def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estimate:
     """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
     per_dataset = []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
-        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design.instruction_sd, effect)
+        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design.instruction_sd, effect, design.skew)
         weights = resample_counts(n, n_resamples, rng)
         (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
         (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
@@ -129,8 +133,9 @@ def _rough_estimates(
     corrected, paper = [], []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
         level = rng.normal(0.0, design.instruction_sd, (n, 1))
-        fast = np.exp(level + _true_curve(layers, wiggle_fast) + rng.normal(0.0, fast_sd, (n, N_LAYERS)))
-        slow = np.exp(level + _true_curve(layers, wiggle_slow) + rng.normal(0.0, slow_sd, (n, N_LAYERS)))
+        noise = [sd * ratio_sizes.log_noise(rng, design.skew, (n, N_LAYERS)) for sd in (fast_sd, slow_sd)]
+        fast = np.exp(level + _true_curve(layers, wiggle_fast) + noise[0])
+        slow = np.exp(level + _true_curve(layers, wiggle_slow) + noise[1])
         weights = resample_counts(n, n_resamples, rng)
         (vf, df_), (vs, ds) = corrected_roughness(fast, weights), corrected_roughness(slow, weights)
         strata = ((f"d{h}", n),)
@@ -177,8 +182,10 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
     """Share of "holds" when the claim is false at its boundary, for the rule of ``check``:
 
     - ``gap``: "fast > slow" with no true difference;
-    - ``same``: "within the margin" with the true difference exactly at the margin;
-    - ``not better``: "below the margin" (F4) with the true difference exactly at it;
+    - ``same``: "nearly the same" with the true per-layer log ratio's root-mean-square over layers
+      exactly at the margin, running from + to - across the layers (its signed mean 0);
+    - ``not better``: F4's "no better" with the instruct model's separation exactly the margin
+      larger than its base model's (the base separating, ``ratio_sizes.SEPARATING``);
     - ``roughness``: "fast rougher" with equally smooth true curves (None noisier);
     - ``paper MAD``: the former F2 rule (log MAD ratio > 0) on the same data;
     - ``old same``: the former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the
@@ -190,9 +197,10 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
         if check == "gap":
             part = Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0)
         elif check == "same":
-            part = Part("same", _gap_estimate(rng, design, SAME_MARGIN, n_resamples), "within", SAME_MARGIN)
+            part = ratio_sizes.same_part(rng, design, SAME_MARGIN, n_resamples)
         elif check == "not better":
-            part = Part("not better", _gap_estimate(rng, design, SAME_MARGIN, n_resamples), "below", SAME_MARGIN)
+            separating = ratio_sizes.SEPARATING
+            part = ratio_sizes.not_better_part(rng, design, separating + SAME_MARGIN, separating, n_resamples)
         elif check in ("roughness", "paper MAD"):
             corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples)
             part = Part(check, corrected if check == "roughness" else paper, "above", 0.0)
@@ -206,7 +214,7 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
 
 def false_fails(check: str, design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
     """Share of "does not hold" when the claim is true: ``gap`` with a true log difference of 0.2,
-    ``same`` with a true difference of 0, ``not better`` with a true difference of 0, ``roughness``
+    ``same`` with equal curves, ``not better`` with separations of equal size, ``roughness``
     with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
     rng = np.random.default_rng(seed)
     hits = 0
@@ -214,9 +222,10 @@ def false_fails(check: str, design: Design, reps: int = 1000, n_resamples: int =
         if check == "gap":
             part = Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0)
         elif check == "same":
-            part = Part("same", _gap_estimate(rng, design, 0.0, n_resamples), "within", SAME_MARGIN)
+            part = ratio_sizes.same_part(rng, design, 0.0, n_resamples)
         elif check == "not better":
-            part = Part("not better", _gap_estimate(rng, design, 0.0, n_resamples), "below", SAME_MARGIN)
+            separating = ratio_sizes.SEPARATING
+            part = ratio_sizes.not_better_part(rng, design, separating, separating, n_resamples)
         elif check == "roughness":
             part = Part(check, _rough_estimates(rng, design, 0.2, 0.1, n_resamples)[0], "above", 0.0)
         else:
@@ -433,18 +442,19 @@ def power(design: Design, effect: float, reps: int = 1000, n_resamples: int = 40
 
 
 def equivalence_power(design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
-    """Share of "holds" for "within the margin" (F3 under None CoT, F5) when the truth is 0."""
+    """Share of "holds" for "nearly the same" (F3 under None CoT, F5) when the curves are equal."""
     rng = np.random.default_rng(seed)
-    hits = sum(
-        decide([Part("same", _gap_estimate(rng, design, 0.0, n_resamples), "within", SAME_MARGIN)]) == HOLDS
-        for _ in range(reps)
-    )
+    hits = sum(decide([ratio_sizes.same_part(rng, design, 0.0, n_resamples)]) == HOLDS for _ in range(reps))
     return _rate(hits, reps)
 
 
 def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_resamples: int = 2000) -> int | None:
-    """``rules.instructions_for_power`` for the gap (``effect``) or, with ``effect`` None, the
-    equivalence (truth 0), from one large simulated run of the design (its spread measured)."""
+    """``rules.instructions_for_power`` for the gap (``effect``), from one large simulated run of
+    the design (its spread measured); None for "nearly the same" (``effect`` None): a mean square
+    at a true 0 has a spread that shrinks as 1 / n, not 1 / sqrt(n), so the normal-theory size
+    does not apply to it (its power is simulated: ``equivalence_power``)."""
+    if effect is None:
+        return None
     rng = np.random.default_rng(seed)
     big = replace(design, counts=tuple(200 for _ in design.counts))
     estimate = _gap_estimate(rng, big, 0.0, n_resamples)
@@ -454,8 +464,6 @@ def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_
         tuple((d, design.counts[0]) for d, _ in estimate.strata),
         estimate.variances,
     )
-    if effect is None:
-        return instructions_for_power(Part("same", scaled, "within", SAME_MARGIN), assumed=0.0)
     return instructions_for_power(Part("gap", scaled, "above", 0.0), assumed=effect)
 
 

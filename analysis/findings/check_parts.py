@@ -18,12 +18,13 @@ from dataclasses import replace
 import numpy as np
 
 from analysis import vocabulary
-from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
+from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, pooled
 from analysis.findings.quantities import (
     log_gap,
     log_level,
     log_mad_ratio,
     log_rd,
+    log_rd_mean_square,
     log_variance_change,
     mean_early_late,
     mean_gap,
@@ -31,7 +32,9 @@ from analysis.findings.quantities import (
     mean_rd_between,
     mean_roughness,
     mean_roughness_difference,
+    root_mean_square,
     roughness,
+    size_excess,
 )
 from analysis.findings.rules import SAME_MARGIN, Part, beside
 
@@ -42,10 +45,28 @@ SHARE_PART = "share of the gap left at equal length"
 MEAN_CURVE_ROUGHNESS = "mean curve's roughness (paper's scale)"
 LOG_SPREAD_CHANGE = "None log-scale variance, late - early layers"
 NONE_GROUP = "roughness None - Simplified"
+GAP_PART = "Simplified / Detailed x"
+F5_SHARES = "share of roughness kept: Wiki 1000 / 100 words - reasoning Detailed / Simplified"  # the length checks' precondition (``gap_established``)
+# "Nearly the same" curves (F3 under None CoT, F5's Wiki part): the root-mean-square over layers
+# and q, k, v, o of the per-layer log ratio of irrelevant over correct, noise-corrected, within
+# the margin (its square below the margin squared); the signed mean over layers is shown beside.
+NONE_SAME = "None root-mean-square per-layer irrelevant / correct x"
+WIKI_SAME = "Wiki root-mean-square per-layer irrelevant / correct x"
 
 
 def _times(x: float) -> float:
     return math.exp(x)
+
+
+def _rms_times(x: float) -> float:
+    """A noise-corrected mean square of log ratios as the ratio a reader reads (exp of its root)."""
+    return math.exp(math.sqrt(max(x, 0.0)))
+
+
+def nearly_same(name: str, mean_square: Estimate | None) -> Part:
+    """The part "the curves are nearly the same": the noise-corrected mean square over layers of
+    the per-layer log ratio below the margin squared (a one-sided test at 2.5%)."""
+    return Part(name, mean_square, "below", SAME_MARGIN**2, _rms_times)
 
 
 def _short(setting: str) -> str:
@@ -123,31 +144,47 @@ def mean_curve_decides(parts: Sequence[Part]) -> list[Part]:
 
 
 def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
-    """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger);
-    None irrelevant / correct within 1 -/+ margin (two one-sided tests; identical pairs left out)."""
+    """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger); under
+    None CoT the root-mean-square over layers of the per-layer log ratio within the margin
+    (``nearly_same``; identical pairs left out), its signed mean over layers shown beside."""
     detailed = log_rd(cd, dataset, "detailed")
     none = log_rd(cd, dataset, "none", excluded=identical)
+    size = log_rd_mean_square(cd, dataset, "none", excluded=identical)
     if detailed is None or none is None:
         return None
     parts = [
         Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, _times),
-        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times),
+        nearly_same(NONE_SAME, size),
+        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times, decides=False),
     ]
     return parts + [
         beside(parts[0], mean_rd(cd, dataset, "detailed")),
-        beside(parts[1], mean_rd(cd, dataset, "none", excluded=identical)),
+        beside(parts[2], mean_rd(cd, dataset, "none", excluded=identical)),
     ]
 
 
+F4_SIZE = f"instruct size^2 - (base size + {math.exp(SAME_MARGIN) - 1:.0%})^2 of Detailed irrelevant / correct"
+
+
 def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part] | None:
-    """F4: the instruct model's Detailed irrelevant/correct log ratio minus its base model's < margin."""
+    """F4 on the size of the separation: the root-mean-square over layers of the per-layer Detailed
+    irrelevant/correct log ratio of the instruct model exceeds its base model's by less than the
+    margin (``size_excess`` below 0; paired by instruction); the sizes' difference, the signed
+    ratios' difference and the paper's quantity shown beside."""
+    squares = [log_rd_mean_square(cd, dataset, "detailed") for cd in (instruct, base)]
     a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
-    if a is None or b is None:
+    if a is None or b is None or any(s is None for s in squares):
         return None
-    part = Part(
+    sizes = combine(np.subtract, *(root_mean_square(s) for s in squares))
+    signed = Part(
         "instruct / base of Detailed irrelevant / correct x", combine(np.subtract, a, b), "below", SAME_MARGIN, _times
     )
-    return [part, beside(part, mean_rd_between(instruct, base, dataset))]
+    return [
+        Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0),
+        Part("instruct / base of Detailed size x", sizes, "below", SAME_MARGIN, _times, decides=False),
+        replace(signed, decides=False),
+        beside(signed, mean_rd_between(instruct, base, dataset)),
+    ]
 
 
 def with_share(parts: list[Part]) -> list[Part]:
@@ -181,7 +218,7 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
     if main is None:
         return None
-    gap = Part("Simplified / Detailed x", main["gap"], "above", 0.0, _times)
+    gap = Part(GAP_PART, main["gap"], "above", 0.0, _times, decides=False)
     if claim == "content":
         effect = Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)
         paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
@@ -206,6 +243,18 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     return parts
 
 
+def gap_established(parts: Sequence[Part]) -> str:
+    """Why L or L2 does not apply to a finding (empty where it does): both are claims about the
+    Simplified vs Detailed gap, so where its interval does not lie above 0 (reversed, or not
+    resolved) the claim has nothing to apply to. Too few instructions or a missing gap are left to
+    the verdict rule (``rules.decide``)."""
+    gap = next((p for p in parts if p.name == GAP_PART), None)
+    if gap is None or gap.estimate is None or gap.n_smallest < MIN_VERDICT_SAMPLES or gap.supports():
+        return ""
+    state = "reversed" if gap.contradicts() else "not resolved"
+    return f"not applicable: the Simplified vs Detailed gap is {state} here ({gap.text()}); the claim is about that gap"
+
+
 def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     """L (content beyond length): the Simplified vs Detailed gap > 0 and Simplified vs Detailed
     cut to the Simplified length > 0, in mean log nuclear norm; the share of the gap left at
@@ -218,31 +267,43 @@ def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     return _length_parts(cd, dataset, "length")
 
 
+def _established(estimate: Estimate | None) -> bool:
+    return estimate is not None and Part("", estimate, "above", 0.0).supports()
+
+
 def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
-    """F5: the roughness lost from Simplified to Detailed CoT (pooled over the reasoning datasets)
-    minus that lost from Wiki 100 to 1000 words > 0; Wiki irrelevant/correct (mean over the Wiki
-    settings) within 1 -/+ margin."""
+    """F5: the share of its roughness a curve keeps from Wiki 100 to 1000 words minus the share it
+    keeps from Simplified to Detailed CoT (pooled over the reasoning datasets) > 0, computed only
+    where both shorter curves' roughness is established (a curve already smooth at 100 words has
+    no roughness to lose, and is not counted as "not smoothed"); the Wiki curves nearly the same
+    (``nearly_same``), their signed mean ratio and the paper's Wiki MAD ratio shown beside."""
     wiki = vocabulary.WIKI_DATASET
     short, long = mean_roughness(cd, wiki, "len100"), mean_roughness(cd, wiki, "len1000")
     if short is None or long is None:
         return None
-    wiki_shrink = combine(np.subtract, short, long)
     ref = reference if reference is not None else cd
-    shrinks = []
-    for dataset in ref.datasets():
-        if dataset == wiki:
-            continue
-        a, b = mean_roughness(ref, dataset, "simplified"), mean_roughness(ref, dataset, "detailed")
-        if a is not None and b is not None:
-            shrinks.append(combine(np.subtract, a, b))
-    reasoning = pooled(shrinks)
-    contrast = None if reasoning is None else combine(np.subtract, reasoning, wiki_shrink)
+    pairs = [
+        (a, b)
+        for dataset in ref.datasets()
+        if dataset != wiki
+        and (a := mean_roughness(ref, dataset, "simplified")) is not None
+        and (b := mean_roughness(ref, dataset, "detailed")) is not None
+    ]
+    simplified, detailed = pooled([a for a, _ in pairs]), pooled([b for _, b in pairs])
+    contrast = None
+    if _established(simplified) and _established(short):
+        contrast = combine(lambda w1, w2, s, d: w2 / w1 - d / s, short, long, simplified, detailed)
     rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
     wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
+    squares = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd_mean_square(cd, wiki, s)) is not None]
+    wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
-        Part("reasoning roughness lost - Wiki roughness lost", contrast, "above", 0.0),
-        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times),
+        Part(F5_SHARES, contrast, "above", 0.0),
+        Part("Wiki 100 words roughness", short, "above", 0.0, decides=False),
+        Part("reasoning Simplified CoT roughness", simplified, "above", 0.0, decides=False),
+        nearly_same(WIKI_SAME, wiki_square),
+        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times, decides=False),
         Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, _times, decides=False),
     ]
 

@@ -74,6 +74,8 @@ class Check:
     ``adjust``: what the check changes in every finding's parts from the parts themselves, with a
     note (e.g. F2 deciding on the mean curve where None's log-scale spread changes).
     ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
+    ``gate``: why the check does not apply to a finding's parts, e.g. a precondition that is not
+    established (then "not applicable" with that reason; empty: it applies).
     """
 
     id: str
@@ -87,6 +89,7 @@ class Check:
     after_pooling: Callable[[list[Part]], list[Part]] | None = None
     adjust: Adjust | None = None
     note: Callable[[CurveDraws, dict, dict], str] | None = None
+    gate: Callable[[Sequence[Part]], str] | None = None  # why it does not apply to a finding ("": it does)
 
 
 LENGTH_FIGURE = PartFigure(
@@ -124,7 +127,7 @@ REGISTRY: list[Check] = [
         "F3",
         "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
         f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
-        f"two are nearly the same (within {_MARGIN})",
+        f"two curves are nearly the same (the root-mean-square over layers of the per-layer log ratio within {_MARGIN})",
         PER_MODEL,
         cp.f3_parts,
         _READING,
@@ -134,8 +137,9 @@ REGISTRY: list[Check] = [
     Check(
         "F4",
         "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
-        "model (its irrelevant/correct ratio of geometric means of nuclear norms exceeds the base's by less than "
-        f"{_MARGIN}; the paper's mean nuclear norm shown beside)",
+        "model: the size of its separation (root-mean-square over layers of the per-layer log ratio of geometric "
+        f"means of nuclear norms, irrelevant over correct, whatever its direction) exceeds the base's by less than "
+        f"{_MARGIN} (the signed ratios and the paper's mean nuclear norm shown beside)",
         PER_PAIR,
         cp.f4_parts,
         _READING,
@@ -144,7 +148,10 @@ REGISTRY: list[Check] = [
     Check(
         "F5",
         "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
-        f"CoT), and correct vs irrelevant Wiki curves are nearly the same (within {_MARGIN})",
+        "CoT: the share of its noise-corrected roughness a curve keeps from 100 to 1000 Wiki words exceeds the "
+        "share it keeps from Simplified to Detailed CoT, where both shorter curves' roughness is established), "
+        f"and correct vs irrelevant Wiki curves are nearly the same (the root-mean-square over layers of the "
+        f"per-layer log ratio within {_MARGIN})",
         WIKI_FILES,
         cp.f5_parts,
         (*SUMMARY_CHAPTERS, "wiki_knowledge"),
@@ -161,6 +168,7 @@ REGISTRY: list[Check] = [
         ("gap",),
         figure=LENGTH_FIGURE,
         after_pooling=cp.with_share,
+        gate=cp.gap_established,
     ),
     Check(
         "L2",
@@ -172,6 +180,7 @@ REGISTRY: list[Check] = [
         _LENGTH,
         ("gap",),
         after_pooling=cp.with_share,
+        gate=cp.gap_established,
     ),
     Check(
         "T1",
@@ -280,7 +289,7 @@ def _per_model(check: Check, inputs: Inputs) -> list[Finding]:
                 by_dataset[dataset] = parts
         note = check.note(cd, inputs.identical, by_dataset) if check.note else ""
         out += family_findings(
-            check.id, model, by_dataset, note, after_pooling=check.after_pooling, adjust=check.adjust
+            check.id, model, by_dataset, note, after_pooling=check.after_pooling, adjust=check.adjust, gate=check.gate
         )
     return out
 

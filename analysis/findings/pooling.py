@@ -50,19 +50,26 @@ def family_findings(
     *,
     after_pooling: Callable[[list[Part]], list[Part]] | None = None,
     adjust: Adjust | None = None,
+    gate: Callable[[Sequence[Part]], str] | None = None,
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
     more (``after_pooling``: what the check recomputes from its pooled parts, e.g. a share;
     ``adjust``: what it changes in every finding's parts, e.g. F2's deciding part), each
-    ``marked``."""
-    out = [Finding(check, model, d, False, *marked(parts, note, adjust=adjust)) for d, parts in by_dataset.items()]
+    ``marked``; ``gate``: why the check does not apply to a finding's parts (empty where it does),
+    e.g. a precondition not established: that finding is "not applicable" with the reason."""
+
+    def finding(scope: str, pooled: bool, parts: Sequence[Part]) -> Finding:
+        shown, said = marked(parts, note, adjust=adjust)
+        return Finding(check, model, scope, pooled, shown, said, not_applicable=gate(shown) if gate else "")
+
+    out = [finding(d, False, parts) for d, parts in by_dataset.items()]
     for family in vocabulary.REASONING_FAMILIES:
         members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
         if len(members) >= 2:
             parts = pool_parts(members)
             if after_pooling is not None:
                 parts = after_pooling(parts)
-            out.append(Finding(check, model, family, True, *marked(parts, note, adjust=adjust)))
+            out.append(finding(family, True, parts))
     return out
 
 

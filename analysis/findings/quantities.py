@@ -111,26 +111,38 @@ def log_mean_curve(matrix: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray,
     return logs.mean(axis=0), resampled_mean(logs, weights)
 
 
+def corrected_mean_square(values: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
+    """Mean over columns of the squared mean column of a samples x columns matrix, less its noise term.
+
+    The squared mean of n values overshoots the square of their true mean by var / n on average;
+    the mean over pairs of distinct instructions of x_i x_j (a U-statistic, equal to
+    mean(x)^2 - s^2 / n) has no such term: its expectation is the true mean squared at any n, zero
+    when the true mean is zero however noisy the samples. Under a resample, pairs of copies of one
+    instruction are left out, as in the statistic itself. Value and (R,) resampled values (NaN for
+    a resample of one distinct instruction). The roughness of a curve is this of its layer steps;
+    the size of a per-layer log ratio this of the log ratios.
+    """
+    n = values.shape[0]
+    if n < 2:
+        return math.nan, np.full(weights.shape[0], np.nan)
+    value = float(np.mean(values.mean(axis=0) ** 2 - values.var(axis=0, ddof=1) / n))
+    pairs = weights.sum(axis=1) ** 2 - (weights**2).sum(axis=1)
+    products = (weights @ values) ** 2 - weights**2 @ values**2
+    with np.errstate(invalid="ignore", divide="ignore"):
+        draws = np.where(pairs > 0, products.mean(axis=1) / pairs, np.nan)
+    return value, draws
+
+
 def corrected_roughness(matrix: np.ndarray, weights: np.ndarray) -> tuple[float, np.ndarray]:
     """Mean over layer steps of the squared step of the mean log curve, less its noise term.
 
     With d_i the steps log v[l+1] - log v[l] of sample i, the squared step of the mean curve
-    overshoots the true one by var(d) / n on average; the mean over pairs of distinct instructions
-    of d_i d_j (a U-statistic, equal to mean(d)^2 - s^2 / n) has no such term: it is zero for a flat
-    true curve at any n, and the same for equally smooth curves however noisy their samples. Under
-    a resample, pairs of copies of one instruction are left out, as in the statistic itself.
-    Value and (R,) resampled values (NaN for a resample of one distinct instruction).
+    overshoots the true one by var(d) / n on average; ``corrected_mean_square`` of the steps (the
+    mean over pairs of distinct instructions of d_i d_j) has no such term: it is zero for a flat
+    true curve at any n, and the same for equally smooth curves however noisy their samples.
+    Value and (R,) resampled values.
     """
-    steps = np.diff(np.log(matrix), axis=1)
-    n = steps.shape[0]
-    if n < 2:
-        return math.nan, np.full(weights.shape[0], np.nan)
-    value = float(np.mean(steps.mean(axis=0) ** 2 - steps.var(axis=0, ddof=1) / n))
-    pairs = weights.sum(axis=1) ** 2 - (weights**2).sum(axis=1)
-    products = (weights @ steps) ** 2 - weights**2 @ steps**2
-    with np.errstate(invalid="ignore", divide="ignore"):
-        draws = np.where(pairs > 0, products.mean(axis=1) / pairs, np.nan)
-    return value, draws
+    return corrected_mean_square(np.diff(np.log(matrix), axis=1), weights)
 
 
 def _positive_samples(
@@ -185,6 +197,61 @@ def log_rd(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] =
     irrelevant = log_level(cd, dataset, setting, responses=vocabulary.IRRELEVANT, excluded=excluded)
     correct = log_level(cd, dataset, setting, excluded=excluded)
     return None if irrelevant is None or correct is None else combine(np.subtract, irrelevant, correct)
+
+
+def paired_log_ratios(
+    cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()
+) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-layer log ratios of irrelevant over correct responses, paired by instruction: an
+    instructions x (projections x layers) matrix over the instructions both response types have
+    (without ``excluded``), and their resample counts; None when a curve is missing."""
+    conditions = [cd.condition_key(dataset, setting, r) for r in (vocabulary.IRRELEVANT, vocabulary.CORRECT)]
+    by_id = []
+    for condition in conditions:
+        for proj in PROJECTIONS:
+            key = (condition, proj, "nuclear_norm")
+            if _positive_samples(cd, condition, proj, "nuclear_norm", excluded) is None:
+                return None
+            matrix, ids = cd.samples[key]
+            by_id.append(dict(zip(ids.tolist(), np.log(matrix))))
+    shared = sorted(set.intersection(*(set(b) for b in by_id)) - set(excluded))
+    if not shared:
+        return None
+    k = len(PROJECTIONS)
+    ratios = [np.stack([by_id[p][i] - by_id[k + p][i] for i in shared]) for p in range(k)]
+    ids = np.asarray(shared, dtype=int)
+    return np.concatenate(ratios, axis=1), cd.resampling.weights(cd.conditions[conditions[1]][0], ids)
+
+
+def log_rd_mean_square(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()) -> Estimate | None:
+    """Mean over layers and q, k, v, o of the squared per-layer log ratio of irrelevant over
+    correct, noise-corrected (``corrected_mean_square`` of ``paired_log_ratios``): the true curves'
+    mean square difference at any n, zero only when they are equal in every layer, so opposite
+    differences in different layers do not cancel as in ``log_rd``."""
+    paired = paired_log_ratios(cd, dataset, setting, excluded)
+    if paired is None or paired[0].shape[0] < 2:
+        return None
+    value, draws = corrected_mean_square(*paired)
+    return _estimate(value, draws, dataset, paired[0].shape[0])
+
+
+def root_mean_square(estimate: Estimate) -> Estimate:
+    """The square root of a noise-corrected mean square (0 where the estimate falls below 0)."""
+    return estimate.map(lambda x: np.sqrt(np.maximum(x, 0.0)))
+
+
+def _signed_root(x: np.ndarray) -> np.ndarray:
+    return np.sign(x) * np.sqrt(np.abs(x))
+
+
+def size_excess(mean_square: Estimate, reference: Estimate, margin: float) -> Estimate:
+    """How far a size (root of a noise-corrected mean square) lies above a reference size plus
+    ``margin``, on the squared scale: a^2 - b^2 - 2 margin b - margin^2, i.e. a^2 - (b + margin)^2,
+    below 0 exactly when a < b + margin. The squares enter as their unbiased estimates; the reference
+    size in the cross term as the signed root of its estimate (symmetric about 0 where the true
+    size is 0, below the root of the truth otherwise), so the quantity is not pushed below its true
+    value by the noise of a root (``sqrt(max(x, 0))`` would be, and "below" would hold too often)."""
+    return combine(lambda a, b: a - b - 2 * margin * _signed_root(b) - margin**2, mean_square, reference)
 
 
 def roughness(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nuclear_norm") -> Estimate | None:

@@ -23,8 +23,8 @@ Verdicts:
 - "not resolved": neither;
 - "too few samples": fewer than ``bootstrap.MIN_VERDICT_SAMPLES`` instructions in some dataset
   behind a part;
-- "not applicable": the check does not apply to these models (F4 on two models that are not an
-  instruct model and its own base model).
+- "not applicable": the check does not apply here (F4 on two models that are not an instruct
+  model and its own base model; L and L2 where the gap they are about is not established).
 
 The rules and their margins are stated on the methods page, one paragraph per finding.
 """
@@ -46,9 +46,10 @@ NOT_APPLICABLE = "not applicable"
 VERDICTS = (HOLDS, FAILS, UNRESOLVED, TOO_FEW, NOT_APPLICABLE)
 DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 
-# "Nearly the same" and "clearly different" curves: a mean per-layer log ratio of irrelevant over
-# correct within (or beyond) log 1.1, i.e. a difference of 10% of the curve's size, the size the
-# paper calls a clear difference in its RD figures (F3, F5; F4 compares two models on it).
+# "Nearly the same" and "clearly different" curves: a per-layer log ratio of irrelevant over correct
+# whose root-mean-square over layers lies within log 1.1 (or whose mean lies beyond it), i.e. a
+# difference of 10% of the curve's size, the size the paper calls a clear difference in its RD
+# figures (F3, F5; F4 compares the sizes of two models' separations on it).
 SAME_MARGIN = math.log(1.10)
 NEARLY_SAME_RD = SAME_MARGIN  # the former name
 

@@ -19,6 +19,7 @@ from analysis.findings.rules import (
     VERDICTS,
     Finding,
 )
+from analysis.findings.skew import check_rate
 
 
 def table(found: Iterable[Finding]) -> pd.DataFrame:
@@ -110,18 +111,22 @@ def size_text(size: float) -> str:
     return f"over {LARGEST_SIZE_SHOWN}" if size > LARGEST_SIZE_SHOWN else str(int(size))
 
 
-def false_holds_note(found: pd.DataFrame, rate: float = 0.025) -> str:
+def false_holds_note(found: pd.DataFrame, rate: float | None = None) -> str:
     """How many "holds" the matrix would show by chance if no claim were true: each tested cell
-    wrongly says "holds" at most ``rate`` of the time (one side of a 95% interval, measured by
-    ``analysis.findings.calibration``), so over N such cells at most rate * N are expected."""
-    tested = int(found["verdict"].isin(DECIDED).sum())
-    holds = int((found["verdict"] == HOLDS).sum())
+    wrongly says "holds" at most its check's stated rate (``skew.check_rate``: measured by
+    ``analysis.findings.calibration`` and ``analysis.findings.skew`` at per-sample logs of skewness
+    -2 to 2; ``rate`` for every cell, if given), so over the tested cells at most the sum."""
+    tested_rows = found[found["verdict"].isin(DECIDED)]
+    tested, holds = len(tested_rows), int((found["verdict"] == HOLDS).sum())
     if tested == 0:
         return "No cell was tested."
+    rates = {c: rate if rate is not None else check_rate(c) for c in dict.fromkeys(tested_rows["check"])}
+    expected = sum(rates[c] for c in tested_rows["check"])
+    each = ", ".join(f"{c} {r:.1%}" for c, r in rates.items())
     return (
-        f'Of the {tested} tested cells, {holds} say "holds"; were no claim true, at most '
-        f"{rate * tested:.1f} would say so by chance (each at most {rate:.1%} of the time; cells of one model "
-        "share their data, so these chances are not independent)."
+        f'Of the {tested} tested cells, {holds} say "holds"; were no claim true, at most {expected:.1f} would say '
+        f"so by chance (each cell at most its check's rate, measured with per-sample logs of skewness -2 to 2: "
+        f"{each}; cells of one model share their data, so these chances are not independent)."
     )
 
 
@@ -146,7 +151,8 @@ def power_note(found: pd.DataFrame) -> str:
     return (
         f"Not resolved for lack of power at these sample sizes: {'; '.join(pieces)}. The sizes are those at which "
         f"each part would reach its side with {POWER:.0%} probability were its true value the measured one "
-        '(0 for a "nearly the same" part); cells whose measured value lies against the claim have none.'
+        '(for a "nearly the same" part a size on the safe side: its spread shrinks faster than that near 0); '
+        "cells whose measured value lies against the claim have none."
     )
 
 
@@ -156,7 +162,7 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> s
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
         f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
-        f"to these models. A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
+        f"here (to these models, or where its precondition is not established; its numbers say why). A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
         f"decides) differ in sign in some part of the cell. {false_holds_note(found)}"
     )
     power = power_note(found)
