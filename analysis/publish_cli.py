@@ -60,7 +60,10 @@ def run_publish_notebooks(args: argparse.Namespace) -> int:
         first = publish.colab_cell_source(args.repository, args.server_url, args.branch, args.store_url)
     root = Path(args.book_root)
     written = publish.publish_notebooks(root, Path(args.out), args.profile, root / book.BOOK_EXPORT, first)
-    print(f"published {len(written)} notebooks with {publish.STORE_NAME} into {Path(args.out) / 'book' / 'notebooks'}")
+    folder = Path(args.out) / "book" / "notebooks"
+    beside = (folder / publish.STORE_NAME).is_file()
+    store = f"with {publish.STORE_NAME}" if beside else f"without the store (over {publish.STORE_LIMIT_BYTES >> 20} MB)"
+    print(f"published {len(written)} notebooks {store} into {folder}")
     return 0
 
 

@@ -113,6 +113,9 @@ def test_published_notebooks_read_the_store_beside_them(tmp_path):
     assert namespace["results_dir"] == publish.STORE_NAME and namespace["profile"] == "cpu"
     assert "/home/builder" not in nbformat.writes(notebook)
     compile(first, "first cell", "exec")  # valid Python
+    # a store over the limit is left out (GitHub refuses files over 100 MB)
+    publish.publish_notebooks(built, tmp_path / "large", "cpu", store, limit=3)
+    assert not (tmp_path / "large" / "book" / "notebooks" / "results.parquet").exists()
 
 
 def test_a_notebook_not_executed_by_the_study_is_refused(tmp_path):

@@ -147,15 +147,22 @@ def publish_notebook(source: Path, target: Path, profile: str, first_cell: str |
     return target
 
 
+# GitHub refuses a pushed file over 100 MB: a larger store (the original study's, 2.9 GB) is not
+# published beside the notebooks, and its pages re-execute only where the store is made again.
+STORE_LIMIT_BYTES = 95 * 2**20
+
+
 def publish_notebooks(
     book_root: Path,
     target: Path,
     profile: str,
     store: Path,
     first_cell: str | None = None,
+    limit: int = STORE_LIMIT_BYTES,
 ) -> list[Path]:
     """The executed notebooks of ``book_root`` (``book/notebooks/*.ipynb``) published under
-    ``target/book/notebooks`` with the store copied beside them as ``results.parquet``."""
+    ``target/book/notebooks`` with the store copied beside them as ``results.parquet`` when it is
+    at most ``limit`` bytes (a larger one is left out, and the caller says so)."""
     folder = Path(book_root) / "book" / "notebooks"
     sources = sorted(folder.glob("*.ipynb"))
     if not sources:
@@ -164,5 +171,6 @@ def publish_notebooks(
         raise PublishError(f"{store}: no results store to publish beside the notebooks")
     out = Path(target) / "book" / "notebooks"
     written = [publish_notebook(s, out / s.name, profile, first_cell) for s in sources]
-    shutil.copy2(store, out / STORE_NAME)
+    if Path(store).stat().st_size <= limit:
+        shutil.copy2(store, out / STORE_NAME)
     return written
