@@ -155,7 +155,7 @@ def test_the_pages_on_using_the_study_are_in_the_book_and_their_links_work(quick
     titles = {a.text.strip(): a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "nav a")}
     assert USE_PAGES[name] in titles, sorted(titles)
     _open(browser, Path(titles[USE_PAGES[name]].removeprefix("file://")))
-    assert browser.find_element(By.TAG_NAME, "h1").text.startswith(USE_PAGES[name])
+    assert browser.find_element(By.CSS_SELECTOR, "article h1").text.startswith(USE_PAGES[name])
     links = browser.execute_script(BROKEN_LINKS)
     assert links, name
     missing = [h for h in links if not Path(h.removeprefix("file://").split("#")[0]).is_file()]
