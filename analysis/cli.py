@@ -8,7 +8,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data, registry, settings, training_cli
+from analysis import data, publish_cli, registry, settings, training_cli
 from analysis.errors import StudyError
 from analysis.settings import ExtractionSettings
 
@@ -186,6 +186,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_data_parser(commands)
     add_import_original_parser(commands)
     training_cli.add_train_parser(commands, _positive_int)
+    publish_cli.add_parsers(commands)
     return parser
 
 
@@ -476,6 +477,7 @@ def main(argv: list[str] | None = None) -> int:
         "profile-data": run_profile_data,
         "import-original": run_import_original,
         "train": training_cli.run_train,
+        **publish_cli.HANDLERS,
     }
     try:
         with _sigterm_as_interrupt():

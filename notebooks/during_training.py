@@ -27,7 +27,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import training
-from analysis.report.display import show_figures, show_markdown, show_table
+from analysis.report.display import collapsed, show_figures, show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
 
 names_before_parameters = names_defined(globals())
@@ -62,7 +62,9 @@ show_markdown(page.setup())
 
 # %% tags=["remove-input"]
 show_figures(training.verdict_matrix(page))
-show_table(training.verdict_table(page))
+show_markdown(training.verdict_summary(page))
+with collapsed("The verdicts with their numbers"):
+    show_table(training.verdict_table(page))
 
 # %% [markdown]
 # ## Training loss

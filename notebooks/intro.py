@@ -49,12 +49,7 @@ page = Page.open("intro", given_parameters(globals(), names_before_parameters), 
 # %% tags=["remove-input"]
 sections.origin(page)
 sections.answers(page)
-
-# %% [markdown]
-# The claims, as the [methods page](../methods.md) states and tests them:
-
-# %% tags=["remove-input"]
-sections.claims(page)
+sections.claims(page, folded="The claims, as the methods page states them")
 
 # %% [markdown]
 # ## Fast thinking, slow thinking: the layer curves

@@ -219,4 +219,4 @@ show_table(gpu_check.table(gpu_check_results), empty="", by=None)
 # sections.curves(page)    # the paper's figure per model and dataset, the MAD and RD tables folded
 # ```
 #
-# To execute a chapter by hand, see the README ("Re-executing one notebook by hand").
+# To execute a chapter by hand, see the page "Running the study" ("Re-executing a page").

@@ -138,3 +138,58 @@ def test_family_chapter_shows_figures_and_tables(quick_book, browser):
     assert browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
     assert "quantised (GGUF) then dequantised" in browser.find_element(By.TAG_NAME, "body").text
     assert _screenshot(browser, quick_book, "math_reasoning").stat().st_size > 0
+
+
+USE_PAGES = {"running_the_study": "Running the study", "code_map": "Code map"}
+BROKEN_LINKS = """
+return Array.from(document.querySelectorAll('article a[href]'))
+    .map(a => a.href).filter(h => h.startsWith('file:'));
+"""
+
+
+@pytest.mark.parametrize("name", list(USE_PAGES))
+def test_the_pages_on_using_the_study_are_in_the_book_and_their_links_work(quick_book, browser, name):
+    from selenium.webdriver.common.by import By
+
+    _open(browser, quick_book.book_index)
+    titles = {a.text.strip(): a.get_attribute("href") for a in browser.find_elements(By.CSS_SELECTOR, "nav a")}
+    assert USE_PAGES[name] in titles, sorted(titles)
+    _open(browser, Path(titles[USE_PAGES[name]].removeprefix("file://")))
+    assert browser.find_element(By.CSS_SELECTOR, "article h1").text.startswith(USE_PAGES[name])
+    links = browser.execute_script(BROKEN_LINKS)
+    assert links, name
+    missing = [h for h in links if not Path(h.removeprefix("file://").split("#")[0]).is_file()]
+    assert missing == [], missing
+
+
+# The words a reader meets between the landing page's verdict matrix and the next heading, collapsed
+# blocks left out: the plain summary and the lines that open what is folded.
+WORDS_AFTER_MATRIX = """
+const matrix = Array.from(document.images).find(i => (i.alt || '').startsWith('Verdict matrix'));
+const walker = document.createTreeWalker(
+    document.querySelector('article') || document.body, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+const words = [];
+let started = false;
+while (walker.nextNode()) {
+    const node = walker.currentNode;
+    if (node === matrix) { started = true; continue; }
+    if (!started) continue;
+    if (node.nodeType === 1) { if (/^H[1-6]$/.test(node.tagName)) break; continue; }
+    const parent = node.parentElement;
+    if (!parent || parent.closest('script, style')) continue;
+    const folded = parent.closest('details');
+    if (folded && !folded.open && !parent.closest('summary')) continue;
+    if (parent.offsetParent === null && !parent.closest('summary')) continue;
+    words.push(node.textContent);
+}
+return matrix ? words.join(' ') : null;
+"""
+MAX_WORDS_AFTER_MATRIX = 80
+
+
+def test_the_landing_page_says_its_answer_in_few_words_under_the_matrix(quick_book, browser):
+    _open(browser, quick_book.book_index)
+    text = browser.execute_script(WORDS_AFTER_MATRIX)
+    assert text is not None, "no verdict matrix on the landing page"
+    assert "cannot decide" in text or "Every applicable cell is decided" in text, text
+    assert len(text.split()) <= MAX_WORDS_AFTER_MATRIX, text

@@ -44,11 +44,21 @@ def interactive_html(table: pd.DataFrame) -> str | None:
 _collecting: list[list[str]] = []  # the outputs of the open ``collapsed`` blocks, innermost last
 
 
-def _markdown_html(text: str) -> str:
-    """The few Markdown marks a collapsed block's lines use (bold, italics), as HTML."""
+def _inline_html(text: str) -> str:
+    """Bold, italics and code of one line of generated Markdown, as HTML."""
     text = html.escape(text, quote=False)
     text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
-    return "<p>" + re.sub(r"\*(.+?)\*", r"<em>\1</em>", text) + "</p>"
+    text = re.sub(r"`(.+?)`", r"<code>\1</code>", text)
+    return re.sub(r"\*(.+?)\*", r"<em>\1</em>", text)
+
+
+def _markdown_html(text: str) -> str:
+    """The few Markdown marks a collapsed block's lines use (bold, italics, code, a list of
+    ``- `` lines), as HTML."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and all(line.startswith("- ") for line in lines):
+        return "<ul>" + "".join(f"<li>{_inline_html(line[2:])}</li>" for line in lines) + "</ul>"
+    return "<p>" + _inline_html(text) + "</p>"
 
 
 def _emit(obj) -> None:

@@ -27,6 +27,9 @@ from analysis.report.display import (
 from analysis.report.load import NOT_IMPORTED, imported_models, lacks, offline_models
 from analysis.report.page import Page
 
+# The one line a reader sees of what is folded under a verdict matrix.
+MATRIX_DETAILS = "Reading the matrix: legend, error rates, power, verdicts per model"
+
 
 def _with_rows(section: Callable) -> Callable:
     """A section shows nothing on a page whose store holds none of its rows: the page's coverage
@@ -63,19 +66,22 @@ def answers(page: Page, *, scope: str | None = None) -> None:
         figures.verdict_figure(found, pairs=page.pairs),
         "Verdict matrix: each check per model, pooled per family and per dataset",
     )
-    show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
-    layers = coverage.layer_note(page.results.rows)
-    if layers:
-        show_markdown(f"*{layers}.*")
-    imported = imported_models(page.results.rows)
-    length = [c for c in registry.LENGTH_CHECKS if c in shown]
-    if imported and length and not found["check"].isin(length).any():
-        show_markdown(
-            f"**{' and '.join(length)}: not available** for {', '.join(imported)}: the original study computed no "
-            "length-control condition, so the length questions have no verdict on its numbers."
-        )
-    show_markdown(verdicts.summary_text(found))
-    _unpaired(page, shown)
+    show_markdown(verdicts.plain_summary(found))
+    with collapsed(MATRIX_DETAILS):
+        show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
+        layers = coverage.layer_note(page.results.rows)
+        if layers:
+            show_markdown(f"*{layers}.*")
+        imported = imported_models(page.results.rows)
+        length = [c for c in registry.LENGTH_CHECKS if c in shown]
+        if imported and length and not found["check"].isin(length).any():
+            show_markdown(
+                f"**{' and '.join(length)}: not available** for {', '.join(imported)}: the original study computed "
+                "no length-control condition, so the length questions have no verdict on its numbers."
+            )
+        for model in dict.fromkeys(found["model"]):
+            show_markdown(verdicts.model_paragraph(found, model))
+        _unpaired(page, shown)
     check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
 
 
@@ -106,16 +112,24 @@ def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> Non
         )
 
 
-def claims(page: Page | None = None, *, scope: str | None = None) -> None:
-    """The claims the chapter checks (of one scope, if given; no page: every check), as a list."""
-    show_markdown(verdicts.claims_text(None if page is None else page.checks(scope)))
+def claims(page: Page | None = None, *, scope: str | None = None, folded: str | None = None) -> None:
+    """The claims the chapter checks (of one scope, if given; no page: every check), as a list;
+    folded under the line ``folded`` when given (as under the landing page's matrix)."""
+    text = verdicts.claims_text(None if page is None else page.checks(scope))
+    if folded is None:
+        show_markdown(text)
+        return
+    with collapsed(folded):
+        show_markdown(text)
 
 
 @_with_rows
 def pooled_findings(page: Page, *, scope: str | None = None) -> None:
-    """The pooled (family) findings of the chapter's checks (of one scope, if given) with their numbers."""
+    """The pooled (family) findings of the chapter's checks (of one scope, if given): one row per
+    part of a claim, with its estimate, its 95% interval and whether it decides."""
+    checks = page.checks(scope)
     show_table(
-        verdicts.format_findings(findings_table(page, page.checks(scope)), pooled_only=True),
+        verdicts.format_parts(page.part_table(checks), findings_table(page, checks), pooled_only=True),
         empty="No family has two datasets for a pooled verdict here.",
     )
 
@@ -137,7 +151,7 @@ def findings(page: Page) -> None:
     show_markdown(page.coverage())
     claims(page)
     answers(page)
-    show_markdown("The pooled answers with the numbers behind them (each part of a claim with its 95% interval):")
+    show_markdown("The pooled answers, one row per part of a claim, with its 95% interval:")
     pooled_findings(page)
     found = findings_table(page)
     if len(found) and not found["pooled"].all():

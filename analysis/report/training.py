@@ -124,6 +124,11 @@ def verdict_matrix(page: TrainingPage) -> list[tuple[str, Figure]]:
     return [] if figure is None else [("Verdicts of the training checks", figure)]
 
 
+def verdict_summary(page: TrainingPage) -> str:
+    """At most three plain sentences under the matrix: what holds, what does not, what is undecided."""
+    return verdicts.plain_summary(page.findings_table())
+
+
 def verdict_table(page: TrainingPage) -> pd.DataFrame:
     """The chapter's checks with their verdicts and numbers, as every page shows them."""
     return verdicts.format_findings(page.findings_table())

@@ -15,11 +15,13 @@ from analysis.findings.rules import (
     HOLDS,
     NOT_APPLICABLE,
     POWER,
+    TOO_FEW,
     UNRESOLVED,
     VERDICTS,
     Finding,
 )
 from analysis.findings.skew import check_rate
+from analysis.formatting import fmt
 
 
 def table(found: Iterable[Finding]) -> pd.DataFrame:
@@ -171,3 +173,103 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> s
     if profile:
         text += f" Profile: {profile}."
     return text + (f" {note}." if note else "")
+
+
+# --------------------------------------------------------------------------- the first screen
+
+
+def _counted(counts: dict[str, tuple[int, int]]) -> str:
+    """ "F1 in 4 of 6 cells and F2 in 2 of 6" from check -> (cells with the verdict, cells)."""
+    pieces = [
+        f"{check} in {k} of {n}" + (" cells" if i == 0 else "") for i, (check, (k, n)) in enumerate(counts.items())
+    ]
+    return pieces[0] if len(pieces) == 1 else ", ".join(pieces[:-1]) + " and " + pieces[-1]
+
+
+def plain_summary(found: pd.DataFrame) -> str:
+    """At most three sentences under a verdict matrix, generated from its cells: which claims hold,
+    which do not, and which these sample sizes cannot decide (and which do not apply). Counted over
+    the pooled cells where there are any, since those are the answers; else over every cell."""
+    if found.empty:
+        return ""
+    pooled = bool(found["pooled"].any())
+    cells = found[found["pooled"]] if pooled else found
+    where = "Pooled over each family of datasets" if pooled else "Per dataset"
+    applicable = cells[cells["verdict"] != NOT_APPLICABLE]
+    order = [c for c in registry.all_ids() if c in set(cells["check"])]
+
+    def counts(verdicts_: tuple[str, ...]) -> dict[str, tuple[int, int]]:
+        found_ = {}
+        for check in order:
+            rows = applicable[applicable["check"] == check]
+            k = int(rows["verdict"].isin(verdicts_).sum())
+            if k:
+                found_[check] = (k, len(rows))
+        return found_
+
+    holds, fails, open_ = counts((HOLDS,)), counts((FAILS,)), counts((UNRESOLVED, TOO_FEW))
+    sentences = [
+        f"{where}, these claims hold: {_counted(holds)}." if holds else f"{where}, no claim holds in any cell."
+    ]
+    sentences.append(f"These do not hold: {_counted(fails)}." if fails else "No claim is contradicted.")
+    inapplicable = [c for c in order if (cells[cells["check"] == c]["verdict"] == NOT_APPLICABLE).all()]
+    last = f"These sample sizes cannot decide {_counted(open_)}" if open_ else "Every applicable cell is decided"
+    if inapplicable:
+        last += f"; {' and '.join(inapplicable)} {'does' if len(inapplicable) == 1 else 'do'} not apply to these models"
+    sentences.append(last + ".")
+    return " ".join(sentences)
+
+
+def format_parts(parts: pd.DataFrame, found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:
+    """The answers as one row per part of a claim: model, check, scope, the cell's verdict, the part,
+    its estimate and 95% interval in the reader's units, what the claim says of it, and whether it
+    decides (a part shown beside the verdict does not). A cell without parts (not applicable, too
+    few samples) is one row saying why."""
+    if found.empty:
+        return pd.DataFrame()
+    cells = found[found["pooled"]] if pooled_only else found
+    rows = []
+    for cell in cells.itertuples():
+        mine = (
+            parts[
+                (parts["check"] == cell.check)
+                & (parts["model"] == cell.model)
+                & (parts["scope"] == cell.scope)
+                & (parts["pooled"] == cell.pooled)
+            ]
+            if len(parts)
+            else parts
+        )
+        head = {
+            "model": cell.model,
+            "check": cell.check,
+            "scope": scope_text(cell.scope, cell.pooled),
+            "verdict": cell.verdict,
+        }
+        if mine.empty:
+            blank = dict.fromkeys(("estimate", "95% interval", "claim", "decides"), "")
+            rows.append({**head, "part": cell.numbers, **blank, "n": cell.n})
+            continue
+        for part in mine.itertuples():
+            rows.append(
+                {
+                    **head,
+                    "part": part.part,
+                    "estimate": fmt(part.value),
+                    "95% interval": _interval_text(part.low, part.high),
+                    "claim": _side_text(part.side, part.bound),
+                    "decides": "yes" if part.decides else "no (shown beside)",
+                    "n": part.n,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+def _side_text(side: str, bound: float) -> str:
+    """What a claim says of a part: "above 1", "below 0", "within ±0.05"."""
+    return f"within ±{fmt(bound)}" if side == "within" else f"{side} {fmt(bound)}"
+
+
+def _interval_text(low: float, high: float) -> str:
+    """ "[low, high]", empty when the interval is undefined."""
+    return f"[{fmt(low)}, {fmt(high)}]" if pd.notna(low) and pd.notna(high) else ""

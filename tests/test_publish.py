@@ -1,0 +1,165 @@
+"""The published book: the configuration the workflow fills, the notebooks it publishes, and the
+workflow itself (its make targets and commands exist; actionlint finds nothing)."""
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+from analysis import cli
+from analysis.study import publish
+
+ROOT = Path(__file__).resolve().parents[1]
+WORKFLOW = ROOT / ".github" / "workflows" / "book.yml"
+
+
+def _workflow() -> dict:
+    return yaml.safe_load(WORKFLOW.read_text())
+
+
+def _run_lines() -> list[str]:
+    """Every shell line of the workflow's steps (folded ``>-`` blocks joined into one line)."""
+    lines = []
+    for job in _workflow()["jobs"].values():
+        for step in job.get("steps", []):
+            lines += [line.strip() for line in step.get("run", "").splitlines() if line.strip()]
+    return lines
+
+
+def test_book_config_fills_the_repository_and_launch_buttons(tmp_path):
+    out = tmp_path / "_config.yml"
+    code = cli.main(
+        [
+            "book-config",
+            "--repository",
+            "someone/some-study",
+            "--server-url",
+            "https://git.example.org",
+            "--path-to-book",
+            "original",
+            "--other-book",
+            "https://someone.example.org/some-study/",
+            "--config",
+            str(ROOT / "_config.yml"),
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    config = yaml.safe_load(out.read_text())
+    project = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert config["repository"] == {
+        "url": "https://git.example.org/someone/some-study",
+        "path_to_book": "original",
+        "branch": publish.NOTEBOOKS_BRANCH,
+    }
+    assert config["html"]["use_repository_button"] is True
+    assert config["launch_buttons"]["binderhub_url"] == publish.BINDER_URL
+    assert config["launch_buttons"]["colab_url"] == publish.COLAB_URL
+    assert "https://someone.example.org/some-study/" in config["html"]["announcement"]
+    # the rest of the project's configuration is kept
+    assert config["title"] == project["title"] and config["sphinx"] == project["sphinx"]
+    assert config["html"]["home_page_in_navbar"] == project["html"]["home_page_in_navbar"]
+
+
+def test_the_project_writes_no_repository_address():
+    project = yaml.safe_load((ROOT / "_config.yml").read_text())
+    assert "repository" not in project and "binderhub_url" not in project.get("launch_buttons", {})
+    assert "github.com/" not in WORKFLOW.read_text()  # the address comes from the workflow's context
+    assert "${{ github.repository }}" in WORKFLOW.read_text()
+
+
+@pytest.mark.parametrize("name", ["owner", "owner/", "/name", "a/b/c", "own er/name"])
+def test_a_repository_name_that_is_not_owner_slash_name_is_refused(name):
+    with pytest.raises(publish.PublishError, match="OWNER/NAME"):
+        publish.book_config(name)
+
+
+def _executed_notebook(path: Path, results_dir: str) -> Path:
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell('profile = "cpu"\nresults_dir = None', metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(
+            f'profile = "cpu"\nresults_dir = "{results_dir}"', metadata={"tags": ["injected-parameters"]}
+        ),
+        nbformat.v4.new_code_cell("print(results_dir)"),
+    ]
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_published_notebooks_read_the_store_beside_them(tmp_path):
+    built = tmp_path / "built"
+    _executed_notebook(built / "book" / "notebooks" / "intro.ipynb", "/home/builder/results/cpu")
+    store = built / "book" / "_extra" / "results.parquet"
+    store.parent.mkdir(parents=True)
+    store.write_bytes(b"PAR1")
+    first = publish.colab_cell_source(
+        "someone/some-study", "https://github.com", "book-notebooks", "https://x/r.parquet"
+    )
+    written = publish.publish_notebooks(built, tmp_path / "site", "cpu", store, first)
+    assert [p.name for p in written] == ["intro.ipynb"]
+    assert (tmp_path / "site" / "book" / "notebooks" / "results.parquet").read_bytes() == b"PAR1"
+    notebook = nbformat.read(written[0], as_version=4)
+    assert notebook.cells[0].source == first and "remove-cell" in notebook.cells[0].metadata["tags"]
+    injected = next(c for c in notebook.cells if "injected-parameters" in c.metadata["tags"])
+    namespace: dict = {}
+    exec(injected.source, namespace)
+    assert namespace["results_dir"] == publish.STORE_NAME and namespace["profile"] == "cpu"
+    assert "/home/builder" not in nbformat.writes(notebook)
+    compile(first, "first cell", "exec")  # valid Python
+    # a store over the limit is left out (GitHub refuses files over 100 MB)
+    publish.publish_notebooks(built, tmp_path / "large", "cpu", store, limit=3)
+    assert not (tmp_path / "large" / "book" / "notebooks" / "results.parquet").exists()
+
+
+def test_a_notebook_not_executed_by_the_study_is_refused(tmp_path):
+    path = tmp_path / "book" / "notebooks" / "intro.ipynb"
+    path.parent.mkdir(parents=True)
+    nbformat.write(nbformat.v4.new_notebook(), path)
+    with pytest.raises(publish.PublishError, match="injected-parameters"):
+        publish.publish_notebook(path, tmp_path / "out.ipynb", "cpu")
+
+
+def _make_targets() -> set[str]:
+    text = (ROOT / "Makefile").read_text()
+    return set(re.findall(r"^([A-Za-z][\w-]*):", text, re.MULTILINE))
+
+
+def test_the_workflow_calls_only_make_targets_that_exist_and_each_runs_dry():
+    calls = [line.split("make", 1)[1].split() for line in _run_lines() if re.match(r"^make\s", line)]
+    assert calls, "the workflow builds the books with make"
+    targets = _make_targets()
+    for words in calls:
+        named = [w for w in words if "=" not in w]
+        assert set(named) <= targets, words
+        done = subprocess.run(["make", "-n", *words], cwd=ROOT, capture_output=True, text=True)
+        assert done.returncode == 0, (words, done.stderr)
+        if "book" in named:
+            profile = next((w.split("=", 1)[1] for w in words if w.startswith("PROFILE=")), "cpu")
+            assert f"-m analysis run --profile {profile}" in done.stdout
+
+
+def test_the_workflow_calls_only_commands_the_project_has():
+    commands = set(cli.build_parser()._subparsers._group_actions[0].choices)
+    called = {m.group(1) for line in _run_lines() for m in [re.search(r"-m analysis ([\w-]+)", line)] if m}
+    assert {"book-config", "publish-notebooks", "import-original"} <= called <= commands
+
+
+def test_binder_pins_the_torch_of_the_makefile():
+    pinned = re.search(r"^TORCH_VERSION \?= (\S+)", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1)
+    assert f"torch=={pinned}" in (ROOT / "binder" / "requirements.txt").read_text().split()
+    assert f'"torch=={pinned}"' in (ROOT / "binder" / "postBuild").read_text()
+
+
+def test_actionlint_finds_nothing_in_the_workflow():
+    actionlint = shutil.which("actionlint", path=str(ROOT / ".venv" / "bin")) or shutil.which("actionlint")
+    if actionlint is None:
+        pytest.skip("actionlint is not installed (pip install '.[test]')")
+    done = subprocess.run([actionlint, str(WORKFLOW)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout + done.stderr
