@@ -260,6 +260,8 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
         "book/methods",
         "book/checks",
         "book/training_methods",
+        "book/running_the_study",
+        "book/code_map",
         "book/references",
     ]
     assert [p.stem for p in book.notebook_sources(ROOT, profiles.get_profile("training").notebooks())] == [
