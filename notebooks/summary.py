@@ -21,6 +21,7 @@
 # [methods page](../methods.md).
 
 # %% tags=["remove-cell"]
+from analysis.findings import skew
 from analysis.report import sections, tables
 from analysis.report.display import show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
@@ -64,6 +65,17 @@ sections.pooled_findings(page)
 
 # %% tags=["remove-input", "hide-output"]
 sections.tables_findings(page)
+
+# %% [markdown]
+# ## How skewed this store's values are
+#
+# The rules' error rates are measured with per-sample logs of skewness -2 to +2 (the checks page,
+# "The stated level"). This is the skewness over instructions of the stored per-sample log nuclear
+# norms, per model, setting and response type (medians over datasets, projections and layers); with
+# few instructions per curve it is itself a noisy estimate.
+
+# %% tags=["remove-input"]
+show_table(skew.measured_skew(page.draws), empty="No curve has three or more instructions.")
 
 # %% [markdown]
 # ## What was read
