@@ -128,3 +128,33 @@ def test_a1_and_g1_say_holds_wrongly_at_most_2_5_percent(rule):
     for i, design in enumerate(calibration.study_designs(5).values()):
         assert calibration.false_holds(rule, design, reps=reps, n_resamples=200, seed=20 + i) <= bound, rule
     assert calibration.checks_by_rule()[rule] == ("A1",) if rule == "averaging" else ("G1",)
+
+
+def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_path, study_data_dir, monkeypatch):
+    from synthetic import MODELS, record_run, write_store
+
+    from analysis.report import gap_sources
+    from analysis.report.page import Page
+
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
+    rows = make_results(conditions, MODELS, 8, _level(0.5), sample_sd=0.2, length_exponent=-0.5, seed=2)
+    root = write_store(tmp_path, rows)
+    record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
+    given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
+    page = Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",))
+    assert set(page.checks()) == {"A1", "G1"}
+    table = gap_sources.decomposition(page, "F1")
+    assert set(table["model"]) == set(MODELS) and set(averaging.STACKED) <= set(table["term"])
+    wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
+    assert np.allclose(wide[list(averaging.STACKED)].sum(axis=1), wide[averaging.LOG_NUCLEAR])
+    shown = []
+    monkeypatch.setattr(gap_sources, "show_markdown", shown.append)
+    monkeypatch.setattr(gap_sources, "show_figure", lambda fig, alt, empty="": shown.append(alt if fig else empty))
+    monkeypatch.setattr(gap_sources, "show_table", lambda table, **_: shown.append(table))
+    gap_sources.decomposition_section(page, "F1")
+    gap_sources.verdicts(page)
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    found = page.findings_table(["A1"])
+    pooled = found[found["pooled"]]
+    assert len(pooled) == len(MODELS) and f"A1 **{pooled['verdict'].iloc[0]}**" in text
+    assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.NO_ENERGY in text

@@ -418,8 +418,8 @@ def curve_draws(
 
     A sample with a NaN in a projection's curve is dropped from that curve (``metrics.sample_matrix``);
     a resample's mean uses the resampled instructions that the curve holds. The statistics in
-    ``sample_stats`` (not in ``stats_``) are kept as per-sample matrices and mean curves only,
-    without resampled curves: the checks that read them resample their own quantities.
+    ``sample_stats`` (not in ``stats_``) are kept as per-sample matrices only (``samples``), without
+    mean or resampled curves: the checks that read them resample their own quantities.
     """
     resampled = set(stats_)
     model_rows = rows[rows["model"] == model]
@@ -438,11 +438,12 @@ def curve_draws(
                         continue
                     key = (condition, proj, stat)
                     kept = np.asarray(kept, dtype=int)
-                    result.estimate[key] = matrix.mean(axis=0)
-                    if stat in resampled:
-                        result.draws[key] = resampled_mean(matrix, resampling.weights(dataset, kept))
-                    result.n_samples[key] = int(matrix.shape[0])
                     result.samples[key] = (matrix, kept)
+                    if stat not in resampled:
+                        continue
+                    result.estimate[key] = matrix.mean(axis=0)
+                    result.draws[key] = resampled_mean(matrix, resampling.weights(dataset, kept))
+                    result.n_samples[key] = int(matrix.shape[0])
     return result
 
 
