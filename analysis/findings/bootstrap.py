@@ -407,13 +407,21 @@ class CurveDraws:
 
 
 def curve_draws(
-    rows: pd.DataFrame, model: str, stats_: Sequence[str], resampling: Resampling, level: float = LEVEL
+    rows: pd.DataFrame,
+    model: str,
+    stats_: Sequence[str],
+    resampling: Resampling,
+    level: float = LEVEL,
+    sample_stats: Sequence[str] = (),
 ) -> CurveDraws:
     """Bootstrap the mean curves of one model under a shared resampling of the instructions.
 
     A sample with a NaN in a projection's curve is dropped from that curve (``metrics.sample_matrix``);
-    a resample's mean uses the resampled instructions that the curve holds.
+    a resample's mean uses the resampled instructions that the curve holds. The statistics in
+    ``sample_stats`` (not in ``stats_``) are kept as per-sample matrices only (``samples``), without
+    mean or resampled curves: the checks that read them resample their own quantities.
     """
+    resampled = set(stats_)
     model_rows = rows[rows["model"] == model]
     if model_rows.empty:
         raise ValueError(f"no rows for model {model!r}")
@@ -423,17 +431,19 @@ def curve_draws(
         for condition, condition_rows in dataset_rows.groupby("condition", sort=True):
             first = condition_rows.iloc[0]
             result.conditions[condition] = (first["dataset"], first["setting"], first["responses"])
-            for stat in stats_:
+            for stat in dict.fromkeys([*stats_, *sample_stats]):
                 for proj in PROJECTIONS:
                     matrix, kept, _ = metrics.sample_matrix(condition_rows, stat, proj)
                     if matrix.shape[0] == 0:
                         continue
                     key = (condition, proj, stat)
                     kept = np.asarray(kept, dtype=int)
+                    result.samples[key] = (matrix, kept)
+                    if stat not in resampled:
+                        continue
                     result.estimate[key] = matrix.mean(axis=0)
                     result.draws[key] = resampled_mean(matrix, resampling.weights(dataset, kept))
                     result.n_samples[key] = int(matrix.shape[0])
-                    result.samples[key] = (matrix, kept)
     return result
 
 
@@ -444,12 +454,14 @@ def all_curve_draws(
     n_resamples: int = 1000,
     seed: int = 0,
     level: float = LEVEL,
+    sample_stats: Sequence[str] = (),
 ) -> dict[str, CurveDraws]:
-    """``curve_draws`` of every model with rows, all under one resampling, keyed by model name."""
+    """``curve_draws`` of every model with rows, all under one resampling, keyed by model name
+    (``sample_stats``: kept per sample only, see ``curve_draws``)."""
     resampling = Resampling.of(rows, n_resamples, seed)
     present = [m for m in models if len(rows) and (rows["model"] == m).any()]
     draws = {}
     for model in present:
-        draws[model] = curve_draws(rows, model, stats_, resampling, level)
+        draws[model] = curve_draws(rows, model, stats_, resampling, level, sample_stats)
         release_freed_memory()  # the model's copied rows, before the next model's
     return draws

@@ -26,8 +26,8 @@ import pandas as pd
 
 from analysis import vocabulary
 from analysis.errors import StudyError
+from analysis.findings import averaging, beyond_loss, training
 from analysis.findings import check_parts as cp
-from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.pooling import (
     Adjust,
@@ -76,6 +76,8 @@ class Check:
     ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
     ``gate``: why the check does not apply to a finding's parts, e.g. a precondition that is not
     established (then "not applicable" with that reason; empty: it applies).
+    ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
+    (a page that shows the check reads them, ``statistics_read``).
     """
 
     id: str
@@ -90,6 +92,7 @@ class Check:
     adjust: Adjust | None = None
     note: Callable[[CurveDraws, dict, dict], str] | None = None
     gate: Callable[[Sequence[Part]], str] | None = None  # why it does not apply to a finding ("": it does)
+    reads: tuple[str, ...] = ()
 
 
 LENGTH_FIGURE = PartFigure(
@@ -101,6 +104,8 @@ LENGTH_FIGURE = PartFigure(
 _READING = (*SUMMARY_CHAPTERS, *FAMILY_CHAPTERS)
 _LENGTH = (*_READING, "beyond_the_paper")
 _TRAINING = ("during_training",)  # only a training profile's book has rows these checks read
+GAP_CHAPTER = "where_the_gap_comes_from"  # the chapter that splits F1's and F3's gaps (A1, G1)
+_GAP = (*SUMMARY_CHAPTERS, GAP_CHAPTER)
 
 REGISTRY: list[Check] = [
     Check(
@@ -211,6 +216,29 @@ REGISTRY: list[Check] = [
         _TRAINING,
         ("probe gap",),
     ),
+    # --- A1 and G1: F1 against what averaging over the response tokens predicts, F3 against the loss
+    Check(
+        "A1",
+        "F1 beyond averaging: None CoT's gap over Detailed CoT in mean log Frobenius norm exceeds what averaging "
+        "over more response tokens alone predicts (1/2 log of R_Detailed / R_None): None CoT's sqrt(R)-scaled "
+        "Frobenius norm, its token size and alignment together, is larger (geometric mean over instructions)",
+        PER_MODEL,
+        averaging.a1_parts,
+        _GAP,
+        ("averaging",),
+        reads=averaging.READS,
+    ),
+    Check(
+        "G1",
+        "F3 beyond the loss: under Detailed CoT one sample's layer curves (log nuclear norms) tell irrelevant from "
+        "correct responses better than its loss alone and than its loss with its response length (out-of-fold "
+        "AUROC, folds grouped by instruction; None CoT shown beside)",
+        PER_MODEL,
+        beyond_loss.g1_parts,
+        _GAP,
+        ("beyond loss",),
+        reads=beyond_loss.READS,
+    ),
 ]
 PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
 LENGTH_CHECKS = ("L", "L2")  # the length question (beyond the paper), answered together
@@ -248,6 +276,11 @@ def register(check: Check) -> Check:
 
 def claim(check_id: str) -> str:
     return get(check_id).claim
+
+
+def statistics_read(check_ids: Iterable[str]) -> tuple[str, ...]:
+    """The per-sample statistics that the checks ``check_ids`` read beyond the nuclear norm curves."""
+    return tuple(dict.fromkeys(stat for c in selected(check_ids) for stat in c.reads))
 
 
 def on_chapter(chapter: str, scope: str | None = None) -> tuple[str, ...]:

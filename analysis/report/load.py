@@ -135,10 +135,12 @@ def load_results(
     n_samples: int | None = None,
     data_dir=None,
     unread: Sequence[str] = (),
+    read: Sequence[str] = (),
 ) -> StudyResults:
     """Stored rows of the given models and conditions (``n_samples`` of each, the seeded random
     sample ``data.dataset_sample_ids`` takes), without the columns in ``unread`` (statistics the
-    page does not show, left on disk: ten models' rows are 36 million).
+    page does not show, left on disk: ten models' rows are 36 million), and with the statistics in
+    ``read`` that are otherwise left on disk (``UNREAD_STATISTICS``: those the page's checks read).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
     ``max_length`` must say which one. Missing (model, condition) pairs are reported in
@@ -146,7 +148,7 @@ def load_results(
     """
     root = Path(results_dir)
     if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
-        return _load_exported(root, models, conditions, max_length, n_samples, data_dir, unread)
+        return _load_exported(root, models, conditions, max_length, n_samples, data_dir, unread, read)
     if not (root / "store.json").is_file():
         raise ReportError(
             f"{root}: no results store here; run `python -m analysis run --profile cpu` "
@@ -159,7 +161,7 @@ def load_results(
     try:
         unread = {
             *UNREAD_COLUMNS,
-            *UNREAD_STATISTICS,
+            *(s for s in UNREAD_STATISTICS if s not in read),
             *unread,
             *store.empty_columns("rows"),
         }  # empty: what imports lack
@@ -178,7 +180,7 @@ def load_results(
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
 
-def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir, unread=()) -> StudyResults:
+def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir, unread=(), read=()) -> StudyResults:
     """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it)."""
     filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
@@ -186,7 +188,7 @@ def _load_exported(path: Path, models, conditions, max_length, n_samples, data_d
     try:
         import pyarrow.parquet as pq
 
-        unread = {*UNREAD_COLUMNS, *UNREAD_STATISTICS, *unread, *null_columns([path])}
+        unread = {*UNREAD_COLUMNS, *(s for s in UNREAD_STATISTICS if s not in read), *unread, *null_columns([path])}
         columns = [c for c in pq.read_schema(path).names if c not in unread]
         rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:

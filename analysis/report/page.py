@@ -47,6 +47,7 @@ class Page:
         and bootstrap every curve of ``stats`` (none: the page shows no curves); the curve statistics
         that the page does not show stay on disk."""
         params = notebook_parameters.validate(notebook, given)
+        per_sample = registry.statistics_read(registry.on_chapter(notebook))  # what the chapter's checks read
         results = load_results(
             params.results_dir,
             params.models,
@@ -55,12 +56,16 @@ class Page:
             params.n_samples,
             params.data_dir,
             unread=[s for s in FIGURE_STATS if s not in stats],
+            read=per_sample,
         )
         if results.rows.empty:  # the page says what is absent and how to bring it; an empty store stops
             require_store_rows(params.results_dir, params.models, _store_command(params))
         stats = [s for s in stats if s in results.rows]  # a statistic no stored row holds is left on disk
+        per_sample = [s for s in per_sample if s in results.rows and s not in stats]
         draws = (
-            all_curve_draws(results.rows, results.models, stats, params.n_resamples, params.seed)
+            all_curve_draws(
+                results.rows, results.models, stats, params.n_resamples, params.seed, sample_stats=per_sample
+            )
             if stats and len(results.rows)
             else {}
         )

@@ -1,0 +1,161 @@
+"""A1: is F1's gap more than averaging over more tokens?
+
+A sample's loss is the mean of the cross-entropy of its R response tokens, so its gradient is a
+mean of R token gradients: G = (1/R) sum_r g_r. With e = (1/R) sum_r ||g_r||_F^2 (the mean squared
+token-gradient norm), kappa = ||sum_r g_r||_F^2 / sum_r ||g_r||_F^2 (their alignment: 1 when they
+are orthogonal on average, R when they are identical) and s = ||G||_* / ||G||_F (the spectral
+shape), exactly
+
+    log ||G||_* = log s + 1/2 log e + 1/2 log kappa - 1/2 log R.
+
+The Frobenius norm is log ||G||_F = 1/2 log e + 1/2 log kappa - 1/2 log R: averaging's share of
+a gap in mean log Frobenius norm is exactly the gap in -1/2 log R, and what is left, the gap in
+log(sqrt(R) ||G||_F), is token size and alignment together. A1 decides on that remainder; it reads
+the stored columns ``frobenius`` and ``n_response_tokens`` only. The nuclear norm adds the shape
+s, shown beside. Each term is a mean over q, k, v, o (and the layers of a segment) of per-sample
+logs, so a gap between two conditions is a difference of means over instructions, resampled with
+the book's one resampling of the instructions (``bootstrap``), paired like F1's own gap.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from analysis import vocabulary
+from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
+from analysis.findings.rules import Part
+
+FROBENIUS, NUCLEAR, TOKENS = "frobenius", "nuclear_norm", "n_response_tokens"
+READS = (FROBENIUS, TOKENS)  # the statistics A1 reads beyond the nuclear norm
+
+# The terms of a sample's log norms (per layer), each a mean over q, k, v, o:
+REST = "token size and alignment"  # log ||G||_F + 1/2 log R = 1/2 log e + 1/2 log kappa
+AVERAGING = "averaging"  # -1/2 log R
+SHAPE = "shape"  # log ||G||_* - log ||G||_F = log s
+LOG_FROBENIUS = "log Frobenius norm"
+LOG_NUCLEAR = "log nuclear norm"
+SCALED_NUCLEAR = "log nuclear norm + 1/2 log R"  # shape + token size + alignment
+TERMS = (REST, AVERAGING, SHAPE, LOG_FROBENIUS, LOG_NUCLEAR, SCALED_NUCLEAR)
+# The parts of the nuclear-norm gap that add up to it, in the order a stacked figure shows them.
+STACKED = (AVERAGING, REST, SHAPE)
+
+A1_PART = "None / Detailed of sqrt(R) x Frobenius norm x"
+
+
+@dataclass(frozen=True)
+class LogTerms:
+    """One condition's per-sample terms: ``terms[name]`` (n, L), on its instructions ``ids``."""
+
+    ids: np.ndarray
+    terms: dict[str, np.ndarray]
+
+
+def _per_sample(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    keys = [(condition, proj, stat) for proj in PROJECTIONS]
+    if not all(k in cd.samples for k in keys):
+        return None
+    return [cd.samples[k] for k in keys]
+
+
+def token_terms(log_frobenius: np.ndarray, log_nuclear: np.ndarray | None, log_tokens: np.ndarray) -> dict:
+    """The terms (``TERMS``) from per-sample log norms (n, L) and log token counts (n,); without
+    the nuclear norm, only those of the Frobenius norm."""
+    half = 0.5 * np.asarray(log_tokens, dtype=float)[:, None]
+    terms = {
+        REST: log_frobenius + half,
+        AVERAGING: np.broadcast_to(-half, log_frobenius.shape),
+        LOG_FROBENIUS: log_frobenius,
+    }
+    if log_nuclear is not None:
+        terms.update({SHAPE: log_nuclear - log_frobenius, LOG_NUCLEAR: log_nuclear, SCALED_NUCLEAR: log_nuclear + half})
+    return terms
+
+
+def log_terms(cd: CurveDraws, condition: str) -> LogTerms | None:
+    """The terms of a condition's samples that have every projection's Frobenius norm (positive)
+    and a token count (and the nuclear norm where stored); None when a column is not stored."""
+    frobenius, tokens = _per_sample(cd, condition, FROBENIUS), _per_sample(cd, condition, TOKENS)
+    if frobenius is None or tokens is None:
+        return None
+    nuclear = _per_sample(cd, condition, NUCLEAR)
+    pieces = frobenius + tokens + (nuclear or [])
+    ids = np.asarray(sorted(set.intersection(*(set(ids.tolist()) for _, ids in pieces))), dtype=int)
+
+    def aligned(matrix: np.ndarray, own: np.ndarray) -> np.ndarray:
+        order = np.argsort(own, kind="stable")
+        return matrix[order[np.searchsorted(own[order], ids)]]
+
+    log_f = np.stack([np.log(aligned(m, i)) for m, i in frobenius]).mean(axis=0) if ids.size else None
+    counts = np.nanmax(aligned(*tokens[0]), axis=1) if ids.size else None
+    if log_f is None or not np.all(np.isfinite(log_f)) or not np.all(counts > 0):
+        return None
+    log_n = None
+    if nuclear is not None:
+        log_n = np.stack([np.log(aligned(m, i)) for m, i in nuclear]).mean(axis=0)
+        log_n = log_n if np.all(np.isfinite(log_n)) else None
+    return LogTerms(ids, token_terms(log_f, log_n, np.log(counts)))
+
+
+def paired_contrast(
+    a: np.ndarray, weights_a: np.ndarray, b: np.ndarray, weights_b: np.ndarray, dataset: str
+) -> Estimate:
+    """Mean of per-sample values ``a`` (n_a,) less that of ``b`` (n_b,), and under each resample's
+    counts of their instructions (paired where the instructions are shared)."""
+    value = float(a.mean() - b.mean())
+    draws = resampled_mean(a[:, None], weights_a)[:, 0] - resampled_mean(b[:, None], weights_b)[:, 0]
+    return Estimate(value, draws, ((dataset, int(min(a.size, b.size))),))
+
+
+def term_contrast(
+    cd: CurveDraws, dataset: str, first: LogTerms, second: LogTerms, term: str, layers: slice = slice(None)
+) -> Estimate | None:
+    """The gap of one term (mean over ``layers``), ``first`` less ``second``."""
+    if term not in first.terms or term not in second.terms:
+        return None
+    weights = [cd.resampling.weights(dataset, t.ids) for t in (first, second)]
+    a, b = (t.terms[term][:, layers].mean(axis=1) for t in (first, second))
+    return paired_contrast(a, weights[0], b, weights[1], dataset)
+
+
+def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarray]:
+    """Per layer, the gap of each term present in both (``first`` less ``second``), (L,) each."""
+    shared = [t for t in TERMS if t in first.terms and t in second.terms]
+    return {t: first.terms[t].mean(axis=0) - second.terms[t].mean(axis=0) for t in shared}
+
+
+def _times(x: float) -> float:
+    return math.exp(x)
+
+
+def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """A1: None over Detailed CoT of sqrt(R) x Frobenius norm (token size and alignment, mean log)
+    > 1; beside it the Frobenius gap, what averaging alone predicts, the same for the nuclear norm
+    and its shape part. None where the curves lack the Frobenius norm or the token counts."""
+    none, detailed = (log_terms(cd, cd.condition_key(dataset, s)) for s in ("none", "detailed"))
+    if none is None or detailed is None:
+        return None
+
+    def gap(term: str) -> Estimate | None:
+        return term_contrast(cd, dataset, none, detailed, term)
+
+    shown = (
+        ("None / Detailed Frobenius norm x", LOG_FROBENIUS),
+        ("averaging alone: sqrt(R_Detailed / R_None) x", AVERAGING),
+        ("None / Detailed of sqrt(R) x nuclear norm x", SCALED_NUCLEAR),
+        ("shape: None / Detailed of nuclear / Frobenius norm x", SHAPE),
+    )
+    parts = [Part(A1_PART, gap(REST), "above", 0.0, _times)]
+    estimates = {name: gap(term) for name, term in shown}
+    return parts + [Part(n, e, "above", 0.0, _times, decides=False) for n, e in estimates.items() if e is not None]
+
+
+def conditions_of(setting_pair: tuple[str, str], responses_pair: tuple[str, str], dataset: str) -> tuple[str, str]:
+    """The two condition keys of a contrast (first, second) of one dataset."""
+    return tuple(f"{dataset}/{s}/{r}" for s, r in zip(setting_pair, responses_pair))  # type: ignore[return-value]
+
+
+F1_CONTRAST = (("none", "detailed"), (vocabulary.CORRECT, vocabulary.CORRECT))
+F3_CONTRAST = (("detailed", "detailed"), (vocabulary.IRRELEVANT, vocabulary.CORRECT))

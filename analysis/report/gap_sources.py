@@ -1,0 +1,211 @@
+"""Where F1's and F3's gaps come from, as the chapter of that name shows them: per model, each
+gap of mean log nuclear norm split per layer into averaging (-1/2 log R), token size and alignment
+together, and spectral shape (``analysis.findings.averaging``); the AUROCs of the loss and of the
+curves behind G1 (``analysis.findings.beyond_loss``); and A1's and G1's verdicts in words."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis import vocabulary
+from analysis.findings import averaging
+from analysis.findings.pooling import reasoning_datasets
+from analysis.formatting import fmt, fmt_interval
+from analysis.report import plots
+from analysis.report.display import show_figure, show_markdown, show_table
+from analysis.report.page import Page
+
+TERM_COLOURS = {averaging.AVERAGING: "#9e9e9e", averaging.REST: "#377eb8", averaging.SHAPE: "#ff7f00"}
+TERM_LABELS = {
+    averaging.AVERAGING: "averaging (-1/2 log R)",
+    averaging.REST: "token size and alignment",
+    averaging.SHAPE: "spectral shape",
+}
+CONTRASTS = {
+    "F1": (averaging.F1_CONTRAST, "None CoT - Detailed CoT, correct responses"),
+    "F3": (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
+}
+NO_ENERGY = (
+    "The results store holds no token energy (the sum over response tokens of each token gradient's squared "
+    "Frobenius norm), and this extraction does not compute it yet: token size and alignment are shown together, "
+    "as the sqrt(R)-scaled Frobenius norm the stored columns give."
+)
+A1_ID, G1_ID = "A1", "G1"
+
+
+def decomposition(page: Page, contrast: str) -> pd.DataFrame:
+    """Per model, dataset and layer, the gap (first less second condition of ``CONTRASTS[contrast]``)
+    of each term of the log nuclear norm; empty where the store lacks the Frobenius norm or the
+    token counts."""
+    (settings, responses), _ = CONTRASTS[contrast]
+    rows = []
+    for model, cd in page.draws.items():
+        for dataset in reasoning_datasets(cd):
+            first, second = averaging.conditions_of(settings, responses, dataset)
+            terms = [averaging.log_terms(cd, c) if c in cd.conditions else None for c in (first, second)]
+            if terms[0] is None or terms[1] is None:
+                continue
+            for term, values in averaging.layer_decomposition(*terms).items():
+                rows += [
+                    {"model": model, "dataset": dataset, "layer": layer, "term": term, "value": float(v)}
+                    for layer, v in enumerate(values)
+                ]
+    return pd.DataFrame(rows, columns=["model", "dataset", "layer", "term", "value"])
+
+
+def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> Figure | None:
+    """One panel per model: per layer, the terms of the gap (mean over datasets) stacked as bars,
+    positive ones up and negative ones down, and the gap of mean log nuclear norm as a line."""
+    if table.empty:
+        return None
+    models = list(dict.fromkeys(table["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 3.8), squeeze=False)
+    mean = table.groupby(["model", "term", "layer"], sort=False)["value"].mean()
+    for ax, model in zip(axes[0], models):
+        up = down = None
+        for term in averaging.STACKED:
+            if (model, term) not in mean.index.droplevel("layer"):
+                continue
+            values = mean.loc[(model, term)].sort_index()
+            layers = values.index.to_numpy()
+            up = np.zeros(layers.size) if up is None else up
+            down = np.zeros(layers.size) if down is None else down
+            v = values.to_numpy()
+            bottom = np.where(v >= 0, up, down)
+            ax.bar(layers, v, bottom=bottom, color=TERM_COLOURS[term], label=TERM_LABELS[term], width=0.8)
+            up, down = up + np.clip(v, 0, None), down + np.clip(v, None, 0)
+        if (model, averaging.LOG_NUCLEAR) in mean.index.droplevel("layer"):
+            total = mean.loc[(model, averaging.LOG_NUCLEAR)].sort_index()
+            ax.plot(total.index, total.to_numpy(), color="k", marker=".", label="gap of mean log nuclear norm")
+        ax.axhline(0.0, color="k", linewidth=0.6)
+        ax.set_title(model, fontsize=9)
+        ax.set_xlabel("layer")
+        ax.set_ylabel("gap of mean log (natural log)")
+    axes[0][0].legend(fontsize=7, loc="best")
+    fig.suptitle(title, fontsize=10)
+    bottom = plots.add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    return fig
+
+
+def decomposition_section(page: Page, contrast: str) -> None:
+    """The stacked figure of one contrast, and how much each term adds over all layers per model."""
+    table = decomposition(page, contrast)
+    _, title = CONTRASTS[contrast]
+    show_figure(
+        stacked_figure(table, f"Where the {contrast} gap comes from: {title}", page.note()),
+        f"Per layer, the {contrast} gap split into averaging, token size and alignment, and shape, per model",
+        empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
+    )
+    if table.empty:
+        return
+    shares = table.groupby(["model", "term"], sort=False)["value"].mean().unstack("term")
+    shown = pd.DataFrame(
+        {"model": shares.index, **{TERM_LABELS.get(t, t): shares[t].map(fmt).to_numpy() for t in shares.columns}}
+    )
+    show_table(shown, by=None)
+    show_markdown(NO_ENERGY)
+
+
+def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    found, parts = page.findings_table([check]), page.part_table([check])
+    return found, parts
+
+
+def _value(parts: pd.DataFrame, label: str) -> str:
+    row = parts[parts["part"] == label]
+    return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
+
+
+def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
+    """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words."""
+    if found.empty:
+        return (
+            "**A1 not computed**: the store holds no Frobenius norms or token counts for None and Detailed CoT "
+            "(the original study's released files hold no token counts)."
+        )
+    lines = []
+    for model, group in found.groupby("model", sort=False):
+        shown = group[group["pooled"]] if group["pooled"].any() else group
+        pieces = []
+        for row in shown.itertuples():
+            cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
+            words = (
+                "more than averaging over more tokens predicts"
+                if row.verdict == "holds"
+                else "what averaging over more tokens predicts"
+                if row.verdict == "does not hold"
+                else "not told apart from what averaging predicts"
+            )
+            pieces.append(
+                f"{vocabulary.scope_label(row.scope)}: None CoT's Frobenius norm is "
+                f"{_value(cell, 'None / Detailed Frobenius norm x')} times Detailed CoT's; averaging alone predicts "
+                f"{_value(cell, 'averaging alone: sqrt(R_Detailed / R_None) x')}; what is left, token size and "
+                f"alignment, is {_value(cell, averaging.A1_PART)}: A1 **{row.verdict}** (the gap is {words})"
+            )
+        lines.append(f"**{model}.** " + "; ".join(pieces) + ".")
+    return "\n\n".join(lines)
+
+
+def g1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
+    """Markdown, one paragraph per model: the pooled (else per dataset) G1 findings in words."""
+    if found.empty:
+        return "**G1 not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs."
+    group_label = vocabulary.setting_label("detailed")
+    lines = []
+    for model, group in found.groupby("model", sort=False):
+        shown = group[group["pooled"]] if group["pooled"].any() else group
+        pieces = []
+        for row in shown.itertuples():
+            cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
+            words = "tell more than the loss" if row.verdict == "holds" else "are not shown to tell more than the loss"
+            pieces.append(
+                f"{vocabulary.scope_label(row.scope)}: AUROC of the loss {_value(cell, f'{group_label} AUROC loss')}, "
+                f"of the curves {_value(cell, f'{group_label} AUROC curves')}, of both "
+                f"{_value(cell, f'{group_label} AUROC curves and loss')}: G1 **{row.verdict}** (the curves {words})"
+            )
+        lines.append(f"**{model}.** Under {group_label}, " + "; ".join(pieces) + ".")
+    return "\n\n".join(lines)
+
+
+def auroc_table(parts: pd.DataFrame) -> pd.DataFrame:
+    """G1's AUROCs and differences per model, scope and setting, each with its interval."""
+    if parts.empty:
+        return parts
+    rows = parts.copy()
+    rows["setting"] = [p.split(" ")[0] + " CoT" if " CoT " in p else "" for p in rows["part"]]
+    rows["quantity"] = [p.split(" CoT ", 1)[1] if " CoT " in p else p for p in rows["part"]]
+    rows["value"] = [
+        fmt_interval(v, lo, hi) if not math.isnan(v) else ""
+        for v, lo, hi in zip(rows["value"], rows["low"], rows["high"])
+    ]
+    table = rows.pivot_table(
+        index=["model", "scope", "setting"], columns="quantity", values="value", aggfunc="first", sort=False
+    )
+    table = table.reset_index()
+    table["scope"] = table["scope"].map(vocabulary.scope_label)
+    return table
+
+
+def verdicts(page: Page) -> None:
+    """A1's and G1's verdicts in words, then the table of G1's AUROCs."""
+    found, parts = _parts(page, A1_ID)
+    show_markdown(a1_paragraph(found, parts))
+    found, parts = _parts(page, G1_ID)
+    show_markdown(g1_paragraph(found, parts))
+    show_table(auroc_table(parts), empty="No AUROC is computed here.")
+
+
+def f1_gap(page: Page) -> None:
+    """F1's gap (None against Detailed CoT) split per layer: ``decomposition_section``."""
+    decomposition_section(page, "F1")
+
+
+def f3_gap(page: Page) -> None:
+    """F3's gap (irrelevant against correct under Detailed CoT) split per layer: ``decomposition_section``."""
+    decomposition_section(page, "F3")

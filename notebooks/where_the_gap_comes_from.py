@@ -1,0 +1,79 @@
+# ---
+# jupyter:
+#   jupytext:
+#     text_representation:
+#       extension: .py
+#       format_name: percent
+#   kernelspec:
+#     display_name: Python 3
+#     language: python
+#     name: python3
+# ---
+
+# %% [markdown]
+# # Where the gap comes from
+#
+# A sample's loss is the mean of the cross-entropy of its R response tokens, so its gradient is a
+# mean of R token gradients. Were they of one size and unrelated in direction, the gradient would
+# shrink like 1/sqrt(R) by averaging alone, and a Detailed CoT of hundreds of tokens would get a far
+# smaller gradient than a bare answer of a few, with nothing learned about how the model thinks.
+# Exactly, log nuclear norm = log shape + 1/2 log(token size) + 1/2 log(alignment) - 1/2 log R
+# ([methods](../methods.md), "Where a gap comes from"). This page splits F1's gap (None against
+# Detailed CoT) and F3's (irrelevant against correct responses under Detailed CoT) into those
+# parts, layer by layer, and asks two questions: is F1's gap more than averaging (A1), and do the
+# curves tell irrelevant from correct responses better than the loss (G1)? The rules:
+# [the checks](../checks.md).
+
+# %% tags=["remove-cell"]
+from analysis.report import gap_sources, sections
+from analysis.report.display import show_markdown
+from analysis.report.notebook_parameters import given_parameters, names_defined
+from analysis.report.page import Page
+
+names_before_parameters = names_defined(globals())
+
+# %% tags=["parameters", "remove-cell"]
+profile = "cpu"  # the run shown: its models, conditions, samples and settings come from its run log
+results_dir = None  # None: results/<profile>
+data_dir = None  # None: $LAYER_GRADIENT_DATA, else data/layer_gradient
+models = None  # a subset of the run's models; None: all of them
+conditions = None  # a subset of this page's conditions in the run; None: all of them
+
+# %% tags=["remove-cell"]
+page = Page.open(
+    "where_the_gap_comes_from", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",)
+)
+
+# %% tags=["remove-input"]
+show_markdown(page.coverage())
+
+# %% [markdown]
+# ## F1's gap, layer by layer
+#
+# Per layer, the gap of mean log nuclear norm between None and Detailed CoT (correct responses,
+# mean over Q, K, V, O and the datasets; the line) as the sum of its parts (the bars): averaging,
+# the same at every layer of a sample; token size and alignment together; and the spectral shape
+# (nuclear over Frobenius norm). Averaging cancels from F1's second part (early against late
+# layers): what makes that part is in the other bars. The table gives each part's mean over layers.
+
+# %% tags=["remove-input"]
+gap_sources.f1_gap(page)
+
+# %% [markdown]
+# ## F3's gap, layer by layer
+#
+# The same for irrelevant against correct responses under Detailed CoT, where F3 sees a gap.
+
+# %% tags=["remove-input"]
+gap_sources.f3_gap(page)
+
+# %% [markdown]
+# ## The answers
+#
+# A1 decides on what is left of F1's Frobenius gap once averaging is taken out; G1 on the
+# out-of-fold AUROC of a sample's curves against that of its loss (and of its loss and length).
+# Intervals are 95% intervals over instructions.
+
+# %% tags=["remove-input"]
+sections.answers(page)
+gap_sources.verdicts(page)

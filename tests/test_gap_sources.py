@@ -1,0 +1,160 @@
+"""A1 (F1 beyond averaging) and G1 (F3 beyond the loss) on synthetic results whose truth is known,
+and their error rates where their claims are false."""
+
+import math
+
+import numpy as np
+import pytest
+from synthetic import make_results, reasoning_conditions
+
+from analysis.findings import averaging, beyond_loss, calibration, checks, gap_calibration
+from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.rules import HOLDS
+
+MODEL = {"m": ("instruct", 8)}
+STATS = ("nuclear_norm",)
+PER_SAMPLE = ("frobenius", "n_response_tokens", "loss")
+DATASETS = ("aqua", "gsm8k")
+
+
+def _level(per_token_gap: float):
+    """Curves equal in every setting except None CoT's, larger by ``per_token_gap`` (log scale)."""
+
+    def curve(model, dataset, setting, responses, proj, layers):
+        return np.exp(per_token_gap * (setting == "none")) * (1 + 0.05 * np.sin(layers))
+
+    return curve
+
+
+def _a1(per_token_gap: float, seed: int, n: int = 8):
+    """A1's verdicts (per dataset and pooled) where the Frobenius norm is the per-token level times
+    1 / sqrt(R): pure averaging when ``per_token_gap`` is 0."""
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"), ("correct",))]
+    rows = make_results(
+        conditions, MODEL, n, _level(per_token_gap), noise=0.05, sample_sd=0.4, length_exponent=-0.5, seed=seed
+    )
+    draws = all_curve_draws(rows, list(MODEL), STATS, n_resamples=200, seed=seed, sample_stats=PER_SAMPLE)
+    return checks.run_checks(draws, ["A1", "F1"])
+
+
+def test_pure_averaging_gives_a_large_f1_gap_and_a1_holds_at_most_at_its_error_rate():
+    runs = [_a1(0.0, seed) for seed in range(100)]
+    f1_pooled = [f for found in runs for f in found if f.check == "F1" and f.pooled]
+    assert sum(f.parts[0].supports() for f in f1_pooled) >= 95  # averaging alone makes F1's first part large
+    a1 = [f for found in runs for f in found if f.check == "A1" and not f.pooled]
+    assert len(a1) == 200
+    # at most 2.5% wrongly "holds", allowing two Monte Carlo standard errors at 200 verdicts
+    assert sum(f.verdict == HOLDS for f in a1) / len(a1) <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / len(a1))
+
+
+def test_a_real_per_token_gap_gives_a1_holds_and_its_parts_add_up():
+    found = _a1(0.5, seed=3, n=20)
+    a1 = {f.scope: f for f in found if f.check == "A1"}
+    assert set(a1) == {*DATASETS, "math_reasoning"} and all(f.verdict == HOLDS for f in a1.values())
+    parts = {p.name: p.estimate.value for p in a1["aqua"].parts}
+    frobenius, averaged = (
+        parts["None / Detailed Frobenius norm x"],
+        parts["averaging alone: sqrt(R_Detailed / R_None) x"],
+    )
+    assert parts[averaging.A1_PART] == pytest.approx(frobenius - averaged)
+    assert parts[averaging.A1_PART] == pytest.approx(0.5, abs=0.25)
+    scaled = parts["None / Detailed of sqrt(R) x nuclear norm x"]
+    assert scaled == pytest.approx(
+        parts[averaging.A1_PART] + parts["shape: None / Detailed of nuclear / Frobenius norm x"]
+    )
+    assert averaged == pytest.approx(0.5 * math.log(300 / 4), abs=0.4)
+
+
+def test_a1_is_left_out_where_the_token_counts_are_not_stored():
+    conditions = reasoning_conditions("aqua", ("none", "detailed"), ("correct",))
+    rows = make_results(conditions, MODEL, 6, _level(0.5), seed=1)
+    draws = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius",))
+    assert checks.run_checks(draws, ["A1"]) == []
+
+
+def _g1_rows(beyond: float, seed: int, n: int = 40):
+    """Correct and irrelevant responses whose loss tells them apart a little, and whose curves are a
+    function of the loss plus noise, with ``beyond`` added to the irrelevant curves in the late
+    layers (information the loss lacks)."""
+    rng = np.random.default_rng(seed)
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
+    rows = make_results(conditions, MODEL, n, seed=seed)
+    loss = {}
+    for condition in rows["condition"].unique():
+        irrelevant = condition.endswith("irrelevant")
+        loss[condition] = 1.0 + 0.3 * irrelevant + 0.5 * rng.standard_normal(n)
+    per_row = np.array([loss[c][i] for c, i in zip(rows["condition"], rows["sample_index"])])
+    late = (rows["layer"] >= 4).to_numpy()
+    extra = beyond * rows["condition"].str.endswith("irrelevant").to_numpy() * late
+    rows["loss"] = per_row
+    rows["nuclear_norm"] = np.exp(0.8 * per_row + extra + 0.3 * rng.standard_normal(len(rows)))
+    return rows
+
+
+def _g1(beyond: float, seed: int):
+    rows = _g1_rows(beyond, seed)
+    draws = all_curve_draws(rows, list(MODEL), STATS, n_resamples=200, seed=seed, sample_stats=PER_SAMPLE)
+    return {f.scope: f for f in checks.run_checks(draws, ["G1"])}
+
+
+def test_curves_carrying_more_than_the_loss_give_g1_holds():
+    found = _g1(1.5, seed=0)
+    assert set(found) == {*DATASETS, "math_reasoning"}
+    assert all(f.verdict == HOLDS for f in found.values()), [f.numbers() for f in found.values()]
+    names = {p.label for p in found["math_reasoning"].parts if p.decides}
+    assert names == {f"Detailed CoT {n}" for n in beyond_loss.DECIDING}
+
+
+def test_curves_that_are_the_loss_plus_noise_do_not_give_g1_holds():
+    verdicts = [f.verdict for seed in range(4) for f in _g1(0.0, seed).values()]
+    assert HOLDS not in verdicts
+
+
+def test_the_ridge_scores_are_out_of_fold():
+    """A row's score does not change when its own label is flipped: it is never fitted on."""
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((20, 5)), np.repeat([0.0, 1.0], 10)
+    fold = np.tile(beyond_loss.folds_of(10), 2)
+    flipped = y.copy()
+    flipped[fold == 0] = 1 - flipped[fold == 0]
+    a, b = beyond_loss.ridge_scores(x, y, fold), beyond_loss.ridge_scores(x, flipped, fold)
+    assert np.allclose(a[fold == 0], b[fold == 0]) and not np.allclose(a[fold == 1], b[fold == 1])
+
+
+@pytest.mark.parametrize("rule", gap_calibration.RULES)
+def test_a1_and_g1_say_holds_wrongly_at_most_2_5_percent(rule):
+    reps = 300 if rule == "averaging" else 90
+    bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
+    for i, design in enumerate(calibration.study_designs(5).values()):
+        assert calibration.false_holds(rule, design, reps=reps, n_resamples=200, seed=20 + i) <= bound, rule
+    assert calibration.checks_by_rule()[rule] == ("A1",) if rule == "averaging" else ("G1",)
+
+
+def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_path, study_data_dir, monkeypatch):
+    from synthetic import MODELS, record_run, write_store
+
+    from analysis.report import gap_sources
+    from analysis.report.page import Page
+
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
+    rows = make_results(conditions, MODELS, 8, _level(0.5), sample_sd=0.2, length_exponent=-0.5, seed=2)
+    root = write_store(tmp_path, rows)
+    record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
+    given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
+    page = Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",))
+    assert set(page.checks()) == {"A1", "G1"}
+    table = gap_sources.decomposition(page, "F1")
+    assert set(table["model"]) == set(MODELS) and set(averaging.STACKED) <= set(table["term"])
+    wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
+    assert np.allclose(wide[list(averaging.STACKED)].sum(axis=1), wide[averaging.LOG_NUCLEAR])
+    shown = []
+    monkeypatch.setattr(gap_sources, "show_markdown", shown.append)
+    monkeypatch.setattr(gap_sources, "show_figure", lambda fig, alt, empty="": shown.append(alt if fig else empty))
+    monkeypatch.setattr(gap_sources, "show_table", lambda table, **_: shown.append(table))
+    gap_sources.decomposition_section(page, "F1")
+    gap_sources.verdicts(page)
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    found = page.findings_table(["A1"])
+    pooled = found[found["pooled"]]
+    assert len(pooled) == len(MODELS) and f"A1 **{pooled['verdict'].iloc[0]}**" in text
+    assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.NO_ENERGY in text
