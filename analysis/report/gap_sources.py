@@ -138,7 +138,8 @@ def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
             words = (
                 "more than averaging over more tokens predicts"
                 if row.verdict == "holds"
-                else "what averaging over more tokens predicts"
+                else "smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or "
+                "less aligned than Detailed CoT's"
                 if row.verdict == "does not hold"
                 else "not told apart from what averaging predicts"
             )
@@ -163,7 +164,9 @@ def g1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
         pieces = []
         for row in shown.itertuples():
             cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
-            words = "tell more than the loss" if row.verdict == "holds" else "are not shown to tell more than the loss"
+            words = {"holds": "tell more than the loss", "does not hold": "tell less than the loss"}.get(
+                row.verdict, "are not shown to tell more than the loss"
+            )
             pieces.append(
                 f"{vocabulary.scope_label(row.scope)}: AUROC of the loss {_value(cell, f'{group_label} AUROC loss')}, "
                 f"of the curves {_value(cell, f'{group_label} AUROC curves')}, of both "
