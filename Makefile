@@ -85,7 +85,7 @@ benchmark: setup data
 
 # The GPU path in one command of at most 8 minutes on one H100/H200-class GPU (random-weight models
 # from configs, no network): exactness on the device, speed against the plain procedure, the memory
-# plan, the halving on out-of-memory, one training step (book/methods.md, "The GPU check"). Writes
+# plan, the halving on out-of-memory, one training step (book/gpu_check.md). Writes
 # benchmarks/out/gpu-check/gpu_check.json and a summary. GPU_ARGS adds options: "--device cpu --tiny"
 # (the CPU mode the tests run), "--dry-run" (the parts and their budgets), "--parts NAME ...",
 # "--data-dir DIR", "--deadline SECONDS", "--device cuda:1". On a bare GPU machine, without make

@@ -262,6 +262,7 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
         "book/training_methods",
         "book/running_the_study",
         "book/code_map",
+        "book/gpu_check",
         "book/references",
     ]
     assert [p.stem for p in book.notebook_sources(ROOT, profiles.get_profile("training").notebooks())] == [
