@@ -413,7 +413,7 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
     assert run.extraction == [] and run.book_index.is_file()
     pages = tmp_path / "site" / "book" / "notebooks"
     assert "Whose numbers." in (pages / "intro.ipynb").read_text()
-    assert "**L and L2: not available** for" in (pages / "intro.ipynb").read_text()
+    assert "L and L2: not available</strong> for" in (pages / "intro.ipynb").read_text()  # in the folded details
     assert "Effective rank: not in the imported statistics" in (pages / "math_reasoning.ipynb").read_text()
     beyond = (pages / "beyond_the_paper.ipynb").read_text()
     assert "L (is the gap only length): not available" in beyond

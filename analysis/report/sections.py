@@ -81,7 +81,7 @@ def answers(page: Page, *, scope: str | None = None) -> None:
             )
         for model in dict.fromkeys(found["model"]):
             show_markdown(verdicts.model_paragraph(found, model))
-        _unpaired(page, shown)
+    _unpaired(page, shown)  # unfolded: it says why a check has no row
     check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
 
 
