@@ -171,21 +171,11 @@ def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
 def weight_change(page: TrainingPage) -> list[tuple[str, Figure]]:
     """Per model: the nuclear norm of ``W_K - W_0`` per layer at the last step, one panel per
     projection, one line per arm (geometric mean over seeds)."""
-    figures = []
     step = page.last_step
-    for model, rows in page.change[page.change["step"] == step].groupby("model"):
-        fig, axes = plt.subplots(1, len(PROJECTIONS), figsize=(12, 2.8), squeeze=False)
-        for ax, proj in zip(axes[0], PROJECTIONS):
-            chosen = rows[rows["proj"] == proj]
-            for arm, arm_rows in chosen.groupby("arm"):
-                curve = np.exp(np.log(arm_rows["nuclear_norm"]).groupby(arm_rows["layer"]).mean())
-                ax.plot(curve.index, curve.to_numpy(), label=ARM_LABELS.get(arm, arm))
-            ax.set_title(f"{proj.upper()}: ||W_{step} - W_0||_*", fontsize=9)
-            ax.set_xlabel("layer", fontsize=8)
-        axes[0, 0].legend(fontsize=7)
-        fig.tight_layout()
-        figures.append((f"{model}: weight change per layer after {step} steps", fig))
-    return figures
+    return [
+        (f"{model}: weight change per layer after {step} steps", fig)
+        for model, fig in _arm_panels(page, "nuclear_norm", f"||W_{step} - W_0||_*", shade_seeds=False)
+    ]
 
 
 def relative_change(page: TrainingPage) -> list[tuple[str, Figure]]:
@@ -195,24 +185,35 @@ def relative_change(page: TrainingPage) -> list[tuple[str, Figure]]:
         raise TrainingPageError(
             f"{page.results_dir}: the weight-change tables have no relative change; train the runs again"
         )
-    figures = []
     step = page.last_step
-    for model, rows in page.change[page.change["step"] == step].groupby("model"):
+    return [
+        (f"{model}: relative weight change per layer after {step} steps", fig)
+        for model, fig in _arm_panels(page, "relative_frobenius", f"||W_{step} - W_0||_F / ||W_0||_F", shade_seeds=True)
+    ]
+
+
+def _arm_panels(page: TrainingPage, column: str, title: str, shade_seeds: bool) -> list[tuple[str, Figure]]:
+    """Per model, at the last step: one panel per projection, one line per arm, the geometric mean
+    over seeds of ``column`` per layer (on a log axis with each seed's range shaded, if asked)."""
+    figures = []
+    for model, rows in page.change[page.change["step"] == page.last_step].groupby("model"):
         fig, axes = plt.subplots(1, len(PROJECTIONS), figsize=(12, 2.8), squeeze=False)
         for ax, proj in zip(axes[0], PROJECTIONS):
             chosen = rows[rows["proj"] == proj]
             for arm, arm_rows in chosen.groupby("arm"):
-                logs = np.log(arm_rows["relative_frobenius"]).groupby(arm_rows["layer"])
+                logs = np.log(arm_rows[column]).groupby(arm_rows["layer"])
                 (line,) = ax.plot(logs.mean().index, np.exp(logs.mean().to_numpy()), label=ARM_LABELS.get(arm, arm))
-                ax.fill_between(
-                    logs.mean().index, np.exp(logs.min()), np.exp(logs.max()), color=line.get_color(), alpha=0.15
-                )
-            ax.set_yscale("log")
-            ax.set_title(f"{proj.upper()}: ||W_{step} - W_0||_F / ||W_0||_F", fontsize=9)
+                if shade_seeds:
+                    ax.fill_between(
+                        logs.mean().index, np.exp(logs.min()), np.exp(logs.max()), color=line.get_color(), alpha=0.15
+                    )
+            if shade_seeds:
+                ax.set_yscale("log")
+            ax.set_title(f"{proj.upper()}: {title}", fontsize=9)
             ax.set_xlabel("layer", fontsize=8)
         axes[0, 0].legend(fontsize=7)
         fig.tight_layout()
-        figures.append((f"{model}: relative weight change per layer after {step} steps", fig))
+        figures.append((model, fig))
     return figures
 
 
