@@ -429,20 +429,18 @@ def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_laye
     def f2_of(rows):
         cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
         f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
-        assert any(p.name == check_parts.LOG_SPREAD_CHANGE for p in f2.parts)
+        assert any(p.role is rules.Role.LOG_SPREAD_CHANGE for p in f2.parts)
         return f2, {p.label: p for p in f2.parts}
 
+    mean_curve = f"roughness None - Simplified {check_parts.MEAN_CURVE_ROUGHNESS}"
     changing, parts = f2_of(_skewed_none(trend=True))
     assert "log-scale spread changes across layers" in changing.note
-    assert parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
-    assert not parts[f"{check_parts.NONE_GROUP} Q"].decides
+    assert parts[mean_curve].decides and parts[mean_curve].role is rules.Role.NONE_MEAN_CURVE_ROUGHNESS
+    assert not parts["roughness None - Simplified Q"].decides
     assert parts["roughness Simplified - Detailed Q"].decides  # Simplified vs Detailed keeps the log curve
     steady, parts = f2_of(_skewed_none(trend=False))
     assert "log-scale spread" not in steady.note
-    assert (
-        parts[f"{check_parts.NONE_GROUP} Q"].decides
-        and not parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
-    )
+    assert parts["roughness None - Simplified Q"].decides and not parts[mean_curve].decides
 
 
 # --------------------------------------------------------------------------- "nearly the same" and "no better" on the curves

@@ -58,11 +58,11 @@ class CalibrationError(checks.CheckError):
     """A check names a rule that has no simulation here."""
 
 
-def checks_by_rule() -> dict[str, tuple[str, ...]]:
-    """rule -> the registered checks whose error rates it measures, in ``RULES`` order (rules no
-    check names left out)."""
+def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tuple[str, ...]]:
+    """rule -> the checks of the registry whose error rates it measures, in ``RULES`` order (rules
+    no check names left out)."""
     named = {}
-    for check in checks.REGISTRY:
+    for check in registry:
         for rule in check.calibrated_by:
             if rule not in RULES:
                 raise CalibrationError(f"check {check.id!r}: no simulation of rule {rule!r}; rules: {', '.join(RULES)}")
@@ -244,12 +244,13 @@ def false_holds_table(
     seed: int = 0,
     rules: Sequence[str] | None = None,
     training: training_calibration.TrainingDesign | None = None,
+    registry: checks.Registry = checks.REGISTRY,
 ) -> pd.DataFrame:
-    """``false_holds`` of every rule that a registered check names (``checks_by_rule``; or of
+    """``false_holds`` of every rule that a check of the registry names (``checks_by_rule``; or of
     ``rules``) in every design of ``study_designs(n)`` (nominal: 2.5%), and ``false_fails`` of the
     book's rules (nominal: at most 2.5%), with the checks each rule stands for. The rules of the
     training checks are simulated in ``training`` (default: ``n`` probes, five seeds, eight layers)."""
-    by_rule = checks_by_rule()
+    by_rule = checks_by_rule(registry)
     rules = rules or tuple(by_rule)
     rows = []
     for i, (name, design) in enumerate(study_designs(n).items()):

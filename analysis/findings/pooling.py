@@ -37,6 +37,7 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
                 first.show,
                 group=first.group,
                 decides=first.decides,
+                role=first.role,
             )
         )
     return out

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
+from enum import Enum
 
 import numpy as np
 from scipy import stats as sps
@@ -54,14 +55,28 @@ SAME_MARGIN = math.log(1.10)
 NEARLY_SAME_RD = SAME_MARGIN  # the former name
 
 
+class Role(Enum):
+    """What a part is to the code that reads it back (a check's precondition, what its adjustment
+    changes, what its figure shows): parts are found by their role, never by their display name."""
+
+    GAP = "the Simplified vs Detailed gap the length checks are about"
+    CONTENT = "the fast setting against Detailed CoT cut to its length (L)"
+    LENGTH = "Detailed CoT cut to the fast setting's length against full Detailed CoT (L2)"
+    SHARE = "the share of the gap left at equal length"
+    NONE_ROUGHNESS = "a projection's None vs Simplified roughness of the mean log curve (F2)"
+    NONE_MEAN_CURVE_ROUGHNESS = "None vs Simplified roughness of the mean curve, on the paper's scale (F2)"
+    LOG_SPREAD_CHANGE = "the change of None's log-scale spread across layers (F2)"
+
+
 @dataclass(frozen=True)
 class Part:
     """One quantity of a claim: the claim says it lies ``side`` ("above", "below" or "within",
     i.e. between -bound and bound) ``bound``.
 
     ``show`` turns the quantity into the number a reader sees (e.g. exp of a log ratio).
-    ``group`` and ``decides`` are keyword-only. ``decides``: False for a number shown beside the
-    verdict only (the paper's own MAD ratio, the length share).
+    ``group``, ``decides`` and ``role`` are keyword-only. ``decides``: False for a number shown
+    beside the verdict only (the paper's own MAD ratio, the length share). ``role``: what the part
+    is to the code that looks it up (None: nothing looks it up).
     """
 
     name: str
@@ -72,6 +87,7 @@ class Part:
     _: KW_ONLY
     group: str = ""  # parts of one group are written together, e.g. one ratio for Q, K, V and O
     decides: bool = True
+    role: Role | None = None
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         return (math.nan, math.nan) if self.estimate is None else self.estimate.interval(level)

@@ -37,9 +37,9 @@ def stated_rate(rule: str) -> float:
     return STATED_RATES.get(rule, PROMISED)
 
 
-def check_rate(check_id: str) -> float:
+def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> float:
     """The most a check's "holds" is wrong: the largest stated rate of the rules it is calibrated by."""
-    return max((stated_rate(r) for r in checks.get(check_id).calibrated_by), default=PROMISED)
+    return max((stated_rate(r) for r in checks.get(check_id, registry).calibrated_by), default=PROMISED)
 
 
 def skew_table(
