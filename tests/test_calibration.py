@@ -7,7 +7,8 @@ import math
 import numpy as np
 import pytest
 
-from analysis.findings import calibration, scenarios, skew
+from analysis.findings import calibration, skew
+from analysis.findings.calibration import scenarios
 from analysis.findings.bootstrap import Estimate
 
 REPS = 600

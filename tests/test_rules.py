@@ -490,7 +490,8 @@ def test_f3_does_not_call_cancelling_none_curves_nearly_the_same():
 def test_the_nearly_same_rule_holds_its_rate_where_the_curves_cancel():
     """Simulated through the book's quantity at the boundary (root-mean-square exactly the margin,
     signed mean 0) at 200 instructions: "holds" at most the promised 2.5% (two Monte Carlo s.e.)."""
-    from analysis.findings import calibration, ratio_sizes
+    from analysis.findings import calibration
+    from analysis.findings.calibration import ratio_sizes
 
     design = calibration.study_designs(200)["one dataset"]
     rng = np.random.default_rng(33)

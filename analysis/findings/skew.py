@@ -20,7 +20,7 @@ from scipy import stats as sps
 from analysis import vocabulary
 from analysis.findings import calibration, checks
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.scenarios import PROMISED
+from analysis.findings.calibration.scenarios import PROMISED
 
 SKEWS = (-2.0, -1.0, 1.0, 2.0)
 # The most a rule's "holds" may be wrong when its claim is false at its boundary, at 5 instructions

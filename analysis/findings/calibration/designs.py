@@ -33,7 +33,8 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
-from analysis.findings import checks, gap_calibration, metrics, ratio_sizes, training_calibration
+from analysis.findings import checks, metrics
+from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
