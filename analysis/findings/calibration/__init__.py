@@ -15,18 +15,20 @@ from analysis.findings.calibration.designs import (
     CalibrationError,
     Design,
     checks_by_rule,
-    coverage_table,
-    equivalence_power,
     false_fails,
     false_holds,
+    study_designs,
+    true_roughness,
+)
+from analysis.findings.calibration.tables import (
+    coverage_table,
+    equivalence_power,
     false_holds_table,
     planned_instructions,
     power,
     power_table,
     share_table,
     skew_table,
-    study_designs,
-    true_roughness,
 )
 
 __all__ = [
