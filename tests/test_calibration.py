@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 from analysis.findings import calibration, skew
-from analysis.findings.calibration import scenarios
 from analysis.findings.bootstrap import Estimate
+from analysis.findings.calibration import scenarios
 
 REPS = 600
 RESAMPLES = 200
