@@ -177,15 +177,19 @@ def _relabelled(parts):
 
 
 def _outcome(finding):
-    """What a finding decides, without any label: its verdict and each part's role, value and say."""
-    parts = tuple((p.role, p.decides, None if p.estimate is None else p.estimate.value) for p in finding.parts)
+    """What a finding decides, without any label: its verdict and each part's role, value and say
+    (and whether it is marked as of the opposite sign to the part it accompanies)."""
+    parts = tuple(
+        (p.role, p.decides, p.opposite, None if p.estimate is None else p.estimate.value) for p in finding.parts
+    )
     return finding.check, finding.model, finding.scope, finding.verdict, parts
 
 
 def test_parts_are_found_by_their_role_never_by_their_display_label():
     """Renaming every part of every check leaves every verdict, part and number as it was: the
-    length share, the length checks' gate and F2's choice of its deciding parts find their parts
-    by ``rules.Role`` (the data here exercise each of them)."""
+    length share, the length checks' gate, F2's choice of its deciding parts and the mark of the
+    paper's quantity where its sign differs find their parts by ``rules.Role`` (the data here
+    exercise each of them)."""
     settings = ("none", "simplified", "detailed", "detailed_cut_none", "detailed_cut_simplified")
     conditions = [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d, settings=settings)]
     conditions += reasoning_conditions(vocabulary.WIKI_DATASET, settings=vocabulary.WIKI_SETTINGS)
@@ -204,6 +208,7 @@ def test_parts_are_found_by_their_role_never_by_their_display_label():
     assert any(p.role is Role.SHARE and p.estimate is not None for f in plain for p in f.parts)
     assert any(f.check in checks.LENGTH_CHECKS and f.verdict == NOT_APPLICABLE for f in plain)
     assert any("log-scale spread changes" in f.note for f in plain if f.check == "F2")
+    assert any(p.opposite for f in plain for p in f.parts)
 
 
 def test_the_methods_page_states_whom_a_sampling_profile_draws_from(study_data_dir):

@@ -380,7 +380,7 @@ def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_nam
     rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
     f4 = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
-    assert [p.decides for p in f4] == [True, False, False, False] and f4[3].name.startswith(rules.PAPER_QUANTITY)
+    assert [p.decides for p in f4] == [True, False, False, False] and f4[3].label.startswith(rules.PAPER_QUANTITY)
     # the same irrelevant/correct ratio in both models: the signed difference and the paper's near 0,
     # and near each other; the sizes too
     assert abs(f4[2].estimate.value) < 0.1 and f4[3].estimate.value == pytest.approx(f4[2].estimate.value, abs=0.02)
@@ -418,7 +418,7 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     assert paper.value == pytest.approx(np.log(matrix["none"].mean() / matrix["detailed"].mean()))
     assert geometric.value < 0 < paper.value  # the data are built so
     f1 = [f for f in checks.run_checks({BASE: cd}, ("F1",)) if f.scope == "aqua"][0]
-    shown = {p.name: p for p in f1.parts}
+    shown = {p.label: p for p in f1.parts}
     assert f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}" in shown
     assert "differ in sign: None / Detailed (all layers) x" in f1.note
     assert checks.findings_table([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
