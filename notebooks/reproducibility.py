@@ -20,7 +20,8 @@
 
 # %% tags=["remove-cell"]
 from analysis import runlog
-from analysis.findings import calibration, scenarios, skew
+from analysis.findings import calibration, skew
+from analysis.findings.calibration import scenarios
 from analysis.report import coverage, gpu_check, provenance
 from analysis.report.display import show_markdown, show_table
 from analysis.report.load import figure_note, origin_note
@@ -134,7 +135,7 @@ show_table(calibration.share_table(reps=400, seed=params.seed), by=None)
 show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 
 # %% [markdown]
-# The stated level under hard noise (`analysis.findings.scenarios`): how often each 95% interval
+# The stated level under hard noise (`analysis.findings.calibration.scenarios`): how often each 95% interval
 # lies wholly above the truth ("miss below") and wholly below it ("miss above"), promised at most
 # 2.5% each, at 5 instructions per dataset, for the mean log difference that decides (F1, F3's Detailed part,
 # L, L2) with its t interval and a bootstrap-t interval, the paper's log ratio of arithmetic means

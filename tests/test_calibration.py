@@ -7,8 +7,9 @@ import math
 import numpy as np
 import pytest
 
-from analysis.findings import calibration, scenarios, skew
+from analysis.findings import calibration, skew
 from analysis.findings.bootstrap import Estimate
+from analysis.findings.calibration import scenarios
 
 REPS = 600
 RESAMPLES = 200

@@ -1,9 +1,12 @@
 """The check registry: every check declared once, and a check declared there (and nowhere else)
 is run, shown on its chapter with a verdict in the matrix, and calibrated."""
 
+import dataclasses
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import matplotlib
 
@@ -11,10 +14,12 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
-from synthetic import MODELS, make_results, reasoning_conditions, record_run, write_store
+from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions, record_run, write_store
 
-from analysis.findings import calibration, check_parts, checks, quantities
-from analysis.findings.rules import DECIDED, Part
+from analysis import vocabulary
+from analysis.findings import calibration, checks, quantities
+from analysis.findings.bootstrap import Estimate, all_curve_draws
+from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, Part, Role
 from analysis.report import figures, sections
 from analysis.report.page import Page
 
@@ -24,47 +29,45 @@ ROOT = Path(__file__).resolve().parents[1]
 def toy_parts(cd, dataset, **_):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
     gap = quantities.log_gap(cd, dataset, "simplified", "detailed", "all")
-    return None if gap is None else [Part("Simplified / Detailed x", gap, "above", 0.0, math.exp)]
+    return None if gap is None else [Part("Simplified / Detailed x", gap, "above", 0.0, math.exp, role=Role.GAP)]
 
 
-@pytest.fixture
-def toy_check():
-    """A check declared in the registry only, for the length of one test."""
-    toy = checks.Check(
-        "T9",
-        "Simplified CoT gives larger nuclear norms than Detailed CoT",
-        checks.PER_MODEL,
-        toy_parts,
-        ("math_reasoning",),
-        ("gap",),
-        figure=checks.PartFigure("Simplified / Detailed x", "Simplified / Detailed", "Toy: the gap", "No gap."),
-    )
-    checks.register(toy)
-    yield toy
-    checks.REGISTRY.remove(toy)
+# A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is).
+TOY = checks.PerModelCheck(
+    id="T9",
+    claim="Simplified CoT gives larger nuclear norms than Detailed CoT",
+    parts=toy_parts,
+    chapters=("math_reasoning",),
+    calibrated_by=("gap",),
+    figure=checks.PartFigure(Role.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
+)
 
 
 def _curve(model, dataset, setting, responses, proj, layers):
     return {"none": 3.0, "simplified": 2.0, "detailed": 1.0}[setting] * (1 + 0.02 * np.sin(1.7 * layers))
 
 
-def _math_page(tmp_path, study_data_dir):
+def _math_page(tmp_path, study_data_dir, registry=checks.REGISTRY):
     conditions = [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d)]
     rows = make_results(conditions, MODELS, n_samples=6, curve=_curve, sample_sd=0.1, seed=5)
     root = write_store(tmp_path, rows)
     record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
     given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
-    return Page.open("math_reasoning", given, stats=("nuclear_norm",))
+    return Page.open("math_reasoning", given, stats=("nuclear_norm",), registry=registry)
 
 
-def test_a_check_declared_in_the_registry_is_run_shown_and_calibrated(toy_check, tmp_path, study_data_dir, monkeypatch):
-    page = _math_page(tmp_path, study_data_dir)
-    assert "T9" in page.checks() and "T9" not in checks.on_chapter("summary")
+def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, study_data_dir, monkeypatch):
+    study = checks.REGISTRY
+    registry = checks.extended(study, TOY)
+    assert checks.REGISTRY is study and "T9" not in checks.all_ids()  # no global registry changed
+    page = _math_page(tmp_path, study_data_dir, registry)
+    assert "T9" in page.checks() and "T9" not in checks.on_chapter("summary", registry=registry)
+    assert "T9" not in _math_page(tmp_path / "study", study_data_dir).checks()
     found = page.findings_table()
     toy = found[found["check"] == "T9"]
     assert set(toy["model"]) == set(MODELS) and toy["pooled"].any()
-    assert set(toy["verdict"]) <= set(DECIDED) and toy["claim"].iloc[0] == toy_check.claim
-    matrix = figures.verdict_figure(found)
+    assert set(toy["verdict"]) <= set(DECIDED) and toy["claim"].iloc[0] == TOY.claim
+    matrix = figures.verdict_figure(found, registry=registry)
     assert "T9" in [t.get_text() for t in matrix.axes[0].get_yticklabels()]
     # the chapter's sections show it: its claim, its row in the matrix's paragraphs, its figure
     shown = []
@@ -73,25 +76,31 @@ def test_a_check_declared_in_the_registry_is_run_shown_and_calibrated(toy_check,
     sections.claims(page)
     sections.answers(page)
     text = "\n".join(shown)
-    assert f"**T9**: {toy_check.claim}." in text and "**T9** " in text and "Toy: the gap" in text
-    rules = calibration.checks_by_rule()
-    assert "T9" in rules["gap"]
-    table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0)
+    assert f"**T9**: {TOY.claim}." in text and "**T9** " in text and "Toy: the gap" in text
+    assert "T9" in calibration.checks_by_rule(registry)["gap"] and "T9" not in calibration.checks_by_rule()["gap"]
+    table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
 
 
 def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
     ids = checks.all_ids()
-    assert len(set(ids)) == len(ids) and ids[:5] == checks.PAPER_CHECKS
+    assert isinstance(checks.REGISTRY, tuple) and len(set(ids)) == len(ids) and ids[:5] == checks.PAPER_CHECKS
     assert set(checks.LENGTH_CHECKS) <= set(ids)
+    scopes = (checks.PerModelCheck, checks.PairCheck, checks.WikiCheck, checks.TrainingRunCheck)
     for check in checks.REGISTRY:
-        assert check.scope in checks.SCOPES and check.claim and check.chapters, check.id
+        assert isinstance(check, scopes) and check.claim and check.chapters, check.id
         assert set(check.calibrated_by) <= set(calibration.RULES), check.id
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        checks.REGISTRY[0].claim = "changed"
     with pytest.raises(checks.CheckError, match="declared twice"):
-        checks.register(checks.REGISTRY[0])
+        checks.extended(checks.REGISTRY, checks.REGISTRY[0])
     with pytest.raises(checks.CheckError, match="unknown check 'F9'"):
         checks.get("F9")
-    assert checks.get("L").figure.part == check_parts.SHARE_PART
+    with pytest.raises(TypeError):  # built with keyword arguments only
+        checks.PerModelCheck("F9", "a claim", toy_parts, ("summary",), ("gap",))
+    with pytest.raises(TypeError):  # a check has a scope: the base class is abstract
+        checks.Check(id="F9", claim="a claim", chapters=(), calibrated_by=())
+    assert checks.get("L").figure.part is Role.SHARE
 
 
 def test_the_methods_page_states_every_registered_claim():
@@ -111,32 +120,95 @@ def test_notebooks_name_no_check():
         assert not [line for line in code if literal.search(line)], notebook.name
 
 
-def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table(monkeypatch):
-    """A scope the study does not have yet is one runner (as "per training run" is); its check is
-    declared like any other and its findings land in the same table."""
-    from analysis.findings.bootstrap import Estimate
-    from analysis.findings.rules import Finding
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class PerToyRunCheck(checks.Check):
+    """A scope the study does not have: one finding per toy run of ``inputs.extra["runs"]``."""
 
-    def per_run(check, inputs):
-        return [
-            Finding(check.id, run, run, False, tuple(check.parts(values)))
-            for run, values in inputs.extra["runs"].items()
-        ]
+    scope: ClassVar[str] = "per toy run"
+    parts: Callable[[np.ndarray], list[Part]]
+
+    def run(self, inputs):
+        runs = inputs.extra["runs"].items()
+        return [Finding(self.id, run, run, False, tuple(self.parts(values))) for run, values in runs]
+
+
+def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table():
+    """A scope the study does not have yet is one subclass of ``Check`` (as ``TrainingRunCheck``
+    is); its check is declared like any other and its findings land in the same table."""
 
     def parts(values):
         draws = np.asarray(values)
         return [Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0)]
 
-    monkeypatch.setattr(checks, "SCOPES", dict(checks.SCOPES))
-    monkeypatch.setattr(checks, "REGISTRY", list(checks.REGISTRY))
-    checks.register_scope("per toy run", per_run)
-    checks.register(checks.Check("X1", "Training lowers the loss", "per toy run", parts, ("summary",), ("gap",)))
-    found = checks.run_checks({}, ("X1",), extra={"runs": {"run-a": np.linspace(0.5, 1.5, 400)}})
-    table = checks.findings_table(found)
+    toy = PerToyRunCheck(
+        id="X1", claim="Training lowers the loss", parts=parts, chapters=("summary",), calibrated_by=()
+    )
+    registry = checks.extended(checks.REGISTRY, toy)
+    runs = {"runs": {"run-a": np.linspace(0.5, 1.5, 400)}}
+    found = checks.run_checks({}, ("X1",), extra=runs, registry=registry)
+    table = checks.findings_table(found, registry)
     assert list(table["check"]) == ["X1"] and table["verdict"].iloc[0] == "holds"
-    assert table["claim"].iloc[0] == "Training lowers the loss"
-    with pytest.raises(checks.CheckError, match="unknown scope"):
-        checks.register(checks.Check("X2", "x", "per week", parts, (), ()))
+    assert table["claim"].iloc[0] == "Training lowers the loss" and toy.scope in checks.methods_table(registry)
+    assert checks.run_checks({}, ("X1",), extra=runs) == []  # the study's registry has no X1
+    with pytest.raises(checks.CheckError, match="not a check of a scope"):
+        checks.extended(registry, parts)
+
+
+def _picture(model, dataset, setting, responses, proj, layers):
+    """None CoT large and bumpy, Detailed CoT small and smooth, the cut Detailed responses between
+    them (the length share is computed), irrelevant Detailed responses larger; on the instruct model
+    Simplified CoT below Detailed CoT (the length checks do not apply there)."""
+    levels = {"none": 3.0, "simplified": 2.0, "detailed": 1.0, "detailed_cut_none": 1.6, "detailed_cut_simplified": 1.4}
+    level = 0.5 if (model, setting) == (INSTRUCT, "simplified") else levels.get(setting, 1.0)
+    curve = level * (1 + (0.3 if setting in ("none", "len100") else 0.05) * np.sin(1.7 * layers) ** 2)
+    return 1.5 * curve if responses == "irrelevant" and setting.startswith("detailed") else curve
+
+
+def _relabelled(parts):
+    """The check's parts function with every part's display name and group renamed."""
+
+    def renamed(*args, **kwargs):
+        found = parts(*args, **kwargs)
+        if not isinstance(found, list):
+            return found
+        return [dataclasses.replace(p, name=f"renamed {p.name}", group=p.group and f"renamed {p.group}") for p in found]
+
+    return renamed
+
+
+def _outcome(finding):
+    """What a finding decides, without any label: its verdict and each part's role, value and say
+    (and whether it is marked as of the opposite sign to the part it accompanies)."""
+    parts = tuple(
+        (p.role, p.decides, p.opposite, None if p.estimate is None else p.estimate.value) for p in finding.parts
+    )
+    return finding.check, finding.model, finding.scope, finding.verdict, parts
+
+
+def test_parts_are_found_by_their_role_never_by_their_display_label():
+    """Renaming every part of every check leaves every verdict, part and number as it was: the
+    length share, the length checks' gate, F2's choice of its deciding parts and the mark of the
+    paper's quantity where its sign differs find their parts by ``rules.Role`` (the data here
+    exercise each of them)."""
+    settings = ("none", "simplified", "detailed", "detailed_cut_none", "detailed_cut_simplified")
+    conditions = [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d, settings=settings)]
+    conditions += reasoning_conditions(vocabulary.WIKI_DATASET, settings=vocabulary.WIKI_SETTINGS)
+    rows = make_results(conditions, MODELS, n_samples=12, curve=_picture, sample_sd=0.1, seed=7)
+    none = (rows["setting"] == "none") & (rows["model"] == BASE)  # None's log-scale spread grows with depth
+    spread = np.linspace(0.1, 1.5, 18)[rows.loc[none, "layer"].to_numpy()]
+    z = np.random.default_rng(7).standard_normal(12)[rows.loc[none, "sample_index"].to_numpy()]
+    rows.loc[none, "nuclear_norm"] *= np.exp(spread * z)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
+    relabelled = tuple(dataclasses.replace(c, parts=_relabelled(c.parts)) for c in checks.REGISTRY)
+    plain, renamed = (
+        checks.run_checks(draws, pairs={INSTRUCT: BASE}, registry=r) for r in (checks.REGISTRY, relabelled)
+    )
+    assert [_outcome(f) for f in renamed] == [_outcome(f) for f in plain]
+    assert all(p.name.startswith("renamed ") for f in renamed if not f.pooled for p in f.parts)
+    assert any(p.role is Role.SHARE and p.estimate is not None for f in plain for p in f.parts)
+    assert any(f.check in checks.LENGTH_CHECKS and f.verdict == NOT_APPLICABLE for f in plain)
+    assert any("log-scale spread changes" in f.note for f in plain if f.check == "F2")
+    assert any(p.opposite for f in plain for p in f.parts)
 
 
 def test_the_methods_page_states_whom_a_sampling_profile_draws_from(study_data_dir):

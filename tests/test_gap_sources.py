@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings import averaging, beyond_loss, calibration, checks, gap_calibration
+from analysis.findings import averaging, beyond_loss, calibration, checks
 from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.calibration import gap_calibration
 from analysis.findings.rules import HOLDS
 
 MODEL = {"m": ("instruct", 8)}

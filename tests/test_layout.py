@@ -80,7 +80,7 @@ def test_the_pages_and_the_findings_do_not_import_torch():
         "import sys\n"
         "import analysis.report.page, analysis.report.sections, analysis.report.your_data, analysis.findings.rules\n"
         "import analysis.profiles, analysis.registry, analysis.runlog\n"
-        "import analysis.report.training, analysis.findings.training, analysis.findings.training_calibration\n"
+        "import analysis.report.training, analysis.findings.training, analysis.findings.calibration.training_calibration\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

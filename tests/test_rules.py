@@ -380,7 +380,7 @@ def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_nam
     rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
     f4 = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
-    assert [p.decides for p in f4] == [True, False, False, False] and f4[3].name.startswith(rules.PAPER_QUANTITY)
+    assert [p.decides for p in f4] == [True, False, False, False] and f4[3].label.startswith(rules.PAPER_QUANTITY)
     # the same irrelevant/correct ratio in both models: the signed difference and the paper's near 0,
     # and near each other; the sizes too
     assert abs(f4[2].estimate.value) < 0.1 and f4[3].estimate.value == pytest.approx(f4[2].estimate.value, abs=0.02)
@@ -418,7 +418,7 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     assert paper.value == pytest.approx(np.log(matrix["none"].mean() / matrix["detailed"].mean()))
     assert geometric.value < 0 < paper.value  # the data are built so
     f1 = [f for f in checks.run_checks({BASE: cd}, ("F1",)) if f.scope == "aqua"][0]
-    shown = {p.name: p for p in f1.parts}
+    shown = {p.label: p for p in f1.parts}
     assert f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}" in shown
     assert "differ in sign: None / Detailed (all layers) x" in f1.note
     assert checks.findings_table([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
@@ -429,20 +429,18 @@ def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_laye
     def f2_of(rows):
         cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
         f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
-        assert any(p.name == check_parts.LOG_SPREAD_CHANGE for p in f2.parts)
+        assert any(p.role is rules.Role.LOG_SPREAD_CHANGE for p in f2.parts)
         return f2, {p.label: p for p in f2.parts}
 
+    mean_curve = f"roughness None - Simplified {check_parts.MEAN_CURVE_ROUGHNESS}"
     changing, parts = f2_of(_skewed_none(trend=True))
     assert "log-scale spread changes across layers" in changing.note
-    assert parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
-    assert not parts[f"{check_parts.NONE_GROUP} Q"].decides
+    assert parts[mean_curve].decides and parts[mean_curve].role is rules.Role.NONE_MEAN_CURVE_ROUGHNESS
+    assert not parts["roughness None - Simplified Q"].decides
     assert parts["roughness Simplified - Detailed Q"].decides  # Simplified vs Detailed keeps the log curve
     steady, parts = f2_of(_skewed_none(trend=False))
     assert "log-scale spread" not in steady.note
-    assert (
-        parts[f"{check_parts.NONE_GROUP} Q"].decides
-        and not parts[f"{check_parts.NONE_GROUP} {check_parts.MEAN_CURVE_ROUGHNESS}"].decides
-    )
+    assert parts["roughness None - Simplified Q"].decides and not parts[mean_curve].decides
 
 
 # --------------------------------------------------------------------------- "nearly the same" and "no better" on the curves
@@ -492,7 +490,8 @@ def test_f3_does_not_call_cancelling_none_curves_nearly_the_same():
 def test_the_nearly_same_rule_holds_its_rate_where_the_curves_cancel():
     """Simulated through the book's quantity at the boundary (root-mean-square exactly the margin,
     signed mean 0) at 200 instructions: "holds" at most the promised 2.5% (two Monte Carlo s.e.)."""
-    from analysis.findings import calibration, ratio_sizes
+    from analysis.findings import calibration
+    from analysis.findings.calibration import ratio_sizes
 
     design = calibration.study_designs(200)["one dataset"]
     rng = np.random.default_rng(33)

@@ -214,7 +214,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     from dataclasses import replace
 
     from analysis import profiles
-    from analysis.findings import training_calibration
+    from analysis.findings.calibration import training_calibration
     from analysis.report import training as page_module
     from analysis.study import pipeline
 

@@ -3,7 +3,8 @@ declared in the check registry and run by its engine."""
 
 import numpy as np
 
-from analysis.findings import calibration, checks, training, training_calibration
+from analysis.findings import calibration, checks, training
+from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, decide
 from analysis.train.naming import TrainingRunId
 

@@ -36,17 +36,17 @@ from analysis.findings.quantities import (
     roughness,
     size_excess,
 )
-from analysis.findings.rules import SAME_MARGIN, Part, beside
+from analysis.findings.rules import SAME_MARGIN, Part, Role, beside
 
+# The display names of the parts; code that reads a part back finds it by its ``rules.Role``.
 # the parts a reader sees for the length control (the share is shown, never decides)
 SHARE_PART = "share of the gap left at equal length"
 # F2's parts on the paper's scale: the mean curve's roughness per pair of settings, and whether
 # None's log-scale spread changes across layers (then None vs Simplified is decided on the former)
 MEAN_CURVE_ROUGHNESS = "mean curve's roughness (paper's scale)"
 LOG_SPREAD_CHANGE = "None log-scale variance, late - early layers"
-NONE_GROUP = "roughness None - Simplified"
-GAP_PART = "Simplified / Detailed x"
-F5_SHARES = "share of roughness kept: Wiki 1000 / 100 words - reasoning Detailed / Simplified"  # the length checks' precondition (``gap_established``)
+GAP_PART = "Simplified / Detailed x"  # the length checks' precondition (``gap_established``)
+F5_SHARES = "share of roughness kept: Wiki 1000 / 100 words - reasoning Detailed / Simplified"
 # "Nearly the same" curves (F3 under None CoT, F5's Wiki part): the root-mean-square over layers
 # and q, k, v, o of the per-layer log ratio of irrelevant over correct, noise-corrected, within
 # the margin (its square below the margin squared); the signed mean over layers is shown beside.
@@ -100,26 +100,33 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     parts = []
     for fast, slow in zip(settings, settings[1:]):
         group = f"roughness {_short(fast)} - {_short(slow)}"
+        none_pair = (fast, slow) == ("none", "simplified")  # the pair ``mean_curve_decides`` may decide otherwise
         for proj in vocabulary.PROJECTIONS:
             a, b = roughness(cd, dataset, fast, proj), roughness(cd, dataset, slow, proj)
             difference_ = None if a is None or b is None else combine(np.subtract, a, b)
-            parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group=group))
+            role = Role.NONE_ROUGHNESS if none_pair else None
+            parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group=group, role=role))
+        mean_role = Role.NONE_MEAN_CURVE_ROUGHNESS if none_pair else None
         shown = (
-            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), _times),
-            (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), float),
+            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), _times, None),
+            (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), float, mean_role),
         )
-        parts += [Part(name, value, "above", 0.0, show, group=group, decides=False) for name, value, show in shown]
+        parts += [
+            Part(name, value, "above", 0.0, show, group=group, decides=False, role=role)
+            for name, value, show, role in shown
+        ]
     if settings[0] == "none":
-        parts.append(Part(LOG_SPREAD_CHANGE, log_variance_change(cd, dataset, "none"), "within", 0.0, decides=False))
+        spread = log_variance_change(cd, dataset, "none")
+        parts.append(Part(LOG_SPREAD_CHANGE, spread, "within", 0.0, decides=False, role=Role.LOG_SPREAD_CHANGE))
     return parts
 
 
 def spread_decides(parts: Sequence[Part]) -> tuple[list[Part], str]:
     """F2's parts and note where None's log-scale spread changes across layers (the interval of
-    ``LOG_SPREAD_CHANGE`` away from 0): the mean log curve's roughness is not the paper's mean
+    ``Role.LOG_SPREAD_CHANGE`` away from 0): the mean log curve's roughness is not the paper's mean
     curve's then, so None vs Simplified is decided on the mean curve's roughness
     (``mean_curve_decides``); elsewhere the parts unchanged and no note."""
-    spread = [p for p in parts if p.name == LOG_SPREAD_CHANGE and p.estimate is not None]
+    spread = [p for p in parts if p.role is Role.LOG_SPREAD_CHANGE and p.estimate is not None]
     if not (spread and (spread[0].interval()[0] > 0 or spread[0].interval()[1] < 0)):
         return list(parts), ""
     return mean_curve_decides(parts), (
@@ -135,9 +142,9 @@ def mean_curve_decides(parts: Sequence[Part]) -> list[Part]:
     ``scenarios`` (tests/test_calibration.py)."""
     out = []
     for p in parts:
-        if p.group == NONE_GROUP and p.decides:
+        if p.role is Role.NONE_ROUGHNESS and p.decides:
             p = replace(p, decides=False)
-        elif p.group == NONE_GROUP and p.name == MEAN_CURVE_ROUGHNESS:
+        elif p.role is Role.NONE_MEAN_CURVE_ROUGHNESS:
             p = replace(p, decides=True)
         out.append(p)
     return out
@@ -191,15 +198,15 @@ def with_share(parts: list[Part]) -> list[Part]:
     """The length parts with the share of the gap left at equal length, (gap - length effect) / gap
     or content / gap, in place of any earlier one: shown only where the gap itself is established
     (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
-    parts = [p for p in parts if p.name != SHARE_PART]
+    parts = [p for p in parts if p.role is not Role.SHARE]
     gap, effect = parts[0], parts[1]
     if gap.estimate is None or effect.estimate is None or not gap.supports():
         return parts
-    if effect.name.startswith("Simplified"):
+    if effect.role is Role.CONTENT:
         share = combine(np.divide, effect.estimate, gap.estimate)
     else:
         share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
-    return [*parts[:2], Part(SHARE_PART, share, "above", 0.0, decides=False), *parts[2:]]
+    return [*parts[:2], Part(SHARE_PART, share, "above", 0.0, decides=False, role=Role.SHARE), *parts[2:]]
 
 
 def _length_view(cd: CurveDraws, dataset: str, fast: str, cut: str) -> dict[str, Estimate] | None:
@@ -218,12 +225,14 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
     if main is None:
         return None
-    gap = Part(GAP_PART, main["gap"], "above", 0.0, _times, decides=False)
+    gap = Part(GAP_PART, main["gap"], "above", 0.0, _times, decides=False, role=Role.GAP)
     if claim == "content":
-        effect = Part("Simplified / Detailed cut to its length x", main["content"], "above", 0.0, _times)
+        name = "Simplified / Detailed cut to its length x"
+        effect = Part(name, main["content"], "above", 0.0, _times, role=Role.CONTENT)
         paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
     else:
-        effect = Part("Detailed cut to Simplified length / Detailed x", main["length"], "above", 0.0, _times)
+        name = "Detailed cut to Simplified length / Detailed x"
+        effect = Part(name, main["length"], "above", 0.0, _times, role=Role.LENGTH)
         paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
     parts = with_share([gap, effect])
     parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
@@ -248,7 +257,7 @@ def gap_established(parts: Sequence[Part]) -> str:
     Simplified vs Detailed gap, so where its interval does not lie above 0 (reversed, or not
     resolved) the claim has nothing to apply to. Too few instructions or a missing gap are left to
     the verdict rule (``rules.decide``)."""
-    gap = next((p for p in parts if p.name == GAP_PART), None)
+    gap = next((p for p in parts if p.role is Role.GAP), None)
     if gap is None or gap.estimate is None or gap.n_smallest < MIN_VERDICT_SAMPLES or gap.supports():
         return ""
     state = "reversed" if gap.contradicts() else "not resolved"

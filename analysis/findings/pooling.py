@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from analysis import vocabulary
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.rules import OPPOSITE_SIGN, PAPER_QUANTITY, Finding, Part, sign_disagreements
+from analysis.findings.rules import Finding, Part, Role, sign_disagreements
 from analysis.findings.studentized import pool_any
 
 # What a check changes in a finding's parts from the parts themselves, with a note (empty: none).
@@ -37,6 +37,8 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
                 first.show,
                 group=first.group,
                 decides=first.decides,
+                role=first.role,
+                opposite=first.opposite,
             )
         )
     return out
@@ -84,10 +86,7 @@ def marked(parts: Sequence[Part], note: str = "", *, adjust: Adjust | None = Non
     opposite = set(sign_disagreements(parts))
     if opposite:
         parts = [
-            replace(p, name=p.name + OPPOSITE_SIGN)
-            if p.name.startswith(PAPER_QUANTITY) and p.name.removeprefix(PAPER_QUANTITY) in opposite
-            else p
-            for p in parts
+            replace(p, opposite=True) if p.role is Role.PAPER_QUANTITY and p.name in opposite else p for p in parts
         ]
         notes.append(
             "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(sorted(opposite))

@@ -34,6 +34,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import KW_ONLY, dataclass
+from enum import Enum
 
 import numpy as np
 from scipy import stats as sps
@@ -54,14 +55,30 @@ SAME_MARGIN = math.log(1.10)
 NEARLY_SAME_RD = SAME_MARGIN  # the former name
 
 
+class Role(Enum):
+    """What a part is to the code that reads it back (a check's precondition, what its adjustment
+    changes, what its figure shows): parts are found by their role, never by their display name."""
+
+    GAP = "the Simplified vs Detailed gap the length checks are about"
+    CONTENT = "the fast setting against Detailed CoT cut to its length (L)"
+    LENGTH = "Detailed CoT cut to the fast setting's length against full Detailed CoT (L2)"
+    SHARE = "the share of the gap left at equal length"
+    NONE_ROUGHNESS = "a projection's None vs Simplified roughness of the mean log curve (F2)"
+    NONE_MEAN_CURVE_ROUGHNESS = "None vs Simplified roughness of the mean curve, on the paper's scale (F2)"
+    LOG_SPREAD_CHANGE = "the change of None's log-scale spread across layers (F2)"
+    PAPER_QUANTITY = "the paper's quantity beside the deciding part of the same name and group (``beside``)"
+
+
 @dataclass(frozen=True)
 class Part:
     """One quantity of a claim: the claim says it lies ``side`` ("above", "below" or "within",
     i.e. between -bound and bound) ``bound``.
 
     ``show`` turns the quantity into the number a reader sees (e.g. exp of a log ratio).
-    ``group`` and ``decides`` are keyword-only. ``decides``: False for a number shown beside the
-    verdict only (the paper's own MAD ratio, the length share).
+    ``group``, ``decides`` and ``role`` are keyword-only. ``decides``: False for a number shown
+    beside the verdict only (the paper's own MAD ratio, the length share). ``role``: what the part
+    is to the code that looks it up (None: nothing looks it up). ``opposite``: a part on the paper's
+    quantity whose sign differs from that of the part it accompanies (``pooling.marked``).
     """
 
     name: str
@@ -72,6 +89,8 @@ class Part:
     _: KW_ONLY
     group: str = ""  # parts of one group are written together, e.g. one ratio for Q, K, V and O
     decides: bool = True
+    role: Role | None = None
+    opposite: bool = False
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         return (math.nan, math.nan) if self.estimate is None else self.estimate.interval(level)
@@ -97,18 +116,26 @@ class Part:
         """Instructions of the part's smallest dataset."""
         return 0 if self.estimate is None else self.estimate.n_smallest
 
+    @property
+    def shown_name(self) -> str:
+        """The name a reader sees: a part on the paper's quantity is named after the part it
+        accompanies, with ``PAPER_QUANTITY`` before it (and ``OPPOSITE_SIGN`` after it where marked)."""
+        if self.role is not Role.PAPER_QUANTITY:
+            return self.name
+        return PAPER_QUANTITY + self.name + (OPPOSITE_SIGN if self.opposite else "")
+
     def text(self) -> str:
         """ "name est [low, high]" in the reader's units."""
         if self.estimate is None:
-            return f"{self.name}: not computed"
+            return f"{self.shown_name}: not computed"
         low, high = self.interval()
         shown = [self.show(v) if np.isfinite(v) else math.nan for v in (self.estimate.value, low, high)]
-        return f"{self.name} {fmt_interval(*shown)}"
+        return f"{self.shown_name} {fmt_interval(*shown)}"
 
     @property
     def label(self) -> str:
-        """The part's full name (its group and its own name)."""
-        return f"{self.group} {self.name}".strip()
+        """The part's full name as a reader sees it (its group and its own name)."""
+        return f"{self.group} {self.shown_name}".strip()
 
 
 def decide(parts: Sequence[Part], level: float = LEVEL) -> str:
@@ -222,7 +249,8 @@ class Finding:
 # --------------------------------------------------------------------------- the paper's quantity beside
 
 # A part on the paper's quantity (the log ratio of arithmetic means of nuclear norms, bootstrap-t
-# interval) is named after the geometric-mean part it accompanies, with this prefix; it never
+# interval) has the name and group of the geometric-mean part it accompanies and the role
+# ``Role.PAPER_QUANTITY``; a reader sees it with this prefix (``Part.shown_name``). It never
 # decides: its intervals miss far more than 2.5% on one side at a few instructions
 # (``scenarios``), so the geometric mean decides and the claim says so.
 PAPER_QUANTITY = "paper's mean nuclear norm: "
@@ -231,19 +259,27 @@ OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
 
 def beside(part: Part, estimate: Estimate | None) -> Part:
     """The paper's-quantity counterpart of a deciding part, shown beside it."""
-    return Part(PAPER_QUANTITY + part.name, estimate, part.side, part.bound, part.show, group=part.group, decides=False)
+    return Part(
+        part.name,
+        estimate,
+        part.side,
+        part.bound,
+        part.show,
+        group=part.group,
+        decides=False,
+        role=Role.PAPER_QUANTITY,
+    )
 
 
 def sign_disagreements(parts: Sequence[Part]) -> list[str]:
     """Names of the deciding parts whose geometric-mean value and paper's-quantity value have
     opposite signs (both away from zero)."""
-    by_label = {p.label: p for p in parts}
+    twins = {(p.group, p.name): p for p in parts if p.role is not Role.PAPER_QUANTITY}
     out = []
     for p in parts:
-        if not p.name.startswith(PAPER_QUANTITY) or p.estimate is None:
+        if p.role is not Role.PAPER_QUANTITY or p.estimate is None:
             continue
-        twin_name = p.name.removeprefix(PAPER_QUANTITY).removesuffix(OPPOSITE_SIGN)
-        twin = by_label.get(f"{p.group} {twin_name}".strip())
+        twin = twins.get((p.group, p.name))
         if twin is not None and twin.estimate is not None and twin.estimate.value * p.estimate.value < 0:
             out.append(twin.name)
     return out

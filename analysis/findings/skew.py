@@ -20,7 +20,7 @@ from scipy import stats as sps
 from analysis import vocabulary
 from analysis.findings import calibration, checks
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.scenarios import PROMISED
+from analysis.findings.calibration.scenarios import PROMISED
 
 SKEWS = (-2.0, -1.0, 1.0, 2.0)
 # The most a rule's "holds" may be wrong when its claim is false at its boundary, at 5 instructions
@@ -37,9 +37,9 @@ def stated_rate(rule: str) -> float:
     return STATED_RATES.get(rule, PROMISED)
 
 
-def check_rate(check_id: str) -> float:
+def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> float:
     """The most a check's "holds" is wrong: the largest stated rate of the rules it is calibrated by."""
-    return max((stated_rate(r) for r in checks.get(check_id).calibrated_by), default=PROMISED)
+    return max((stated_rate(r) for r in checks.get(check_id, registry).calibrated_by), default=PROMISED)
 
 
 def skew_table(

@@ -399,7 +399,7 @@ def t3(runs: ModelRuns, arm: str | None) -> list[Part] | NotApplicable | None:
 
 
 def per_training_run(check, inputs) -> list[Finding]:
-    """The runner of the scope "per training run" (``checks.SCOPES``): the check's parts for every
+    """The run of a check of the scope "per training run" (``scopes.TrainingRunCheck``): its parts for every
     base model of ``inputs.extra[TRAINING_RUNS]``, as a whole and per arm trained on."""
     runs = inputs.extra.get(TRAINING_RUNS)
     if runs is None:

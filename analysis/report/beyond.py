@@ -7,8 +7,8 @@ import numpy as np
 import pandas as pd
 
 from analysis import vocabulary
-from analysis.findings import checks as registry
 from analysis.findings import questions
+from analysis.findings.checks import LENGTH_CHECKS
 from analysis.formatting import fmt, fmt_interval
 
 # --------------------------------------------------------------------------- separability
@@ -68,7 +68,7 @@ def length_paragraph(table: pd.DataFrame) -> str:
     """Markdown: per model, whether content matters beyond length (L) and whether length matters
     (L2), on Detailed CoT cut to the Simplified-CoT length, with the share of the gap left at equal
     length where the gap is established, and the None-length cut as a second view."""
-    rows = table[table["check"].isin(registry.LENGTH_CHECKS)]
+    rows = table[table["check"].isin(LENGTH_CHECKS)]
     if rows.empty:
         return (
             "These data hold no length-control condition (Detailed CoT cut to the Simplified-CoT length, with "

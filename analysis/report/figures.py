@@ -9,9 +9,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import vocabulary
-from analysis.findings import checks as registry
 from analysis.findings.bootstrap import CurveDraws, t_band
+from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, selected
 from analysis.findings.pooling import scope_rank
+from analysis.findings.rules import Role
 from analysis.report import plots
 from analysis.report.load import figure_note
 
@@ -145,9 +146,14 @@ def headline_figure(
 
 
 def verdict_figure(
-    table: pd.DataFrame, note: str | None = None, *, pairs: dict[str, str] | None = None
+    table: pd.DataFrame,
+    note: str | None = None,
+    *,
+    pairs: dict[str, str] | None = None,
+    registry: Registry = REGISTRY,
 ) -> Figure | None:
-    """The verdict matrix: check x scope (families first, then datasets), one panel per model.
+    """The verdict matrix: check x scope (families first, then datasets), one panel per model; the
+    checks in the registry's order.
 
     ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs (F4) says
     it is decided on its instruct model.
@@ -155,12 +161,12 @@ def verdict_figure(
     if table.empty:
         return None
     scopes = sorted(table["scope"].unique(), key=scope_rank)
-    checks = [c for c in registry.all_ids() if c in set(table["check"])]
+    checks = [c for c in all_ids(registry) if c in set(table["check"])]
     labels = {s: vocabulary.scope_label(s) + (" (pooled)" if s in vocabulary.FAMILY_DATASETS else "") for s in scopes}
     row_notes = {
         (base, check.id): f"decided on its instruct model ({instruct})"
-        for check in registry.selected(checks)
-        if check.scope == registry.PER_PAIR
+        for check in selected(checks, registry)
+        if check.scope == PER_PAIR
         for instruct, base in (pairs or {}).items()
         if instruct in set(table.loc[table["check"] == check.id, "model"]) and base in set(table["model"])
     }
@@ -169,14 +175,15 @@ def verdict_figure(
 
 def part_forest(
     parts: pd.DataFrame,
-    part: str,
+    part: Role,
     x_label: str,
     reference: float | None = None,
     log_x: bool = False,
     note: str | None = None,
 ) -> Figure | None:
-    """One part of a check (e.g. the length share) per model and scope, with its interval."""
-    rows = parts[parts["part"] == part]
+    """One part of a check, found by its role (e.g. the length share), per model and scope, with
+    its interval."""
+    rows = parts[parts["role"] == part.name]
     if rows.empty:
         return None
     rows = rows.assign(_s=rows["scope"].map(scope_rank)).sort_values(["model", "_s"])

@@ -12,8 +12,16 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from analysis import data, vocabulary
-from analysis.findings import checks as registry
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
+from analysis.findings.checks import (
+    REGISTRY,
+    Registry,
+    findings_table,
+    on_chapter,
+    part_table,
+    run_checks,
+    statistics_read,
+)
 from analysis.findings.pooling import model_pairs
 from analysis.findings.rules import Finding
 from analysis.report import coverage, figures, notebook_parameters
@@ -39,15 +47,23 @@ class Page:
     bands: pd.DataFrame
     identical: dict[str, frozenset] = field(default_factory=dict)
     reference: dict[str, CurveDraws] = field(default_factory=dict)
+    registry: Registry = REGISTRY  # the checks the page may show
     _tables: dict = field(default_factory=dict, repr=False)
 
     @classmethod
-    def open(cls, notebook: str, given: dict | None = None, stats: Sequence[str] = FIGURE_STATS) -> Page:
+    def open(
+        cls,
+        notebook: str,
+        given: dict | None = None,
+        stats: Sequence[str] = FIGURE_STATS,
+        registry: Registry = REGISTRY,
+    ) -> Page:
         """Check the page's parameters (``given``: name -> value), read the run's rows from the store
         and bootstrap every curve of ``stats`` (none: the page shows no curves); the curve statistics
-        that the page does not show stay on disk."""
+        that the page does not show stay on disk. ``registry``: the checks the page may show."""
         params = notebook_parameters.validate(notebook, given)
-        per_sample = registry.statistics_read(registry.on_chapter(notebook))  # what the chapter's checks read
+        chapter_checks = on_chapter(notebook, registry=registry)
+        per_sample = statistics_read(chapter_checks, registry)  # what the chapter's checks read
         results = load_results(
             params.results_dir,
             params.models,
@@ -75,7 +91,7 @@ class Page:
             for d in results.rows["dataset"].unique()
             if d != vocabulary.WIKI_DATASET
         }
-        page = cls(params, results, draws, curves, bands, identical)
+        page = cls(params, results, draws, curves, bands, identical, registry=registry)
         page.reference = page._f5_reference()
         return page
 
@@ -126,18 +142,19 @@ class Page:
         return self.params.notebook
 
     def checks(self, scope: str | None = None) -> tuple[str, ...]:
-        """The registered checks this page's chapter shows (of one scope, if given)."""
-        return registry.on_chapter(self.chapter, scope)
+        """The checks of the page's registry that its chapter shows (of one scope, if given)."""
+        return on_chapter(self.chapter, scope, self.registry)
 
     def findings(self, checks: Sequence[str] | None = None) -> list[Finding]:
         """Every check in ``checks`` (None: the chapter's) that the page's data cover, per dataset
         and pooled per family (``checks.run_checks``)."""
-        return registry.run_checks(
+        return run_checks(
             self.draws,
             self.checks() if checks is None else checks,
             identical=self.identical,
             reference=self.reference,
             pairs=self.pairs,
+            registry=self.registry,
         )
 
     def findings_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:
@@ -153,7 +170,7 @@ class Page:
         key = tuple(self.checks() if checks is None else checks)
         if key not in self._tables:
             found = self.findings(key)
-            self._tables[key] = (registry.findings_table(found), registry.part_table(found))
+            self._tables[key] = (findings_table(found, self.registry), part_table(found))
         return self._tables[key]
 
     def note(self) -> str | None:

@@ -13,8 +13,8 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
-from analysis.findings import checks as registry
 from analysis.findings import questions
+from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import (
     collapsed,
@@ -63,32 +63,32 @@ def answers(page: Page, *, scope: str | None = None) -> None:
         _unpaired(page, shown)
         return
     show_figure(
-        figures.verdict_figure(found, pairs=page.pairs),
+        figures.verdict_figure(found, pairs=page.pairs, registry=page.registry),
         "Verdict matrix: each check per model, pooled per family and per dataset",
     )
-    show_markdown(verdicts.plain_summary(found))
+    show_markdown(verdicts.plain_summary(found, page.registry))
     with collapsed(MATRIX_DETAILS):
-        show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note())}*")
+        show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note(), page.registry)}*")
         layers = coverage.layer_note(page.results.rows)
         if layers:
             show_markdown(f"*{layers}.*")
         imported = imported_models(page.results.rows)
-        length = [c for c in registry.LENGTH_CHECKS if c in shown]
+        length = [c for c in LENGTH_CHECKS if c in shown]
         if imported and length and not found["check"].isin(length).any():
             show_markdown(
                 f"**{' and '.join(length)}: not available** for {', '.join(imported)}: the original study computed "
                 "no length-control condition, so the length questions have no verdict on its numbers."
             )
         for model in dict.fromkeys(found["model"]):
-            show_markdown(verdicts.model_paragraph(found, model))
+            show_markdown(verdicts.model_paragraph(found, model, page.registry))
     _unpaired(page, shown)  # unfolded: it says why a check has no row
-    check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
+    check_figures(page, [c for c in shown if c not in LENGTH_CHECKS], page.part_table(shown))
 
 
 def _unpaired(page: Page, checks: Sequence[str]) -> None:
     """On a page with a check of base-instruct pairs: the models present without their pair, and
     the command that brings it."""
-    if any(check.scope == registry.PER_PAIR for check in registry.selected(checks)):
+    if any(check.scope == PER_PAIR for check in selected(checks, page.registry)):
         p = page.params
         lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, p.conditions)
         if lonely:
@@ -98,7 +98,7 @@ def _unpaired(page: Page, checks: Sequence[str]) -> None:
 @_with_rows
 def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> None:
     """The figure of each of ``checks`` that declares one: a part per model and scope, with intervals."""
-    for check in registry.selected(checks):
+    for check in selected(checks, page.registry):
         figure = check.figure
         if figure is None:
             continue
@@ -115,7 +115,7 @@ def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> Non
 def claims(page: Page | None = None, *, scope: str | None = None, folded: str | None = None) -> None:
     """The claims the chapter checks (of one scope, if given; no page: every check), as a list;
     folded under the line ``folded`` when given (as under the landing page's matrix)."""
-    text = verdicts.claims_text(None if page is None else page.checks(scope))
+    text = verdicts.claims_text() if page is None else verdicts.claims_text(page.checks(scope), page.registry)
     if folded is None:
         show_markdown(text)
         return
@@ -280,7 +280,7 @@ def length(page: Page) -> None:
     """Is the fast/slow gap only length: where the chapter shows the length checks, the share of the
     Simplified vs Detailed gap left when Detailed CoT is cut to the Simplified length, with
     intervals, and the length-control curves (folded); then the regression on response length."""
-    if set(registry.LENGTH_CHECKS) & set(page.checks()):
+    if set(LENGTH_CHECKS) & set(page.checks()):
         length_control(page)
     length_regression(page)
 
@@ -290,14 +290,14 @@ def length_control(page: Page) -> None:
     """The length checks' figure and paragraph, and the length-control layer curves (folded)."""
     found = page.findings_table()
     parts = page.part_table()
-    has_length = bool(len(parts)) and bool(parts["check"].isin(registry.LENGTH_CHECKS).any())
+    has_length = bool(len(parts)) and bool(parts["check"].isin(LENGTH_CHECKS).any())
     if imported_models(page.results.rows) and not has_length:
         show_markdown(
             "L (is the gap only length): not available; the original study computed no length-control "
             f"condition, and response token counts are {NOT_IMPORTED}."
         )
         return
-    check_figures(page, registry.LENGTH_CHECKS, parts)
+    check_figures(page, LENGTH_CHECKS, parts)
     show_markdown(beyond.length_paragraph(found))
     with collapsed("Layer curves of the length-control conditions"):
         show_figures(

@@ -18,7 +18,8 @@ from matplotlib.figure import Figure
 
 from analysis import chapters, vocabulary
 from analysis.errors import StudyError
-from analysis.findings import calibration, checks, training, training_calibration
+from analysis.findings import calibration, checks, training
+from analysis.findings.calibration import training_calibration
 from analysis.profiles import Profile
 from analysis.report import figures, notebook_parameters, verdicts
 from analysis.store import ResultsStore

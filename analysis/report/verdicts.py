@@ -7,8 +7,8 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
-from analysis.findings import checks as registry
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
+from analysis.findings.checks import REGISTRY, Registry, all_ids, claim, findings_table
 from analysis.findings.rules import (
     DECIDED,
     FAILS,
@@ -24,15 +24,15 @@ from analysis.findings.skew import check_rate
 from analysis.formatting import fmt
 
 
-def table(found: Iterable[Finding]) -> pd.DataFrame:
+def table(found: Iterable[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
     """The findings as one table (``checks.findings_table``)."""
-    return registry.findings_table(found)
+    return findings_table(found, registry)
 
 
-def claims_text(checks: Sequence[str] | None = None) -> str:
-    """Markdown list of the claims checked (None: every registered check), as the methods page
+def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGISTRY) -> str:
+    """Markdown list of the claims checked (None: every check of the registry), as the methods page
     states them."""
-    return "\n".join(f"- **{c}**: {registry.claim(c)}." for c in (registry.all_ids() if checks is None else checks))
+    return "\n".join(f"- **{c}**: {claim(c, registry)}." for c in (all_ids(registry) if checks is None else checks))
 
 
 def verdict_counts(rows: pd.DataFrame) -> str:
@@ -46,14 +46,14 @@ def scope_text(scope: str, pooled: bool) -> str:
     return vocabulary.scope_label(scope) + (" (pooled)" if pooled and scope in vocabulary.FAMILY_DATASETS else "")
 
 
-def model_paragraph(found: pd.DataFrame, model: str) -> str:
+def model_paragraph(found: pd.DataFrame, model: str, registry: Registry = REGISTRY) -> str:
     """One paragraph for one model: each check's pooled verdicts, then how its datasets went,
     naming the datasets whose verdict differs from the family's."""
     rows = found[found["model"] == model]
     if rows.empty:
         return ""
     sentences = []
-    for check in registry.all_ids():
+    for check in all_ids(registry):
         part = rows[rows["check"] == check]
         if part.empty:
             continue
@@ -74,12 +74,12 @@ def model_paragraph(found: pd.DataFrame, model: str) -> str:
     return f"**{model}.** " + " ".join(sentences)
 
 
-def summary_text(found: pd.DataFrame) -> str:
+def summary_text(found: pd.DataFrame, registry: Registry = REGISTRY) -> str:
     """Markdown: one paragraph per model."""
     if found.empty:
         return "The data read here cover none of the checks."
     models = list(dict.fromkeys(found["model"]))
-    return "\n\n".join(model_paragraph(found, m) for m in models)
+    return "\n\n".join(model_paragraph(found, m, registry) for m in models)
 
 
 def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:
@@ -113,7 +113,7 @@ def size_text(size: float) -> str:
     return f"over {LARGEST_SIZE_SHOWN}" if size > LARGEST_SIZE_SHOWN else str(int(size))
 
 
-def false_holds_note(found: pd.DataFrame, rate: float | None = None) -> str:
+def false_holds_note(found: pd.DataFrame, rate: float | None = None, registry: Registry = REGISTRY) -> str:
     """How many "holds" the matrix would show by chance if no claim were true: each tested cell
     wrongly says "holds" at most its check's stated rate (``skew.check_rate``: measured by
     ``analysis.findings.calibration`` and ``analysis.findings.skew`` at per-sample logs of skewness
@@ -122,7 +122,7 @@ def false_holds_note(found: pd.DataFrame, rate: float | None = None) -> str:
     tested, holds = len(tested_rows), int((found["verdict"] == HOLDS).sum())
     if tested == 0:
         return "No cell was tested."
-    rates = {c: rate if rate is not None else check_rate(c) for c in dict.fromkeys(tested_rows["check"])}
+    rates = {c: rate if rate is not None else check_rate(c, registry) for c in dict.fromkeys(tested_rows["check"])}
     expected = sum(rates[c] for c in tested_rows["check"])
     each = ", ".join(f"{c} {r:.1%}" for c, r in rates.items())
     return (
@@ -158,14 +158,14 @@ def power_note(found: pd.DataFrame) -> str:
     )
 
 
-def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> str:
+def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None, registry: Registry = REGISTRY) -> str:
     """The line under the verdict matrix: what each cell's number means, how many "holds" chance
     alone would give, what lacks power, and which run it is."""
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
         f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
         f"here (to these models, or where its precondition is not established; its numbers say why). A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
-        f"decides) differ in sign in some part of the cell. {false_holds_note(found)}"
+        f"decides) differ in sign in some part of the cell. {false_holds_note(found, registry=registry)}"
     )
     power = power_note(found)
     if power:
@@ -186,7 +186,7 @@ def _counted(counts: dict[str, tuple[int, int]]) -> str:
     return pieces[0] if len(pieces) == 1 else ", ".join(pieces[:-1]) + " and " + pieces[-1]
 
 
-def plain_summary(found: pd.DataFrame) -> str:
+def plain_summary(found: pd.DataFrame, registry: Registry = REGISTRY) -> str:
     """At most three sentences under a verdict matrix, generated from its cells: which claims hold,
     which do not, and which these sample sizes cannot decide (and which do not apply). Counted over
     the pooled cells where there are any, since those are the answers; else over every cell."""
@@ -196,7 +196,7 @@ def plain_summary(found: pd.DataFrame) -> str:
     cells = found[found["pooled"]] if pooled else found
     where = "Pooled over each family of datasets" if pooled else "Per dataset"
     applicable = cells[cells["verdict"] != NOT_APPLICABLE]
-    order = [c for c in registry.all_ids() if c in set(cells["check"])]
+    order = [c for c in all_ids(registry) if c in set(cells["check"])]
 
     def counts(verdicts_: tuple[str, ...]) -> dict[str, tuple[int, int]]:
         found_ = {}

@@ -261,11 +261,11 @@ def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str,
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``python -m analysis.findings.training_calibration [--reps R] [--design N SEEDS LAYERS]``: the
+    """``python -m analysis.findings.calibration.training_calibration [--reps R] [--design N SEEDS LAYERS]``: the
     table of ``false_holds_by_scenario`` as Markdown (the numbers the methods page states)."""
     import argparse
 
-    parser = argparse.ArgumentParser(prog="python -m analysis.findings.training_calibration")
+    parser = argparse.ArgumentParser(prog="python -m analysis.findings.calibration.training_calibration")
     parser.add_argument("--reps", type=int, default=2000)
     parser.add_argument("--resamples", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)

@@ -39,7 +39,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
-from analysis.findings.calibration import N_LAYERS, _true_curve, true_roughness
+from analysis.findings.calibration.designs import N_LAYERS, _true_curve, true_roughness
 from analysis.findings.quantities import corrected_roughness, mean_curve_roughness
 from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
 

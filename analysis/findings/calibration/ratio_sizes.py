@@ -21,7 +21,7 @@ from analysis.findings.quantities import corrected_mean_square, size_excess
 from analysis.findings.rules import SAME_MARGIN, Part
 
 if TYPE_CHECKING:
-    from analysis.findings.calibration import Design
+    from analysis.findings.calibration.designs import Design
 
 N_LAYERS = 18
 # A per-layer log ratio that runs from + to - across the layers (mean over layers 0), scaled to a

@@ -1,0 +1,53 @@
+"""The simulations of the rules' error rates, in the study's own design and under harder noise.
+
+``designs``: the simulated designs of the study and one simulated run of each rule (its false
+"holds" and false "does not hold"); ``tables``: the tables the methods page quotes (error rates,
+coverage, skew, shares, power); ``scenarios``: one-sided misses of the intervals under harder
+noise; ``ratio_sizes``: the sizes of per-layer log ratios for "nearly the same" and F4;
+``gap_calibration`` and ``training_calibration``: the rules of A1 and G1 and of the training
+checks. The engine they simulate (checks, parts, rules, pooling, quantities) is ``analysis.findings``.
+"""
+
+from analysis.findings.calibration.designs import (
+    FAILS_RULES,
+    N_LAYERS,
+    RULES,
+    CalibrationError,
+    Design,
+    checks_by_rule,
+    false_fails,
+    false_holds,
+    study_designs,
+    true_roughness,
+)
+from analysis.findings.calibration.tables import (
+    coverage_table,
+    equivalence_power,
+    false_holds_table,
+    planned_instructions,
+    power,
+    power_table,
+    share_table,
+    skew_table,
+)
+
+__all__ = [
+    "FAILS_RULES",
+    "N_LAYERS",
+    "RULES",
+    "CalibrationError",
+    "Design",
+    "checks_by_rule",
+    "coverage_table",
+    "equivalence_power",
+    "false_fails",
+    "false_holds",
+    "false_holds_table",
+    "planned_instructions",
+    "power",
+    "power_table",
+    "share_table",
+    "skew_table",
+    "study_designs",
+    "true_roughness",
+]

@@ -1,0 +1,194 @@
+"""The kinds of check, one per scope (what one verdict is about), each with its typed parts.
+
+A check is a frozen dataclass of one scope, built with keyword arguments: ``PerModelCheck`` (one
+model's datasets, pooled per family), ``PairCheck`` (an instruct model with its base model),
+``WikiCheck`` (a model's Wiki files) and ``TrainingRunCheck`` (one base model's fine-tuning runs).
+Each declares the signature of its ``parts`` function and runs itself over the inputs (``run``);
+a check of a new scope is one more subclass of ``Check`` with its own ``run``. The checks of the
+study are declared in ``analysis.findings.checks``.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import ClassVar, Protocol
+
+from analysis import vocabulary
+from analysis.errors import StudyError
+from analysis.findings import training
+from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.pooling import (
+    Adjust,
+    family_findings,
+    is_own_base,
+    not_applicable_reason,
+    reasoning_datasets,
+)
+from analysis.findings.rules import Finding, Part, Role
+
+# What one verdict is about (a check's scope, as the book names it; a finding's own scope is a
+# dataset or a family).
+PER_MODEL, PER_PAIR, WIKI_FILES = "per model", "per base-instruct pair", "Wiki files"
+PER_TRAINING_RUN = "per training run"  # one base model's fine-tuning runs, per arm trained on
+
+
+class CheckError(StudyError, ValueError):
+    """A check declared twice, an unknown check, or something declared as a check that is none."""
+
+
+@dataclass
+class Inputs:
+    """What the checks read: every model's curves, the None-CoT instructions whose irrelevant answer
+    equals the correct one (per dataset), reasoning curves for Wiki-only data (per model), the
+    instruct -> base pairs and the pairs the user declares."""
+
+    draws: dict[str, CurveDraws]
+    identical: dict[str, frozenset] = field(default_factory=dict)
+    reference: dict[str, CurveDraws] = field(default_factory=dict)
+    pairs: dict[str, str] = field(default_factory=dict)
+    declared: dict[str, str] | None = None
+    extra: dict[str, object] = field(default_factory=dict)  # what the checks of other scopes read, by name
+
+
+@dataclass(frozen=True)
+class PartFigure:
+    """A forest plot of one part of a check (found by its ``role``), per model and scope, with its
+    interval."""
+
+    part: Role
+    x_label: str
+    caption: str
+    empty: str
+    reference: float | None = 0.0
+
+
+@dataclass(frozen=True, kw_only=True)
+class Check(ABC):
+    """What every check declares, whatever its scope.
+
+    ``calibrated_by``: the simulated rules of ``calibration`` whose error rates are this check's.
+    ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
+    ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
+    (a page that shows the check reads them, ``checks.statistics_read``).
+    """
+
+    scope: ClassVar[str]
+    id: str
+    claim: str
+    chapters: tuple[str, ...]
+    calibrated_by: tuple[str, ...]
+    figure: PartFigure | None = None
+    reads: tuple[str, ...] = ()
+
+    @abstractmethod
+    def run(self, inputs: Inputs) -> list[Finding]:
+        """The check's findings on ``inputs``."""
+
+
+class ModelParts(Protocol):
+    """One model's curves and one dataset -> the parts (None: a condition it needs is missing)."""
+
+    def __call__(self, cd: CurveDraws, dataset: str, *, identical: Iterable[int]) -> list[Part] | None: ...
+
+
+PairParts = Callable[[CurveDraws, CurveDraws, str], "list[Part] | None"]  # instruct, base curves, dataset
+WikiParts = Callable[[CurveDraws, "CurveDraws | None"], "list[Part] | None"]  # curves, reasoning reference
+RunParts = Callable[[training.ModelRuns, "str | None"], "list[Part] | training.NotApplicable | None"]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PerModelCheck(Check):
+    """A check of one model, per reasoning dataset and pooled per family.
+
+    ``after_pooling``: what the check recomputes from a family's pooled parts (e.g. a share).
+    ``adjust``: what the check changes in every finding's parts from the parts themselves, with a
+    note (e.g. F2 deciding on the mean curve where None's log-scale spread changes).
+    ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
+    ``gate``: why the check does not apply to a finding's parts, e.g. a precondition that is not
+    established (then "not applicable" with that reason; empty: it applies).
+    """
+
+    scope: ClassVar[str] = PER_MODEL
+    parts: ModelParts
+    after_pooling: Callable[[list[Part]], list[Part]] | None = None
+    adjust: Adjust | None = None
+    note: Callable[[CurveDraws, dict, dict], str] | None = None
+    gate: Callable[[Sequence[Part]], str] | None = None
+
+    def run(self, inputs: Inputs) -> list[Finding]:
+        """Per reasoning dataset of every model, then pooled per family."""
+        out = []
+        for model, cd in inputs.draws.items():
+            by_dataset = {}
+            for dataset in reasoning_datasets(cd):
+                parts = self.parts(cd, dataset, identical=inputs.identical.get(dataset, ()))
+                if parts is not None:
+                    by_dataset[dataset] = parts
+            note = self.note(cd, inputs.identical, by_dataset) if self.note else ""
+            out += family_findings(
+                self.id, model, by_dataset, note, after_pooling=self.after_pooling, adjust=self.adjust, gate=self.gate
+            )
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class PairCheck(Check):
+    """A check of an instruct model against its base model, per dataset and pooled per family
+    (``adjust`` as for ``PerModelCheck``)."""
+
+    scope: ClassVar[str] = PER_PAIR
+    parts: PairParts
+    adjust: Adjust | None = None
+
+    def run(self, inputs: Inputs) -> list[Finding]:
+        """Per dataset and family of every (instruct -> base) pair present; a pair that is not an
+        instruct model with its own base (``is_own_base``) gets "not applicable" in every scope."""
+        out = []
+        for instruct, base in inputs.pairs.items():
+            if instruct not in inputs.draws or base not in inputs.draws:
+                continue
+            by_dataset = {}
+            for dataset in reasoning_datasets(inputs.draws[instruct]):
+                parts = self.parts(inputs.draws[instruct], inputs.draws[base], dataset)
+                if parts is not None:
+                    by_dataset[dataset] = parts
+            found = family_findings(self.id, instruct, by_dataset, note=f"base: {base}", adjust=self.adjust)
+            if not is_own_base(instruct, base, inputs.declared):
+                reason = not_applicable_reason(instruct, base)
+                found = [
+                    Finding(f.check, f.model, f.scope, f.pooled, f.parts, f.note, not_applicable=reason) for f in found
+                ]
+            out += found
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class WikiCheck(Check):
+    """A check of one model's Wiki files, with the model's reasoning curves as reference."""
+
+    scope: ClassVar[str] = WIKI_FILES
+    parts: WikiParts
+
+    def run(self, inputs: Inputs) -> list[Finding]:
+        """One finding per model on the Wiki files (reasoning curves from ``reference`` when the
+        model's own curves hold Wiki data only)."""
+        out = []
+        for model, cd in inputs.draws.items():
+            parts = self.parts(cd, inputs.reference.get(model))
+            if parts is not None:
+                out.append(Finding(self.id, model, vocabulary.WIKI_DATASET, True, tuple(parts)))
+        return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class TrainingRunCheck(Check):
+    """A check of one base model's fine-tuning runs, as a whole and per arm trained on; it reads
+    ``inputs.extra[training.TRAINING_RUNS]`` (``training.per_training_run``)."""
+
+    scope: ClassVar[str] = PER_TRAINING_RUN
+    parts: RunParts
+
+    def run(self, inputs: Inputs) -> list[Finding]:
+        return training.per_training_run(self, inputs)
