@@ -400,6 +400,26 @@ def describe(name: str, revision: str | None = None, trust_remote_code: bool = F
     )
 
 
+def load_tokenizer(name: str, folder: str | Path | None = None, revision: str | None = None):
+    """A model's tokenizer alone, never its weights: from ``folder`` (a local copy) when given, else
+    from a local folder ``name``, else from the hub at the registry's pinned revision (``revision``
+    overrides it); ``trust_remote_code`` stays off. A ModelError says why it cannot be loaded."""
+    from transformers import AutoTokenizer
+
+    source: str | Path = Path(folder) if folder is not None else name
+    local = folder is not None or Path(name).exists()
+    hub_revision = None if local else resolve_revision(name, revision)
+    if local and not Path(source).is_dir():
+        raise ModelError(f"{source}: no such folder (a tokenizer of {name} was asked for there)")
+    try:
+        return AutoTokenizer.from_pretrained(source, revision=hub_revision, trust_remote_code=False)
+    except Exception as error:
+        if not _is_load_error(error) and not isinstance(error, ValueError):
+            raise
+        message = load_error_message(str(source), hub_revision, error)
+        raise ModelError(message.replace("cannot load model", "cannot load the tokenizer of", 1)) from None
+
+
 def pad_token_id(tokenizer) -> int:
     """A token id to pad with (its value never matters: padded positions are masked out)."""
     for candidate in (tokenizer.pad_token_id, tokenizer.eos_token_id, 0):
