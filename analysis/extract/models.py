@@ -218,6 +218,9 @@ def hub_commit(name: str, revision: str | None) -> str:
     return revision or "main (commit unknown)"
 
 
+HUB_UNREACHABLE = "the hub cannot be reached from here"
+
+
 def load_error_message(name: str, revision: str | None, error: BaseException) -> str:
     """One line saying why a model could not be loaded and what to do about it."""
     chain = list(_exception_chain(error))
@@ -241,6 +244,11 @@ def load_error_message(name: str, revision: str | None, error: BaseException) ->
         )
     if "RepositoryNotFoundError" in names:
         return f"cannot load model {name!r}: no such repository on the hub (or a private one without a login)"
+    if "LocalEntryNotFoundError" in names:
+        return (
+            f"cannot load model {name!r}: {HUB_UNREACHABLE} (offline, or HF_HUB_OFFLINE set) and its files are not "
+            "in the local hub cache"
+        )
     return f"cannot load model {name!r}: {error}".splitlines()[0]
 
 

@@ -50,6 +50,8 @@ class TokenCounter:
     loader: Callable | None = None  # (model, folder or None) -> tokenizer; default models.load_tokenizer
     tokenizers: dict[str, object] = field(default_factory=dict)
     problems: dict[str, str] = field(default_factory=dict)
+    offline: str = ""  # why the hub could not be reached, once it could not (each try waits for its retries)
+    offline_model: str = ""
 
     def tokenizer(self, model: str):
         """The model's tokenizer, or None (then :attr:`problems` says why)."""
@@ -58,15 +60,19 @@ class TokenCounter:
         if not self.enabled:
             self.problems[model] = "token counts not asked for (--no-token-counts)"
             return None
-        load = self.loader
-        if load is None:
-            from analysis.extract import models
+        from analysis.extract import models
 
-            load = models.load_tokenizer
+        load = self.loader or models.load_tokenizer
+        folder = self.folders.get(model)
+        if folder is None and self.offline:  # the hub was not reached for an earlier model: not tried again
+            self.problems[model] = self.offline.replace(repr(self.offline_model), repr(model))
+            return None
         try:
-            self.tokenizers[model] = load(model, self.folders.get(model))
+            self.tokenizers[model] = load(model, folder)
         except registry.ModelError as error:
             self.problems[model] = str(error)
+            if folder is None and models.HUB_UNREACHABLE in str(error):
+                self.offline, self.offline_model = str(error), model
         return self.tokenizers.get(model)
 
     def counts(

@@ -78,6 +78,9 @@ class Check:
     established (then "not applicable" with that reason; empty: it applies).
     ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
     (a page that shows the check reads them, ``statistics_read``).
+    ``unknown``: (curves, dataset, store) -> why the parts cannot be computed where the conditions are
+    stored but a statistic they read is not (then "not applicable" with that reason and the command that
+    adds it to ``store``, instead of no cell; "": that is not why).
     """
 
     id: str
@@ -93,6 +96,7 @@ class Check:
     note: Callable[[CurveDraws, dict, dict], str] | None = None
     gate: Callable[[Sequence[Part]], str] | None = None  # why it does not apply to a finding ("": it does)
     reads: tuple[str, ...] = ()
+    unknown: Callable[[CurveDraws, str, str | None], str] | None = None
 
 
 LENGTH_FIGURE = PartFigure(
@@ -227,6 +231,7 @@ REGISTRY: list[Check] = [
         _GAP,
         ("averaging",),
         reads=averaging.READS,
+        unknown=averaging.a1_unknown,
     ),
     Check(
         "G1",
@@ -311,19 +316,38 @@ class Inputs:
     extra: dict[str, object] = field(default_factory=dict)  # what the runners of other scopes read, by name
 
 
+STORE = "results store"  # Inputs.extra: the store the curves were read from (named in commands)
+
+
 def _per_model(check: Check, inputs: Inputs) -> list[Finding]:
-    """Per reasoning dataset of every model, then pooled per family."""
+    """Per reasoning dataset of every model, then pooled per family; a dataset whose parts need a
+    statistic that is not stored (``Check.unknown``) is a "not applicable" cell saying so."""
     out = []
     for model, cd in inputs.draws.items():
-        by_dataset = {}
+        by_dataset, unknown = {}, {}
         for dataset in reasoning_datasets(cd):
             parts = check.parts(cd, dataset, identical=inputs.identical.get(dataset, ()))
             if parts is not None:
                 by_dataset[dataset] = parts
+            elif check.unknown is not None:
+                reason = check.unknown(cd, dataset, inputs.extra.get(STORE))
+                unknown.update({dataset: reason} if reason else {})
         note = check.note(cd, inputs.identical, by_dataset) if check.note else ""
         out += family_findings(
             check.id, model, by_dataset, note, after_pooling=check.after_pooling, adjust=check.adjust, gate=check.gate
         )
+        out += _unknown_findings(check.id, model, unknown, by_dataset)
+    return out
+
+
+def _unknown_findings(check: str, model: str, unknown: dict[str, str], computed: dict) -> list[Finding]:
+    """The "not applicable" cells of the datasets whose parts lack a stored statistic (``reason``), and
+    of each family with two of them or more and no computed dataset."""
+    out = [Finding(check, model, d, False, (), not_applicable=reason) for d, reason in unknown.items()]
+    for family in vocabulary.REASONING_FAMILIES:
+        members = [d for d in unknown if vocabulary.family_of(d) == family]
+        if len(members) >= 2 and not any(vocabulary.family_of(d) == family for d in computed):
+            out.append(Finding(check, model, family, True, (), not_applicable=unknown[members[0]]))
     return out
 
 

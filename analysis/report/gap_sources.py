@@ -15,6 +15,7 @@ from matplotlib.figure import Figure
 from analysis import vocabulary
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
+from analysis.findings.rules import NOT_APPLICABLE
 from analysis.formatting import fmt, fmt_interval
 from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
@@ -125,13 +126,13 @@ def _value(parts: pd.DataFrame, label: str) -> str:
 def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
     """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words."""
     if found.empty:
-        return (
-            "**A1 not computed**: the store holds no Frobenius norms or token counts for None and Detailed CoT "
-            "(the original study's released files hold no token counts)."
-        )
+        return "**A1 not computed**: the store holds no Frobenius norms for None and Detailed CoT."
     lines = []
     for model, group in found.groupby("model", sort=False):
         shown = group[group["pooled"]] if group["pooled"].any() else group
+        if (shown["verdict"] == NOT_APPLICABLE).all():
+            lines.append(f"**{model}.** A1 **not computed**: {shown['numbers'].iloc[0]}.")
+            continue
         pieces = []
         for row in shown.itertuples():
             cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]

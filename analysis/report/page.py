@@ -138,6 +138,7 @@ class Page:
             identical=self.identical,
             reference=self.reference,
             pairs=self.pairs,
+            extra={registry.STORE: str(self.params.results_dir)},
         )
 
     def findings_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:

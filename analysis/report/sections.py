@@ -82,6 +82,9 @@ def answers(page: Page, *, scope: str | None = None) -> None:
         for model in dict.fromkeys(found["model"]):
             show_markdown(verdicts.model_paragraph(found, model))
     _unpaired(page, shown)  # unfolded: it says why a check has no row
+    unknown = verdicts.unknown_sentence(found, page.params.results_dir)
+    if unknown:
+        show_markdown(unknown)  # unfolded too: why a check's cells are n/a, and the command
     check_figures(page, [c for c in shown if c not in registry.LENGTH_CHECKS], page.part_table(shown))
 
 

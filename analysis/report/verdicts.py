@@ -7,7 +7,9 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
 from analysis.findings import checks as registry
+from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
 from analysis.findings.rules import (
     DECIDED,
@@ -164,7 +166,8 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> s
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
         f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
-        f"here (to these models, or where its precondition is not established; its numbers say why). A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
+        f"here (to these models, or where its precondition is not established), or cannot be computed (A1 where "
+        f"the {TOKENS_UNKNOWN}); its numbers say why. A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
         f"decides) differ in sign in some part of the cell. {false_holds_note(found)}"
     )
     power = power_note(found)
@@ -173,6 +176,24 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None) -> s
     if profile:
         text += f" Profile: {profile}."
     return text + (f" {note}." if note else "")
+
+
+def unknown_sentence(found: pd.DataFrame, store) -> str:
+    """The checks not computed for some models because R is not stored (their cells say "token counts
+    unknown"), with the command that adds R to ``store``; "" where there are none."""
+    if found.empty:
+        return ""
+    cells = found[(found["verdict"] == NOT_APPLICABLE) & found["numbers"].str.startswith(TOKENS_UNKNOWN)]
+    if cells.empty:
+        return ""
+    models = list(dict.fromkeys(cells["model"]))
+    checks = " and ".join(dict.fromkeys(cells["check"]))
+    return (
+        f"**{TOKENS_UNKNOWN.capitalize()}:** {checks} is not computed for {', '.join(models)}: the store holds no "
+        f"response token count R of {'its' if len(models) == 1 else 'their'} samples (the original study's files "
+        f"hold none); add them from each model's tokenizer with `{fill_command(store, models)}`, then build the "
+        "book again."
+    )
 
 
 # --------------------------------------------------------------------------- the first screen
@@ -213,9 +234,15 @@ def plain_summary(found: pd.DataFrame) -> str:
     ]
     sentences.append(f"These do not hold: {_counted(fails)}." if fails else "No claim is contradicted.")
     inapplicable = [c for c in order if (cells[cells["check"] == c]["verdict"] == NOT_APPLICABLE).all()]
+    unknown = [
+        c for c in inapplicable if cells.loc[cells["check"] == c, "numbers"].str.startswith(TOKENS_UNKNOWN).all()
+    ]
+    inapplicable = [c for c in inapplicable if c not in unknown]
     last = f"These sample sizes cannot decide {_counted(open_)}" if open_ else "Every applicable cell is decided"
     if inapplicable:
         last += f"; {' and '.join(inapplicable)} {'does' if len(inapplicable) == 1 else 'do'} not apply to these models"
+    if unknown:
+        last += f"; {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not computed ({TOKENS_UNKNOWN})"
     sentences.append(last + ".")
     return " ".join(sentences)
 
