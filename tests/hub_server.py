@@ -42,11 +42,19 @@ class HubServer:
         return f"http://{host}:{port}"
 
     def downloads(self) -> list[str]:
-        """The paths downloaded (GET of a resolve URL), in order."""
+        """The dataset paths downloaded (GET of a resolve URL), in order."""
         return [
             path.split("/resolve/", 1)[1].split("/", 1)[1]
             for method, path in self.requests
-            if method == "GET" and "/resolve/" in path
+            if method == "GET" and path.startswith("/datasets/") and "/resolve/" in path
+        ]
+
+    def model_downloads(self) -> list[str]:
+        """The model repo paths downloaded (GET of a resolve URL outside the datasets), in order."""
+        return [
+            path.split("/resolve/", 1)[1].split("/", 1)[1]
+            for method, path in self.requests
+            if method == "GET" and not path.startswith(("/datasets/", "/api/")) and "/resolve/" in path
         ]
 
     def close(self) -> None:

@@ -39,6 +39,14 @@ CONDITIONS = tuple(
 COMMONSENSE = tuple(c.key for c in data.study_conditions() if c.family == "commonsense_reasoning")
 
 
+@pytest.fixture(autouse=True)
+def offline_hub(monkeypatch):
+    """No test here reaches the real hub: a tokenizer asked of it fails at once (R stays missing)."""
+    import huggingface_hub
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
 def write_partial_tree(root: Path, data_dir: Path) -> Path:
     """The partial release: see the module docstring."""
     for seed, folder in enumerate((*PAIR, LONE)):

@@ -96,11 +96,11 @@ class FileReport:
                 f"{self.file} -> {self.model} {self.condition}: not imported (--strict: {self.rejected} lines rejected)"
             )
         repaired = f" ({self.repaired} of them stored as skipped before)" if self.repaired else ""
-        tokens = f", R of {self.tokens_counted}" if self.tokens_counted else ""
-        tokens += f", R unknown for {self.imported}" if self.tokens_unknown and self.imported else ""
+        tokens = f"; R counted for {self.tokens_counted}" if self.tokens_counted else ""
+        tokens += "; R unknown" if self.tokens_unknown and self.imported else ""
         return (
-            f"{self.file} -> {self.model} {self.condition}: {self.imported} imported{repaired}{tokens}, "
-            f"{self.already_stored} already stored, {self.rejected} lines not stored"
+            f"{self.file} -> {self.model} {self.condition}: {self.imported} imported{repaired}, "
+            f"{self.already_stored} already stored, {self.rejected} lines not stored{tokens}"
         )
 
     def as_record(self) -> dict:
@@ -188,8 +188,12 @@ class ImportResult:
             + (f" ({whole} files already imported whole)" if whole else "")
             + f"; rejected: {kinds or 'none'}"
             + (f"; {withheld} files not imported (--strict)" if withheld else "")
-            + f"; R counted for {counted}, unknown for {unknown}"
             + f" ({self.megabytes:.1f} MB, {speed:.1f} MB/s, into {out})"
+            + (
+                f"; R (response tokens) counted for {counted} samples, unknown for {unknown}"
+                if counted or unknown
+                else ""
+            )
         )
 
 
