@@ -35,7 +35,7 @@ COMPARED = (
 @pytest.fixture(autouse=True)
 def offline_hub(monkeypatch):
     """No test here reaches the real hub: a tokenizer asked of it fails at once (R stays missing)."""
-    import huggingface_hub
+    import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 

@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 @pytest.fixture(autouse=True)
 def offline_hub(monkeypatch):
     """No test here reaches the real hub: a tokenizer asked of it fails at once (R stays missing)."""
-    import huggingface_hub
+    import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 

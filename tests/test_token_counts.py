@@ -28,7 +28,7 @@ KEY = ["model", "condition", "sample_index"]
 @pytest.fixture(autouse=True)
 def offline_hub(monkeypatch):
     """In this process no tokenizer is asked of the real hub (the subprocesses get a local one)."""
-    import huggingface_hub
+    import huggingface_hub.constants
 
     monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 
