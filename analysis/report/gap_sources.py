@@ -13,6 +13,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import NOT_APPLICABLE
@@ -103,6 +104,10 @@ def decomposition_section(page: Page, contrast: str) -> None:
         f"Per layer, the {contrast} gap split into averaging, token size and alignment, and shape, per model",
         empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
     )
+    unknown = [m for m, cd in page.draws.items() if m not in set(table["model"]) and _lacks_tokens(cd)]
+    if unknown:
+        command = fill_command(page.params.results_dir, unknown)
+        show_markdown(f"Not split for {', '.join(unknown)}: {averaging.TOKENS_UNKNOWN}; add them with `{command}`.")
     if table.empty:
         return
     shares = table.groupby(["model", "term"], sort=False)["value"].mean().unstack("term")
@@ -111,6 +116,11 @@ def decomposition_section(page: Page, contrast: str) -> None:
     )
     show_table(shown, by=None)
     show_markdown(NO_ENERGY)
+
+
+def _lacks_tokens(cd) -> bool:
+    """Whether a model's curves hold Frobenius norms of some None/Detailed pair but no token count R."""
+    return any(averaging.a1_unknown(cd, d) for d in reasoning_datasets(cd))
 
 
 def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -13,8 +13,10 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
 from analysis.findings import checks as registry
 from analysis.findings import questions
+from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import (
     collapsed,
@@ -316,7 +318,16 @@ def length_regression(page: Page) -> None:
     a paragraph and the table (folded)."""
     if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
         return
-    table = beyond.length_regression_table(page.results.rows)
+    rows = page.results.rows
+    known = rows["n_response_tokens"].notna().groupby(rows["model"], observed=True).any()
+    unknown = [str(m) for m, has in known.items() if not has]
+    if unknown:  # imported without R (no tokenizer then): left out of the regression, and said
+        command = fill_command(page.params.results_dir, unknown)
+        show_markdown(
+            f"Left out of the length regression, {TOKENS_UNKNOWN}: {', '.join(unknown)}; `{command}` adds them."
+        )
+        rows = rows[~rows["model"].isin(unknown)]
+    table = beyond.length_regression_table(rows)
     shown = beyond.format_length_regression(table) if not table.empty else table
     _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", shown)
 
