@@ -79,6 +79,12 @@ def test_a1_says_token_counts_unknown_with_the_command_where_r_is_not_stored():
     with_r = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius", "n_response_tokens"))
     assert all(f.parts and f.verdict != NOT_APPLICABLE for f in checks.run_checks(with_r, ["A1"]))
     assert checks.run_checks(all_curve_draws(rows, list(MODEL), STATS, n_resamples=50), ["A1"]) == []
+    # R stored as missing (a model imported without its tokenizer, beside one with R): the same cells
+    unknown = rows.assign(n_response_tokens=np.nan)
+    stats = ("frobenius", "n_response_tokens", "loss")
+    draws = all_curve_draws(unknown, list(MODEL), STATS, n_resamples=50, sample_stats=stats)
+    assert ("aqua/none/correct", "q", "n_response_tokens") not in draws["m"].samples
+    assert [f.numbers().split(":")[0] for f in checks.run_checks(draws, ["A1"])] == [averaging.TOKENS_UNKNOWN] * 3
 
 
 def test_the_matrix_says_which_checks_lack_r_and_the_command():

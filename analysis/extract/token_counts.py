@@ -126,23 +126,16 @@ class ModelCounts:
         }
 
 
-def _runs(store: ResultsStore) -> list[tuple[RunKey, Path]]:
-    """Every run directory of stored rows, with its key (from its path under ``rows``)."""
+def _runs(store: ResultsStore) -> dict[RunKey, Path]:
+    """Every run directory of stored rows by its key (read off its path under ``rows``)."""
     root = store.root / "rows"
-    found = []
-    for directory in sorted(p.parent for p in root.rglob("part-*.parquet")) if root.is_dir() else []:
+    found: dict[RunKey, Path] = {}
+    for directory in sorted({p.parent for p in root.rglob("part-*.parquet")}) if root.is_dir() else []:
         slug, dataset, setting, responses, run = directory.relative_to(root).parts
         length, template = run.removeprefix("ml").split("-", 1)
-        key = RunKey(
-            slug,
-            dataset,
-            "" if setting == "-" else setting,
-            "" if responses == "-" else responses,
-            int(length),
-            template,
-        )
-        if (key, directory) not in found:
-            found.append((key, directory))
+        blank = {"-": ""}
+        key = RunKey(slug, dataset, blank.get(setting, setting), blank.get(responses, responses), int(length), template)
+        found[key] = directory
     return found
 
 
@@ -166,16 +159,16 @@ def add_to_store(
     """R for every stored sample (of ``models``; None: all) that lacks it, one part file at a time."""
     wanted = None if not models else set(models)
     done: dict[str, ModelCounts] = {}
-    for key, directory in _runs(store):
-        parts = sorted(directory.glob("part-*.parquet"))
-        labels = pq.read_table(parts[0], columns=["model", "condition", "data_sha256"]).slice(0, 1).to_pylist()[0]
+    for key, directory in _runs(store).items():
+        first = sorted(directory.glob("part-*.parquet"))[0]
+        labels = pq.read_table(first, columns=["model", "condition", "data_sha256"]).slice(0, 1).to_pylist()[0]
         model = labels["model"]
         if wanted is not None and not {model, registry.model_slug(model)} & wanted:
             continue
         report = done.setdefault(model, ModelCounts(model))
         started = time.perf_counter()
-        with store.lock(key):
-            _add_to_run(parts, key, labels, counter, report, data_dir)
+        with store.lock(key):  # no other process writes this run meanwhile
+            _add_to_run(sorted(directory.glob("part-*.parquet")), key, labels, counter, report, data_dir)
         report.seconds += time.perf_counter() - started
     if wanted is not None:
         missing = sorted(wanted - set(done) - {registry.model_slug(m) for m in done})
