@@ -297,9 +297,11 @@ def length_control(page: Page) -> None:
     parts = page.part_table()
     has_length = bool(len(parts)) and bool(parts["check"].isin(registry.LENGTH_CHECKS).any())
     if imported_models(page.results.rows) and not has_length:
+        tokens = (
+            f", and response token counts are {NOT_IMPORTED}" if lacks(page.results.rows, "n_response_tokens") else ""
+        )
         show_markdown(
-            "L (is the gap only length): not available; the original study computed no length-control "
-            f"condition, and response token counts are {NOT_IMPORTED}."
+            f"L (is the gap only length): not available; the original study computed no length-control condition{tokens}."
         )
         return
     check_figures(page, registry.LENGTH_CHECKS, parts)
