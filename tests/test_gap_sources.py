@@ -103,6 +103,7 @@ def test_the_matrix_says_which_checks_lack_r_and_the_command():
     assert sentence.startswith("**Token counts unknown:** A1 is not computed for m")
     assert "`python -m analysis add-token-counts --store results/original --model m`" in sentence
     assert verdicts.unknown_sentence(found.iloc[0:0], "x") == ""
+    assert "**A1** not computed: token counts unknown: the store holds no R." in verdicts.model_paragraph(found, "m")
 
 
 def _g1_rows(beyond: float, seed: int, n: int = 40):

@@ -70,7 +70,9 @@ def model_paragraph(found: pd.DataFrame, model: str) -> str:
                 detail += " (" + ", ".join(f"{r.scope}: {r.verdict}" for r in decided.itertuples()) + ")"
         reasons = set(part.loc[part["verdict"] == NOT_APPLICABLE, "numbers"])
         if reasons and (part["verdict"] == NOT_APPLICABLE).all():
-            sentences.append(f"**{check}** {NOT_APPLICABLE}: {next(iter(reasons)).removeprefix('not applicable: ')}.")
+            reason = next(iter(reasons)).removeprefix("not applicable: ")
+            said = "not computed" if reason.startswith(TOKENS_UNKNOWN) else NOT_APPLICABLE
+            sentences.append(f"**{check}** {said}: {reason}.")
             continue
         sentences.append(f"**{check}** {head}{detail}.")
     return f"**{model}.** " + " ".join(sentences)
