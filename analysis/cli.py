@@ -8,7 +8,7 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data, publish_cli, registry, settings, training_cli
+from analysis import data, original_cli, publish_cli, registry, settings, training_cli
 from analysis.errors import StudyError
 from analysis.settings import ExtractionSettings
 
@@ -184,82 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_profile_data_parser(commands)
-    add_import_original_parser(commands)
+    original_cli.add_parsers(commands)
     training_cli.add_train_parser(commands, _positive_int)
     publish_cli.add_parsers(commands)
     return parser
-
-
-def add_import_original_parser(commands) -> None:
-    """``import-original``: the original study's released statistics into a results store."""
-    sub = commands.add_parser(
-        "import-original",
-        help="read the original study's per-sample gradient statistics (grads_exp/<task>/<model>/grads_*.jsonl) "
-        "into a results store, instead of extracting them",
-    )
-    sub.add_argument(
-        "source",
-        help="a folder holding grads_exp trees or .tar.gz/.tgz/.tar/.zip archives of them (walked; archive members "
-        "are streamed, not unpacked), one archive, one .jsonl file (with --model and --condition), "
-        "or hf://datasets/MingLiiii/Layer_Gradient (downloads only the files asked for)",
-    )
-    sub.add_argument("--out", required=True, help="results store directory")
-    sub.add_argument(
-        "--model", help="one file: its model (an original folder name like qwen2_1_5b, a registry id, or any name)"
-    )
-    sub.add_argument("--condition", help="one file: its condition, e.g. aqua/none/correct")
-    sub.add_argument(
-        "--template", choices=["base", "instruct"], help="one file of a model outside the registry: its prompt template"
-    )
-    sub.add_argument("--models", nargs="+", help="only these models (folder names or registry ids; default: all)")
-    sub.add_argument("--conditions", nargs="+", help="only these conditions (default: all 56 study files)")
-    sub.add_argument(
-        "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
-    )
-    sub.add_argument("--cache-dir", help="hub sources: huggingface_hub's cache folder (default: its own)")
-    sub.add_argument(
-        "--strict", action="store_true", help="import nothing from a file that has a rejected line (default: the rest)"
-    )
-    sub.add_argument("--no-progress", action="store_true", help="hide the progress bar")
-
-
-def run_import_original(args: argparse.Namespace) -> int:
-    """Import, one file at a time, recording each file in the run log; every line not stored is reported.
-
-    Exit status 1 when any line or file was rejected (after importing the rest), else 0."""
-    from analysis import runlog
-    from analysis.extract import original
-    from analysis.store import ResultsStore
-
-    store = ResultsStore(args.out)
-    profile = {"name": "import-original", "source": args.source, "origin": original.ORIGIN}
-    with runlog.recording(args.out, profile, packages=runlog.IMPORT_PACKAGES) as log:
-
-        def on_file(report) -> None:
-            log.add_import(report.as_record())
-            print(report.summary(), file=sys.stderr)
-            for line in report.problem_lines():
-                print(line, file=sys.stderr)
-
-        result = original.import_source(
-            args.source,
-            store,
-            args.data_dir,
-            model=args.model,
-            condition=args.condition,
-            template=args.template,
-            models=args.models,
-            conditions=args.conditions,
-            progress=not args.no_progress,
-            cache_dir=args.cache_dir,
-            on_file=on_file,
-            strict=args.strict,
-        )
-    for model, missing in result.absent.items():
-        listed = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
-        print(f"{model}: no file for {len(missing)} condition(s): {listed}", file=sys.stderr)
-    print(result.summary(args.out))
-    return 0 if result.clean else 1
 
 
 def add_profile_data_parser(commands) -> None:
@@ -475,7 +403,7 @@ def main(argv: list[str] | None = None) -> int:
         "models": run_models,
         "run": run_pipeline,
         "profile-data": run_profile_data,
-        "import-original": run_import_original,
+        **original_cli.HANDLERS,
         "train": training_cli.run_train,
         **publish_cli.HANDLERS,
     }

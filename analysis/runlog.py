@@ -174,8 +174,17 @@ class RunLog:
         self.save()
 
 
-# The packages that shape an import of the original study's statistics (no torch, no model).
-IMPORT_PACKAGES = ("numpy", "pandas", "pyarrow", "huggingface-hub", "layer-gradient-study")
+# The packages that shape an import of the original study's statistics (no model weights; the
+# tokenizers count each sample's response tokens).
+IMPORT_PACKAGES = (
+    "numpy",
+    "pandas",
+    "pyarrow",
+    "huggingface-hub",
+    "transformers",
+    "tokenizers",
+    "layer-gradient-study",
+)
 
 
 @contextmanager

@@ -10,7 +10,7 @@ from synthetic import make_results, reasoning_conditions
 from analysis.findings import averaging, beyond_loss, calibration, checks
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import gap_calibration
-from analysis.findings.rules import HOLDS
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE
 
 MODEL = {"m": ("instruct", 8)}
 STATS = ("nuclear_norm",)
@@ -66,11 +66,45 @@ def test_a_real_per_token_gap_gives_a1_holds_and_its_parts_add_up():
     assert averaged == pytest.approx(0.5 * math.log(300 / 4), abs=0.4)
 
 
-def test_a1_is_left_out_where_the_token_counts_are_not_stored():
-    conditions = reasoning_conditions("aqua", ("none", "detailed"), ("correct",))
+def test_a1_says_token_counts_unknown_with_the_command_where_r_is_not_stored():
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"), ("correct",))]
     rows = make_results(conditions, MODEL, 6, _level(0.5), seed=1)
     draws = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius",))
-    assert checks.run_checks(draws, ["A1"]) == []
+    found = checks.run_checks(draws, ["A1"], extra={checks.STORE: "results/original"})
+    assert {(f.scope, f.pooled) for f in found} == {("aqua", False), ("gsm8k", False), ("math_reasoning", True)}
+    for finding in found:
+        assert finding.verdict == NOT_APPLICABLE and finding.parts == ()
+        assert finding.numbers().startswith(averaging.TOKENS_UNKNOWN)
+        assert "`python -m analysis add-token-counts --store results/original --model m`" in finding.numbers()
+    # with R stored the same curves give A1's parts; without the Frobenius norm A1 is not about R: no cell
+    with_r = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius", "n_response_tokens"))
+    assert all(f.parts and f.verdict != NOT_APPLICABLE for f in checks.run_checks(with_r, ["A1"]))
+    assert checks.run_checks(all_curve_draws(rows, list(MODEL), STATS, n_resamples=50), ["A1"]) == []
+    # R stored as missing (a model imported without its tokenizer, beside one with R): the same cells
+    unknown = rows.assign(n_response_tokens=np.nan)
+    stats = ("frobenius", "n_response_tokens", "loss")
+    draws = all_curve_draws(unknown, list(MODEL), STATS, n_resamples=50, sample_stats=stats)
+    assert ("aqua/none/correct", "q", "n_response_tokens") not in draws["m"].samples
+    assert [f.numbers().split(":")[0] for f in checks.run_checks(draws, ["A1"])] == [averaging.TOKENS_UNKNOWN] * 3
+
+
+def test_the_matrix_says_which_checks_lack_r_and_the_command():
+    from analysis.findings.rules import Finding
+    from analysis.report import verdicts
+
+    reason = f"{averaging.TOKENS_UNKNOWN}: the store holds no R"
+    found = checks.findings_table(
+        [
+            Finding("A1", "m", "aqua", False, (), not_applicable=reason),
+            Finding("A1", "m", "gsm8k", False, (), not_applicable=reason),
+        ]
+    )
+    assert "A1 is not computed (token counts unknown)" in verdicts.plain_summary(found)
+    sentence = verdicts.unknown_sentence(found, "results/original")
+    assert sentence.startswith("**Token counts unknown:** A1 is not computed for m")
+    assert "`python -m analysis add-token-counts --store results/original --model m`" in sentence
+    assert verdicts.unknown_sentence(found.iloc[0:0], "x") == ""
+    assert "**A1** not computed: token counts unknown: the store holds no R." in verdicts.model_paragraph(found, "m")
 
 
 def _g1_rows(beyond: float, seed: int, n: int = 40):

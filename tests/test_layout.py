@@ -20,7 +20,7 @@ STAGES = [
     ("findings",),
     ("report",),
     ("study",),
-    ("cli", "training_cli", "publish_cli", "__main__"),
+    ("cli", "training_cli", "publish_cli", "original_cli", "__main__"),
 ]
 
 

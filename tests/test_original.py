@@ -32,6 +32,14 @@ COMPARED = (
 )
 
 
+@pytest.fixture(autouse=True)
+def offline_hub(monkeypatch):
+    """No test here reaches the real hub: a tokenizer asked of it fails at once (R stays missing)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
 @pytest.fixture(scope="module")
 def extracted(tiny_model_dir, study_data_dir, tmp_path_factory):
     """This project's rows of a tiny random model (with entry statistics), 3 samples per condition."""

@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from conftest import char_tokenizer
 from synthetic import make_results
 
 from analysis import cli, data, profiles, registry
@@ -37,6 +38,14 @@ CONDITIONS = tuple(
     or (c.dataset == "wiki" and c.setting in ("len100", "len1000"))
 )
 COMMONSENSE = tuple(c.key for c in data.study_conditions() if c.family == "commonsense_reasoning")
+
+
+@pytest.fixture(autouse=True)
+def offline_hub(monkeypatch):
+    """No test here reaches the real hub: a tokenizer asked of it fails at once (R stays missing)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
 
 
 def write_partial_tree(root: Path, data_dir: Path) -> Path:
@@ -80,6 +89,9 @@ def test_a_partial_release_builds_the_original_book_and_every_sentence_fits_it(s
     tree = write_partial_tree(tmp_path / "release", study_data_dir)
     results = tmp_path / "results" / "original"
     command = ["import-original", str(tree), "--out", str(results), "--data-dir", str(study_data_dir), "--no-progress"]
+    tokenizer = tmp_path / "tokenizer"  # the pair's tokenizer (a local folder); the lone model's: none (offline)
+    char_tokenizer().save_pretrained(tokenizer)
+    command += [arg for folder in PAIR for arg in ("--tokenizer", f"{folder}={tokenizer}")]
     assert cli.main(command) == 1  # the NaN line was rejected (the rest imported)
     run = pipeline.run_profile(
         "original", results, study_data_dir, book_root=tmp_path / "site", progress=False, say=lambda _: None
@@ -119,7 +131,20 @@ def test_a_partial_release_builds_the_original_book_and_every_sentence_fits_it(s
     assert "4 (the model has 28)" in pages["reproducibility"]
     assert "4 layers in the file, but Qwen/Qwen2-1.5B has 28" in pages["reproducibility"]
     assert "n/a (too few layers)" in pages["math_reasoning"] and ">nan<" not in pages["math_reasoning"]
+    assert "Left out of the length regression, token counts unknown: google/gemma-2-2b;" in pages["math_reasoning"]
     assert "-p profile original -p results_dir results.parquet" in pages["reproducibility"]
+    # A1 with R from the pair's tokenizer, G1 from the loss; the lone model's A1 says why not, with the command
+    gap = pages["where_the_gap_comes_from"]
+    for model in ("Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct"):
+        name = re.escape(f"**{model}.**")
+        assert re.search(name + r" [^\n]*averaging alone predicts[^\n]*: A1 \*\*", gap), model
+        assert re.search(name + r" Under Detailed CoT[^\n]*: G1 \*\*", gap), model
+    fill = f"`python -m analysis add-token-counts --store {results} --model google/gemma-2-2b`"
+    assert "**google/gemma-2-2b.** A1 **not computed**: token counts unknown" in gap and fill in gap
+    assert "Not split for google/gemma-2-2b: token counts unknown; add them with `python -m analysis" in gap
+    for name in ("intro", "where_the_gap_comes_from"):
+        assert "**Token counts unknown:** A1 is not computed for google/gemma-2-2b" in pages[name], name
+        assert "A1 is not computed (token counts unknown)" not in pages[name]  # the pair's A1 cells are computed
     for name, text in pages.items():
         for wrong in (
             "about over",

@@ -26,6 +26,14 @@ KEY = ["model", "condition", "sample_index", "layer", "proj"]
 ROOT = Path(__file__).resolve().parents[1]
 
 
+@pytest.fixture(autouse=True)
+def offline_hub(monkeypatch):
+    """No test here reaches the real hub: a tokenizer asked of it fails at once (R stays missing)."""
+    import huggingface_hub.constants
+
+    monkeypatch.setattr(huggingface_hub.constants, "HF_HUB_OFFLINE", True)
+
+
 @pytest.fixture
 def tree(study_data_dir, tmp_path) -> Path:
     """A grads_exp tree of random statistics: one model, four files of three task folders, 3 samples of 2 layers."""

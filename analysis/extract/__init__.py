@@ -4,7 +4,8 @@
 response mask, ``models`` loads a model, ``batching`` plans batches to the device's memory,
 ``gradients`` computes per-sample gradients of the attention projections, ``spectra`` their
 singular values and one function per statistic of ``analysis.layer_stats``, ``runner`` drives one
-extraction into the store, ``original`` reads the original study's released statistics instead,
-``plain`` is the original study's plain procedure (for checks), ``threads`` chooses torch's CPU
-threads from the cores free when a run starts, ``distributed`` the same extraction over Ray.
+extraction into the store, ``original`` reads the original study's released statistics instead
+(``token_counts`` adds their response token counts from each model's tokenizer), ``plain`` is the
+original study's plain procedure (for checks), ``threads`` chooses torch's CPU threads from the
+cores free when a run starts, ``distributed`` the same extraction over Ray.
 """

@@ -218,6 +218,9 @@ def hub_commit(name: str, revision: str | None) -> str:
     return revision or "main (commit unknown)"
 
 
+HUB_UNREACHABLE = "the hub cannot be reached from here"
+
+
 def load_error_message(name: str, revision: str | None, error: BaseException) -> str:
     """One line saying why a model could not be loaded and what to do about it."""
     chain = list(_exception_chain(error))
@@ -241,6 +244,11 @@ def load_error_message(name: str, revision: str | None, error: BaseException) ->
         )
     if "RepositoryNotFoundError" in names:
         return f"cannot load model {name!r}: no such repository on the hub (or a private one without a login)"
+    if "LocalEntryNotFoundError" in names:
+        return (
+            f"cannot load model {name!r}: {HUB_UNREACHABLE} (offline, or HF_HUB_OFFLINE set) and its files are not "
+            "in the local hub cache"
+        )
     return f"cannot load model {name!r}: {error}".splitlines()[0]
 
 
@@ -398,6 +406,26 @@ def describe(name: str, revision: str | None = None, trust_remote_code: bool = F
         chat_template_sha256(tokenizer),
         transformers_version(),
     )
+
+
+def load_tokenizer(name: str, folder: str | Path | None = None, revision: str | None = None):
+    """A model's tokenizer alone, never its weights: from ``folder`` (a local copy) when given, else
+    from a local folder ``name``, else from the hub at the registry's pinned revision (``revision``
+    overrides it); ``trust_remote_code`` stays off. A ModelError says why it cannot be loaded."""
+    from transformers import AutoTokenizer
+
+    source: str | Path = Path(folder) if folder is not None else name
+    local = folder is not None or Path(name).exists()
+    hub_revision = None if local else resolve_revision(name, revision)
+    if local and not Path(source).is_dir():
+        raise ModelError(f"{source}: no such folder (a tokenizer of {name} was asked for there)")
+    try:
+        return AutoTokenizer.from_pretrained(source, revision=hub_revision, trust_remote_code=False)
+    except Exception as error:
+        if not _is_load_error(error) and not isinstance(error, ValueError):
+            raise
+        message = load_error_message(str(source), hub_revision, error)
+        raise ModelError(message.replace("cannot load model", "cannot load the tokenizer of", 1)) from None
 
 
 def pad_token_id(tokenizer) -> int:

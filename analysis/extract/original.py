@@ -8,8 +8,10 @@ singular-value sum, maximum and minimum of its gradient (``S_sum``, ``S_max``, `
 Frobenius norm and the mean, maximum and minimum of its entries. This module maps each file to a
 registry model and a study condition, each line to the sample of the study's data file with the
 same instruction and output, and stores the numbers as rows of the results store, marked with
-their origin. What the files do not hold (effective rank, cosine similarities, singular values,
-token counts) stays missing.
+their origin. What the files do not hold (effective rank, cosine similarities, singular values)
+stays missing; R, the number of response tokens, is counted from the line's text with the model's
+tokenizer (``token_counts``: the tokenizer alone, never the weights) and stays missing, with the
+reason reported per model, where the tokenizer cannot be loaded.
 
 A file is read line by line and written to the store once, whole, after its last line; a second
 import skips the files whose contents are already stored and adds only samples not stored yet; a
@@ -17,7 +19,7 @@ sample stored as skipped for non-finite values is imported from a later file tha
 Lines that match no sample, repeated samples, a last line cut by a crash, lines that are not in the
 format and non-finite values are counted per file and reported with their line numbers; none is
 stored as numbers (a matched sample with non-finite values is recorded as skipped, with the reason).
-No torch here: importing needs neither a GPU nor a model.
+Importing needs neither a GPU nor a model's weights.
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from analysis.extract.original_sources import (
     source_files,
     streamed,
 )
+from analysis.extract.token_counts import TokenCounter
 from analysis.settings import ORIGINAL_MAX_LENGTH
 from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 from analysis.vocabulary import PROJECTIONS
@@ -224,8 +227,9 @@ def read_lines(
     return parsed
 
 
-def store_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
-    """Long-format rows in the store's schema: one per (sample, layer, projection)."""
+def store_rows(parsed: ParsedFile, identity: dict, tokens: list[int] | None = None) -> pd.DataFrame | None:
+    """Long-format rows in the store's schema: one per (sample, layer, projection); ``tokens``: R of
+    each sample (None: missing)."""
     if not parsed.indices:
         return None
     n, layers, n_proj = len(parsed.indices), parsed.n_layers, len(PROJECTIONS)
@@ -250,6 +254,8 @@ def store_rows(parsed: ParsedFile, identity: dict) -> pd.DataFrame | None:
     for column in ABSENT:
         frame[column] = math.nan
     frame["loss"] = np.repeat(parsed.losses, per_sample)
+    if tokens is not None:
+        frame["n_response_tokens"] = np.repeat(np.asarray(tokens, dtype=np.int64), per_sample)
     return frame
 
 
@@ -286,13 +292,15 @@ def import_file(
     *,
     strict: bool = False,
     earlier: dict[str, dict] | None = None,
+    counter: TokenCounter | None = None,
 ) -> FileReport:
     """Import one statistics file into the store; its rows appear whole or not at all.
 
     A sample stored before only as skipped (non-finite values) is imported when this file holds
     finite values for it; its skip record stays. ``strict``: nothing of a file with a rejected line.
     ``earlier``: the run log's records by sha256 (see :func:`earlier_imports`), whose rejected lines
-    a file already imported still counts.
+    a file already imported still counts. ``counter``: the tokenizers that count R (None: none loaded,
+    R missing).
     """
     started = time.perf_counter()
     report = FileReport(file.relative, model=file.model, condition=file.condition)
@@ -307,7 +315,8 @@ def import_file(
     with store.lock(target.key):
         if report.sha256 and _already_imported(store, target, report, on_bytes, size):
             return _recalled(report, earlier)
-        lookup = sample_lookup(data.load_records(target.resolved.path))
+        records = data.load_records(target.resolved.path)
+        lookup = sample_lookup(records)
         done = store.done_samples(target.key)
         repairable = done - store.done_samples(target.key, retry_reasons=(NON_FINITE_REASON,))
         adapter = architectures.for_model_name(file.model)
@@ -322,7 +331,9 @@ def import_file(
             del parsed.skipped[index]
         report.withheld = strict and report.rejected > 0
         if not report.withheld:
-            store.write(target.key, store_rows(parsed, target.identity), skipped_rows(parsed, target.identity))
+            tokens = _token_counts(counter, file.model, chosen, records, parsed, report)
+            rows = store_rows(parsed, target.identity, tokens)
+            store.write(target.key, rows, skipped_rows(parsed, target.identity))
     report.imported = 0 if report.withheld else len(parsed.indices)
     report.repaired = 0 if report.withheld else len(repairable.intersection(parsed.indices))
     report.layers = parsed.n_layers
@@ -331,6 +342,18 @@ def import_file(
         report.note = f"{parsed.n_layers} layers in the file, but {file.model} has {info.layers}"
     report.seconds = time.perf_counter() - started
     return report
+
+
+def _token_counts(counter, model: str, template: str, records, parsed: ParsedFile, report: FileReport):
+    """R of the file's samples (``counter``), or None with the reason in ``report``."""
+    if not parsed.indices:
+        return None
+    counts = None if counter is None else counter.counts(model, template, records, parsed.indices, ORIGINAL_MAX_LENGTH)
+    if counts is None:
+        report.tokens_unknown = counter.problems.get(model, "unknown") if counter is not None else "no tokenizer"
+    else:
+        report.tokens_counted = len(counts)
+    return counts
 
 
 def earlier_imports(store: ResultsStore) -> dict[str, dict]:
@@ -385,11 +408,14 @@ def import_source(
     on_file: Callable[[FileReport], None] = lambda report: None,
     *,
     strict: bool = False,
+    counter: TokenCounter | None = None,
 ) -> ImportResult:
     """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar.
 
     ``strict``: a file with a rejected line imports nothing (the others import as usual).
+    ``counter``: the tokenizers that count R (None: each model's from the hub, ``TokenCounter``).
     """
+    counter = TokenCounter() if counter is None else counter
     started = time.perf_counter()
     files: Iterable[OriginalFile] = source_files(source, model, condition, models, conditions, cache_dir)
     total = None
@@ -401,11 +427,13 @@ def import_source(
     reports = []
     try:
         for file in files:
-            report = import_file(store, file, data_dir, template, bar.update, strict=strict, earlier=earlier)
+            report = import_file(
+                store, file, data_dir, template, bar.update, strict=strict, earlier=earlier, counter=counter
+            )
             reports.append(report)
             on_file(report)
     finally:
         bar.close()
     single = Path(source).is_file() and not is_archive(source)
     absent = {} if single else absent_files(reports, models, conditions)
-    return ImportResult(reports, absent, time.perf_counter() - started)
+    return ImportResult(reports, absent, time.perf_counter() - started, dict(counter.problems))

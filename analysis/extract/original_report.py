@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 
 from analysis import data
 from analysis.extract.original_sources import ORIGIN, model_for
+from analysis.extract.token_counts import fill_command as token_fill_command
 
 PROBLEMS = {
     "unmatched": "matches no sample of the data file (instruction and output)",
@@ -53,6 +54,8 @@ class FileReport:
     withheld: bool = False  # --strict: nothing imported because a line was rejected
     layers: int | None = None
     note: str | None = None  # e.g. a layer count other than the registry's for this model
+    tokens_counted: int = 0  # samples stored with R (their response token count)
+    tokens_unknown: str | None = None  # why the samples imported were stored without R
     megabytes: float = 0.0
     seconds: float = 0.0
 
@@ -93,9 +96,11 @@ class FileReport:
                 f"{self.file} -> {self.model} {self.condition}: not imported (--strict: {self.rejected} lines rejected)"
             )
         repaired = f" ({self.repaired} of them stored as skipped before)" if self.repaired else ""
+        tokens = f"; R counted for {self.tokens_counted}" if self.tokens_counted else ""
+        tokens += "; R unknown" if self.tokens_unknown and self.imported else ""
         return (
             f"{self.file} -> {self.model} {self.condition}: {self.imported} imported{repaired}, "
-            f"{self.already_stored} already stored, {self.rejected} lines not stored"
+            f"{self.already_stored} already stored, {self.rejected} lines not stored{tokens}"
         )
 
     def as_record(self) -> dict:
@@ -117,6 +122,8 @@ class FileReport:
             "withheld": self.withheld,
             "layers": self.layers,
             "note": self.note,
+            "tokens_counted": self.tokens_counted,
+            "tokens_unknown": self.tokens_unknown,
             "megabytes": round(self.megabytes, 3),
             "seconds": round(self.seconds, 3),
         }
@@ -129,6 +136,7 @@ class ImportResult:
     files: list[FileReport]
     absent: dict[str, list[str]]  # model -> conditions asked for without a file
     seconds: float
+    token_problems: dict[str, str] = field(default_factory=dict)  # model -> why its tokenizer is unavailable
 
     @property
     def megabytes(self) -> float:
@@ -147,6 +155,18 @@ class ImportResult:
         unplaced = sum(bool(report.skipped_file) for report in self.files)
         return counts | ({"file": unplaced} if unplaced else {})
 
+    def token_lines(self, out) -> list[str]:
+        """Per model whose samples were stored without R: how many, why, and the command that adds R later."""
+        lines = []
+        for model, problem in self.token_problems.items():
+            unknown = sum(f.imported for f in self.files if f.model == model and f.tokens_unknown)
+            if unknown:
+                lines.append(
+                    f"{model}: token counts unknown for {unknown} samples imported ({problem}); add them later with "
+                    f"`{token_fill_command(out, [model])}`"
+                )
+        return lines
+
     @property
     def clean(self) -> bool:
         """Whether nothing was rejected: every line of every file stored (or stored before)."""
@@ -159,6 +179,8 @@ class ImportResult:
         whole = sum(f.already_imported for f in self.files)
         withheld = sum(f.withheld for f in self.files)
         rejected = self.rejected()
+        counted = sum(f.tokens_counted for f in self.files)
+        unknown = sum(f.imported for f in self.files if f.tokens_unknown)
         kinds = ", ".join(f"{count} {REJECTED[kind]}" for kind, count in rejected.items())
         speed = self.megabytes / self.seconds if self.seconds else 0.0
         return (
@@ -167,6 +189,11 @@ class ImportResult:
             + f"; rejected: {kinds or 'none'}"
             + (f"; {withheld} files not imported (--strict)" if withheld else "")
             + f" ({self.megabytes:.1f} MB, {speed:.1f} MB/s, into {out})"
+            + (
+                f"; R (response tokens) counted for {counted} samples, unknown for {unknown}"
+                if counted or unknown
+                else ""
+            )
         )
 
 

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
 from analysis.findings.rules import Part
 
@@ -150,6 +151,22 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     parts = [Part(A1_PART, gap(REST), "above", 0.0, _times)]
     estimates = {name: gap(term) for name, term in shown}
     return parts + [Part(n, e, "above", 0.0, _times, decides=False) for n, e in estimates.items() if e is not None]
+
+
+TOKENS_UNKNOWN = "token counts unknown"  # how the reason of a cell without R begins
+
+
+def a1_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> str:
+    """Why A1 cannot be computed on a dataset whose None and Detailed CoT curves hold Frobenius norms:
+    the token counts R are not stored (the original study's files hold none), with the command that
+    adds them to ``store``; "" where that is not why."""
+    conditions = [cd.condition_key(dataset, s) for s in ("none", "detailed")]
+    if any(_per_sample(cd, c, FROBENIUS) is None for c in conditions):
+        return ""
+    if all(_per_sample(cd, c, TOKENS) is not None for c in conditions):
+        return ""
+    command = fill_command(store or "<results store>", [cd.model])
+    return f"{TOKENS_UNKNOWN}: the store holds no response token count R of these samples; add them with `{command}`"
 
 
 def conditions_of(setting_pair: tuple[str, str], responses_pair: tuple[str, str], dataset: str) -> tuple[str, str]:

@@ -419,7 +419,8 @@ def curve_draws(
     A sample with a NaN in a projection's curve is dropped from that curve (``metrics.sample_matrix``);
     a resample's mean uses the resampled instructions that the curve holds. The statistics in
     ``sample_stats`` (not in ``stats_``) are kept as per-sample matrices only (``samples``), without
-    mean or resampled curves: the checks that read them resample their own quantities.
+    mean or resampled curves: the checks that read them resample their own quantities; one that holds
+    no value for a condition (R of a model imported without its tokenizer) is left out, as if not stored.
     """
     resampled = set(stats_)
     model_rows = rows[rows["model"] == model]
@@ -434,8 +435,8 @@ def curve_draws(
             for stat in dict.fromkeys([*stats_, *sample_stats]):
                 for proj in PROJECTIONS:
                     matrix, kept, _ = metrics.sample_matrix(condition_rows, stat, proj)
-                    if matrix.shape[0] == 0:
-                        continue
+                    if matrix.shape[0] == 0 or (stat not in resampled and not np.isfinite(matrix).any()):
+                        continue  # a per-sample statistic with no value here is not stored (R of an import)
                     key = (condition, proj, stat)
                     kept = np.asarray(kept, dtype=int)
                     result.samples[key] = (matrix, kept)

@@ -33,6 +33,7 @@ from analysis.findings.scopes import (
     PER_MODEL,
     PER_PAIR,
     PER_TRAINING_RUN,
+    STORE,
     WIKI_FILES,
     Check,
     CheckError,
@@ -49,6 +50,7 @@ __all__ = [
     "PER_PAIR",
     "PER_TRAINING_RUN",
     "WIKI_FILES",
+    "STORE",
     "Check",
     "CheckError",
     "Inputs",
@@ -226,6 +228,7 @@ REGISTRY: Registry = registry_of(
             chapters=_GAP,
             calibrated_by=("averaging",),
             reads=averaging.READS,
+            unknown=averaging.a1_unknown,
         ),
         PerModelCheck(
             id="G1",

@@ -52,6 +52,9 @@ class Inputs:
     extra: dict[str, object] = field(default_factory=dict)  # what the checks of other scopes read, by name
 
 
+STORE = "results store"  # Inputs.extra: the store the curves were read from (named in commands)
+
+
 @dataclass(frozen=True)
 class PartFigure:
     """A forest plot of one part of a check (found by its ``role``), per model and scope, with its
@@ -108,6 +111,9 @@ class PerModelCheck(Check):
     ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
     ``gate``: why the check does not apply to a finding's parts, e.g. a precondition that is not
     established (then "not applicable" with that reason; empty: it applies).
+    ``unknown``: (curves, dataset, store) -> why the parts cannot be computed where the conditions are
+    stored but a statistic they read is not (then "not applicable" with that reason and the command that
+    adds it to ``store``, instead of no cell; "": that is not why).
     """
 
     scope: ClassVar[str] = PER_MODEL
@@ -116,21 +122,38 @@ class PerModelCheck(Check):
     adjust: Adjust | None = None
     note: Callable[[CurveDraws, dict, dict], str] | None = None
     gate: Callable[[Sequence[Part]], str] | None = None
+    unknown: Callable[[CurveDraws, str, str | None], str] | None = None
 
     def run(self, inputs: Inputs) -> list[Finding]:
-        """Per reasoning dataset of every model, then pooled per family."""
+        """Per reasoning dataset of every model, then pooled per family; a dataset whose parts need a
+        statistic that is not stored (``unknown``) is a "not applicable" cell saying so."""
         out = []
         for model, cd in inputs.draws.items():
-            by_dataset = {}
+            by_dataset, unknown = {}, {}
             for dataset in reasoning_datasets(cd):
                 parts = self.parts(cd, dataset, identical=inputs.identical.get(dataset, ()))
                 if parts is not None:
                     by_dataset[dataset] = parts
+                elif self.unknown is not None:
+                    reason = self.unknown(cd, dataset, inputs.extra.get(STORE))
+                    unknown.update({dataset: reason} if reason else {})
             note = self.note(cd, inputs.identical, by_dataset) if self.note else ""
             out += family_findings(
                 self.id, model, by_dataset, note, after_pooling=self.after_pooling, adjust=self.adjust, gate=self.gate
             )
+            out += _unknown_findings(self.id, model, unknown, by_dataset)
         return out
+
+
+def _unknown_findings(check: str, model: str, unknown: dict[str, str], computed: dict) -> list[Finding]:
+    """The "not applicable" cells of the datasets whose parts lack a stored statistic (``reason``), and
+    of each family with two of them or more and no computed dataset."""
+    out = [Finding(check, model, d, False, (), not_applicable=reason) for d, reason in unknown.items()]
+    for family in vocabulary.REASONING_FAMILIES:
+        members = [d for d in unknown if vocabulary.family_of(d) == family]
+        if len(members) >= 2 and not any(vocabulary.family_of(d) == family for d in computed):
+            out.append(Finding(check, model, family, True, (), not_applicable=unknown[members[0]]))
+    return out
 
 
 @dataclass(frozen=True, kw_only=True)

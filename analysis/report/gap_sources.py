@@ -13,8 +13,10 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
+from analysis.findings.rules import NOT_APPLICABLE
 from analysis.formatting import fmt, fmt_interval
 from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
@@ -102,6 +104,10 @@ def decomposition_section(page: Page, contrast: str) -> None:
         f"Per layer, the {contrast} gap split into averaging, token size and alignment, and shape, per model",
         empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
     )
+    unknown = [m for m, cd in page.draws.items() if m not in set(table["model"]) and _lacks_tokens(cd)]
+    if unknown:
+        command = fill_command(page.params.results_dir, unknown)
+        show_markdown(f"Not split for {', '.join(unknown)}: {averaging.TOKENS_UNKNOWN}; add them with `{command}`.")
     if table.empty:
         return
     shares = table.groupby(["model", "term"], sort=False)["value"].mean().unstack("term")
@@ -110,6 +116,11 @@ def decomposition_section(page: Page, contrast: str) -> None:
     )
     show_table(shown, by=None)
     show_markdown(NO_ENERGY)
+
+
+def _lacks_tokens(cd) -> bool:
+    """Whether a model's curves hold Frobenius norms of some None/Detailed pair but no token count R."""
+    return any(averaging.a1_unknown(cd, d) for d in reasoning_datasets(cd))
 
 
 def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -125,13 +136,13 @@ def _value(parts: pd.DataFrame, label: str) -> str:
 def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
     """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words."""
     if found.empty:
-        return (
-            "**A1 not computed**: the store holds no Frobenius norms or token counts for None and Detailed CoT "
-            "(the original study's released files hold no token counts)."
-        )
+        return "**A1 not computed**: the store holds no Frobenius norms for None and Detailed CoT."
     lines = []
     for model, group in found.groupby("model", sort=False):
         shown = group[group["pooled"]] if group["pooled"].any() else group
+        if (shown["verdict"] == NOT_APPLICABLE).all():
+            lines.append(f"**{model}.** A1 **not computed**: {shown['numbers'].iloc[0]}.")
+            continue
         pieces = []
         for row in shown.itertuples():
             cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]

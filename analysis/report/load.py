@@ -25,9 +25,11 @@ ORIGIN_NOTE = (
     "{names}: the numbers are the original study's released per-sample gradient statistics (Li, Li and Zhou; "
     "their script, their runs), read into this book with `python -m analysis import-original`, not computed "
     "here. Those files hold the nuclear norm, the largest and smallest singular value, the Frobenius norm, the "
-    "loss and entry statistics of every attention projection; effective rank, cosine similarities, singular "
-    "values and token counts are {absent}, and the original study computed no length-control condition, so the "
-    "length questions (L and L2) are not available for these models"
+    "loss and entry statistics of every attention projection; effective rank, cosine similarities and singular "
+    "values are {absent}, and the original study computed no length-control condition, so the length questions "
+    "(L and L2) are not available for these models. Each sample's response token count R is counted from its text "
+    "with the model's tokenizer, as the extraction counts it, where the tokenizer could be loaded (else it is "
+    "missing until `python -m analysis add-token-counts` adds it)"
 )
 
 

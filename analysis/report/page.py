@@ -15,6 +15,7 @@ from analysis import data, vocabulary
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.checks import (
     REGISTRY,
+    STORE,
     Registry,
     findings_table,
     on_chapter,
@@ -155,6 +156,7 @@ class Page:
             reference=self.reference,
             pairs=self.pairs,
             registry=self.registry,
+            extra={STORE: str(self.params.results_dir)},
         )
 
     def findings_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:

@@ -13,7 +13,9 @@ from collections.abc import Callable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
 from analysis.findings import questions
+from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import (
@@ -82,6 +84,9 @@ def answers(page: Page, *, scope: str | None = None) -> None:
         for model in dict.fromkeys(found["model"]):
             show_markdown(verdicts.model_paragraph(found, model, page.registry))
     _unpaired(page, shown)  # unfolded: it says why a check has no row
+    unknown = verdicts.unknown_sentence(found, page.params.results_dir)
+    if unknown:
+        show_markdown(unknown)  # unfolded too: why a check's cells are n/a, and the command
     check_figures(page, [c for c in shown if c not in LENGTH_CHECKS], page.part_table(shown))
 
 
@@ -292,9 +297,11 @@ def length_control(page: Page) -> None:
     parts = page.part_table()
     has_length = bool(len(parts)) and bool(parts["check"].isin(LENGTH_CHECKS).any())
     if imported_models(page.results.rows) and not has_length:
+        tokens = (
+            f", and response token counts are {NOT_IMPORTED}" if lacks(page.results.rows, "n_response_tokens") else ""
+        )
         show_markdown(
-            "L (is the gap only length): not available; the original study computed no length-control "
-            f"condition, and response token counts are {NOT_IMPORTED}."
+            f"L (is the gap only length): not available; the original study computed no length-control condition{tokens}."
         )
         return
     check_figures(page, LENGTH_CHECKS, parts)
@@ -313,7 +320,16 @@ def length_regression(page: Page) -> None:
     a paragraph and the table (folded)."""
     if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
         return
-    table = beyond.length_regression_table(page.results.rows)
+    rows = page.results.rows
+    known = rows["n_response_tokens"].notna().groupby(rows["model"], observed=True).any()
+    unknown = [str(m) for m, has in known.items() if not has]
+    if unknown:  # imported without R (no tokenizer then): left out of the regression, and said
+        command = fill_command(page.params.results_dir, unknown)
+        show_markdown(
+            f"Left out of the length regression, {TOKENS_UNKNOWN}: {', '.join(unknown)}; `{command}` adds them."
+        )
+        rows = rows[~rows["model"].isin(unknown)]
+    table = beyond.length_regression_table(rows)
     shown = beyond.format_length_regression(table) if not table.empty else table
     _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", shown)
 

@@ -7,6 +7,8 @@ from collections.abc import Iterable, Sequence
 import pandas as pd
 
 from analysis import vocabulary
+from analysis.extract.token_counts import fill_command
+from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
 from analysis.findings.checks import REGISTRY, Registry, all_ids, claim, findings_table
 from analysis.findings.rules import (
@@ -68,7 +70,9 @@ def model_paragraph(found: pd.DataFrame, model: str, registry: Registry = REGIST
                 detail += " (" + ", ".join(f"{r.scope}: {r.verdict}" for r in decided.itertuples()) + ")"
         reasons = set(part.loc[part["verdict"] == NOT_APPLICABLE, "numbers"])
         if reasons and (part["verdict"] == NOT_APPLICABLE).all():
-            sentences.append(f"**{check}** {NOT_APPLICABLE}: {next(iter(reasons)).removeprefix('not applicable: ')}.")
+            reason = next(iter(reasons)).removeprefix("not applicable: ")
+            said = "not computed" if reason.startswith(TOKENS_UNKNOWN) else NOT_APPLICABLE
+            sentences.append(f"**{check}** {said}: {reason}.")
             continue
         sentences.append(f"**{check}** {head}{detail}.")
     return f"**{model}.** " + " ".join(sentences)
@@ -164,7 +168,8 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None, regi
     text = (
         f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
         f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
-        f"here (to these models, or where its precondition is not established; its numbers say why). A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
+        f"here (to these models, or where its precondition is not established), or cannot be computed (A1 where "
+        f"the {TOKENS_UNKNOWN}); its numbers say why. A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
         f"decides) differ in sign in some part of the cell. {false_holds_note(found, registry=registry)}"
     )
     power = power_note(found)
@@ -173,6 +178,24 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None, regi
     if profile:
         text += f" Profile: {profile}."
     return text + (f" {note}." if note else "")
+
+
+def unknown_sentence(found: pd.DataFrame, store) -> str:
+    """The checks not computed for some models because R is not stored (their cells say "token counts
+    unknown"), with the command that adds R to ``store``; "" where there are none."""
+    if found.empty:
+        return ""
+    cells = found[(found["verdict"] == NOT_APPLICABLE) & found["numbers"].str.startswith(TOKENS_UNKNOWN)]
+    if cells.empty:
+        return ""
+    models = list(dict.fromkeys(cells["model"]))
+    checks = " and ".join(dict.fromkeys(cells["check"]))
+    return (
+        f"**{TOKENS_UNKNOWN.capitalize()}:** {checks} is not computed for {', '.join(models)}: the store holds no "
+        f"response token count R of {'its' if len(models) == 1 else 'their'} samples (the original study's files "
+        f"hold none); add them from each model's tokenizer with `{fill_command(store, models)}`, then build the "
+        "book again."
+    )
 
 
 # --------------------------------------------------------------------------- the first screen
@@ -213,9 +236,15 @@ def plain_summary(found: pd.DataFrame, registry: Registry = REGISTRY) -> str:
     ]
     sentences.append(f"These do not hold: {_counted(fails)}." if fails else "No claim is contradicted.")
     inapplicable = [c for c in order if (cells[cells["check"] == c]["verdict"] == NOT_APPLICABLE).all()]
+    unknown = [
+        c for c in inapplicable if cells.loc[cells["check"] == c, "numbers"].str.startswith(TOKENS_UNKNOWN).all()
+    ]
+    inapplicable = [c for c in inapplicable if c not in unknown]
     last = f"These sample sizes cannot decide {_counted(open_)}" if open_ else "Every applicable cell is decided"
     if inapplicable:
         last += f"; {' and '.join(inapplicable)} {'does' if len(inapplicable) == 1 else 'do'} not apply to these models"
+    if unknown:
+        last += f"; {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not computed ({TOKENS_UNKNOWN})"
     sentences.append(last + ".")
     return " ".join(sentences)
 
