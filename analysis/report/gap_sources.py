@@ -20,10 +20,18 @@ from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
 from analysis.report.page import Page
 
-TERM_COLOURS = {averaging.AVERAGING: "#9e9e9e", averaging.REST: "#377eb8", averaging.SHAPE: "#ff7f00"}
+TERM_COLOURS = {
+    averaging.AVERAGING: "#9e9e9e",
+    averaging.REST: "#377eb8",
+    averaging.TOKEN_SIZE: "#4daf4a",
+    averaging.ALIGNMENT: "#984ea3",
+    averaging.SHAPE: "#ff7f00",
+}
 TERM_LABELS = {
     averaging.AVERAGING: "averaging (-1/2 log R)",
     averaging.REST: "token size and alignment",
+    averaging.TOKEN_SIZE: "token size (1/2 log e)",
+    averaging.ALIGNMENT: "alignment (1/2 log kappa)",
     averaging.SHAPE: "spectral shape",
 }
 CONTRASTS = {
@@ -31,10 +39,13 @@ CONTRASTS = {
     "F3": (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
 }
 NO_ENERGY = (
-    "The results store holds no token energy (the sum over response tokens of each token gradient's squared "
-    "Frobenius norm), and this extraction does not compute it yet: token size and alignment are shown together, "
-    "as the sqrt(R)-scaled Frobenius norm the stored columns give."
+    "{models}: the results store holds no token energy (the sum over response tokens of each token gradient's "
+    "squared Frobenius norm) for these conditions, so token size and alignment are shown together, as the "
+    'sqrt(R)-scaled Frobenius norm the stored columns give. `{command}` computes it (methods, "Where a gap comes '
+    'from"), and this page then splits the two.'
 )
+# What computes the token energy for this chapter's conditions (analysis.profiles).
+ENERGY_COMMAND = "python -m analysis run --profile decompose"
 A1_ID, G1_ID = "A1", "G1"
 
 
@@ -55,7 +66,25 @@ def decomposition(page: Page, contrast: str) -> pd.DataFrame:
                     {"model": model, "dataset": dataset, "layer": layer, "term": term, "value": float(v)}
                     for layer, v in enumerate(values)
                 ]
-    return pd.DataFrame(rows, columns=["model", "dataset", "layer", "term", "value"])
+    return split_where_complete(pd.DataFrame(rows, columns=["model", "dataset", "layer", "term", "value"]))
+
+
+def split_where_complete(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without token size and alignment for a model where some of its datasets lack them
+    (no token energy there): a mean over datasets of each part then still adds up to the gap."""
+    split = (averaging.TOKEN_SIZE, averaging.ALIGNMENT)
+    if table.empty:
+        return table
+    has = table.assign(split=table["term"].isin(split)).groupby(["model", "dataset"], sort=False)["split"].any()
+    complete = has.groupby(level="model", sort=False).all()
+    drop = table["term"].isin(split) & ~table["model"].map(complete).astype(bool)
+    return table[~drop].reset_index(drop=True)
+
+
+def split_models(table: pd.DataFrame) -> list[str]:
+    """The models whose gap the table splits into four parts (token energy stored), in table order."""
+    split = table[table["term"] == averaging.TOKEN_SIZE]
+    return list(dict.fromkeys(split["model"]))
 
 
 def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> Figure | None:
@@ -68,7 +97,8 @@ def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> 
     mean = table.groupby(["model", "term", "layer"], sort=False)["value"].mean()
     for ax, model in zip(axes[0], models):
         up = down = None
-        for term in averaging.STACKED:
+        present = table.loc[table["model"] == model, "term"].unique()
+        for term in averaging.stacked_terms(present):
             if (model, term) not in mean.index.droplevel("layer"):
                 continue
             values = mean.loc[(model, term)].sort_index()
@@ -97,9 +127,11 @@ def decomposition_section(page: Page, contrast: str) -> None:
     """The stacked figure of one contrast, and how much each term adds over all layers per model."""
     table = decomposition(page, contrast)
     _, title = CONTRASTS[contrast]
+    split = split_models(table)
+    parts = "averaging, token size, alignment and shape" if split else "averaging, token size and alignment, and shape"
     show_figure(
         stacked_figure(table, f"Where the {contrast} gap comes from: {title}", page.note()),
-        f"Per layer, the {contrast} gap split into averaging, token size and alignment, and shape, per model",
+        f"Per layer, the {contrast} gap split into {parts}, per model",
         empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
     )
     if table.empty:
@@ -109,7 +141,14 @@ def decomposition_section(page: Page, contrast: str) -> None:
         {"model": shares.index, **{TERM_LABELS.get(t, t): shares[t].map(fmt).to_numpy() for t in shares.columns}}
     )
     show_table(shown, by=None)
-    show_markdown(NO_ENERGY)
+    unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
+    if unsplit:
+        show_markdown(no_energy(unsplit))
+
+
+def no_energy(models: list[str]) -> str:
+    """The sentence for the models whose gap is shown in three parts: no token energy stored."""
+    return NO_ENERGY.format(models=", ".join(models), command=ENERGY_COMMAND)
 
 
 def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
