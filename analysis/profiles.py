@@ -164,6 +164,21 @@ def deciding_conditions() -> tuple[str, ...]:
     return tuple(sorted({c.key for c in chosen}, key=order.index))
 
 
+def decomposition_conditions(conditions) -> tuple[str, ...]:
+    """Of ``conditions``, those whose token energy splits F1's and F3's gaps in the chapter "Where the
+    gap comes from": None CoT and Detailed CoT with correct responses and Detailed CoT with irrelevant
+    ones, of every reasoning dataset with None CoT."""
+    with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
+    pairs = (("none", vocabulary.CORRECT), ("detailed", vocabulary.CORRECT), ("detailed", vocabulary.IRRELEVANT))
+    wanted = {f"{d}/{s}/{r}" for d in with_none for s, r in pairs}
+    return tuple(c for c in conditions if c in wanted)
+
+
+# Random-sign passes of the token energy where a profile computes it (methods, "Where a gap comes
+# from"): a response of at most this many tokens is exact, a longer one estimated from this many passes.
+ENERGY_PASSES = 4
+
+
 def quick_conditions() -> tuple[str, ...]:
     """A small set that still exercises every notebook and every section of it.
 
@@ -227,10 +242,18 @@ PROFILES: dict[str, Profile] = {
         models=OFFLINE_MODEL_NAMES,
         conditions=quick_conditions(),
         extraction=ExtractionSettings(
-            n_samples=2, max_length=128, batch_size=1, token_budget=1024, device="cpu", threads=1
+            n_samples=2,
+            max_length=128,
+            batch_size=1,
+            token_budget=1024,
+            device="cpu",
+            threads=1,
+            token_energy_passes=ENERGY_PASSES,
+            token_energy_conditions=decomposition_conditions(quick_conditions()),
         ),
         n_resamples=200,
-        description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens",
+        description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens "
+        "(with the token energy)",
     ),
     "cpu": Profile(
         name="cpu",

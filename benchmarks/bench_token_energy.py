@@ -6,7 +6,9 @@ number of passes asked for (``--passes``), in alternating order, repeated; the m
 sample are reported, and the ratio of each energy run to the plain one. A sample with at most k
 response tokens is exact (one backward pass per token), a longer one takes k random-sign passes;
 the share of exact samples and the mean response length are part of the results. Other work on the
-machine moves both timings; the ratio, measured within one run, moves less than either.
+machine moves both timings; the ratio, measured within one run, moves less than either. Of the
+estimated rows, the median and largest relative standard error of the energy (the square root of
+the stored variance over the energy) say what the passes buy.
 
 ``python benchmarks/bench_token_energy.py --help``; the default cases are the two offline models on
 None and Detailed CoT of AQuA (4 samples each), written to benchmarks/token_energy.json.
@@ -22,11 +24,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import psutil
 import torch
 from bench_extraction import prepared_case
 
-from analysis.extract import models, runner
+from analysis.extract import models, runner, token_energy
 from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore
 
@@ -39,16 +43,27 @@ DEFAULT_CASES = [
 DEFAULT_PASSES = (4, 8)
 
 
-def extraction(loaded, plans, passes: int) -> int:
+def extraction(loaded, plans, passes: int) -> list[pd.DataFrame]:
     """Extract the prepared samples (``passes`` 0: without the token energy); the rows computed."""
     settings = ExtractionSettings(token_energy_passes=passes)
-    n = 0
+    frames = []
     for identity, prepared in plans:
         for rows, _ in runner.compute_prepared(loaded, identity, prepared, settings):
-            n += 0 if rows is None else len(rows)
+            frames += [] if rows is None else [rows]
     if loaded.device.type == "cuda":
         torch.cuda.synchronize(loaded.device)
-    return n
+    return frames
+
+
+def relative_errors(frames: list[pd.DataFrame]) -> dict:
+    """Of the estimated rows (not exact), the median and largest relative standard error of the
+    energy, sqrt(variance) / energy (None where every row is exact)."""
+    rows = pd.concat(frames, ignore_index=True)
+    estimated = rows[rows[token_energy.EXACT] == 0.0]
+    if estimated.empty:
+        return {"median": None, "max": None}
+    error = np.sqrt(estimated[token_energy.VARIANCE]) / estimated[token_energy.ENERGY]
+    return {"median": float(error.median()), "max": float(error.max())}
 
 
 def run_case(loaded, specs, n_samples, repeats, passes, data_dir, max_length, store) -> dict:
@@ -56,8 +71,11 @@ def run_case(loaded, specs, n_samples, repeats, passes, data_dir, max_length, st
     plans, samples = prepared_case(loaded, specs, n_samples, data_dir, max_length, store)
     n = len(samples)
     methods = {0: "plain", **{k: f"energy k={k}" for k in passes}}
-    for k in methods:  # warm-up of every path
-        extraction(loaded, plans, k)
+    errors = {}
+    for k in methods:  # warm-up of every path, and the estimates' relative standard errors
+        frames = extraction(loaded, plans, k)
+        if k:
+            errors[methods[k]] = relative_errors(frames)
     seconds: dict[str, list[float]] = {name: [] for name in methods.values()}
     order = list(methods)
     for repeat in range(repeats):
@@ -76,6 +94,7 @@ def run_case(loaded, specs, n_samples, repeats, passes, data_dir, max_length, st
         "seconds_per_sample": median,
         "all_seconds_per_sample": seconds,
         "energy_over_plain": {methods[k]: median[methods[k]] / median["plain"] for k in passes},
+        "relative_standard_error": errors,
     }
 
 
@@ -117,9 +136,7 @@ def main(argv=None) -> int:
     for model_name, specs, label in cases:
         if loaded is None or loaded.name != model_name:
             loaded = models.load(model_name, args.template, args.device)
-        case = run_case(
-            loaded, specs, args.samples, args.repeats, args.passes, args.data_dir, args.max_length, scratch
-        )
+        case = run_case(loaded, specs, args.samples, args.repeats, args.passes, args.data_dir, args.max_length, scratch)
         case.update({"model": model_name, "case": label, "conditions": specs, "device": str(loaded.device)})
         payload["cases"].append(case)
         Path(args.out).write_text(json.dumps(payload, indent=2))  # each finished case is kept
