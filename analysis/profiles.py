@@ -1,7 +1,8 @@
 """Run profiles: which models, conditions and sample counts one run of the study covers.
 
 ``quick`` is a smoke run (minutes, for tests and first looks), ``cpu`` the default study on the
-two offline models, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
+two offline models, ``decompose`` the conditions of the cpu profile whose token energy splits F1's
+and F3's gaps (chapter "Where the gap comes from"), with it, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
 on the original study's released statistics (imported, not computed); ``training`` and
 ``training-paper`` fine-tune a model (``analysis.train``) and execute only the chapter that
 ``_toc.yml`` keeps to their source. The conditions of every profile
@@ -314,6 +315,18 @@ PROFILES: dict[str, Profile] = {
         "5 seeds, 200 steps, on a GPU",
         source="training",
         training=TRAINING_PAPER,
+    ),
+    "decompose": Profile(
+        name="decompose",
+        models=OFFLINE_MODEL_NAMES,
+        conditions=decomposition_conditions(deciding_conditions()),
+        extraction=ExtractionSettings(
+            n_samples=CPU_SAMPLES, batch_size=1, device="cpu", token_energy_passes=ENERGY_PASSES
+        ),
+        n_resamples=1000,
+        description=f"both offline models, the {len(decomposition_conditions(deciding_conditions()))} conditions "
+        f"whose token energy splits F1's and F3's gaps, {CPU_SAMPLES} samples each (the cpu profile's), with the "
+        f"token energy ({ENERGY_PASSES} passes)",
     ),
 }
 

@@ -52,9 +52,10 @@ show_markdown(page.coverage())
 #
 # Per layer, the gap of mean log nuclear norm between None and Detailed CoT (correct responses,
 # mean over Q, K, V, O and the datasets; the line) as the sum of its parts (the bars): averaging,
-# the same at every layer of a sample; token size and alignment together; and the spectral shape
-# (nuclear over Frobenius norm). Averaging cancels from F1's second part (early against late
-# layers): what makes that part is in the other bars. The table gives each part's mean over layers.
+# the same at every layer of a sample; token size and alignment, split where the store holds the
+# token energy (profile `decompose`) and shown together otherwise; and the spectral shape (nuclear
+# over Frobenius norm). Averaging cancels from F1's second part (early against late layers): what
+# makes that part is in the other bars. The table gives each part's mean over layers.
 
 # %% tags=["remove-input"]
 gap_sources.f1_gap(page)

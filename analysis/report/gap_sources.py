@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import vocabulary
+from analysis import profiles, vocabulary
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
 from analysis.formatting import fmt, fmt_interval
@@ -41,10 +41,11 @@ CONTRASTS = {
 NO_ENERGY = (
     "{models}: the results store holds no token energy (the sum over response tokens of each token gradient's "
     "squared Frobenius norm) for these conditions, so token size and alignment are shown together, as the "
-    'sqrt(R)-scaled Frobenius norm the stored columns give. `{command}` computes it (methods, "Where a gap comes '
-    'from"), and this page then splits the two.'
+    "sqrt(R)-scaled Frobenius norm the stored columns give. `{command}` computes it for the offline models (with "
+    "`--results-dir` of this run, into this store), `python -m analysis extract --token-energy-passes {passes}` for any "
+    'model; this page then shows four parts (methods, "Where a gap comes from").'
 )
-# What computes the token energy for this chapter's conditions (analysis.profiles).
+# The profile that computes the token energy for this chapter's conditions (analysis.profiles).
 ENERGY_COMMAND = "python -m analysis run --profile decompose"
 A1_ID, G1_ID = "A1", "G1"
 
@@ -148,7 +149,7 @@ def decomposition_section(page: Page, contrast: str) -> None:
 
 def no_energy(models: list[str]) -> str:
     """The sentence for the models whose gap is shown in three parts: no token energy stored."""
-    return NO_ENERGY.format(models=", ".join(models), command=ENERGY_COMMAND)
+    return NO_ENERGY.format(models=", ".join(models), command=ENERGY_COMMAND, passes=profiles.ENERGY_PASSES)
 
 
 def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
