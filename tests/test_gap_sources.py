@@ -277,3 +277,6 @@ def test_a1_shows_token_size_and_alignment_where_the_energy_is_stored(tmp_path, 
     assert {averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART, averaging.A1_PART} <= names
     found = page.findings_table(["A1"])
     assert len(found) and found["verdict"].notna().all()
+    from analysis.report import gap_sources
+
+    assert "(token size " in gap_sources.a1_paragraph(found, parts)

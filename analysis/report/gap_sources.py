@@ -162,6 +162,14 @@ def _value(parts: pd.DataFrame, label: str) -> str:
     return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
 
 
+def _split(cell: pd.DataFrame) -> str:
+    """ ", token size ... times and alignment ... times" where the token energy is stored, else nothing."""
+    if not (cell["part"] == averaging.TOKEN_SIZE_PART).any():
+        return ""
+    size, alignment = (_value(cell, p) for p in (averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART))
+    return f" (token size {size}, alignment {alignment})"
+
+
 def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
     """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words."""
     if found.empty:
@@ -187,7 +195,7 @@ def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
                 f"{vocabulary.scope_label(row.scope)}: None CoT's Frobenius norm is "
                 f"{_value(cell, 'None / Detailed Frobenius norm x')} times Detailed CoT's; averaging alone predicts "
                 f"{_value(cell, 'averaging alone: sqrt(R_Detailed / R_None) x')}; what is left, token size and "
-                f"alignment, is {_value(cell, averaging.A1_PART)}: A1 **{row.verdict}** (the gap is {words})"
+                f"alignment, is {_value(cell, averaging.A1_PART)}{_split(cell)}: A1 **{row.verdict}** (the gap is {words})"
             )
         lines.append(f"**{model}.** " + "; ".join(pieces) + ".")
     return "\n\n".join(lines)
