@@ -76,6 +76,10 @@ def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | N
         action="store_true",
         help="compute again the samples recorded as skipped for lack of memory (e.g. on a larger GPU)",
     )
+    parser.add_argument("--token-energy-passes", type=int, default=0, metavar="K", help=ENERGY_HELP)
+
+
+ENERGY_HELP = "also the token energy (chapter Where the gap comes from): exact if R <= K, else K sign passes; 0: off"
 
 
 def add_executor_argument(parser: argparse.ArgumentParser) -> None:
@@ -102,6 +106,7 @@ def extraction_settings(args: argparse.Namespace) -> ExtractionSettings:
         entry_stats=args.entry_stats,
         keep_spectra=args.keep_spectra,
         retry_out_of_memory=args.retry_out_of_memory,
+        token_energy_passes=args.token_energy_passes,
     )
 
 

@@ -20,7 +20,10 @@ SPECTRUM = "singular values"  # f(descending singular values (..., k)) -> (...)
 ENTRIES = "entries"  # f(dense gradients (L, m, n)) -> (L,); only with ExtractionSettings.entry_stats
 FACTORS = "factors"  # f(each projection's factors, the sample's other statistics) -> (L, 4)
 SAMPLE = "sample"  # one number per sample (loss, token counts), set by the runner
-SOURCES = (SPECTRUM, ENTRIES, FACTORS, SAMPLE)
+# extra backward passes, one per token or random-sign pass (analysis.extract.token_energy); only
+# with ExtractionSettings.token_energy_passes
+ENERGY = "token passes"
+SOURCES = (SPECTRUM, ENTRIES, FACTORS, SAMPLE, ENERGY)
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ TABLE: tuple[Statistic, ...] = (
     Statistic("entry_min", "smallest gradient entry", ENTRIES, original="M_min", pages=False),
     Statistic("cos_same_layer", "cosine similarity within a layer", FACTORS, pages=False, your_data=True),
     Statistic("cos_next_layer", "cosine similarity with the next layer", FACTORS, pages=False, your_data=True),
+    Statistic("token_energy", "token energy (sum of squared token-gradient norms)", ENERGY),
+    Statistic("token_energy_variance", "variance of the token energy's estimate (0: exact)", ENERGY),
+    Statistic("token_energy_exact", "token energy exact (1) or estimated (0)", ENERGY),
     Statistic("loss", "loss", SAMPLE, original="loss"),
     Statistic("n_tokens", "tokens", SAMPLE),
     Statistic("n_response_tokens", "response tokens", SAMPLE),
@@ -81,9 +87,10 @@ def labels() -> dict[str, str]:
     return {s.name: s.label for s in TABLE}
 
 
-def computed_columns(*, entry_stats: bool) -> tuple[str, ...]:
-    """The columns an extraction computes for every sample (entry statistics only when asked for)."""
-    sources = (SPECTRUM, FACTORS, SAMPLE, *((ENTRIES,) if entry_stats else ()))
+def computed_columns(*, entry_stats: bool, token_energy: bool = False) -> tuple[str, ...]:
+    """The columns an extraction computes for every sample (entry statistics and token energy only
+    when asked for)."""
+    sources = (SPECTRUM, FACTORS, SAMPLE, *((ENTRIES,) if entry_stats else ()), *((ENERGY,) if token_energy else ()))
     return names(of_source(*sources))
 
 

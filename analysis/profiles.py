@@ -1,7 +1,8 @@
 """Run profiles: which models, conditions and sample counts one run of the study covers.
 
 ``quick`` is a smoke run (minutes, for tests and first looks), ``cpu`` the default study on the
-two offline models, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
+two offline models, ``decompose`` the conditions of the cpu profile whose token energy splits F1's
+and F3's gaps (chapter "Where the gap comes from"), with it, ``paper`` the paper's ten models on a GPU, ``original`` the paper's ten models
 on the original study's released statistics (imported, not computed); ``training`` and
 ``training-paper`` fine-tune a model (``analysis.train``) and execute only the chapter that
 ``_toc.yml`` keeps to their source. The conditions of every profile
@@ -164,6 +165,21 @@ def deciding_conditions() -> tuple[str, ...]:
     return tuple(sorted({c.key for c in chosen}, key=order.index))
 
 
+def decomposition_conditions(conditions) -> tuple[str, ...]:
+    """Of ``conditions``, those whose token energy splits F1's and F3's gaps in the chapter "Where the
+    gap comes from": None CoT and Detailed CoT with correct responses and Detailed CoT with irrelevant
+    ones, of every reasoning dataset with None CoT."""
+    with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
+    pairs = (("none", vocabulary.CORRECT), ("detailed", vocabulary.CORRECT), ("detailed", vocabulary.IRRELEVANT))
+    wanted = {f"{d}/{s}/{r}" for d in with_none for s, r in pairs}
+    return tuple(c for c in conditions if c in wanted)
+
+
+# Random-sign passes of the token energy where a profile computes it (methods, "Where a gap comes
+# from"): a response of at most this many tokens is exact, a longer one estimated from this many passes.
+ENERGY_PASSES = 4
+
+
 def quick_conditions() -> tuple[str, ...]:
     """A small set that still exercises every notebook and every section of it.
 
@@ -227,10 +243,18 @@ PROFILES: dict[str, Profile] = {
         models=OFFLINE_MODEL_NAMES,
         conditions=quick_conditions(),
         extraction=ExtractionSettings(
-            n_samples=2, max_length=128, batch_size=1, token_budget=1024, device="cpu", threads=1
+            n_samples=2,
+            max_length=128,
+            batch_size=1,
+            token_budget=1024,
+            device="cpu",
+            threads=1,
+            token_energy_passes=ENERGY_PASSES,
+            token_energy_conditions=decomposition_conditions(quick_conditions()),
         ),
         n_resamples=200,
-        description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens",
+        description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens "
+        "(with the token energy)",
     ),
     "cpu": Profile(
         name="cpu",
@@ -291,6 +315,18 @@ PROFILES: dict[str, Profile] = {
         "5 seeds, 200 steps, on a GPU",
         source="training",
         training=TRAINING_PAPER,
+    ),
+    "decompose": Profile(
+        name="decompose",
+        models=OFFLINE_MODEL_NAMES,
+        conditions=decomposition_conditions(deciding_conditions()),
+        extraction=ExtractionSettings(
+            n_samples=CPU_SAMPLES, batch_size=1, device="cpu", token_energy_passes=ENERGY_PASSES
+        ),
+        n_resamples=1000,
+        description=f"both offline models, the {len(decomposition_conditions(deciding_conditions()))} conditions "
+        f"whose token energy splits F1's and F3's gaps, {CPU_SAMPLES} samples each (the cpu profile's), with the "
+        f"token energy ({ENERGY_PASSES} passes)",
     ),
 }
 

@@ -5,12 +5,18 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
+from analysis.errors import StudyError
+
 MAX_LENGTH = 1024  # this project's default, the paper's: prompt and response cut at this many tokens
 # The original study's --max_length in every run it released: rows imported from its files are
 # labelled with it whatever this project's default is.
 ORIGINAL_MAX_LENGTH = 1024
 TOKEN_BUDGET = 2048  # at most this many tokens in one batch (padding included)
 SHARD_SIZE = 32  # samples between two writes to the store (and per Ray shard)
+
+
+class SettingsError(StudyError, ValueError):
+    """A setting outside its range."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +32,10 @@ class ExtractionSettings:
     ``entry_stats``: also the mean, max and min of the gradient entries. ``keep_spectra``: also
     every gradient's singular values (local executor only). ``retry_out_of_memory``: compute
     again the samples recorded as skipped for lack of memory (e.g. on a larger GPU).
+    ``token_energy_passes``: k > 0 also computes each sample's token energy (the sum of its token
+    gradients' squared norms, ``analysis.extract.token_energy``): exactly in R backward passes when
+    its R response tokens are at most k, else estimated from k random-sign passes; 0: off.
+    ``token_energy_conditions``: the condition keys it is computed for (empty: every condition).
     """
 
     n_samples: int | None = None
@@ -39,6 +49,21 @@ class ExtractionSettings:
     entry_stats: bool = False
     keep_spectra: bool = False
     retry_out_of_memory: bool = False
+    token_energy_passes: int = 0
+    token_energy_conditions: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.token_energy_passes < 0 or self.token_energy_passes == 1:
+            raise SettingsError(
+                f"token_energy_passes is {self.token_energy_passes}: 0 (off) or at least 2 "
+                "(an estimate's variance needs two passes)"
+            )
+        object.__setattr__(self, "token_energy_conditions", tuple(self.token_energy_conditions))
+
+    def energy_passes(self, condition: str) -> int:
+        """The token energy's passes for one condition key (0: not computed for it)."""
+        wanted = not self.token_energy_conditions or condition in self.token_energy_conditions
+        return self.token_energy_passes if wanted else 0
 
     def but(self, **changes) -> ExtractionSettings:
         """These settings with some of them changed (unknown names are a TypeError)."""

@@ -18,7 +18,7 @@
 # shrink like 1/sqrt(R) by averaging alone, and a Detailed CoT of hundreds of tokens would get a far
 # smaller gradient than a bare answer of a few, with nothing learned about how the model thinks.
 # Exactly, log nuclear norm = log shape + 1/2 log(token size) + 1/2 log(alignment) - 1/2 log R
-# ([methods](../methods.md), "Where a gap comes from"). This page splits F1's gap (None against
+# ([Methods: where a gap comes from](../gap_methods.md)). This page splits F1's gap (None against
 # Detailed CoT) and F3's (irrelevant against correct responses under Detailed CoT) into those
 # parts, layer by layer, and asks two questions: is F1's gap more than averaging (A1), and do the
 # curves tell irrelevant from correct responses better than the loss (G1)? The rules:
@@ -52,9 +52,10 @@ show_markdown(page.coverage())
 #
 # Per layer, the gap of mean log nuclear norm between None and Detailed CoT (correct responses,
 # mean over Q, K, V, O and the datasets; the line) as the sum of its parts (the bars): averaging,
-# the same at every layer of a sample; token size and alignment together; and the spectral shape
-# (nuclear over Frobenius norm). Averaging cancels from F1's second part (early against late
-# layers): what makes that part is in the other bars. The table gives each part's mean over layers.
+# the same at every layer of a sample; token size and alignment, split where the store holds the
+# token energy (profile `decompose`) and shown together otherwise; and the spectral shape (nuclear
+# over Frobenius norm). Averaging cancels from F1's second part (early against late layers): what
+# makes that part is in the other bars. The table gives each part's mean over layers.
 
 # %% tags=["remove-input"]
 gap_sources.f1_gap(page)

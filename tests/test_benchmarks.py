@@ -29,3 +29,22 @@ def test_the_extraction_benchmark_runs_with_its_busy_core_row(tiny_model_dir, st
     assert payload["cases"] and payload["cached_loads"]
     (row,) = payload["busy_core"]
     assert row["busy_over_idle"] > 0 and row["threads_chosen"]["source"] == "free cores"
+
+
+@pytest.mark.slow
+def test_the_token_energy_benchmark_states_its_cost_against_the_plain_extraction(
+    tiny_model_dir, study_data_dir, tmp_path
+):
+    out = tmp_path / "token_energy.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_token_energy.py"), "--model"]
+    command += [str(tiny_model_dir("llama")), "--template", "instruct", "--data", "aqua/none/correct"]
+    command += ["--samples", "2", "--repeats", "1", "--passes", "2", "400", "--threads", "1"]
+    command += ["--data-dir", str(study_data_dir), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    (case,) = json.loads(out.read_text())["cases"]
+    assert set(case["energy_over_plain"]) == {"energy k=2", "energy k=400"}
+    assert all(ratio > 0 for ratio in case["energy_over_plain"].values())
+    assert case["exact_share"]["energy k=400"] == 1.0 and case["exact_share"]["energy k=2"] == 0.0
+    assert case["relative_standard_error"]["energy k=400"]["median"] is None  # every row exact
+    assert case["relative_standard_error"]["energy k=2"]["median"] > 0

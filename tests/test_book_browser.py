@@ -78,7 +78,7 @@ def _page(quick_book, name: str) -> Path:
     return folder / f"{name}.html" if name in METHOD_PAGES else folder / "notebooks" / f"{name}.html"
 
 
-METHOD_PAGES = ("methods", "checks", "training_methods", "gpu_check")
+METHOD_PAGES = ("methods", "checks", "gap_methods", "training_methods", "gpu_check")
 
 
 @pytest.mark.parametrize("name", [*METHOD_PAGES, *profiles.NOTEBOOKS])

@@ -192,4 +192,126 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     found = page.findings_table(["A1"])
     pooled = found[found["pooled"]]
     assert len(pooled) == len(MODELS) and f"A1 **{pooled['verdict'].iloc[0]}**" in text
-    assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.NO_ENERGY in text
+    assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.no_energy(list(MODELS)) in text
+    assert gap_sources.ENERGY_COMMAND in text
+
+
+def _with_energy(rows, seed: int = 0, models=None, datasets=None):
+    """The rows with a token energy E = R^2 ||G||_F^2 / kappa, kappa = R^u per sample (u uniform in
+    [0, 1]: between orthogonal and identical token gradients), for ``models`` and ``datasets`` (None: all)."""
+    rng = np.random.default_rng(seed)
+    keys = rows[["model", "condition", "sample_index"]].drop_duplicates()
+    u = dict(zip(map(tuple, keys.to_numpy()), rng.uniform(0, 1, len(keys))))
+    power = np.array([u[k] for k in map(tuple, rows[["model", "condition", "sample_index"]].to_numpy())])
+    tokens = rows["n_response_tokens"].to_numpy(dtype=float)
+    energy = tokens**2 * rows["frobenius"].to_numpy() ** 2 / tokens**power
+    chosen = np.ones(len(rows), dtype=bool)
+    if models is not None:
+        chosen &= rows["model"].isin(models).to_numpy()
+    if datasets is not None:
+        chosen &= rows["dataset"].isin(datasets).to_numpy()
+    rows["token_energy"] = np.where(chosen, energy, np.nan)
+    return rows, dict(zip(u, u.values()))
+
+
+def test_token_terms_split_the_rest_exactly():
+    rng = np.random.default_rng(0)
+    log_f, log_n, log_r = rng.normal(size=(5, 3)), rng.normal(size=(5, 3)) + 2, np.log(rng.integers(1, 300, 5))
+    log_e = 2 * log_f + log_r[:, None] + rng.uniform(0, 1, (5, 1)) * 0.0
+    terms = averaging.token_terms(log_f, log_n, log_r, log_e)
+    assert np.allclose(terms[averaging.TOKEN_SIZE] + terms[averaging.ALIGNMENT], terms[averaging.REST], atol=1e-12)
+    assert np.allclose(terms[averaging.TOKEN_SIZE], 0.5 * (log_e - log_r[:, None]))
+    assert np.allclose(sum(terms[t] for t in averaging.STACKED_WITH_ENERGY), log_n)
+    assert averaging.TOKEN_SIZE not in averaging.token_terms(log_f, log_n, log_r)
+
+
+def _energy_page(tmp_path, study_data_dir, **chosen):
+    from synthetic import MODELS, record_run, write_store
+
+    from analysis.report.page import Page
+
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
+    rows = make_results(conditions, MODELS, 8, _level(0.5), sample_sd=0.2, length_exponent=-0.5, seed=2)
+    rows, powers = _with_energy(rows, **chosen)
+    root = write_store(tmp_path, rows)
+    record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
+    given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
+    return Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",)), rows, powers
+
+
+def _shown(page, monkeypatch, contrast: str = "F1") -> list:
+    from analysis.report import gap_sources
+
+    shown = []
+    monkeypatch.setattr(gap_sources, "show_markdown", shown.append)
+    monkeypatch.setattr(gap_sources, "show_figure", lambda fig, alt, empty="": shown.append(alt if fig else empty))
+    monkeypatch.setattr(gap_sources, "show_table", lambda table, **_: shown.append(table))
+    gap_sources.decomposition_section(page, contrast)
+    return shown
+
+
+@pytest.mark.parametrize("contrast", ["F1", "F3"])
+def test_with_the_token_energy_the_gap_is_four_parts_that_add_up_to_it(tmp_path, study_data_dir, monkeypatch, contrast):
+    from synthetic import MODELS
+
+    from analysis.report import gap_sources
+
+    page, rows, powers = _energy_page(tmp_path, study_data_dir)
+    table = gap_sources.decomposition(page, contrast)
+    assert set(table["model"]) == set(MODELS) and set(averaging.STACKED_WITH_ENERGY) <= set(table["term"])
+    wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
+    parts = wide[list(averaging.STACKED_WITH_ENERGY)].sum(axis=1)
+    assert np.allclose(parts, wide[averaging.LOG_NUCLEAR], rtol=0, atol=1e-12)
+    assert np.allclose(wide[averaging.TOKEN_SIZE] + wide[averaging.ALIGNMENT], wide[averaging.REST], atol=1e-12)
+    # alignment is 1/2 log kappa = u/2 log R per sample: its gap is known from the rows
+    (first, second) = averaging.conditions_of(*gap_sources.CONTRASTS[contrast][0], "aqua")
+    model = next(iter(MODELS))
+    samples = rows[(rows["model"] == model) & (rows["layer"] == 0) & (rows["proj"] == "q")]
+    half_log_kappa = {
+        c: np.mean(
+            [
+                0.5 * powers[(model, c, i)] * np.log(r)
+                for i, r in samples.loc[samples["condition"] == c, ["sample_index", "n_response_tokens"]].to_numpy()
+            ]
+        )
+        for c in (first, second)
+    }
+    expected = half_log_kappa[first] - half_log_kappa[second]
+    assert np.allclose(wide.loc[(model, "aqua"), averaging.ALIGNMENT], expected, atol=1e-9)
+    shown = _shown(page, monkeypatch, contrast)
+    text = "\n".join(s for s in shown if isinstance(s, str))
+    assert "averaging, token size, alignment and shape" in text and "no token energy" not in text
+
+
+def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tmp_path, study_data_dir, monkeypatch):
+    from synthetic import MODELS
+
+    from analysis.report import gap_sources
+
+    first, other = MODELS
+    page, _, _ = _energy_page(tmp_path, study_data_dir, models=[first])
+    table = gap_sources.decomposition(page, "F1")
+    assert gap_sources.split_models(table) == [first]
+    wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
+    for model in MODELS:  # each model's stacked parts add up to its gap
+        terms = averaging.stacked_terms(table.loc[table["model"] == model, "term"].unique())
+        assert np.allclose(wide.loc[model, list(terms)].sum(axis=1), wide.loc[model, averaging.LOG_NUCLEAR])
+    assert gap_sources.no_energy([other]) in [s for s in _shown(page, monkeypatch) if isinstance(s, str)]
+    # a model holding it for one dataset of two: the mean over datasets is not split
+    page, _, _ = _energy_page(tmp_path / "one", study_data_dir, models=[first], datasets=[DATASETS[0]])
+    table = gap_sources.decomposition(page, "F1")
+    assert gap_sources.split_models(table) == []
+    shown = _shown(page, monkeypatch)
+    assert gap_sources.no_energy(list(MODELS)) in [s for s in shown if isinstance(s, str)]
+
+
+def test_a1_shows_token_size_and_alignment_where_the_energy_is_stored(tmp_path, study_data_dir):
+    page, _, _ = _energy_page(tmp_path, study_data_dir)
+    parts = page.part_table(["A1"])
+    names = set(parts["part"])
+    assert {averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART, averaging.A1_PART} <= names
+    found = page.findings_table(["A1"])
+    assert len(found) and found["verdict"].notna().all()
+    from analysis.report import gap_sources
+
+    assert "(token size " in gap_sources.a1_paragraph(found, parts)

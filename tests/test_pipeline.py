@@ -259,6 +259,7 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
     assert [c["file"] for part in toc["parts"] for c in part["chapters"]] == [
         "book/methods",
         "book/checks",
+        "book/gap_methods",
         "book/training_methods",
         "book/running_the_study",
         "book/code_map",
@@ -269,3 +270,26 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
         "during_training"
     ]
     assert profiles.get_profile("cpu").notebooks() is None
+
+
+def test_the_decompose_profile_computes_the_token_energy_of_the_gaps_conditions_of_the_cpu_profile():
+    from analysis.report import gap_sources
+
+    decompose, cpu = profiles.get_profile("decompose"), profiles.get_profile("cpu")
+    assert gap_sources.ENERGY_COMMAND.endswith(f"--profile {decompose.name}")
+    assert set(decompose.conditions) <= set(cpu.conditions) and len(decompose.conditions) == 18
+    assert {c.split("/", 1)[1] for c in decompose.conditions} == {
+        "none/correct",
+        "detailed/correct",
+        "detailed/irrelevant",
+    }
+    assert decompose.extraction.n_samples == cpu.extraction.n_samples  # the same instructions as the cpu run
+    assert all(decompose.extraction.energy_passes(c) == profiles.ENERGY_PASSES for c in decompose.conditions)
+    assert all(cpu.extraction.energy_passes(c) == 0 for c in cpu.conditions)
+    quick = profiles.get_profile("quick").extraction
+    assert [c for c in profiles.quick_conditions() if quick.energy_passes(c)] == list(
+        profiles.decomposition_conditions(profiles.quick_conditions())
+    )
+    assert (
+        profiles.Profile.from_dict(json.loads(json.dumps(decompose.as_dict()))) == decompose
+    )  # as the run log keeps it

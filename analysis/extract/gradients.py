@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from analysis import layer_stats
-from analysis.extract import architectures, spectra
+from analysis.extract import architectures, spectra, token_energy
 from analysis.vocabulary import PROJECTIONS
 
 
@@ -106,6 +106,19 @@ def per_sample_losses(model: nn.Module, batch: Batch, *, train_embeddings: bool 
     ``train_embeddings`` keeps them attached to the embedding weights instead (fine-tuning,
     :mod:`analysis.train`), so that those weights receive their gradient too.
     """
+    return mean_losses(*token_losses(model, batch, train_embeddings=train_embeddings))
+
+
+def mean_losses(losses: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """Each sample's mean of its response tokens' losses (``token_losses``' two tensors)."""
+    return torch.where(mask, losses, torch.zeros_like(losses)).sum(1) / mask.sum(1)
+
+
+def token_losses(
+    model: nn.Module, batch: Batch, *, train_embeddings: bool = False
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The cross-entropy of every predicted position (B, P) and which of them are response tokens
+    of their sample (B, P) bool, P the batch's ``loss_positions`` (see ``per_sample_losses``)."""
     embeddings = model.get_input_embeddings()(batch.input_ids)
     if not train_embeddings:
         embeddings = embeddings.detach().requires_grad_(True)
@@ -116,14 +129,14 @@ def per_sample_losses(model: nn.Module, batch: Batch, *, train_embeddings: bool 
     targets = batch.input_ids[:, positions + 1]
     # the flat (tokens x vocabulary) layout: the (batch x vocabulary x tokens) layout of
     # cross_entropy differs from the Hugging Face loss by up to 2e-4 per token in float32
-    token_losses = nn.functional.cross_entropy(
+    losses = nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
     ).view(targets.shape)
-    mask = torch.zeros_like(token_losses, dtype=torch.bool)
+    mask = torch.zeros_like(losses, dtype=torch.bool)
     for row, (prompt_length, length) in enumerate(zip(batch.prompt_lengths, batch.lengths)):
         first, last = max(prompt_length, 1) - 1, length - 1
         mask[row] = (positions >= first) & (positions < last)
-    return torch.where(mask, token_losses, torch.zeros_like(token_losses)).sum(1) / mask.sum(1)
+    return losses, mask
 
 
 @dataclass
@@ -144,6 +157,8 @@ def batch_statistics(
     entry_stats: bool = False,
     similarities: bool = True,
     keep_spectra: bool = False,
+    token_energy_passes: int = 0,
+    energy_seed: int = 0,
 ) -> list[SampleGradientStats]:
     """Per-sample gradient statistics of every attention projection for one batch.
 
@@ -151,23 +166,62 @@ def batch_statistics(
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
     failed, and the other samples of its batch are still computed. ``keep_spectra`` also returns
-    every gradient's singular values (``SampleGradientStats.spectra``).
+    every gradient's singular values (``SampleGradientStats.spectra``). ``token_energy_passes``
+    k > 0 also computes each sample's token energy in up to k more backward passes of the same
+    graph (:mod:`analysis.extract.token_energy`; random signs seeded by ``energy_seed``).
     """
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
-        losses = per_sample_losses(model, batch)
+        by_token, mask = token_losses(model, batch)
+        losses = mean_losses(by_token, mask)
         finite = torch.isfinite(losses)
         if finite.any():
-            losses[finite].sum().backward()
-    results = []
-    for row, loss in enumerate(losses.tolist()):
-        if not math.isfinite(loss):
-            results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
-            continue
-        results.append(
-            sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities, keep_spectra)
-        )
+            losses[finite].sum().backward(retain_graph=token_energy_passes > 0)
+        results = []
+        for row, loss in enumerate(losses.tolist()):
+            if not math.isfinite(loss):
+                results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
+                continue
+            results.append(
+                sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities, keep_spectra)
+            )
+        if token_energy_passes and finite.any():
+            add_token_energy(captured, batch, by_token, mask, finite, results, token_energy_passes, energy_seed)
     return results
+
+
+def add_token_energy(
+    captured: CapturedFactors,
+    batch: Batch,
+    by_token: torch.Tensor,
+    mask: torch.Tensor,
+    finite: torch.Tensor,
+    results: list[SampleGradientStats],
+    passes: int,
+    seed: int,
+) -> None:
+    """Each computed sample's token energy into its ``values``, from backward passes of the loss
+    sum over samples and tokens of weight x token loss (``token_energy.pass_weights``): each
+    pass's captured output gradients are those of every sample's weighted sum of token gradients."""
+    seeds = [
+        token_energy.sample_seed(batch.input_ids[b, : batch.lengths[b]].tolist(), seed) for b in range(len(results))
+    ]
+    weights, exact = token_energy.pass_weights(mask, finite, passes, seeds)
+    rows = [b for b, r in enumerate(results) if r.failure is None]
+    shared: dict[int, dict] = {b: {} for b in rows}  # each sample's inputs, x x^T computed once
+    energies = {b: token_energy.EnergyAccumulator(bool(exact[b])) for b in rows}
+    kept = torch.where(mask & finite[:, None], by_token, torch.zeros_like(by_token))
+    for index in range(weights.shape[0]):
+        (weights[index] * kept).sum().backward(retain_graph=index < weights.shape[0] - 1)
+        for b in rows:
+            if weights[index, b].any():
+                factors = layer_factors(captured, b, batch.lengths[b] - 1, shared[b])
+                energies[b].add(token_energy.squared_norms(factors))
+    for b in rows:
+        values = energies[b].statistics()
+        if not all(torch.isfinite(values[name]).all() for name in (token_energy.ENERGY, token_energy.VARIANCE)):
+            results[b].failure = "non-finite token energy"
+        results[b].values.update(values)
 
 
 def sample_statistics(
@@ -211,14 +265,17 @@ def sample_statistics(
     return SampleGradientStats(loss, n_positions + 1, values, failure, kept if keep_spectra else None)
 
 
-def layer_factors(captured: CapturedFactors, row: int, n_positions: int) -> dict[str, spectra.LayerFactors]:
+def layer_factors(
+    captured: CapturedFactors, row: int, n_positions: int, shared: dict | None = None
+) -> dict[str, spectra.LayerFactors]:
     """One sample's factors of each projection, stacked over layers.
 
     Projections that read the same input tensor (Q, K and V do) share one
-    :class:`spectra.LayerInputs`, so its triangular factor and Gram matrices are computed once.
+    :class:`spectra.LayerInputs`, so its triangular factor and Gram matrices are computed once
+    (``shared``: those of earlier calls for the same sample, kept across backward passes).
     """
     n_layers = 1 + max(layer for layer, _ in captured.inputs)
-    shared: dict[tuple, spectra.LayerInputs] = {}
+    shared = {} if shared is None else shared
     factors = {}
     for proj in PROJECTIONS:
         pairs = [captured.factors((layer, proj), row, n_positions) for layer in range(n_layers)]

@@ -221,7 +221,8 @@ def plan_run(
     chosen = draw(condition.dataset, records, settings.n_samples)
     key, identity = run_labels(model_name, template, resolved, max_length)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
-    required = layer_stats.computed_columns(entry_stats=settings.entry_stats)
+    energy = settings.energy_passes(identity["condition"]) > 0
+    required = layer_stats.computed_columns(entry_stats=settings.entry_stats, token_energy=energy)
     done = store.done_samples(key, retry_reasons=retried, required_columns=required)
     return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done])
 
@@ -268,7 +269,8 @@ def compute_prepared(
     projections = gradients.attention_projections(loaded.model)
     pad_id = models.pad_token_id(loaded.tokenizer)
     plan = memory_plan(loaded, prepared)
-    retry = HalvingRetry(loaded, projections, pad_id, settings.entry_stats, settings.keep_spectra)
+    passes = settings.energy_passes(identity.get("condition", ""))
+    retry = HalvingRetry(loaded, projections, pad_id, settings.entry_stats, settings.keep_spectra, passes)
     batches = length_sorted_batches(prepared, batch_size, settings.token_budget, fits=plan.fits if plan else None)
     for batch_samples in batches:
         frames, failed = [], []
@@ -313,13 +315,20 @@ class HalvingRetry:
     """
 
     def __init__(
-        self, loaded: models.LoadedModel, projections, pad_id: int, entry_stats: bool, keep_spectra: bool = False
+        self,
+        loaded: models.LoadedModel,
+        projections,
+        pad_id: int,
+        entry_stats: bool,
+        keep_spectra: bool = False,
+        token_energy_passes: int = 0,
     ):
         self.loaded = loaded
         self.projections = projections
         self.pad_id = pad_id
         self.entry_stats = entry_stats
         self.keep_spectra = keep_spectra
+        self.token_energy_passes = token_energy_passes
         self.failed_positions: int | None = None  # smallest padded size that ran out of memory
 
     def compute(
@@ -360,7 +369,12 @@ class HalvingRetry:
             self.loaded.device,
         )
         return gradients.batch_statistics(
-            self.loaded.model, batch, self.projections, entry_stats=self.entry_stats, keep_spectra=self.keep_spectra
+            self.loaded.model,
+            batch,
+            self.projections,
+            entry_stats=self.entry_stats,
+            keep_spectra=self.keep_spectra,
+            token_energy_passes=self.token_energy_passes,
         )
 
 

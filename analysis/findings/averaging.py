@@ -12,7 +12,9 @@ The Frobenius norm is log ||G||_F = 1/2 log e + 1/2 log kappa - 1/2 log R: avera
 a gap in mean log Frobenius norm is exactly the gap in -1/2 log R, and what is left, the gap in
 log(sqrt(R) ||G||_F), is token size and alignment together. A1 decides on that remainder; it reads
 the stored columns ``frobenius`` and ``n_response_tokens`` only. The nuclear norm adds the shape
-s, shown beside. Each term is a mean over q, k, v, o (and the layers of a segment) of per-sample
+s, shown beside. Where the store holds the token energy E = sum_r ||g_r||_F^2 (``token_energy``,
+``ExtractionSettings.token_energy_passes``) for every sample of a condition, the remainder splits
+into token size 1/2 log e = 1/2 log(E / R) and alignment 1/2 log kappa = log(sqrt(R) ||G||_F) - 1/2 log e. Each term is a mean over q, k, v, o (and the layers of a segment) of per-sample
 logs, so a gap between two conditions is a difference of means over instructions, resampled with
 the book's one resampling of the instructions (``bootstrap``), paired like F1's own gap.
 """
@@ -29,21 +31,36 @@ from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
 from analysis.findings.rules import Part
 
-FROBENIUS, NUCLEAR, TOKENS = "frobenius", "nuclear_norm", "n_response_tokens"
-READS = (FROBENIUS, TOKENS)  # the statistics A1 reads beyond the nuclear norm
+FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
+# the statistics A1 and its chapter read beyond the nuclear norm (A1 decides on the first two; the
+# chapter splits token size from alignment with the energy where it is stored)
+READS = (FROBENIUS, TOKENS, ENERGY)
 
 # The terms of a sample's log norms (per layer), each a mean over q, k, v, o:
 REST = "token size and alignment"  # log ||G||_F + 1/2 log R = 1/2 log e + 1/2 log kappa
+TOKEN_SIZE = "token size"  # 1/2 log e = 1/2 log E - 1/2 log R (with the token energy E only)
+ALIGNMENT = "alignment"  # 1/2 log kappa = REST - TOKEN_SIZE (with the token energy E only)
 AVERAGING = "averaging"  # -1/2 log R
 SHAPE = "shape"  # log ||G||_* - log ||G||_F = log s
 LOG_FROBENIUS = "log Frobenius norm"
 LOG_NUCLEAR = "log nuclear norm"
 SCALED_NUCLEAR = "log nuclear norm + 1/2 log R"  # shape + token size + alignment
-TERMS = (REST, AVERAGING, SHAPE, LOG_FROBENIUS, LOG_NUCLEAR, SCALED_NUCLEAR)
-# The parts of the nuclear-norm gap that add up to it, in the order a stacked figure shows them.
+TERMS = (REST, TOKEN_SIZE, ALIGNMENT, AVERAGING, SHAPE, LOG_FROBENIUS, LOG_NUCLEAR, SCALED_NUCLEAR)
+# The parts of the nuclear-norm gap that add up to it, in the order a stacked figure shows them:
+# four with the token energy, three without it.
 STACKED = (AVERAGING, REST, SHAPE)
+STACKED_WITH_ENERGY = (AVERAGING, TOKEN_SIZE, ALIGNMENT, SHAPE)
+
+
+def stacked_terms(present) -> tuple[str, ...]:
+    """The parts that add up to the nuclear-norm gap among the terms ``present``: four where token
+    size and alignment are split, else three."""
+    return STACKED_WITH_ENERGY if {TOKEN_SIZE, ALIGNMENT} <= set(present) else STACKED
+
 
 A1_PART = "None / Detailed of sqrt(R) x Frobenius norm x"
+TOKEN_SIZE_PART = "token size: None / Detailed of sqrt(e) x"
+ALIGNMENT_PART = "alignment: None / Detailed of sqrt(kappa) x"
 
 
 @dataclass(frozen=True)
@@ -61,9 +78,15 @@ def _per_sample(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndar
     return [cd.samples[k] for k in keys]
 
 
-def token_terms(log_frobenius: np.ndarray, log_nuclear: np.ndarray | None, log_tokens: np.ndarray) -> dict:
+def token_terms(
+    log_frobenius: np.ndarray,
+    log_nuclear: np.ndarray | None,
+    log_tokens: np.ndarray,
+    log_energy: np.ndarray | None = None,
+) -> dict:
     """The terms (``TERMS``) from per-sample log norms (n, L) and log token counts (n,); without
-    the nuclear norm, only those of the Frobenius norm."""
+    the nuclear norm, only those of the Frobenius norm; without the log token energy (n, L), token
+    size and alignment together only."""
     half = 0.5 * np.asarray(log_tokens, dtype=float)[:, None]
     terms = {
         REST: log_frobenius + half,
@@ -72,6 +95,9 @@ def token_terms(log_frobenius: np.ndarray, log_nuclear: np.ndarray | None, log_t
     }
     if log_nuclear is not None:
         terms.update({SHAPE: log_nuclear - log_frobenius, LOG_NUCLEAR: log_nuclear, SCALED_NUCLEAR: log_nuclear + half})
+    if log_energy is not None:
+        size = 0.5 * log_energy - half
+        terms.update({TOKEN_SIZE: size, ALIGNMENT: terms[REST] - size})
     return terms
 
 
@@ -89,15 +115,22 @@ def log_terms(cd: CurveDraws, condition: str) -> LogTerms | None:
         order = np.argsort(own, kind="stable")
         return matrix[order[np.searchsorted(own[order], ids)]]
 
+    def log_mean(pairs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
+        """The mean over q, k, v, o of the log of a statistic held for every one of ``ids`` (else None)."""
+        if not all(np.isin(ids, own).all() for _, own in pairs):
+            return None
+        with np.errstate(divide="ignore", invalid="ignore"):
+            values = np.stack([np.log(aligned(m, i)) for m, i in pairs]).mean(axis=0)
+        return values if np.all(np.isfinite(values)) else None
+
     log_f = np.stack([np.log(aligned(m, i)) for m, i in frobenius]).mean(axis=0) if ids.size else None
     counts = np.nanmax(aligned(*tokens[0]), axis=1) if ids.size else None
     if log_f is None or not np.all(np.isfinite(log_f)) or not np.all(counts > 0):
         return None
-    log_n = None
-    if nuclear is not None:
-        log_n = np.stack([np.log(aligned(m, i)) for m, i in nuclear]).mean(axis=0)
-        log_n = log_n if np.all(np.isfinite(log_n)) else None
-    return LogTerms(ids, token_terms(log_f, log_n, np.log(counts)))
+    log_n = log_mean(nuclear) if nuclear is not None else None
+    energy = _per_sample(cd, condition, ENERGY)
+    log_e = log_mean(energy) if energy is not None else None  # the split only where every sample has it
+    return LogTerms(ids, token_terms(log_f, log_n, np.log(counts), log_e))
 
 
 def paired_contrast(
@@ -147,6 +180,8 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         ("averaging alone: sqrt(R_Detailed / R_None) x", AVERAGING),
         ("None / Detailed of sqrt(R) x nuclear norm x", SCALED_NUCLEAR),
         ("shape: None / Detailed of nuclear / Frobenius norm x", SHAPE),
+        (TOKEN_SIZE_PART, TOKEN_SIZE),  # where the token energy is stored
+        (ALIGNMENT_PART, ALIGNMENT),
     )
     parts = [Part(A1_PART, gap(REST), "above", 0.0, _times)]
     estimates = {name: gap(term) for name, term in shown}

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import vocabulary
+from analysis import profiles, vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
@@ -22,10 +22,18 @@ from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
 from analysis.report.page import Page
 
-TERM_COLOURS = {averaging.AVERAGING: "#9e9e9e", averaging.REST: "#377eb8", averaging.SHAPE: "#ff7f00"}
+TERM_COLOURS = {
+    averaging.AVERAGING: "#9e9e9e",
+    averaging.REST: "#377eb8",
+    averaging.TOKEN_SIZE: "#4daf4a",
+    averaging.ALIGNMENT: "#984ea3",
+    averaging.SHAPE: "#ff7f00",
+}
 TERM_LABELS = {
     averaging.AVERAGING: "averaging (-1/2 log R)",
     averaging.REST: "token size and alignment",
+    averaging.TOKEN_SIZE: "token size (1/2 log e)",
+    averaging.ALIGNMENT: "alignment (1/2 log kappa)",
     averaging.SHAPE: "spectral shape",
 }
 CONTRASTS = {
@@ -33,10 +41,14 @@ CONTRASTS = {
     "F3": (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
 }
 NO_ENERGY = (
-    "The results store holds no token energy (the sum over response tokens of each token gradient's squared "
-    "Frobenius norm), and this extraction does not compute it yet: token size and alignment are shown together, "
-    "as the sqrt(R)-scaled Frobenius norm the stored columns give."
+    "{models}: the results store holds no token energy (the sum over response tokens of each token gradient's "
+    "squared Frobenius norm) for these conditions, so token size and alignment are shown together, as the "
+    "sqrt(R)-scaled Frobenius norm the stored columns give. `{command}` computes it for the offline models (with "
+    "`--results-dir` of this run, into this store), `python -m analysis extract --token-energy-passes {passes}` for any "
+    'model; this page then shows four parts (Methods: where a gap comes from).'
 )
+# The profile that computes the token energy for this chapter's conditions (analysis.profiles).
+ENERGY_COMMAND = "python -m analysis run --profile decompose"
 A1_ID, G1_ID = "A1", "G1"
 
 
@@ -57,7 +69,25 @@ def decomposition(page: Page, contrast: str) -> pd.DataFrame:
                     {"model": model, "dataset": dataset, "layer": layer, "term": term, "value": float(v)}
                     for layer, v in enumerate(values)
                 ]
-    return pd.DataFrame(rows, columns=["model", "dataset", "layer", "term", "value"])
+    return split_where_complete(pd.DataFrame(rows, columns=["model", "dataset", "layer", "term", "value"]))
+
+
+def split_where_complete(table: pd.DataFrame) -> pd.DataFrame:
+    """The table without token size and alignment for a model where some of its datasets lack them
+    (no token energy there): a mean over datasets of each part then still adds up to the gap."""
+    split = (averaging.TOKEN_SIZE, averaging.ALIGNMENT)
+    if table.empty:
+        return table
+    has = table.assign(split=table["term"].isin(split)).groupby(["model", "dataset"], sort=False)["split"].any()
+    complete = has.groupby(level="model", sort=False).all()
+    drop = table["term"].isin(split) & ~table["model"].map(complete).astype(bool)
+    return table[~drop].reset_index(drop=True)
+
+
+def split_models(table: pd.DataFrame) -> list[str]:
+    """The models whose gap the table splits into four parts (token energy stored), in table order."""
+    split = table[table["term"] == averaging.TOKEN_SIZE]
+    return list(dict.fromkeys(split["model"]))
 
 
 def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> Figure | None:
@@ -70,7 +100,8 @@ def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> 
     mean = table.groupby(["model", "term", "layer"], sort=False)["value"].mean()
     for ax, model in zip(axes[0], models):
         up = down = None
-        for term in averaging.STACKED:
+        present = table.loc[table["model"] == model, "term"].unique()
+        for term in averaging.stacked_terms(present):
             if (model, term) not in mean.index.droplevel("layer"):
                 continue
             values = mean.loc[(model, term)].sort_index()
@@ -99,9 +130,11 @@ def decomposition_section(page: Page, contrast: str) -> None:
     """The stacked figure of one contrast, and how much each term adds over all layers per model."""
     table = decomposition(page, contrast)
     _, title = CONTRASTS[contrast]
+    split = split_models(table)
+    parts = "averaging, token size, alignment and shape" if split else "averaging, token size and alignment, and shape"
     show_figure(
         stacked_figure(table, f"Where the {contrast} gap comes from: {title}", page.note()),
-        f"Per layer, the {contrast} gap split into averaging, token size and alignment, and shape, per model",
+        f"Per layer, the {contrast} gap split into {parts}, per model",
         empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
     )
     unknown = [m for m, cd in page.draws.items() if m not in set(table["model"]) and _lacks_tokens(cd)]
@@ -115,7 +148,14 @@ def decomposition_section(page: Page, contrast: str) -> None:
         {"model": shares.index, **{TERM_LABELS.get(t, t): shares[t].map(fmt).to_numpy() for t in shares.columns}}
     )
     show_table(shown, by=None)
-    show_markdown(NO_ENERGY)
+    unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
+    if unsplit:
+        show_markdown(no_energy(unsplit))
+
+
+def no_energy(models: list[str]) -> str:
+    """The sentence for the models whose gap is shown in three parts: no token energy stored."""
+    return NO_ENERGY.format(models=", ".join(models), command=ENERGY_COMMAND, passes=profiles.ENERGY_PASSES)
 
 
 def _lacks_tokens(cd) -> bool:
@@ -131,6 +171,14 @@ def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
 def _value(parts: pd.DataFrame, label: str) -> str:
     row = parts[parts["part"] == label]
     return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
+
+
+def _split(cell: pd.DataFrame) -> str:
+    """ ", token size ... times and alignment ... times" where the token energy is stored, else nothing."""
+    if not (cell["part"] == averaging.TOKEN_SIZE_PART).any():
+        return ""
+    size, alignment = (_value(cell, p) for p in (averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART))
+    return f" (token size {size}, alignment {alignment})"
 
 
 def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
@@ -158,7 +206,7 @@ def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
                 f"{vocabulary.scope_label(row.scope)}: None CoT's Frobenius norm is "
                 f"{_value(cell, 'None / Detailed Frobenius norm x')} times Detailed CoT's; averaging alone predicts "
                 f"{_value(cell, 'averaging alone: sqrt(R_Detailed / R_None) x')}; what is left, token size and "
-                f"alignment, is {_value(cell, averaging.A1_PART)}: A1 **{row.verdict}** (the gap is {words})"
+                f"alignment, is {_value(cell, averaging.A1_PART)}{_split(cell)}: A1 **{row.verdict}** (the gap is {words})"
             )
         lines.append(f"**{model}.** " + "; ".join(pieces) + ".")
     return "\n\n".join(lines)
