@@ -76,15 +76,17 @@ clean-book:
 
 # (benchmark targets go below)
 
-# Extraction speed vs the original study's plain procedure and the forward/backward floor
-# (48 min 49 s on the 2-core machine, the one-core-busy rows included; writes
-# benchmarks/results.json, which the book's reproducibility page shows). --busy-core also times each
-# model with one other process busy on a core. BENCH_ARGS adds options, e.g. "--device cuda --model ID
-# --template base".
+# Extraction speed vs the original study's plain procedure and the forward/backward floor (writes
+# benchmarks/results.json, which the book's reproducibility page shows; --busy-core also times each
+# model with one other process busy on a core), then the extraction with the token energy against
+# the plain one in the same run (benchmarks/token_energy.json). 48 min 49 s on the 2-core machine
+# before the second was added; not measured since. BENCH_ARGS adds options to the first, e.g.
+# "--device cuda --model ID --template base".
 BENCH_ARGS ?=
 .PHONY: benchmark
 benchmark: setup data
 	$(PYTHON) benchmarks/bench_extraction.py --samples 4 --repeats 3 --threads 1 --busy-core $(BENCH_ARGS)
+	$(PYTHON) benchmarks/bench_token_energy.py --samples 2 --repeats 1 --threads 1 --passes 4
 
 # The GPU path in one command of at most 8 minutes on one H100/H200-class GPU (random-weight models
 # from configs, no network): exactness on the device, speed against the plain procedure, the memory
