@@ -201,7 +201,9 @@ def train_profile(
         extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
         records = []
         for model in profile.models:
-            done = arms.train_model(model, results_dir, profile.training, extraction, data_dir, progress, say=say)
+            done = arms.train_model(
+                model, results_dir, profile.training, extraction, data_dir, progress=progress, say=say
+            )
             records += [{**record, "computed": 0, "kind": "training"} for record in done]
             if log is not None:
                 log.record.extraction.extend(records[-len(done) :] if done else [])
