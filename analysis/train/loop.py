@@ -261,9 +261,7 @@ def train(
         _steps(context, samples, start, summary, chosen.progress)
     summary.seconds = time.perf_counter() - started
     _mark_done(done, summary, about)
-    for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
-        if not (chosen.keep_checkpoint and folder.name == f"{checkpoint.PREFIX}{settings.steps:06d}"):
-            shutil.rmtree(folder, ignore_errors=True)
+    _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if chosen.keep_checkpoint else None)
     return summary
 
 
@@ -286,6 +284,13 @@ def _resume(
     checkpoint.restore(last, loaded.model, optimizer, about)
     summary.resumed_from = last.step
     return optimizer, last.step
+
+
+def _remove_checkpoints(run_dir: Path, kept: str | None) -> None:
+    """A finished run's checkpoints removed, but for the one named ``kept``."""
+    for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
+        if folder.name != kept:
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def _mark_done(done: Path, summary: TrainingSummary, about: dict) -> None:
