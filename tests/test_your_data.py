@@ -319,14 +319,16 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
 
     result, files, _ = tiny_profile
     page = your_data.YourData.open(
-        [str(f) for f in files],
-        str(tiny_model_dir("llama")),
-        "base",
-        5,
-        result.results_dir,
-        [c for c in your_data.profiles.reference_conditions(("aqua",))],
-        seed=7,
-        n_resamples=200,
+        your_data.Request(
+            [str(f) for f in files],
+            str(tiny_model_dir("llama")),
+            "base",
+            5,
+            result.results_dir,
+            [c for c in your_data.profiles.reference_conditions(("aqua",))],
+            seed=7,
+            n_resamples=200,
+        )
     )
     assert page.placement is not None and page.placement.accuracy.value > 0.6
     detailed, bare = page.files
