@@ -39,6 +39,7 @@ from analysis.study.book import (
     BOOK_EXPORT,
     NOTEBOOK_FOLDER,
     PROJECT_ROOT,
+    NotebookRun,
     book_index,
     build_book,
     copy_book_sources,
@@ -401,12 +402,7 @@ def run_book(
         (target / BOOK_EXPORT).unlink(missing_ok=True)
     notebooks_started = time.perf_counter()
     executed = execute_notebooks(
-        profile,
-        results,
-        target,
-        data_dir,
-        root,
-        options.notebooks or profile.notebooks(),
+        NotebookRun(profile, results, target, data_dir, root, options.notebooks or profile.notebooks()),
         on_done=log.add_notebook,
         say=options.say,
     )
