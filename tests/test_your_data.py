@@ -368,9 +368,9 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        ExtractionSettings(n_samples=5, template="base"),
-        study_data_dir,
-        reference_samples=5,
+        your_data.ProfileData(
+            ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=5
+        ),
     )
     assert jobs == []
     more = your_data.plan_jobs(
@@ -378,9 +378,9 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        ExtractionSettings(n_samples=5, template="base"),
-        study_data_dir,
-        reference_samples=6,
+        your_data.ProfileData(
+            ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=6
+        ),
     )
     assert sorted(job.spec for job in more) == sorted(
         your_data.profiles.reference_conditions(("aqua",))
