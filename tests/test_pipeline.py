@@ -269,3 +269,14 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
         "during_training"
     ]
     assert profiles.get_profile("cpu").notebooks() is None
+
+
+def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
+    quick, original, training = (profiles.get_profile(n) for n in ("quick", "original", "training"))
+    assert isinstance(pipeline.source_runner(quick, "local"), pipeline.LocalExtraction)
+    assert isinstance(pipeline.source_runner(quick, "ray"), pipeline.RayExtraction)
+    for executor in pipeline.EXECUTORS:  # a source that computes no extraction runs the same on either executor
+        assert isinstance(pipeline.source_runner(original, executor), pipeline.ImportedStatistics)
+        assert isinstance(pipeline.source_runner(training, executor), pipeline.Training)
+    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+        pipeline.source_runner(quick, "dask")
