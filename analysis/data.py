@@ -81,22 +81,24 @@ def _folder(base: str, responses: str) -> str:
     return base if responses == "correct" else f"{base}_wrong_answer_shuffle"
 
 
-def _build_registry() -> dict[str, Condition]:
+def _file_conditions(responses: str) -> list[Condition]:
+    """The conditions that are data files, of one response type: reasoning, MATH and Wiki."""
     conditions: list[Condition] = []
-    for responses in RESPONSES:
-        for dataset in REASONING_DATASETS:
-            for setting in COT_SETTINGS:
-                path = f"{_folder('cot_500', responses)}/{dataset}_train_{_COT_SUFFIX[setting]}.json"
-                conditions.append(Condition(dataset, setting, responses, path))
-        for dataset, stem in MATH_DATASETS.items():
-            for setting in ("simplified", "detailed"):
-                path = f"{_folder('lighteval_math', responses)}/{stem}_{_COT_SUFFIX[setting]}.json"
-                conditions.append(Condition(dataset, setting, responses, path))
-        for setting, stem in _WIKI_STEM.items():
-            conditions.append(
-                Condition("wiki", setting, responses, f"{_folder('wiki_popularity', responses)}/{stem}.json")
-            )
-    registry = {c.key: c for c in conditions}
+    for dataset in REASONING_DATASETS:
+        for setting in COT_SETTINGS:
+            path = f"{_folder('cot_500', responses)}/{dataset}_train_{_COT_SUFFIX[setting]}.json"
+            conditions.append(Condition(dataset, setting, responses, path))
+    for dataset, stem in MATH_DATASETS.items():
+        for setting in ("simplified", "detailed"):
+            path = f"{_folder('lighteval_math', responses)}/{stem}_{_COT_SUFFIX[setting]}.json"
+            conditions.append(Condition(dataset, setting, responses, path))
+    for setting, stem in _WIKI_STEM.items():
+        conditions.append(Condition("wiki", setting, responses, f"{_folder('wiki_popularity', responses)}/{stem}.json"))
+    return conditions
+
+
+def _build_registry() -> dict[str, Condition]:
+    registry = {c.key: c for responses in RESPONSES for c in _file_conditions(responses)}
     for condition in list(registry.values()):
         if condition.setting != "detailed":
             continue

@@ -293,3 +293,14 @@ def test_the_decompose_profile_computes_the_token_energy_of_the_gaps_conditions_
     assert (
         profiles.Profile.from_dict(json.loads(json.dumps(decompose.as_dict()))) == decompose
     )  # as the run log keeps it
+
+
+def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
+    quick, original, training = (profiles.get_profile(n) for n in ("quick", "original", "training"))
+    assert isinstance(pipeline.source_runner(quick, "local"), pipeline.LocalExtraction)
+    assert isinstance(pipeline.source_runner(quick, "ray"), pipeline.RayExtraction)
+    for executor in pipeline.EXECUTORS:  # a source that computes no extraction runs the same on either executor
+        assert isinstance(pipeline.source_runner(original, executor), pipeline.ImportedStatistics)
+        assert isinstance(pipeline.source_runner(training, executor), pipeline.Training)
+    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+        pipeline.source_runner(quick, "dask")

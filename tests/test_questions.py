@@ -4,7 +4,8 @@ import pytest
 from sklearn.metrics import roc_auc_score
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings.questions import length_regression, paired_test, per_sample_means, separability, weighted_auroc
+from analysis.findings.length import length_regression, per_sample_means
+from analysis.findings.questions import paired_test, separability, weighted_auroc
 
 
 def test_paired_test_detects_known_shift():

@@ -319,14 +319,16 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
 
     result, files, _ = tiny_profile
     page = your_data.YourData.open(
-        [str(f) for f in files],
-        str(tiny_model_dir("llama")),
-        "base",
-        5,
-        result.results_dir,
-        [c for c in your_data.profiles.reference_conditions(("aqua",))],
-        seed=7,
-        n_resamples=200,
+        your_data.Request(
+            [str(f) for f in files],
+            str(tiny_model_dir("llama")),
+            "base",
+            5,
+            result.results_dir,
+            [c for c in your_data.profiles.reference_conditions(("aqua",))],
+            seed=7,
+            n_resamples=200,
+        )
     )
     assert page.placement is not None and page.placement.accuracy.value > 0.6
     detailed, bare = page.files
@@ -366,9 +368,9 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        ExtractionSettings(n_samples=5, template="base"),
-        study_data_dir,
-        reference_samples=5,
+        your_data.ProfileData(
+            ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=5
+        ),
     )
     assert jobs == []
     more = your_data.plan_jobs(
@@ -376,9 +378,9 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        ExtractionSettings(n_samples=5, template="base"),
-        study_data_dir,
-        reference_samples=6,
+        your_data.ProfileData(
+            ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=6
+        ),
     )
     assert sorted(job.spec for job in more) == sorted(
         your_data.profiles.reference_conditions(("aqua",))

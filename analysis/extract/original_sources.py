@@ -273,16 +273,7 @@ def source_files(
     cache_dir=None,
 ) -> Iterator[OriginalFile]:
     """The files of a source: a folder walked for the tree, one .jsonl file, or a hub dataset."""
-    model_set = {model_for(m) for m in models} if models else None
-    unknown = sorted((model_set or set()) - set(registry.PAPER_MODELS))
-    if unknown:
-        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
-        raise OriginalFormatError(
-            f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)"
-        )
-    condition_set = set(conditions) if conditions else None
-    for key in condition_set or ():
-        data.get_condition(key)
+    model_set, condition_set = _chosen(models, conditions)
     repo = hub_dataset(source)
     if repo is not None:
         yield from hub_files(repo, model_set, condition_set, cache_dir)
@@ -299,6 +290,26 @@ def source_files(
         return
     if not path.is_dir():
         raise OriginalFormatError(f"{source}: no such file or folder (nor hf://datasets/<owner>/<name>)")
+    yield from _folder_files(path, model_set, condition_set)
+
+
+def _chosen(models: Iterable[str] | None, conditions: Iterable[str] | None) -> tuple[set | None, set | None]:
+    """The models (registry ids) and conditions asked for (None: all), each checked to exist."""
+    model_set = {model_for(m) for m in models} if models else None
+    unknown = sorted((model_set or set()) - set(registry.PAPER_MODELS))
+    if unknown:
+        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
+        raise OriginalFormatError(
+            f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)"
+        )
+    condition_set = set(conditions) if conditions else None
+    for key in condition_set or ():
+        data.get_condition(key)
+    return model_set, condition_set
+
+
+def _folder_files(path: Path, model_set: set | None, condition_set: set | None) -> Iterator[OriginalFile]:
+    """A folder's files of the original tree, those of its archives after them."""
     files, archives = find_files(path), find_archives(path)
     if not files and not archives:
         raise OriginalFormatError(f"{path}: no grads_*.jsonl file (nor .tar.gz, .tgz, .tar or .zip) below this folder")

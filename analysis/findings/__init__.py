@@ -6,7 +6,7 @@ paper's findings F1-F5, the length questions L and L2 and the training questions
 once, and the engine that runs them), ``scopes`` (the kinds of check, one per scope, with their typed
 parts), ``check_parts`` (each check's parts), ``pooling`` (per family, instruct-base pairs),
 ``rules`` (the verdict rule on a claim's parts), ``questions``
-(separability, length regression, effective rank: beyond the paper), ``closest_setting`` (the
+(separability, effective rank: beyond the paper), ``length`` (the length regression), ``closest_setting`` (the
 your-data classifier), ``studentized`` (bootstrap-t intervals of the paper's log ratios of arithmetic
 means), ``training`` (the parts of T1-T3 and the run of their scope), and the package ``calibration``
 (error rates, coverage and power of the rules, by simulation: ``scenarios`` for the one-sided misses

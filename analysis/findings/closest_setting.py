@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -83,20 +84,26 @@ def _classifier() -> Pipeline:
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
 
 
+@dataclass(frozen=True)
+class Fitting:
+    """How ``train`` cross-validates: at most ``n_splits`` folds, the accuracy's ``n_resamples``, the ``seed``."""
+
+    n_splits: int = 5
+    n_resamples: int = 1000
+    seed: int = 0
+
+
 def train(
-    features: pd.DataFrame,
-    labels: Sequence[str],
-    groups: Sequence[str],
-    classes: Sequence[str],
-    n_splits: int = 5,
-    n_resamples: int = 1000,
-    seed: int = 0,
+    features: pd.DataFrame, labels: Sequence[str], groups: Sequence[str], classes: Sequence[str], **fitting: Any
 ) -> Placement:
     """Cross-validate and fit the classifier of ``labels`` on reference ``features``.
 
     ``groups`` names each sample's instruction (dataset and index): the folds never split one.
-    Folds: at most ``n_splits``, at most the instructions of the rarest class.
+    Folds: at most ``n_splits``, at most the instructions of the rarest class (keyword arguments:
+    ``Fitting``'s).
     """
+    chosen = Fitting(**fitting)
+    n_splits, n_resamples, seed = chosen.n_splits, chosen.n_resamples, chosen.seed
     y, groups = np.asarray(labels), np.asarray(groups)
     present = [c for c in classes if (y == c).any()]
     if len(present) < 2:
@@ -160,7 +167,7 @@ def train_on_rows(
         for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
     ]
     classes = list(classes) if classes is not None else sorted(set(labels))
-    return train(features, labels, groups, classes, n_splits, n_resamples, seed)
+    return train(features, labels, groups, classes, n_splits=n_splits, n_resamples=n_resamples, seed=seed)
 
 
 def assignment_summary(assigned: pd.DataFrame, classes: Sequence[str]) -> pd.DataFrame:

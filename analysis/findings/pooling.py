@@ -10,7 +10,7 @@ parts are marked where the paper's mean nuclear norm and the geometric mean diff
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from analysis import vocabulary
 from analysis.findings.bootstrap import CurveDraws
@@ -44,33 +44,36 @@ def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
     return out
 
 
+@dataclass(frozen=True)
+class Pooling:
+    """What a check does around pooling: ``after_pooling`` recomputes from its pooled parts (e.g. a
+    share); ``adjust`` changes every finding's parts (e.g. F2's deciding part); ``gate`` says why
+    the check does not apply to a finding's parts (empty where it does)."""
+
+    after_pooling: Callable[[list[Part]], list[Part]] | None = None
+    adjust: Adjust | None = None
+    gate: Callable[[Sequence[Part]], str] | None = None
+
+
 def family_findings(
-    check: str,
-    model: str,
-    by_dataset: dict[str, list[Part]],
-    note: str = "",
-    *,
-    after_pooling: Callable[[list[Part]], list[Part]] | None = None,
-    adjust: Adjust | None = None,
-    gate: Callable[[Sequence[Part]], str] | None = None,
+    check: str, model: str, by_dataset: dict[str, list[Part]], note: str = "", how: Pooling = Pooling()
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
-    more (``after_pooling``: what the check recomputes from its pooled parts, e.g. a share;
-    ``adjust``: what it changes in every finding's parts, e.g. F2's deciding part), each
-    ``marked``; ``gate``: why the check does not apply to a finding's parts (empty where it does),
-    e.g. a precondition not established: that finding is "not applicable" with the reason."""
+    more (``how.after_pooling`` applied to the pooled parts, ``how.adjust`` to every finding's
+    parts), each ``marked``; a finding whose parts ``how.gate`` finds a reason against (e.g. a
+    precondition not established) is "not applicable" with the reason."""
 
     def finding(scope: str, pooled: bool, parts: Sequence[Part]) -> Finding:
-        shown, said = marked(parts, note, adjust=adjust)
-        return Finding(check, model, scope, pooled, shown, said, not_applicable=gate(shown) if gate else "")
+        shown, said = marked(parts, note, adjust=how.adjust)
+        return Finding(check, model, scope, pooled, shown, said, not_applicable=how.gate(shown) if how.gate else "")
 
     out = [finding(d, False, parts) for d, parts in by_dataset.items()]
     for family in vocabulary.REASONING_FAMILIES:
         members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
         if len(members) >= 2:
             parts = pool_parts(members)
-            if after_pooling is not None:
-                parts = after_pooling(parts)
+            if how.after_pooling is not None:
+                parts = how.after_pooling(parts)
             out.append(finding(family, True, parts))
     return out
 

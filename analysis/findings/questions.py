@@ -1,8 +1,12 @@
-"""Statistics beyond the paper: paired tests, correct-vs-irrelevant separability of single
-samples, and how much of the fast/slow gap response length explains. Intervals come from the
-book's one bootstrap engine, ``analysis.findings.bootstrap``."""
+"""Statistics beyond the paper: paired tests and correct-vs-irrelevant separability of single
+samples (how much of the fast/slow gap response length explains: ``analysis.findings.length``).
+Intervals come from the book's one bootstrap engine, ``analysis.findings.bootstrap``."""
 
 from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,7 +20,7 @@ from threadpoolctl import threadpool_limits
 from analysis import vocabulary
 from analysis.findings import bootstrap, quantities, rules
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
-from analysis.findings.metrics import CONDITION_COLUMNS, CORRECT, IRRELEVANT
+from analysis.findings.metrics import CORRECT, IRRELEVANT
 from analysis.findings.pooling import scope_rank
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
 
@@ -140,18 +144,19 @@ def _out_of_fold_scores(
     return oof_model, oof_single, chosen
 
 
-def separability(
-    df: pd.DataFrame,
-    model: str,
-    dataset: str,
-    setting: str,
-    stat: str = "nuclear_norm",
-    n_splits: int = 5,
-    n_resamples: int = 1000,
-    seed: int = 0,
-    level: float = bootstrap.LEVEL,
-    excluded=(),
-) -> dict:
+@dataclass(frozen=True)
+class SeparabilityOptions:
+    """How ``separability`` fits and resamples (its keyword arguments; see there)."""
+
+    stat: str = "nuclear_norm"
+    n_splits: int = 5
+    n_resamples: int = 1000
+    seed: int = 0
+    level: float = bootstrap.LEVEL
+    excluded: Sequence = ()
+
+
+def separability(df: pd.DataFrame, model: str, dataset: str, setting: str, **options: Any) -> dict:
     """Can one sample's layer statistics tell a correct response from an irrelevant one?
 
     Features: `stat` of every (projection, layer) of one sample (log-scaled when all positive);
@@ -167,14 +172,46 @@ def separability(
     (e.g. those whose irrelevant response equals the correct one) are left out.
     Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
+    The keyword arguments are ``SeparabilityOptions``'s.
     """
+    chosen = SeparabilityOptions(**options)
     rows = df[
         (df["model"] == model)
         & (df["dataset"] == dataset)
         & (df["setting"] == setting)
-        & ~df["sample_index"].isin(list(excluded))
+        & ~df["sample_index"].isin(list(chosen.excluded))
     ]
-    out = {
+    out = _no_separability(model, dataset, setting, chosen.stat)
+    if rows.empty:
+        return {**out, "reason": "no rows for this model, dataset and setting"}
+    wide, n_dropped = _separability_features(rows, chosen.stat)
+    y = (wide.index.get_level_values("responses") == IRRELEVANT).astype(int)
+    groups = wide.index.get_level_values("sample_index").to_numpy()
+    x = wide.to_numpy(dtype=float)
+    if x.size and (x > 0).all():
+        x = np.log(x)
+    names = [f"{proj}{layer}" for proj, layer in wide.columns]
+    per_class = [np.unique(groups[y == c]).size for c in (0, 1)]
+    n_folds = min(chosen.n_splits, *per_class)
+    out.update(
+        n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped, n_folds=int(max(n_folds, 0))
+    )
+    if min(per_class) == 0:
+        return {**out, "reason": "needs both correct and irrelevant responses"}
+    if n_folds < 2:
+        return {**out, "reason": "needs at least two instructions per response type"}
+    out.update(_in_sample_best(x, y, names))
+    # The fits are small: BLAS threads only add contention, on a busy machine by tens of times.
+    with threadpool_limits(1):
+        folds = _out_of_fold_scores(x, y, groups, n_folds, chosen.seed)
+    if folds is None:
+        return {**out, "reason": "a training fold holds one response type only"}
+    return {**out, **_out_of_fold_aurocs(folds, names, y, groups, dataset, chosen)}
+
+
+def _no_separability(model: str, dataset: str, setting: str, stat: str) -> dict:
+    """The result's keys, with nothing computed yet."""
+    return {
         "model": model,
         "dataset": dataset,
         "setting": setting,
@@ -193,175 +230,43 @@ def separability(
         "best_feature_in_sample": None,
         "reason": None,
     }
-    if rows.empty:
-        return {**out, "reason": "no rows for this model, dataset and setting"}
-    wide, n_dropped = _separability_features(rows, stat)
-    y = (wide.index.get_level_values("responses") == IRRELEVANT).astype(int)
-    groups = wide.index.get_level_values("sample_index").to_numpy()
-    x = wide.to_numpy(dtype=float)
-    if x.size and (x > 0).all():
-        x = np.log(x)
-    names = [f"{proj}{layer}" for proj, layer in wide.columns]
-    per_class = [np.unique(groups[y == c]).size for c in (0, 1)]
-    n_folds = min(n_splits, *per_class)
-    out.update(
-        n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped, n_folds=int(max(n_folds, 0))
-    )
-    if min(per_class) == 0:
-        return {**out, "reason": "needs both correct and irrelevant responses"}
-    if n_folds < 2:
-        return {**out, "reason": "needs at least two instructions per response type"}
 
+
+def _in_sample_best(x: np.ndarray, y: np.ndarray, names: list[str]) -> dict:
+    """The single feature that separates best on all rows, and its AUROC (optimistic by construction)."""
     in_sample = _column_aurocs(x, y)
     j = int(np.argmax(np.abs(in_sample - 0.5)))
-    out.update(best_feature_in_sample=names[j], best_feature_auroc_in_sample=float(max(in_sample[j], 1 - in_sample[j])))
+    return {
+        "best_feature_in_sample": names[j],
+        "best_feature_auroc_in_sample": float(max(in_sample[j], 1 - in_sample[j])),
+    }
 
-    # The fits are small: BLAS threads only add contention, on a busy machine by tens of times.
-    with threadpool_limits(1):
-        folds = _out_of_fold_scores(x, y, groups, n_folds, seed)
-    if folds is None:
-        return {**out, "reason": "a training fold holds one response type only"}
+
+def _out_of_fold_aurocs(
+    folds: tuple[np.ndarray, np.ndarray, list[int]],
+    names: list[str],
+    y: np.ndarray,
+    groups: np.ndarray,
+    dataset: str,
+    options: SeparabilityOptions,
+) -> dict:
+    """The out-of-fold AUROC with its draws and interval, and the AUROC of the feature chosen in each fold."""
     oof_model, oof_single, chosen = folds
     chosen = [names[k] for k in chosen]
-
-    weights = _group_bootstrap_weights(groups, n_resamples, [seed, *map(ord, dataset)])
+    weights = _group_bootstrap_weights(groups, options.n_resamples, [options.seed, *map(ord, dataset)])
     draws = weighted_auroc(oof_model, y, weights)
     auroc = float(weighted_auroc(oof_model, y))
-    n = out["n_samples"]
-    low, high = bootstrap.Estimate(auroc, draws, ((dataset, n),), bounded=True).interval(level)
+    n = int(np.unique(groups).size)
+    low, high = bootstrap.Estimate(auroc, draws, ((dataset, n),), bounded=True).interval(options.level)
     values, counts = np.unique(chosen, return_counts=True)
-    out.update(
-        auroc=auroc,
-        auroc_low=low,
-        auroc_high=high,
-        auroc_draws=draws,
-        best_feature_auroc=float(weighted_auroc(oof_single, y)),
-        best_feature=str(values[np.argmax(counts)]),
-    )
-    return out
-
-
-# --------------------------------------------------------------------------- length
-
-
-def per_sample_means(df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool = False) -> pd.DataFrame:
-    """Mean of `stat` over layers (and projections unless `by_proj`) for every sample.
-
-    A sample with more NaN values than the least-NaN sample of its condition is dropped (layers
-    where a statistic is undefined for everyone, like the last next-layer cosine, drop nobody).
-    Columns: model, dataset, setting, responses, condition, sample_index, [proj], value,
-    n_response_tokens.
-    """
-    keys = CONDITION_COLUMNS + ["sample_index"] + (["proj"] if by_proj else [])
-    per_sample = (
-        df.assign(_nan=df[stat].isna())
-        .groupby(keys, sort=True)
-        .agg(value=(stat, "mean"), _nan=("_nan", "sum"), n_response_tokens=("n_response_tokens", "first"))
-        .reset_index()
-    )
-    condition_keys = CONDITION_COLUMNS + (["proj"] if by_proj else [])
-    least = per_sample.groupby(condition_keys)["_nan"].transform("min")
-    return per_sample[per_sample["_nan"] == least].drop(columns="_nan").reset_index(drop=True)
-
-
-def _setting_order(settings) -> list[str]:
-    present = set(settings)
-    return [s for s in SETTING_ORDER if s in present] + sorted(present - set(SETTING_ORDER))
-
-
-def _indicators(values: pd.Series, levels: list[str]) -> np.ndarray:
-    """0/1 columns, one per level (n x len(levels))."""
-    columns = [(values == level).to_numpy(float) for level in levels]
-    return np.stack(columns, axis=1) if columns else np.empty((len(values), 0))
-
-
-def _ols(design: np.ndarray, y: np.ndarray) -> tuple[np.ndarray | None, float]:
-    """Least-squares coefficients and R^2; None when the design is rank deficient."""
-    if np.linalg.matrix_rank(design) < design.shape[1]:
-        return None, np.nan
-    coef, *_ = np.linalg.lstsq(design, y, rcond=None)
-    total = np.sum((y - y.mean()) ** 2)
-    r2 = 1 - np.sum((y - design @ coef) ** 2) / total if total > 0 else np.nan
-    return coef, float(r2)
-
-
-def length_regression(
-    df: pd.DataFrame, stat: str = "nuclear_norm", by_proj: bool = False, log_y: bool = True
-) -> pd.DataFrame:
-    """Is the gap in gradient size between settings only a response-length effect?
-
-    Per (model, dataset, responses[, proj]), over the samples of all its settings, y = log of a
-    sample's mean `stat` (the raw mean when `log_y` is False) is regressed by OLS on
-    x = log(n_response_tokens) three ways: length only (y ~ x), setting only (y ~ setting) and
-    both (y ~ x + setting), the setting a categorical factor against a reference setting (none,
-    else the first of SETTING_ORDER present). If the setting coefficients shrink towards zero
-    once length is in the model, response length accounts for the fast/slow gap; if they stay,
-    the settings differ beyond length. With log_y the slope is an elasticity: the % change of
-    the statistic per % change of response length. Correlational: length and content are not
-    randomised.
-
-    One row per non-reference setting (a single row with setting None when a group has one
-    setting): group keys, n_samples, reference_setting, setting, slope_length_only,
-    r2_length_only, coef_setting_only, r2_setting_only, slope_with_setting, coef_with_length,
-    r2_with_setting, coef_change (= coef_with_length - coef_setting_only), n_dropped (samples
-    with a non-positive value under log_y), reason.
-    """
-    samples = per_sample_means(df, stat, by_proj)
-    group_keys = ["model", "dataset", "responses"] + (["proj"] if by_proj else [])
-    rows = []
-    for key, group in samples.groupby(group_keys, sort=True):
-        keep = group["n_response_tokens"] > 0
-        if log_y:
-            keep &= group["value"] > 0
-        g = group[keep]
-        base = dict(zip(group_keys, key), n_samples=len(g), n_dropped=int((~keep).sum()))
-        settings = _setting_order(g["setting"])
-        y = np.log(g["value"].to_numpy(float)) if log_y else g["value"].to_numpy(float)
-        x = np.log(g["n_response_tokens"].to_numpy(float))
-        ones = np.ones_like(x)
-        dummies = _indicators(g["setting"], settings[1:])
-        length_only, r2_length = _ols(np.column_stack([ones, x]), y)
-        setting_only, r2_setting = _ols(np.column_stack([ones, dummies]), y)
-        both, r2_both = _ols(np.column_stack([ones, x, dummies]), y)
-        fits = {"length only": length_only, "setting only": setting_only, "length and setting": both}
-        reasons = [name for name, fit in fits.items() if fit is None]
-        base.update(
-            reference_setting=settings[0] if settings else None,
-            slope_length_only=np.nan if length_only is None else float(length_only[1]),
-            r2_length_only=r2_length,
-            r2_setting_only=r2_setting,
-            slope_with_setting=np.nan if both is None else float(both[1]),
-            r2_with_setting=r2_both,
-            reason=("unidentified: " + ", ".join(reasons)) if reasons else None,
-        )
-        for i, setting in enumerate(settings[1:] or [None]):
-            alone = np.nan if setting is None or setting_only is None else float(setting_only[1 + i])
-            adjusted = np.nan if setting is None or both is None else float(both[2 + i])
-            rows.append(
-                {
-                    **base,
-                    "setting": setting,
-                    "coef_setting_only": alone,
-                    "coef_with_length": adjusted,
-                    "coef_change": adjusted - alone,
-                }
-            )
-    columns = group_keys + [
-        "n_samples",
-        "reference_setting",
-        "setting",
-        "slope_length_only",
-        "r2_length_only",
-        "coef_setting_only",
-        "r2_setting_only",
-        "slope_with_setting",
-        "coef_with_length",
-        "r2_with_setting",
-        "coef_change",
-        "n_dropped",
-        "reason",
-    ]
-    return pd.DataFrame(rows, columns=columns)
+    return {
+        "auroc": auroc,
+        "auroc_low": low,
+        "auroc_high": high,
+        "auroc_draws": draws,
+        "best_feature_auroc": float(weighted_auroc(oof_single, y)),
+        "best_feature": str(values[np.argmax(counts)]),
+    }
 
 
 # --------------------------------------------------------------------------- verdicts, per dataset and pooled

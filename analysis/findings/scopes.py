@@ -21,6 +21,7 @@ from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.pooling import (
     Adjust,
+    Pooling,
     family_findings,
     is_own_base,
     not_applicable_reason,
@@ -139,7 +140,7 @@ class PerModelCheck(Check):
                     unknown.update({dataset: reason} if reason else {})
             note = self.note(cd, inputs.identical, by_dataset) if self.note else ""
             out += family_findings(
-                self.id, model, by_dataset, note, after_pooling=self.after_pooling, adjust=self.adjust, gate=self.gate
+                self.id, model, by_dataset, note, Pooling(self.after_pooling, self.adjust, self.gate)
             )
             out += _unknown_findings(self.id, model, unknown, by_dataset)
         return out
@@ -177,7 +178,7 @@ class PairCheck(Check):
                 parts = self.parts(inputs.draws[instruct], inputs.draws[base], dataset)
                 if parts is not None:
                     by_dataset[dataset] = parts
-            found = family_findings(self.id, instruct, by_dataset, note=f"base: {base}", adjust=self.adjust)
+            found = family_findings(self.id, instruct, by_dataset, f"base: {base}", Pooling(adjust=self.adjust))
             if not is_own_base(instruct, base, inputs.declared):
                 reason = not_applicable_reason(instruct, base)
                 found = [

@@ -1,5 +1,6 @@
 """Questions beyond the paper as a page shows them: one sample's separability, response length,
-effective rank. The numbers and verdicts come from ``analysis.findings.questions``."""
+effective rank. The numbers and verdicts come from ``analysis.findings.questions`` and
+``analysis.findings.length``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import vocabulary
-from analysis.findings import questions
+from analysis.findings import length
 from analysis.findings.checks import LENGTH_CHECKS
 from analysis.formatting import fmt, fmt_interval
 
@@ -102,11 +103,11 @@ def length_paragraph(table: pd.DataFrame) -> str:
 
 
 def length_regression_table(rows: pd.DataFrame) -> pd.DataFrame:
-    """questions.length_regression over the study settings (length-control views left out)."""
+    """length.length_regression over the study settings (length-control views left out)."""
     study = rows[rows["setting"].isin(vocabulary.STUDY_SETTINGS)]
     if study.empty:
         return pd.DataFrame()
-    return questions.length_regression(study, "nuclear_norm")
+    return length.length_regression(study, "nuclear_norm")
 
 
 def format_length_regression(table: pd.DataFrame) -> pd.DataFrame:

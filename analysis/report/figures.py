@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -102,6 +104,13 @@ def length_control_figures(
             )
 
 
+@dataclass(frozen=True)
+class Shown:
+    """Which of the datasets a family of figures shows (None: all)."""
+
+    datasets: Sequence[str] | None = None
+
+
 def pair_figures(
     draws: dict[str, CurveDraws],
     pairs: dict[str, str],
@@ -109,9 +118,11 @@ def pair_figures(
     bands: pd.DataFrame,
     stat: str = "nuclear_norm",
     n_samples: int | None = None,
-    datasets: Sequence[str] | None = None,
+    **shown: Any,
 ) -> Iterator[tuple[str, Figure]]:
-    """Per (base, instruct) pair and dataset: one row of panels per model, one column per setting."""
+    """Per (base, instruct) pair and dataset: one row of panels per model, one column per setting
+    (keyword arguments: ``Shown``'s)."""
+    datasets = Shown(**shown).datasets
     for instruct, base in pairs.items():
         if base not in draws or instruct not in draws:
             continue

@@ -159,41 +159,12 @@ def verdict_matrix(
         len(models), 1, figsize=(width, (0.4 * len(checks) + 1.9) * len(models) + 0.4), squeeze=False
     )
     for ax, model in zip(axes[:, 0], models):
-        rows = table[table["model"] == model].set_index(["check", "scope"])
-        for i, check in enumerate(checks):
-            for j, scope in enumerate(scopes):
-                if (check, scope) not in rows.index:
-                    continue
-                row = rows.loc[(check, scope)]
-                verdict = row["verdict"]
-                hatch = VERDICT_HATCHES.get(verdict)
-                ax.add_patch(
-                    plt.Rectangle(
-                        (j, i),
-                        0.94,
-                        0.9,
-                        facecolor=VERDICT_COLOURS[verdict],
-                        edgecolor="#6a3d9a" if hatch else "none",
-                        hatch=hatch,
-                        lw=0.8 if hatch else 0,
-                    )
-                )
-                label = "n/a" if hatch else str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
-                ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
+        _verdict_cells(ax, table[table["model"] == model].set_index(["check", "scope"]), checks, scopes)
         for i, check in enumerate(checks):
             text = (row_notes or {}).get((model, check))
             if text:
                 ax.text(0.05, i + 0.45, text, ha="left", va="center", fontsize=7, style="italic", color="#555555")
-        ax.set_xlim(0, len(scopes))
-        ax.set_ylim(len(checks), 0)
-        ax.set_xticks(np.arange(len(scopes)) + 0.47)
-        ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
-        ax.set_yticks(np.arange(len(checks)) + 0.45)
-        ax.set_yticklabels(checks, fontsize=9)
-        ax.set_title(model, fontsize=9)
-        ax.tick_params(length=0)
-        for side in ax.spines.values():
-            side.set_visible(False)
+        _grid_axes(ax, checks, labels, model)
     shown = [v for v in VERDICT_COLOURS if v in set(table["verdict"]) or v not in VERDICT_HATCHES]
     handles = [
         plt.Rectangle(
@@ -210,6 +181,44 @@ def verdict_matrix(
     bottom = add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 0.97))
     return fig
+
+
+def _verdict_cells(ax, rows: pd.DataFrame, checks: Sequence[str], scopes: Sequence[str]) -> None:
+    """One model's cells: coloured by verdict, with the number of instructions (and "±") or "n/a"."""
+    for i, check in enumerate(checks):
+        for j, scope in enumerate(scopes):
+            if (check, scope) not in rows.index:
+                continue
+            row = rows.loc[(check, scope)]
+            verdict = row["verdict"]
+            hatch = VERDICT_HATCHES.get(verdict)
+            ax.add_patch(
+                plt.Rectangle(
+                    (j, i),
+                    0.94,
+                    0.9,
+                    facecolor=VERDICT_COLOURS[verdict],
+                    edgecolor="#6a3d9a" if hatch else "none",
+                    hatch=hatch,
+                    lw=0.8 if hatch else 0,
+                )
+            )
+            label = "n/a" if hatch else str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
+            ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
+
+
+def _grid_axes(ax, checks: Sequence[str], labels: list[str], model: str) -> None:
+    """A panel's limits, ticks, labels and title, without spines."""
+    ax.set_xlim(0, len(labels))
+    ax.set_ylim(len(checks), 0)
+    ax.set_xticks(np.arange(len(labels)) + 0.47)
+    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
+    ax.set_yticks(np.arange(len(checks)) + 0.45)
+    ax.set_yticklabels(checks, fontsize=9)
+    ax.set_title(model, fontsize=9)
+    ax.tick_params(length=0)
+    for side in ax.spines.values():
+        side.set_visible(False)
 
 
 def forest(

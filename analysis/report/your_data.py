@@ -121,17 +121,28 @@ def user_files(paths: Sequence[str], reference_datasets: Sequence[str]) -> list[
     return found
 
 
-def read_rows(
-    results_dir,
-    model: str,
-    template: str,
-    max_length: int,
-    files: Sequence[UserFile],
-    references: Sequence[str],
-    n_samples: int | None,
-) -> pd.DataFrame:
+@dataclass(frozen=True)
+class Request:
+    """What the page reads: the user's files and the references, stored on ``model`` with
+    ``template`` and ``max_length`` in ``results_dir``, ``n_samples`` of each; the bootstrap's
+    ``seed`` and ``n_resamples``."""
+
+    data_files: Sequence[str]
+    model: str
+    template: str
+    n_samples: int | None
+    results_dir: Path | str
+    reference_conditions: Sequence[str] | None = None
+    max_length: int = MAX_LENGTH
+    seed: int = 0
+    n_resamples: int = 1000
+
+
+def read_rows(request: Request, files: Sequence[UserFile], references: Sequence[str]) -> pd.DataFrame:
     """Stored rows of the user's files (on the model and its scratch copy) and of the references
     (on the model), ``n_samples`` of each (``load.sampled``), user rows relabelled as ``<label>/your data/correct``."""
+    results_dir, model, template = request.results_dir, request.model, request.template
+    max_length, n_samples = request.max_length, request.n_samples
     root = Path(results_dir)
     if not (root / "store.json").is_file():
         raise ReportError(f"{root}: no results store here; run `python -m analysis profile-data` first")
@@ -192,36 +203,32 @@ class YourData:
             values["n_resamples"],
         )
         return cls.open(
-            values["data_files"],
-            values["model"],
-            resolve_template(values["model"], values["template"]),
-            values["n_samples"],
-            values["results_dir"],
-            values["reference_conditions"],
-            max_length=values["max_length"],
-            seed=values["seed"],
-            n_resamples=values["n_resamples"],
+            Request(
+                values["data_files"],
+                values["model"],
+                resolve_template(values["model"], values["template"]),
+                values["n_samples"],
+                values["results_dir"],
+                values["reference_conditions"],
+                max_length=values["max_length"],
+                seed=values["seed"],
+                n_resamples=values["n_resamples"],
+            )
         )
 
     @classmethod
-    def open(
-        cls,
-        data_files: Sequence[str],
-        model: str,
-        template: str,
-        n_samples: int | None,
-        results_dir,
-        reference_conditions: Sequence[str] | None = None,
-        max_length: int = MAX_LENGTH,
-        seed: int = 0,
-        n_resamples: int = 1000,
-    ) -> YourData:
+    def open(cls, request: Request) -> YourData:
         """Read the store and compute curves, intervals and the placement."""
+        data_files, model, template = request.data_files, request.model, request.template
+        n_samples, results_dir, max_length = request.n_samples, request.results_dir, request.max_length
+        seed, n_resamples = request.seed, request.n_resamples
         if isinstance(data_files, str):
             data_files = [data_files]
-        references = list(reference_conditions) if reference_conditions else reference_conditions_default()
+        references = (
+            list(request.reference_conditions) if request.reference_conditions else reference_conditions_default()
+        )
         files = user_files(data_files, sorted({r.split("/")[0] for r in references}))
-        rows = read_rows(results_dir, model, template, max_length, files, references, n_samples)
+        rows = read_rows(request, files, references)
         if not (rows["condition"].isin([f.condition for f in files]) & (rows["model"] == model)).any():
             raise ReportError(
                 f"{results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "

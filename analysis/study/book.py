@@ -16,6 +16,7 @@ import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
 import yaml
@@ -188,21 +189,34 @@ def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = No
     return [found[n] for n in wanted]
 
 
+@dataclass(frozen=True)
+class NotebookRun:
+    """Which notebooks (``names``, default all) of ``root`` run under ``profile`` over the store in
+    ``results_dir``, into the book at ``book_root``."""
+
+    profile: Profile
+    results_dir: Path
+    book_root: Path
+    data_dir: Path | str | None = None
+    root: Path = PROJECT_ROOT
+    names: Sequence[str] | None = None
+
+
 def execute_notebooks(
-    profile: Profile,
-    results_dir: Path,
-    book_root: Path,
-    data_dir=None,
-    root: Path = PROJECT_ROOT,
-    names: Sequence[str] | None = None,
-    on_done: Callable[[dict], None] | None = None,
-    say: Callable[[str], None] = print,
+    run: NotebookRun, on_done: Callable[[dict], None] | None = None, say: Callable[[str], None] = print
 ) -> list[dict]:
     """Execute the notebooks into ``book_root/book/notebooks``; one record per notebook, also
     handed to ``on_done`` as soon as its notebook has run (the run log saves it)."""
+    profile, results_dir, book_root, data_dir, root = (
+        run.profile,
+        run.results_dir,
+        run.book_root,
+        run.data_dir,
+        run.root,
+    )
     ensure_kernel()
     records = []
-    for source in notebook_sources(root, names):
+    for source in notebook_sources(root, run.names):
         output = book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
         parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root, book_root)
         say(f"executing {source.relative_to(root)} -> {output}")

@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Protocol
 
 from analysis import data, profiles, registry, runlog
 from analysis.errors import StudyError
@@ -38,13 +39,12 @@ from analysis.study.book import (
     BOOK_EXPORT,
     NOTEBOOK_FOLDER,
     PROJECT_ROOT,
+    NotebookRun,
     book_index,
     build_book,
     copy_book_sources,
     execute_notebooks,
 )
-
-EXECUTORS = ("local", "ray")
 
 
 class PipelineError(StudyError, RuntimeError):
@@ -202,7 +202,9 @@ def train_profile(
         extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
         records = []
         for model in profile.models:
-            done = arms.train_model(model, results_dir, profile.training, extraction, data_dir, progress, say=say)
+            done = arms.train_model(
+                model, results_dir, profile.training, extraction, data_dir, progress=progress, say=say
+            )
             records += [{**record, "computed": 0, "kind": "training"} for record in done]
             if log is not None:
                 log.record.extraction.extend(records[-len(done) :] if done else [])
@@ -243,96 +245,173 @@ def default_results_dir(profile: Profile, root: Path = PROJECT_ROOT) -> Path:
     return root / "results" / profile.name
 
 
-def run_profile(
-    profile: Profile | str,
-    results_dir=None,
-    data_dir=None,
-    executor: str = "local",
-    book: bool = True,
-    notebooks: Sequence[str] | None = None,
-    book_root=None,
-    root: Path = PROJECT_ROOT,
-    progress: bool = True,
-    strict: bool = True,
-    threads: int | None = None,
-    retry_out_of_memory: bool = False,
-    say: Callable[[str], None] = print,
-) -> RunResult:
+# --------------------------------------------------------------------------- sources
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """What a source's runner needs: the profile, where its results go and how to report."""
+
+    profile: Profile
+    results: Path
+    data_dir: Path | str | None
+    log: runlog.RunLog
+    progress: bool
+    say: Callable[[str], None]
+
+
+class SourceRunner(Protocol):
+    """Brings a profile's statistics into the store; one record per condition or training run."""
+
+    def run(self, context: SourceContext) -> list[dict]: ...
+
+
+class LocalExtraction:
+    """Extraction in this process (``extract_profile``)."""
+
+    def run(self, context: SourceContext) -> list[dict]:
+        return extract_profile(
+            context.profile, context.results, context.data_dir, context.log, context.progress, context.say
+        )
+
+
+class RayExtraction:
+    """Extraction spread over a Ray cluster (``extract_with_ray``)."""
+
+    def run(self, context: SourceContext) -> list[dict]:
+        return extract_with_ray(context.profile, context.results, context.data_dir, context.log, context.progress)
+
+
+class ImportedStatistics:
+    """The original study's statistics, imported beforehand: checked, nothing computed (``check_imported``)."""
+
+    def run(self, context: SourceContext) -> list[dict]:
+        return check_imported(context.profile, context.results, context.say)
+
+
+class Training:
+    """Fine-tuning runs with their spectra along the way (``train_profile``)."""
+
+    def run(self, context: SourceContext) -> list[dict]:
+        return train_profile(
+            context.profile, context.results, context.data_dir, context.log, context.progress, context.say
+        )
+
+
+EXTRACTION_EXECUTORS: dict[str, SourceRunner] = {"local": LocalExtraction(), "ray": RayExtraction()}
+"""How the extraction of a profile whose source is ``extract`` runs, by ``--executor``."""
+
+SOURCE_RUNNERS: dict[str, SourceRunner] = {"imported": ImportedStatistics(), "training": Training()}
+"""The runner of every other source, whatever the executor."""
+
+EXECUTORS = tuple(EXTRACTION_EXECUTORS)
+
+
+def source_runner(profile: Profile, executor: str) -> SourceRunner:
+    """The runner of the profile's source; an extraction profile's by its executor."""
+    if executor not in EXTRACTION_EXECUTORS:
+        raise PipelineError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
+    return SOURCE_RUNNERS.get(profile.source, EXTRACTION_EXECUTORS[executor])
+
+
+# --------------------------------------------------------------------------- the run
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How ``run_profile`` runs a profile (its keyword arguments; see there)."""
+
+    executor: str = "local"
+    book: bool = True
+    notebooks: Sequence[str] | None = None
+    book_root: Path | str | None = None
+    root: Path = PROJECT_ROOT
+    progress: bool = True
+    strict: bool = True
+    threads: int | None = None
+    retry_out_of_memory: bool = False
+    say: Callable[[str], None] = print
+
+
+def run_profile(profile: Profile | str, results_dir=None, data_dir=None, **options: Any) -> RunResult:
     """Run the study under a profile: extraction, notebooks, book (see the module docstring).
 
-    ``book_root``: where the executed notebooks and the built book go (default: the project
-    itself); another folder receives a copy of the book sources first, so a test can build a
-    book without touching the project's. ``book=False`` stops after the extraction.
-    ``threads`` overrides the profile's torch CPU threads; ``retry_out_of_memory`` computes again
-    the samples stored as skipped for lack of memory.
+    The keyword arguments are ``RunOptions``'s. ``book_root``: where the executed notebooks and
+    the built book go (default: the project itself); another folder receives a copy of the book
+    sources first, so a test can build a book without touching the project's. ``book=False`` stops
+    after the extraction. ``threads`` overrides the profile's torch CPU threads;
+    ``retry_out_of_memory`` computes again the samples stored as skipped for lack of memory.
     """
-    profile = profiles.get_profile(profile) if isinstance(profile, str) else profile
-    if threads is not None or retry_out_of_memory:
-        extraction = profile.extraction.but(
-            threads=threads or profile.extraction.threads, retry_out_of_memory=retry_out_of_memory
-        )
-        profile = replace(profile, extraction=extraction)
-    if executor not in EXECUTORS:
-        raise PipelineError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
-    root = Path(root).resolve()
+    chosen = RunOptions(**options)
+    profile = with_overrides(profiles.get_profile(profile) if isinstance(profile, str) else profile, chosen)
+    runner_of_source = source_runner(profile, chosen.executor)
+    root = Path(chosen.root).resolve()
     results = Path(results_dir) if results_dir else default_results_dir(profile, root)
     results.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    status = data_status(profile.conditions, data_dir)
-    mismatched = [s["file"] for s in status if s["sha256_ok"] is False]
-    if mismatched:
-        say(
-            f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
-            + ", ".join(sorted(set(mismatched))[:5])
-        )
-    log = runlog.RunLog.start(results.resolve(), profile.as_dict(), executor, status)
-    log.save()
-
-    say(
+    log = start_log(profile, results, data_dir, chosen)
+    chosen.say(
         f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
         f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
     )
-    if profile.source == "imported":
-        extraction = check_imported(profile, results, say)
-    elif profile.source == "training":
-        extraction = train_profile(profile, results, data_dir, log, progress, say)
-    elif executor == "ray":
-        extraction = extract_with_ray(profile, results, data_dir, log, progress)
-    else:
-        extraction = extract_profile(profile, results, data_dir, log, progress, say)
+    extraction = runner_of_source.run(SourceContext(profile, results, data_dir, log, chosen.progress, chosen.say))
     log.record.extraction_seconds = time.perf_counter() - started
     log.record.wall_seconds = log.record.extraction_seconds
     log.save()
-
-    executed: list[dict] = []
-    index = None
-    if book:
-        target = Path(book_root).resolve() if book_root else root
-        if target != root:
-            copy_book_sources(root, target)
-        (target / BOOK_EXPORT).parent.mkdir(parents=True, exist_ok=True)
-        if export_parquet(results, target / BOOK_EXPORT) is None:
-            (target / BOOK_EXPORT).unlink(missing_ok=True)
-        notebooks_started = time.perf_counter()
-        executed = execute_notebooks(
-            profile,
-            results,
-            target,
-            data_dir,
-            root,
-            notebooks or profile.notebooks(),
-            on_done=log.add_notebook,
-            say=say,
-        )
-        log.record.notebooks_seconds = time.perf_counter() - notebooks_started
-        log.record.wall_seconds = time.perf_counter() - started
-        log.save()
-        include_your_data(root, target, say)
-        say("building the book")
-        log.record.book = {"seconds": build_book(target, strict=strict, say=say, only=profile.notebooks())}
-        index = book_index(target)
-        log.record.book["index"] = str(index)
+    executed, index = run_book(profile, results, data_dir, log, chosen, started) if chosen.book else ([], None)
     log.record.wall_seconds = time.perf_counter() - started
     log.record.finish()
     log.save()
     return RunResult(profile, results, extraction, executed, index, log.record.wall_seconds)
+
+
+def with_overrides(profile: Profile, options: RunOptions) -> Profile:
+    """The profile with the run's thread count and out-of-memory retry, where given."""
+    if options.threads is None and not options.retry_out_of_memory:
+        return profile
+    extraction = profile.extraction.but(
+        threads=options.threads or profile.extraction.threads, retry_out_of_memory=options.retry_out_of_memory
+    )
+    return replace(profile, extraction=extraction)
+
+
+def start_log(profile: Profile, results: Path, data_dir, options: RunOptions) -> runlog.RunLog:
+    """The run log begun and saved, with the data files' status; a warning for files whose sha256 differs."""
+    status = data_status(profile.conditions, data_dir)
+    mismatched = [s["file"] for s in status if s["sha256_ok"] is False]
+    if mismatched:
+        options.say(
+            f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
+            + ", ".join(sorted(set(mismatched))[:5])
+        )
+    log = runlog.RunLog.start(results.resolve(), profile.as_dict(), options.executor, status)
+    log.save()
+    return log
+
+
+def run_book(
+    profile: Profile, results: Path, data_dir, log: runlog.RunLog, options: RunOptions, started: float
+) -> tuple[list[dict], Path]:
+    """The notebooks executed over the store and the book built; the notebooks' records and the book's index."""
+    root = Path(options.root).resolve()
+    target = Path(options.book_root).resolve() if options.book_root else root
+    if target != root:
+        copy_book_sources(root, target)
+    (target / BOOK_EXPORT).parent.mkdir(parents=True, exist_ok=True)
+    if export_parquet(results, target / BOOK_EXPORT) is None:
+        (target / BOOK_EXPORT).unlink(missing_ok=True)
+    notebooks_started = time.perf_counter()
+    executed = execute_notebooks(
+        NotebookRun(profile, results, target, data_dir, root, options.notebooks or profile.notebooks()),
+        on_done=log.add_notebook,
+        say=options.say,
+    )
+    log.record.notebooks_seconds = time.perf_counter() - notebooks_started
+    log.record.wall_seconds = time.perf_counter() - started
+    log.save()
+    include_your_data(root, target, options.say)
+    options.say("building the book")
+    log.record.book = {"seconds": build_book(target, strict=options.strict, say=options.say, only=profile.notebooks())}
+    index = book_index(target)
+    log.record.book["index"] = str(index)
+    return executed, index

@@ -14,8 +14,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from analysis import data, profiles, registry
 from analysis.extract import models, runner
@@ -55,75 +56,79 @@ class Job:
     settings: ExtractionSettings  # its n_samples: a seeded random sample of the file (data.sample_ids; None: all)
 
 
+@dataclass(frozen=True)
+class ProfileData:
+    """How ``run`` profiles the user's files: its arguments after the model and the files, in this order.
+
+    ``settings``: the extraction of the user's files (``n_samples`` of each); the reference
+    conditions (of ``reference_datasets``) get ``reference_samples`` each. ``notebook`` default:
+    ``<out>/your_data.ipynb``; ``html`` default: ``<out>/your_data.html``. ``seed``: of the
+    scratch model, the folds and the bootstrap; ``scratch``: extract the scratch control too.
+    """
+
+    settings: ExtractionSettings = DEFAULT_SETTINGS
+    reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS
+    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES
+    out: Path | str = DEFAULT_OUT
+    html: Path | str | None = None
+    notebook: Path | str | None = None
+    data_dir: Path | str | None = None
+    seed: int = 0
+    n_resamples: int = 1000
+    scratch: bool = True
+    progress: bool = True
+    root: Path = book.PROJECT_ROOT
+    say: Callable[[str], None] = print
+
+
 def plan_jobs(
-    model: str,
-    files: Sequence[str],
-    references: Sequence[str],
-    store: ResultsStore,
-    settings: ExtractionSettings,
-    data_dir=None,
-    scratch: bool = True,
-    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
+    model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, request: ProfileData
 ) -> list[Job]:
     """The (model, spec) pairs that still lack samples in the store: ``settings.n_samples`` of
     each user file (and of its scratch control), ``reference_samples`` of each reference condition."""
-    reference = settings.but(n_samples=reference_samples)
+    settings = request.settings
+    reference = settings.but(n_samples=request.reference_samples)
     wanted = [Job(model, str(f), settings) for f in files] + [Job(model, r, reference) for r in references]
-    if scratch:
+    if request.scratch:
         wanted += [Job(registry.scratch_name(model), str(f), settings) for f in files]
     return [
         job
         for job in wanted
-        if runner.plan_run(job.model, settings.template, job.spec, store, job.settings, data_dir).todo
+        if runner.plan_run(job.model, settings.template, job.spec, store, job.settings, request.data_dir).todo
     ]
 
 
-def extract(
-    model: str,
-    jobs: Sequence[Job],
-    store: ResultsStore,
-    settings: ExtractionSettings,
-    data_dir=None,
-    seed: int = 0,
-    progress: bool = True,
-    say: Callable[[str], None] = print,
-) -> list[dict]:
+def extract(model: str, jobs: Sequence[Job], store: ResultsStore, request: ProfileData) -> list[dict]:
     """Run the jobs: the model is loaded once, its scratch copy made once if a job needs it."""
     if not jobs:
         return []
+    settings = request.settings
     loaded = models.load(model, settings.template, settings.device)
     scratch = None
     records = []
     for job in jobs:
         if job.model != model and scratch is None:
-            scratch = models.scratch_copy(loaded, seed)
+            scratch = models.scratch_copy(loaded, request.seed)
         runs_on = loaded if job.model == model else scratch
-        say(f"{job.model}: {job.spec}")
-        summary = runner.extract(runs_on, job.spec, store, job.settings, data_dir, progress=progress)
+        request.say(f"{job.model}: {job.spec}")
+        summary = runner.extract(runs_on, job.spec, store, job.settings, request.data_dir, progress=request.progress)
         records.append({**summary.as_record(), "model": job.model})
     return records
 
 
-def notebook_parameters(
-    files: Sequence[Path],
-    model: str,
-    settings: ExtractionSettings,
-    results_dir: Path,
-    references: Sequence[str],
-    seed: int,
-    n_resamples: int,
-) -> dict:
+def notebook_parameters(files: Sequence[Path], model: str, references: Sequence[str], request: ProfileData) -> dict:
     """The papermill parameters of ``notebooks/your_data.py`` (absolute paths)."""
+    settings = request.settings
     return {
         "data_files": [str(Path(f).resolve()) for f in files],
         "model": model,
         "template": settings.template,
         "n_samples": settings.n_samples,
-        "results_dir": str(Path(results_dir).resolve()),
+        "results_dir": str(Path(request.out).resolve()),
         "reference_conditions": list(references),
         "max_length": settings.max_length,
-        "seed": seed,
-        "n_resamples": n_resamples,
+        "seed": request.seed,
+        "n_resamples": request.n_resamples,
     }
 
 
@@ -143,56 +148,41 @@ def export_html(notebook: Path, target: Path) -> Path:
     return target
 
 
-def run(
-    model: str,
-    data_files: Sequence[str],
-    settings: ExtractionSettings = DEFAULT_SETTINGS,
-    reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS,
-    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
-    out=DEFAULT_OUT,
-    html=None,
-    notebook=None,
-    data_dir=None,
-    seed: int = 0,
-    n_resamples: int = 1000,
-    scratch: bool = True,
-    progress: bool = True,
-    root: Path = book.PROJECT_ROOT,
-    say: Callable[[str], None] = print,
-) -> ProfileResult:
+def run(model: str, data_files: Sequence[str], *arguments: Any, **options: Any) -> ProfileResult:
     """Extract what the store lacks, execute the page and export it (see the module docstring).
 
-    ``settings``: the extraction of the user's files (``n_samples`` of each); the reference
-    conditions get ``reference_samples`` each. ``notebook`` default: ``<out>/your_data.ipynb``;
-    ``html`` default: ``<out>/your_data.html``. Every file is validated before anything is computed.
+    The arguments after ``model`` and ``data_files`` are ``ProfileData``'s, in its order or by
+    name. Every file is validated before anything is computed.
     """
     from analysis.report.your_data import user_files
 
+    request = ProfileData(*arguments, **options)
     started = time.perf_counter()
-    files = [f.path for f in user_files(data_files, reference_datasets)]
-    references = profiles.reference_conditions(tuple(reference_datasets))
+    files = [f.path for f in user_files(data_files, request.reference_datasets)]
+    references = profiles.reference_conditions(tuple(request.reference_datasets))
     for spec in references:
-        data.resolve(spec, data_dir)
-    settings = settings.but(template=registry.resolve_template(model, settings.template))
-    out = Path(out)
+        data.resolve(spec, request.data_dir)
+    settings = request.settings.but(template=registry.resolve_template(model, request.settings.template))
+    request = replace(request, settings=settings, out=Path(request.out))
+    out, say = request.out, request.say
     store = ResultsStore(out)
     result = ProfileResult(out)
-    jobs = plan_jobs(model, files, references, store, settings, data_dir, scratch, reference_samples)
+    jobs = plan_jobs(model, files, references, store, request)
     say(
-        f"{model}: {len(jobs)} of {len(files) * (2 if scratch else 1) + len(references)} data sets to compute "
-        f"({settings.n_samples or 'all'} samples of each file, {reference_samples or 'all'} of each reference), "
-        f"into {out}"
+        f"{model}: {len(jobs)} of {len(files) * (2 if request.scratch else 1) + len(references)} data sets to compute "
+        f"({settings.n_samples or 'all'} samples of each file, {request.reference_samples or 'all'} of each "
+        f"reference), into {out}"
     )
     with runner.torch_threads(settings.threads):
-        result.extraction = extract(model, jobs, store, settings, data_dir, seed, progress, say)
+        result.extraction = extract(model, jobs, store, request)
     result.seconds["extraction"] = time.perf_counter() - started
     book.ensure_kernel()
-    result.notebook = Path(notebook) if notebook else out / f"{NOTEBOOK}.ipynb"
-    parameters = notebook_parameters(files, model, settings, out, references, seed, n_resamples)
+    result.notebook = Path(request.notebook) if request.notebook else out / f"{NOTEBOOK}.ipynb"
+    parameters = notebook_parameters(files, model, references, request)
     say(f"executing notebooks/{NOTEBOOK}.py -> {result.notebook}")
     result.seconds["notebook"] = book.execute_notebook(
-        root / "notebooks" / f"{NOTEBOOK}.py", result.notebook, parameters, cwd=root
+        request.root / "notebooks" / f"{NOTEBOOK}.py", result.notebook, parameters, cwd=request.root
     )
-    result.html = export_html(result.notebook, Path(html) if html else out / f"{NOTEBOOK}.html")
+    result.html = export_html(result.notebook, Path(request.html) if request.html else out / f"{NOTEBOOK}.html")
     result.seconds["total"] = time.perf_counter() - started
     return result

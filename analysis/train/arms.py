@@ -4,7 +4,9 @@ loaded once and put back to its released weights before each run."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from analysis import data
 from analysis.extract import models, runner
@@ -30,17 +32,26 @@ def check_conditions(settings: TrainingSettings, data_dir=None) -> None:
         data.load_records(data.resolve(spec, data_dir).path)
 
 
+@dataclass(frozen=True)
+class ArmOptions:
+    """How ``train_model`` runs (its keyword arguments): a progress bar, the last checkpoint kept, where lines go."""
+
+    progress: bool = True
+    keep_checkpoint: bool = False
+    say: Callable[[str], None] = print
+
+
 def train_model(
     model: str,
     results_dir: str | Path,
     settings: TrainingSettings,
     extraction: ExtractionSettings,
     data_dir=None,
-    progress: bool = True,
-    keep_checkpoint: bool = False,
-    say: Callable[[str], None] = print,
+    **options: Any,
 ) -> list[dict]:
-    """Run every arm and seed of ``model`` that is not finished; one record per run."""
+    """Run every arm and seed of ``model`` that is not finished; one record per run (options: ``ArmOptions``)."""
+    chosen = ArmOptions(**options)
+    say = chosen.say
     check_conditions(settings, data_dir)
     todo = [
         run
@@ -65,8 +76,8 @@ def train_model(
                 settings,
                 extraction,
                 data_dir,
-                progress=progress,
-                keep_checkpoint=keep_checkpoint,
+                progress=chosen.progress,
+                keep_checkpoint=chosen.keep_checkpoint,
                 start_from=first if first != run else None,  # the released weights' probes, computed once
             )
             records.append({"model": model, **summary.as_record()})

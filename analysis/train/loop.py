@@ -27,6 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -193,6 +194,15 @@ def run_directory(results_dir: Path, run: TrainingRunId) -> Path:
     return Path(results_dir) / RUNS_FOLDER / run.folder()
 
 
+@dataclass(frozen=True)
+class TrainOptions:
+    """How ``train`` runs (its keyword arguments; see there)."""
+
+    progress: bool = True
+    keep_checkpoint: bool = False
+    start_from: TrainingRunId | None = None
+
+
 def train(
     loaded: models.LoadedModel,
     run: TrainingRunId,
@@ -200,19 +210,18 @@ def train(
     settings: TrainingSettings | None = None,
     extraction: ExtractionSettings | None = None,
     data_dir=None,
-    progress: bool = True,
-    keep_checkpoint: bool = False,
-    start_from: TrainingRunId | None = None,
+    **options: Any,
 ) -> TrainingSummary:
     """Fine-tune ``loaded`` on ``run.condition`` (see the module docstring); resumable.
 
     ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it
     is left trained (frozen, eval mode). A finished run (``done.json``) is not computed again.
-    ``keep_checkpoint`` keeps the last checkpoint of a finished run (else it is removed: it holds
-    the model and AdamW's two moments, three times the model's size). ``start_from``: a run of
-    the same model from the same released weights whose step-0 probes are stored (copied, not
-    computed again).
+    The keyword arguments are ``TrainOptions``'s. ``keep_checkpoint`` keeps the last checkpoint
+    of a finished run (else it is removed: it holds the model and AdamW's two moments, three
+    times the model's size). ``start_from``: a run of the same model from the same released
+    weights whose step-0 probes are stored (copied, not computed again).
     """
+    chosen = TrainOptions(**options)
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
     run_dir = run_directory(Path(results_dir), run)
@@ -231,45 +240,66 @@ def train(
             f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
         )
     summary = TrainingSummary(run.run, run.condition, settings.steps, None, 0, len(samples), skipped)
-    store = ResultsStore(results_dir)
     with trainable(loaded.model):
-        optimizer = make_optimizer(loaded.model, settings)
-        last = checkpoint.latest(run_dir)
-        if last is None:
-            torch.manual_seed(run.seed)
-            checkpoint.save_initial(run_dir, weights.projection_weights(loaded.model))
-            start = 0
-        else:
-            checkpoint.restore(last, loaded.model, optimizer, about)
-            start = summary.resumed_from = last.step
-        initial = checkpoint.load_initial(run_dir)
+        optimizer, start = _resume(loaded, run, run_dir, settings, about, summary)
         context = RunContext(
             loaded,
             run,
             settings,
             extraction,
-            store,
+            ResultsStore(results_dir),
             run_dir,
             optimizer,
-            initial,
+            checkpoint.load_initial(run_dir),
             about,
             data_dir,
-            start_from,
-            keep_checkpoint,
+            chosen.start_from,
+            chosen.keep_checkpoint,
         )
-        if last is None:
+        if summary.resumed_from is None:  # a fresh run: its step-0 probes
             context.checkpoint(0, [])
-        _steps(context, samples, start, summary, progress)
+        _steps(context, samples, start, summary, chosen.progress)
     summary.seconds = time.perf_counter() - started
+    _mark_done(done, summary, about)
+    _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if chosen.keep_checkpoint else None)
+    return summary
+
+
+def _resume(
+    loaded: models.LoadedModel,
+    run: TrainingRunId,
+    run_dir: Path,
+    settings: TrainingSettings,
+    about: dict,
+    summary: TrainingSummary,
+) -> tuple[torch.optim.Optimizer, int]:
+    """The optimizer and the step the run goes on from: its last checkpoint restored, or step 0
+    (seeded, the initial projection weights saved)."""
+    optimizer = make_optimizer(loaded.model, settings)
+    last = checkpoint.latest(run_dir)
+    if last is None:
+        torch.manual_seed(run.seed)
+        checkpoint.save_initial(run_dir, weights.projection_weights(loaded.model))
+        return optimizer, 0
+    checkpoint.restore(last, loaded.model, optimizer, about)
+    summary.resumed_from = last.step
+    return optimizer, last.step
+
+
+def _remove_checkpoints(run_dir: Path, kept: str | None) -> None:
+    """A finished run's checkpoints removed, but for the one named ``kept``."""
+    for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
+        if folder.name != kept:
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def _mark_done(done: Path, summary: TrainingSummary, about: dict) -> None:
+    """``done.json`` written whole or not at all: a run is marked done only once its tables are written."""
     kept = {k: v for k, v in summary.__dict__.items() if k != "steps_computed"}
     record = json.dumps({**kept, "about": about}, default=str)
     staging = done.with_name(f".{done.name}.tmp")
     staging.write_text(record)
-    os.replace(staging, done)  # whole or absent: a run is marked done only once its tables are written
-    for folder in run_dir.glob(f"{checkpoint.PREFIX}*"):
-        if not (keep_checkpoint and folder.name == f"{checkpoint.PREFIX}{settings.steps:06d}"):
-            shutil.rmtree(folder, ignore_errors=True)
-    return summary
+    os.replace(staging, done)
 
 
 def finished(done: Path, about: dict) -> TrainingSummary:

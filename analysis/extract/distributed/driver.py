@@ -25,6 +25,8 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from contextlib import ExitStack
+from dataclasses import dataclass, fields
+from typing import Any
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -61,28 +63,40 @@ def require_ray():
     return ray
 
 
+@dataclass(frozen=True)
+class RayOptions:
+    """How ``run_extraction`` reaches Ray and runs the work (its keyword arguments; see there)."""
+
+    address: str | None = None
+    data_dir: str | os.PathLike | None = None
+    max_workers: int | None = None
+    max_retries: int = 2
+    trust_remote_code: bool = False
+    num_cpus: int | None = None
+    object_store_memory: int | None = None
+    progress: bool = True
+
+    @classmethod
+    def split(cls, given: dict) -> tuple[RayOptions, dict]:
+        """These options from keyword arguments, and the rest (changes to the extraction settings)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in given.items() if k in names}), {k: v for k, v in given.items() if k not in names}
+
+
 def run_extraction(
     jobs: Sequence[Job | tuple[str, str | None, str]],
     results_dir: str | os.PathLike,
     settings: ExtractionSettings | None = None,
-    *,
-    address: str | None = None,
-    data_dir: str | os.PathLike | None = None,
-    max_workers: int | None = None,
-    max_retries: int = 2,
-    trust_remote_code: bool = False,
-    num_cpus: int | None = None,
-    object_store_memory: int | None = None,
-    progress: bool = True,
-    **changes,
+    **options: Any,
 ) -> ExtractionReport:
     """Extract every job's condition into ``results_dir`` on a Ray cluster, storing what ``runner.extract`` stores.
 
-    ``jobs`` are (model, template or None, condition key or JSON path). ``address`` "auto" or
+    ``jobs`` are (model, template or None, condition key or JSON path). The keyword arguments are
+    ``RayOptions``'s, or single changes to ``settings``. ``address`` "auto" or
     "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS`` names, if set, else
     starts a Ray instance on this machine for the run (``num_cpus``, default all;
     ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
-    instance is used as it is. ``settings`` (and single ``changes`` to them) and ``data_dir``
+    instance is used as it is. ``settings`` (and single changes to them) and ``data_dir``
     mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
     ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part; a
     shard whose worker process dies is run again up to ``max_retries`` times.
@@ -94,75 +108,91 @@ def run_extraction(
     failures, not raised, and the rest of the run goes on. With ``progress`` a bar is shown and
     the report's summary printed at the end.
     """
+    chosen, changes = RayOptions.split(options)
     settings = (settings or ExtractionSettings()).but(**changes)
     if settings.keep_spectra:
         raise DistributedError("keeping the singular values is not available with Ray; use the local executor")
     ray = require_ray()
     started = time.perf_counter()
     store = ResultsStore(results_dir)
-    data_root = str(data.data_dir(data_dir).resolve())
     normalised = [job if isinstance(job, Job) else Job(*job) for job in jobs]
     templates = [registry.resolve_template(job.model, job.template) for job in normalised]
-
-    def plans() -> dict[RunKey, tuple[Job, str, runner.RunPlan]]:
-        planned: dict[RunKey, tuple[Job, str, runner.RunPlan]] = {}
-        for job, template in zip(normalised, templates):
-            plan = runner.plan_run(job.model, template, job.spec, store, settings, data_dir)
-            planned.setdefault(plan.key, (job, template, plan))
-        return planned
-
     report = ExtractionReport()
     with ExitStack() as locks:
-        for key in plans():
+        for key in _plans(normalised, templates, store, settings, chosen.data_dir):
             locks.enter_context(store.lock(key))
-        tasks: list[Task] = []
-        summaries: dict[RunKey, runner.ConditionSummary] = {}
-        for key, (job, template, plan) in plans().items():  # again under the locks: the store may have grown
-            runner.check_same_data(store, plan)
-            summaries[key] = runner.ConditionSummary(
-                job.model,
-                plan.identity["condition"],
-                plan.requested,
-                plan.requested - len(plan.todo),
-                sha256_ok=plan.resolved.sha256_ok,
-            )
-            if plan.todo:
-                tasks.append(Task("batches", planned_run(plan, job.model, template, job.spec), tuple(plan.todo)))
+        # planned again under the locks: the store may have grown
+        tasks, summaries = _tasks(_plans(normalised, templates, store, settings, chosen.data_dir), store)
         report.conditions = list(summaries.values())
         if tasks:
-            started_ray = _connect(ray, address, num_cpus, object_store_memory)
-            try:
-                device = "cuda" if settings.device.startswith("cuda") else settings.device  # Ray picks the GPU
-                layout = worker_layout(ray.nodes(), device, settings.threads)
-                count = min(layout.count, max_workers or layout.count, sum(len(t.indices) for t in tasks))
-                report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
-                worker = WorkerSettings(
-                    settings.but(
-                        device=layout.device, batch_size=runner.batch_size_for(layout.device, settings.batch_size)
-                    ),
-                    data_root,
-                    trust_remote_code,
-                )
-                _dispatch(
-                    ray,
-                    tasks,
-                    layout,
-                    count,
-                    worker,
-                    settings.shard_size,
-                    max_retries,
-                    store,
-                    summaries,
-                    report,
-                    progress,
-                )
-            finally:
-                if started_ray:
-                    ray.shutdown()
+            _run_on_ray(ray, Dispatch(tasks, settings, chosen, store, summaries, report))
     report.seconds = time.perf_counter() - started
-    if progress:
+    if chosen.progress:
         print(report.describe())
     return report
+
+
+def _plans(
+    jobs: list[Job], templates: list[str], store: ResultsStore, settings: ExtractionSettings, data_dir
+) -> dict[RunKey, tuple[Job, str, runner.RunPlan]]:
+    """Each job's plan from the store, one per run key."""
+    planned: dict[RunKey, tuple[Job, str, runner.RunPlan]] = {}
+    for job, template in zip(jobs, templates):
+        plan = runner.plan_run(job.model, template, job.spec, store, settings, data_dir)
+        planned.setdefault(plan.key, (job, template, plan))
+    return planned
+
+
+def _tasks(
+    planned: dict[RunKey, tuple[Job, str, runner.RunPlan]], store: ResultsStore
+) -> tuple[list[Task], dict[RunKey, runner.ConditionSummary]]:
+    """The first task of every run with samples to compute, and every run's summary."""
+    tasks: list[Task] = []
+    summaries: dict[RunKey, runner.ConditionSummary] = {}
+    for key, (job, template, plan) in planned.items():
+        runner.check_same_data(store, plan)
+        summaries[key] = runner.ConditionSummary(
+            job.model,
+            plan.identity["condition"],
+            plan.requested,
+            plan.requested - len(plan.todo),
+            sha256_ok=plan.resolved.sha256_ok,
+        )
+        if plan.todo:
+            tasks.append(Task("batches", planned_run(plan, job.model, template, job.spec), tuple(plan.todo)))
+    return tasks, summaries
+
+
+@dataclass(frozen=True)
+class Dispatch:
+    """The work of one run and where its results go."""
+
+    tasks: list[Task]
+    settings: ExtractionSettings
+    options: RayOptions
+    store: ResultsStore
+    summaries: dict[RunKey, runner.ConditionSummary]
+    report: ExtractionReport
+
+
+def _run_on_ray(ray, work: Dispatch) -> None:
+    """Ray joined or started, the actors sized to the cluster, the tasks dispatched; Ray shut down if started here."""
+    options, settings = work.options, work.settings
+    started_ray = _connect(ray, options.address, options.num_cpus, options.object_store_memory)
+    try:
+        device = "cuda" if settings.device.startswith("cuda") else settings.device  # Ray picks the GPU
+        layout = worker_layout(ray.nodes(), device, settings.threads)
+        count = min(layout.count, options.max_workers or layout.count, sum(len(t.indices) for t in work.tasks))
+        work.report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
+        worker = WorkerSettings(
+            settings.but(device=layout.device, batch_size=runner.batch_size_for(layout.device, settings.batch_size)),
+            str(data.data_dir(options.data_dir).resolve()),
+            options.trust_remote_code,
+        )
+        _Dispatcher(ray, work, WorkerLayout(count, layout.num_cpus, layout.num_gpus), worker).run()
+    finally:
+        if started_ray:
+            ray.shutdown()
 
 
 def _connect(ray, address: str | None, num_cpus: int | None, object_store_memory: int | None) -> bool:
@@ -202,96 +232,108 @@ def _refused_for_token(error: BaseException | None) -> bool:
     return False
 
 
-def _dispatch(
-    ray,
-    tasks: list[Task],
-    layout: WorkerLayout,
-    count: int,
-    settings: WorkerSettings,
-    shard_size: int,
-    max_retries: int,
-    store: ResultsStore,
-    summaries: dict[RunKey, runner.ConditionSummary],
-    report: ExtractionReport,
-    progress: bool,
-) -> None:
-    """Hand tasks to actors, preferring the model an actor holds; store each result as it comes.
+class _Dispatcher:
+    """Hands tasks to actors, preferring the model an actor holds; stores each result as it comes.
 
     Ray restarts an actor whose process died and runs its task again (``max_task_retries``);
     only the driver writes the store.
     """
-    from ray.exceptions import RayActorError, RayError, RayTaskError, WorkerCrashedError
 
-    actor_class = ray.remote(ShardWorker).options(
-        num_cpus=layout.num_cpus, num_gpus=layout.num_gpus, max_restarts=-1, max_task_retries=max_retries
-    )
-    actors = [actor_class.remote(settings) for _ in range(count)]
-    holding: list[tuple[str, str] | None] = [None] * count
-    queues: dict[tuple[str, str], deque[Task]] = {}
-    for task in tasks:
-        queues.setdefault(task.run.model_key, deque()).append(task)
-    running: dict = {}  # object ref -> (actor number, task)
-    bar = tqdm(total=sum(len(t.indices) for t in tasks), unit="sample", desc="ray extract", disable=not progress)
+    def __init__(self, ray, work: Dispatch, layout: WorkerLayout, worker: WorkerSettings):
+        self.ray, self.work, self.count = ray, work, layout.count
+        actor_class = ray.remote(ShardWorker).options(
+            num_cpus=layout.num_cpus,
+            num_gpus=layout.num_gpus,
+            max_restarts=-1,
+            max_task_retries=work.options.max_retries,
+        )
+        self.actors = [actor_class.remote(worker) for _ in range(self.count)]
+        self.holding: list[tuple[str, str] | None] = [None] * self.count
+        self.queues: dict[tuple[str, str], deque[Task]] = {}
+        for task in work.tasks:
+            self.queues.setdefault(task.run.model_key, deque()).append(task)
+        self.running: dict = {}  # object ref -> (actor number, task)
+        self.bar = tqdm(
+            total=sum(len(t.indices) for t in work.tasks),
+            unit="sample",
+            desc="ray extract",
+            disable=not work.options.progress,
+        )
 
-    def next_task(actor: int) -> Task | None:
+    def next_task(self, actor: int) -> Task | None:
         """A task of the model this actor holds, else of the model with most work per actor holding it."""
-        own = queues.get(holding[actor])
+        own = self.queues.get(self.holding[actor])
         if own:
             return own.popleft()
-        waiting = [model for model, queue in queues.items() if queue]
+        waiting = [model for model, queue in self.queues.items() if queue]
         if not waiting:
             return None
-        model = max(waiting, key=lambda m: len(queues[m]) / (1 + holding.count(m)))
-        return queues[model].popleft()
+        model = max(waiting, key=lambda m: len(self.queues[m]) / (1 + self.holding.count(m)))
+        return self.queues[model].popleft()
 
-    def feed(actor: int) -> None:
-        task = next_task(actor)
+    def feed(self, actor: int) -> None:
+        task = self.next_task(actor)
         if task is not None:
-            holding[actor] = task.run.model_key
-            running[actors[actor].run.remote(task)] = (actor, task)
+            self.holding[actor] = task.run.model_key
+            self.running[self.actors[actor].run.remote(task)] = (actor, task)
 
-    def fail(task: Task, error: str) -> None:
-        report.failures.append(ShardFailure(task.run.model, task.run.identity["condition"], task.indices, error))
+    def fail(self, task: Task, error: str) -> None:
+        self.work.report.failures.append(
+            ShardFailure(task.run.model, task.run.identity["condition"], task.indices, error)
+        )
 
-    try:
-        for actor in range(count):
-            feed(actor)
-        while running:
-            [ref], _ = ray.wait(list(running), num_returns=1)
-            actor, task = running.pop(ref)
-            try:
-                result: TaskResult = ray.get(ref)
-            except RayTaskError as error:  # the code raised: running it again would raise again
-                fail(task, _task_error_text(error))
-            except (RayActorError, WorkerCrashedError) as error:
-                fail(task, f"worker died {max_retries + 1} time(s): {_first_line(error)}")
-                holding[actor] = None
-            except RayError as error:
-                fail(task, _first_line(error))
-                holding[actor] = None
-            else:
-                _take_result(store, task, result, summaries[task.run.key], report)
-                if task.kind == "batches":
-                    shards = [Task("compute", task.run, shard) for shard in shards_of(result.batches, shard_size)]
-                    queues[task.run.model_key].extend(shards)
-                    report.shards += len(shards)
-                    bar.update(len(result.skipped))
-                else:
-                    report.shards_stored += 1
-                    bar.update(len(task.indices))
-            bar.set_postfix_str(
-                f"shards {report.shards_stored}/{report.shards}"
-                + (f", failed {len(report.failures)}" if report.failures else "")
-            )
-            feed(actor)
-            busy = {n for n, _ in running.values()}
-            for idle in range(count):  # new shards may have been queued for actors that had none
-                if idle not in busy:
-                    feed(idle)
-    finally:
-        bar.close()
-        for handle in actors:
-            ray.kill(handle)
+    def run(self) -> None:
+        try:
+            for actor in range(self.count):
+                self.feed(actor)
+            while self.running:
+                [ref], _ = self.ray.wait(list(self.running), num_returns=1)
+                actor, task = self.running.pop(ref)
+                self.receive(ref, actor, task)
+                self.feed(actor)
+                busy = {n for n, _ in self.running.values()}
+                for idle in range(self.count):  # new shards may have been queued for actors that had none
+                    if idle not in busy:
+                        self.feed(idle)
+        finally:
+            self.bar.close()
+            for handle in self.actors:
+                self.ray.kill(handle)
+
+    def receive(self, ref, actor: int, task: Task) -> None:
+        """A finished task's result taken, or its failure reported (the actor then holds no model)."""
+        from ray.exceptions import RayActorError, RayError, RayTaskError, WorkerCrashedError
+
+        try:
+            result: TaskResult = self.ray.get(ref)
+        except RayTaskError as error:  # the code raised: running it again would raise again
+            self.fail(task, _task_error_text(error))
+        except (RayActorError, WorkerCrashedError) as error:
+            self.fail(task, f"worker died {self.work.options.max_retries + 1} time(s): {_first_line(error)}")
+            self.holding[actor] = None
+        except RayError as error:
+            self.fail(task, _first_line(error))
+            self.holding[actor] = None
+        else:
+            self.take(task, result)
+        report = self.work.report
+        self.bar.set_postfix_str(
+            f"shards {report.shards_stored}/{report.shards}"
+            + (f", failed {len(report.failures)}" if report.failures else "")
+        )
+
+    def take(self, task: Task, result: TaskResult) -> None:
+        """A result stored; a first task's batches queued as shards."""
+        report = self.work.report
+        _take_result(self.work.store, task, result, self.work.summaries[task.run.key], report)
+        if task.kind == "batches":
+            shards = [Task("compute", task.run, s) for s in shards_of(result.batches, self.work.settings.shard_size)]
+            self.queues[task.run.model_key].extend(shards)
+            report.shards += len(shards)
+            self.bar.update(len(result.skipped))
+        else:
+            report.shards_stored += 1
+            self.bar.update(len(task.indices))
 
 
 def _take_result(

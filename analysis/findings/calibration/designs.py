@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.findings import checks, metrics
-from analysis.findings.bootstrap import Estimate, pooled, resample_counts
+from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
@@ -67,6 +67,17 @@ def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tup
 
 
 @dataclass(frozen=True)
+class Simulation:
+    """How a calibration table simulates: ``reps`` runs, ``n_resamples`` bootstrap resamples each,
+    from ``seed``, intervals at ``level``."""
+
+    reps: int = 1000
+    n_resamples: int = 400
+    seed: int = 0
+    level: float = LEVEL
+
+
+@dataclass(frozen=True)
 class Design:
     """One simulated design: instructions per dataset, per-sample noise (log scale) of the fast
     and the slow condition per dataset, the spread of the instructions' own levels, and the
@@ -96,19 +107,19 @@ def study_designs(n: int = 5) -> dict[str, Design]:
 # --------------------------------------------------------------------------- one simulated run
 
 
-def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, instruction_sd: float, effect: float, skew=0.0):
+def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, design: Design, effect: float):
     """Per-instruction mean logs of the fast and the slow condition (true difference ``effect``),
-    the noise of skewness ``skew``."""
-    level = rng.normal(0.0, instruction_sd, n)
+    the instructions' spread and the noise's skewness those of ``design``."""
+    level = rng.normal(0.0, design.instruction_sd, n)
     noise = ratio_sizes.log_noise
-    return level + effect + fast_sd * noise(rng, skew, n), level + slow_sd * noise(rng, skew, n)
+    return level + effect + fast_sd * noise(rng, design.skew, n), level + slow_sd * noise(rng, design.skew, n)
 
 
 def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estimate:
     """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
     per_dataset = []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
-        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design.instruction_sd, effect, design.skew)
+        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design, effect)
         weights = resample_counts(n, n_resamples, rng)
         (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
         (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
