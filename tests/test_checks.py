@@ -106,7 +106,9 @@ def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
 def test_the_methods_page_states_every_registered_claim():
     """The table of claims on the methods pages is the registry's (``checks.methods_table``), and each
     check has its paragraph there."""
-    methods = "".join((ROOT / "book" / f"{page}.md").read_text() for page in ("methods", "checks", "gap_methods", "training_methods"))
+    methods = "".join(
+        (ROOT / "book" / f"{page}.md").read_text() for page in ("methods", "checks", "gap_methods", "training_methods")
+    )
     assert checks.methods_table() in methods
     for check in checks.REGISTRY:
         assert re.search(rf"\*\*{check.id}[: ]", methods) or f"**L and {check.id}" in methods, check.id

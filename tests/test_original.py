@@ -347,8 +347,8 @@ def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_d
 
     run_import(tree, tmp_path / "out", study_data_dir)
     exported = export_parquet(tmp_path / "out", tmp_path / "book" / "results.parquet")
-    from_store = load_results(tmp_path / "out", [MODEL], CONDITIONS, 1024, None, study_data_dir)
-    from_file = load_results(exported, [MODEL], CONDITIONS, 1024, None, study_data_dir)
+    from_store = load_results(tmp_path / "out", [MODEL], CONDITIONS, max_length=1024, data_dir=study_data_dir)
+    from_file = load_results(exported, [MODEL], CONDITIONS, max_length=1024, data_dir=study_data_dir)
     columns = [*KEY, "nuclear_norm", "sigma1_ratio", "n_layers", "origin"]
     # columns no page reads, and those the imported statistics lack, stay on disk
     for unread in ("origin_sha256", "sigma_max", "loss", "effective_rank", "n_response_tokens"):

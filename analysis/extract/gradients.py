@@ -150,67 +150,83 @@ class SampleGradientStats:
     spectra: dict[str, torch.Tensor] | None = None  # projection -> (n_layers, min(m, n)) singular values, if kept
 
 
+@dataclass(frozen=True)
+class Outputs:
+    """What each sample's statistics include beyond the spectral ones.
+
+    ``entry_stats``: the mean, max and min of the gradient entries; ``similarities``: the cosine
+    similarities between projections and layers; ``keep_spectra``: every gradient's singular values
+    (``SampleGradientStats.spectra``); ``token_energy_passes`` k > 0: the token energy, in up to k
+    more backward passes of the same graph (:mod:`analysis.extract.token_energy`; random signs
+    seeded by ``energy_seed``).
+    """
+
+    entry_stats: bool = False
+    similarities: bool = True
+    keep_spectra: bool = False
+    token_energy_passes: int = 0
+    energy_seed: int = 0
+
+
 def batch_statistics(
-    model: nn.Module,
-    batch: Batch,
-    projections: dict[tuple[int, str], nn.Linear] | None = None,
-    entry_stats: bool = False,
-    similarities: bool = True,
-    keep_spectra: bool = False,
-    token_energy_passes: int = 0,
-    energy_seed: int = 0,
+    model: nn.Module, batch: Batch, projections: dict[tuple[int, str], nn.Linear] | None = None, **outputs
 ) -> list[SampleGradientStats]:
-    """Per-sample gradient statistics of every attention projection for one batch.
+    """Per-sample gradient statistics of every attention projection for one batch (``outputs``:
+    the fields of :class:`Outputs`).
 
     One forward and one backward pass serve the whole batch: the summed per-sample mean losses
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
-    failed, and the other samples of its batch are still computed. ``keep_spectra`` also returns
-    every gradient's singular values (``SampleGradientStats.spectra``). ``token_energy_passes``
-    k > 0 also computes each sample's token energy in up to k more backward passes of the same
-    graph (:mod:`analysis.extract.token_energy`; random signs seeded by ``energy_seed``).
+    failed, and the other samples of its batch are still computed.
     """
+    wanted = Outputs(**outputs)
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
         by_token, mask = token_losses(model, batch)
         losses = mean_losses(by_token, mask)
         finite = torch.isfinite(losses)
         if finite.any():
-            losses[finite].sum().backward(retain_graph=token_energy_passes > 0)
+            losses[finite].sum().backward(retain_graph=wanted.token_energy_passes > 0)
         results = []
         for row, loss in enumerate(losses.tolist()):
             if not math.isfinite(loss):
                 results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
                 continue
-            results.append(
-                sample_statistics(captured, row, batch.lengths[row] - 1, loss, entry_stats, similarities, keep_spectra)
-            )
-        if token_energy_passes and finite.any():
-            add_token_energy(captured, batch, by_token, mask, finite, results, token_energy_passes, energy_seed)
+            results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted))
+        if wanted.token_energy_passes and finite.any():
+            add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted)
     return results
+
+
+@dataclass(frozen=True)
+class TokenLosses:
+    """A batch's loss of every predicted position (B, P), which of them are response tokens (B, P)
+    and which samples' losses are finite (B,)."""
+
+    by_token: torch.Tensor
+    mask: torch.Tensor
+    finite: torch.Tensor
 
 
 def add_token_energy(
     captured: CapturedFactors,
     batch: Batch,
-    by_token: torch.Tensor,
-    mask: torch.Tensor,
-    finite: torch.Tensor,
+    losses: TokenLosses,
     results: list[SampleGradientStats],
-    passes: int,
-    seed: int,
+    wanted: Outputs,
 ) -> None:
     """Each computed sample's token energy into its ``values``, from backward passes of the loss
     sum over samples and tokens of weight x token loss (``token_energy.pass_weights``): each
     pass's captured output gradients are those of every sample's weighted sum of token gradients."""
     seeds = [
-        token_energy.sample_seed(batch.input_ids[b, : batch.lengths[b]].tolist(), seed) for b in range(len(results))
+        token_energy.sample_seed(batch.input_ids[b, : batch.lengths[b]].tolist(), wanted.energy_seed)
+        for b in range(len(results))
     ]
-    weights, exact = token_energy.pass_weights(mask, finite, passes, seeds)
+    weights, exact = token_energy.pass_weights(losses.mask, losses.finite, wanted.token_energy_passes, seeds)
     rows = [b for b, r in enumerate(results) if r.failure is None]
     shared: dict[int, dict] = {b: {} for b in rows}  # each sample's inputs, x x^T computed once
     energies = {b: token_energy.EnergyAccumulator(bool(exact[b])) for b in rows}
-    kept = torch.where(mask & finite[:, None], by_token, torch.zeros_like(by_token))
+    kept = torch.where(losses.mask & losses.finite[:, None], losses.by_token, torch.zeros_like(losses.by_token))
     for index in range(weights.shape[0]):
         (weights[index] * kept).sum().backward(retain_graph=index < weights.shape[0] - 1)
         for b in rows:
@@ -225,15 +241,9 @@ def add_token_energy(
 
 
 def sample_statistics(
-    captured: CapturedFactors,
-    row: int,
-    n_positions: int,
-    loss: float,
-    entry_stats: bool,
-    similarities: bool,
-    keep_spectra: bool = False,
+    captured: CapturedFactors, row: int, n_positions: int, loss: float, wanted: Outputs = Outputs()
 ) -> SampleGradientStats:
-    """Statistics of one sample from its captured factors (and, with ``keep_spectra``, the
+    """Statistics of one sample from its captured factors (and, with ``wanted.keep_spectra``, the
     singular values they come from).
 
     ``n_positions`` is the number of leading positions with a non-zero output gradient: the last
@@ -247,22 +257,22 @@ def sample_statistics(
     kept: dict[str, torch.Tensor] = {}
     for proj in PROJECTIONS:
         singular_values = factors[proj].singular_values()
-        if keep_spectra:
+        if wanted.keep_spectra:
             kept[proj] = singular_values
         stats = spectra.statistics_from_singular_values(singular_values)
-        if entry_stats:
+        if wanted.entry_stats:
             stats.update(spectra.entry_statistics(factors[proj].dense()))
         for name, value in stats.items():
             columns.setdefault(name, []).append(value)
     values = {name: torch.stack(cols, dim=1) for name, cols in columns.items()}
-    if similarities:
+    if wanted.similarities:
         values.update(spectra.factor_statistics(factors, values))
     failure = None
     checked = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
     bad = [name for name, value in values.items() if name in checked and not torch.isfinite(value).all()]
     if bad:
         failure = f"non-finite gradient statistics ({', '.join(bad)})"
-    return SampleGradientStats(loss, n_positions + 1, values, failure, kept if keep_spectra else None)
+    return SampleGradientStats(loss, n_positions + 1, values, failure, kept if wanted.keep_spectra else None)
 
 
 def layer_factors(

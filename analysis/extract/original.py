@@ -89,6 +89,25 @@ def parse_statistics(
 
     ``n_layers`` None: as many layers as the record has (the first record of a file sets it).
     """
+    wrong = _record_fields_wrong(item)
+    if wrong:
+        return wrong
+    if n_layers is None:
+        layers = [key[0] for name in item if (key := adapter.original_key(name))]
+        if not layers:
+            return f"no statistics of {adapter.original_name('<i>', '<q|k|v|o>')}"
+        n_layers = 1 + max(layers)
+    flat = _flat_statistics(item, parameter_names(n_layers, adapter))
+    if isinstance(flat, str):
+        return flat
+    if adapter.original_name(n_layers, "q") in item:
+        return f"statistics of layer {n_layers} and beyond, more than the {n_layers} layers of earlier lines"
+    values = np.array(flat, dtype=float).reshape(n_layers, len(PROJECTIONS), len(STATISTICS))
+    return values, float(item["loss"])
+
+
+def _record_fields_wrong(item) -> str:
+    """What is wrong with a record's instruction, output and loss fields ("": nothing)."""
     if not isinstance(item, dict):
         return f"a JSON {type(item).__name__}, not an object"
     for name in ("instruction", "output"):
@@ -96,13 +115,13 @@ def parse_statistics(
             return f"no string field {name!r}"
     if not _number(item.get("loss")):
         return "no number field 'loss'"
-    if n_layers is None:
-        layers = [key[0] for name in item if (key := adapter.original_key(name))]
-        if not layers:
-            return f"no statistics of {adapter.original_name('<i>', '<q|k|v|o>')}"
-        n_layers = 1 + max(layers)
+    return ""
+
+
+def _flat_statistics(item: dict, names: tuple[str, ...]) -> list | str:
+    """The STATISTICS of every parameter in ``names``, flat in that order, or what is wrong."""
     flat: list = []
-    for name in parameter_names(n_layers, adapter):
+    for name in names:
         stats = item.get(name)
         if not isinstance(stats, dict):
             return f"no statistics of {name}"
@@ -112,13 +131,9 @@ def parse_statistics(
             return f"{name}: no field {error.args[0]!r}"
     if not set(map(type, flat)) <= {float, int}:
         position = next(i for i, value in enumerate(flat) if not _number(value))
-        name = parameter_names(n_layers, adapter)[position // len(STATISTICS)]
         key = list(STATISTICS)[position % len(STATISTICS)]
-        return f"{name}: field {key!r} is not a number"
-    if adapter.original_name(n_layers, "q") in item:
-        return f"statistics of layer {n_layers} and beyond, more than the {n_layers} layers of earlier lines"
-    values = np.array(flat, dtype=float).reshape(n_layers, len(PROJECTIONS), len(STATISTICS))
-    return values, float(item["loss"])
+        return f"{names[position // len(STATISTICS)]}: field {key!r} is not a number"
+    return flat
 
 
 def non_finite(values: np.ndarray, loss: float) -> str | None:
@@ -283,25 +298,33 @@ def target_for(model: str, template: str, condition: str, data_dir, relative: st
     return Target(resolved, key, identity)
 
 
+@dataclass(frozen=True)
+class FileOptions:
+    """How a file is imported: ``template`` (None: the model registry's), ``strict`` (nothing of a
+    file with a rejected line) and ``counter``, the tokenizers that count R (None: none loaded, R
+    missing)."""
+
+    template: str | None = None
+    strict: bool = False
+    counter: TokenCounter | None = None
+
+
 def import_file(
     store: ResultsStore,
     file: OriginalFile,
     data_dir=None,
-    template: str | None = None,
     on_bytes: Callable[[int], None] = lambda n: None,
     *,
-    strict: bool = False,
+    options: FileOptions = FileOptions(),
     earlier: dict[str, dict] | None = None,
-    counter: TokenCounter | None = None,
 ) -> FileReport:
     """Import one statistics file into the store; its rows appear whole or not at all.
 
     A sample stored before only as skipped (non-finite values) is imported when this file holds
-    finite values for it; its skip record stays. ``strict``: nothing of a file with a rejected line.
-    ``earlier``: the run log's records by sha256 (see :func:`earlier_imports`), whose rejected lines
-    a file already imported still counts. ``counter``: the tokenizers that count R (None: none loaded,
-    R missing).
+    finite values for it; its skip record stays. ``earlier``: the run log's records by sha256 (see
+    :func:`earlier_imports`), whose rejected lines a file already imported still counts.
     """
+    template, strict, counter = options.template, options.strict, options.counter
     started = time.perf_counter()
     report = FileReport(file.relative, model=file.model, condition=file.condition)
     if file.problem is not None:
@@ -394,46 +417,50 @@ def _already_imported(store: ResultsStore, target: Target, report: FileReport, o
 # --------------------------------------------------------------------------- a source
 
 
-def import_source(
-    source: str,
-    store: ResultsStore,
-    data_dir=None,
-    model: str | None = None,
-    condition: str | None = None,
-    template: str | None = None,
-    models: Iterable[str] | None = None,
-    conditions: Iterable[str] | None = None,
-    progress: bool = True,
-    cache_dir=None,
-    on_file: Callable[[FileReport], None] = lambda report: None,
-    *,
-    strict: bool = False,
-    counter: TokenCounter | None = None,
-) -> ImportResult:
-    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar.
+@dataclass(frozen=True)
+class ImportOptions:
+    """What of a source :func:`import_source` imports and how: ``model``/``condition`` (one of each,
+    for a single file), ``models``/``conditions`` (those only; None: all), ``template`` (None: the
+    model registry's), ``progress`` (a bar), ``cache_dir`` (downloads), ``on_file`` (called with each
+    file's report), ``strict`` (a file with a rejected line imports nothing, the others as usual) and
+    ``counter`` (the tokenizers that count R; None: each model's from the hub, ``TokenCounter``)."""
 
-    ``strict``: a file with a rejected line imports nothing (the others import as usual).
-    ``counter``: the tokenizers that count R (None: each model's from the hub, ``TokenCounter``).
-    """
-    counter = TokenCounter() if counter is None else counter
+    model: str | None = None
+    condition: str | None = None
+    template: str | None = None
+    models: Iterable[str] | None = None
+    conditions: Iterable[str] | None = None
+    progress: bool = True
+    cache_dir: object = None
+    on_file: Callable[[FileReport], None] = lambda report: None
+    strict: bool = False
+    counter: TokenCounter | None = None
+
+
+def import_source(source: str, store: ResultsStore, data_dir=None, **options) -> ImportResult:
+    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar
+    (``options``: the fields of :class:`ImportOptions`)."""
+    chosen = ImportOptions(**options)
+    counter = TokenCounter() if chosen.counter is None else chosen.counter
     started = time.perf_counter()
-    files: Iterable[OriginalFile] = source_files(source, model, condition, models, conditions, cache_dir)
+    files: Iterable[OriginalFile] = source_files(
+        source, chosen.model, chosen.condition, chosen.models, chosen.conditions, chosen.cache_dir
+    )
     total = None
     if not streamed(source):  # plain local files: the bar knows their size; others come one by one
         files = list(files)
         total = sum(f.byte_size() for f in files if f.problem is None)
     earlier = earlier_imports(store)
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not chosen.progress)
+    per_file = FileOptions(chosen.template, chosen.strict, counter)
     reports = []
     try:
         for file in files:
-            report = import_file(
-                store, file, data_dir, template, bar.update, strict=strict, earlier=earlier, counter=counter
-            )
+            report = import_file(store, file, data_dir, bar.update, options=per_file, earlier=earlier)
             reports.append(report)
-            on_file(report)
+            chosen.on_file(report)
     finally:
         bar.close()
     single = Path(source).is_file() and not is_archive(source)
-    absent = {} if single else absent_files(reports, models, conditions)
+    absent = {} if single else absent_files(reports, chosen.models, chosen.conditions)
     return ImportResult(reports, absent, time.perf_counter() - started, dict(counter.problems))

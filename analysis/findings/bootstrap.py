@@ -454,15 +454,14 @@ def all_curve_draws(
     stats_: Sequence[str],
     n_resamples: int = 1000,
     seed: int = 0,
-    level: float = LEVEL,
     sample_stats: Sequence[str] = (),
 ) -> dict[str, CurveDraws]:
-    """``curve_draws`` of every model with rows, all under one resampling, keyed by model name
-    (``sample_stats``: kept per sample only, see ``curve_draws``)."""
+    """``curve_draws`` of every model with rows, all under one resampling and the study's ``LEVEL``,
+    keyed by model name (``sample_stats``: kept per sample only, see ``curve_draws``)."""
     resampling = Resampling.of(rows, n_resamples, seed)
     present = [m for m in models if len(rows) and (rows["model"] == m).any()]
     draws = {}
     for model in present:
-        draws[model] = curve_draws(rows, model, stats_, resampling, level, sample_stats)
+        draws[model] = curve_draws(rows, model, stats_, resampling, LEVEL, sample_stats)
         release_freed_memory()  # the model's copied rows, before the next model's
     return draws

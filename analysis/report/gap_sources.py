@@ -45,7 +45,7 @@ NO_ENERGY = (
     "squared Frobenius norm) for these conditions, so token size and alignment are shown together, as the "
     "sqrt(R)-scaled Frobenius norm the stored columns give. `{command}` computes it for the offline models (with "
     "`--results-dir` of this run, into this store), `python -m analysis extract --token-energy-passes {passes}` for any "
-    'model; this page then shows four parts (Methods: where a gap comes from).'
+    "model; this page then shows four parts (Methods: where a gap comes from)."
 )
 # The profile that computes the token energy for this chapter's conditions (analysis.profiles).
 ENERGY_COMMAND = "python -m analysis run --profile decompose"

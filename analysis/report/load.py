@@ -129,28 +129,34 @@ def sampled(rows: pd.DataFrame, n_samples: int, data_dir=None, wanted: dict[str,
     return rows if keep.all() else rows[keep].reset_index(drop=True)
 
 
-def load_results(
-    results_dir,
-    models: Sequence[str],
-    conditions: Sequence[str],
-    max_length: int | None = None,
-    n_samples: int | None = None,
-    data_dir=None,
-    unread: Sequence[str] = (),
-    read: Sequence[str] = (),
-) -> StudyResults:
-    """Stored rows of the given models and conditions (``n_samples`` of each, the seeded random
-    sample ``data.dataset_sample_ids`` takes), without the columns in ``unread`` (statistics the
-    page does not show, left on disk: ten models' rows are 36 million), and with the statistics in
-    ``read`` that are otherwise left on disk (``UNREAD_STATISTICS``: those the page's checks read).
+@dataclass(frozen=True)
+class Reading:
+    """Which of a store's rows and columns a page reads: ``max_length`` (which truncation length,
+    where several are stored), ``n_samples`` (of each condition, the seeded random sample
+    ``data.dataset_sample_ids`` takes; None: all), ``data_dir`` (the data that sample is drawn
+    from), ``unread`` (statistics the page does not show, left on disk: ten models' rows are 36
+    million) and ``read`` (statistics otherwise left on disk, ``UNREAD_STATISTICS``, that the page's
+    checks read)."""
+
+    max_length: int | None = None
+    n_samples: int | None = None
+    data_dir: object = None
+    unread: Sequence[str] = ()
+    read: Sequence[str] = ()
+
+
+def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], **reading) -> StudyResults:
+    """Stored rows of the given models and conditions (``reading``: the fields of :class:`Reading`).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
     ``max_length`` must say which one. Missing (model, condition) pairs are reported in
     ``coverage``, not raised: a notebook shows what is stored and says what is not.
     """
+    chosen = Reading(**reading)
+    max_length, n_samples, data_dir = chosen.max_length, chosen.n_samples, chosen.data_dir
     root = Path(results_dir)
     if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
-        return _load_exported(root, models, conditions, max_length, n_samples, data_dir, unread, read)
+        return _load_exported(root, models, conditions, chosen)
     if not (root / "store.json").is_file():
         raise ReportError(
             f"{root}: no results store here; run `python -m analysis run --profile cpu` "
@@ -163,8 +169,8 @@ def load_results(
     try:
         unread = {
             *UNREAD_COLUMNS,
-            *(s for s in UNREAD_STATISTICS if s not in read),
-            *unread,
+            *(s for s in UNREAD_STATISTICS if s not in chosen.read),
+            *chosen.unread,
             *store.empty_columns("rows"),
         }  # empty: what imports lack
         columns = [c for c in store.column_names("rows") if c not in unread] or None
@@ -182,15 +188,21 @@ def load_results(
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
 
-def _load_exported(path: Path, models, conditions, max_length, n_samples, data_dir, unread=(), read=()) -> StudyResults:
+def _load_exported(path: Path, models, conditions, chosen: Reading) -> StudyResults:
     """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it)."""
+    max_length, n_samples, data_dir = chosen.max_length, chosen.n_samples, chosen.data_dir
     filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
         import pyarrow.parquet as pq
 
-        unread = {*UNREAD_COLUMNS, *(s for s in UNREAD_STATISTICS if s not in read), *unread, *null_columns([path])}
+        unread = {
+            *UNREAD_COLUMNS,
+            *(s for s in UNREAD_STATISTICS if s not in chosen.read),
+            *chosen.unread,
+            *null_columns([path]),
+        }
         columns = [c for c in pq.read_schema(path).names if c not in unread]
         rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:

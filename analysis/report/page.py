@@ -69,9 +69,9 @@ class Page:
             params.results_dir,
             params.models,
             params.conditions,
-            params.max_length,
-            params.n_samples,
-            params.data_dir,
+            max_length=params.max_length,
+            n_samples=params.n_samples,
+            data_dir=params.data_dir,
             unread=[s for s in FIGURE_STATS if s not in stats],
             read=per_sample,
         )
@@ -114,9 +114,9 @@ class Page:
             self.params.results_dir,
             self.results.models,
             keys,
-            self.params.max_length,
-            self.params.n_samples,
-            self.params.data_dir,
+            max_length=self.params.max_length,
+            n_samples=self.params.n_samples,
+            data_dir=self.params.data_dir,
         )
         if reference.rows.empty:
             return {}
