@@ -113,7 +113,7 @@ from analysis import profiles
 from analysis.study import book
 out, site, data_dir, *names = sys.argv[1:]
 book.copy_book_sources(book.PROJECT_ROOT, Path(site))
-book.execute_notebooks(profiles.get_profile("original"), Path(out), Path(site), data_dir or None, names=names)
+book.execute_notebooks(book.NotebookRun(profiles.get_profile("original"), Path(out), Path(site), data_dir or None, names=names))
 """
 
 

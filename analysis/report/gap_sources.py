@@ -20,6 +20,7 @@ from analysis.findings.rules import NOT_APPLICABLE
 from analysis.formatting import fmt, fmt_interval
 from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
+from analysis.report.load import imported_models
 from analysis.report.page import Page
 
 TERM_COLOURS = {
@@ -48,6 +49,12 @@ NO_ENERGY = (
     "model; this page then shows four parts (Methods: where a gap comes from)."
 )
 # The profile that computes the token energy for this chapter's conditions (analysis.profiles).
+NO_RELEASED_ENERGY = (
+    "{models}: the original study's released statistics hold no token energy (the sum over response tokens of "
+    "each token gradient's squared Frobenius norm), so token size and alignment are shown together, as the "
+    "sqrt(R)-scaled Frobenius norm the stored columns give. The energy needs the model's own token gradients: an "
+    "extraction of the model with `--token-energy-passes {passes}` (Running the study, the paper's models on a GPU)."
+)
 ENERGY_COMMAND = "python -m analysis run --profile decompose"
 A1_ID, G1_ID = "A1", "G1"
 
@@ -149,13 +156,20 @@ def decomposition_section(page: Page, contrast: str) -> None:
     )
     show_table(shown, by=None)
     unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
-    if unsplit:
-        show_markdown(no_energy(unsplit))
+    imported = set(imported_models(page.results.rows))
+    for models, released in (
+        ([m for m in unsplit if m not in imported], False),
+        ([m for m in unsplit if m in imported], True),
+    ):
+        if models:
+            show_markdown(no_energy(models, released))
 
 
-def no_energy(models: list[str]) -> str:
-    """The sentence for the models whose gap is shown in three parts: no token energy stored."""
-    return NO_ENERGY.format(models=", ".join(models), command=ENERGY_COMMAND, passes=profiles.ENERGY_PASSES)
+def no_energy(models: list[str], released: bool = False) -> str:
+    """The sentence for the models whose gap is shown in three parts: no token energy stored (for
+    ``released`` statistics, which cannot hold it, what would compute it)."""
+    text = NO_RELEASED_ENERGY if released else NO_ENERGY
+    return text.format(models=", ".join(models), command=ENERGY_COMMAND, passes=profiles.ENERGY_PASSES)
 
 
 def _lacks_tokens(cd) -> bool:
