@@ -266,6 +266,26 @@ def busy_core_case(loaded, specs, n_samples, repeats, data_dir, max_length, stor
     }
 
 
+def chosen_cases(args, default_cases: list) -> list:
+    """The cases a benchmark runs: ``--model`` on ``--data`` when both are given, else the default
+    cases (of ``--model`` only, when given)."""
+    if args.model and args.data:
+        return [(m, args.data, " + ".join(args.data)) for m in args.model]
+    return [c for c in default_cases if not args.model or c[0] in args.model]
+
+
+def machine_record() -> dict:
+    """The machine a benchmark ran on, as its results file records it."""
+    return {
+        "platform": platform.platform(),
+        "processor": platform.processor(),
+        "cpus": psutil.cpu_count(),
+        "torch": torch.__version__,
+        "threads": torch.get_num_threads(),
+        "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+    }
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--model", action="append", help="run only these models (offline name, folder or hub id)")
@@ -288,20 +308,10 @@ def main(argv=None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
 
-    if args.model and args.data:
-        cases = [(m, args.data, " + ".join(args.data)) for m in args.model]
-    else:
-        cases = [c for c in DEFAULT_CASES if not args.model or c[0] in args.model]
+    cases = chosen_cases(args, DEFAULT_CASES)
     scratch = ResultsStore(Path(args.out).parent / ".bench-store")
     payload = {
-        "machine": {
-            "platform": platform.platform(),
-            "processor": platform.processor(),
-            "cpus": psutil.cpu_count(),
-            "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        },
+        "machine": machine_record(),
         "samples_per_condition": args.samples,
         "repeats": args.repeats,
         "max_length": args.max_length,

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import statistics
 import sys
 import time
@@ -26,9 +25,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-import psutil
 import torch
-from bench_extraction import prepared_case
+from bench_extraction import chosen_cases, machine_record, prepared_case
 
 from analysis.extract import models, runner, token_energy
 from analysis.settings import ExtractionSettings
@@ -114,19 +112,10 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.threads:
         torch.set_num_threads(args.threads)
-    if args.model and args.data:
-        cases = [(m, args.data, " + ".join(args.data)) for m in args.model]
-    else:
-        cases = [c for c in DEFAULT_CASES if not args.model or c[0] in args.model]
+    cases = chosen_cases(args, DEFAULT_CASES)
     scratch = ResultsStore(Path(args.out).parent / ".bench-store")
     payload = {
-        "machine": {
-            "platform": platform.platform(),
-            "cpus": psutil.cpu_count(),
-            "torch": torch.__version__,
-            "threads": torch.get_num_threads(),
-            "gpu": torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
-        },
+        "machine": machine_record(),
         "samples_per_condition": args.samples,
         "repeats": args.repeats,
         "max_length": args.max_length,
