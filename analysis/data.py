@@ -22,8 +22,8 @@ from typing import BinaryIO
 
 import numpy as np
 
-from analysis.errors import StudyError
-from analysis.vocabulary import (
+from analysis.core.errors import StudyError
+from analysis.core.vocabulary import (
     COT_SETTINGS,
     LENGTH_CONTROL_SETTINGS,
     MATH_REASONING,

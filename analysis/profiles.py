@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from analysis import chapters, data, registry, vocabulary
-from analysis.errors import StudyError
-from analysis.settings import MAX_LENGTH, TRAINING_ARMS, ExtractionSettings, TrainingSettings
+from analysis import data
+from analysis.core import chapters, registry, vocabulary
+from analysis.core.errors import StudyError
+from analysis.core.settings import MAX_LENGTH, TRAINING_ARMS, ExtractionSettings, TrainingSettings
 
 
 def pages(root=None, source: str | None = None) -> tuple[str, ...]:
@@ -26,7 +27,7 @@ def pages(root=None, source: str | None = None) -> tuple[str, ...]:
     return tuple(c.name for c in found if c.standalone is None and c.source == source)
 
 
-# The book's chapters (analysis.chapters reads them from _toc.yml), by what they read.
+# The book's chapters (analysis.core.chapters reads them from _toc.yml), by what they read.
 CHAPTERS = chapters.project_chapters()
 NOTEBOOKS = pages()  # a profile's pages, in book order
 FAMILY_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.family)  # each reads its own family's conditions

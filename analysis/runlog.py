@@ -19,7 +19,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
 RUN_LOG = "run_log.json"
 RECORDED_PACKAGES = (
@@ -73,6 +73,7 @@ class RunRecord:
     book: dict = field(default_factory=dict)  # {seconds, index}
     wall_seconds: float | None = None
     finished: str | None = None  # ISO time, UTC; None while the run goes on (or if it died)
+    failed: str | None = None  # the error that ended the run, if one did
 
     @classmethod
     def start(cls, profile: dict, executor: str, packages: dict, data: list) -> RunRecord:
@@ -163,15 +164,24 @@ class RunLog:
     def save(self) -> None:
         save(self.results_dir, self.record)
 
+    @contextmanager
+    def changing(self) -> Iterator[RunRecord]:
+        """The record to change, saved when the block ends (also when it raises): every change of a
+        run's record goes through here, so the log on disk is never behind by more than one step."""
+        try:
+            yield self.record
+        finally:
+            self.save()
+
     def add_notebook(self, record: dict) -> None:
-        """Record one executed notebook and save."""
-        self.record.notebooks.append(record)
-        self.save()
+        """Record one executed notebook."""
+        with self.changing() as run:
+            run.notebooks.append(record)
 
     def add_import(self, record: dict) -> None:
-        """Record one imported file of statistics and save."""
-        self.record.imports.append(record)
-        self.save()
+        """Record one imported file of statistics."""
+        with self.changing() as run:
+            run.imports.append(record)
 
 
 # The packages that shape an import of the original study's statistics (no model weights; the
@@ -188,14 +198,26 @@ IMPORT_PACKAGES = (
 
 
 @contextmanager
-def recording(results_dir, profile: dict, *, packages: Sequence[str] = RECORDED_PACKAGES) -> Iterator[RunLog]:
-    """A run log of a command's run: saved at its start, and finished with its wall time at its end,
-    whether the run succeeds or fails."""
-    log = RunLog(Path(results_dir), RunRecord.start(profile, "local", package_versions(packages), []))
+def recording(
+    results_dir,
+    profile: dict,
+    *,
+    executor: str = "local",
+    data_status: Sequence[dict] = (),
+    packages: Sequence[str] = RECORDED_PACKAGES,
+) -> Iterator[RunLog]:
+    """The log of one run (of the pipeline or of a command): saved at its start with the profile, the
+    executor, the packages' versions and the data files' status, changed through ``RunLog.changing``,
+    and finished with its wall time at its end, whether the run succeeds or fails."""
+    log = RunLog(Path(results_dir), RunRecord.start(profile, executor, package_versions(packages), list(data_status)))
     log.save()
     try:
         yield log
+    except BaseException as error:
+        with log.changing() as record:
+            record.failed = f"{type(error).__name__}: {error}"[:500]
+        raise
     finally:
-        log.record.wall_seconds = log.record.elapsed()
-        log.record.finish()
-        log.save()
+        with log.changing() as record:
+            record.wall_seconds = record.elapsed()
+            record.finish()

@@ -15,7 +15,7 @@ name and renamed into place, so it appears whole or not at all (readers ignore h
 A run holds an exclusive lock on its own directory while it computes, so two processes never
 write the same samples; a second one is told so before it computes anything. Re-running a
 command computes only the samples that are neither stored nor recorded as skipped; a sample whose
-rows lack a column the command computes (a statistic of ``analysis.layer_stats`` declared since) is
+rows lack a column the command computes (a statistic of ``analysis.core.layer_stats`` declared since) is
 computed again, and its new rows replace the old ones.
 """
 
@@ -37,9 +37,9 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from analysis import data
-from analysis.errors import StudyError
-from analysis.memory import release_freed_memory
-from analysis.registry import model_slug
+from analysis.core.errors import StudyError
+from analysis.core.memory import release_freed_memory
+from analysis.core.registry import model_slug
 
 FORMAT = "layer-gradient-results"
 VERSION = 1

@@ -41,8 +41,8 @@ import pandas as pd
 import psutil
 import torch
 
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, plain, runner
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore
 
 DEFAULT_CASES = [

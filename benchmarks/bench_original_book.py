@@ -33,7 +33,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis import data, registry, runlog  # noqa: E402
+from analysis import data, runlog  # noqa: E402
+from analysis.core import registry
 from analysis.extract import original, original_sources  # noqa: E402
 from analysis.extract.original_report import FileReport  # noqa: E402
 from analysis.store import ResultsStore  # noqa: E402

@@ -28,8 +28,8 @@ import pandas as pd
 import torch
 from bench_extraction import chosen_cases, machine_record, prepared_case
 
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner, token_energy
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore
 
 DEFAULT_CASES = [

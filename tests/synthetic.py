@@ -154,7 +154,7 @@ def write_store(root: Path, rows: pd.DataFrame, skipped: pd.DataFrame | None = N
 def record_run(root: Path, models: Iterable[str], conditions: Iterable[str], n_resamples: int, name: str = "test"):
     """A run log in ``root`` that records a profile of these models and conditions (what a page shows)."""
     from analysis import profiles, runlog
-    from analysis.settings import ExtractionSettings
+    from analysis.core.settings import ExtractionSettings
 
     profile = profiles.Profile(name, tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
     runlog.RunLog.start(root, profile.as_dict(), "local", []).save()

@@ -21,9 +21,10 @@ import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
-from analysis import cli, profiles, registry, runlog
+from analysis import cli, profiles, runlog
+from analysis.core import registry
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import architectures, gradients, models, plain, runner, spectra
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 from analysis.study import pipeline
 

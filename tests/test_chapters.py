@@ -6,7 +6,8 @@ from pathlib import Path
 import pytest
 from sphinx_external_toc.parsing import parse_toc_yaml
 
-from analysis import chapters, profiles
+from analysis import profiles
+from analysis.core import chapters
 from analysis.report import notebook_parameters
 from analysis.study import book
 

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions, record_run, write_store
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings import calibration, checks, quantities
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, Part, Role

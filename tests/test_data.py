@@ -12,7 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import data, vocabulary
+from analysis import data
+from analysis.core import vocabulary
 
 
 def test_registry_covers_the_56_study_files():

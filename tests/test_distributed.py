@@ -20,8 +20,8 @@ import torch
 from faults import injection
 
 from analysis import cli
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import distributed, models, runner
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, StoreBusy, read_results, read_skipped
 
 CONDITIONS = ["aqua/none/correct", "aqua/detailed/correct", "aqua/detailed_cut_simplified/correct"]

@@ -105,9 +105,9 @@ def test_the_dry_run_lists_every_part_with_its_budget_and_runs_nothing(tmp_path,
 
 
 def test_a_missing_package_is_named_with_how_to_carry_it(script):
-    line = script.missing_package(("analysis.layer_stats", "no_such_package_here.sub"))
+    line = script.missing_package(("analysis.core.layer_stats", "no_such_package_here.sub"))
     assert line.startswith("missing package no_such_package_here:") and "pip download" in line
-    assert script.missing_package(("analysis.layer_stats",)) is None
+    assert script.missing_package(("analysis.core.layer_stats",)) is None
 
 
 def test_row_comparisons_see_a_changed_value(script):

@@ -4,8 +4,8 @@ import pytest
 import torch
 
 from analysis import cli
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, plain, runner, spectra
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 
 pytestmark = pytest.mark.slow

@@ -6,10 +6,10 @@ import dataclasses
 import pytest
 import torch
 
-from analysis import layer_stats
+from analysis.core import layer_stats
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, runner, spectra
 from analysis.report import load, your_data
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 
 TOY = layer_stats.Statistic("toy_square_sum", "sum of squared singular values", layer_stats.SPECTRUM)

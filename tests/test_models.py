@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from analysis import registry
+from analysis.core import registry
 from analysis.extract import models
 
 

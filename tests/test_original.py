@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 from analysis import cli, data, runlog
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, original_sources, runner
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
 

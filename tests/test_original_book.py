@@ -22,7 +22,8 @@ import pytest
 from conftest import char_tokenizer
 from synthetic import make_results
 
-from analysis import cli, data, profiles, registry
+from analysis import cli, data, profiles
+from analysis.core import registry
 from analysis.report import figures, provenance
 from analysis.store import ResultsStore, RunKey, export_parquet
 from tests import original_format as fmt

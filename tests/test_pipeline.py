@@ -4,10 +4,11 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis import profiles, registry, runlog
+from analysis import profiles, runlog
+from analysis.core import registry
+from analysis.core.registry import ModelInfo
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models
-from analysis.registry import ModelInfo
-from analysis.settings import ExtractionSettings
 from analysis.study import book, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]

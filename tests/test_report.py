@@ -25,7 +25,8 @@ from synthetic import (
     write_store,
 )
 
-from analysis import data, profiles, runlog, vocabulary
+from analysis import data, profiles, runlog
+from analysis.core import vocabulary
 from analysis.findings import metrics, questions
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
@@ -381,6 +382,19 @@ def test_run_log_round_trip(tmp_path):
     (tmp_path / runlog.RUN_LOG).write_text("{not json")
     with pytest.raises(runlog.RunLogError, match="unreadable run log"):
         runlog.read(tmp_path)
+
+
+def test_a_run_that_fails_is_logged_with_its_error_and_every_change_before_it(tmp_path):
+    with pytest.raises(RuntimeError), runlog.recording(tmp_path, {"name": "cpu"}, executor="ray") as log:
+        with log.changing() as record:
+            record.extraction.append({"model": "m", "condition": "a", "computed": 1})
+        [on_disk] = runlog.read(tmp_path)  # saved when the block ended, not at the end of the run
+        assert on_disk.extraction == [{"model": "m", "condition": "a", "computed": 1}] and not on_disk.finished
+        raise RuntimeError("out of disk")
+    [run] = runlog.read(tmp_path)
+    assert run.executor == "ray" and run.failed == "RuntimeError: out of disk"
+    assert run.finished and run.wall_seconds is not None
+    assert "ended with an error (RuntimeError: out of disk)" in provenance.run_sentence([run], tmp_path)
 
 
 def test_benchmark_table(tmp_path):

@@ -6,8 +6,8 @@ import pandas as pd
 import pytest
 import torch
 
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results, read_skipped
 
 SCHEMA = [

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 from analysis import cli, runlog, store
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, runner, token_counts
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 from tests import original_format as fmt
 from tests.hub_server import HubServer, tree_of

@@ -7,11 +7,11 @@ import pytest
 import torch
 from conftest import tiny_model
 
-from analysis import layer_stats
+from analysis.core import layer_stats
+from analysis.core.settings import ExtractionSettings, SettingsError
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import gradients, models, plain, runner, token_energy
-from analysis.settings import ExtractionSettings, SettingsError
 from analysis.store import ResultsStore, read_results
-from analysis.vocabulary import PROJECTIONS
 
 # (token ids, prompt length): 3, 6 and 29 response tokens (the last predicts nothing)
 SAMPLES = [(list(range(5, 12)), 3), (list(range(9, 19)), 3), (list(range(2, 40)), 8)]

@@ -7,8 +7,8 @@ import pandas as pd
 import pytest
 
 from analysis import data
+from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import models, runner
-from analysis.settings import ExtractionSettings, TrainingSettings
 from analysis.store import ResultsStore, read_results
 from analysis.train import checkpoint, loop, tables, weights
 from analysis.train.naming import TrainingRunId, parse_probe_model

@@ -9,10 +9,11 @@ import pandas as pd
 import pytest
 import torch
 
-from analysis import data, registry
+from analysis import data
+from analysis.core import registry
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner
 from analysis.report.notebook_parameters import ParameterError
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, read_results
 
 # --------------------------------------------------------------------------- input formats

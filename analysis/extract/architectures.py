@@ -14,9 +14,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from analysis import registry
-from analysis.errors import StudyError
-from analysis.vocabulary import PROJECTIONS
+from analysis.core import registry
+from analysis.core.errors import StudyError
+from analysis.core.vocabulary import PROJECTIONS
 
 SDPA = "sdpa"  # PyTorch's fused attention: the same attention as eager, except soft-capping
 EAGER = "eager"

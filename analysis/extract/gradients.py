@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from analysis import layer_stats
+from analysis.core import layer_stats
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import architectures, spectra, token_energy
-from analysis.vocabulary import PROJECTIONS
 
 
 def attention_projections(model: nn.Module) -> dict[tuple[int, str], nn.Linear]:

@@ -22,8 +22,7 @@ from pathlib import Path
 
 import torch
 
-from analysis.extract import architectures
-from analysis.registry import (
+from analysis.core.registry import (
     OFFLINE_MODELS,
     PAPER_MODELS,
     ModelError,
@@ -31,6 +30,7 @@ from analysis.registry import (
     resolve_template,
     scratch_name,
 )
+from analysis.extract import architectures
 
 CACHE_ENV = "LAYER_GRADIENT_CACHE"
 

@@ -36,7 +36,10 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, layer_stats, registry, runlog
+from analysis import data, runlog
+from analysis.core import layer_stats, registry
+from analysis.core.settings import ORIGINAL_MAX_LENGTH
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import architectures
 from analysis.extract.architectures import Architecture
 from analysis.extract.original_report import FileReport, ImportResult, absent_files
@@ -49,11 +52,9 @@ from analysis.extract.original_sources import (
     streamed,
 )
 from analysis.extract.token_counts import TokenCounter
-from analysis.settings import ORIGINAL_MAX_LENGTH
 from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
-from analysis.vocabulary import PROJECTIONS
 
-# The file's statistic -> the store's column, and the columns the files do not hold (analysis.layer_stats).
+# The file's statistic -> the store's column, and the columns the files do not hold (analysis.core.layer_stats).
 STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}
 ABSENT = layer_stats.absent_from_original()
 NON_FINITE_REASON = f"non-finite values in the {ORIGIN}"  # how a skip record of the importer begins

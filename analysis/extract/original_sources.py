@@ -18,8 +18,9 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import BinaryIO
 
-from analysis import data, registry
-from analysis.errors import StudyError
+from analysis import data
+from analysis.core import registry
+from analysis.core.errors import StudyError
 
 ORIGIN = "original study's statistics"
 HUB_PREFIX = "hf://datasets/"

@@ -23,8 +23,8 @@ import pandas as pd
 import torch
 from torch import nn
 
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import gradients, prompts, spectra
-from analysis.vocabulary import PROJECTIONS
 
 Key = tuple[int, str]  # (layer, projection)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
 TEMPLATES = ("base", "instruct")
 SYSTEM_MESSAGE = "You are a helpful assistant."

@@ -19,14 +19,15 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, layer_stats, registry
+from analysis import data
+from analysis.core import layer_stats, registry
+from analysis.core.settings import ExtractionSettings
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import batching, gradients, models, prompts
 from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
-from analysis.vocabulary import PROJECTIONS
 
-# The per-sample columns of analysis.layer_stats: how each is read off a computed sample.
+# The per-sample columns of analysis.core.layer_stats: how each is read off a computed sample.
 SAMPLE_VALUES: dict[str, Callable] = {
     "loss": lambda stats, sample: stats.loss,
     "n_tokens": lambda stats, sample: len(sample.encoded.input_ids),
@@ -157,7 +158,7 @@ def sample_rows(
     stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
 ) -> pd.DataFrame:
     """Long-format rows of one sample: one per (layer, projection), with a column for each statistic
-    of ``analysis.layer_stats`` that was computed (entry statistics only when asked for)."""
+    of ``analysis.core.layer_stats`` that was computed (entry statistics only when asked for)."""
     n_proj = len(PROJECTIONS)
     frame = pd.DataFrame(
         {

@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 import torch
 
-from analysis import layer_stats
-from analysis.errors import StudyError
-from analysis.vocabulary import PROJECTIONS
+from analysis.core import layer_stats
+from analysis.core.errors import StudyError
+from analysis.core.vocabulary import PROJECTIONS
 
-# The statistics computed from singular values and from dense gradients, as declared in analysis.layer_stats.
+# The statistics computed from singular values and from dense gradients, as declared in analysis.core.layer_stats.
 STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
 ENTRY_STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.ENTRIES))
 
@@ -79,7 +79,7 @@ def _singular_values_of(matrix: torch.Tensor) -> torch.Tensor:
 
 
 class StatisticError(StudyError, LookupError):
-    """A statistic declared in ``analysis.layer_stats`` without its function here."""
+    """A statistic declared in ``analysis.core.layer_stats`` without its function here."""
 
 
 # source -> statistic name -> its function, filled by the decorators below.
@@ -100,7 +100,7 @@ of_factors = _registers(layer_stats.FACTORS)  # f(projection -> LayerFactors, st
 
 
 def functions(source: str) -> dict[str, Callable]:
-    """Name -> function of every statistic that ``analysis.layer_stats`` declares for ``source``."""
+    """Name -> function of every statistic that ``analysis.core.layer_stats`` declares for ``source``."""
     declared = layer_stats.of_source(source)
     missing = [s.name for s in declared if s.name not in FUNCTIONS[source]]
     if missing:
@@ -108,7 +108,7 @@ def functions(source: str) -> dict[str, Callable]:
             source, "of_factors"
         )
         raise StatisticError(
-            f"statistic {missing[0]!r} is declared in analysis/layer_stats.py (computed from the {source}), "
+            f"statistic {missing[0]!r} is declared in analysis/core/layer_stats.py (computed from the {source}), "
             f"but analysis/extract/spectra.py has no function {missing[0]} decorated with @{decorator}"
         )
     return {s.name: FUNCTIONS[source][s.name] for s in declared}

@@ -22,8 +22,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import data, registry
+from analysis import data
 from analysis import store as results_store
+from analysis.core import registry
 from analysis.extract import architectures, prompts
 from analysis.store import ResultsStore, RunKey, StoreError
 

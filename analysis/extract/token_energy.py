@@ -19,11 +19,11 @@ import zlib
 
 import torch
 
-from analysis import layer_stats
+from analysis.core import layer_stats
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import spectra
-from analysis.vocabulary import PROJECTIONS
 
-# The columns, as declared in analysis.layer_stats: the energy, its estimate's variance, whether exact.
+# The columns, as declared in analysis.core.layer_stats: the energy, its estimate's variance, whether exact.
 COLUMNS = layer_stats.names(layer_stats.of_source(layer_stats.ENERGY))
 ENERGY, VARIANCE, EXACT = COLUMNS
 

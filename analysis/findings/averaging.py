@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
 from analysis.findings.rules import Part

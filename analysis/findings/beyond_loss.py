@@ -20,7 +20,7 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate
 from analysis.findings.questions import weighted_auroc
 from analysis.findings.rules import Part

@@ -30,10 +30,10 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from analysis import vocabulary
+from analysis.core import vocabulary
+from analysis.core.memory import release_freed_memory
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
-from analysis.memory import release_freed_memory
-from analysis.vocabulary import PROJECTIONS
 
 LEVEL = 0.95
 # Fewest instructions of each dataset behind a quantity for a verdict. A bootstrap over fewer

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, pooled
 from analysis.findings.quantities import (
     log_gap,

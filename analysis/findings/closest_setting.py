@@ -22,7 +22,7 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 from analysis.findings import bootstrap
 
 FEATURE_STAT = "nuclear_norm"

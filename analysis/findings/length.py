@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings.metrics import CONDITION_COLUMNS
 
 SETTING_ORDER = vocabulary.SETTING_ORDER

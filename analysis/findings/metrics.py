@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis.vocabulary import CORRECT, IRRELEVANT, PROJECTIONS, SEGMENTS, WIKI_DATASET  # noqa: F401
+from analysis.core.vocabulary import CORRECT, IRRELEVANT, PROJECTIONS, SEGMENTS, WIKI_DATASET  # noqa: F401
 
 # The paper's early/middle/late splits (0-based, half-open) for the depths of its models.
 PAPER_SPLITS: dict[int, tuple[int, int]] = {28: (7, 21), 26: (7, 20), 32: (10, 20), 42: (12, 30)}

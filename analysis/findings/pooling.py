@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.rules import Finding, Part, Role, sign_disagreements
 from analysis.findings.studentized import pool_any
@@ -136,7 +136,7 @@ def default_model_pairs(templates: dict[str, str]) -> dict[str, str]:
 def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, str]:
     """instruct -> base: the paper's matched pairs where both are present, the rest by
     ``default_model_pairs``."""
-    from analysis.registry import PAPER_PAIRS
+    from analysis.core.registry import PAPER_PAIRS
 
     pairs = {ins: base for base, ins in PAPER_PAIRS if base in models and ins in models}
     rest = {m: t for m, t in templates.items() if m in models and m not in pairs and m not in pairs.values()}
@@ -151,7 +151,7 @@ def model_pairs(models: Sequence[str], templates: dict[str, str]) -> dict[str, s
 def is_own_base(instruct: str, base: str, declared: dict[str, str] | None = None) -> bool:
     """Whether ``base`` is the base model ``instruct`` was tuned from: a pair of the paper
     (``registry.PAPER_PAIRS``) or one the user declares (instruct -> base)."""
-    from analysis.registry import PAPER_PAIRS
+    from analysis.core.registry import PAPER_PAIRS
 
     return (base, instruct) in set(map(tuple, PAPER_PAIRS)) or (declared or {}).get(instruct) == base
 

@@ -13,7 +13,8 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from analysis import data, vocabulary
+from analysis import data
+from analysis.core import vocabulary
 
 NAMES = {"aqua": "AQuA", "gsm8k": "GSM8K", "strategyqa": "StrategyQA", "ecqa": "ECQA", "creak": "CREAK"}
 FEWEST_SHOWN = 5  # answers listed one by one only for datasets with at most this many distinct answers

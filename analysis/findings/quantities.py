@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings import metrics
 from analysis.findings.bootstrap import (
     PROJECTIONS,

@@ -17,7 +17,7 @@ from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings import bootstrap, quantities, rules
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
 from analysis.findings.metrics import CORRECT, IRRELEVANT

@@ -39,8 +39,8 @@ from enum import Enum
 import numpy as np
 from scipy import stats as sps
 
+from analysis.core.formatting import fmt_interval
 from analysis.findings.bootstrap import LEVEL, MIN_VERDICT_SAMPLES, Estimate
-from analysis.formatting import fmt_interval
 
 HOLDS, FAILS, UNRESOLVED, TOO_FEW = "holds", "does not hold", "not resolved", "too few samples"
 NOT_APPLICABLE = "not applicable"

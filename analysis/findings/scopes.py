@@ -15,8 +15,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
-from analysis import vocabulary
-from analysis.errors import StudyError
+from analysis.core import vocabulary
+from analysis.core.errors import StudyError
 from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.pooling import (

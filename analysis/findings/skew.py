@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy import stats as sps
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings import calibration, checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.scenarios import PROMISED

@@ -38,11 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, Estimate, _stable_seed, resample_counts
 from analysis.findings.rules import SAME_MARGIN, Finding, Part
 from analysis.train.naming import is_probe_model, parse_probe_model
-from analysis.vocabulary import PROJECTIONS
 
 # The key under which ``checks.Inputs.extra`` holds the training runs (``TrainingRuns``).
 TRAINING_RUNS = "training runs"

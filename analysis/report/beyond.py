@@ -7,10 +7,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis import vocabulary
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt, fmt_interval
 from analysis.findings import length
 from analysis.findings.checks import LENGTH_CHECKS
-from analysis.formatting import fmt, fmt_interval
 
 # --------------------------------------------------------------------------- separability
 

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import data, profiles, registry, runlog, vocabulary
+from analysis import data, profiles, runlog
+from analysis.core import registry, vocabulary
 from analysis.profiles import Profile
 from analysis.report.load import StudyResults
 

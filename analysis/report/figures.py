@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws, t_band
 from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, selected
 from analysis.findings.pooling import scope_rank

@@ -12,12 +12,13 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import profiles, vocabulary
+from analysis import profiles
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt, fmt_interval
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import NOT_APPLICABLE
-from analysis.formatting import fmt, fmt_interval
 from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
 from analysis.report.load import imported_models

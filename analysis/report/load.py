@@ -9,9 +9,10 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, layer_stats
-from analysis.errors import StudyError
-from analysis.registry import OFFLINE_MODELS, known_model
+from analysis import data
+from analysis.core import layer_stats
+from analysis.core.errors import StudyError
+from analysis.core.registry import OFFLINE_MODELS, known_model
 from analysis.store import ResultsStore, StoreError, is_exported_file, null_columns, read_exported
 
 OFFLINE_NOTE = (
@@ -42,7 +43,7 @@ UNREAD_COLUMNS = (
     "origin_file",
     "origin_sha256",
     "singular_values",
-    *layer_stats.unread_by_pages(),  # the statistics that no page reads (analysis.layer_stats)
+    *layer_stats.unread_by_pages(),  # the statistics that no page reads (analysis.core.layer_stats)
 )
 
 

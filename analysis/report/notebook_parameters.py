@@ -18,8 +18,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import chapters, profiles, runlog
-from analysis.errors import StudyError
+from analysis import profiles, runlog
+from analysis.core import chapters
+from analysis.core.errors import StudyError
 from analysis.profiles import Profile
 
 DEFAULT_PROFILE = "cpu"

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from analysis import data, vocabulary
+from analysis import data
+from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.checks import (
     REGISTRY,

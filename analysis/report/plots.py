@@ -12,7 +12,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 
 PROJ_COLOURS = {"q": "r", "k": "g", "v": "b", "o": "gray"}
 SETTING_LABELS = vocabulary.SETTING_LABELS

@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import data
-from analysis.registry import OFFLINE_MODELS, known_model
+from analysis.core.registry import OFFLINE_MODELS, known_model
 from analysis.runlog import RunRecord
 
 
@@ -72,7 +72,9 @@ def run_sentence(runs: Sequence[RunRecord], results_dir, imported: bool = False)
     )
     if run.threads:
         text += f" {threads_sentence(run.threads)}"
-    if not run.finished:
+    if run.failed:
+        text += f" The run ended with an error ({run.failed}); what it stored before is kept."
+    elif not run.finished:
         text += (
             " The run was still going when this page was executed (this page runs before the book is "
             "built), so its total is the time elapsed until then."

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 import pandas as pd
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings import questions
 from analysis.findings.averaging import TOKENS_UNKNOWN

@@ -7,11 +7,11 @@ from collections.abc import Iterator, Sequence
 import numpy as np
 import pandas as pd
 
-from analysis import vocabulary
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt_interval
+from analysis.core.registry import PAPER_PAIRS
 from analysis.findings import metrics, quantities
 from analysis.findings.bootstrap import CurveDraws
-from analysis.formatting import fmt_interval
-from analysis.registry import PAPER_PAIRS
 
 SEGMENTS = (*vocabulary.SEGMENTS, "all")
 PROJECTIONS = vocabulary.PROJECTIONS

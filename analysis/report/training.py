@@ -16,15 +16,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import chapters, vocabulary
-from analysis.errors import StudyError
+from analysis.core import chapters, vocabulary
+from analysis.core.errors import StudyError
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training
 from analysis.findings.calibration import training_calibration
 from analysis.profiles import Profile
 from analysis.report import figures, notebook_parameters, verdicts
 from analysis.store import ResultsStore
 from analysis.train import tables
-from analysis.vocabulary import PROJECTIONS
 
 PROBE_COLUMNS = ["model", "dataset", "setting", "responses", "sample_index", "layer", "proj", "nuclear_norm"]
 CHAPTER = "during_training"

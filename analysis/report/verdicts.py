@@ -6,7 +6,8 @@ from collections.abc import Iterable, Sequence
 
 import pandas as pd
 
-from analysis import vocabulary
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
@@ -23,7 +24,6 @@ from analysis.findings.rules import (
     Finding,
 )
 from analysis.findings.skew import check_rate
-from analysis.formatting import fmt
 
 
 def table(found: Iterable[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:

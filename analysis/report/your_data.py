@@ -16,7 +16,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, layer_stats, profiles, vocabulary
+from analysis import data, profiles
+from analysis.core import layer_stats, vocabulary
+from analysis.core.formatting import fmt_interval
+from analysis.core.registry import resolve_template, scratch_name
+from analysis.core.settings import MAX_LENGTH
 from analysis.findings import closest_setting, metrics
 from analysis.findings.bootstrap import (
     CurveDraws,
@@ -25,11 +29,8 @@ from analysis.findings.bootstrap import (
     combine,
     pooled,
 )
-from analysis.formatting import fmt_interval
-from analysis.registry import resolve_template, scratch_name
 from analysis.report.load import ReportError, sampled
 from analysis.report.notebook_parameters import integer, positive_int, reject_unknown, wrong_kind
-from analysis.settings import MAX_LENGTH
 from analysis.store import ResultsStore
 
 USER_SETTING = "your data"

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 
-from analysis import vocabulary
+from analysis.core import vocabulary
 from analysis.findings.bootstrap import t_band
 from analysis.report import plots
 from analysis.report.figures import curves_and_bands

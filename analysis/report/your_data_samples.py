@@ -10,10 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, vocabulary
+from analysis import data
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt
+from analysis.core.registry import model_slug
 from analysis.findings import closest_setting
-from analysis.formatting import fmt
-from analysis.registry import model_slug
 from analysis.report.your_data import TOP_K, UserFile, YourData
 
 # --------------------------------------------------------------------------- placement

@@ -21,8 +21,9 @@ from pathlib import Path
 
 import yaml
 
-from analysis import chapters, profiles
-from analysis.errors import StudyError
+from analysis import profiles
+from analysis.core import chapters
+from analysis.core.errors import StudyError
 from analysis.profiles import Profile
 from analysis.report.display import PAGE_ENDS
 

@@ -22,13 +22,14 @@ import importlib.util
 import shutil
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Protocol
 
-from analysis import data, profiles, registry, runlog
-from analysis.errors import StudyError
+from analysis import data, profiles, runlog
+from analysis.core import registry
+from analysis.core.errors import StudyError
 from analysis.extract import models, runner
 from analysis.extract.threads import ThreadChoice
 from analysis.profiles import Profile
@@ -99,8 +100,8 @@ def recorded_threads(profile: Profile, log: runlog.RunLog | None, say: Callable[
     cores free now), chosen once, said and written to the run log."""
     with runner.torch_threads(profile.extraction.threads) as threads:
         if log is not None:
-            log.record.threads = threads.as_dict()
-            log.save()
+            with log.changing() as record:
+                record.threads = threads.as_dict()
         say(f"torch threads: {threads.threads} ({threads.source})")
         yield threads
 
@@ -118,15 +119,15 @@ def _extract_models(
         say(f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute")
         loaded = models.load(model, profile.extraction.template, device=profile.extraction.device)
         if log is not None:
-            log.record.model_loads[model] = loaded.load_seconds
-            log.record.models[model] = loaded.facts().as_dict()
+            with log.changing() as record:
+                record.model_loads[model] = loaded.load_seconds
+                record.models[model] = loaded.facts().as_dict()
         for spec in todo:
             summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress=progress)
-            record = summary.as_record()
-            records.append(record)
+            records.append(summary.as_record())
             if log is not None:
-                log.record.extraction.append(record)
-                log.save()
+                with log.changing() as record:
+                    record.extraction.append(records[-1])
         del loaded
     return records
 
@@ -156,10 +157,10 @@ def extract_with_ray(
     report = distributed.run_extraction(jobs, results_dir, profile.extraction, data_dir=data_dir, progress=progress)
     records = [summary.as_record() for summary in report.conditions]
     if log is not None:
-        log.record.extraction = records
-        log.record.model_loads = dict(report.load_seconds)
-        log.record.models = {model: model_facts(model) for model in profile.models}
-        log.save()
+        with log.changing() as record:
+            record.extraction = records
+            record.model_loads = dict(report.load_seconds)
+            record.models = {model: model_facts(model) for model in profile.models}
     if not report.ok:
         raise PipelineError(
             "some samples failed on the Ray workers; the notebooks were not executed:\n" + report.describe()
@@ -207,8 +208,8 @@ def train_profile(
             )
             records += [{**record, "computed": 0, "kind": "training"} for record in done]
             if log is not None:
-                log.record.extraction.extend(records[-len(done) :] if done else [])
-                log.save()
+                with log.changing() as record:
+                    record.extraction.extend(records[-len(done) :] if done else [])
     return records
 
 
@@ -349,19 +350,15 @@ def run_profile(profile: Profile | str, results_dir=None, data_dir=None, **optio
     results = Path(results_dir) if results_dir else default_results_dir(profile, root)
     results.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    log = start_log(profile, results, data_dir, chosen)
-    chosen.say(
-        f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
-        f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
-    )
-    extraction = runner_of_source.run(SourceContext(profile, results, data_dir, log, chosen.progress, chosen.say))
-    log.record.extraction_seconds = time.perf_counter() - started
-    log.record.wall_seconds = log.record.extraction_seconds
-    log.save()
-    executed, index = run_book(profile, results, data_dir, log, chosen, started) if chosen.book else ([], None)
-    log.record.wall_seconds = time.perf_counter() - started
-    log.record.finish()
-    log.save()
+    with recorded_run(profile, results, data_dir, chosen) as log:
+        chosen.say(
+            f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
+            f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
+        )
+        extraction = runner_of_source.run(SourceContext(profile, results, data_dir, log, chosen.progress, chosen.say))
+        with log.changing() as record:
+            record.extraction_seconds = time.perf_counter() - started
+        executed, index = run_book(profile, results, data_dir, log, chosen) if chosen.book else ([], None)
     return RunResult(profile, results, extraction, executed, index, log.record.wall_seconds)
 
 
@@ -375,8 +372,10 @@ def with_overrides(profile: Profile, options: RunOptions) -> Profile:
     return replace(profile, extraction=extraction)
 
 
-def start_log(profile: Profile, results: Path, data_dir, options: RunOptions) -> runlog.RunLog:
-    """The run log begun and saved, with the data files' status; a warning for files whose sha256 differs."""
+def recorded_run(
+    profile: Profile, results: Path, data_dir, options: RunOptions
+) -> AbstractContextManager[runlog.RunLog]:
+    """The run's log (``runlog.recording``) with the data files' status; a warning for files whose sha256 differs."""
     status = data_status(profile.conditions, data_dir)
     mismatched = [s["file"] for s in status if s["sha256_ok"] is False]
     if mismatched:
@@ -384,13 +383,11 @@ def start_log(profile: Profile, results: Path, data_dir, options: RunOptions) ->
             f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
             + ", ".join(sorted(set(mismatched))[:5])
         )
-    log = runlog.RunLog.start(results.resolve(), profile.as_dict(), options.executor, status)
-    log.save()
-    return log
+    return runlog.recording(results.resolve(), profile.as_dict(), executor=options.executor, data_status=status)
 
 
 def run_book(
-    profile: Profile, results: Path, data_dir, log: runlog.RunLog, options: RunOptions, started: float
+    profile: Profile, results: Path, data_dir, log: runlog.RunLog, options: RunOptions
 ) -> tuple[list[dict], Path]:
     """The notebooks executed over the store and the book built; the notebooks' records and the book's index."""
     root = Path(options.root).resolve()
@@ -406,12 +403,12 @@ def run_book(
         on_done=log.add_notebook,
         say=options.say,
     )
-    log.record.notebooks_seconds = time.perf_counter() - notebooks_started
-    log.record.wall_seconds = time.perf_counter() - started
-    log.save()
+    with log.changing() as record:
+        record.notebooks_seconds = time.perf_counter() - notebooks_started
     include_your_data(root, target, options.say)
     options.say("building the book")
-    log.record.book = {"seconds": build_book(target, strict=options.strict, say=options.say, only=profile.notebooks())}
+    seconds = build_book(target, strict=options.strict, say=options.say, only=profile.notebooks())
     index = book_index(target)
-    log.record.book["index"] = str(index)
+    with log.changing() as record:
+        record.book = {"seconds": seconds, "index": str(index)}
     return executed, index

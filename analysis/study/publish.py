@@ -18,7 +18,7 @@ from pathlib import Path
 
 import yaml
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
 NOTEBOOKS_BRANCH = "book-notebooks"
 STORE_NAME = "results.parquet"  # the store beside the published notebooks (book.BOOK_EXPORT's name)

@@ -18,9 +18,10 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from analysis import data, profiles, registry
+from analysis import data, profiles
+from analysis.core import registry
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore
 from analysis.study import book
 

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from analysis import data
+from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import models, runner
-from analysis.settings import ExtractionSettings, TrainingSettings
 from analysis.train import loop
 from analysis.train.naming import TrainingRunId
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import torch
 from safetensors.torch import load_file, load_model, save_file, save_model
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
 INITIAL = "initial.safetensors"
 PREFIX = "checkpoint-"

@@ -35,9 +35,9 @@ import torch
 from tqdm.auto import tqdm
 
 from analysis import data
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
+from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import gradients, models, runner
-from analysis.settings import ExtractionSettings, TrainingSettings
 from analysis.store import ResultsStore
 from analysis.train import checkpoint, tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId

@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analysis.errors import StudyError
-from analysis.registry import model_slug
+from analysis.core.errors import StudyError
+from analysis.core.registry import model_slug
 
 TRAIN_MARK = "@train:"
 RUNS_FOLDER = "runs"

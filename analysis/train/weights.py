@@ -7,8 +7,8 @@ from __future__ import annotations
 import pandas as pd
 import torch
 
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import gradients
-from analysis.vocabulary import PROJECTIONS
 
 CHANGE_STATISTICS = ("nuclear_norm", "sigma_max", "frobenius", "relative_frobenius")
 

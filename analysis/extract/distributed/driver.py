@@ -31,7 +31,9 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, registry
+from analysis import data
+from analysis.core import registry
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import runner
 from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges  # noqa: F401
 from analysis.extract.distributed.work import (  # noqa: F401
@@ -47,7 +49,6 @@ from analysis.extract.distributed.work import (  # noqa: F401
     shards_of,
     worker_layout,
 )
-from analysis.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey
 
 INSTALL_HINT = "pip install '.[distributed]' (or: pip install 'ray[default]')"

@@ -15,10 +15,11 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import data, registry
-from analysis.errors import StudyError
+from analysis import data
+from analysis.core import registry
+from analysis.core.errors import StudyError
+from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner
-from analysis.settings import ExtractionSettings
 from analysis.store import RunKey
 
 MAX_CPUS_PER_GPU_WORKER = 4

@@ -24,6 +24,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 import pandas as pd
 
+from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, decide
 from analysis.findings.training import (
@@ -38,7 +39,6 @@ from analysis.findings.training import (
     t3_from_cubes,
     t3_parts,
 )
-from analysis.vocabulary import PROJECTIONS
 
 STEP = 10
 ARMS = ("none", "detailed", "detailed_cut_none")

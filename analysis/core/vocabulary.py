@@ -7,7 +7,7 @@ which takes its names from here.
 
 from __future__ import annotations
 
-from analysis import layer_stats
+from analysis.core import layer_stats
 
 PROJECTIONS = ("q", "k", "v", "o")
 SEGMENTS = ("early", "middle", "late")
@@ -45,7 +45,7 @@ SETTING_LABELS = {
     "detailed_cut_simplified": "Detailed CoT cut to simplified length",
     "detailed_cut_none": "Detailed CoT cut to no-CoT length",
 }
-STAT_LABELS = layer_stats.labels()  # declared with each statistic in analysis.layer_stats
+STAT_LABELS = layer_stats.labels()  # declared with each statistic in analysis.core.layer_stats
 
 
 def family_of(dataset: str) -> str:

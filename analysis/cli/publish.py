@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from analysis import chapters
+from analysis.core import chapters
 from analysis.study import publish
 
 

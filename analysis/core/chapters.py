@@ -26,9 +26,9 @@ from pathlib import Path
 
 import yaml
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
-PROJECT_ROOT = Path(__file__).resolve().parents[1]
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
 TOC = "_toc.yml"
 NOTEBOOK_FOLDER = "book/notebooks"  # where the executed chapters go (as _toc.yml names them)
 SOURCE_FOLDER = "notebooks"  # the notebooks' text sources, notebooks/<name>.py

@@ -1,4 +1,4 @@
-"""Command line: ``python -m analysis <command> --help``."""
+"""The main parser, the common options of the extraction commands and the dispatch to each command."""
 
 from __future__ import annotations
 
@@ -8,9 +8,11 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data, original_cli, publish_cli, registry, settings, training_cli
-from analysis.errors import StudyError
-from analysis.settings import ExtractionSettings
+from analysis import data
+from analysis.cli import original, publish, training
+from analysis.core import registry, settings
+from analysis.core.errors import StudyError
+from analysis.core.settings import ExtractionSettings
 
 
 def _positive_int(text: str) -> int:
@@ -189,9 +191,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
     add_profile_data_parser(commands)
-    original_cli.add_parsers(commands)
-    training_cli.add_train_parser(commands, _positive_int)
-    publish_cli.add_parsers(commands)
+    original.add_parsers(commands)
+    training.add_train_parser(commands, _positive_int)
+    publish.add_parsers(commands)
     return parser
 
 
@@ -408,9 +410,9 @@ def main(argv: list[str] | None = None) -> int:
         "models": run_models,
         "run": run_pipeline,
         "profile-data": run_profile_data,
-        **original_cli.HANDLERS,
-        "train": training_cli.run_train,
-        **publish_cli.HANDLERS,
+        **original.HANDLERS,
+        "train": training.run_train,
+        **publish.HANDLERS,
     }
     try:
         with _sigterm_as_interrupt():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
 MAX_LENGTH = 1024  # this project's default, the paper's: prompt and response cut at this many tokens
 # The original study's --max_length in every run it released: rows imported from its files are

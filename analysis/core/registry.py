@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from analysis.errors import StudyError
+from analysis.core.errors import StudyError
 
 
 class ModelError(StudyError, ValueError):

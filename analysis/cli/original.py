@@ -125,7 +125,8 @@ def run_import_original(args: argparse.Namespace) -> int:
             strict=args.strict,
             counter=token_counter(args),
         )
-        log.record.profile["token_counts_unknown"] = result.token_problems
+        with log.changing() as record:
+            record.profile["token_counts_unknown"] = result.token_problems
     for model, missing in result.absent.items():
         listed = ", ".join(missing[:6]) + (f" and {len(missing) - 6} more" if len(missing) > 6 else "")
         print(f"{model}: no file for {len(missing)} condition(s): {listed}", file=sys.stderr)
@@ -149,7 +150,8 @@ def run_add_token_counts(args: argparse.Namespace) -> int:
     profile = {"name": "add-token-counts", "models": models}
     with runlog.recording(args.store, profile, packages=runlog.IMPORT_PACKAGES) as log:
         reports = token_counts.add_to_store(store, token_counter(args), models, args.data_dir)
-        log.record.profile["token_counts"] = [r.as_record() for r in reports]
+        with log.changing() as record:
+            record.profile["token_counts"] = [r.as_record() for r in reports]
     for report in reports:
         print(report.line())
     if not reports:

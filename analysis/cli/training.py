@@ -5,9 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import data, settings
-from analysis.errors import StudyError
-from analysis.settings import ExtractionSettings, TrainingSettings
+from analysis import data
+from analysis.core import settings
+from analysis.core.errors import StudyError
+from analysis.core.settings import ExtractionSettings, TrainingSettings
 
 DEFAULTS = TrainingSettings()
 
