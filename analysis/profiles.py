@@ -11,7 +11,7 @@ and of every notebook family are derived from ``analysis.data``, never listed by
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from analysis import data
 from analysis.core import chapters, registry, vocabulary
@@ -225,18 +225,21 @@ TRAINING_CPU = TrainingSettings(
 # The paper's models that full fine-tuning in float32 fits on one GPU of 141 GB (16 bytes per
 # weight: the weight, its gradient and AdamW's two moments, before activations; methods).
 TRAINING_PAPER_MODELS = ("Qwen/Qwen2-1.5B", "Qwen/Qwen2-1.5B-Instruct", "google/gemma-2-2b", "google/gemma-2-2b-it")
-TRAINING_PAPER = TrainingSettings(
-    dataset="aqua",
-    arms=TRAINING_ARMS,
-    seeds=(0, 1, 2, 3, 4),
-    n_probes=50,
-    n_train=400,
-    steps=200,
-    batch_size=8,
-    learning_rate=1e-5,
-    checkpoints=(0, 5, 10, 20, 40, 80, 160, 200),
+TRAINING_PAPER = replace(
+    TRAINING_CPU, n_probes=50, n_train=400, steps=200, batch_size=8, checkpoints=(0, 5, 10, 20, 40, 80, 160, 200)
 )
 
+
+# The default study: what the verdicts on the two offline models need, on a laptop CPU.
+CPU = Profile(
+    name="cpu",
+    models=OFFLINE_MODEL_NAMES,
+    conditions=deciding_conditions(),
+    extraction=ExtractionSettings(n_samples=CPU_SAMPLES, batch_size=1, device="cpu"),
+    n_resamples=1000,
+    description=f"both offline models, the {len(deciding_conditions())} conditions behind the verdicts it can resolve, "
+    f"{CPU_SAMPLES} samples each",
+)
 
 PROFILES: dict[str, Profile] = {
     "quick": Profile(
@@ -257,21 +260,11 @@ PROFILES: dict[str, Profile] = {
         description="smoke run: both offline models, 2 samples of a few conditions, responses cut at 128 tokens "
         "(with the token energy)",
     ),
-    "cpu": Profile(
-        name="cpu",
-        models=OFFLINE_MODEL_NAMES,
-        conditions=deciding_conditions(),
-        extraction=ExtractionSettings(n_samples=CPU_SAMPLES, batch_size=1, device="cpu"),
-        n_resamples=1000,
-        description=f"both offline models, the {len(deciding_conditions())} conditions behind the verdicts it can resolve, "
-        f"{CPU_SAMPLES} samples each",
-    ),
-    "cpu-full": Profile(
+    "cpu": CPU,
+    "cpu-full": replace(
+        CPU,
         name="cpu-full",
-        models=OFFLINE_MODEL_NAMES,
         conditions=all_conditions(),
-        extraction=ExtractionSettings(n_samples=CPU_SAMPLES, batch_size=1, device="cpu"),
-        n_resamples=1000,
         description=f"both offline models, all 56 study and 30 length-control conditions, {CPU_SAMPLES} samples each",
     ),
     "paper": Profile(

@@ -27,45 +27,35 @@ def _positive_int(text: str) -> int:
 
 def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | None) -> None:
     """The options of ``ExtractionSettings``, under the same names, for every command that extracts."""
-    parser.add_argument(
+
+    def count(flag: str, help: str, default: int | None = None) -> None:
+        parser.add_argument(flag, type=_positive_int, default=default, help=help)
+
+    count(
         "--n-samples",
-        type=_positive_int,
-        default=n_samples,
-        help="N samples of each condition or file, a seeded random sample of its records (default: %s)"
-        % (n_samples or "all"),
+        f"N samples of each condition or file, a seeded random sample of its records (default: {n_samples or 'all'})",
+        n_samples,
     )
-    parser.add_argument(
-        "--max-length",
-        type=_positive_int,
-        default=settings.MAX_LENGTH,
-        help="truncate each sample to this many tokens (default: %(default)s)",
-    )
+    count("--max-length", "truncate each sample to this many tokens (default: %(default)s)", settings.MAX_LENGTH)
     parser.add_argument(
         "--template", choices=["base", "instruct"], help="prompt template (default: from the model registry)"
     )
-    parser.add_argument(
+    count(
         "--batch-size",
-        type=_positive_int,
-        help="samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)",
+        "samples per forward/backward pass (default: 1 on a CPU, where batching saves nothing; 8 on a GPU)",
     )
-    parser.add_argument(
+    count(
         "--token-budget",
-        type=_positive_int,
-        default=settings.TOKEN_BUDGET,
-        help="padded tokens per batch at most; long samples run alone (default: %(default)s)",
+        "padded tokens per batch at most; long samples run alone (default: %(default)s)",
+        settings.TOKEN_BUDGET,
     )
     parser.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
-    parser.add_argument(
-        "--threads",
-        type=_positive_int,
-        help="CPU threads for torch (default: the cores free when it starts; with Ray: CPUs per worker)",
-    )
-    parser.add_argument(
+    count("--threads", "CPU threads for torch (default: the cores free when it starts; with Ray: CPUs per worker)")
+    count(
         "--shard-size",
-        type=_positive_int,
-        default=settings.SHARD_SIZE,
-        help="store results after this many samples; an interrupted run recomputes at most these "
+        "store results after this many samples; an interrupted run recomputes at most these "
         "(with Ray: samples per shard) (default: %(default)s)",
+        settings.SHARD_SIZE,
     )
     parser.add_argument("--entry-stats", action="store_true", help="also store mean/max/min of the gradient entries")
     parser.add_argument(
@@ -95,21 +85,8 @@ def add_executor_argument(parser: argparse.ArgumentParser) -> None:
 
 
 def extraction_settings(args: argparse.Namespace) -> ExtractionSettings:
-    """The extraction settings a command line asked for."""
-    return ExtractionSettings(
-        n_samples=args.n_samples,
-        max_length=args.max_length,
-        template=args.template,
-        batch_size=args.batch_size,
-        token_budget=args.token_budget,
-        device=args.device,
-        threads=args.threads,
-        shard_size=args.shard_size,
-        entry_stats=args.entry_stats,
-        keep_spectra=args.keep_spectra,
-        retry_out_of_memory=args.retry_out_of_memory,
-        token_energy_passes=args.token_energy_passes,
-    )
+    """The extraction settings a command line asked for: each option of a setting's name."""
+    return ExtractionSettings.from_dict(vars(args))
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -117,7 +94,19 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=program, description=__doc__)
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     commands = parser.add_subparsers(dest="command", required=True)
+    add_extract_parser(commands)
+    add_data_parsers(commands)
+    commands.add_parser("models", help="list the offline and paper models")
+    add_run_parser(commands)
+    add_profile_data_parser(commands)
+    original.add_parsers(commands)
+    training.add_train_parser(commands, _positive_int)
+    publish.add_parsers(commands)
+    return parser
 
+
+def add_extract_parser(commands) -> None:
+    """``extract``: statistics of chosen models and conditions into a store."""
     extract = commands.add_parser("extract", help="compute per-sample gradient statistics into a results store")
     extract.add_argument(
         "--model", required=True, help="offline name (gemma-3-270m, smollm2-135m-instruct), local folder or hub id"
@@ -144,6 +133,9 @@ def build_parser() -> argparse.ArgumentParser:
         "(default: $RAY_ADDRESS if set, else a Ray instance started on this machine)",
     )
 
+
+def add_data_parsers(commands) -> None:
+    """``data list`` and ``data fetch``."""
     data_cmd = commands.add_parser("data", help="list or download the study's data files")
     data_sub = data_cmd.add_subparsers(dest="data_command", required=True)
     listing = data_sub.add_parser("list", help="print the conditions with their sample counts")
@@ -155,8 +147,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--base-url", default=data.SOURCE_URL, help="where to download from (default: the pinned commit)"
     )
 
-    commands.add_parser("models", help="list the offline and paper models")
 
+def add_run_parser(commands) -> None:
+    """``run``: a profile from extraction to book."""
     from analysis.profiles import PROFILES
 
     run = commands.add_parser("run", help="extract a profile's results, execute the notebooks and build the book")
@@ -190,11 +183,6 @@ def build_parser() -> argparse.ArgumentParser:
         help="compute again the samples recorded as skipped for lack of memory (e.g. on a larger GPU)",
     )
     run.add_argument("--no-progress", action="store_true", help="hide the progress bars")
-    add_profile_data_parser(commands)
-    original.add_parsers(commands)
-    training.add_train_parser(commands, _positive_int)
-    publish.add_parsers(commands)
-    return parser
 
 
 def add_profile_data_parser(commands) -> None:

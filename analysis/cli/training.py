@@ -61,23 +61,17 @@ def run_train(args: argparse.Namespace) -> int:
             f"--data: the conditions of one command share a dataset and responses (they share probes); got {sorted(datasets)}"
         )
     dataset, responses = datasets.pop()
-    chosen = TrainingSettings(
-        dataset=dataset,
-        responses=responses,
-        arms=tuple(c.setting for c in conditions),
-        seeds=tuple(args.seeds),
-        n_probes=args.n_probes,
-        n_train=args.n_train,
-        steps=args.steps,
-        batch_size=args.train_batch_size,
-        learning_rate=args.learning_rate,
-        weight_decay=args.weight_decay,
-        checkpoints=tuple(args.checkpoints),
-        probe_settings=tuple(args.probe_settings),
+    options = vars(args)  # each option of a setting's name, the command's own ones beside
+    chosen = TrainingSettings.from_dict(
+        {
+            **options,
+            "dataset": dataset,
+            "responses": responses,
+            "arms": [c.setting for c in conditions],
+            "batch_size": args.train_batch_size,
+        }
     )
-    extraction = ExtractionSettings(
-        max_length=args.max_length, template=args.template, device=args.device, threads=args.threads, batch_size=1
-    )
+    extraction = ExtractionSettings.from_dict({**options, "batch_size": 1})
     records = arms.train_model(
         args.model,
         args.out,

@@ -58,6 +58,42 @@ class ConditionSummary:
         fields = ("model", "condition", "requested", "already_done", "computed", "skipped", "seconds")
         return {name: getattr(self, name) for name in fields}
 
+    def count(self, rows: pd.DataFrame | None, skipped: list[dict]) -> int:
+        """Count one batch's computed and skipped samples (skips by ``skip_label``); how many it held."""
+        computed = 0 if rows is None else rows["sample_index"].nunique()
+        for row in skipped:
+            label = skip_label(row["reason"])
+            self.skipped[label] = self.skipped.get(label, 0) + 1
+        self.computed += computed
+        return computed + len(skipped)
+
+
+class ShardWriter:
+    """The rows and skips of computed samples, written to the store once ``shard_size`` samples are
+    pending and at ``flush``: an interrupted run loses at most one shard."""
+
+    def __init__(self, store: ResultsStore, key: RunKey, shard_size: int):
+        self.store, self.key, self.shard_size = store, key, shard_size
+        self.rows: list[pd.DataFrame] = []
+        self.skips: list[dict] = []
+        self.pending = 0
+
+    def add(self, rows: pd.DataFrame | None, skipped: list[dict], samples: int) -> None:
+        if rows is not None:
+            self.rows.append(rows)
+        self.skips.extend(skipped)
+        self.pending += samples
+        if self.pending >= self.shard_size:
+            self.flush()
+
+    def flush(self) -> None:
+        rows = pd.concat(self.rows, ignore_index=True) if self.rows else None
+        skips = pd.DataFrame(self.skips) if self.skips else None
+        # Taken out before writing: if an interrupt stops this write after one of its parts is in
+        # place, a flush that follows must not write those samples a second time.
+        self.rows, self.skips, self.pending = [], [], 0
+        self.store.write(self.key, rows, skips)
+
 
 @dataclass
 class PreparedSample:
@@ -431,19 +467,8 @@ def extract(
         )
         if not plan.todo:
             return summary
-        pending_rows: list[pd.DataFrame] = []
-        pending_skips: list[dict] = []
-
-        def flush() -> None:
-            rows = pd.concat(pending_rows, ignore_index=True) if pending_rows else None
-            skips = pd.DataFrame(pending_skips) if pending_skips else None
-            # Taken out before writing: if an interrupt stops this write after one of its parts is
-            # in place, the flush in ``finally`` must not write those samples a second time.
-            pending_rows.clear()
-            pending_skips.clear()
-            store.write(plan.key, rows, skips)
-
         started = time.perf_counter()
+        writer = ShardWriter(store, plan.key, settings.shard_size)
         bar = tqdm(
             total=len(plan.todo),
             desc=f"{registry.model_slug(loaded.name)} {plan.identity['condition']}",
@@ -451,23 +476,12 @@ def extract(
             disable=not progress,
         )
         try:
-            since_flush = 0
             for rows, skipped in compute_samples(loaded, plan, plan.todo, settings, data_dir):
-                n_rows = 0 if rows is None else rows["sample_index"].nunique()
-                if rows is not None:
-                    pending_rows.append(rows)
-                pending_skips.extend(skipped)
-                for row in skipped:
-                    label = skip_label(row["reason"])
-                    summary.skipped[label] = summary.skipped.get(label, 0) + 1
-                summary.computed += n_rows
-                since_flush += n_rows + len(skipped)
-                bar.update(n_rows + len(skipped))
-                if since_flush >= settings.shard_size:
-                    flush()
-                    since_flush = 0
+                samples = summary.count(rows, skipped)
+                writer.add(rows, skipped, samples)
+                bar.update(samples)
         finally:
-            flush()
+            writer.flush()
             bar.close()
             summary.seconds = time.perf_counter() - started
     return summary

@@ -24,24 +24,11 @@ Adjust = Callable[[Sequence[Part]], tuple[list[Part], str]]
 def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
     """A family's parts: each part (matched by name) pooled over the datasets that have it."""
     labels = list(dict.fromkeys(p.label for parts in per_dataset for p in parts))
-    out = []
+    pooled = []
     for label in labels:
         same = [p for parts in per_dataset for p in parts if p.label == label]
-        first = same[0]
-        out.append(
-            Part(
-                first.name,
-                pool_any([p.estimate for p in same]),
-                first.side,
-                first.bound,
-                first.show,
-                group=first.group,
-                decides=first.decides,
-                role=first.role,
-                opposite=first.opposite,
-            )
-        )
-    return out
+        pooled.append(replace(same[0], estimate=pool_any([p.estimate for p in same])))
+    return pooled
 
 
 @dataclass(frozen=True)

@@ -274,34 +274,16 @@ def t3_from_cubes(start: dict[str, np.ndarray], after: dict[str, np.ndarray], re
     gap0 = (start["none"] - start["detailed"]).mean(axis=(2, 3))  # (S, n): the same for every seed
     gap = (after["none"] - after["detailed"]).mean(axis=(2, 3))
     units, n = resampling.units, len(resampling.ids)
+
+    def ratio(name: str, values: np.ndarray, count: int, bound: float = 0.0, decides: bool = True) -> Part:
+        estimate = _estimate(*resampling.mean(values), resampling.dataset, count)
+        return Part(name, estimate, "above", bound, _times, group=group, decides=decides)
+
     # after training the probes differ by seed too: the fewer of probes and seeds counts
     return [
-        Part(
-            "None / Detailed at step 0 x",
-            _estimate(*resampling.mean(gap0), resampling.dataset, n),
-            "above",
-            0.0,
-            _times,
-            group=group,
-            decides=False,
-        ),
-        Part(
-            f"None / Detailed at step {step} x",
-            _estimate(*resampling.mean(gap), resampling.dataset, units),
-            "above",
-            0.0,
-            _times,
-            group=group,
-            decides=False,
-        ),
-        Part(
-            f"step {step} / step 0 of that ratio x",
-            _estimate(*resampling.mean(gap - gap0), resampling.dataset, units),
-            "above",
-            -T3_MARGIN,
-            _times,
-            group=group,
-        ),
+        ratio("None / Detailed at step 0 x", gap0, n, decides=False),
+        ratio(f"None / Detailed at step {step} x", gap, units, decides=False),
+        ratio(f"step {step} / step 0 of that ratio x", gap - gap0, units, bound=-T3_MARGIN),
     ]
 
 

@@ -405,21 +405,23 @@ def scratch_text(page: YourData) -> str:
     """How far the trained model's profile of each file is from the scratch copy's."""
     if page.scratch not in page.draws:
         return "The scratch control is not stored; run `python -m analysis profile-data` again to compute it."
-    lines = []
-    for file in page.files:
-        trained = condition_estimate(page.draws[page.model], file.condition, "nuclear_norm")
-        scratch = condition_estimate(page.draws[page.scratch], file.condition, "nuclear_norm")
-        if trained is None or scratch is None:
-            continue
-        ratio = combine(lambda a, b: a / b, trained, scratch)
-        rank_t = condition_estimate(page.draws[page.model], file.condition, "effective_rank")
-        rank_s = condition_estimate(page.draws[page.scratch], file.condition, "effective_rank")
-        lines.append(
-            f"**{file.label}**: mean nuclear norm {_shown(trained)} on the trained model and {_shown(scratch)} "
-            f"on the scratch copy (ratio {_shown(ratio)}); mean effective rank {_shown(rank_t)} vs "
-            f"{_shown(rank_s)}."
-        )
-    return "\n\n".join(lines)
+    lines = (_scratch_line(page, file) for file in page.files)
+    return "\n\n".join(line for line in lines if line)
+
+
+def _scratch_line(page: YourData, file) -> str | None:
+    """One file's nuclear norm and effective rank on the trained model and the scratch copy (None: not stored)."""
+    trained = condition_estimate(page.draws[page.model], file.condition, "nuclear_norm")
+    scratch = condition_estimate(page.draws[page.scratch], file.condition, "nuclear_norm")
+    if trained is None or scratch is None:
+        return None
+    ratio = combine(lambda a, b: a / b, trained, scratch)
+    rank_t = condition_estimate(page.draws[page.model], file.condition, "effective_rank")
+    rank_s = condition_estimate(page.draws[page.scratch], file.condition, "effective_rank")
+    return (
+        f"**{file.label}**: mean nuclear norm {_shown(trained)} on the trained model and {_shown(scratch)} "
+        f"on the scratch copy (ratio {_shown(ratio)}); mean effective rank {_shown(rank_t)} vs {_shown(rank_s)}."
+    )
 
 
 def coverage_text(page: YourData) -> str:
