@@ -14,7 +14,7 @@ STAGES = [
     ("core",),
     ("data",),
     ("profiles",),
-    ("store", "runlog"),
+    ("store", "runlog", "sample_draws"),
     ("extract",),
     ("train",),
     ("findings",),

@@ -19,7 +19,7 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data
+from analysis import data, sample_draws
 from analysis.core import layer_stats, registry
 from analysis.core.settings import ExtractionSettings
 from analysis.core.vocabulary import PROJECTIONS
@@ -233,6 +233,7 @@ class RunPlan:
     identity: dict
     requested: int
     todo: list[int]
+    drawn: tuple[int, ...] = ()  # every id of the condition's sample, in draw order (``sample_draws``)
 
 
 def plan_run(
@@ -261,7 +262,7 @@ def plan_run(
     energy = settings.energy_passes(identity["condition"]) > 0
     required = layer_stats.computed_columns(entry_stats=settings.entry_stats, token_energy=energy)
     done = store.done_samples(key, retry_reasons=retried, required_columns=required)
-    return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done])
+    return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done], tuple(chosen))
 
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
@@ -458,6 +459,7 @@ def extract(
     with store.lock(first_plan.key):
         plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
         check_same_data(store, plan)
+        sample_draws.record(store.root, plan.identity["condition"], settings.n_samples, plan.drawn)
         summary = ConditionSummary(
             loaded.name,
             plan.identity["condition"],

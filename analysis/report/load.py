@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data
+from analysis import data, sample_draws
 from analysis.core import layer_stats
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
@@ -92,19 +92,25 @@ def _record_count(condition: str, data_dir) -> int | None:
         return None
 
 
-def sampled_ids(frames: Sequence[pd.DataFrame], n_samples: int, data_dir=None) -> dict[str, set[int]]:
-    """Per condition, the ids a run of ``n_samples`` per condition takes: ``data.dataset_sample_ids``
-    of its file (a seeded random sample, the same ids for every file of a dataset, drawn from the
-    instructions whose None-CoT irrelevant answer differs from the correct one). Where the data file
-    cannot be read, the ``n_samples`` ids of highest rank in the same random order among those
-    stored for the dataset (in any of ``frames``)."""
+def sampled_ids(
+    frames: Sequence[pd.DataFrame], n_samples: int, data_dir=None, drawn: sample_draws.Drawn | None = None
+) -> dict[str, set[int]]:
+    """Per condition, the ids a run of ``n_samples`` per condition takes: those the run kept
+    (``drawn``, ``sample_draws.read``), else ``data.dataset_sample_ids`` of its file (a seeded random
+    sample, the same ids for every file of a dataset, drawn from the instructions whose None-CoT
+    irrelevant answer differs from the correct one). Where neither is at hand, the ``n_samples`` ids
+    of highest rank in the same random order among those stored for the dataset (in any of ``frames``)."""
     frames = [f for f in frames if len(f)]
     if not frames:
         return {}
+    drawn = drawn or {}
     keys = pd.concat([f[["condition", "dataset", "sample_index"]] for f in frames], ignore_index=True)
     stored = keys.groupby("dataset")["sample_index"].agg(lambda ids: np.unique(ids.to_numpy()))
     wanted = {}
     for condition, dataset in keys[["condition", "dataset"]].drop_duplicates().itertuples(index=False):
+        if (condition, n_samples) in drawn:
+            wanted[condition] = set(drawn[condition, n_samples])
+            continue
         count = _record_count(condition, data_dir)
         if count is not None:
             wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, data_dir))
@@ -180,11 +186,12 @@ def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], 
     except (OSError, ValueError) as error:
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
     rows, skipped = _one_run_per_model(rows, skipped)
+    drawn = sample_draws.read(root)
     if n_samples is not None and len(rows):
-        wanted = sampled_ids([rows, skipped], n_samples, data_dir)
+        wanted = sampled_ids([rows, skipped], n_samples, data_dir, drawn)
         rows = sampled(rows, n_samples, data_dir, wanted)
         skipped = sampled(skipped, n_samples, data_dir, wanted)
-    coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
+    coverage = _coverage(rows, skipped, models, conditions, chosen, drawn)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
@@ -212,7 +219,7 @@ def _load_exported(path: Path, models, conditions, chosen: Reading) -> StudyResu
     rows, skipped = _one_run_per_model(rows, skipped)
     if n_samples is not None and len(rows):  # the same seeded random sample as a store is read with
         rows = sampled(rows, n_samples, data_dir)
-    coverage = _coverage(rows, skipped, models, conditions, n_samples, data_dir)
+    coverage = _coverage(rows, skipped, models, conditions, chosen, {})
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
@@ -247,10 +254,16 @@ def _one_run_per_model(rows: pd.DataFrame, skipped: pd.DataFrame) -> tuple[pd.Da
     return rows, skipped
 
 
-def _coverage(rows, skipped, models, conditions, n_samples, data_dir) -> pd.DataFrame:
+def _coverage(rows, skipped, models, conditions, chosen: Reading, drawn: sample_draws.Drawn) -> pd.DataFrame:
+    """Per model and condition: the samples expected (as many as the run drew, where it kept its draw),
+    stored, skipped and missing."""
+    n_samples, data_dir = chosen.n_samples, chosen.data_dir
     stored = rows.groupby(["model", "condition"])["sample_index"].nunique() if len(rows) else pd.Series(dtype=int)
     skips = skipped.groupby(["model", "condition"])["sample_index"].nunique() if len(skipped) else pd.Series(dtype=int)
-    expected = {c: _expected_count(c, n_samples, data_dir) for c in conditions}
+    expected = {
+        c: len(drawn[c, n_samples]) if (c, n_samples) in drawn else _expected_count(c, n_samples, data_dir)
+        for c in conditions
+    }
     table = []
     for model in models:
         for condition in conditions:

@@ -31,7 +31,7 @@ from typing import Any
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data
+from analysis import data, sample_draws
 from analysis.core import registry
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import runner
@@ -123,7 +123,7 @@ def run_extraction(
         for key in _plans(normalised, templates, store, settings, chosen.data_dir):
             locks.enter_context(store.lock(key))
         # planned again under the locks: the store may have grown
-        tasks, summaries = _tasks(_plans(normalised, templates, store, settings, chosen.data_dir), store)
+        tasks, summaries = _tasks(_plans(normalised, templates, store, settings, chosen.data_dir), store, settings)
         report.conditions = list(summaries.values())
         if tasks:
             _run_on_ray(ray, Dispatch(tasks, settings, chosen, store, summaries, report))
@@ -145,13 +145,14 @@ def _plans(
 
 
 def _tasks(
-    planned: dict[RunKey, tuple[Job, str, runner.RunPlan]], store: ResultsStore
+    planned: dict[RunKey, tuple[Job, str, runner.RunPlan]], store: ResultsStore, settings: ExtractionSettings
 ) -> tuple[list[Task], dict[RunKey, runner.ConditionSummary]]:
-    """The first task of every run with samples to compute, and every run's summary."""
+    """The first task of every run with samples to compute, and every run's summary; each run's draw kept."""
     tasks: list[Task] = []
     summaries: dict[RunKey, runner.ConditionSummary] = {}
     for key, (job, template, plan) in planned.items():
         runner.check_same_data(store, plan)
+        sample_draws.record(store.root, plan.identity["condition"], settings.n_samples, plan.drawn)
         summaries[key] = runner.ConditionSummary(
             job.model,
             plan.identity["condition"],
