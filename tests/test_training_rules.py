@@ -1,9 +1,11 @@
 """T1-T3 of "During training" on simulated tables: verdicts with effects, too few seeds, false holds;
 declared in the check registry and run by its engine."""
 
+from dataclasses import replace
+
 import numpy as np
 
-from analysis.findings import calibration, checks, training
+from analysis.findings import calibration, checks, skew, training
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, decide
 from analysis.train.naming import TrainingRunId
@@ -69,6 +71,22 @@ def test_t2_with_a_training_set_effect_and_no_arm_effect_stays_at_its_level():
     assert _false_holds(scenarios["training-set effect of the seed noise's size"], "arm change") <= 0.04
     assert _false_holds(scenarios["training-set effect twice the seed noise"], "arm change") <= 0.04
     assert _false_holds(scenarios["one training set for every seed (former design)"], "arm change") >= 0.05
+
+
+def test_t2_true_against_detailed_cot_only_stays_within_its_stated_rate():
+    """T2 decides on the token-matched arm too: where the None arm leads Detailed CoT early but the
+    cut arm moves as it does, or leads the cut arm evenly over depth (one part at its null), T2's
+    false "holds" stay within its stated rate (within the simulation's error at 300 runs)."""
+    scenarios = training_calibration.SCENARIOS
+    allowed = skew.stated_rate("arm change") + 0.02
+    assert (
+        _false_holds(scenarios["None arm ahead of Detailed CoT only, as the token-matched arm"], "arm change")
+        <= allowed
+    )
+    evenly = scenarios["None arm ahead of the token-matched arm evenly over depth"]
+    assert _false_holds(evenly, "arm change") <= allowed
+    # the same runs with the cut arm left behind in the early layers too: T2 is true and found
+    assert _false_holds(replace(evenly, cut_arm=(0.0, -1.5)), "arm change") > 0.3
 
 
 def test_t3_at_its_margin_with_a_training_set_effect_stays_near_its_level():

@@ -280,6 +280,15 @@ def _established(estimate: Estimate | None) -> bool:
     return estimate is not None and Part("", estimate, "above", 0.0).supports()
 
 
+def share_contrast(short: Estimate, long: Estimate, simplified: Estimate, detailed: Estimate) -> Estimate | None:
+    """F5's deciding quantity from four roughnesses: the share a curve keeps from Wiki 100 to 1000
+    words minus the share it keeps from Simplified to Detailed CoT; None (not resolved) unless both
+    shorter curves' roughness is established."""
+    if not (_established(simplified) and _established(short)):
+        return None
+    return combine(lambda w1, w2, s, d: w2 / w1 - d / s, short, long, simplified, detailed)
+
+
 def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
     """F5: the share of its roughness a curve keeps from Wiki 100 to 1000 words minus the share it
     keeps from Simplified to Detailed CoT (pooled over the reasoning datasets) > 0, computed only
@@ -299,9 +308,7 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
         and (b := mean_roughness(ref, dataset, "detailed")) is not None
     ]
     simplified, detailed = pooled([a for a, _ in pairs]), pooled([b for _, b in pairs])
-    contrast = None
-    if _established(simplified) and _established(short):
-        contrast = combine(lambda w1, w2, s, d: w2 / w1 - d / s, short, long, simplified, detailed)
+    contrast = share_contrast(short, long, simplified, detailed)
     rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
     wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
     squares = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd_mean_square(cd, wiki, s)) is not None]

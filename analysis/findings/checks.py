@@ -155,7 +155,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f5_parts,
             chapters=(*SUMMARY_CHAPTERS, "wiki_knowledge"),
-            calibrated_by=("roughness", "same"),
+            calibrated_by=("share", "same"),
         ),
         PerModelCheck(
             id="L",

@@ -28,8 +28,11 @@ SKEWS = (-2.0, -1.0, 1.0, 2.0)
 # assert the measured rates stay below): "gap" misses on the side opposite the skew, so a "larger
 # than" claim is wrongly called true more often under a long lower tail (measured at 2,000 runs:
 # 4 to 5% at skewness -1, 5 to 9% at -2; within 2.5% for a right skew); "not better" reaches 3 to
-# 4.5% with any skew, normal logs included. A rule not named keeps PROMISED at every skewness.
-STATED_RATES = {"gap": 0.10, "not better": 0.05}
+# 4.5% with any skew, normal logs included. T2's "arm change", in the training runs' design, reaches
+# 2.8% (2,000 runs, standard error 0.37 points) where one of its four parts is at its null and the
+# other three clearly true (``training_calibration.SCENARIOS``). A rule not named keeps PROMISED at
+# every skewness.
+STATED_RATES = {"gap": 0.10, "not better": 0.05, "arm change": 0.035}
 
 
 def stated_rate(rule: str) -> float:

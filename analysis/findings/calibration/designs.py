@@ -14,7 +14,8 @@ The designs (``Design``) are named after the checks whose quantity they simulate
 - ``gap``: a paired difference of mean logs between a noisy fast setting and a quiet slow one
   (F1, the length control L and L2, F3 under Detailed CoT, F4);
 - ``same``: the same quantity tested for lying within the margin (F3 under None CoT, F5's Wiki part);
-- ``roughness``: the noise-corrected roughness of a noisy and a quiet log curve (F2, F5's contrast);
+- ``roughness``: the noise-corrected roughness of a noisy and a quiet log curve (F2);
+- ``share``: F5's contrast of the shares of roughness two pairs of curves keep;
 - the rules of the training checks (``training_calibration.RULES``), in a training run's design.
 
 ``false_holds`` gives the share of "holds" when the claim is false at its boundary (no effect, or a
@@ -29,7 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.findings import checks, metrics
+from analysis.findings import check_parts, checks, metrics
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
@@ -45,7 +46,16 @@ N_LAYERS = 18
 # The simulated rules, in the order of the tables; each registered check names those that measure
 # its error rates (``checks.Check.calibrated_by``). "paper MAD" is the former F2 rule, for comparison.
 # The rules of the training checks are simulated in a training run's design (``training_calibration``).
-RULES = ("gap", "same", "not better", "roughness", "paper MAD", *gap_calibration.RULES, *training_calibration.RULES)
+RULES = (
+    "gap",
+    "same",
+    "not better",
+    "roughness",
+    "share",
+    "paper MAD",
+    *gap_calibration.RULES,
+    *training_calibration.RULES,
+)
 # the rules whose claim can be made true in the simulation (for the false "does not hold" rate)
 FAILS_RULES = ("gap", "same", "not better", "roughness")
 
@@ -157,6 +167,41 @@ def _rough_estimates(
     return pooled(corrected), pooled(paper)
 
 
+# F5's share at its boundary: the shorter and the longer response's true log curves of these wiggles,
+# so that Wiki 100 -> 1000 words and Simplified -> Detailed CoT each keep a quarter of the roughness.
+SHARE_WIGGLES = (0.2, 0.1)
+
+
+def _roughness_pair(rng, design: Design, n: int, sds: tuple[float, float], n_resamples: int, stratum: str):
+    """Noise-corrected roughness of a shorter, noisier and a longer, quieter response's log curves
+    (true wiggles ``SHARE_WIGGLES``, noise sds ``sds``), on the same ``n`` instructions."""
+    layers = np.arange(N_LAYERS)
+    level = rng.normal(0.0, design.instruction_sd, (n, 1))
+    weights = resample_counts(n, n_resamples, rng)
+    pair = []
+    for wiggle, sd in zip(SHARE_WIGGLES, sds):
+        values = np.exp(
+            level + _true_curve(layers, wiggle) + sd * ratio_sizes.log_noise(rng, design.skew, (n, N_LAYERS))
+        )
+        value, draws = corrected_roughness(values, weights)
+        pair.append(Estimate(value, draws, ((stratum, n),)))
+    return pair
+
+
+def _share_part(rng, design: Design, n_resamples: int) -> Part:
+    """F5's share contrast (``check_parts.share_contrast``) with both shares truly a quarter: Wiki
+    one dataset like the design's first, the reasoning curves pooled over the design's datasets."""
+    short, long = _roughness_pair(
+        rng, design, design.counts[0], (design.fast_sd[0], design.slow_sd[0]), n_resamples, "wiki"
+    )
+    reasoning = [
+        _roughness_pair(rng, design, n, (fast_sd, slow_sd), n_resamples, f"d{h}")
+        for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd))
+    ]
+    simplified, detailed = pooled([a for a, _ in reasoning]), pooled([b for _, b in reasoning])
+    return Part("share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0)
+
+
 def true_roughness(wiggle: float) -> float:
     """Mean squared step of the true log curve of a given wiggle."""
     return float(np.mean(np.diff(_true_curve(np.arange(N_LAYERS), wiggle)) ** 2))
@@ -194,6 +239,8 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
     - ``not better``: F4's "no better" with the instruct model's separation exactly the margin
       larger than its base model's (the base separating, ``ratio_sizes.SEPARATING``);
     - ``roughness``: "fast rougher" with equally smooth true curves (None noisier);
+    - ``share``: F5's "Wiki keeps more of its roughness" with both shares exactly a quarter (not
+      resolved, so never "holds", where a shorter curve's roughness is not established);
     - ``paper MAD``: the former F2 rule (log MAD ratio > 0) on the same data;
     - ``old same``: the former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the
       claim is true: this measures how often it was found, its power).
@@ -211,6 +258,8 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
         elif check == "not better":
             separating = ratio_sizes.SEPARATING
             part = ratio_sizes.not_better_part(rng, design, separating + SAME_MARGIN, separating, n_resamples)
+        elif check == "share":
+            part = _share_part(rng, design, n_resamples)
         elif check in ("roughness", "paper MAD"):
             corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples)
             part = Part(check, corrected if check == "roughness" else paper, "above", 0.0)

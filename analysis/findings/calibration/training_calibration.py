@@ -75,7 +75,9 @@ class Effects:
     change; ``training_set``: the sd of the training-set effects in units of the batch-order noise
     (per arm, seed and layer segment on the weight change, per arm and seed on the gap);
     ``shared_training_set``: every seed trains on the same instructions (the effects repeat over
-    the seeds: the design before each seed drew its own).
+    the seeds: the design before each seed drew its own). ``cut_arm``: the token-matched arm's own
+    weight change in the early layers and in every layer (T2 false against it while true against
+    Detailed CoT).
     """
 
     gap: float = 0.5
@@ -85,6 +87,7 @@ class Effects:
     depth: float = 0.0
     training_set: float = 1.0
     shared_training_set: bool = False
+    cut_arm: tuple[float, float] = (0.0, 0.0)
 
 
 NULL = Effects(gap_change=-T3_MARGIN)  # every claim false: T3 at its boundary, T1 and T2 with no effect
@@ -99,6 +102,11 @@ SCENARIOS: dict[str, Effects] = {
     # the change follows the step-0 curve and depth about equally: T1's quantity near 0 (its boundary)
     # in 30 layers (the training profile's model), a little below it in fewer
     "step-0 curve predicts the change as well as depth": replace(NULL, depth=1.0, follows_curve=1.0),
+    # T2 true against Detailed CoT, false against the token-matched arm: the None arm's early change is
+    # all token count (the cut arm moves as it does: two parts at their null), or the None arm leads the
+    # cut arm by as much in every layer (early / late at its null, the rest clearly true)
+    "None arm ahead of Detailed CoT only, as the token-matched arm": replace(NULL, arm_effect=1.5, cut_arm=(1.5, 0.0)),
+    "None arm ahead of the token-matched arm evenly over depth": replace(NULL, arm_effect=1.5, cut_arm=(1.5, -1.5)),
     "one training set for every seed (former design)": replace(NULL, shared_training_set=True),
 }
 RUNS_DESIGN = tuple(name for name, e in SCENARIOS.items() if not e.shared_training_set)
@@ -156,6 +164,7 @@ def simulate(rng: np.random.Generator, design: TrainingDesign, effects: Effects 
             follows
             + trend
             + (effects.arm_effect * early[:, None] if arm == "none" else 0.0)
+            + (effects.cut_arm[0] * early[:, None] + effects.cut_arm[1] if arm == "detailed_cut_none" else 0.0)
             + _broadcast(shared + own, seeds)[:, :, None]
             + rng.normal(0, SEED_NOISE, (seeds, layers, p))
         )
