@@ -1,6 +1,6 @@
 # make book [PROFILE=quick|cpu|cpu-full|paper|original|training|training-paper]   run the study and build the book (default PROFILE=cpu; original: after import-original)
 # make test                             the whole test suite (end to end and browser tests included)
-# make test-fast                        the unit tier: every test not marked slow or browser (3 min 46 s
+# make test-fast                        the unit tier: every test not marked slow or browser (3 min 53 s
 #                                       in a fresh clone on the 2-core machine)
 # make lint                             ruff (lint and format check), ShellCheck on the shell scripts and actionlint
 #                                       on the publishing workflow (its run steps through ShellCheck too)
