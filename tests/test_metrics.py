@@ -7,7 +7,6 @@ from analysis.findings.metrics import (
     layer_curves,
     layer_splits,
     mad_by_segment,
-    mad_table,
     mean_absolute_difference,
     rd_summary,
     relative_difference,
@@ -148,14 +147,3 @@ def test_layer_curves_are_sample_means_with_counts():
     np.testing.assert_allclose(curves[curves.proj == "v"]["value"], v.to_numpy())
     counts = curves.groupby("proj", observed=True)[["n_samples", "n_dropped"]].first()
     assert counts.loc["v"].tolist() == [4, 1] and counts.loc["q"].tolist() == [5, 0]
-
-
-def test_mad_table_matches_mad_of_curves():
-    df = make_results(reasoning_conditions("gsm8k"), n_samples=4)
-    table = mad_table(df)
-    assert len(table) == 6 * 4
-    curves = layer_curves(df)
-    row = table[(table.condition == "gsm8k/detailed/correct") & (table.proj == "o")].iloc[0]
-    curve = curves[(curves.condition == "gsm8k/detailed/correct") & (curves.proj == "o")]
-    for segment, value in mad_by_segment(curve["value"].to_numpy()).items():
-        assert row[segment] == pytest.approx(value)

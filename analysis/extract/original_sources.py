@@ -65,12 +65,6 @@ def model_for(name: str) -> str:
     return registry.original_folder_model(name) or name
 
 
-def folder_for(model: str) -> str:
-    """The original folder name of a registry model (or the name itself when it has none)."""
-    info = registry.known_model(model)
-    return info.original_folder if info is not None and info.original_folder else model
-
-
 @dataclass(frozen=True)
 class OriginalFile:
     """One statistics file, with the model and condition its place in the tree names.

@@ -21,9 +21,8 @@ from analysis.core import layer_stats
 from analysis.core.errors import StudyError
 from analysis.core.vocabulary import PROJECTIONS
 
-# The statistics computed from singular values and from dense gradients, as declared in analysis.core.layer_stats.
+# The statistics computed from singular values, as declared in analysis.core.layer_stats.
 STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
-ENTRY_STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.ENTRIES))
 
 # The T x T route is taken below this fraction of min(m, n); above it, forming G is cheaper.
 FACTORED_FRACTION = 0.8
