@@ -41,6 +41,7 @@ lint: setup
 	$(PYTHON) -m ruff format --check .
 	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yml
+	$(PYTHON) -m vulture
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"

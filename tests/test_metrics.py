@@ -6,12 +6,12 @@ from synthetic import make_results, reasoning_conditions
 from analysis.findings.metrics import (
     layer_curves,
     layer_splits,
-    mad_by_segment,
     mean_absolute_difference,
     rd_summary,
     relative_difference,
     sample_matrix,
 )
+from analysis.report import tables
 
 # --------------------------------------------------------------------------- splits
 
@@ -56,9 +56,14 @@ def test_mad_hand_computed():
     np.testing.assert_allclose(stacked, [7 / 3, 1])
 
 
+def _mad_by_segment(curve: np.ndarray) -> dict[str, float]:
+    """The MAD of each segment as the book's tables compute it (``tables.segment_mad``)."""
+    return {segment: float(tables.segment_mad(curve, segment)) for segment in tables.SEGMENTS}
+
+
 def test_mad_by_segment_uses_only_inside_differences():
     curve = np.arange(28, dtype=float) ** 2  # differences 2i + 1
-    mad = mad_by_segment(curve)
+    mad = _mad_by_segment(curve)
     assert mad["early"] == pytest.approx(36 / 6)  # layers 0..6
     assert mad["middle"] == pytest.approx((400 - 49) / 13)  # layers 7..20
     assert mad["late"] == pytest.approx((729 - 441) / 6)  # layers 21..27
@@ -67,7 +72,7 @@ def test_mad_by_segment_uses_only_inside_differences():
 
 def test_mad_by_segment_ignores_jumps_between_segments():
     curve = np.repeat([1.0, 5.0, 9.0], [5, 8, 5])  # an 18-layer step curve
-    mad = mad_by_segment(curve)
+    mad = _mad_by_segment(curve)
     assert mad["early"] == mad["middle"] == mad["late"] == 0
     assert mad["all"] == pytest.approx(8 / 17)
 

@@ -77,13 +77,18 @@ def close_figures():
 
 
 def _mad_of_mean_curves(rows: pd.DataFrame) -> pd.DataFrame:
-    """MAD per segment of each mean curve (``metrics.layer_curves``), per model, dataset, setting,
-    responses and projection: the reference for the MAD table."""
+    """MAD over the early, middle and late layers (``metrics.layer_splits``) and over all layers of
+    each mean curve (``metrics.layer_curves``), per model, dataset, setting, responses and
+    projection: the reference for the MAD table."""
     keys = ["model", "dataset", "setting", "responses", "proj"]
-    out = [
-        {**dict(zip(keys, key)), **metrics.mad_by_segment(group.sort_values("layer")["value"].to_numpy())}
-        for key, group in metrics.layer_curves(rows).groupby(keys, observed=True)
-    ]
+    out = []
+    for key, group in metrics.layer_curves(rows).groupby(keys, observed=True):
+        curve = group.sort_values("layer")["value"].to_numpy()
+        row = {
+            s: metrics.mean_absolute_difference(curve[lo:hi])
+            for s, (lo, hi) in metrics.layer_splits(len(curve)).items()
+        }
+        out.append({**dict(zip(keys, key)), **row, "all": metrics.mean_absolute_difference(curve)})
     return pd.DataFrame(out)
 
 

@@ -343,7 +343,7 @@ class UsageError(StudyError):
     """Options that cannot go together."""
 
 
-def _interrupt(signum, frame) -> None:
+def _interrupt(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
 

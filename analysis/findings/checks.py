@@ -244,7 +244,6 @@ REGISTRY: Registry = registry_of(
         ),
     )
 )
-PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
 LENGTH_CHECKS = ("L", "L2")  # the length question (beyond the paper), answered together
 
 

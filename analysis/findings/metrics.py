@@ -59,17 +59,6 @@ def mean_absolute_difference(values: Sequence[float] | np.ndarray) -> float | np
     return float(out) if out.ndim == 0 else out
 
 
-def mad_by_segment(curve: Sequence[float] | np.ndarray) -> dict[str, float]:
-    """MAD of one layer curve over the early, middle and late layers and over all layers.
-
-    A segment's MAD uses only the differences between layers inside that segment.
-    """
-    v = np.asarray(curve, dtype=float)
-    out = {name: mean_absolute_difference(v[lo:hi]) for name, (lo, hi) in layer_splits(len(v)).items()}
-    out["all"] = mean_absolute_difference(v)
-    return out
-
-
 def relative_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> np.ndarray:
     """Per-layer relative difference (b - a) / a, with `a` the reference (correct responses)."""
     a = np.asarray(a, dtype=float)
