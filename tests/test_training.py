@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from analysis import data
+from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import models, runner
 from analysis.store import ResultsStore, read_results
@@ -184,7 +185,7 @@ def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_di
     about = loop.run_about(run, SETTINGS, EXTRACTION, loaded, [1, 2, 3])
     saved = checkpoint.save(run_dir, 2, loaded.model, optimizer, about)
     changed = {**about, "learning_rate": 1.0}
-    with pytest.raises(checkpoint.CheckpointError, match="learning_rate"):
+    with pytest.raises(StudyError, match="learning_rate"):
         checkpoint.restore(saved, loaded.model, optimizer, changed)
     assert json.loads((saved.folder / "state.json").read_text())["step"] == 2
 

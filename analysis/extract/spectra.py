@@ -77,10 +77,6 @@ def _singular_values_of(matrix: torch.Tensor) -> torch.Tensor:
     return eigenvalues.flip(-1).sqrt()
 
 
-class StatisticError(StudyError, LookupError):
-    """A statistic declared in ``analysis.core.layer_stats`` without its function here."""
-
-
 # source -> statistic name -> its function, filled by the decorators below.
 FUNCTIONS: dict[str, dict[str, Callable]] = {source: {} for source in layer_stats.SOURCES}
 
@@ -106,7 +102,7 @@ def functions(source: str) -> dict[str, Callable]:
         decorator = {layer_stats.SPECTRUM: "of_singular_values", layer_stats.ENTRIES: "of_entries"}.get(
             source, "of_factors"
         )
-        raise StatisticError(
+        raise StudyError(
             f"statistic {missing[0]!r} is declared in analysis/core/layer_stats.py (computed from the {source}), "
             f"but analysis/extract/spectra.py has no function {missing[0]} decorated with @{decorator}"
         )
