@@ -42,6 +42,7 @@ lint: setup
 	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yml
 	$(PYTHON) -m vulture
+	$(VENV)/bin/lint-imports
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"
