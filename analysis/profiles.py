@@ -31,12 +31,8 @@ def pages(root=None, source: str | None = None) -> tuple[str, ...]:
 CHAPTERS = chapters.project_chapters()
 NOTEBOOKS = pages()  # a profile's pages, in book order
 FAMILY_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.family)  # each reads its own family's conditions
-SUMMARY_NOTEBOOKS = tuple(n for n in NOTEBOOKS if n not in FAMILY_NOTEBOOKS)  # each reads every condition
 # The profile sources that execute chapters of their own (meta ``source`` in _toc.yml), e.g. training.
 OWN_CHAPTER_SOURCES = tuple(dict.fromkeys(c.source for c in CHAPTERS if c.source is not None))
-# Notebooks that take other parameters than a profile's and run by their own command
-# (``python -m analysis profile-data``), never as part of a profile's book.
-STANDALONE_NOTEBOOKS = tuple(c.name for c in CHAPTERS if c.standalone is not None)
 # The reference datasets of the your-data page: their None, Simplified and Detailed CoT files.
 REFERENCE_DATASETS = ("aqua", "gsm8k")
 

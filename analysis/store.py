@@ -43,7 +43,6 @@ from analysis.core.registry import model_slug
 
 FORMAT = "layer-gradient-results"
 VERSION = 1
-KEY_COLUMNS = ("model", "condition", "max_length", "template", "sample_index", "layer", "proj")
 SKIP_COLUMNS = (
     "model",
     "condition",

@@ -120,7 +120,7 @@ class PeakMemory:
             self.peak = max(self.peak, self.process.memory_info().rss)
             time.sleep(0.005)
 
-    def __exit__(self, *exc):
+    def __exit__(self, *_exc):
         self.running = False
         self.thread.join()
         self.peak = max(self.peak, self.process.memory_info().rss)

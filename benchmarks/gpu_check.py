@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
         from gpu_check_setup import study_texts
 
         texts, results["data"] = study_texts(options.data_dir)
-        context = gpu_check_parts.Context(device, options.tiny, options.seed, texts, results["data"])
+        context = gpu_check_parts.Context(device, options.tiny, options.seed, texts)
     for part in PARTS:
         if part not in selected(options):
             results["parts"][part.name] = {"status": "not checked", "reason": "not selected (--parts)"}

@@ -55,7 +55,6 @@ class Context:
     tiny: bool
     seed: int
     texts: list
-    data_note: str
     models: dict = field(default_factory=dict)
     kept: dict = field(default_factory=dict)  # shape -> prepared samples and rows of its speed run
 

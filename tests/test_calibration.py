@@ -128,7 +128,16 @@ def test_welch_degrees_of_freedom_follow_the_noisy_dataset():
 # tested at once (ten scenarios, two sides), so each gets three standard errors (a true 2.5%
 # passes them all 97% of the time) where one rate alone would get two.
 SCENARIO_REPS = 4000
-SKEWED = tuple(scenarios.STATED_WORST_CASE)
+# Where the book's interval cannot keep the promised 2.5% (skewed logs): the most it may miss on the
+# side opposite the skew at 5 instructions per dataset, as book/methods.md states.
+STATED_WORST_CASE = {
+    "skewed logs": 0.06,
+    "strongly skewed logs": 0.10,
+    "left-skewed logs": 0.06,
+    "strongly left-skewed logs": 0.10,
+}
+LEFT_SKEWED = ("left-skewed logs", "strongly left-skewed logs")  # a long lower tail: the other side misses
+SKEWED = tuple(STATED_WORST_CASE)
 
 
 def _many(reps: int) -> float:
@@ -161,9 +170,9 @@ def test_under_skewed_logs_it_misses_no_more_than_methods_states_and_only_agains
     assert len(rows) == 4
     for _, row in rows.iterrows():
         against, along = (
-            ("miss below", "miss above") if row["scenario"] in scenarios.LEFT_SKEWED else ("miss above", "miss below")
+            ("miss below", "miss above") if row["scenario"] in LEFT_SKEWED else ("miss above", "miss below")
         )
-        assert row[against] <= scenarios.STATED_WORST_CASE[row["scenario"]], rows
+        assert row[against] <= STATED_WORST_CASE[row["scenario"]], rows
         assert row[against] > _many(SCENARIO_REPS), rows  # the level is indeed not held: stated, not hidden
         assert row[along] <= _many(SCENARIO_REPS), rows  # the other side stays within
 
@@ -200,7 +209,7 @@ def test_at_20_instructions_the_same_holds():
     rows = _rows(table, "geometric")
     assert (rows[["miss below", "miss above"]] <= _many(SCENARIO_REPS)).all().all(), rows
     skewed = _rows(table, "geometric", skewed=True)
-    assert all(r["miss above"] <= scenarios.STATED_WORST_CASE[r["scenario"]] for _, r in skewed.iterrows()), skewed
+    assert all(r["miss above"] <= STATED_WORST_CASE[r["scenario"]] for _, r in skewed.iterrows()), skewed
 
 
 # --------------------------------------------------------------------------- skew in both directions

@@ -11,6 +11,10 @@ from analysis.core import chapters
 from analysis.report import notebook_parameters
 from analysis.study import book
 
+# Notebooks that take other parameters than a profile's and run by their own command
+# (``python -m analysis profile-data``), never as part of a profile's book.
+STANDALONE = tuple(c.name for c in profiles.CHAPTERS if c.standalone is not None)
+
 PROJECT = Path(__file__).resolve().parents[1]
 TRAINING = """# %% [markdown]
 # # Training
@@ -43,7 +47,7 @@ def test_the_chapters_are_the_toc_s(tmp_path):
         "wiki_knowledge",
         "pretrained_vs_instruct",
     )
-    assert profiles.STANDALONE_NOTEBOOKS == ("your_data",) and "profile-data" in book.optional_chapters()["your_data"]
+    assert STANDALONE == ("your_data",) and "profile-data" in book.optional_chapters()["your_data"]
     assert notebook_parameters.page_parameters("reproducibility") == ("benchmarks_file", "export_file")
     assert notebook_parameters.page_parameters("original_comparison") == ("compare_dirs",)
     assert notebook_parameters.page_parameters("summary") == ()
@@ -54,7 +58,7 @@ def test_a_new_chapter_is_one_notebook_and_one_toc_line(tmp_path):
     root = project_with_a_new_chapter(tmp_path)
     assert profiles.pages(root) == (*profiles.NOTEBOOKS, "training")
     own = profiles.pages(source="training")  # the training profiles' chapter, after the new one
-    assert book.toc_chapters(root) == [*profiles.NOTEBOOKS, "training", *own, *profiles.STANDALONE_NOTEBOOKS]
+    assert book.toc_chapters(root) == [*profiles.NOTEBOOKS, "training", *own, *STANDALONE]
     assert [p.stem for p in book.notebook_sources(root)] == [*profiles.NOTEBOOKS, "training"]
     assert notebook_parameters.page_parameters("training", root) == ("steps",)
     assert "training" not in book.optional_chapters(root)

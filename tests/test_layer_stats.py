@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from analysis.core import layer_stats
+from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, runner, spectra
 from analysis.report import load, your_data
@@ -34,7 +35,7 @@ def test_the_readers_take_their_columns_from_the_table():
 
 def test_a_declared_statistic_without_its_function_is_one_line(monkeypatch):
     monkeypatch.setattr(layer_stats, "TABLE", (*layer_stats.TABLE, TOY))
-    with pytest.raises(spectra.StatisticError, match="no function toy_square_sum decorated with @of_singular_values"):
+    with pytest.raises(StudyError, match="no function toy_square_sum decorated with @of_singular_values"):
         spectra.statistics_from_singular_values(torch.ones(3, dtype=torch.float64))
 
 

@@ -6,13 +6,12 @@ from synthetic import make_results, reasoning_conditions
 from analysis.findings.metrics import (
     layer_curves,
     layer_splits,
-    mad_by_segment,
-    mad_table,
     mean_absolute_difference,
     rd_summary,
     relative_difference,
     sample_matrix,
 )
+from analysis.report import tables
 
 # --------------------------------------------------------------------------- splits
 
@@ -57,9 +56,14 @@ def test_mad_hand_computed():
     np.testing.assert_allclose(stacked, [7 / 3, 1])
 
 
+def _mad_by_segment(curve: np.ndarray) -> dict[str, float]:
+    """The MAD of each segment as the book's tables compute it (``tables.segment_mad``)."""
+    return {segment: float(tables.segment_mad(curve, segment)) for segment in tables.SEGMENTS}
+
+
 def test_mad_by_segment_uses_only_inside_differences():
     curve = np.arange(28, dtype=float) ** 2  # differences 2i + 1
-    mad = mad_by_segment(curve)
+    mad = _mad_by_segment(curve)
     assert mad["early"] == pytest.approx(36 / 6)  # layers 0..6
     assert mad["middle"] == pytest.approx((400 - 49) / 13)  # layers 7..20
     assert mad["late"] == pytest.approx((729 - 441) / 6)  # layers 21..27
@@ -68,7 +72,7 @@ def test_mad_by_segment_uses_only_inside_differences():
 
 def test_mad_by_segment_ignores_jumps_between_segments():
     curve = np.repeat([1.0, 5.0, 9.0], [5, 8, 5])  # an 18-layer step curve
-    mad = mad_by_segment(curve)
+    mad = _mad_by_segment(curve)
     assert mad["early"] == mad["middle"] == mad["late"] == 0
     assert mad["all"] == pytest.approx(8 / 17)
 
@@ -148,14 +152,3 @@ def test_layer_curves_are_sample_means_with_counts():
     np.testing.assert_allclose(curves[curves.proj == "v"]["value"], v.to_numpy())
     counts = curves.groupby("proj", observed=True)[["n_samples", "n_dropped"]].first()
     assert counts.loc["v"].tolist() == [4, 1] and counts.loc["q"].tolist() == [5, 0]
-
-
-def test_mad_table_matches_mad_of_curves():
-    df = make_results(reasoning_conditions("gsm8k"), n_samples=4)
-    table = mad_table(df)
-    assert len(table) == 6 * 4
-    curves = layer_curves(df)
-    row = table[(table.condition == "gsm8k/detailed/correct") & (table.proj == "o")].iloc[0]
-    curve = curves[(curves.condition == "gsm8k/detailed/correct") & (curves.proj == "o")]
-    for segment, value in mad_by_segment(curve["value"].to_numpy()).items():
-        assert row[segment] == pytest.approx(value)

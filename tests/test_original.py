@@ -261,9 +261,7 @@ def test_every_study_file_and_paper_model_has_a_place_in_the_tree():
         for info in original.registry.PAPER_MODELS.values():
             relative = original_sources.original_path(info.original_folder, condition.key)
             model, key, problem = original_sources.describe_place(f"grads_exp/{relative}")
-            assert (
-                problem is None and key == condition.key and original_sources.folder_for(model) == info.original_folder
-            )
+            assert problem is None and key == condition.key and original.registry.known_model(model) == info
     assert original_sources.describe_place("grads_exp/cot_500/gemma2_2b_it_new/grads_aqua_train_with_cot_gpt4o.jsonl")[
         :2
     ] == (
@@ -402,7 +400,7 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
             )
         fmt.write_from_rows(
             tmp_path / "source",
-            original_sources.folder_for(name),
+            original.registry.PAPER_MODELS[name].original_folder,
             read_results(results / "paper", model=name),
             study_data_dir,
         )

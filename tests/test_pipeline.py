@@ -6,6 +6,7 @@ import pytest
 
 from analysis import profiles, runlog
 from analysis.core import registry
+from analysis.core.errors import StudyError
 from analysis.core.registry import ModelInfo
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models
@@ -128,7 +129,7 @@ def test_papermill_stops_a_page_at_a_misspelt_parameter_with_a_clear_message(tmp
     quick = profiles.get_profile("quick")
     params = {**book.notebook_parameters("math_reasoning", quick, tmp_path), "n_sample": 3}
     output = tmp_path / "math_reasoning.ipynb"
-    with pytest.raises(book.BookError) as caught:
+    with pytest.raises(StudyError) as caught:
         book.execute_notebook(ROOT / "notebooks" / "math_reasoning.py", output, params)
     message = str(caught.value)
     assert "ParameterError" in message

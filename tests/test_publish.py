@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from analysis import cli
+from analysis.core.errors import StudyError
 from analysis.study import publish
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +76,7 @@ def test_the_project_writes_no_repository_address():
 
 @pytest.mark.parametrize("name", ["owner", "owner/", "/name", "a/b/c", "own er/name"])
 def test_a_repository_name_that_is_not_owner_slash_name_is_refused(name):
-    with pytest.raises(publish.PublishError, match="OWNER/NAME"):
+    with pytest.raises(StudyError, match="OWNER/NAME"):
         publish.book_config(name)
 
 
@@ -122,7 +123,7 @@ def test_a_notebook_not_executed_by_the_study_is_refused(tmp_path):
     path = tmp_path / "book" / "notebooks" / "intro.ipynb"
     path.parent.mkdir(parents=True)
     nbformat.write(nbformat.v4.new_notebook(), path)
-    with pytest.raises(publish.PublishError, match="injected-parameters"):
+    with pytest.raises(StudyError, match="injected-parameters"):
         publish.publish_notebook(path, tmp_path / "out.ipynb", "cpu")
 
 

@@ -8,7 +8,8 @@ import torch
 from conftest import tiny_model
 
 from analysis.core import layer_stats
-from analysis.core.settings import ExtractionSettings, SettingsError
+from analysis.core.errors import StudyError
+from analysis.core.settings import ExtractionSettings
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import gradients, models, plain, runner, token_energy
 from analysis.store import ResultsStore, read_results
@@ -137,5 +138,5 @@ def test_the_columns_are_declared_once_and_one_pass_is_refused():
     assert token_energy.COLUMNS == layer_stats.names(layer_stats.of_source(layer_stats.ENERGY))
     assert set(token_energy.COLUMNS) <= set(layer_stats.computed_columns(entry_stats=False, token_energy=True))
     assert not set(token_energy.COLUMNS) & set(layer_stats.computed_columns(entry_stats=False))
-    with pytest.raises(SettingsError, match="token_energy_passes is 1"):
+    with pytest.raises(StudyError, match="token_energy_passes is 1"):
         ExtractionSettings(token_energy_passes=1)

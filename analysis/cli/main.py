@@ -272,13 +272,13 @@ def run_extract(args: argparse.Namespace) -> int:
             )
     if args.executor == "ray":
         if args.revision:
-            raise UsageError(
+            raise StudyError(
                 "--revision is not available with --executor ray (the workers load the registry's pinned "
                 "revision); use --executor local, or a local model folder of that revision"
             )
         return run_extract_on_ray(args, chosen)
     if args.ray_address:
-        raise UsageError("--ray-address needs --executor ray")
+        raise StudyError("--ray-address needs --executor ray")
     store = ResultsStore(args.out)
     with runner.torch_threads(chosen.threads):
         loaded = models.load(args.model, chosen.template, chosen.device, args.trust_remote_code, revision=args.revision)
@@ -339,11 +339,7 @@ def run_models(_: argparse.Namespace) -> int:
     return 0
 
 
-class UsageError(StudyError):
-    """Options that cannot go together."""
-
-
-def _interrupt(signum, frame) -> None:
+def _interrupt(_signum, _frame) -> None:
     raise KeyboardInterrupt
 
 

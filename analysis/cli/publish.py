@@ -8,6 +8,7 @@ import argparse
 from pathlib import Path
 
 from analysis.core import chapters
+from analysis.core.errors import StudyError
 from analysis.study import publish
 
 
@@ -56,7 +57,7 @@ def run_publish_notebooks(args: argparse.Namespace) -> int:
     first = None
     if args.repository:
         if not args.store_url:
-            raise publish.PublishError("publish-notebooks: --repository needs --store-url (the published store)")
+            raise StudyError("publish-notebooks: --repository needs --store-url (the published store)")
         first = publish.colab_cell_source(args.repository, args.server_url, args.branch, args.store_url)
     root = Path(args.book_root)
     written = publish.publish_notebooks(root, Path(args.out), args.profile, root / book.BOOK_EXPORT, first)

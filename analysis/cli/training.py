@@ -13,10 +13,6 @@ from analysis.core.settings import ExtractionSettings, TrainingSettings
 DEFAULTS = TrainingSettings()
 
 
-class TrainingUsageError(StudyError, ValueError):
-    """A ``train`` command line that cannot run."""
-
-
 def add_train_parser(commands, positive_int) -> None:
     """The ``train`` subcommand and its options (defaults: :class:`TrainingSettings`)."""
     sub = commands.add_parser(
@@ -57,7 +53,7 @@ def run_train(args: argparse.Namespace) -> int:
     conditions = [data.get_condition(spec) for spec in args.data]
     datasets = {(c.dataset, c.responses) for c in conditions}
     if len(datasets) != 1:
-        raise TrainingUsageError(
+        raise StudyError(
             f"--data: the conditions of one command share a dataset and responses (they share probes); got {sorted(datasets)}"
         )
     dataset, responses = datasets.pop()

@@ -15,10 +15,6 @@ TOKEN_BUDGET = 2048  # at most this many tokens in one batch (padding included)
 SHARD_SIZE = 32  # samples between two writes to the store (and per Ray shard)
 
 
-class SettingsError(StudyError, ValueError):
-    """A setting outside its range."""
-
-
 @dataclass(frozen=True)
 class ExtractionSettings:
     """The settings of one extraction; every stage reads them from here, under these names.
@@ -54,7 +50,7 @@ class ExtractionSettings:
 
     def __post_init__(self) -> None:
         if self.token_energy_passes < 0 or self.token_energy_passes == 1:
-            raise SettingsError(
+            raise StudyError(
                 f"token_energy_passes is {self.token_energy_passes}: 0 (off) or at least 2 "
                 "(an estimate's variance needs two passes)"
             )

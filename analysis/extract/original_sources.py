@@ -29,10 +29,6 @@ _FILE = re.compile(r"^grads_(.+)\.jsonl$")
 ARCHIVES = (".tar.gz", ".tgz", ".tar", ".zip")  # a release laid out as archives of task folders
 
 
-class OriginalFormatError(StudyError, ValueError):
-    """A file or a request that the importer cannot map to the study."""
-
-
 # --------------------------------------------------------------------------- names
 
 
@@ -63,12 +59,6 @@ def original_path(model_folder: str, condition: str) -> str:
 def model_for(name: str) -> str:
     """The registry name of a model given by its original folder name or registry id; else ``name``."""
     return registry.original_folder_model(name) or name
-
-
-def folder_for(model: str) -> str:
-    """The original folder name of a registry model (or the name itself when it has none)."""
-    info = registry.known_model(model)
-    return info.original_folder if info is not None and info.original_folder else model
 
 
 @dataclass(frozen=True)
@@ -181,7 +171,7 @@ def archive_members(
 def _extracted(stream: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO:
     handle = stream.extractfile(member)
     if handle is None:  # pragma: no cover - a regular file member always has a reader
-        raise OriginalFormatError(f"{member.name}: cannot be read from the archive")
+        raise StudyError(f"{member.name}: cannot be read from the archive")
     return handle
 
 
@@ -206,7 +196,7 @@ def hub_dataset(source: str) -> str | None:
         return None
     repo = source[len(HUB_PREFIX) :].strip("/")
     if repo.count("/") != 1:
-        raise OriginalFormatError(f"{source}: expected hf://datasets/<owner>/<name>, e.g. {HUB_PREFIX}{HUB_DATASET}")
+        raise StudyError(f"{source}: expected hf://datasets/<owner>/<name>, e.g. {HUB_PREFIX}{HUB_DATASET}")
     return repo
 
 
@@ -229,7 +219,7 @@ def hub_files(
     try:
         names = HfApi().list_repo_files(repo, repo_type="dataset", revision=revision)
     except Exception as error:  # noqa: BLE001 - the hub client's errors (network, missing repo) in one line
-        raise OriginalFormatError(f"{HUB_PREFIX}{repo}: cannot list the dataset's files ({error})") from None
+        raise StudyError(f"{HUB_PREFIX}{repo}: cannot list the dataset's files ({error})") from None
     for name in sorted(n for n in names if n.endswith(".jsonl")):
         model, condition, problem = describe_place(name)
         placed = OriginalFile(Path(name), name, model, condition, problem)
@@ -259,7 +249,7 @@ def _download(repo: str, name: str, revision: str | None, cache_dir) -> str:
     try:
         return hf_hub_download(repo, name, repo_type="dataset", revision=revision, cache_dir=cache_dir)
     except Exception as error:  # noqa: BLE001
-        raise OriginalFormatError(f"{HUB_PREFIX}{repo}/{name}: cannot download ({error})") from None
+        raise StudyError(f"{HUB_PREFIX}{repo}/{name}: cannot download ({error})") from None
 
 
 # --------------------------------------------------------------------------- a source
@@ -285,12 +275,12 @@ def source_files(
         return
     if path.is_file():
         if not model or not condition:
-            raise OriginalFormatError(f"{path}: one file needs --model and --condition (e.g. aqua/none/correct)")
+            raise StudyError(f"{path}: one file needs --model and --condition (e.g. aqua/none/correct)")
         key = data.get_condition(condition).key
         yield OriginalFile(path, str(path), model_for(model), key)
         return
     if not path.is_dir():
-        raise OriginalFormatError(f"{source}: no such file or folder (nor hf://datasets/<owner>/<name>)")
+        raise StudyError(f"{source}: no such file or folder (nor hf://datasets/<owner>/<name>)")
     yield from _folder_files(path, model_set, condition_set)
 
 
@@ -300,9 +290,7 @@ def _chosen(models: Iterable[str] | None, conditions: Iterable[str] | None) -> t
     unknown = sorted((model_set or set()) - set(registry.PAPER_MODELS))
     if unknown:
         known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
-        raise OriginalFormatError(
-            f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)"
-        )
+        raise StudyError(f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)")
     condition_set = set(conditions) if conditions else None
     for key in condition_set or ():
         data.get_condition(key)
@@ -313,7 +301,7 @@ def _folder_files(path: Path, model_set: set | None, condition_set: set | None) 
     """A folder's files of the original tree, those of its archives after them."""
     files, archives = find_files(path), find_archives(path)
     if not files and not archives:
-        raise OriginalFormatError(f"{path}: no grads_*.jsonl file (nor .tar.gz, .tgz, .tar or .zip) below this folder")
+        raise StudyError(f"{path}: no grads_*.jsonl file (nor .tar.gz, .tgz, .tar or .zip) below this folder")
     for file in files:
         if file.problem is not None or wanted(file, model_set, condition_set):
             yield file

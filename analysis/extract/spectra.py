@@ -21,9 +21,8 @@ from analysis.core import layer_stats
 from analysis.core.errors import StudyError
 from analysis.core.vocabulary import PROJECTIONS
 
-# The statistics computed from singular values and from dense gradients, as declared in analysis.core.layer_stats.
+# The statistics computed from singular values, as declared in analysis.core.layer_stats.
 STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
-ENTRY_STATISTICS = layer_stats.names(layer_stats.of_source(layer_stats.ENTRIES))
 
 # The T x T route is taken below this fraction of min(m, n); above it, forming G is cheaper.
 FACTORED_FRACTION = 0.8
@@ -78,10 +77,6 @@ def _singular_values_of(matrix: torch.Tensor) -> torch.Tensor:
     return eigenvalues.flip(-1).sqrt()
 
 
-class StatisticError(StudyError, LookupError):
-    """A statistic declared in ``analysis.core.layer_stats`` without its function here."""
-
-
 # source -> statistic name -> its function, filled by the decorators below.
 FUNCTIONS: dict[str, dict[str, Callable]] = {source: {} for source in layer_stats.SOURCES}
 
@@ -107,7 +102,7 @@ def functions(source: str) -> dict[str, Callable]:
         decorator = {layer_stats.SPECTRUM: "of_singular_values", layer_stats.ENTRIES: "of_entries"}.get(
             source, "of_factors"
         )
-        raise StatisticError(
+        raise StudyError(
             f"statistic {missing[0]!r} is declared in analysis/core/layer_stats.py (computed from the {source}), "
             f"but analysis/extract/spectra.py has no function {missing[0]} decorated with @{decorator}"
         )

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.core.errors import StudyError
 from analysis.findings import averaging, beyond_loss, training
 from analysis.findings import check_parts as cp
 from analysis.findings.bootstrap import CurveDraws
@@ -36,7 +37,6 @@ from analysis.findings.scopes import (
     STORE,
     WIKI_FILES,
     Check,
-    CheckError,
     Inputs,
     PairCheck,
     PartFigure,
@@ -52,7 +52,6 @@ __all__ = [
     "WIKI_FILES",
     "STORE",
     "Check",
-    "CheckError",
     "Inputs",
     "PairCheck",
     "PartFigure",
@@ -72,9 +71,9 @@ def registry_of(checks: Iterable[Check]) -> Registry:
     out: list[Check] = []
     for check in checks:
         if not isinstance(check, Check):
-            raise CheckError(f"{check!r} is not a check of a scope (a subclass of scopes.Check)")
+            raise StudyError(f"{check!r} is not a check of a scope (a subclass of scopes.Check)")
         if check.id in {c.id for c in out}:
-            raise CheckError(f"check {check.id!r} is declared twice")
+            raise StudyError(f"check {check.id!r} is declared twice")
         out.append(check)
     return tuple(out)
 
@@ -244,7 +243,6 @@ REGISTRY: Registry = registry_of(
         ),
     )
 )
-PAPER_CHECKS = ("F1", "F2", "F3", "F4", "F5")
 LENGTH_CHECKS = ("L", "L2")  # the length question (beyond the paper), answered together
 
 
@@ -258,7 +256,7 @@ def get(check_id: str, registry: Registry = REGISTRY) -> Check:
     for check in registry:
         if check.id == check_id:
             return check
-    raise CheckError(f"unknown check {check_id!r}; checks: {', '.join(all_ids(registry))}")
+    raise StudyError(f"unknown check {check_id!r}; checks: {', '.join(all_ids(registry))}")
 
 
 def claim(check_id: str, registry: Registry = REGISTRY) -> str:

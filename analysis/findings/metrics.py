@@ -8,7 +8,7 @@ curves"). The checks of the paper's findings built on them are in ``analysis.fin
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
@@ -57,17 +57,6 @@ def mean_absolute_difference(values: Sequence[float] | np.ndarray) -> float | np
     else:
         out = np.abs(np.diff(v, axis=-1)).mean(axis=-1)
     return float(out) if out.ndim == 0 else out
-
-
-def mad_by_segment(curve: Sequence[float] | np.ndarray) -> dict[str, float]:
-    """MAD of one layer curve over the early, middle and late layers and over all layers.
-
-    A segment's MAD uses only the differences between layers inside that segment.
-    """
-    v = np.asarray(curve, dtype=float)
-    out = {name: mean_absolute_difference(v[lo:hi]) for name, (lo, hi) in layer_splits(len(v)).items()}
-    out["all"] = mean_absolute_difference(v)
-    return out
 
 
 def relative_difference(a: Sequence[float] | np.ndarray, b: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -189,39 +178,8 @@ def layer_curves(df: pd.DataFrame, stat: str = "nuclear_norm") -> pd.DataFrame:
     return out.sort_values(["model", "condition", "proj", "layer"], key=_proj_sort_key, ignore_index=True)
 
 
-def _proj_order(values: Iterable[str]) -> list[str]:
-    present = set(values)
-    return [p for p in PROJECTIONS if p in present] + sorted(present - set(PROJECTIONS))
-
-
 def _proj_sort_key(column: pd.Series) -> pd.Series:
     """Sort key that puts projections in q, k, v, o order and leaves other columns alone."""
     if column.name != "proj":
         return column
     return column.map({p: i for i, p in enumerate(PROJECTIONS)}).fillna(len(PROJECTIONS))
-
-
-def _curve_groups(curves: pd.DataFrame, keys: list[str]):
-    if "stat" in curves.columns and curves["stat"].nunique() > 1:
-        raise ValueError("curves of several statistics: select one `stat` first")
-    return curves.sort_values("layer").groupby(keys, sort=True)
-
-
-# --------------------------------------------------------------------------- MAD and RD tables
-
-
-def mad_table_from_curves(curves: pd.DataFrame) -> pd.DataFrame:
-    """MAD per (model, condition, projection) from `layer_curves` output: early/middle/late/all."""
-    rows = []
-    for _, curve in _curve_groups(curves, ["model", "condition", "proj"]):
-        first = curve.iloc[0]
-        row = {c: first[c] for c in CONDITION_COLUMNS + ["proj", "n_samples", "n_dropped"]}
-        row.update(mad_by_segment(curve["value"].to_numpy()))
-        rows.append(row)
-    out = pd.DataFrame(rows, columns=CONDITION_COLUMNS + ["proj", "n_samples", "n_dropped", *SEGMENTS, "all"])
-    return out.sort_values(["model", "condition", "proj"], key=_proj_sort_key, ignore_index=True)
-
-
-def mad_table(df: pd.DataFrame, stat: str = "nuclear_norm") -> pd.DataFrame:
-    """MAD of the sample-mean curve of `stat`, one row per (model, condition, projection)."""
-    return mad_table_from_curves(layer_curves(df, stat))

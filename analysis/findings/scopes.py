@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import ClassVar, Protocol
 
 from analysis.core import vocabulary
-from analysis.core.errors import StudyError
 from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.pooling import (
@@ -33,10 +32,6 @@ from analysis.findings.rules import Finding, Part, Role
 # dataset or a family).
 PER_MODEL, PER_PAIR, WIKI_FILES = "per model", "per base-instruct pair", "Wiki files"
 PER_TRAINING_RUN = "per training run"  # one base model's fine-tuning runs, per arm trained on
-
-
-class CheckError(StudyError, ValueError):
-    """A check declared twice, an unknown check, or something declared as a check that is none."""
 
 
 @dataclass

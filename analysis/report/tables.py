@@ -30,12 +30,6 @@ def segment_mad(curve: np.ndarray, segment: str) -> np.ndarray:
     return np.asarray(metrics.mean_absolute_difference(curve[..., lo:hi]))
 
 
-def segment_mean(curve: np.ndarray, segment: str) -> np.ndarray:
-    """Mean of curve(s) (..., L) over one segment's layers."""
-    lo, hi = _segment_bounds(curve.shape[-1], segment)
-    return np.asarray(curve[..., lo:hi].mean(axis=-1))
-
-
 def _segment_table(
     draws: dict[str, CurveDraws], stat: str, summary, responses: Sequence[str], study_only: bool = True
 ) -> pd.DataFrame:
@@ -78,13 +72,6 @@ def mad_interval_table(
     """MAD of the mean curve over early/middle/late/all layers, with intervals, per
     (model, dataset, setting, responses, projection)."""
     return _segment_table(draws, stat, segment_mad, responses, study_only)
-
-
-def effective_rank_table(
-    draws: dict[str, CurveDraws], responses: Sequence[str] = (vocabulary.CORRECT,)
-) -> pd.DataFrame:
-    """Mean effective rank over early/middle/late/all layers, with intervals."""
-    return _segment_table(draws, "effective_rank", segment_mean, responses)
 
 
 def format_segment_table(table: pd.DataFrame) -> pd.DataFrame:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -11,7 +11,7 @@ from analysis.core.formatting import fmt
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.checks import REGISTRY, Registry, all_ids, claim, findings_table
+from analysis.findings.checks import REGISTRY, Registry, all_ids, claim
 from analysis.findings.rules import (
     DECIDED,
     FAILS,
@@ -21,14 +21,8 @@ from analysis.findings.rules import (
     TOO_FEW,
     UNRESOLVED,
     VERDICTS,
-    Finding,
 )
 from analysis.findings.skew import check_rate
-
-
-def table(found: Iterable[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
-    """The findings as one table (``checks.findings_table``)."""
-    return findings_table(found, registry)
 
 
 def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGISTRY) -> str:
@@ -76,14 +70,6 @@ def model_paragraph(found: pd.DataFrame, model: str, registry: Registry = REGIST
             continue
         sentences.append(f"**{check}** {head}{detail}.")
     return f"**{model}.** " + " ".join(sentences)
-
-
-def summary_text(found: pd.DataFrame, registry: Registry = REGISTRY) -> str:
-    """Markdown: one paragraph per model."""
-    if found.empty:
-        return "The data read here cover none of the checks."
-    models = list(dict.fromkeys(found["model"]))
-    return "\n\n".join(model_paragraph(found, m, registry) for m in models)
 
 
 def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:

@@ -255,9 +255,6 @@ class YourData:
 
     # ------------------------------------------------------------------ numbers
 
-    def user_conditions(self) -> list[str]:
-        return [f.condition for f in self.files]
-
     def reference_groups(self) -> list[tuple[str, str]]:
         """(setting, responses) of the references, fast to slow thinking, correct first."""
         present = {

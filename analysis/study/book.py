@@ -38,10 +38,6 @@ BOOK_EXPORT = Path("book", "_extra", "results.parquet")
 REFERENCES_PAGE = "book/references"
 
 
-class BookError(StudyError, RuntimeError):
-    """A notebook that cannot be executed, or a book that does not build."""
-
-
 # --------------------------------------------------------------------------- notebooks
 
 
@@ -54,7 +50,7 @@ def ensure_kernel(name: str = KERNEL_NAME) -> None:
     command = [sys.executable, "-m", "ipykernel", "install", "--sys-prefix", "--name", name]
     done = subprocess.run(command, capture_output=True, text=True)
     if done.returncode != 0:
-        raise BookError(f"cannot register the Jupyter kernel {name!r}: {done.stderr.strip().splitlines()[-1:]}")
+        raise StudyError(f"cannot register the Jupyter kernel {name!r}: {done.stderr.strip().splitlines()[-1:]}")
 
 
 def notebook_parameters(
@@ -131,7 +127,7 @@ def execute_notebook(source: Path, output: Path, parameters: dict, cwd: Path = P
                 progress_bar=False,
             )
         except PapermillExecutionError as error:
-            raise BookError(
+            raise StudyError(
                 f"{source}: cell {error.exec_count} failed: {error.ename}: {error.evalue} "
                 f"(the executed notebook is at {output})"
             ) from None
@@ -186,7 +182,7 @@ def notebook_sources(root: Path = PROJECT_ROOT, names: Sequence[str] | None = No
     )
     missing = [n for n in wanted if n not in found]
     if missing:
-        raise BookError(f"{directory}: no notebook {', '.join(missing)} (found: {', '.join(sorted(found))})")
+        raise StudyError(f"{directory}: no notebook {', '.join(missing)} (found: {', '.join(sorted(found))})")
     return [found[n] for n in wanted]
 
 
@@ -237,7 +233,9 @@ def jupyter_book_command() -> str:
     beside = Path(sys.executable).with_name("jupyter-book")
     found = str(beside) if beside.is_file() else shutil.which("jupyter-book")
     if not found:
-        raise BookError("jupyter-book is not installed in this environment: pip install 'jupyter-book>=1.0.4.post1,<2'")
+        raise StudyError(
+            "jupyter-book is not installed in this environment: pip install 'jupyter-book>=1.0.4.post1,<2'"
+        )
     return found
 
 
@@ -332,7 +330,7 @@ def build_book(
     done = subprocess.run(command, cwd=book_root, capture_output=True, text=True)
     if done.returncode != 0:
         tail = "\n".join((done.stdout + done.stderr).strip().splitlines()[-25:])
-        raise BookError(f"jupyter-book build failed (exit {done.returncode}):\n{tail}")
+        raise StudyError(f"jupyter-book build failed (exit {done.returncode}):\n{tail}")
     return time.perf_counter() - started
 
 

@@ -28,15 +28,11 @@ INJECTED = "injected-parameters"  # the tag of the cell papermill adds after a n
 PACKAGE = "layer-gradient-study"
 
 
-class PublishError(StudyError, ValueError):
-    """A repository name or a published folder that the book cannot be published with."""
-
-
 def check_repository(repository: str) -> str:
     """``OWNER/NAME`` as the workflow's context names it; anything else is refused in one line."""
     parts = repository.strip().split("/")
     if len(parts) != 2 or not all(parts) or any(" " in p for p in parts):
-        raise PublishError(f"repository {repository!r}: expected OWNER/NAME (as github.repository names it)")
+        raise StudyError(f"repository {repository!r}: expected OWNER/NAME (as github.repository names it)")
     return repository.strip()
 
 
@@ -85,7 +81,7 @@ def write_book_config(config: Path, overlay: Mapping, out: Path | None = None) -
     try:
         base = yaml.safe_load(Path(config).read_text()) or {}
     except (OSError, yaml.YAMLError) as error:
-        raise PublishError(f"{config}: cannot read the book's configuration ({error})") from None
+        raise StudyError(f"{config}: cannot read the book's configuration ({error})") from None
     target = Path(out or config)
     target.write_text(yaml.safe_dump(merged(base, overlay), sort_keys=False))
     return target
@@ -135,7 +131,7 @@ def publish_notebook(source: Path, target: Path, profile: str, first_cell: str |
     notebook = nbformat.read(source, as_version=4)
     injected = [c for c in notebook.cells if INJECTED in c.metadata.get("tags", [])]
     if not injected:
-        raise PublishError(f"{source}: no cell tagged {INJECTED} (not a notebook executed by the study)")
+        raise StudyError(f"{source}: no cell tagged {INJECTED} (not a notebook executed by the study)")
     for cell in injected:
         cell.source = parameters_source(published_parameters(profile))
         cell.outputs = []
@@ -166,9 +162,9 @@ def publish_notebooks(
     folder = Path(book_root) / "book" / "notebooks"
     sources = sorted(folder.glob("*.ipynb"))
     if not sources:
-        raise PublishError(f"{folder}: no executed notebook to publish (build the book first)")
+        raise StudyError(f"{folder}: no executed notebook to publish (build the book first)")
     if not Path(store).is_file():
-        raise PublishError(f"{store}: no results store to publish beside the notebooks")
+        raise StudyError(f"{store}: no results store to publish beside the notebooks")
     out = Path(target) / "book" / "notebooks"
     written = [publish_notebook(s, out / s.name, profile, first_cell) for s in sources]
     if Path(store).stat().st_size <= limit:

@@ -27,10 +27,6 @@ INITIAL = "initial.safetensors"
 PREFIX = "checkpoint-"
 
 
-class CheckpointError(StudyError, RuntimeError):
-    """A checkpoint that cannot be read or does not belong to the run asked for."""
-
-
 @dataclass(frozen=True)
 class Checkpoint:
     """A complete checkpoint on disk."""
@@ -125,13 +121,13 @@ def restore(checkpoint: Checkpoint, model: torch.nn.Module, optimizer: torch.opt
         changed = sorted(
             k for k in set(recorded) | set(about) if recorded.get(k) != json.loads(json.dumps(about)).get(k)
         )
-        raise CheckpointError(
+        raise StudyError(
             f"{checkpoint.folder}: the checkpoint was saved by a run with other {', '.join(changed)}; "
             "remove its run folder to start again, or run with the settings it was made with"
         )
     missing, unexpected = load_model(model, str(checkpoint.folder / "model.safetensors"))
     if missing or unexpected:
-        raise CheckpointError(f"{checkpoint.folder}: weights do not fit the model ({(missing or unexpected)[:3]})")
+        raise StudyError(f"{checkpoint.folder}: weights do not fit the model ({(missing or unexpected)[:3]})")
     load_optimizer(optimizer, checkpoint.folder)
     set_rng_state(load_file(str(checkpoint.folder / "rng.safetensors")))
 

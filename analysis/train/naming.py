@@ -21,10 +21,6 @@ _PROBE_NAME = re.compile(r"^(?P<model>.+)@train:(?P<run>[^:]+):step(?P<step>\d+)
 _RUN_NAME = re.compile(r"^(?P<dataset>[^.]+)\.(?P<arm>[^.]+)\.(?P<responses>[^.]+)\.seed(?P<seed>\d+)$")
 
 
-class TrainingNameError(StudyError, ValueError):
-    """A model name that does not name a training checkpoint."""
-
-
 @dataclass(frozen=True)
 class TrainingRunId:
     """One fine-tuning run: a model trained on one arm of one dataset under one seed."""
@@ -58,10 +54,10 @@ def parse_probe_model(name: str) -> dict:
     """``{"base_model", "run", "step", "dataset", "arm", "responses", "seed"}`` of a probe row's model."""
     match = _PROBE_NAME.match(name)
     if not match:
-        raise TrainingNameError(f"model {name!r} is not a training checkpoint (<model>@train:<run>:step<k>)")
+        raise StudyError(f"model {name!r} is not a training checkpoint (<model>@train:<run>:step<k>)")
     run = _RUN_NAME.match(match["run"])
     if not run:
-        raise TrainingNameError(f"model {name!r}: run {match['run']!r} is not <dataset>.<arm>.<responses>.seed<k>")
+        raise StudyError(f"model {name!r}: run {match['run']!r} is not <dataset>.<arm>.<responses>.seed<k>")
     return {
         "base_model": match["model"],
         "run": match["run"],

@@ -21,7 +21,6 @@ from analysis.train.naming import RUNS_FOLDER
 
 LOSSES = "losses"
 WEIGHT_CHANGE = "weight_change"
-TABLES = (LOSSES, WEIGHT_CHANGE)
 DONE = "done.json"
 
 

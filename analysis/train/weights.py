@@ -10,8 +10,6 @@ import torch
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import gradients
 
-CHANGE_STATISTICS = ("nuclear_norm", "sigma_max", "frobenius", "relative_frobenius")
-
 
 def projection_weights(model: torch.nn.Module) -> dict[str, torch.Tensor]:
     """A copy of every attention projection's weight, keyed ``<layer>.<proj>``."""

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from analysis.core.errors import StudyError
 from analysis.findings import check_parts, checks, metrics
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
@@ -60,10 +61,6 @@ RULES = (
 FAILS_RULES = ("gap", "same", "not better", "roughness")
 
 
-class CalibrationError(checks.CheckError):
-    """A check names a rule that has no simulation here."""
-
-
 def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tuple[str, ...]]:
     """rule -> the checks of the registry whose error rates it measures, in ``RULES`` order (rules
     no check names left out)."""
@@ -71,7 +68,7 @@ def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tup
     for check in registry:
         for rule in check.calibrated_by:
             if rule not in RULES:
-                raise CalibrationError(f"check {check.id!r}: no simulation of rule {rule!r}; rules: {', '.join(RULES)}")
+                raise StudyError(f"check {check.id!r}: no simulation of rule {rule!r}; rules: {', '.join(RULES)}")
             named.setdefault(rule, []).append(check.id)
     return {rule: tuple(named[rule]) for rule in RULES if rule in named}
 

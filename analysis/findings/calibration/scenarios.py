@@ -45,15 +45,6 @@ from analysis.findings.quantities import corrected_roughness, mean_curve_roughne
 from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
 
 PROMISED = 0.025  # the most an interval may miss on one side (book/methods.md)
-# Where the book's interval cannot keep PROMISED (skewed logs): the most it may miss on the side
-# opposite the skew at 5 instructions per dataset, as book/methods.md states and the tests assert.
-STATED_WORST_CASE = {
-    "skewed logs": 0.06,
-    "strongly skewed logs": 0.10,
-    "left-skewed logs": 0.06,
-    "strongly left-skewed logs": 0.10,
-}
-LEFT_SKEWED = ("left-skewed logs", "strongly left-skewed logs")  # a long lower tail: the other side misses
 EFFECT = 0.2  # true log difference of fast over slow (geometric)
 WIGGLE_FAST, WIGGLE_SLOW = 0.2, 0.1  # true log curves of the roughness difference
 INTERVALS = (
