@@ -200,6 +200,8 @@ def validate_records(payload, source: str) -> list[Record]:
     """
     if not isinstance(payload, list):
         raise DataError(f"{source}: expected a JSON list of records, found {type(payload).__name__}")
+    if not payload:
+        raise DataError(f"{source}: no records (the file holds an empty list)")
     return [parse_record(item, f"{source}: record {index}") for index, item in enumerate(payload)]
 
 

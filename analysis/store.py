@@ -12,6 +12,9 @@ statistics instead of extracted (``python -m analysis import-original``) carry t
 the columns ``origin``, ``origin_file`` and ``origin_sha256``; what those files lack is missing. Rows computed with ``--keep-spectra`` also hold each
 gradient's descending singular values in a list column ``singular_values``. A part file is written under a hidden temporary
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
+A part damaged afterwards (cut short by a copy, say) makes every read raise :class:`DamagedPart`
+naming it: a sample's rows lie in one part only, so once that file is removed, running again the
+command that wrote it computes (or imports) exactly the samples it held.
 A run holds an exclusive lock on its own directory while it computes, so two processes never
 write the same samples; a second one is told so before it computes anything. Re-running a
 command computes only the samples that are neither stored nor recorded as skipped; a sample whose
@@ -28,6 +31,7 @@ import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import pandas as pd
@@ -99,6 +103,25 @@ class StoreError(StudyError, RuntimeError):
 
 class StoreBusy(StoreError):
     """Another process is computing the same run in this store."""
+
+
+class DamagedPart(StoreError):
+    """A part file of the store cannot be read (cut short, overwritten): the message names it and
+    says how to recover."""
+
+    def __init__(self, path: str | os.PathLike, reason: str):
+        self.path = Path(path)
+        # <kind>/<model>/<dataset>/<setting>/<responses>/<run>/part-*.parquet
+        skipped = len(self.path.parts) >= 7 and self.path.parts[-7] == "skipped"
+        held = (
+            "the samples it recorded as skipped are tried again"
+            if skipped
+            else "it stores again exactly the samples this part held"
+        )
+        super().__init__(
+            f"{self.path}: damaged part of the results store ({reason}); remove this file and run again the "
+            f"command that wrote it (extract, run or import-original): {held}, and keeps the other results"
+        )
 
 
 @dataclass(frozen=True)
@@ -210,10 +233,10 @@ class ResultsStore:
             first, last = _index_range(path)
             if not any(first <= s <= last for s in samples):
                 continue  # a part whose name's index range misses them is not opened
-            stored = pq.read_table(path, columns=["sample_index"]).column("sample_index")
+            stored = _reading(path, pq.read_table, columns=["sample_index"]).column("sample_index")
             if not pc.any(pc.is_in(stored, value_set=pa.array(sorted(samples), stored.type))).as_py():
                 continue
-            table = pq.read_table(path)
+            table = _reading(path, pq.read_table)
             drop = pc.is_in(table.column("sample_index"), value_set=pa.array(sorted(samples), stored.type))
             kept = table.filter(pc.invert(drop))
             if kept.num_rows == 0:
@@ -252,7 +275,7 @@ class ResultsStore:
         files = sorted(directory.rglob("part-*.parquet")) if directory.is_dir() else []
         if not files:
             return []
-        return pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive").names
+        return pa.unify_schemas([_reading(f, pq.read_schema) for f in files], promote_options="permissive").names
 
     def distinct(self, column: str, filters=None, kind: str = "rows") -> set:
         """Distinct values of one column among the stored rows that pass ``filters`` (empty set if the
@@ -279,7 +302,7 @@ class ResultsStore:
         the Parquet footers alone."""
         directory = self.root / kind
         files = sorted(directory.rglob("part-*.parquet")) if directory.is_dir() else []
-        return null_columns(files)
+        return _null_columns(files, partial(_reading, read=pq.read_metadata))
 
 
 # Compact reads allocate from the system's allocator: Arrow's own keeps what its reading threads
@@ -331,9 +354,13 @@ def _compact_batches(batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> pa
 
 def null_columns(files) -> set[str]:
     """Columns null in every row of every file (by the footers' null counts; unknown counts: not null)."""
+    return _null_columns(files, pq.read_metadata)
+
+
+def _null_columns(files, read_metadata) -> set[str]:
     empty: set[str] | None = None
     for path in files:
-        meta = pq.read_metadata(path)
+        meta = read_metadata(path)
         here = set(meta.schema.names)
         for group in range(meta.num_row_groups):
             row_group = meta.row_group(group)
@@ -377,7 +404,43 @@ def _index_range(path: str) -> tuple[int, int]:
 
 
 def _columns_of(path: str) -> set[str]:
-    return set(pq.read_schema(path).names)
+    return set(_reading(path, pq.read_schema).names)
+
+
+def _is_damage(error: BaseException) -> bool:
+    """Whether pyarrow's error is about a Parquet file's bytes: invalid contents, or an I/O error
+    that is not the operating system's (a missing file or a refused permission has an errno)."""
+    return isinstance(error, pa.ArrowInvalid) or (isinstance(error, OSError) and error.errno is None)
+
+
+def _reason(error: BaseException) -> str:
+    """pyarrow's first line, without the path it sometimes prefixes (the message names the file)."""
+    text = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+    text = text.split("': ", 1)[1] if text.startswith("Could not open Parquet input source '") else text
+    return text.split(". ")[0].rstrip(".")  # "Parquet magic bytes not found in footer. Either the file is ..."
+
+
+def _reading(path, read, **options):
+    """``read(path, **options)`` of one part file; a damaged file raises DamagedPart naming it."""
+    try:
+        return read(path, **options)
+    except (pa.ArrowInvalid, OSError) as error:
+        if not _is_damage(error):
+            raise
+        raise DamagedPart(path, _reason(error)) from None
+
+
+def _damaged_part_among(files, columns=None) -> DamagedPart | None:
+    """The first of these parts whose data cannot be read (its footer can), as the error to raise."""
+    for path in files:
+        try:
+            part = pq.ParquetFile(path)
+            names = part.schema_arrow.names
+            part.read(columns=None if columns is None else [c for c in columns if c in names])
+        except (pa.ArrowInvalid, OSError) as error:
+            if _is_damage(error):
+                return DamagedPart(path, _reason(error))
+    return None
 
 
 def _read_dir(directory: Path, columns=None, filters=None) -> pa.Table | None:
@@ -389,8 +452,14 @@ def _read_files(files: list[str], columns=None, filters=None, compact: bool = Fa
         return None
     # One schema for all parts: a column that is all null in one part (data_sha256_ok of a file
     # outside the registry) and boolean in another must not make the others unreadable.
-    schema = pa.unify_schemas([pq.read_schema(path) for path in files], promote_options="permissive")
-    return _scan(_parquet_dataset(files, schema, compact), columns, filters, compact)
+    schema = pa.unify_schemas([_reading(path, pq.read_schema) for path in files], promote_options="permissive")
+    try:
+        return _scan(_parquet_dataset(files, schema, compact), columns, filters, compact)
+    except OSError as error:  # a part whose footer reads but whose data does not
+        damaged = _damaged_part_among(files, columns) if _is_damage(error) else None
+        if damaged is None:
+            raise
+        raise damaged from None
 
 
 def _parquet_dataset(files, schema: pa.Schema | None = None, compact: bool = False) -> ds.Dataset:
@@ -450,7 +519,7 @@ def export_parquet(root: str | os.PathLike, path: str | os.PathLike, kind: str =
     files = sorted(str(p) for p in directory.rglob("part-*.parquet")) if directory.is_dir() else []
     if not files:
         return None
-    schema = pa.unify_schemas([pq.read_schema(f) for f in files], promote_options="permissive")
+    schema = pa.unify_schemas([_reading(f, pq.read_schema) for f in files], promote_options="permissive")
     schema = schema.remove_metadata()
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)

@@ -56,6 +56,7 @@ def test_study_files_validate_and_match_hashes(study_data_dir):
         ('[{"instruction": "x", "output": ""}]', "record 0: field 'output' is empty"),
         ('["just text"]', "record 0: expected an object, found str"),
         ('[{"instruction": "x", "output": "y"', "malformed JSON at line 1"),
+        ("[]", "no records (the file holds an empty list)"),
     ],
 )
 def test_bad_files_and_records_name_file_record_and_field(tmp_path, payload, message):
@@ -65,6 +66,27 @@ def test_bad_files_and_records_name_file_record_and_field(tmp_path, payload, mes
         data.load_records(path)
     assert str(path) in str(error.value)
     assert message in str(error.value)
+
+
+def test_extracting_an_empty_file_says_it_has_no_records_and_keeps_what_is_stored(tiny_model_dir, tmp_path, capsys):
+    from analysis.cli import main
+    from analysis.store import read_results
+
+    two = tmp_path / "two.json"
+    two.write_text(json.dumps([{"instruction": "first", "output": "a"}, {"instruction": "second", "output": "b"}]))
+    empty = tmp_path / "empty.json"
+    empty.write_text("[]")
+    out = tmp_path / "store"
+    command = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--out", str(out)]
+    command += ["--device", "cpu", "--no-progress", "--data"]
+    assert main([*command, str(two)]) == 0
+    stored = read_results(out)
+    capsys.readouterr()
+    assert main([*command, str(two), str(empty)]) == 2  # refused before anything is computed
+    captured = capsys.readouterr()
+    assert captured.err == f"error: {empty}: no records (the file holds an empty list)\n"
+    assert "computed" not in captured.out
+    assert read_results(out).equals(stored)
 
 
 def test_data_dir_prefers_argument_then_environment(monkeypatch, tmp_path):

@@ -1,11 +1,15 @@
-"""The results store: atomic parts, resume without duplicates, locks and version checks."""
+"""The results store: atomic parts, resume without duplicates, locks, version checks, damaged parts."""
 
 import json
+from pathlib import Path
 
 import pandas as pd
+import pyarrow.parquet as pq
 import pytest
 
-from analysis.store import ResultsStore, RunKey, StoreBusy, StoreError, read_results
+from analysis.core.errors import StudyError
+from analysis.core.settings import ExtractionSettings
+from analysis.store import DamagedPart, ResultsStore, RunKey, StoreBusy, StoreError, read_results, read_skipped
 
 KEY = RunKey("tiny", "aqua", "none", "correct", 64, "base")
 
@@ -111,3 +115,104 @@ def test_a_sample_lacking_a_required_column_is_not_done_and_its_new_rows_replace
         store.write(KEY, rows_for([1]).assign(new_statistic=2.0), None)
     monkeypatch.undo()
     assert store.done_samples(KEY) == {0, 2}  # missing, so computed next time; never stored twice
+
+
+def cut_short(part: Path) -> set[int]:
+    """Truncate a part file to half its bytes (a copy interrupted, say); the samples it held."""
+    held = set(pq.read_table(part, columns=["sample_index"]).column("sample_index").to_pylist())
+    part.write_bytes(part.read_bytes()[: part.stat().st_size // 2])
+    return held
+
+
+def assert_names_the_part_and_the_recovery(error: pytest.ExceptionInfo, part: Path) -> None:
+    assert isinstance(error.value, StoreError) and isinstance(error.value, StudyError)
+    message = str(error.value)
+    assert message.startswith(f"{part}: damaged part of the results store (Parquet magic bytes not found in footer)")
+    assert "remove this file and run again the command that wrote it" in message and "\n" not in message
+
+
+def test_a_damaged_part_is_named_with_how_to_recover_and_once_removed_its_samples_are_missing(tmp_path):
+    from analysis.report.load import load_results
+
+    store = ResultsStore(tmp_path / "r")
+    for indices in ([0, 1], [2, 3]):
+        skip = pd.DataFrame([{"condition": "aqua/none/correct", "sample_index": 10 + indices[0], "reason": "x: y"}])
+        store.write(KEY, rows_for(indices).assign(max_length=64, template="base"), skip)
+    part = sorted(store.run_dir("rows", KEY).glob("part-*.parquet"))[0]
+    assert cut_short(part) == {0, 1}
+    readers = {
+        "read_results": lambda: read_results(tmp_path / "r"),
+        "read": lambda: store.read("rows"),
+        "compact read": lambda: store.read("rows", compact=True),
+        "columns": lambda: store.column_names("rows"),
+        "done samples (resume)": lambda: store.done_samples(KEY),
+        "read_skipped": lambda: read_skipped(tmp_path / "r"),
+        "pages": lambda: load_results(tmp_path / "r", models=["tiny"], conditions=["aqua/none/correct"]),
+    }
+    for name, read in readers.items():
+        with pytest.raises(DamagedPart) as error:
+            read()
+        assert_names_the_part_and_the_recovery(error, part)
+        assert "it stores again exactly the samples this part held" in str(error.value), name
+
+    part.unlink()
+    assert set(read_results(tmp_path / "r")["sample_index"]) == {2, 3}
+    assert store.done_samples(KEY) == {2, 3, 10, 12}  # 0 and 1 are computed again, nothing else
+
+    skipped = sorted(store.run_dir("skipped", KEY).glob("part-*.parquet"))[0]
+    assert cut_short(skipped) == {10}
+    with pytest.raises(DamagedPart, match="the samples it recorded as skipped are tried again") as error:
+        store.done_samples(KEY)
+    assert_names_the_part_and_the_recovery(error, skipped)
+    skipped.unlink()
+    assert store.done_samples(KEY) == {2, 3, 12}
+
+
+@pytest.fixture(scope="module")
+def tiny(tiny_model_dir):
+    from analysis.extract import models
+
+    return models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
+
+
+def test_a_resumed_extraction_names_a_damaged_part_and_once_it_is_removed_computes_exactly_its_samples(
+    tiny, tiny_model_dir, tmp_path, capsys, monkeypatch
+):
+    from analysis.cli import main
+    from analysis.extract import runner
+
+    path = tmp_path / "mine.json"
+    path.write_text(json.dumps([{"instruction": f"question {i}", "output": f"answer {i}"} for i in range(6)]))
+    store = ResultsStore(tmp_path / "r")
+    settings = ExtractionSettings(max_length=64, batch_size=1, shard_size=2)
+    assert runner.extract(tiny, str(path), store, settings, progress=False).computed == 6
+    keys = ["sample_index", "layer", "proj"]
+    clean = read_results(tmp_path / "r").sort_values(keys).reset_index(drop=True)
+    key = runner.plan_run(tiny.name, "base", str(path), store, settings).key
+    parts = sorted(store.run_dir("rows", key).glob("part-*.parquet"))
+    assert len(parts) == 3
+    held = cut_short(parts[1])
+    assert len(held) == 2
+
+    with pytest.raises(DamagedPart) as error:
+        runner.extract(tiny, str(path), store, settings, progress=False)
+    assert_names_the_part_and_the_recovery(error, parts[1])
+    command = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--data", str(path)]
+    command += ["--out", str(tmp_path / "r"), "--max-length", "64", "--device", "cpu", "--no-progress"]
+    assert main(command) == 2
+    assert f"error: {parts[1]}: damaged part of the results store" in capsys.readouterr().err
+
+    parts[1].unlink()
+    assert sorted(runner.plan_run(tiny.name, "base", str(path), store, settings).todo) == sorted(held)
+    computed = []
+    original = runner.compute_samples
+
+    def recording(loaded, plan, indices, *args, **kwargs):
+        computed.extend(indices)
+        return original(loaded, plan, indices, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "compute_samples", recording)
+    summary = runner.extract(tiny, str(path), store, settings, progress=False)
+    assert sorted(computed) == sorted(held) and (summary.already_done, summary.computed) == (4, 2)
+    resumed = read_results(tmp_path / "r").sort_values(keys).reset_index(drop=True)
+    pd.testing.assert_frame_equal(resumed[clean.columns], clean)

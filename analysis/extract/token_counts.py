@@ -162,7 +162,11 @@ def add_to_store(
     done: dict[str, ModelCounts] = {}
     for key, directory in _runs(store).items():
         first = sorted(directory.glob("part-*.parquet"))[0]
-        labels = pq.read_table(first, columns=["model", "condition", "data_sha256"]).slice(0, 1).to_pylist()[0]
+        labels = (
+            results_store._reading(first, pq.read_table, columns=["model", "condition", "data_sha256"])
+            .slice(0, 1)
+            .to_pylist()[0]
+        )
         model = labels["model"]
         if wanted is not None and not {model, registry.model_slug(model)} & wanted:
             continue
@@ -182,7 +186,7 @@ def _add_to_run(parts: list[Path], key: RunKey, labels: dict, counter: TokenCoun
     """The token counts of one run's parts that lack some, each part rewritten whole."""
     records = None
     for path in parts:
-        table = pq.read_table(path)
+        table = results_store._reading(path, pq.read_table)  # a damaged part: named
         ids = np.asarray(table.column("sample_index").to_pylist(), dtype=int)
         if COLUMN in table.column_names:
             stored = np.asarray(table.column(COLUMN).to_numpy(zero_copy_only=False), dtype=float)
