@@ -72,7 +72,7 @@ def prestore(store_dir: Path, model_dir: Path, data_dir: Path) -> None:
         loaded,
         PRESTORED,
         ResultsStore(store_dir),
-        ExtractionSettings(n_samples=2, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
+        settings=ExtractionSettings(n_samples=2, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
         data_dir=data_dir,
         progress=False,
     )
@@ -89,7 +89,7 @@ def local_results(tmp_path_factory, model_dir, data_dir) -> Path:
             loaded,
             spec,
             ResultsStore(root),
-            ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
+            settings=ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
             data_dir=data_dir,
             progress=False,
         )
@@ -193,7 +193,7 @@ def test_a_run_being_computed_elsewhere_is_refused_before_ray_starts(model_dir, 
     pytest.importorskip("ray")
     store = ResultsStore(tmp_path / "r")
     key = runner.plan_run(
-        str(model_dir), "base", CONDITIONS[1], store, ExtractionSettings(LIMIT, MAX_LENGTH), data_dir
+        str(model_dir), "base", CONDITIONS[1], store, settings=ExtractionSettings(LIMIT, MAX_LENGTH), data_dir=data_dir
     ).key
     with store.lock(key), pytest.raises(StoreBusy):
         distributed.run_extraction(
@@ -280,7 +280,7 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
         loaded,
         failure.condition,
         ResultsStore(tmp_path / "r"),
-        ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
+        settings=ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
         data_dir=data_dir,
         progress=False,
     )

@@ -93,7 +93,7 @@ def test_every_page_marks_its_names_then_a_hidden_parameters_cell_then_one_check
 
 def test_notebook_parameters_and_conversion(tmp_path):
     quick = profiles.get_profile("quick")
-    params = book.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", "data")
+    params = book.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", data_dir="data")
     assert set(params) == {"profile", "results_dir", "data_dir"} and params["profile"] == "quick"
     assert Path(params["results_dir"]).is_absolute() and Path(params["data_dir"]).is_absolute()
     assert "benchmarks_file" in book.notebook_parameters("reproducibility", quick, tmp_path)

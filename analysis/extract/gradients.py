@@ -192,9 +192,9 @@ def batch_statistics(
             if not math.isfinite(loss):
                 results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
                 continue
-            results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted))
+            results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
         if wanted.token_energy_passes and finite.any():
-            add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted)
+            add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted=wanted)
     return results
 
 
@@ -213,6 +213,7 @@ def add_token_energy(
     batch: Batch,
     losses: TokenLosses,
     results: list[SampleGradientStats],
+    *,
     wanted: Outputs,
 ) -> None:
     """Each computed sample's token energy into its ``values``, from backward passes of the loss
@@ -241,7 +242,7 @@ def add_token_energy(
 
 
 def sample_statistics(
-    captured: CapturedFactors, row: int, n_positions: int, loss: float, wanted: Outputs = Outputs()
+    captured: CapturedFactors, row: int, n_positions: int, loss: float, *, wanted: Outputs = Outputs()
 ) -> SampleGradientStats:
     """Statistics of one sample from its captured factors (and, with ``wanted.keep_spectra``, the
     singular values they come from).

@@ -203,8 +203,8 @@ def read_lines(
     report: FileReport,
     lookup,
     done: set[int],
-    on_bytes: Callable[[int], None],
     *,
+    on_bytes: Callable[[int], None],
     adapter: Architecture = architectures.DEFAULT,
 ) -> ParsedFile:
     """Every line of one file (an open binary stream): matched samples, and problems counted in ``report``."""
@@ -291,7 +291,7 @@ class Target:
     identity: dict
 
 
-def target_for(model: str, template: str, condition: str, data_dir, relative: str, sha256: str) -> Target:
+def target_for(model: str, template: str, condition: str, data_dir, *, relative: str, sha256: str) -> Target:
     """The run key and row labels of a model's statistics of a condition (as an extraction labels them)."""
     resolved = data.resolve(condition, data_dir)
     key, labels = run_labels(model, template, resolved, ORIGINAL_MAX_LENGTH)
@@ -335,9 +335,9 @@ def import_file(
     report.megabytes = size / 1e6
     report.sha256 = "" if file.once else file.sha256()  # a streamed archive member is hashed as it is read
     chosen = registry.resolve_template(file.model, template)
-    target = target_for(file.model, chosen, file.condition, data_dir, file.relative, report.sha256)
+    target = target_for(file.model, chosen, file.condition, data_dir, relative=file.relative, sha256=report.sha256)
     with store.lock(target.key):
-        if report.sha256 and _already_imported(store, target, report, on_bytes, size):
+        if report.sha256 and _already_imported(store, target, report, on_bytes, size=size):
             return _recalled(report, earlier)
         records = data.load_records(target.resolved.path)
         lookup = sample_lookup(records)
@@ -346,16 +346,16 @@ def import_file(
         adapter = architectures.for_model_name(file.model)
         with file.open() as stream:
             lines = HashingLines(stream) if file.once else stream
-            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes, adapter=adapter)
+            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes=on_bytes, adapter=adapter)
         if isinstance(lines, HashingLines):
             report.sha256 = target.identity["origin_sha256"] = lines.hexdigest()
-            if _already_imported(store, target, report, lambda n: None, size):
+            if _already_imported(store, target, report, lambda n: None, size=size):
                 return _recalled(report, earlier)
         for index in repairable & parsed.skipped.keys():  # still non-finite: its skip record is stored
             del parsed.skipped[index]
         report.withheld = strict and report.rejected > 0
         if not report.withheld:
-            tokens = _token_counts(counter, file.model, chosen, records, parsed, report)
+            tokens = _token_counts(counter, file.model, chosen, records, parsed=parsed, report=report)
             rows = store_rows(parsed, target.identity, tokens)
             store.write(target.key, rows, skipped_rows(parsed, target.identity))
     report.imported = 0 if report.withheld else len(parsed.indices)
@@ -368,11 +368,15 @@ def import_file(
     return report
 
 
-def _token_counts(counter, model: str, template: str, records, parsed: ParsedFile, report: FileReport):
+def _token_counts(counter, model: str, template: str, records, *, parsed: ParsedFile, report: FileReport):
     """R of the file's samples (``counter``), or None with the reason in ``report``."""
     if not parsed.indices:
         return None
-    counts = None if counter is None else counter.counts(model, template, records, parsed.indices, ORIGINAL_MAX_LENGTH)
+    counts = (
+        None
+        if counter is None
+        else counter.counts(model, template, records, indices=parsed.indices, max_length=ORIGINAL_MAX_LENGTH)
+    )
     if counts is None:
         report.tokens_unknown = counter.problems.get(model, "unknown") if counter is not None else "no tokenizer"
     else:
@@ -399,7 +403,7 @@ def _recalled(report: FileReport, earlier: dict[str, dict] | None) -> FileReport
     return report
 
 
-def _already_imported(store: ResultsStore, target: Target, report: FileReport, on_bytes, size: int) -> bool:
+def _already_imported(store: ResultsStore, target: Target, report: FileReport, on_bytes, *, size: int) -> bool:
     """Whether the store holds this file's contents already (same sha256); refuses another data file."""
     if report.sha256 in store.stored_values(target.key, "origin_sha256"):
         report.already_imported = True
@@ -445,7 +449,12 @@ def import_source(source: str, store: ResultsStore, data_dir=None, **options) ->
     counter = TokenCounter() if chosen.counter is None else chosen.counter
     started = time.perf_counter()
     files: Iterable[OriginalFile] = source_files(
-        source, chosen.model, chosen.condition, chosen.models, chosen.conditions, chosen.cache_dir
+        source,
+        model=chosen.model,
+        condition=chosen.condition,
+        models=chosen.models,
+        conditions=chosen.conditions,
+        cache_dir=chosen.cache_dir,
     )
     total = None
     if not streamed(source):  # plain local files: the bar knows their size; others come one by one

@@ -113,7 +113,7 @@ def sampled_ids(
             continue
         count = _record_count(condition, data_dir)
         if count is not None:
-            wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, data_dir))
+            wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, directory=data_dir))
         else:
             ids = stored[dataset]
             ranks = data.sample_ranks(dataset, int(ids.max()) + 1)[ids]
@@ -191,7 +191,7 @@ def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], 
         wanted = sampled_ids([rows, skipped], n_samples, data_dir, drawn)
         rows = sampled(rows, n_samples, data_dir, wanted)
         skipped = sampled(skipped, n_samples, data_dir, wanted)
-    coverage = _coverage(rows, skipped, models, conditions, chosen, drawn)
+    coverage = _coverage(rows, skipped, models, conditions, chosen=chosen, drawn=drawn)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
@@ -219,7 +219,7 @@ def _load_exported(path: Path, models, conditions, chosen: Reading) -> StudyResu
     rows, skipped = _one_run_per_model(rows, skipped)
     if n_samples is not None and len(rows):  # the same seeded random sample as a store is read with
         rows = sampled(rows, n_samples, data_dir)
-    coverage = _coverage(rows, skipped, models, conditions, chosen, {})
+    coverage = _coverage(rows, skipped, models, conditions, chosen=chosen, drawn={})
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
@@ -254,7 +254,7 @@ def _one_run_per_model(rows: pd.DataFrame, skipped: pd.DataFrame) -> tuple[pd.Da
     return rows, skipped
 
 
-def _coverage(rows, skipped, models, conditions, chosen: Reading, drawn: sample_draws.Drawn) -> pd.DataFrame:
+def _coverage(rows, skipped, models, conditions, *, chosen: Reading, drawn: sample_draws.Drawn) -> pd.DataFrame:
     """Per model and condition: the samples expected (as many as the run drew, where it kept its draw),
     stored, skipped and missing."""
     n_samples, data_dir = chosen.n_samples, chosen.data_dir

@@ -77,13 +77,14 @@ def pending_conditions(model: str, profile: Profile, store: ResultsStore, data_d
     return [
         spec
         for spec in profile.conditions
-        if runner.plan_run(model, template, spec, store, profile.extraction, data_dir).todo
+        if runner.plan_run(model, template, spec, store, settings=profile.extraction, data_dir=data_dir).todo
     ]
 
 
 def extract_profile(
     profile: Profile,
     results_dir: Path,
+    *,
     data_dir=None,
     log: runlog.RunLog | None = None,
     progress: bool = True,
@@ -91,7 +92,7 @@ def extract_profile(
 ) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
     with recorded_threads(profile, log, say):
-        return _extract_models(profile, results_dir, data_dir, log, progress, say)
+        return _extract_models(profile, results_dir, data_dir=data_dir, log=log, progress=progress, say=say)
 
 
 @contextmanager
@@ -107,7 +108,13 @@ def recorded_threads(profile: Profile, log: runlog.RunLog | None, say: Callable[
 
 
 def _extract_models(
-    profile: Profile, results_dir: Path, data_dir, log: runlog.RunLog | None, progress: bool, say: Callable[[str], None]
+    profile: Profile,
+    results_dir: Path,
+    *,
+    data_dir,
+    log: runlog.RunLog | None,
+    progress: bool,
+    say: Callable[[str], None],
 ) -> list[dict]:
     store = ResultsStore(results_dir)
     records = []
@@ -117,13 +124,15 @@ def _extract_models(
             say(f"{model}: all {len(profile.conditions)} conditions already stored")
             continue
         say(f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute")
-        loaded = models.load(model, profile.extraction.template, device=profile.extraction.device)
+        loaded = models.load(model, template=profile.extraction.template, device=profile.extraction.device)
         if log is not None:
             with log.changing() as record:
                 record.model_loads[model] = loaded.load_seconds
                 record.models[model] = loaded.facts().as_dict()
         for spec in todo:
-            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress=progress)
+            summary = runner.extract(
+                loaded, spec, store, settings=profile.extraction, data_dir=data_dir, progress=progress
+            )
             records.append(summary.as_record())
             if log is not None:
                 with log.changing() as record:
@@ -142,7 +151,7 @@ def model_facts(model: str) -> dict:
 
 
 def extract_with_ray(
-    profile: Profile, results_dir: Path, data_dir=None, log: runlog.RunLog | None = None, progress: bool = True
+    profile: Profile, results_dir: Path, *, data_dir=None, log: runlog.RunLog | None = None, progress: bool = True
 ) -> list[dict]:
     """Extraction spread over a Ray cluster by ``analysis.extract.distributed``: an embedded Ray on this
     machine, or the cluster that ``RAY_ADDRESS`` names."""
@@ -191,6 +200,7 @@ def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], Non
 def train_profile(
     profile: Profile,
     results_dir: Path,
+    *,
     data_dir=None,
     log: runlog.RunLog | None = None,
     progress: bool = True,
@@ -204,7 +214,13 @@ def train_profile(
         records = []
         for model in profile.models:
             done = arms.train_model(
-                model, results_dir, profile.training, extraction, data_dir, progress=progress, say=say
+                model,
+                results_dir,
+                settings=profile.training,
+                extraction=extraction,
+                data_dir=data_dir,
+                progress=progress,
+                say=say,
             )
             records += [{**record, "computed": 0, "kind": "training"} for record in done]
             if log is not None:
@@ -272,7 +288,12 @@ class LocalExtraction:
 
     def run(self, context: SourceContext) -> list[dict]:
         return extract_profile(
-            context.profile, context.results, context.data_dir, context.log, context.progress, context.say
+            context.profile,
+            context.results,
+            data_dir=context.data_dir,
+            log=context.log,
+            progress=context.progress,
+            say=context.say,
         )
 
 
@@ -280,7 +301,9 @@ class RayExtraction:
     """Extraction spread over a Ray cluster (``extract_with_ray``)."""
 
     def run(self, context: SourceContext) -> list[dict]:
-        return extract_with_ray(context.profile, context.results, context.data_dir, context.log, context.progress)
+        return extract_with_ray(
+            context.profile, context.results, data_dir=context.data_dir, log=context.log, progress=context.progress
+        )
 
 
 class ImportedStatistics:
@@ -295,7 +318,12 @@ class Training:
 
     def run(self, context: SourceContext) -> list[dict]:
         return train_profile(
-            context.profile, context.results, context.data_dir, context.log, context.progress, context.say
+            context.profile,
+            context.results,
+            data_dir=context.data_dir,
+            log=context.log,
+            progress=context.progress,
+            say=context.say,
         )
 
 
@@ -358,7 +386,9 @@ def run_profile(profile: Profile | str, results_dir=None, data_dir=None, **optio
         extraction = runner_of_source.run(SourceContext(profile, results, data_dir, log, chosen.progress, chosen.say))
         with log.changing() as record:
             record.extraction_seconds = time.perf_counter() - started
-        executed, index = run_book(profile, results, data_dir, log, chosen) if chosen.book else ([], None)
+        executed, index = (
+            run_book(profile, results, data_dir=data_dir, log=log, options=chosen) if chosen.book else ([], None)
+        )
     return RunResult(profile, results, extraction, executed, index, log.record.wall_seconds)
 
 
@@ -387,7 +417,7 @@ def recorded_run(
 
 
 def run_book(
-    profile: Profile, results: Path, data_dir, log: runlog.RunLog, options: RunOptions
+    profile: Profile, results: Path, *, data_dir, log: runlog.RunLog, options: RunOptions
 ) -> tuple[list[dict], Path]:
     """The notebooks executed over the store and the book built; the notebooks' records and the book's index."""
     root = Path(options.root).resolve()

@@ -42,6 +42,7 @@ def check_repository(repository: str) -> str:
 
 def book_config(
     repository: str,
+    *,
     server_url: str = "https://github.com",
     branch: str = NOTEBOOKS_BRANCH,
     path_to_book: str = "",
@@ -157,6 +158,7 @@ def publish_notebooks(
     target: Path,
     profile: str,
     store: Path,
+    *,
     first_cell: str | None = None,
     limit: int = STORE_LIMIT_BYTES,
 ) -> list[Path]:

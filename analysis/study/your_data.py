@@ -83,7 +83,7 @@ class ProfileData:
 
 
 def plan_jobs(
-    model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, request: ProfileData
+    model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, *, request: ProfileData
 ) -> list[Job]:
     """The (model, spec) pairs that still lack samples in the store: ``settings.n_samples`` of
     each user file (and of its scratch control), ``reference_samples`` of each reference condition."""
@@ -95,7 +95,9 @@ def plan_jobs(
     return [
         job
         for job in wanted
-        if runner.plan_run(job.model, settings.template, job.spec, store, job.settings, request.data_dir).todo
+        if runner.plan_run(
+            job.model, settings.template, job.spec, store, settings=job.settings, data_dir=request.data_dir
+        ).todo
     ]
 
 
@@ -104,7 +106,7 @@ def extract(model: str, jobs: Sequence[Job], store: ResultsStore, request: Profi
     if not jobs:
         return []
     settings = request.settings
-    loaded = models.load(model, settings.template, settings.device)
+    loaded = models.load(model, template=settings.template, device=settings.device)
     scratch = None
     records = []
     for job in jobs:
@@ -112,7 +114,9 @@ def extract(model: str, jobs: Sequence[Job], store: ResultsStore, request: Profi
             scratch = models.scratch_copy(loaded, request.seed)
         runs_on = loaded if job.model == model else scratch
         request.say(f"{job.model}: {job.spec}")
-        summary = runner.extract(runs_on, job.spec, store, job.settings, request.data_dir, progress=request.progress)
+        summary = runner.extract(
+            runs_on, job.spec, store, settings=job.settings, data_dir=request.data_dir, progress=request.progress
+        )
         records.append({**summary.as_record(), "model": job.model})
     return records
 
@@ -168,7 +172,7 @@ def run(model: str, data_files: Sequence[str], *arguments: Any, **options: Any) 
     out, say = request.out, request.say
     store = ResultsStore(out)
     result = ProfileResult(out)
-    jobs = plan_jobs(model, files, references, store, request)
+    jobs = plan_jobs(model, files, references, store, request=request)
     say(
         f"{model}: {len(jobs)} of {len(files) * (2 if request.scratch else 1) + len(references)} data sets to compute "
         f"({settings.n_samples or 'all'} samples of each file, {request.reference_samples or 'all'} of each "

@@ -44,6 +44,7 @@ class ArmOptions:
 def train_model(
     model: str,
     results_dir: str | Path,
+    *,
     settings: TrainingSettings,
     extraction: ExtractionSettings,
     data_dir=None,
@@ -63,7 +64,7 @@ def train_model(
         return []
     records = []
     with runner.torch_threads(extraction.threads):
-        loaded = models.load(model, extraction.template, device=extraction.device)
+        loaded = models.load(model, template=extraction.template, device=extraction.device)
         released = {name: value.detach().clone() for name, value in loaded.model.state_dict().items()}
         first = runs_of(model, settings)[0]
         for run in todo:
@@ -73,9 +74,9 @@ def train_model(
                 loaded,
                 run,
                 results_dir,
-                settings,
-                extraction,
-                data_dir,
+                settings=settings,
+                extraction=extraction,
+                data_dir=data_dir,
                 progress=chosen.progress,
                 keep_checkpoint=chosen.keep_checkpoint,
                 start_from=first if first != run else None,  # the released weights' probes, computed once

@@ -25,7 +25,7 @@ TABLES = (LOSSES, WEIGHT_CHANGE)
 DONE = "done.json"
 
 
-def write_part(run_dir: Path, table: str, frame: pd.DataFrame, first: int, last: int) -> Path:
+def write_part(run_dir: Path, table: str, frame: pd.DataFrame, *, first: int, last: int) -> Path:
     """Write the rows of steps ``first``..``last`` of one table of a run, atomically."""
     directory = run_dir / table
     directory.mkdir(parents=True, exist_ok=True)

@@ -120,10 +120,12 @@ def run_extraction(
     templates = [registry.resolve_template(job.model, job.template) for job in normalised]
     report = ExtractionReport()
     with ExitStack() as locks:
-        for key in _plans(normalised, templates, store, settings, chosen.data_dir):
+        for key in _plans(normalised, templates, store, settings, data_dir=chosen.data_dir):
             locks.enter_context(store.lock(key))
         # planned again under the locks: the store may have grown
-        tasks, summaries = _tasks(_plans(normalised, templates, store, settings, chosen.data_dir), store, settings)
+        tasks, summaries = _tasks(
+            _plans(normalised, templates, store, settings, data_dir=chosen.data_dir), store, settings
+        )
         report.conditions = list(summaries.values())
         if tasks:
             _run_on_ray(ray, Dispatch(tasks, settings, chosen, store, summaries, report))
@@ -134,12 +136,12 @@ def run_extraction(
 
 
 def _plans(
-    jobs: list[Job], templates: list[str], store: ResultsStore, settings: ExtractionSettings, data_dir
+    jobs: list[Job], templates: list[str], store: ResultsStore, settings: ExtractionSettings, *, data_dir
 ) -> dict[RunKey, tuple[Job, str, runner.RunPlan]]:
     """Each job's plan from the store, one per run key."""
     planned: dict[RunKey, tuple[Job, str, runner.RunPlan]] = {}
     for job, template in zip(jobs, templates):
-        plan = runner.plan_run(job.model, template, job.spec, store, settings, data_dir)
+        plan = runner.plan_run(job.model, template, job.spec, store, settings=settings, data_dir=data_dir)
         planned.setdefault(plan.key, (job, template, plan))
     return planned
 
@@ -327,7 +329,7 @@ class _Dispatcher:
     def take(self, task: Task, result: TaskResult) -> None:
         """A result stored; a first task's batches queued as shards."""
         report = self.work.report
-        _take_result(self.work.store, task, result, self.work.summaries[task.run.key], report)
+        _take_result(self.work.store, task, result, summary=self.work.summaries[task.run.key], report=report)
         if task.kind == "batches":
             shards = [Task("compute", task.run, s) for s in shards_of(result.batches, self.work.settings.shard_size)]
             self.queues[task.run.model_key].extend(shards)
@@ -339,7 +341,7 @@ class _Dispatcher:
 
 
 def _take_result(
-    store: ResultsStore, task: Task, result: TaskResult, summary: runner.ConditionSummary, report: ExtractionReport
+    store: ResultsStore, task: Task, result: TaskResult, *, summary: runner.ConditionSummary, report: ExtractionReport
 ) -> None:
     """Store a task's rows and skips as one part, and count them in the condition's summary."""
     if result.rows is not None or result.skipped:

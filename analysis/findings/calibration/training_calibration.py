@@ -176,7 +176,9 @@ def _broadcast(values: np.ndarray, seeds: int) -> np.ndarray:
 
 
 def resampling_of(design: TrainingDesign, n_resamples: int, seed: int) -> TrainingResampling:
-    return TrainingResampling.of("sim", np.arange(design.n), np.arange(design.seeds), n_resamples, seed)
+    return TrainingResampling.of(
+        "sim", np.arange(design.n), np.arange(design.seeds), n_resamples=n_resamples, seed=seed
+    )
 
 
 def simulated_verdicts(runs: SimulatedRuns, resampling: TrainingResampling) -> dict[str, str]:
@@ -258,12 +260,12 @@ def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str,
     """The verdict of each rule on simulated tables, through the chapter's table functions (the
     None arm for the rules per arm)."""
     resampling = TrainingResampling.of(
-        "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples, seed
+        "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples=n_resamples, seed=seed
     )
     t2 = t2_parts(change, resampling, STEP)
     t3 = t3_parts(probes, resampling, "none", STEP)
     return {
-        "rank correlation": decide(t1_parts(probes, change, resampling, "none", STEP)),
+        "rank correlation": decide(t1_parts(probes, change, resampling, "none", step=STEP)),
         "arm change": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
         "probe gap": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
