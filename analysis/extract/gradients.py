@@ -169,17 +169,31 @@ class Outputs:
 
 
 def batch_statistics(
-    model: nn.Module, batch: Batch, projections: dict[tuple[int, str], nn.Linear] | None = None, **outputs
+    model: nn.Module,
+    batch: Batch,
+    projections: dict[tuple[int, str], nn.Linear] | None = None,
+    *,
+    entry_stats: bool = False,
+    similarities: bool = True,
+    keep_spectra: bool = False,
+    token_energy_passes: int = 0,
+    energy_seed: int = 0,
 ) -> list[SampleGradientStats]:
-    """Per-sample gradient statistics of every attention projection for one batch (``outputs``:
-    the fields of :class:`Outputs`).
+    """Per-sample gradient statistics of every attention projection for one batch, with what
+    :class:`Outputs` describes beyond the spectral ones.
 
     One forward and one backward pass serve the whole batch: the summed per-sample mean losses
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
     failed, and the other samples of its batch are still computed.
     """
-    wanted = Outputs(**outputs)
+    wanted = Outputs(
+        entry_stats=entry_stats,
+        similarities=similarities,
+        keep_spectra=keep_spectra,
+        token_energy_passes=token_energy_passes,
+        energy_seed=energy_seed,
+    )
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
         by_token, mask = token_losses(model, batch)

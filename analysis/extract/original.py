@@ -422,55 +422,54 @@ def _already_imported(store: ResultsStore, target: Target, report: FileReport, o
 # --------------------------------------------------------------------------- a source
 
 
-@dataclass(frozen=True)
-class ImportOptions:
-    """What of a source :func:`import_source` imports and how: ``model``/``condition`` (one of each,
-    for a single file), ``models``/``conditions`` (those only; None: all), ``template`` (None: the
-    model registry's), ``progress`` (a bar), ``cache_dir`` (downloads), ``on_file`` (called with each
-    file's report), ``strict`` (a file with a rejected line imports nothing, the others as usual) and
-    ``counter`` (the tokenizers that count R; None: each model's from the hub, ``TokenCounter``)."""
+def import_source(
+    source: str,
+    store: ResultsStore,
+    data_dir=None,
+    *,
+    model: str | None = None,
+    condition: str | None = None,
+    template: str | None = None,
+    models: Iterable[str] | None = None,
+    conditions: Iterable[str] | None = None,
+    progress: bool = True,
+    cache_dir: object = None,
+    on_file: Callable[[FileReport], None] = lambda report: None,
+    strict: bool = False,
+    counter: TokenCounter | None = None,
+) -> ImportResult:
+    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar.
 
-    model: str | None = None
-    condition: str | None = None
-    template: str | None = None
-    models: Iterable[str] | None = None
-    conditions: Iterable[str] | None = None
-    progress: bool = True
-    cache_dir: object = None
-    on_file: Callable[[FileReport], None] = lambda report: None
-    strict: bool = False
-    counter: TokenCounter | None = None
-
-
-def import_source(source: str, store: ResultsStore, data_dir=None, **options) -> ImportResult:
-    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar
-    (``options``: the fields of :class:`ImportOptions`)."""
-    chosen = ImportOptions(**options)
-    counter = TokenCounter() if chosen.counter is None else chosen.counter
+    ``model``/``condition`` (one of each, for a single file), ``models``/``conditions`` (those only;
+    None: all), ``template`` (None: the model registry's), ``progress`` (a bar), ``cache_dir``
+    (downloads), ``on_file`` (called with each file's report), ``strict`` (a file with a rejected line
+    imports nothing, the others as usual) and ``counter`` (the tokenizers that count R; None: each
+    model's from the hub, ``TokenCounter``)."""
+    counter = TokenCounter() if counter is None else counter
     started = time.perf_counter()
     files: Iterable[OriginalFile] = source_files(
         source,
-        model=chosen.model,
-        condition=chosen.condition,
-        models=chosen.models,
-        conditions=chosen.conditions,
-        cache_dir=chosen.cache_dir,
+        model=model,
+        condition=condition,
+        models=models,
+        conditions=conditions,
+        cache_dir=cache_dir,
     )
     total = None
     if not streamed(source):  # plain local files: the bar knows their size; others come one by one
         files = list(files)
         total = sum(f.byte_size() for f in files if f.problem is None)
     earlier = earlier_imports(store)
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not chosen.progress)
-    per_file = FileOptions(chosen.template, chosen.strict, counter)
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
+    per_file = FileOptions(template, strict, counter)
     reports = []
     try:
         for file in files:
             report = import_file(store, file, data_dir, bar.update, options=per_file, earlier=earlier)
             reports.append(report)
-            chosen.on_file(report)
+            on_file(report)
     finally:
         bar.close()
     single = Path(source).is_file() and not is_archive(source)
-    absent = {} if single else absent_files(reports, chosen.models, chosen.conditions)
+    absent = {} if single else absent_files(reports, models, conditions)
     return ImportResult(reports, absent, time.perf_counter() - started, dict(counter.problems))

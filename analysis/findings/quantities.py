@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -163,20 +161,19 @@ def _positive_samples(
     return matrix, cd.resampling.weights(cd.conditions[condition][0], ids)
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which samples and statistic ``log_level`` reads: the responses, instructions left out, the statistic."""
-
-    responses: str = vocabulary.CORRECT
-    excluded: Iterable[int] = ()
-    stat: str = "nuclear_norm"
-
-
-def log_level(cd: CurveDraws, dataset: str, setting: str, segment: str = "all", **selection: Any) -> Estimate | None:
+def log_level(
+    cd: CurveDraws,
+    dataset: str,
+    setting: str,
+    segment: str = "all",
+    *,
+    responses: str = vocabulary.CORRECT,
+    excluded: Iterable[int] = (),
+    stat: str = "nuclear_norm",
+) -> Estimate | None:
     """Mean log value of a condition over q, k, v, o and the segment's layers (the log of a
-    geometric mean); differences of two are paired log ratios. Keyword arguments: ``Selection``'s."""
-    chosen = Selection(**selection)
-    responses, excluded, stat = chosen.responses, chosen.excluded, chosen.stat
+    geometric mean); differences of two are paired log ratios. Which samples and statistic it
+    reads: the ``responses``, the instructions left out (``excluded``), the statistic (``stat``)."""
     condition = cd.condition_key(dataset, setting, responses)
     lo, hi = _segment(cd.n_layers, segment)
     values, draws, counts = [], [], []

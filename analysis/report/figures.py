@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -105,13 +103,6 @@ def length_control_figures(
             )
 
 
-@dataclass(frozen=True)
-class Shown:
-    """Which of the datasets a family of figures shows (None: all)."""
-
-    datasets: Sequence[str] | None = None
-
-
 def pair_figures(
     draws: dict[str, CurveDraws],
     pairs: dict[str, str],
@@ -120,11 +111,10 @@ def pair_figures(
     *,
     stat: str = "nuclear_norm",
     n_samples: int | None = None,
-    **shown: Any,
+    datasets: Sequence[str] | None = None,
 ) -> Iterator[tuple[str, Figure]]:
     """Per (base, instruct) pair and dataset: one row of panels per model, one column per setting
-    (keyword arguments: ``Shown``'s)."""
-    datasets = Shown(**shown).datasets
+    (``datasets``: those shown; None: all)."""
     for instruct, base in pairs.items():
         if base not in draws or instruct not in draws:
             continue

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from analysis import data, profiles
 from analysis.core import registry
@@ -59,7 +58,7 @@ class Job:
 
 @dataclass(frozen=True)
 class ProfileData:
-    """How ``run`` profiles the user's files: its arguments after the model and the files, in this order.
+    """How ``run`` profiles the user's files: its arguments after the model and the files.
 
     ``settings``: the extraction of the user's files (``n_samples`` of each); the reference
     conditions (of ``reference_datasets``) get ``reference_samples`` each. ``notebook`` default:
@@ -153,15 +152,46 @@ def export_html(notebook: Path, target: Path) -> Path:
     return target
 
 
-def run(model: str, data_files: Sequence[str], *arguments: Any, **options: Any) -> ProfileResult:
+def run(
+    model: str,
+    data_files: Sequence[str],
+    settings: ExtractionSettings = DEFAULT_SETTINGS,
+    *,
+    reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS,
+    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
+    out: Path | str = DEFAULT_OUT,
+    html: Path | str | None = None,
+    notebook: Path | str | None = None,
+    data_dir: Path | str | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    scratch: bool = True,
+    progress: bool = True,
+    root: Path = book.PROJECT_ROOT,
+    say: Callable[[str], None] = print,
+) -> ProfileResult:
     """Extract what the store lacks, execute the page and export it (see the module docstring).
 
-    The arguments after ``model`` and ``data_files`` are ``ProfileData``'s, in its order or by
-    name. Every file is validated before anything is computed.
+    The arguments after ``model`` and ``data_files`` are described at :class:`ProfileData`, which
+    carries them to the steps. Every file is validated before anything is computed.
     """
     from analysis.report.your_data import user_files
 
-    request = ProfileData(*arguments, **options)
+    request = ProfileData(
+        settings=settings,
+        reference_datasets=reference_datasets,
+        reference_samples=reference_samples,
+        out=out,
+        html=html,
+        notebook=notebook,
+        data_dir=data_dir,
+        seed=seed,
+        n_resamples=n_resamples,
+        scratch=scratch,
+        progress=progress,
+        root=root,
+        say=say,
+    )
     started = time.perf_counter()
     files = [f.path for f in user_files(data_files, request.reference_datasets)]
     references = profiles.reference_conditions(tuple(request.reference_datasets))

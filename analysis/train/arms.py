@@ -4,9 +4,7 @@ loaded once and put back to its released weights before each run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from analysis import data
 from analysis.core.settings import ExtractionSettings, TrainingSettings
@@ -32,15 +30,6 @@ def check_conditions(settings: TrainingSettings, data_dir=None) -> None:
         data.load_records(data.resolve(spec, data_dir).path)
 
 
-@dataclass(frozen=True)
-class ArmOptions:
-    """How ``train_model`` runs (its keyword arguments): a progress bar, the last checkpoint kept, where lines go."""
-
-    progress: bool = True
-    keep_checkpoint: bool = False
-    say: Callable[[str], None] = print
-
-
 def train_model(
     model: str,
     results_dir: str | Path,
@@ -48,11 +37,12 @@ def train_model(
     settings: TrainingSettings,
     extraction: ExtractionSettings,
     data_dir=None,
-    **options: Any,
+    progress: bool = True,
+    keep_checkpoint: bool = False,
+    say: Callable[[str], None] = print,
 ) -> list[dict]:
-    """Run every arm and seed of ``model`` that is not finished; one record per run (options: ``ArmOptions``)."""
-    chosen = ArmOptions(**options)
-    say = chosen.say
+    """Run every arm and seed of ``model`` that is not finished; one record per run (``progress``: a
+    progress bar, ``keep_checkpoint``: the last checkpoint kept, ``say``: where lines go)."""
     check_conditions(settings, data_dir)
     todo = [
         run
@@ -77,8 +67,8 @@ def train_model(
                 settings=settings,
                 extraction=extraction,
                 data_dir=data_dir,
-                progress=chosen.progress,
-                keep_checkpoint=chosen.keep_checkpoint,
+                progress=progress,
+                keep_checkpoint=keep_checkpoint,
                 start_from=first if first != run else None,  # the released weights' probes, computed once
             )
             records.append({"model": model, **summary.as_record()})

@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -194,15 +193,6 @@ def run_directory(results_dir: Path, run: TrainingRunId) -> Path:
     return Path(results_dir) / RUNS_FOLDER / run.folder()
 
 
-@dataclass(frozen=True)
-class TrainOptions:
-    """How ``train`` runs (its keyword arguments; see there)."""
-
-    progress: bool = True
-    keep_checkpoint: bool = False
-    start_from: TrainingRunId | None = None
-
-
 def train(
     loaded: models.LoadedModel,
     run: TrainingRunId,
@@ -211,18 +201,19 @@ def train(
     settings: TrainingSettings | None = None,
     extraction: ExtractionSettings | None = None,
     data_dir=None,
-    **options: Any,
+    progress: bool = True,
+    keep_checkpoint: bool = False,
+    start_from: TrainingRunId | None = None,
 ) -> TrainingSummary:
     """Fine-tune ``loaded`` on ``run.condition`` (see the module docstring); resumable.
 
     ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it
     is left trained (frozen, eval mode). A finished run (``done.json``) is not computed again.
-    The keyword arguments are ``TrainOptions``'s. ``keep_checkpoint`` keeps the last checkpoint
+    ``progress``: a progress bar. ``keep_checkpoint`` keeps the last checkpoint
     of a finished run (else it is removed: it holds the model and AdamW's two moments, three
     times the model's size). ``start_from``: a run of the same model from the same released
     weights whose step-0 probes are stored (copied, not computed again).
     """
-    chosen = TrainOptions(**options)
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
     run_dir = run_directory(Path(results_dir), run)
@@ -256,15 +247,15 @@ def train(
             checkpoint.load_initial(run_dir),
             about,
             data_dir,
-            chosen.start_from,
-            chosen.keep_checkpoint,
+            start_from,
+            keep_checkpoint,
         )
         if summary.resumed_from is None:  # a fresh run: its step-0 probes
             context.checkpoint(0, [])
-        _steps(context, samples, start, summary, progress=chosen.progress)
+        _steps(context, samples, start, summary, progress=progress)
     summary.seconds = time.perf_counter() - started
     _mark_done(done, summary, about)
-    _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if chosen.keep_checkpoint else None)
+    _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if keep_checkpoint else None)
     return summary
 
 

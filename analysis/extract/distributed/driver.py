@@ -25,8 +25,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -77,28 +76,28 @@ class RayOptions:
     object_store_memory: int | None = None
     progress: bool = True
 
-    @classmethod
-    def split(cls, given: dict) -> tuple[RayOptions, dict]:
-        """These options from keyword arguments, and the rest (changes to the extraction settings)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in given.items() if k in names}), {k: v for k, v in given.items() if k not in names}
-
 
 def run_extraction(
     jobs: Sequence[Job | tuple[str, str | None, str]],
     results_dir: str | os.PathLike,
     settings: ExtractionSettings | None = None,
-    **options: Any,
+    *,
+    address: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    max_workers: int | None = None,
+    max_retries: int = 2,
+    trust_remote_code: bool = False,
+    num_cpus: int | None = None,
+    object_store_memory: int | None = None,
+    progress: bool = True,
 ) -> ExtractionReport:
     """Extract every job's condition into ``results_dir`` on a Ray cluster, storing what ``runner.extract`` stores.
 
-    ``jobs`` are (model, template or None, condition key or JSON path). The keyword arguments are
-    ``RayOptions``'s, or single changes to ``settings``. ``address`` "auto" or
+    ``jobs`` are (model, template or None, condition key or JSON path). ``address`` "auto" or
     "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS`` names, if set, else
     starts a Ray instance on this machine for the run (``num_cpus``, default all;
     ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
-    instance is used as it is. ``settings`` (and single changes to them) and ``data_dir``
-    mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
+    instance is used as it is. ``settings`` and ``data_dir`` mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
     ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part; a
     shard whose worker process dies is run again up to ``max_retries`` times.
     ``settings.device``: auto (one actor per GPU where the cluster has GPUs), cpu or cuda;
@@ -109,8 +108,17 @@ def run_extraction(
     failures, not raised, and the rest of the run goes on. With ``progress`` a bar is shown and
     the report's summary printed at the end.
     """
-    chosen, changes = RayOptions.split(options)
-    settings = (settings or ExtractionSettings()).but(**changes)
+    chosen = RayOptions(
+        address=address,
+        data_dir=data_dir,
+        max_workers=max_workers,
+        max_retries=max_retries,
+        trust_remote_code=trust_remote_code,
+        num_cpus=num_cpus,
+        object_store_memory=object_store_memory,
+        progress=progress,
+    )
+    settings = settings or ExtractionSettings()
     if settings.keep_spectra:
         raise DistributedError("keeping the singular values is not available with Ray; use the local executor")
     ray = require_ray()

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.findings import check_parts, checks, metrics
-from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
+from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
@@ -74,17 +74,6 @@ def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tup
                 raise CalibrationError(f"check {check.id!r}: no simulation of rule {rule!r}; rules: {', '.join(RULES)}")
             named.setdefault(rule, []).append(check.id)
     return {rule: tuple(named[rule]) for rule in RULES if rule in named}
-
-
-@dataclass(frozen=True)
-class Simulation:
-    """How a calibration table simulates: ``reps`` runs, ``n_resamples`` bootstrap resamples each,
-    from ``seed``, intervals at ``level``."""
-
-    reps: int = 1000
-    n_resamples: int = 400
-    seed: int = 0
-    level: float = LEVEL
 
 
 @dataclass(frozen=True)

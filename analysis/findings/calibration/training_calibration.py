@@ -90,6 +90,7 @@ class Effects:
     cut_arm: tuple[float, float] = (0.0, 0.0)
 
 
+NO_EFFECT = Effects()  # no effect but a step-0 gap of 0.5
 NULL = Effects(gap_change=-T3_MARGIN)  # every claim false: T3 at its boundary, T1 and T2 with no effect
 # The null scenarios, each with every claim false; all but the last are the design of the runs (each
 # seed draws its own training set), the last the design before it (the rules' rate there is shown,
@@ -231,11 +232,11 @@ def false_holds(
 
 
 def simulated_tables(
-    rng: np.random.Generator, n: int, seeds: int, layers: int, **effects
+    rng: np.random.Generator, n: int, seeds: int, layers: int, *, effects: Effects = NO_EFFECT
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(probe rows, weight change rows) of the three arms at steps 0 and ``STEP``, simulated by
-    ``simulate`` with ``Effects(**effects)`` (default: no effect but a step-0 gap of 0.5)."""
-    runs = simulate(rng, TrainingDesign(n, seeds, layers), Effects(**{"gap_change": 0.0, **effects}))
+    ``simulate`` with ``effects`` (default: no effect but a step-0 gap of 0.5)."""
+    runs = simulate(rng, TrainingDesign(n, seeds, layers), effects)
     probes, change = [], []
     index = pd.MultiIndex.from_product(
         [range(seeds), range(n), range(layers), PROJECTIONS], names=["seed", "sample_index", "layer", "proj"]
