@@ -298,10 +298,10 @@ def test_the_decompose_profile_computes_the_token_energy_of_the_gaps_conditions_
 
 def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
     quick, original, training = (profiles.get_profile(n) for n in ("quick", "original", "training"))
-    assert isinstance(pipeline.source_runner(quick, "local"), pipeline.LocalExtraction)
-    assert isinstance(pipeline.source_runner(quick, "ray"), pipeline.RayExtraction)
+    assert pipeline.source_runner(quick, "local") is pipeline.extract_profile
+    assert pipeline.source_runner(quick, "ray") is pipeline.extract_with_ray
     for executor in pipeline.EXECUTORS:  # a source that computes no extraction runs the same on either executor
-        assert isinstance(pipeline.source_runner(original, executor), pipeline.ImportedStatistics)
-        assert isinstance(pipeline.source_runner(training, executor), pipeline.Training)
+        assert pipeline.source_runner(original, executor) is pipeline.check_imported
+        assert pipeline.source_runner(training, executor) is pipeline.train_profile
     with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
         pipeline.source_runner(quick, "dask")
