@@ -175,8 +175,6 @@ def run(
     The arguments after ``model`` and ``data_files`` are described at :class:`ProfileData`, which
     carries them to the steps. Every file is validated before anything is computed.
     """
-    from analysis.report.your_data import user_files
-
     request = ProfileData(
         settings=settings,
         reference_datasets=reference_datasets,
@@ -192,6 +190,13 @@ def run(
         root=root,
         say=say,
     )
+    return _profile(model, data_files, request)
+
+
+def _profile(model: str, data_files: Sequence[str], request: ProfileData) -> ProfileResult:
+    """``run`` with its arguments gathered."""
+    from analysis.report.your_data import user_files
+
     started = time.perf_counter()
     files = [f.path for f in user_files(data_files, request.reference_datasets)]
     references = profiles.reference_conditions(tuple(request.reference_datasets))

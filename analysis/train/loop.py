@@ -207,12 +207,11 @@ def train(
 ) -> TrainingSummary:
     """Fine-tune ``loaded`` on ``run.condition`` (see the module docstring); resumable.
 
-    ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it
-    is left trained (frozen, eval mode). A finished run (``done.json``) is not computed again.
-    ``progress``: a progress bar. ``keep_checkpoint`` keeps the last checkpoint
-    of a finished run (else it is removed: it holds the model and AdamW's two moments, three
-    times the model's size). ``start_from``: a run of the same model from the same released
-    weights whose step-0 probes are stored (copied, not computed again).
+    ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it is left
+    trained (frozen, eval mode). A finished run (``done.json``) is not computed again. ``progress``: a
+    progress bar. ``keep_checkpoint`` keeps the last checkpoint of a finished run (else it is removed: it
+    holds the model and AdamW's two moments, three times the model's size). ``start_from``: a run of the
+    same model from the same released weights whose step-0 probes are stored (copied, not computed again).
     """
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
@@ -227,12 +226,9 @@ def train(
     done = run_dir / tables.DONE
     if done.is_file():
         return finished(done, about)
-    samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir)
-    if len(samples) < settings.batch_size:
-        raise TrainingError(
-            f"{run.condition}: {len(samples)} training samples keep a response within max_length "
-            f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
-        )
+    samples, skipped = _training_samples(
+        loaded, resolved, train_ids, run=run, settings=settings, extraction=extraction, data_dir=data_dir
+    )
     summary = TrainingSummary(run.run, run.condition, settings.steps, None, 0, len(samples), skipped)
     with trainable(loaded.model):
         optimizer, start = _resume(loaded, run, run_dir, settings, about=about, summary=summary)
@@ -257,6 +253,26 @@ def train(
     _mark_done(done, summary, about)
     _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if keep_checkpoint else None)
     return summary
+
+
+def _training_samples(
+    loaded: models.LoadedModel,
+    resolved: data.ResolvedData,
+    train_ids,
+    *,
+    run: TrainingRunId,
+    settings: TrainingSettings,
+    extraction: ExtractionSettings,
+    data_dir,
+) -> tuple[list[runner.PreparedSample], dict[int, str]]:
+    """The prepared training samples and the skipped ones; a TrainingError if they make no batch."""
+    samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir)
+    if len(samples) < settings.batch_size:
+        raise TrainingError(
+            f"{run.condition}: {len(samples)} training samples keep a response within max_length "
+            f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
+        )
+    return samples, skipped
 
 
 def _resume(

@@ -65,7 +65,15 @@ def require_ray():
 
 @dataclass(frozen=True)
 class RayOptions:
-    """How ``run_extraction`` reaches Ray and runs the work (its keyword arguments; see there)."""
+    """How ``run_extraction`` reaches Ray and runs the work (its keyword arguments).
+
+    ``address`` "auto" or "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS``
+    names, if set, else starts a Ray instance on this machine for the run (``num_cpus``, default
+    all; ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
+    instance is used as it is. ``data_dir``: as for ``runner.extract``. A shard whose worker process
+    dies is run again up to ``max_retries`` times; ``max_workers`` overrides the number of actors.
+    With ``progress`` a bar is shown and the report's summary printed at the end.
+    """
 
     address: str | None = None
     data_dir: str | os.PathLike | None = None
@@ -93,20 +101,15 @@ def run_extraction(
 ) -> ExtractionReport:
     """Extract every job's condition into ``results_dir`` on a Ray cluster, storing what ``runner.extract`` stores.
 
-    ``jobs`` are (model, template or None, condition key or JSON path). ``address`` "auto" or
-    "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS`` names, if set, else
-    starts a Ray instance on this machine for the run (``num_cpus``, default all;
-    ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
-    instance is used as it is. ``settings`` and ``data_dir`` mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
-    ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part; a
-    shard whose worker process dies is run again up to ``max_retries`` times.
+    ``jobs`` are (model, template or None, condition key or JSON path); ``settings`` and ``data_dir``
+    mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
+    ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part.
     ``settings.device``: auto (one actor per GPU where the cluster has GPUs), cpu or cuda;
-    ``settings.threads`` (CPUs per actor) and ``max_workers`` override the actors' size and number.
+    ``settings.threads``: CPUs per actor. The keyword arguments are described at :class:`RayOptions`.
     Raises DistributedError (Ray missing or unreachable), DataError, ModelError or StoreError
     (StoreBusy: another run holds one of these conditions) before computing anything; what fails
     on a worker (a model that does not load, a worker that keeps dying) is listed in the report's
-    failures, not raised, and the rest of the run goes on. With ``progress`` a bar is shown and
-    the report's summary printed at the end.
+    failures, not raised, and the rest of the run goes on.
     """
     chosen = RayOptions(
         address=address,
