@@ -307,7 +307,7 @@ def sample_ranks(dataset: str, count: int, seed: int = SAMPLE_SEED) -> np.ndarra
 
 
 def sample_ids(
-    dataset: str, count: int, limit: int | None, seed: int = SAMPLE_SEED, excluded: Iterable[int] = ()
+    dataset: str, count: int, limit: int | None, *, seed: int = SAMPLE_SEED, excluded: Iterable[int] = ()
 ) -> list[int]:
     """The record indices a run with ``limit`` samples per file takes from a file of ``count``
     records: a seeded random sample (all of them without a limit), sorted.
@@ -333,7 +333,7 @@ def sample_order(dataset: str, count: int, seed: int = SAMPLE_SEED, excluded: It
 
 
 def dataset_sample_ids(
-    dataset: str, count: int, limit: int | None, directory: str | os.PathLike | None = None, seed: int = SAMPLE_SEED
+    dataset: str, count: int, limit: int | None, *, directory: str | os.PathLike | None = None, seed: int = SAMPLE_SEED
 ) -> list[int]:
     """``sample_ids`` of a study dataset, drawn from the instructions whose None-CoT irrelevant
     response differs from the correct one (``identical_response_ids``) for every file of the
@@ -342,7 +342,7 @@ def dataset_sample_ids(
     a run of all records takes all of them."""
     if limit is None or limit >= count:
         return list(range(int(count)))
-    return sample_ids(dataset, count, limit, seed, excluded=identical_response_ids(dataset, "none", directory))
+    return sample_ids(dataset, count, limit, seed=seed, excluded=identical_response_ids(dataset, "none", directory))
 
 
 def load_records(path: str | os.PathLike) -> list[Record]:

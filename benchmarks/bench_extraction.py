@@ -171,10 +171,15 @@ def prepared_case(loaded, specs, n_samples, data_dir, max_length, store) -> tupl
     plans, samples = [], []
     for spec in specs:
         plan = runner.plan_run(
-            loaded.name, loaded.template, spec, store, ExtractionSettings(n_samples, max_length), data_dir
+            loaded.name,
+            loaded.template,
+            spec,
+            store,
+            settings=ExtractionSettings(n_samples, max_length),
+            data_dir=data_dir,
         )
         indices = list(range(n_samples))
-        prepared, _ = runner.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir)
+        prepared, _ = runner.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir=data_dir)
         plans.append(({**plan.identity, "n_layers": loaded.n_layers}, prepared))
         samples.extend((plan.identity["condition"], p) for p in prepared)
     return plans, samples
@@ -322,7 +327,9 @@ def main(argv=None) -> int:
     loaded = None
     for model_name, specs, label in cases:
         if loaded is None or loaded.name != model_name:
-            loaded = models.load(model_name, args.template, args.device)  # converts and caches an offline model once
+            loaded = models.load(
+                model_name, template=args.template, device=args.device
+            )  # converts and caches an offline model once
             payload["cached_loads"][model_name] = load = cached_load_seconds(model_name, args.template, args.device)
             print(
                 f"{model_name:24} cached load {load['load_seconds']:.2f} s in models.load, "
@@ -351,7 +358,7 @@ def main(argv=None) -> int:
     if args.busy_core:
         for model_name in dict.fromkeys(m for m, _, _ in cases):
             specs = next(c[1] for c in cases if c[0] == model_name)
-            loaded = models.load(model_name, args.template, args.device)
+            loaded = models.load(model_name, template=args.template, device=args.device)
             row = busy_core_case(
                 loaded, specs, args.samples, args.repeats, args.data_dir, args.max_length, scratch, default_threads
             )

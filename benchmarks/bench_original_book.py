@@ -79,7 +79,7 @@ def generate(out: Path, folders: list[str], samples: int, data_dir=None, seed: i
         for condition in data.study_conditions():
             relative = original_sources.original_path(folder, condition.key)
             target = original.target_for(
-                model, info.template, condition.key, data_dir, relative, f"generated-{relative}"
+                model, info.template, condition.key, data_dir, relative=relative, sha256=f"generated-{relative}"
             )
             n = min(samples, len(data.load_records(target.resolved.path)))
             parsed = original.ParsedFile(

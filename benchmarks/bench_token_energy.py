@@ -124,7 +124,7 @@ def main(argv=None) -> int:
     loaded = None
     for model_name, specs, label in cases:
         if loaded is None or loaded.name != model_name:
-            loaded = models.load(model_name, args.template, args.device)
+            loaded = models.load(model_name, template=args.template, device=args.device)
         case = run_case(loaded, specs, args.samples, args.repeats, args.passes, args.data_dir, args.max_length, scratch)
         case.update({"model": model_name, "case": label, "conditions": specs, "device": str(loaded.device)})
         payload["cases"].append(case)

@@ -153,12 +153,12 @@ def test_stored_statistics_equal_the_plain_procedure(architecture, model_dirs, r
         loaded,
         str(records_file),
         store,
-        ExtractionSettings(max_length=128, batch_size=3, token_budget=4096),
+        settings=ExtractionSettings(max_length=128, batch_size=3, token_budget=4096),
         progress=False,
     )
     assert summary.computed == len(RECORDS) and not summary.skipped
     frame = read_results(tmp_path / "results")
-    plan = runner.plan_run(loaded.name, "base", str(records_file), store, ExtractionSettings(max_length=128))
+    plan = runner.plan_run(loaded.name, "base", str(records_file), store, settings=ExtractionSettings(max_length=128))
     prepared, _ = runner.prepare_samples(loaded, plan.resolved, list(range(len(RECORDS))), 128)
     if architecture == "gemma2":
         assert min(len(s.encoded.input_ids) for s in prepared) > 2 * SLIDING_WINDOW
@@ -249,7 +249,9 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
     results = tmp_path / "results"
     results.mkdir()
     log = runlog.RunLog.start(results, profile.as_dict(), "local", [])
-    records = pipeline.extract_profile(profile, results, study_data_dir, log, progress=False, say=lambda _: None)
+    records = pipeline.extract_profile(
+        profile, results, data_dir=study_data_dir, log=log, progress=False, say=lambda _: None
+    )
     assert records[0]["computed"] == 2
     facts = runlog.read(results)[-1].models[folder]
     assert facts["attention"] == "eager"

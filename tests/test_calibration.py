@@ -236,7 +236,7 @@ def test_the_skew_of_a_stores_values_is_measured():
     rng = np.random.default_rng(0)
     factor = np.exp(-0.5 * rng.exponential(1.0, 400))  # logs with a long lower tail: skewness -2
     rows["nuclear_norm"] *= factor[rows["sample_index"].to_numpy()]
-    draws = all_curve_draws(rows, ["base-model"], ("nuclear_norm",), 50)
+    draws = all_curve_draws(rows, ["base-model"], ("nuclear_norm",), n_resamples=50)
     measured = skew.measured_skew(draws)
     assert len(measured) == 1
     assert measured["skewness per sample (median)"].iloc[0] == pytest.approx(-2.0, abs=0.5)

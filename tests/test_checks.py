@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 def toy_parts(cd, dataset, **_):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
-    gap = quantities.log_gap(cd, dataset, "simplified", "detailed", "all")
+    gap = quantities.log_gap(cd, dataset, "simplified", "detailed", segment="all")
     return None if gap is None else [Part("Simplified / Detailed x", gap, "above", 0.0, math.exp, role=Role.GAP)]
 
 
@@ -203,7 +203,7 @@ def test_parts_are_found_by_their_role_never_by_their_display_label():
     spread = np.linspace(0.1, 1.5, 18)[rows.loc[none, "layer"].to_numpy()]
     z = np.random.default_rng(7).standard_normal(12)[rows.loc[none, "sample_index"].to_numpy()]
     rows.loc[none, "nuclear_norm"] *= np.exp(spread * z)
-    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=200)
     relabelled = tuple(dataclasses.replace(c, parts=_relabelled(c.parts)) for c in checks.REGISTRY)
     plain, renamed = (
         checks.run_checks(draws, pairs={INSTRUCT: BASE}, registry=r) for r in (checks.REGISTRY, relabelled)

@@ -226,7 +226,7 @@ def test_every_f3_cell_of_the_cpu_profile_has_its_n_usable_none_cot_pairs(study_
     for dataset in sorted(datasets):
         count = len(data.load_records(data.resolve(f"{dataset}/none/correct", study_data_dir).path))
         identical = data.identical_response_ids(dataset, "none", study_data_dir)
-        ids = data.dataset_sample_ids(dataset, count, n, study_data_dir)
+        ids = data.dataset_sample_ids(dataset, count, n, directory=study_data_dir)
         assert len(ids) == n and not set(ids) & identical, (dataset, ids)
         if not identical:
             assert ids == data.sample_ids(dataset, count, n)  # datasets without such pairs keep the plain draw

@@ -72,7 +72,7 @@ def prestore(store_dir: Path, model_dir: Path, data_dir: Path) -> None:
         loaded,
         PRESTORED,
         ResultsStore(store_dir),
-        ExtractionSettings(n_samples=2, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
+        settings=ExtractionSettings(n_samples=2, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
         data_dir=data_dir,
         progress=False,
     )
@@ -89,7 +89,7 @@ def local_results(tmp_path_factory, model_dir, data_dir) -> Path:
             loaded,
             spec,
             ResultsStore(root),
-            ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
+            settings=ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
             data_dir=data_dir,
             progress=False,
         )
@@ -193,11 +193,14 @@ def test_a_run_being_computed_elsewhere_is_refused_before_ray_starts(model_dir, 
     pytest.importorskip("ray")
     store = ResultsStore(tmp_path / "r")
     key = runner.plan_run(
-        str(model_dir), "base", CONDITIONS[1], store, ExtractionSettings(LIMIT, MAX_LENGTH), data_dir
+        str(model_dir), "base", CONDITIONS[1], store, settings=ExtractionSettings(LIMIT, MAX_LENGTH), data_dir=data_dir
     ).key
     with store.lock(key), pytest.raises(StoreBusy):
         distributed.run_extraction(
-            jobs(model_dir), tmp_path / "r", n_samples=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir
+            jobs(model_dir),
+            tmp_path / "r",
+            ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH),
+            data_dir=data_dir,
         )
 
 
@@ -213,12 +216,10 @@ def test_embedded_ray_stores_exactly_what_a_local_run_stores(
     report = distributed.run_extraction(
         jobs(model_dir),
         tmp_path / "r",
-        n_samples=LIMIT,
-        max_length=MAX_LENGTH,
-        batch_size=BATCH_SIZE,
+        ExtractionSettings(
+            n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE, shard_size=SHARD_SIZE, threads=THREADS
+        ),
         data_dir=data_dir,
-        shard_size=SHARD_SIZE,
-        threads=THREADS,
         num_cpus=RAY_CPUS,
         object_store_memory=OBJECT_STORE_BYTES,
         progress=False,
@@ -234,7 +235,11 @@ def test_embedded_ray_stores_exactly_what_a_local_run_stores(
     ]
     assert_same_store(tmp_path / "r", local_results)
     again = distributed.run_extraction(
-        jobs(model_dir), tmp_path / "r", n_samples=LIMIT, max_length=MAX_LENGTH, data_dir=data_dir, progress=False
+        jobs(model_dir),
+        tmp_path / "r",
+        ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH),
+        data_dir=data_dir,
+        progress=False,
     )
     assert again.shards == 0 and sum(s.computed for s in again.conditions) == 0  # nothing left: Ray not even started
 
@@ -254,12 +259,10 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
     report = distributed.run_extraction(
         jobs(model_dir),
         tmp_path / "r",
-        n_samples=LIMIT,
-        max_length=MAX_LENGTH,
-        batch_size=BATCH_SIZE,
+        ExtractionSettings(
+            n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE, shard_size=SHARD_SIZE, threads=THREADS
+        ),
         data_dir=data_dir,
-        shard_size=SHARD_SIZE,
-        threads=THREADS,
         num_cpus=RAY_CPUS,
         max_workers=1,
         max_retries=1,
@@ -280,7 +283,7 @@ def test_a_dead_worker_is_replaced_its_shard_retried_or_reported_and_a_rerun_com
         loaded,
         failure.condition,
         ResultsStore(tmp_path / "r"),
-        ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
+        settings=ExtractionSettings(n_samples=LIMIT, max_length=MAX_LENGTH, batch_size=BATCH_SIZE),
         data_dir=data_dir,
         progress=False,
     )

@@ -45,8 +45,8 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
         loaded.template,
         "aqua/simplified/correct",
         ResultsStore(tmp_path / "scratch"),
-        ExtractionSettings(2),
-        study_data_dir,
+        settings=ExtractionSettings(2),
+        data_dir=study_data_dir,
     )
     assert sorted(plan.todo) == sorted(set(frame["sample_index"]))  # the same seeded sample of the file
     prepared, _ = runner.prepare_samples(loaded, plan.resolved, plan.todo, 1024)

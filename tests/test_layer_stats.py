@@ -43,16 +43,20 @@ def test_a_new_statistic_is_one_entry_and_its_function(tiny_model_dir, study_dat
     loaded = models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(n_samples=3, max_length=1024, shard_size=2)
-    runner.extract(loaded, "aqua/none/correct", store, settings, data_dir=study_data_dir, progress=False)
+    runner.extract(loaded, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False)
     before = read_results(tmp_path / "r")
     assert "toy_square_sum" not in before.columns
 
     monkeypatch.setattr(layer_stats, "TABLE", (*layer_stats.TABLE, TOY))
     monkeypatch.setitem(spectra.FUNCTIONS[layer_stats.SPECTRUM], "toy_square_sum", toy_square_sum)
-    plan = runner.plan_run(loaded.name, loaded.template, "aqua/none/correct", store, settings, study_data_dir)
+    plan = runner.plan_run(
+        loaded.name, loaded.template, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir
+    )
     assert len(plan.todo) == 3  # stored without the new column: to be computed
 
-    summary = runner.extract(loaded, "aqua/none/correct", store, settings, data_dir=study_data_dir, progress=False)
+    summary = runner.extract(
+        loaded, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False
+    )
     assert summary.computed == 3 and summary.already_done == 0
     after = read_results(tmp_path / "r")
     assert len(after) == len(before)  # the new rows replaced the old ones
@@ -61,7 +65,9 @@ def test_a_new_statistic_is_one_entry_and_its_function(tiny_model_dir, study_dat
     assert (merged["nuclear_norm"] == merged["nuclear_norm_new"]).all()  # existing numbers unchanged
     expected = merged["frobenius_new"] ** 2
     assert ((merged["toy_square_sum"] - expected).abs() <= 1e-9 * expected).all()
-    again = runner.plan_run(loaded.name, loaded.template, "aqua/none/correct", store, settings, study_data_dir)
+    again = runner.plan_run(
+        loaded.name, loaded.template, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir
+    )
     assert again.todo == []
 
 
@@ -69,11 +75,13 @@ def test_entry_statistics_asked_for_later_are_computed_then(tiny_model_dir, stud
     loaded = models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(n_samples=2, max_length=1024)
-    runner.extract(loaded, "aqua/none/correct", store, settings, data_dir=study_data_dir, progress=False)
+    runner.extract(loaded, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False)
     assert "entry_mean" not in read_results(tmp_path / "r").columns
     with_entries = dataclasses.replace(settings, entry_stats=True)
-    plan = runner.plan_run(loaded.name, loaded.template, "aqua/none/correct", store, with_entries, study_data_dir)
+    plan = runner.plan_run(
+        loaded.name, loaded.template, "aqua/none/correct", store, settings=with_entries, data_dir=study_data_dir
+    )
     assert len(plan.todo) == 2
-    runner.extract(loaded, "aqua/none/correct", store, with_entries, data_dir=study_data_dir, progress=False)
+    runner.extract(loaded, "aqua/none/correct", store, settings=with_entries, data_dir=study_data_dir, progress=False)
     frame = read_results(tmp_path / "r")
     assert len(frame) == 2 * loaded.n_layers * 4 and frame["entry_mean"].notna().all()

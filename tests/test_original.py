@@ -51,7 +51,7 @@ def extracted(tiny_model_dir, study_data_dir, tmp_path_factory):
             loaded,
             condition,
             store,
-            ExtractionSettings(n_samples=3, max_length=1024, entry_stats=True),
+            settings=ExtractionSettings(n_samples=3, max_length=1024, entry_stats=True),
             data_dir=study_data_dir,
             progress=False,
         )
@@ -394,7 +394,7 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
                 loaded,
                 condition,
                 store,
-                ExtractionSettings(n_samples=5, entry_stats=True),
+                settings=ExtractionSettings(n_samples=5, entry_stats=True),
                 data_dir=study_data_dir,
                 progress=False,
             )

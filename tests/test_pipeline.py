@@ -94,7 +94,7 @@ def test_every_page_marks_its_names_then_a_hidden_parameters_cell_then_one_check
 
 def test_notebook_parameters_and_conversion(tmp_path):
     quick = profiles.get_profile("quick")
-    params = book.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", "data")
+    params = book.notebook_parameters("wiki_knowledge", quick, tmp_path / "r", data_dir="data")
     assert set(params) == {"profile", "results_dir", "data_dir"} and params["profile"] == "quick"
     assert Path(params["results_dir"]).is_absolute() and Path(params["data_dir"]).is_absolute()
     assert "benchmarks_file" in book.notebook_parameters("reproducibility", quick, tmp_path)
@@ -299,10 +299,10 @@ def test_the_decompose_profile_computes_the_token_energy_of_the_gaps_conditions_
 
 def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
     quick, original, training = (profiles.get_profile(n) for n in ("quick", "original", "training"))
-    assert isinstance(pipeline.source_runner(quick, "local"), pipeline.LocalExtraction)
-    assert isinstance(pipeline.source_runner(quick, "ray"), pipeline.RayExtraction)
+    assert pipeline.source_runner(quick, "local") is pipeline.extract_profile
+    assert pipeline.source_runner(quick, "ray") is pipeline.extract_with_ray
     for executor in pipeline.EXECUTORS:  # a source that computes no extraction runs the same on either executor
-        assert isinstance(pipeline.source_runner(original, executor), pipeline.ImportedStatistics)
-        assert isinstance(pipeline.source_runner(training, executor), pipeline.Training)
+        assert pipeline.source_runner(original, executor) is pipeline.check_imported
+        assert pipeline.source_runner(training, executor) is pipeline.train_profile
     with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
         pipeline.source_runner(quick, "dask")

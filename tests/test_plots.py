@@ -92,7 +92,9 @@ def test_verdict_matrix_colours_each_covered_cell():
             "n": [10, 5, 3],
         }
     )
-    fig = verdict_matrix(table, ["F1", "F2"], ["math_reasoning", "aqua"], {"math_reasoning": "math (pooled)"})
+    fig = verdict_matrix(
+        table, ["F1", "F2"], ["math_reasoning", "aqua"], scope_labels={"math_reasoning": "math (pooled)"}
+    )
     assert len(fig.axes) == 2
     assert len(fig.axes[0].patches) == 2 and len(fig.axes[1].patches) == 1
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["math (pooled)", "aqua"]

@@ -103,7 +103,7 @@ def test_published_notebooks_read_the_store_beside_them(tmp_path):
     first = publish.colab_cell_source(
         "someone/some-study", "https://github.com", "book-notebooks", "https://x/r.parquet"
     )
-    written = publish.publish_notebooks(built, tmp_path / "site", "cpu", store, first)
+    written = publish.publish_notebooks(built, tmp_path / "site", "cpu", store, first_cell=first)
     assert [p.name for p in written] == ["intro.ipynb"]
     assert (tmp_path / "site" / "book" / "notebooks" / "results.parquet").read_bytes() == b"PAR1"
     notebook = nbformat.read(written[0], as_version=4)

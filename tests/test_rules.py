@@ -54,7 +54,7 @@ def _conditions(datasets=("aqua", "gsm8k"), settings=SETTINGS):
 
 
 def _findings(rows, which=None, pairs=None, identical=None, n_resamples=400, declared=None):
-    draws = all_curve_draws(rows, list(dict.fromkeys(rows["model"])), ("nuclear_norm",), n_resamples)
+    draws = all_curve_draws(rows, list(dict.fromkeys(rows["model"])), ("nuclear_norm",), n_resamples=n_resamples)
     pairs = pairs if pairs is not None else {INSTRUCT: BASE}
     found = checks.run_checks(draws, which, identical=identical, pairs=pairs, declared=declared)
     return checks.findings_table(found)
@@ -131,13 +131,13 @@ def test_no_effect_with_few_samples_is_not_resolved():
 
 def test_the_length_share_is_shown_only_where_the_gap_is_established():
     rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, sample_sd=0.3, seed=3)
-    draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+    draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     for parts in (check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")):
         gap = parts[0]
         assert gap.name == "Simplified / Detailed x"
         assert any(p.name == check_parts.SHARE_PART for p in parts) == gap.supports()
     paper = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=3)
-    draws = all_curve_draws(paper, [BASE], ("nuclear_norm",), 400)[BASE]
+    draws = all_curve_draws(paper, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     content, length = check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")
     shares = [next(p for p in parts if p.name == check_parts.SHARE_PART).estimate.value for parts in (content, length)]
     # the same share both ways: log(Simplified / cut) / log(Simplified / Detailed) = log(2 / 1.4) / log 2
@@ -274,7 +274,7 @@ def test_f5_does_not_count_wiki_curves_already_smooth_at_100_words_as_not_smooth
     rows = make_results(
         wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=wiki_smooth, noise=0.02, sample_sd=0.05, seed=9
     )
-    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 300)[BASE]
+    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=300)[BASE]
     parts = {p.name: p for p in check_parts.f5_parts(cd)}
     short, long = quantities.mean_roughness(cd, "wiki", "len100"), quantities.mean_roughness(cd, "wiki", "len1000")
     simplified = quantities.mean_roughness(cd, "aqua", "simplified")
@@ -357,7 +357,7 @@ def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
     sample = (rows["model"] + rows["condition"] + rows["sample_index"].astype(str)).to_numpy()
     keys, inverse = np.unique(sample[none], return_inverse=True)
     rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
-    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 400)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=400)
     found = checks.run_checks(draws, pairs=pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
     table = checks.findings_table(found)
     assert set(table[table["check"] == "F4"]["verdict"]) == {rules.NOT_APPLICABLE}
@@ -378,7 +378,7 @@ def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_nam
         assert numbers.str.contains(rules.PAPER_QUANTITY, regex=False).all(), check
         assert "geometric mean" in checks.claim(check) and "mean nuclear norm" in checks.claim(check)
     rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
-    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), 200)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=200)
     f4 = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
     assert [p.decides for p in f4] == [True, False, False, False] and f4[3].label.startswith(rules.PAPER_QUANTITY)
     # the same irrelevant/correct ratio in both models: the signed difference and the paper's near 0,
@@ -406,7 +406,7 @@ def _skewed_none(n=40, seed=4, trend=False):
 
 def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     rows = _skewed_none()
-    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+    cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     geometric = quantities.log_gap(cd, "aqua", "none", "detailed")
     paper = quantities.mean_gap(cd, "aqua", "none", "detailed")
     matrix = {
@@ -427,7 +427,7 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
 
 def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_layers():
     def f2_of(rows):
-        cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), 400)[BASE]
+        cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
         f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
         assert any(p.role is rules.Role.LOG_SPREAD_CHANGE for p in f2.parts)
         return f2, {p.label: p for p in f2.parts}
@@ -478,7 +478,7 @@ def test_f3_does_not_call_cancelling_none_curves_nearly_the_same():
     """The signed mean over layers of a ratio running from +30% to -30% is 0, and its interval lies
     within the margin at 200 instructions; the curves' root-mean-square difference does not."""
     for seed in (31, 32):
-        cd = all_curve_draws(_ratio_store(_cancelling, seed=seed), [BASE], ("nuclear_norm",), 200)[BASE]
+        cd = all_curve_draws(_ratio_store(_cancelling, seed=seed), [BASE], ("nuclear_norm",), n_resamples=200)[BASE]
         f3 = [f for f in checks.run_checks({BASE: cd}, ("F3",)) if f.scope == "aqua"][0]
         parts = {p.name: p for p in f3.parts}
         assert parts["None irrelevant / correct x"].supports()  # what the former rule decided on
@@ -502,7 +502,7 @@ def test_the_nearly_same_rule_holds_its_rate_where_the_curves_cancel():
 
 def test_f3_can_call_truly_equal_none_curves_nearly_the_same_at_large_n():
     equal = lambda model, setting, layers: np.full(layers.shape, 1.5 if setting == "detailed" else 1.0)  # noqa: E731
-    cd = all_curve_draws(_ratio_store(equal, n=200, seed=34), [BASE], ("nuclear_norm",), 200)[BASE]
+    cd = all_curve_draws(_ratio_store(equal, n=200, seed=34), [BASE], ("nuclear_norm",), n_resamples=200)[BASE]
     f3 = [f for f in checks.run_checks({BASE: cd}, ("F3",)) if f.scope == "aqua"][0]
     assert f3.verdict == HOLDS
 
@@ -513,7 +513,7 @@ def _f4_of(instruct_ratio, base_ratio, seed=35):
 
     models = {BASE: ("base", 18), INSTRUCT: ("instruct", 18)}
     rows = _ratio_store(ratio_of, n=60, seed=seed, models=models)
-    draws = all_curve_draws(rows, list(models), ("nuclear_norm",), 300)
+    draws = all_curve_draws(rows, list(models), ("nuclear_norm",), n_resamples=300)
     found = checks.run_checks(draws, ("F4",), pairs={INSTRUCT: BASE}, declared={INSTRUCT: BASE})
     return [f for f in found if f.scope == "aqua"][0]
 

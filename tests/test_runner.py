@@ -44,7 +44,7 @@ def test_condition_rows_have_the_schema(tiny, study_data_dir, tmp_path):
         tiny,
         "aqua/none/correct",
         store,
-        ExtractionSettings(n_samples=3, max_length=1024),
+        settings=ExtractionSettings(n_samples=3, max_length=1024),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -73,7 +73,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
             tiny,
             "gsm8k/simplified/correct",
             store,
-            ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
+            settings=ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
             data_dir=study_data_dir,
             progress=False,
         )
@@ -81,7 +81,12 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
         len(
             store.done_samples(
                 runner.plan_run(
-                    tiny.name, "base", "gsm8k/simplified/correct", store, ExtractionSettings(6), study_data_dir
+                    tiny.name,
+                    "base",
+                    "gsm8k/simplified/correct",
+                    store,
+                    settings=ExtractionSettings(6),
+                    data_dir=study_data_dir,
                 ).key
             )
         )
@@ -92,7 +97,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
         tiny,
         "gsm8k/simplified/correct",
         store,
-        ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
+        settings=ExtractionSettings(n_samples=6, max_length=1024, batch_size=1),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -104,7 +109,7 @@ def test_resume_after_interruption_computes_only_missing_samples(tiny, study_dat
         tiny,
         "gsm8k/simplified/correct",
         clean,
-        ExtractionSettings(n_samples=6, max_length=1024),
+        settings=ExtractionSettings(n_samples=6, max_length=1024),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -125,11 +130,11 @@ def test_truncated_away_samples_are_recorded_and_counted(tiny, tmp_path):
         )
     )
     store = ResultsStore(tmp_path / "r")
-    summary = runner.extract(tiny, str(path), store, ExtractionSettings(max_length=40), progress=False)
+    summary = runner.extract(tiny, str(path), store, settings=ExtractionSettings(max_length=40), progress=False)
     assert summary.computed == 1 and summary.skipped == {"response truncated away": 1}
     skipped = read_skipped(tmp_path / "r")
     assert skipped["sample_index"].tolist() == [0]
-    again = runner.extract(tiny, str(path), store, ExtractionSettings(max_length=40), progress=False)
+    again = runner.extract(tiny, str(path), store, settings=ExtractionSettings(max_length=40), progress=False)
     assert again.computed == 0 and again.already_done == 2
 
 
@@ -137,7 +142,12 @@ def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp
     store = ResultsStore(tmp_path / "r")
     for spec in ("aqua/simplified/correct", "aqua/detailed_cut_simplified/correct"):
         runner.extract(
-            tiny, spec, store, ExtractionSettings(n_samples=3, max_length=1024), data_dir=study_data_dir, progress=False
+            tiny,
+            spec,
+            store,
+            settings=ExtractionSettings(n_samples=3, max_length=1024),
+            data_dir=study_data_dir,
+            progress=False,
         )
     frame = read_results(tmp_path / "r").drop_duplicates(["condition", "sample_index"])
     counts = frame.pivot(index="sample_index", columns="setting", values="n_response_tokens")
@@ -195,7 +205,7 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_rows(tiny, tmp_path, 
         tiny,
         str(path),
         ResultsStore(tmp_path / "clean"),
-        ExtractionSettings(max_length=1024, batch_size=4),
+        settings=ExtractionSettings(max_length=1024, batch_size=4),
         progress=False,
     )
     calls: list[int] = []
@@ -206,7 +216,7 @@ def test_out_of_memory_halves_the_batch_and_gives_the_same_rows(tiny, tmp_path, 
         tiny,
         str(path),
         ResultsStore(tmp_path / "oom"),
-        ExtractionSettings(max_length=1024, batch_size=4),
+        settings=ExtractionSettings(max_length=1024, batch_size=4),
         progress=False,
     )
     assert summary.computed == 8 and not summary.skipped
@@ -228,7 +238,9 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
         return original(model, batch, *args, **kwargs)
 
     store = ResultsStore(tmp_path / "r")
-    plan = runner.plan_run(tiny.name, "base", "aqua/none/correct", store, ExtractionSettings(4), study_data_dir)
+    plan = runner.plan_run(
+        tiny.name, "base", "aqua/none/correct", store, settings=ExtractionSettings(4), data_dir=study_data_dir
+    )
     prepared, _ = runner.prepare_samples(tiny, plan.resolved, plan.todo, 1024)
     longest = max(len(s.encoded.input_ids) for s in prepared)
     monkeypatch.setattr(runner.gradients, "batch_statistics", statistics)
@@ -236,7 +248,7 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
         tiny,
         "aqua/none/correct",
         store,
-        ExtractionSettings(n_samples=4, max_length=1024, batch_size=4),
+        settings=ExtractionSettings(n_samples=4, max_length=1024, batch_size=4),
         data_dir=study_data_dir,
         progress=False,
     )
@@ -248,10 +260,15 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
     # on a device where they fit, the skipped samples are computed only when asked
     monkeypatch.setattr(runner.gradients, "batch_statistics", original)
     settings = ExtractionSettings(n_samples=4, batch_size=4)
-    again = runner.extract(tiny, "aqua/none/correct", store, settings, study_data_dir, progress=False)
+    again = runner.extract(tiny, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False)
     assert again.computed == 0 and again.already_done == 4
     retried = runner.extract(
-        tiny, "aqua/none/correct", store, settings.but(retry_out_of_memory=True), study_data_dir, progress=False
+        tiny,
+        "aqua/none/correct",
+        store,
+        settings=settings.but(retry_out_of_memory=True),
+        data_dir=study_data_dir,
+        progress=False,
     )
     assert retried.computed == too_long and retried.already_done == 4 - too_long
     assert read_skipped(tmp_path / "r").empty
@@ -268,7 +285,7 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
             tiny,
             "aqua/none/correct",
             ResultsStore(tmp_path / "r"),
-            ExtractionSettings(n_samples=2, max_length=1024),
+            settings=ExtractionSettings(n_samples=2, max_length=1024),
             data_dir=study_data_dir,
             progress=False,
         )

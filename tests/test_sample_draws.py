@@ -57,7 +57,7 @@ def tiny(tiny_model_dir):
 def test_an_extraction_keeps_the_seeded_draw_it_computed(tiny, study_data_dir, tmp_path):
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(n_samples=3, max_length=256)
-    runner.extract(tiny, "aqua/none/correct", store, settings, data_dir=study_data_dir, progress=False)
+    runner.extract(tiny, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False)
     records = len(data.load_records(data.resolve("aqua/none/correct", study_data_dir).path))
-    expected = list(data.dataset_sample_ids("aqua", records, 3, study_data_dir))
+    expected = list(data.dataset_sample_ids("aqua", records, 3, directory=study_data_dir))
     assert sample_draws.read(store.root) == {("aqua/none/correct", 3): expected}

@@ -42,7 +42,9 @@ def extracted(tiny_model_dir, study_data_dir, tmp_path_factory):
         loaded = replace(models.load(str(tiny_model_dir("llama")), template=template, device="cpu"), name=name)
         for condition in CONDITIONS:
             settings = ExtractionSettings(n_samples=3, entry_stats=True)
-            runner.extract(loaded, condition, ResultsStore(root), settings, data_dir=study_data_dir, progress=False)
+            runner.extract(
+                loaded, condition, ResultsStore(root), settings=settings, data_dir=study_data_dir, progress=False
+            )
     return read_results(root)
 
 

@@ -118,18 +118,22 @@ def test_the_store_gains_the_columns_only_where_asked(tiny_model_dir, study_data
     loaded = models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(n_samples=2, max_length=256)
-    runner.extract(loaded, "aqua/none/correct", store, settings, data_dir=study_data_dir, progress=False)
+    runner.extract(loaded, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False)
     assert not set(token_energy.COLUMNS) & set(read_results(tmp_path / "r").columns)  # off: as before
     energy = settings.but(token_energy_passes=4, token_energy_conditions=("aqua/detailed/correct",))
-    plan = runner.plan_run(loaded.name, loaded.template, "aqua/none/correct", store, energy, study_data_dir)
+    plan = runner.plan_run(
+        loaded.name, loaded.template, "aqua/none/correct", store, settings=energy, data_dir=study_data_dir
+    )
     assert plan.todo == []  # not asked for this condition: nothing to compute again
-    runner.extract(loaded, "aqua/detailed/correct", store, energy, data_dir=study_data_dir, progress=False)
+    runner.extract(loaded, "aqua/detailed/correct", store, settings=energy, data_dir=study_data_dir, progress=False)
     rows = read_results(tmp_path / "r")
     detailed = rows[rows["condition"] == "aqua/detailed/correct"]
     assert detailed[list(token_energy.COLUMNS)].notna().all().all() and (detailed["token_energy"] > 0).all()
     assert rows.loc[rows["condition"] == "aqua/none/correct", "token_energy"].isna().all()
     everywhere = settings.but(token_energy_passes=4)
-    plan = runner.plan_run(loaded.name, loaded.template, "aqua/none/correct", store, everywhere, study_data_dir)
+    plan = runner.plan_run(
+        loaded.name, loaded.template, "aqua/none/correct", store, settings=everywhere, data_dir=study_data_dir
+    )
     stored = set(rows.loc[rows["condition"] == "aqua/none/correct", "sample_index"])
     assert stored and set(plan.todo) == stored  # asked for now: the stored samples are computed again
 

@@ -38,7 +38,14 @@ def run_id(loaded, arm="detailed", seed=0):
 def train_once(tiny_model_dir, out, study_data_dir, arm="detailed", seed=0, **kwargs):
     loaded = fresh(tiny_model_dir)
     summary = loop.train(
-        loaded, run_id(loaded, arm, seed), out, SETTINGS, EXTRACTION, study_data_dir, progress=False, **kwargs
+        loaded,
+        run_id(loaded, arm, seed),
+        out,
+        settings=SETTINGS,
+        extraction=EXTRACTION,
+        data_dir=study_data_dir,
+        progress=False,
+        **kwargs,
     )
     return loaded, summary
 
@@ -56,17 +63,21 @@ def reference(tiny_model_dir, study_data_dir, tmp_path_factory):
 
 
 def test_each_seed_trains_on_its_own_instructions_and_never_on_a_probe(study_data_dir):
-    probes, trained = loop.split_instructions("aqua", 500, 8, 64, 0, study_data_dir)
-    assert probes == data.dataset_sample_ids("aqua", 500, 8, study_data_dir)  # what the extraction draws
+    probes, trained = loop.split_instructions("aqua", 500, 8, 64, seed=0, data_dir=study_data_dir)
+    assert probes == data.dataset_sample_ids("aqua", 500, 8, directory=study_data_dir)  # what the extraction draws
     assert len(trained) == len(set(trained)) == 64 and not set(probes) & set(trained)
-    other_probes, other = loop.split_instructions("aqua", 500, 8, 64, 1, study_data_dir)
+    other_probes, other = loop.split_instructions("aqua", 500, 8, 64, seed=1, data_dir=study_data_dir)
     assert other_probes == probes and len(other) == 64 and not set(probes) & set(other)
     assert set(trained) != set(other)  # the seeds replicate the training set, not only the batch order
-    assert [trained, other] == [loop.split_instructions("aqua", 500, 8, 64, s, study_data_dir)[1] for s in (0, 1)]
+    assert [trained, other] == [
+        loop.split_instructions("aqua", 500, 8, 64, seed=s, data_dir=study_data_dir)[1] for s in (0, 1)
+    ]
     # the whole pool asked for: every record but the probes, under any seed
-    assert loop.split_instructions("aqua", 500, 8, 492, 3, study_data_dir)[1] == sorted(set(range(500)) - set(probes))
+    assert loop.split_instructions("aqua", 500, 8, 492, seed=3, data_dir=study_data_dir)[1] == sorted(
+        set(range(500)) - set(probes)
+    )
     with pytest.raises(loop.TrainingError, match="500"):
-        loop.split_instructions("aqua", 500, 8, 493, 0)
+        loop.split_instructions("aqua", 500, 8, 493, seed=0)
 
 
 def test_batches_depend_on_seed_and_step_only():
@@ -116,7 +127,14 @@ def test_step_zero_probes_equal_a_plain_extraction(reference, tiny_model_dir, st
     loaded = fresh(tiny_model_dir)
     store = ResultsStore(tmp_path / "plain")
     for spec in loop.probe_conditions(SETTINGS):
-        runner.extract(loaded, spec, store, EXTRACTION.but(n_samples=SETTINGS.n_probes), study_data_dir, progress=False)
+        runner.extract(
+            loaded,
+            spec,
+            store,
+            settings=EXTRACTION.but(n_samples=SETTINGS.n_probes),
+            data_dir=study_data_dir,
+            progress=False,
+        )
     plain = read_results(tmp_path / "plain").sort_values(["condition", "sample_index", "layer", "proj"])
     rows, _, _ = results(reference)
     step0 = rows[rows["model"] == run_id(loaded).probe_model(0)].sort_values(
@@ -168,7 +186,14 @@ def test_an_interrupted_run_resumes_to_equal_numbers(
     assert again.steps_computed == 0  # a finished run is not computed again
     loaded = fresh(tiny_model_dir)
     with pytest.raises(loop.TrainingError, match="finished with other settings"):
-        loop.train(loaded, run_id(loaded), tmp_path, SETTINGS.but(learning_rate=0.5), EXTRACTION, study_data_dir)
+        loop.train(
+            loaded,
+            run_id(loaded),
+            tmp_path,
+            settings=SETTINGS.but(learning_rate=0.5),
+            extraction=EXTRACTION,
+            data_dir=study_data_dir,
+        )
 
 
 def test_the_last_checkpoint_is_kept_when_asked(tiny_model_dir, study_data_dir, tmp_path):
@@ -182,8 +207,8 @@ def test_a_checkpoint_of_other_settings_is_refused(tiny_model_dir, study_data_di
     run = run_id(loaded)
     run_dir = loop.run_directory(tmp_path, run)
     optimizer = loop.make_optimizer(loaded.model, SETTINGS)
-    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded, [1, 2, 3])
-    saved = checkpoint.save(run_dir, 2, loaded.model, optimizer, about)
+    about = loop.run_about(run, SETTINGS, EXTRACTION, loaded, train_ids=[1, 2, 3])
+    saved = checkpoint.save(run_dir, 2, loaded.model, optimizer, about=about)
     changed = {**about, "learning_rate": 1.0}
     with pytest.raises(StudyError, match="learning_rate"):
         checkpoint.restore(saved, loaded.model, optimizer, changed)

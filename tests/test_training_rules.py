@@ -34,19 +34,21 @@ def run(rows, change, n_resamples=200, **given):
 
 def test_effects_hold_and_two_seeds_are_too_few_for_t2():
     rng = np.random.default_rng(1)
-    effects = dict(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
-    probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, **effects)
+    effects = training_calibration.Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
+    probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
     assert training_calibration.verdicts(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
-    probes, change = training_calibration.simulated_tables(rng, 6, 2, 8, **effects)
+    probes, change = training_calibration.simulated_tables(rng, 6, 2, 8, effects=effects)
     assert training_calibration.verdicts(probes, change)["arm change"] == TOO_FEW
 
 
 def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_applicable():
     rng = np.random.default_rng(2)
-    reversed_ = dict(gap=-0.5, arm_effect=-1.0, follows_curve=-1.0, training_set=0.0)
-    found = training_calibration.verdicts(*training_calibration.simulated_tables(rng, 8, 5, 8, **reversed_))
+    reversed_ = training_calibration.Effects(gap=-0.5, arm_effect=-1.0, follows_curve=-1.0, training_set=0.0)
+    found = training_calibration.verdicts(*training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_))
     assert found == {"rank correlation": FAILS, "arm change": FAILS, "probe gap": NOT_APPLICABLE}
-    shrinking = training_calibration.simulated_tables(rng, 8, 5, 8, gap=0.5, gap_change=-0.5)
+    shrinking = training_calibration.simulated_tables(
+        rng, 8, 5, 8, effects=training_calibration.Effects(gap=0.5, gap_change=-0.5)
+    )
     assert training_calibration.verdicts(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
 
 
@@ -125,7 +127,9 @@ def test_t1_s_difference_equals_the_two_plain_spearman_correlations():
 
 def test_t2_is_not_applicable_without_the_cut_arm():
     rng = np.random.default_rng(10)
-    rows, change = as_store(*training_calibration.simulated_tables(rng, 6, 5, 8, arm_effect=1.0))
+    rows, change = as_store(
+        *training_calibration.simulated_tables(rng, 6, 5, 8, effects=training_calibration.Effects(arm_effect=1.0))
+    )
     keep = ~rows["model"].str.contains("detailed_cut_none")
     found = run(rows[keep], change[change["arm"] != "detailed_cut_none"])
     t2 = [f for f in found if f.check == "T2"]
@@ -134,7 +138,11 @@ def test_t2_is_not_applicable_without_the_cut_arm():
 
 def test_findings_from_store_rows_name_their_run_and_step():
     rng = np.random.default_rng(3)
-    rows, change = as_store(*training_calibration.simulated_tables(rng, 6, 5, 8, arm_effect=0.5, training_set=0.0))
+    rows, change = as_store(
+        *training_calibration.simulated_tables(
+            rng, 6, 5, 8, effects=training_calibration.Effects(arm_effect=0.5, training_set=0.0)
+        )
+    )
     found = checks.findings_table(run(rows, change))
     assert found["check"].tolist() == ["T1", "T1", "T2", "T3", "T3", "T3"]
     assert found["claim"].tolist() == [checks.claim(c) for c in found["check"]]
@@ -180,7 +188,9 @@ def test_the_training_checks_are_registered_with_their_rules_and_chapter():
 
 def test_a_probe_missing_under_one_setting_is_left_out_of_every_quantity():
     rng = np.random.default_rng(5)
-    rows, change = as_store(*training_calibration.simulated_tables(rng, 7, 7, 8, gap=0.5))
+    rows, change = as_store(
+        *training_calibration.simulated_tables(rng, 7, 7, 8, effects=training_calibration.Effects(gap=0.5))
+    )
     some_run = rows["model"].iloc[0]
     rows = rows[~((rows["model"] == some_run) & (rows["setting"] == "detailed") & (rows["sample_index"] == 3))]
     found = run(training.with_run_columns(rows), change, n_resamples=100)
@@ -191,6 +201,8 @@ def test_quantities_after_training_count_the_seeds_too():
     """The weight change and the trained probes vary with the seed: with fewer than five seeds T1 and
     T3 are "too few samples", however many probe instructions there are."""
     rng = np.random.default_rng(6)
-    rows, change = as_store(*training_calibration.simulated_tables(rng, 8, 2, 8, gap=0.5))
+    rows, change = as_store(
+        *training_calibration.simulated_tables(rng, 8, 2, 8, effects=training_calibration.Effects(gap=0.5))
+    )
     found = run(training.with_run_columns(rows), change, n_resamples=100)
     assert found and all(f.verdict == "too few samples" and f.n_smallest == 2 for f in found)

@@ -131,7 +131,7 @@ def test_kept_spectra_round_trip_and_give_the_stored_nuclear_norm(tiny, study_da
             tiny,
             "aqua/simplified/correct",
             store,
-            ExtractionSettings(n_samples=2, max_length=1024, keep_spectra=keep),
+            settings=ExtractionSettings(n_samples=2, max_length=1024, keep_spectra=keep),
             data_dir=study_data_dir,
             progress=False,
         )
@@ -369,7 +369,7 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        your_data.ProfileData(
+        request=your_data.ProfileData(
             ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=5
         ),
     )
@@ -379,7 +379,7 @@ def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir
         files,
         your_data.profiles.reference_conditions(("aqua",)),
         your_data.ResultsStore(result.results_dir),
-        your_data.ProfileData(
+        request=your_data.ProfileData(
             ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=6
         ),
     )

@@ -236,14 +236,14 @@ def run_profile_data(args: argparse.Namespace) -> int:
         args.model,
         args.data,
         extraction_settings(args),
-        datasets,
-        args.reference_samples,
-        args.out,
-        args.html,
-        args.notebook,
-        args.data_dir,
-        args.seed,
-        args.n_resamples,
+        reference_datasets=datasets,
+        reference_samples=args.reference_samples,
+        out=args.out,
+        html=args.html,
+        notebook=args.notebook,
+        data_dir=args.data_dir,
+        seed=args.seed,
+        n_resamples=args.n_resamples,
         scratch=not args.no_scratch,
         progress=not args.no_progress,
         say=lambda line: print(line, file=sys.stderr),
@@ -281,7 +281,13 @@ def run_extract(args: argparse.Namespace) -> int:
         raise StudyError("--ray-address needs --executor ray")
     store = ResultsStore(args.out)
     with runner.torch_threads(chosen.threads):
-        loaded = models.load(args.model, chosen.template, chosen.device, args.trust_remote_code, revision=args.revision)
+        loaded = models.load(
+            args.model,
+            template=chosen.template,
+            device=chosen.device,
+            trust_remote_code=args.trust_remote_code,
+            revision=args.revision,
+        )
         facts = loaded.facts()
         print(
             f"{args.model}: revision {facts.revision}, {facts.attention} attention, chat template sha256 "
@@ -289,7 +295,9 @@ def run_extract(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         for spec in args.data:
-            summary = runner.extract(loaded, spec, store, chosen, args.data_dir, progress=not args.no_progress)
+            summary = runner.extract(
+                loaded, spec, store, settings=chosen, data_dir=args.data_dir, progress=not args.no_progress
+            )
             skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
             print(
                 f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already "

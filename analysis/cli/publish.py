@@ -44,7 +44,12 @@ def add_parsers(commands) -> None:
 
 def run_book_config(args: argparse.Namespace) -> int:
     overlay = publish.book_config(
-        args.repository, args.server_url, args.branch, args.path_to_book, args.other_book, args.other_title
+        args.repository,
+        server_url=args.server_url,
+        branch=args.branch,
+        path_to_book=args.path_to_book,
+        other_book=args.other_book,
+        other_title=args.other_title,
     )
     target = publish.write_book_config(Path(args.config), overlay, Path(args.out) if args.out else None)
     print(f"book configuration for {args.repository} ({args.branch}): {target}")
@@ -60,7 +65,7 @@ def run_publish_notebooks(args: argparse.Namespace) -> int:
             raise StudyError("publish-notebooks: --repository needs --store-url (the published store)")
         first = publish.colab_cell_source(args.repository, args.server_url, args.branch, args.store_url)
     root = Path(args.book_root)
-    written = publish.publish_notebooks(root, Path(args.out), args.profile, root / book.BOOK_EXPORT, first)
+    written = publish.publish_notebooks(root, Path(args.out), args.profile, root / book.BOOK_EXPORT, first_cell=first)
     folder = Path(args.out) / "book" / "notebooks"
     beside = (folder / publish.STORE_NAME).is_file()
     store = f"with {publish.STORE_NAME}" if beside else f"without the store (over {publish.STORE_LIMIT_BYTES >> 20} MB)"

@@ -71,9 +71,9 @@ def run_train(args: argparse.Namespace) -> int:
     records = arms.train_model(
         args.model,
         args.out,
-        chosen,
-        extraction,
-        args.data_dir,
+        settings=chosen,
+        extraction=extraction,
+        data_dir=args.data_dir,
         progress=not args.no_progress,
         keep_checkpoint=args.keep_checkpoint,
         say=lambda line: print(line, file=sys.stderr),

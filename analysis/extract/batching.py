@@ -121,7 +121,7 @@ def free_bytes(device: torch.device) -> int:
 
 
 def plan_for(
-    config, attention: str, device: torch.device, longest_sample: int, available: int | None = None
+    config, attention: str, device: torch.device, longest_sample: int, *, available: int | None = None
 ) -> MemoryPlan:
     """The memory plan of a loaded model on a CUDA device (``available``: free bytes, measured if None).
 

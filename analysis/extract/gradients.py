@@ -169,17 +169,31 @@ class Outputs:
 
 
 def batch_statistics(
-    model: nn.Module, batch: Batch, projections: dict[tuple[int, str], nn.Linear] | None = None, **outputs
+    model: nn.Module,
+    batch: Batch,
+    projections: dict[tuple[int, str], nn.Linear] | None = None,
+    *,
+    entry_stats: bool = False,
+    similarities: bool = True,
+    keep_spectra: bool = False,
+    token_energy_passes: int = 0,
+    energy_seed: int = 0,
 ) -> list[SampleGradientStats]:
-    """Per-sample gradient statistics of every attention projection for one batch (``outputs``:
-    the fields of :class:`Outputs`).
+    """Per-sample gradient statistics of every attention projection for one batch, with what
+    :class:`Outputs` describes beyond the spectral ones.
 
     One forward and one backward pass serve the whole batch: the summed per-sample mean losses
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
     failed, and the other samples of its batch are still computed.
     """
-    wanted = Outputs(**outputs)
+    wanted = Outputs(
+        entry_stats=entry_stats,
+        similarities=similarities,
+        keep_spectra=keep_spectra,
+        token_energy_passes=token_energy_passes,
+        energy_seed=energy_seed,
+    )
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
         by_token, mask = token_losses(model, batch)
@@ -192,9 +206,9 @@ def batch_statistics(
             if not math.isfinite(loss):
                 results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
                 continue
-            results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted))
+            results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
         if wanted.token_energy_passes and finite.any():
-            add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted)
+            add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted=wanted)
     return results
 
 
@@ -213,6 +227,7 @@ def add_token_energy(
     batch: Batch,
     losses: TokenLosses,
     results: list[SampleGradientStats],
+    *,
     wanted: Outputs,
 ) -> None:
     """Each computed sample's token energy into its ``values``, from backward passes of the loss
@@ -241,7 +256,7 @@ def add_token_energy(
 
 
 def sample_statistics(
-    captured: CapturedFactors, row: int, n_positions: int, loss: float, wanted: Outputs = Outputs()
+    captured: CapturedFactors, row: int, n_positions: int, loss: float, *, wanted: Outputs = Outputs()
 ) -> SampleGradientStats:
     """Statistics of one sample from its captured factors (and, with ``wanted.keep_spectra``, the
     singular values they come from).

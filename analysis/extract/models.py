@@ -292,6 +292,7 @@ def _load_pretrained(
 
 def load(
     name: str,
+    *,
     template: str | None = None,
     device: str = "auto",
     trust_remote_code: bool = False,

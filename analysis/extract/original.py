@@ -203,8 +203,8 @@ def read_lines(
     report: FileReport,
     lookup,
     done: set[int],
-    on_bytes: Callable[[int], None],
     *,
+    on_bytes: Callable[[int], None],
     adapter: Architecture = architectures.DEFAULT,
 ) -> ParsedFile:
     """Every line of one file (an open binary stream): matched samples, and problems counted in ``report``."""
@@ -291,7 +291,7 @@ class Target:
     identity: dict
 
 
-def target_for(model: str, template: str, condition: str, data_dir, relative: str, sha256: str) -> Target:
+def target_for(model: str, template: str, condition: str, data_dir, *, relative: str, sha256: str) -> Target:
     """The run key and row labels of a model's statistics of a condition (as an extraction labels them)."""
     resolved = data.resolve(condition, data_dir)
     key, labels = run_labels(model, template, resolved, ORIGINAL_MAX_LENGTH)
@@ -335,9 +335,9 @@ def import_file(
     report.megabytes = size / 1e6
     report.sha256 = "" if file.once else file.sha256()  # a streamed archive member is hashed as it is read
     chosen = registry.resolve_template(file.model, template)
-    target = target_for(file.model, chosen, file.condition, data_dir, file.relative, report.sha256)
+    target = target_for(file.model, chosen, file.condition, data_dir, relative=file.relative, sha256=report.sha256)
     with store.lock(target.key):
-        if report.sha256 and _already_imported(store, target, report, on_bytes, size):
+        if report.sha256 and _already_imported(store, target, report, on_bytes, size=size):
             return _recalled(report, earlier)
         records = data.load_records(target.resolved.path)
         lookup = sample_lookup(records)
@@ -346,16 +346,16 @@ def import_file(
         adapter = architectures.for_model_name(file.model)
         with file.open() as stream:
             lines = HashingLines(stream) if file.once else stream
-            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes, adapter=adapter)
+            parsed = read_lines(lines, report, lookup, done - repairable, on_bytes=on_bytes, adapter=adapter)
         if isinstance(lines, HashingLines):
             report.sha256 = target.identity["origin_sha256"] = lines.hexdigest()
-            if _already_imported(store, target, report, lambda n: None, size):
+            if _already_imported(store, target, report, lambda n: None, size=size):
                 return _recalled(report, earlier)
         for index in repairable & parsed.skipped.keys():  # still non-finite: its skip record is stored
             del parsed.skipped[index]
         report.withheld = strict and report.rejected > 0
         if not report.withheld:
-            tokens = _token_counts(counter, file.model, chosen, records, parsed, report)
+            tokens = _token_counts(counter, file.model, chosen, records, parsed=parsed, report=report)
             rows = store_rows(parsed, target.identity, tokens)
             store.write(target.key, rows, skipped_rows(parsed, target.identity))
     report.imported = 0 if report.withheld else len(parsed.indices)
@@ -368,11 +368,15 @@ def import_file(
     return report
 
 
-def _token_counts(counter, model: str, template: str, records, parsed: ParsedFile, report: FileReport):
+def _token_counts(counter, model: str, template: str, records, *, parsed: ParsedFile, report: FileReport):
     """R of the file's samples (``counter``), or None with the reason in ``report``."""
     if not parsed.indices:
         return None
-    counts = None if counter is None else counter.counts(model, template, records, parsed.indices, ORIGINAL_MAX_LENGTH)
+    counts = (
+        None
+        if counter is None
+        else counter.counts(model, template, records, indices=parsed.indices, max_length=ORIGINAL_MAX_LENGTH)
+    )
     if counts is None:
         report.tokens_unknown = counter.problems.get(model, "unknown") if counter is not None else "no tokenizer"
     else:
@@ -399,7 +403,7 @@ def _recalled(report: FileReport, earlier: dict[str, dict] | None) -> FileReport
     return report
 
 
-def _already_imported(store: ResultsStore, target: Target, report: FileReport, on_bytes, size: int) -> bool:
+def _already_imported(store: ResultsStore, target: Target, report: FileReport, on_bytes, *, size: int) -> bool:
     """Whether the store holds this file's contents already (same sha256); refuses another data file."""
     if report.sha256 in store.stored_values(target.key, "origin_sha256"):
         report.already_imported = True
@@ -418,50 +422,54 @@ def _already_imported(store: ResultsStore, target: Target, report: FileReport, o
 # --------------------------------------------------------------------------- a source
 
 
-@dataclass(frozen=True)
-class ImportOptions:
-    """What of a source :func:`import_source` imports and how: ``model``/``condition`` (one of each,
-    for a single file), ``models``/``conditions`` (those only; None: all), ``template`` (None: the
-    model registry's), ``progress`` (a bar), ``cache_dir`` (downloads), ``on_file`` (called with each
-    file's report), ``strict`` (a file with a rejected line imports nothing, the others as usual) and
-    ``counter`` (the tokenizers that count R; None: each model's from the hub, ``TokenCounter``)."""
+def import_source(
+    source: str,
+    store: ResultsStore,
+    data_dir=None,
+    *,
+    model: str | None = None,
+    condition: str | None = None,
+    template: str | None = None,
+    models: Iterable[str] | None = None,
+    conditions: Iterable[str] | None = None,
+    progress: bool = True,
+    cache_dir: object = None,
+    on_file: Callable[[FileReport], None] = lambda report: None,
+    strict: bool = False,
+    counter: TokenCounter | None = None,
+) -> ImportResult:
+    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar.
 
-    model: str | None = None
-    condition: str | None = None
-    template: str | None = None
-    models: Iterable[str] | None = None
-    conditions: Iterable[str] | None = None
-    progress: bool = True
-    cache_dir: object = None
-    on_file: Callable[[FileReport], None] = lambda report: None
-    strict: bool = False
-    counter: TokenCounter | None = None
-
-
-def import_source(source: str, store: ResultsStore, data_dir=None, **options) -> ImportResult:
-    """Import every file of ``source`` (see :func:`source_files`) one at a time, with a progress bar
-    (``options``: the fields of :class:`ImportOptions`)."""
-    chosen = ImportOptions(**options)
-    counter = TokenCounter() if chosen.counter is None else chosen.counter
+    ``model``/``condition`` (one of each, for a single file), ``models``/``conditions`` (those only;
+    None: all), ``template`` (None: the model registry's), ``progress`` (a bar), ``cache_dir``
+    (downloads), ``on_file`` (called with each file's report), ``strict`` (a file with a rejected line
+    imports nothing, the others as usual) and ``counter`` (the tokenizers that count R; None: each
+    model's from the hub, ``TokenCounter``)."""
+    counter = TokenCounter() if counter is None else counter
     started = time.perf_counter()
     files: Iterable[OriginalFile] = source_files(
-        source, chosen.model, chosen.condition, chosen.models, chosen.conditions, chosen.cache_dir
+        source,
+        model=model,
+        condition=condition,
+        models=models,
+        conditions=conditions,
+        cache_dir=cache_dir,
     )
     total = None
     if not streamed(source):  # plain local files: the bar knows their size; others come one by one
         files = list(files)
         total = sum(f.byte_size() for f in files if f.problem is None)
     earlier = earlier_imports(store)
-    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not chosen.progress)
-    per_file = FileOptions(chosen.template, chosen.strict, counter)
+    bar = tqdm(total=total, unit="B", unit_scale=True, desc="import", disable=not progress)
+    per_file = FileOptions(template, strict, counter)
     reports = []
     try:
         for file in files:
             report = import_file(store, file, data_dir, bar.update, options=per_file, earlier=earlier)
             reports.append(report)
-            chosen.on_file(report)
+            on_file(report)
     finally:
         bar.close()
     single = Path(source).is_file() and not is_archive(source)
-    absent = {} if single else absent_files(reports, chosen.models, chosen.conditions)
+    absent = {} if single else absent_files(reports, models, conditions)
     return ImportResult(reports, absent, time.perf_counter() - started, dict(counter.problems))

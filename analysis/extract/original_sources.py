@@ -204,6 +204,7 @@ def hub_files(
     repo: str,
     models: set[str] | None,
     conditions: set[str] | None,
+    *,
     cache_dir=None,
     revision: str | None = None,
 ) -> Iterator[OriginalFile]:
@@ -257,6 +258,7 @@ def _download(repo: str, name: str, revision: str | None, cache_dir) -> str:
 
 def source_files(
     source: str,
+    *,
     model: str | None = None,
     condition: str | None = None,
     models: Iterable[str] | None = None,
@@ -267,7 +269,7 @@ def source_files(
     model_set, condition_set = _chosen(models, conditions)
     repo = hub_dataset(source)
     if repo is not None:
-        yield from hub_files(repo, model_set, condition_set, cache_dir)
+        yield from hub_files(repo, model_set, condition_set, cache_dir=cache_dir)
         return
     path = Path(source)
     if path.is_file() and is_archive(path.name):

@@ -57,7 +57,7 @@ class EncodedSample:
 
 
 def encode(
-    tokenizer, prompt: str, response: str, max_length: int, response_token_limit: int | None = None
+    tokenizer, prompt: str, response: str, max_length: int, *, response_token_limit: int | None = None
 ) -> EncodedSample:
     """Tokenize ``prompt + response`` truncated to ``max_length``; mask length from ``prompt``.
 

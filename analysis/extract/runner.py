@@ -106,17 +106,20 @@ def prepare_samples(
     resolved: data.ResolvedData,
     indices: list[int],
     max_length: int,
+    *,
     data_dir=None,
 ) -> tuple[list[PreparedSample], dict[int, str]]:
     """Encode the chosen samples; those with no response token left are returned as skips."""
     records = data.load_records(resolved.path)
-    limits = response_limits(loaded, resolved.condition, indices, max_length, data_dir)
+    limits = response_limits(loaded, resolved.condition, indices, max_length, data_dir=data_dir)
     prepared, skips = [], {}
     for index in indices:
         record = records[index]
         instruction = prompts.instruction_text(record.instruction, record.input)
         prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
-        encoded = prompts.encode(loaded.tokenizer, prompt, record.output, max_length, limits.get(index))
+        encoded = prompts.encode(
+            loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
+        )
         if encoded.n_response_tokens == 0:
             skips[index] = (
                 f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
@@ -126,7 +129,7 @@ def prepare_samples(
     return prepared, skips
 
 
-def response_limits(loaded, condition: data.Condition, indices, max_length, data_dir=None) -> dict[int, int]:
+def response_limits(loaded, condition: data.Condition, indices, max_length, *, data_dir=None) -> dict[int, int]:
     """For a length-control condition, each sample's response token cap (its reference's count)."""
     if condition.length_reference is None:
         return {}
@@ -164,6 +167,7 @@ def length_sorted_batches(
     samples: list[PreparedSample],
     batch_size: int,
     token_budget: int,
+    *,
     max_padding: float = MAX_PADDING,
     fits: Callable[[int, int], bool] | None = None,
 ) -> list[list[PreparedSample]]:
@@ -241,6 +245,7 @@ def plan_run(
     template: str,
     spec: str,
     store: ResultsStore,
+    *,
     settings: ExtractionSettings,
     data_dir=None,
 ) -> RunPlan:
@@ -275,6 +280,7 @@ def compute_samples(
     plan: RunPlan,
     indices: list[int],
     settings: ExtractionSettings,
+    *,
     data_dir=None,
 ):
     """Yield (rows, skipped) for the given samples, one batch at a time, without touching the store.
@@ -283,7 +289,7 @@ def compute_samples(
     """
     max_length = plan.identity["max_length"]
     identity = {**plan.identity, "n_layers": loaded.n_layers}
-    prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_dir)
+    prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_dir=data_dir)
     if skips:
         yield None, [skip_row(identity, index, reason) for index, reason in skips.items()]
     yield from compute_prepared(loaded, identity, prepared, settings)
@@ -308,7 +314,14 @@ def compute_prepared(
     pad_id = models.pad_token_id(loaded.tokenizer)
     plan = memory_plan(loaded, prepared)
     passes = settings.energy_passes(identity.get("condition", ""))
-    retry = HalvingRetry(loaded, projections, pad_id, settings.entry_stats, settings.keep_spectra, passes)
+    retry = HalvingRetry(
+        loaded,
+        projections,
+        pad_id,
+        entry_stats=settings.entry_stats,
+        keep_spectra=settings.keep_spectra,
+        token_energy_passes=passes,
+    )
     batches = length_sorted_batches(prepared, batch_size, settings.token_budget, fits=plan.fits if plan else None)
     for batch_samples in batches:
         frames, failed = [], []
@@ -357,6 +370,7 @@ class HalvingRetry:
         loaded: models.LoadedModel,
         projections,
         pad_id: int,
+        *,
         entry_stats: bool,
         keep_spectra: bool = False,
         token_energy_passes: int = 0,
@@ -440,9 +454,9 @@ def extract(
     loaded: models.LoadedModel,
     spec: str,
     store: ResultsStore,
+    *,
     settings: ExtractionSettings | None = None,
     data_dir=None,
-    *,
     progress: bool = True,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
@@ -455,9 +469,9 @@ def extract(
     computed by this call).
     """
     settings = settings or ExtractionSettings()
-    first_plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
+    first_plan = plan_run(loaded.name, loaded.template, spec, store, settings=settings, data_dir=data_dir)
     with store.lock(first_plan.key):
-        plan = plan_run(loaded.name, loaded.template, spec, store, settings, data_dir)
+        plan = plan_run(loaded.name, loaded.template, spec, store, settings=settings, data_dir=data_dir)
         check_same_data(store, plan)
         sample_draws.record(store.root, plan.identity["condition"], settings.n_samples, plan.drawn)
         summary = ConditionSummary(
@@ -478,7 +492,7 @@ def extract(
             disable=not progress,
         )
         try:
-            for rows, skipped in compute_samples(loaded, plan, plan.todo, settings, data_dir):
+            for rows, skipped in compute_samples(loaded, plan, plan.todo, settings, data_dir=data_dir):
                 samples = summary.count(rows, skipped)
                 writer.add(rows, skipped, samples)
                 bar.update(samples)

@@ -77,7 +77,7 @@ class TokenCounter:
         return self.tokenizers.get(model)
 
     def counts(
-        self, model: str, template: str, records: Sequence[data.Record], indices: Iterable[int], max_length: int
+        self, model: str, template: str, records: Sequence[data.Record], *, indices: Iterable[int], max_length: int
     ):
         """R of each sample index (as the extraction counts it), or None when the tokenizer is unavailable."""
         tokenizer = self.tokenizer(model)
@@ -173,7 +173,9 @@ def add_to_store(
         report = done.setdefault(model, ModelCounts(model))
         started = time.perf_counter()
         with store.lock(key):  # no other process writes this run meanwhile
-            _add_to_run(sorted(directory.glob("part-*.parquet")), key, labels, counter, report, data_dir)
+            _add_to_run(
+                sorted(directory.glob("part-*.parquet")), key, labels, counter, report=report, data_dir=data_dir
+            )
         report.seconds += time.perf_counter() - started
     if wanted is not None:
         missing = sorted(wanted - set(done) - {registry.model_slug(m) for m in done})
@@ -182,7 +184,7 @@ def add_to_store(
     return list(done.values())
 
 
-def _add_to_run(parts: list[Path], key: RunKey, labels: dict, counter: TokenCounter, report: ModelCounts, data_dir):
+def _add_to_run(parts: list[Path], key: RunKey, labels: dict, counter: TokenCounter, *, report: ModelCounts, data_dir):
     """The token counts of one run's parts that lack some, each part rewritten whole."""
     records = None
     for path in parts:
@@ -199,7 +201,9 @@ def _add_to_run(parts: list[Path], key: RunKey, labels: dict, counter: TokenCoun
             if problem:
                 report.problem = problem
         counts = (
-            None if records is None else counter.counts(report.model, key.template, records, samples, key.max_length)
+            None
+            if records is None
+            else counter.counts(report.model, key.template, records, indices=samples, max_length=key.max_length)
         )
         if counts is None:
             report.unknown += len(samples)

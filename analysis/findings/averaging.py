@@ -134,7 +134,7 @@ def log_terms(cd: CurveDraws, condition: str) -> LogTerms | None:
 
 
 def paired_contrast(
-    a: np.ndarray, weights_a: np.ndarray, b: np.ndarray, weights_b: np.ndarray, dataset: str
+    a: np.ndarray, weights_a: np.ndarray, b: np.ndarray, weights_b: np.ndarray, *, dataset: str
 ) -> Estimate:
     """Mean of per-sample values ``a`` (n_a,) less that of ``b`` (n_b,), and under each resample's
     counts of their instructions (paired where the instructions are shared)."""
@@ -144,14 +144,14 @@ def paired_contrast(
 
 
 def term_contrast(
-    cd: CurveDraws, dataset: str, first: LogTerms, second: LogTerms, term: str, layers: slice = slice(None)
+    cd: CurveDraws, dataset: str, first: LogTerms, second: LogTerms, *, term: str, layers: slice = slice(None)
 ) -> Estimate | None:
     """The gap of one term (mean over ``layers``), ``first`` less ``second``."""
     if term not in first.terms or term not in second.terms:
         return None
     weights = [cd.resampling.weights(dataset, t.ids) for t in (first, second)]
     a, b = (t.terms[term][:, layers].mean(axis=1) for t in (first, second))
-    return paired_contrast(a, weights[0], b, weights[1], dataset)
+    return paired_contrast(a, weights[0], b, weights[1], dataset=dataset)
 
 
 def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarray]:
@@ -173,7 +173,7 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         return None
 
     def gap(term: str) -> Estimate | None:
-        return term_contrast(cd, dataset, none, detailed, term)
+        return term_contrast(cd, dataset, none, detailed, term=term)
 
     shown = (
         ("None / Detailed Frobenius norm x", LOG_FROBENIUS),

@@ -66,7 +66,7 @@ def interval_half_width(draws: np.ndarray, n: int, df: float, level: float = LEV
     return float(math.sqrt(n / (n - 1)) * quantile * finite.std(ddof=1))
 
 
-def t_interval(value: float, draws: np.ndarray, n: int, df: float, level: float = LEVEL) -> tuple[float, float]:
+def t_interval(value: float, draws: np.ndarray, n: int, df: float, *, level: float = LEVEL) -> tuple[float, float]:
     """(low, high): the value plus or minus ``interval_half_width``; NaN when undefined."""
     half = interval_half_width(draws, n, df, level)
     if not (np.isfinite(value) and np.isfinite(half)):
@@ -402,7 +402,7 @@ class CurveDraws:
         """(estimate, low, high) of a scalar from one dataset's curves; ``n`` instructions
         (default: the fewest of this model's curves)."""
         n = n if n is not None else min(self.n_samples.values(), default=0)
-        low, high = t_interval(float(estimate), draws, n, n - 1, self.level)
+        low, high = t_interval(float(estimate), draws, n, n - 1, level=self.level)
         return float(estimate), low, high
 
 
@@ -411,6 +411,7 @@ def curve_draws(
     model: str,
     stats_: Sequence[str],
     resampling: Resampling,
+    *,
     level: float = LEVEL,
     sample_stats: Sequence[str] = (),
 ) -> CurveDraws:
@@ -452,6 +453,7 @@ def all_curve_draws(
     rows: pd.DataFrame,
     models: Sequence[str],
     stats_: Sequence[str],
+    *,
     n_resamples: int = 1000,
     seed: int = 0,
     sample_stats: Sequence[str] = (),
@@ -462,6 +464,6 @@ def all_curve_draws(
     present = [m for m in models if len(rows) and (rows["model"] == m).any()]
     draws = {}
     for model in present:
-        draws[model] = curve_draws(rows, model, stats_, resampling, LEVEL, sample_stats)
+        draws[model] = curve_draws(rows, model, stats_, resampling, level=LEVEL, sample_stats=sample_stats)
         release_freed_memory()  # the model's copied rows, before the next model's
     return draws

@@ -76,7 +76,7 @@ def _short(setting: str) -> str:
 def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
     larger early than late."""
-    gaps = {seg: log_gap(cd, dataset, "none", "detailed", seg) for seg in ("all", "early", "late")}
+    gaps = {seg: log_gap(cd, dataset, "none", "detailed", segment=seg) for seg in ("all", "early", "late")}
     if any(v is None for v in gaps.values()):
         return None
     parts = [

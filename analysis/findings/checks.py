@@ -283,13 +283,22 @@ def selected(checks: Iterable[str] | None, registry: Registry = REGISTRY) -> lis
 
 
 def run_checks(
-    draws: dict[str, CurveDraws], checks: Iterable[str] | None = None, *, registry: Registry = REGISTRY, **inputs
+    draws: dict[str, CurveDraws],
+    checks: Iterable[str] | None = None,
+    *,
+    registry: Registry = REGISTRY,
+    identical: dict[str, frozenset] | None = None,
+    reference: dict[str, CurveDraws] | None = None,
+    pairs: dict[str, str] | None = None,
+    declared: dict[str, str] | None = None,
+    extra: dict[str, object] | None = None,
 ) -> list[Finding]:
     """Every check of the registry in ``checks`` (None: all) that the curves cover, each run by its
-    scope (``scopes.Check.run``): per dataset and pooled per family, or per Wiki files. ``inputs``:
-    the other fields of :class:`scopes.Inputs` (identical pairs, reference curves, model pairs,
+    scope (``scopes.Check.run``): per dataset and pooled per family, or per Wiki files. The other
+    inputs are those of :class:`scopes.Inputs` (identical pairs, reference curves, model pairs,
     declared pairs, and ``extra``, what the checks of other scopes read, e.g. training runs; None:
     none)."""
+    inputs = {"identical": identical, "reference": reference, "pairs": pairs, "declared": declared, "extra": extra}
     given = Inputs(draws, **{name: value for name, value in inputs.items() if value is not None})
     out: list[Finding] = []
     for check in selected(checks, registry):

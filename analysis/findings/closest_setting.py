@@ -153,6 +153,7 @@ def accuracy_estimate(
 
 def train_on_rows(
     rows: pd.DataFrame,
+    *,
     label: str = "setting",
     classes: Sequence[str] | None = None,
     n_splits: int = 5,

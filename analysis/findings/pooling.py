@@ -43,7 +43,7 @@ class Pooling:
 
 
 def family_findings(
-    check: str, model: str, by_dataset: dict[str, list[Part]], note: str = "", how: Pooling = Pooling()
+    check: str, model: str, by_dataset: dict[str, list[Part]], *, note: str = "", how: Pooling = Pooling()
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
     more (``how.after_pooling`` applied to the pooled parts, ``how.adjust`` to every finding's

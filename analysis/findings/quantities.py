@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
@@ -40,6 +38,7 @@ def mean_level(
     cd: CurveDraws,
     dataset: str,
     setting: str,
+    *,
     segment: str = "all",
     responses: str = vocabulary.CORRECT,
     stat: str = "nuclear_norm",
@@ -56,7 +55,7 @@ def mean_level(
     )
 
 
-def mad(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nuclear_norm") -> Estimate | None:
+def mad(cd: CurveDraws, dataset: str, setting: str, proj: str, *, stat: str = "nuclear_norm") -> Estimate | None:
     """All-layer MAD of one projection's mean curve (correct responses): the paper's number."""
     key = (cd.condition_key(dataset, setting), proj, stat)
     if key not in cd.estimate:
@@ -82,7 +81,7 @@ def log_mad_ratio(cd: CurveDraws, dataset: str, slow: str, fast: str) -> Estimat
 
 
 def rd_level(
-    cd: CurveDraws, dataset: str, setting: str, signed: bool = False, excluded: Iterable[int] = ()
+    cd: CurveDraws, dataset: str, setting: str, *, signed: bool = False, excluded: Iterable[int] = ()
 ) -> Estimate | None:
     """Mean |RD| (or mean RD) over layers of irrelevant against correct mean curves, averaged over
     q, k, v, o; instructions in ``excluded`` are left out of both curves. The paper's number, shown
@@ -148,7 +147,7 @@ def corrected_roughness(matrix: np.ndarray, weights: np.ndarray) -> tuple[float,
 
 
 def _positive_samples(
-    cd: CurveDraws, condition: str, proj: str, stat: str, excluded: Iterable[int] = ()
+    cd: CurveDraws, condition: str, proj: str, stat: str, *, excluded: Iterable[int] = ()
 ) -> tuple[np.ndarray, np.ndarray] | None:
     """(samples x layers matrix, resample counts) of one curve's positive samples, without ``excluded``."""
     key = (condition, proj, stat)
@@ -162,25 +161,24 @@ def _positive_samples(
     return matrix, cd.resampling.weights(cd.conditions[condition][0], ids)
 
 
-@dataclass(frozen=True)
-class Selection:
-    """Which samples and statistic ``log_level`` reads: the responses, instructions left out, the statistic."""
-
-    responses: str = vocabulary.CORRECT
-    excluded: Iterable[int] = ()
-    stat: str = "nuclear_norm"
-
-
-def log_level(cd: CurveDraws, dataset: str, setting: str, segment: str = "all", **selection: Any) -> Estimate | None:
+def log_level(
+    cd: CurveDraws,
+    dataset: str,
+    setting: str,
+    segment: str = "all",
+    *,
+    responses: str = vocabulary.CORRECT,
+    excluded: Iterable[int] = (),
+    stat: str = "nuclear_norm",
+) -> Estimate | None:
     """Mean log value of a condition over q, k, v, o and the segment's layers (the log of a
-    geometric mean); differences of two are paired log ratios. Keyword arguments: ``Selection``'s."""
-    chosen = Selection(**selection)
-    responses, excluded, stat = chosen.responses, chosen.excluded, chosen.stat
+    geometric mean); differences of two are paired log ratios. Which samples and statistic it
+    reads: the ``responses``, the instructions left out (``excluded``), the statistic (``stat``)."""
     condition = cd.condition_key(dataset, setting, responses)
     lo, hi = _segment(cd.n_layers, segment)
     values, draws, counts = [], [], []
     for proj in PROJECTIONS:
-        samples = _positive_samples(cd, condition, proj, stat, excluded)
+        samples = _positive_samples(cd, condition, proj, stat, excluded=excluded)
         if samples is None:
             return None
         value, draw = log_mean_curve(*samples)
@@ -190,7 +188,7 @@ def log_level(cd: CurveDraws, dataset: str, setting: str, segment: str = "all", 
     return _estimate(np.mean(values), np.mean(draws, axis=0), dataset, min(counts))
 
 
-def log_gap(cd: CurveDraws, dataset: str, fast: str, slow: str, segment: str = "all") -> Estimate | None:
+def log_gap(cd: CurveDraws, dataset: str, fast: str, slow: str, *, segment: str = "all") -> Estimate | None:
     """Mean log value of ``fast`` minus that of ``slow`` (correct responses)."""
     a, b = log_level(cd, dataset, fast, segment), log_level(cd, dataset, slow, segment)
     return None if a is None or b is None else combine(np.subtract, a, b)
@@ -215,7 +213,7 @@ def paired_log_ratios(
     for condition in conditions:
         for proj in PROJECTIONS:
             key = (condition, proj, "nuclear_norm")
-            if _positive_samples(cd, condition, proj, "nuclear_norm", excluded) is None:
+            if _positive_samples(cd, condition, proj, "nuclear_norm", excluded=excluded) is None:
                 return None
             matrix, ids = cd.samples[key]
             by_id.append(dict(zip(ids.tolist(), np.log(matrix))))
@@ -259,7 +257,7 @@ def size_excess(mean_square: Estimate, reference: Estimate, margin: float) -> Es
     return combine(lambda a, b: a - b - 2 * margin * _signed_root(b) - margin**2, mean_square, reference)
 
 
-def roughness(cd: CurveDraws, dataset: str, setting: str, proj: str, stat: str = "nuclear_norm") -> Estimate | None:
+def roughness(cd: CurveDraws, dataset: str, setting: str, proj: str, *, stat: str = "nuclear_norm") -> Estimate | None:
     """``corrected_roughness`` of one projection's curve (correct responses)."""
     samples = _positive_samples(cd, cd.condition_key(dataset, setting), proj, stat)
     if samples is None:
@@ -285,14 +283,14 @@ Term = tuple[CurveDraws, str, str, float]  # (curves, condition, segment, coeffi
 
 
 def instruction_means(
-    cd: CurveDraws, condition: str, segment: str = "all", excluded: Iterable[int] = (), stat: str = "nuclear_norm"
+    cd: CurveDraws, condition: str, *, segment: str = "all", excluded: Iterable[int] = (), stat: str = "nuclear_norm"
 ) -> dict[int, float] | None:
     """Per instruction id, its mean value over q, k, v, o and the segment's layers (instructions
     with every projection's curve and positive values only); None when a projection is missing."""
     lo, hi = _segment(cd.n_layers, segment)
     per_proj = []
     for proj in PROJECTIONS:
-        samples = _positive_samples(cd, condition, proj, stat, excluded)
+        samples = _positive_samples(cd, condition, proj, stat, excluded=excluded)
         if samples is None:
             return None
         matrix, ids = samples[0], cd.samples[(condition, proj, stat)][1]
@@ -308,7 +306,7 @@ def mean_ratio(terms: Sequence[Term], dataset: str, excluded: Iterable[int] = ()
     two instructions are shared."""
     columns = []
     for cd, condition, segment, _ in terms:
-        means = instruction_means(cd, condition, segment, excluded)
+        means = instruction_means(cd, condition, segment=segment, excluded=excluded)
         if means is None:
             return None
         columns.append(means)
@@ -320,7 +318,7 @@ def mean_ratio(terms: Sequence[Term], dataset: str, excluded: Iterable[int] = ()
     return log_mean_contrast(matrix, [t[3] for t in terms], weights, dataset)
 
 
-def mean_gap(cd: CurveDraws, dataset: str, fast: str, slow: str, segment: str = "all") -> StudentizedEstimate | None:
+def mean_gap(cd: CurveDraws, dataset: str, fast: str, slow: str, *, segment: str = "all") -> StudentizedEstimate | None:
     """log(arithmetic mean of ``fast`` / that of ``slow``), correct responses: the paper's ratio."""
     a, b = cd.condition_key(dataset, fast), cd.condition_key(dataset, slow)
     return mean_ratio([(cd, a, segment, 1.0), (cd, b, segment, -1.0)], dataset)

@@ -122,7 +122,7 @@ def _separability_features(df: pd.DataFrame, stat: str) -> tuple[pd.DataFrame, i
 
 
 def _out_of_fold_scores(
-    x: np.ndarray, y: np.ndarray, groups: np.ndarray, n_folds: int, seed: int
+    x: np.ndarray, y: np.ndarray, groups: np.ndarray, *, n_folds: int, seed: int
 ) -> tuple[np.ndarray, np.ndarray, list[int]] | None:
     """Out-of-fold logistic-regression scores, out-of-fold scores of the single feature chosen
     on each training fold, and the chosen feature indices; None if a fold lacks a class."""
@@ -203,10 +203,10 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str, **opt
     out.update(_in_sample_best(x, y, names))
     # The fits are small: BLAS threads only add contention, on a busy machine by tens of times.
     with threadpool_limits(1):
-        folds = _out_of_fold_scores(x, y, groups, n_folds, chosen.seed)
+        folds = _out_of_fold_scores(x, y, groups, n_folds=n_folds, seed=chosen.seed)
     if folds is None:
         return {**out, "reason": "a training fold holds one response type only"}
-    return {**out, **_out_of_fold_aurocs(folds, names, y, groups, dataset, chosen)}
+    return {**out, **_out_of_fold_aurocs(folds, names, y, groups, dataset=dataset, options=chosen)}
 
 
 def _no_separability(model: str, dataset: str, setting: str, stat: str) -> dict:
@@ -247,6 +247,7 @@ def _out_of_fold_aurocs(
     names: list[str],
     y: np.ndarray,
     groups: np.ndarray,
+    *,
     dataset: str,
     options: SeparabilityOptions,
 ) -> dict:
@@ -364,12 +365,12 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
                     dataset,
                     False,
                     f"{vocabulary.setting_label(settings[0])} - {vocabulary.setting_label(settings[-1])}",
-                    difference,
+                    estimate=difference,
                 )
             )
         for family, estimates in by_family.items():
             if len(estimates) >= 2:
-                rows.append(_rank_row(model, family, True, "fastest - slowest", pooled(estimates)))
+                rows.append(_rank_row(model, family, True, "fastest - slowest", estimate=pooled(estimates)))
     table = pd.DataFrame(rows)
     if table.empty:
         return table
@@ -381,7 +382,7 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
     )
 
 
-def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, estimate: Estimate) -> dict:
+def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, *, estimate: Estimate) -> dict:
     part = Part("effective rank difference", estimate, "above", 0.0)
     low, high = part.interval()
     verdict = rules.decide([part])

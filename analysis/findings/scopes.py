@@ -135,7 +135,7 @@ class PerModelCheck(Check):
                     unknown.update({dataset: reason} if reason else {})
             note = self.note(cd, inputs.identical, by_dataset) if self.note else ""
             out += family_findings(
-                self.id, model, by_dataset, note, Pooling(self.after_pooling, self.adjust, self.gate)
+                self.id, model, by_dataset, note=note, how=Pooling(self.after_pooling, self.adjust, self.gate)
             )
             out += _unknown_findings(self.id, model, unknown, by_dataset)
         return out
@@ -173,7 +173,9 @@ class PairCheck(Check):
                 parts = self.parts(inputs.draws[instruct], inputs.draws[base], dataset)
                 if parts is not None:
                     by_dataset[dataset] = parts
-            found = family_findings(self.id, instruct, by_dataset, f"base: {base}", Pooling(adjust=self.adjust))
+            found = family_findings(
+                self.id, instruct, by_dataset, note=f"base: {base}", how=Pooling(adjust=self.adjust)
+            )
             if not is_own_base(instruct, base, inputs.declared):
                 reason = not_applicable_reason(instruct, base)
                 found = [

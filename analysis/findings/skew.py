@@ -46,6 +46,7 @@ def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> fl
 
 
 def skew_table(
+    *,
     n: int = 5,
     reps: int = 1000,
     n_resamples: int = 400,
@@ -61,7 +62,11 @@ def skew_table(
         for j, skew in enumerate(skews):
             for k, rule in enumerate(rules):
                 rate = calibration.false_holds(
-                    rule, replace(design, skew=skew), reps, n_resamples, seed + 1000 * i + 100 * j + k
+                    rule,
+                    replace(design, skew=skew),
+                    reps=reps,
+                    n_resamples=n_resamples,
+                    seed=seed + 1000 * i + 100 * j + k,
                 )
                 rows.append(
                     {

@@ -79,7 +79,7 @@ class TrainingResampling:
     seed_counts: np.ndarray  # (R, S)
 
     @classmethod
-    def of(cls, dataset: str, ids, seeds, n_resamples: int = 1000, seed: int = 0) -> TrainingResampling:
+    def of(cls, dataset: str, ids, seeds, *, n_resamples: int = 1000, seed: int = 0) -> TrainingResampling:
         ids, seeds = np.sort(np.unique(ids)), np.sort(np.unique(seeds))
         rng = np.random.default_rng(_stable_seed(seed, dataset, "training"))
         return cls(
@@ -114,7 +114,7 @@ class TrainingResampling:
         return values.mean(axis=0), draws
 
 
-def probe_cube(probes: pd.DataFrame, resampling: TrainingResampling, arm: str, step: int, setting: str):
+def probe_cube(probes: pd.DataFrame, resampling: TrainingResampling, arm: str, step: int, *, setting: str):
     """(S, n, L, 4) log nuclear norms of one arm's probes of one setting at ``step`` (None if any is missing)."""
     chosen = probes[(probes["arm"] == arm) & (probes["step"] == step) & (probes["setting"] == setting)]
     chosen = chosen[chosen["responses"] == metrics.CORRECT] if "responses" in chosen else chosen
@@ -165,7 +165,7 @@ def spearman_rows(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return (ra * rb).sum(axis=-1) / np.sqrt((ra**2).sum(axis=-1) * (rb**2).sum(axis=-1))
 
 
-def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResampling, step: int, group: str = ""):
+def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResampling, step: int, *, group: str = ""):
     """T1's parts from the step-0 log probe norms (S, n, L, 4) and the log weight change (S, L, 4):
     per projection, the Spearman correlation across layers of the step-0 curve with the change,
     minus the absolute Spearman correlation of the layer index with the change (the best that a
@@ -196,9 +196,9 @@ def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResa
     ]
 
 
-def t1_parts(probes, change, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | None:
+def t1_parts(probes, change, resampling: TrainingResampling, arm: str, *, step: int) -> list[Part] | None:
     """T1 for an arm that trains on a probed setting (``t1_from_cubes`` on its runs)."""
-    start = probe_cube(probes, resampling, arm, 0, arm)
+    start = probe_cube(probes, resampling, arm, 0, setting=arm)
     moved = change_cube(change, resampling, arm, step)
     if start is None or moved is None:
         return None
@@ -266,7 +266,9 @@ def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "non
 T3_MARGIN = SAME_MARGIN
 
 
-def t3_from_cubes(start: dict[str, np.ndarray], after: dict[str, np.ndarray], resampling, step: int, group: str = ""):
+def t3_from_cubes(
+    start: dict[str, np.ndarray], after: dict[str, np.ndarray], resampling, step: int, *, group: str = ""
+):
     """T3's parts from the log probe norms of the None and Detailed settings (S, n, L, 4) at step 0
     (``start``) and after ``step`` steps (``after``): the change since step 0 of the None / Detailed
     gap (mean log over layers and projections, paired by instruction) above minus ``T3_MARGIN``
@@ -275,7 +277,7 @@ def t3_from_cubes(start: dict[str, np.ndarray], after: dict[str, np.ndarray], re
     gap = (after["none"] - after["detailed"]).mean(axis=(2, 3))
     units, n = resampling.units, len(resampling.ids)
 
-    def ratio(name: str, values: np.ndarray, count: int, bound: float = 0.0, decides: bool = True) -> Part:
+    def ratio(name: str, values: np.ndarray, count: int, *, bound: float = 0.0, decides: bool = True) -> Part:
         estimate = _estimate(*resampling.mean(values), resampling.dataset, count)
         return Part(name, estimate, "above", bound, _times, group=group, decides=decides)
 
@@ -290,7 +292,9 @@ def t3_from_cubes(start: dict[str, np.ndarray], after: dict[str, np.ndarray], re
 def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> list[Part] | NotApplicable | None:
     """T3 for one arm (``t3_from_cubes``); not applicable where the step-0 gap is not established
     on the probes (reversed or not resolved: there is no F1 gap to persist)."""
-    cubes = {at: {s: probe_cube(probes, resampling, arm, at, s) for s in ("none", "detailed")} for at in (0, step)}
+    cubes = {
+        at: {s: probe_cube(probes, resampling, arm, at, setting=s) for s in ("none", "detailed")} for at in (0, step)
+    }
     if any(c is None for by_setting in cubes.values() for c in by_setting.values()):
         return None
     parts = t3_from_cubes(cubes[0], cubes[step], resampling, step, group=arm)
@@ -351,7 +355,11 @@ def model_runs(runs: TrainingRuns) -> list[ModelRuns]:
         step = runs.step if runs.step is not None else int(change.groupby("run")["step"].max().min())
         dataset = str(model_probes["dataset"].iloc[0])
         resampling = TrainingResampling.of(
-            dataset, common_probes(model_probes), model_probes["seed"].unique(), runs.n_resamples, runs.seed
+            dataset,
+            common_probes(model_probes),
+            model_probes["seed"].unique(),
+            n_resamples=runs.n_resamples,
+            seed=runs.seed,
         )
         arms = tuple(sorted(change["arm"].unique()))
         found.append(ModelRuns(str(model), dataset, model_probes, change, resampling, step, arms))
@@ -367,7 +375,7 @@ def t1(runs: ModelRuns, arm: str | None) -> list[Part] | None:
     """T1 for each arm trained on a probed setting."""
     if arm is None or arm not in set(runs.probes["setting"]):
         return None
-    return t1_parts(runs.probes, runs.change, runs.resampling, arm, runs.step) or []
+    return t1_parts(runs.probes, runs.change, runs.resampling, arm, step=runs.step) or []
 
 
 def t2(runs: ModelRuns, arm: str | None) -> list[Part] | NotApplicable | None:

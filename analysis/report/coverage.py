@@ -247,7 +247,7 @@ def layer_note(rows: pd.DataFrame) -> str | None:
     )
 
 
-def unpaired_sentence(page_models: Sequence[str], requested: Sequence[str], profile, results_dir, conditions) -> str:
+def unpaired_sentence(page_models: Sequence[str], requested: Sequence[str], profile, results_dir, *, conditions) -> str:
     """The paper models present without their base or instruct partner: F4 (an instruct model
     against its own base) is not checked for them; the command that brings the partner."""
     present = set(page_models)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -66,6 +64,7 @@ def paper_figures(
     draws: dict[str, CurveDraws],
     curves: pd.DataFrame,
     bands: pd.DataFrame,
+    *,
     n_samples: int | None = None,
     stats: Sequence[str] = ("nuclear_norm", "sigma1_ratio"),
     datasets: Sequence[str] | None = None,
@@ -104,25 +103,18 @@ def length_control_figures(
             )
 
 
-@dataclass(frozen=True)
-class Shown:
-    """Which of the datasets a family of figures shows (None: all)."""
-
-    datasets: Sequence[str] | None = None
-
-
 def pair_figures(
     draws: dict[str, CurveDraws],
     pairs: dict[str, str],
     curves: pd.DataFrame,
     bands: pd.DataFrame,
+    *,
     stat: str = "nuclear_norm",
     n_samples: int | None = None,
-    **shown: Any,
+    datasets: Sequence[str] | None = None,
 ) -> Iterator[tuple[str, Figure]]:
     """Per (base, instruct) pair and dataset: one row of panels per model, one column per setting
-    (keyword arguments: ``Shown``'s)."""
-    datasets = Shown(**shown).datasets
+    (``datasets``: those shown; None: all)."""
     for instruct, base in pairs.items():
         if base not in draws or instruct not in draws:
             continue
@@ -134,7 +126,12 @@ def pair_figures(
                 continue
             conditions = [f"{dataset}/{s}/{vocabulary.CORRECT}" for s in settings]
             fig = plots.model_grid(
-                curves, [base, instruct], conditions, stat, bands=bands, note=figure_note([base, instruct], n_samples)
+                curves,
+                [base, instruct],
+                conditions,
+                stat=stat,
+                bands=bands,
+                note=figure_note([base, instruct], n_samples),
             )
             yield f"{base} vs {instruct}, {dataset}", fig
 
@@ -151,7 +148,7 @@ def headline_figure(
         if models:
             conditions = [f"{dataset}/{s}/{vocabulary.CORRECT}" for s in vocabulary.COT_SETTINGS]
             return plots.model_grid(
-                curves, models, conditions, "nuclear_norm", bands=bands, note=figure_note(models, n_samples)
+                curves, models, conditions, stat="nuclear_norm", bands=bands, note=figure_note(models, n_samples)
             )
     return None
 
@@ -181,13 +178,14 @@ def verdict_figure(
         for instruct, base in (pairs or {}).items()
         if instruct in set(table.loc[table["check"] == check.id, "model"]) and base in set(table["model"])
     }
-    return plots.verdict_matrix(table, checks, scopes, labels, note, row_notes=row_notes)
+    return plots.verdict_matrix(table, checks, scopes, scope_labels=labels, note=note, row_notes=row_notes)
 
 
 def part_forest(
     parts: pd.DataFrame,
     part: Role,
     x_label: str,
+    *,
     reference: float | None = None,
     log_x: bool = False,
     note: str | None = None,

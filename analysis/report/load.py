@@ -113,7 +113,7 @@ def sampled_ids(
             continue
         count = _record_count(condition, data_dir)
         if count is not None:
-            wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, data_dir))
+            wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, directory=data_dir))
         else:
             ids = stored[dataset]
             ranks = data.sample_ranks(dataset, int(ids.max()) + 1)[ids]
@@ -136,34 +136,36 @@ def sampled(rows: pd.DataFrame, n_samples: int, data_dir=None, wanted: dict[str,
     return rows if keep.all() else rows[keep].reset_index(drop=True)
 
 
-@dataclass(frozen=True)
-class Reading:
-    """Which of a store's rows and columns a page reads: ``max_length`` (which truncation length,
+def load_results(
+    results_dir,
+    models: Sequence[str],
+    conditions: Sequence[str],
+    *,
+    max_length: int | None = None,
+    n_samples: int | None = None,
+    data_dir: object = None,
+    unread: Sequence[str] = (),
+    read: Sequence[str] = (),
+) -> StudyResults:
+    """Stored rows of the given models and conditions.
+
+    Which of a store's rows and columns a page reads: ``max_length`` (which truncation length,
     where several are stored), ``n_samples`` (of each condition, the seeded random sample
     ``data.dataset_sample_ids`` takes; None: all), ``data_dir`` (the data that sample is drawn
     from), ``unread`` (statistics the page does not show, left on disk: ten models' rows are 36
     million) and ``read`` (statistics otherwise left on disk, ``UNREAD_STATISTICS``, that the page's
-    checks read)."""
-
-    max_length: int | None = None
-    n_samples: int | None = None
-    data_dir: object = None
-    unread: Sequence[str] = ()
-    read: Sequence[str] = ()
-
-
-def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], **reading) -> StudyResults:
-    """Stored rows of the given models and conditions (``reading``: the fields of :class:`Reading`).
+    checks read).
 
     A model keeps the rows of its registry template; with several truncation lengths stored,
     ``max_length`` must say which one. Missing (model, condition) pairs are reported in
     ``coverage``, not raised: a notebook shows what is stored and says what is not.
     """
-    chosen = Reading(**reading)
-    max_length, n_samples, data_dir = chosen.max_length, chosen.n_samples, chosen.data_dir
     root = Path(results_dir)
+    left_unread = {*UNREAD_COLUMNS, *(s for s in UNREAD_STATISTICS if s not in read), *unread}
     if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
-        return _load_exported(root, models, conditions, chosen)
+        return _load_exported(
+            root, models, conditions, max_length=max_length, n_samples=n_samples, data_dir=data_dir, unread=left_unread
+        )
     if not (root / "store.json").is_file():
         raise ReportError(
             f"{root}: no results store here; run `python -m analysis run --profile cpu` "
@@ -174,13 +176,8 @@ def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], 
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
-        unread = {
-            *UNREAD_COLUMNS,
-            *(s for s in UNREAD_STATISTICS if s not in chosen.read),
-            *chosen.unread,
-            *store.empty_columns("rows"),
-        }  # empty: what imports lack
-        columns = [c for c in store.column_names("rows") if c not in unread] or None
+        left_out = {*left_unread, *store.empty_columns("rows")}  # empty: what imports lack
+        columns = [c for c in store.column_names("rows") if c not in left_out] or None
         rows = store.read("rows", filters=filters, columns=columns, compact=True)
         skipped = store.read("skipped", filters=filters)
     except (OSError, ValueError) as error:
@@ -191,27 +188,24 @@ def load_results(results_dir, models: Sequence[str], conditions: Sequence[str], 
         wanted = sampled_ids([rows, skipped], n_samples, data_dir, drawn)
         rows = sampled(rows, n_samples, data_dir, wanted)
         skipped = sampled(skipped, n_samples, data_dir, wanted)
-    coverage = _coverage(rows, skipped, models, conditions, chosen, drawn)
+    coverage = _coverage(rows, skipped, models, conditions, n_samples=n_samples, data_dir=data_dir, drawn=drawn)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
 
-def _load_exported(path: Path, models, conditions, chosen: Reading) -> StudyResults:
-    """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it)."""
-    max_length, n_samples, data_dir = chosen.max_length, chosen.n_samples, chosen.data_dir
+def _load_exported(
+    path: Path, models, conditions, *, max_length: int | None, n_samples: int | None, data_dir, unread: set[str]
+) -> StudyResults:
+    """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it;
+    ``unread``: the columns left on disk)."""
     filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
         import pyarrow.parquet as pq
 
-        unread = {
-            *UNREAD_COLUMNS,
-            *(s for s in UNREAD_STATISTICS if s not in chosen.read),
-            *chosen.unread,
-            *null_columns([path]),
-        }
-        columns = [c for c in pq.read_schema(path).names if c not in unread]
+        left_out = {*unread, *null_columns([path])}
+        columns = [c for c in pq.read_schema(path).names if c not in left_out]
         rows = read_exported(path, filters, columns, compact=True)
     except (OSError, ValueError) as error:
         raise StoreError(f"{path}: cannot read the exported results ({error})") from None
@@ -219,7 +213,7 @@ def _load_exported(path: Path, models, conditions, chosen: Reading) -> StudyResu
     rows, skipped = _one_run_per_model(rows, skipped)
     if n_samples is not None and len(rows):  # the same seeded random sample as a store is read with
         rows = sampled(rows, n_samples, data_dir)
-    coverage = _coverage(rows, skipped, models, conditions, chosen, {})
+    coverage = _coverage(rows, skipped, models, conditions, n_samples=n_samples, data_dir=data_dir, drawn={})
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
     return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
 
@@ -254,10 +248,11 @@ def _one_run_per_model(rows: pd.DataFrame, skipped: pd.DataFrame) -> tuple[pd.Da
     return rows, skipped
 
 
-def _coverage(rows, skipped, models, conditions, chosen: Reading, drawn: sample_draws.Drawn) -> pd.DataFrame:
+def _coverage(
+    rows, skipped, models, conditions, *, n_samples: int | None, data_dir, drawn: sample_draws.Drawn
+) -> pd.DataFrame:
     """Per model and condition: the samples expected (as many as the run drew, where it kept its draw),
     stored, skipped and missing."""
-    n_samples, data_dir = chosen.n_samples, chosen.data_dir
     stored = rows.groupby(["model", "condition"])["sample_index"].nunique() if len(rows) else pd.Series(dtype=int)
     skips = skipped.groupby(["model", "condition"])["sample_index"].nunique() if len(skipped) else pd.Series(dtype=int)
     expected = {

@@ -82,7 +82,12 @@ class Page:
         per_sample = [s for s in per_sample if s in results.rows and s not in stats]
         draws = (
             all_curve_draws(
-                results.rows, results.models, stats, params.n_resamples, params.seed, sample_stats=per_sample
+                results.rows,
+                results.models,
+                stats,
+                n_resamples=params.n_resamples,
+                seed=params.seed,
+                sample_stats=per_sample,
             )
             if stats and len(results.rows)
             else {}
@@ -122,7 +127,11 @@ class Page:
         if reference.rows.empty:
             return {}
         return all_curve_draws(
-            reference.rows, reference.models, ("nuclear_norm",), self.params.n_resamples, self.params.seed
+            reference.rows,
+            reference.models,
+            ("nuclear_norm",),
+            n_resamples=self.params.n_resamples,
+            seed=self.params.seed,
         )
 
     @property

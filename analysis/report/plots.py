@@ -69,6 +69,7 @@ def _grid(
     conditions: Sequence[str],
     curves: pd.DataFrame,
     bands: pd.DataFrame | None,
+    *,
     note: str | None,
     title: str | None = None,
 ) -> Figure:
@@ -107,6 +108,7 @@ def curve_grid(
     model: str,
     conditions: Sequence[str],
     stats: Sequence[str],
+    *,
     bands: pd.DataFrame | None = None,
     note: str | None = None,
 ) -> Figure:
@@ -118,13 +120,14 @@ def curve_grid(
     per-layer low/high in the same layout; `note`: a line printed under the figure.
     """
     rows = [(model, stat, STAT_LABELS.get(stat, stat)) for stat in stats]
-    return _grid(rows, conditions, curves, bands, note, title=model)
+    return _grid(rows, conditions, curves, bands, note=note, title=model)
 
 
 def model_grid(
     curves: pd.DataFrame,
     models: Sequence[str],
     conditions: Sequence[str],
+    *,
     stat: str = "nuclear_norm",
     bands: pd.DataFrame | None = None,
     note: str | None = None,
@@ -133,16 +136,16 @@ def model_grid(
     above its instruct version), one column per condition. A row shares its y-scale across
     conditions; rows have their own, since models differ in scale."""
     rows = [(model, stat, f"{model}\n{STAT_LABELS.get(stat, stat)}") for model in models]
-    return _grid(rows, conditions, curves, bands, note)
+    return _grid(rows, conditions, curves, bands, note=note)
 
 
 def verdict_matrix(
     table: pd.DataFrame,
     checks: Sequence[str],
     scopes: Sequence[str],
+    *,
     scope_labels: dict[str, str] | None = None,
     note: str | None = None,
-    *,
     row_notes: dict[tuple[str, str], str] | None = None,
 ) -> Figure:
     """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
@@ -223,6 +226,7 @@ def _grid_axes(ax, checks: Sequence[str], labels: list[str], model: str) -> None
 
 def forest(
     table: pd.DataFrame,
+    *,
     reference: float | None = None,
     x_label: str = "",
     log_x: bool = False,

@@ -95,7 +95,7 @@ def _unpaired(page: Page, checks: Sequence[str]) -> None:
     the command that brings it."""
     if any(check.scope == PER_PAIR for check in selected(checks, page.registry)):
         p = page.params
-        lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, p.conditions)
+        lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, conditions=p.conditions)
         if lonely:
             show_markdown(lonely)
 
@@ -178,7 +178,7 @@ def headline(page: Page) -> None:
 def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
     """The paper's figure per model and dataset."""
     show_figures(
-        figures.paper_figures(page.draws, page.curves, page.bands, page.params.n_samples, datasets=datasets),
+        figures.paper_figures(page.draws, page.curves, page.bands, n_samples=page.params.n_samples, datasets=datasets),
         alt="Layer curves",
     )
 
@@ -187,7 +187,9 @@ def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
 def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
     """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
     show_figures(
-        figures.pair_figures(page.draws, page.pairs, page.curves, page.bands, stat, page.params.n_samples),
+        figures.pair_figures(
+            page.draws, page.pairs, page.curves, page.bands, stat=stat, n_samples=page.params.n_samples
+        ),
         empty="No base and instruct model pair is present.",
         alt="Base above instruct",
     )
@@ -222,7 +224,7 @@ def not_imported(page: Page, column: str, what: str) -> bool:
     return False
 
 
-def _answer(figure, alt: str, paragraph: str, summary: str, table: pd.DataFrame) -> None:
+def _answer(figure, alt: str, paragraph: str, summary: str, *, table: pd.DataFrame) -> None:
     """A question's figure (if any), its paragraph and its table of numbers (folded, if any)."""
     if figure is not None:
         show_figure(figure, alt)
@@ -258,7 +260,7 @@ def effective_rank(page: Page) -> None:
         "Effective rank: fastest minus slowest setting, with intervals",
         beyond.effective_rank_paragraph(table),
         "Effective rank per dataset and pooled",
-        beyond.format_effective_rank(table) if not table.empty else table,
+        table=beyond.format_effective_rank(table) if not table.empty else table,
     )
 
 
@@ -276,7 +278,7 @@ def separability(page: Page) -> None:
         "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals",
         beyond.separability_paragraph(table),
         "Separability per model, dataset and setting",
-        beyond.format_separability(table) if not table.empty else table,
+        table=beyond.format_separability(table) if not table.empty else table,
     )
 
 
@@ -331,7 +333,7 @@ def length_regression(page: Page) -> None:
         rows = rows[~rows["model"].isin(unknown)]
     table = beyond.length_regression_table(rows)
     shown = beyond.format_length_regression(table) if not table.empty else table
-    _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", shown)
+    _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", table=shown)
 
 
 def caveats(page: Page) -> None:

@@ -31,7 +31,7 @@ def segment_mad(curve: np.ndarray, segment: str) -> np.ndarray:
 
 
 def _segment_table(
-    draws: dict[str, CurveDraws], stat: str, summary, responses: Sequence[str], study_only: bool = True
+    draws: dict[str, CurveDraws], stat: str, summary, responses: Sequence[str], *, study_only: bool = True
 ) -> pd.DataFrame:
     out = []
     for model, cd in draws.items():
@@ -71,7 +71,7 @@ def mad_interval_table(
 ) -> pd.DataFrame:
     """MAD of the mean curve over early/middle/late/all layers, with intervals, per
     (model, dataset, setting, responses, projection)."""
-    return _segment_table(draws, stat, segment_mad, responses, study_only)
+    return _segment_table(draws, stat, segment_mad, responses, study_only=study_only)
 
 
 def format_segment_table(table: pd.DataFrame) -> pd.DataFrame:

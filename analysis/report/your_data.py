@@ -68,7 +68,7 @@ PARAMETERS = (
 )
 
 
-def check_parameters(data_files, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
+def check_parameters(data_files, *, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
     """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
     files = [data_files] if isinstance(data_files, str) else data_files
     if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
@@ -197,11 +197,11 @@ class YourData:
         values["max_length"] = values["max_length"] or MAX_LENGTH
         check_parameters(
             values["data_files"],
-            values["n_samples"],
-            values["reference_conditions"],
-            values["max_length"],
-            values["seed"],
-            values["n_resamples"],
+            n_samples=values["n_samples"],
+            reference_conditions=values["reference_conditions"],
+            max_length=values["max_length"],
+            seed=values["seed"],
+            n_resamples=values["n_resamples"],
         )
         return cls.open(
             Request(
@@ -235,7 +235,7 @@ class YourData:
                 f"{results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
                 f"(template {template}, max_length {max_length}); run `python -m analysis profile-data`"
             )
-        draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, n_resamples, seed)
+        draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, n_resamples=n_resamples, seed=seed)
         page = cls(model, template, files, references, rows, draws, Path(results_dir), n_samples)
         page._place(seed, n_resamples)
         return page
@@ -245,7 +245,11 @@ class YourData:
         reference = trained[trained["condition"].isin(self.references) & (trained["responses"] == vocabulary.CORRECT)]
         try:
             self.placement = closest_setting.train_on_rows(
-                reference, "setting", [s for s in vocabulary.COT_SETTINGS], n_resamples=n_resamples, seed=seed
+                reference,
+                label="setting",
+                classes=[s for s in vocabulary.COT_SETTINGS],
+                n_resamples=n_resamples,
+                seed=seed,
             )
         except closest_setting.PlacementError as error:
             self.placement_error = str(error)
@@ -305,7 +309,7 @@ def _shown(estimate: Estimate | None) -> str:
     return "–" if estimate is None else fmt_interval(estimate.value, *estimate.interval())
 
 
-def _group_estimate(page: YourData, setting: str, responses: str, stat: str, summary: str) -> Estimate | None:
+def _group_estimate(page: YourData, setting: str, responses: str, stat: str, *, summary: str) -> Estimate | None:
     cd = page.draws[page.model]
     return pooled([condition_estimate(cd, c, stat, summary) for c in page.reference_condition_list(setting, responses)])
 
@@ -326,7 +330,7 @@ def level_table(page: YourData) -> pd.DataFrame:
                     file.label,
                     model,
                     lambda s, m, cd=cd, c=file.condition: condition_estimate(cd, c, s, m),
-                    cd.count(file.condition),
+                    n=cd.count(file.condition),
                 )
             )
     for setting, responses in page.reference_groups():
@@ -337,15 +341,15 @@ def level_table(page: YourData) -> pd.DataFrame:
                 "reference",
                 f"{vocabulary.setting_label(setting)} ({responses})",
                 page.model,
-                lambda s, m, a=setting, b=responses: _group_estimate(page, a, b, s, m),
-                n,
-                ", ".join(sorted({c.split("/")[0] for c in conditions})),
+                lambda s, m, a=setting, b=responses: _group_estimate(page, a, b, s, summary=m),
+                n=n,
+                datasets=", ".join(sorted({c.split("/")[0] for c in conditions})),
             )
         )
     return pd.DataFrame(rows)
 
 
-def _level_row(kind: str, name: str, model: str, estimate, n: int, datasets: str = "") -> dict:
+def _level_row(kind: str, name: str, model: str, estimate, *, n: int, datasets: str = "") -> dict:
     return {
         "data": kind,
         "name": name,
@@ -378,7 +382,7 @@ def quality_text(page: YourData) -> str:
         numbers = [_shown(condition_estimate(cd, file.condition, stat)) for stat in STATS]
         items.append(f"- **{file.label}**: " + _quality_numbers(numbers))
     for setting, responses in page.reference_groups():
-        numbers = [_shown(_group_estimate(page, setting, responses, stat, "mean")) for stat in STATS]
+        numbers = [_shown(_group_estimate(page, setting, responses, stat, summary="mean")) for stat in STATS]
         items.append(f"- {vocabulary.setting_label(setting)} ({responses}): " + _quality_numbers(numbers))
     lines.append("\n".join(items))
     lines.append(

@@ -57,6 +57,7 @@ def notebook_parameters(
     notebook: str,
     profile: Profile,
     results_dir: Path,
+    *,
     data_dir=None,
     root: Path = PROJECT_ROOT,
     book_root: Path | None = None,
@@ -215,7 +216,9 @@ def execute_notebooks(
     records = []
     for source in notebook_sources(root, run.names):
         output = book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
-        parameters = notebook_parameters(source.stem, profile, results_dir, data_dir, root, book_root)
+        parameters = notebook_parameters(
+            source.stem, profile, results_dir, data_dir=data_dir, root=root, book_root=book_root
+        )
         say(f"executing {source.relative_to(root)} -> {output}")
         seconds = execute_notebook(source, output, parameters, cwd=root)
         record = {"notebook": source.stem, "seconds": seconds, "output": str(output)}

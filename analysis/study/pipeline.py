@@ -25,7 +25,6 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Protocol
 
 from analysis import data, profiles, runlog
 from analysis.core import registry
@@ -77,13 +76,14 @@ def pending_conditions(model: str, profile: Profile, store: ResultsStore, data_d
     return [
         spec
         for spec in profile.conditions
-        if runner.plan_run(model, template, spec, store, profile.extraction, data_dir).todo
+        if runner.plan_run(model, template, spec, store, settings=profile.extraction, data_dir=data_dir).todo
     ]
 
 
 def extract_profile(
     profile: Profile,
     results_dir: Path,
+    *,
     data_dir=None,
     log: runlog.RunLog | None = None,
     progress: bool = True,
@@ -91,7 +91,7 @@ def extract_profile(
 ) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
     with recorded_threads(profile, log, say):
-        return _extract_models(profile, results_dir, data_dir, log, progress, say)
+        return _extract_models(profile, results_dir, data_dir=data_dir, log=log, progress=progress, say=say)
 
 
 @contextmanager
@@ -107,7 +107,13 @@ def recorded_threads(profile: Profile, log: runlog.RunLog | None, say: Callable[
 
 
 def _extract_models(
-    profile: Profile, results_dir: Path, data_dir, log: runlog.RunLog | None, progress: bool, say: Callable[[str], None]
+    profile: Profile,
+    results_dir: Path,
+    *,
+    data_dir,
+    log: runlog.RunLog | None,
+    progress: bool,
+    say: Callable[[str], None],
 ) -> list[dict]:
     store = ResultsStore(results_dir)
     records = []
@@ -117,13 +123,15 @@ def _extract_models(
             say(f"{model}: all {len(profile.conditions)} conditions already stored")
             continue
         say(f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute")
-        loaded = models.load(model, profile.extraction.template, device=profile.extraction.device)
+        loaded = models.load(model, template=profile.extraction.template, device=profile.extraction.device)
         if log is not None:
             with log.changing() as record:
                 record.model_loads[model] = loaded.load_seconds
                 record.models[model] = loaded.facts().as_dict()
         for spec in todo:
-            summary = runner.extract(loaded, spec, store, profile.extraction, data_dir, progress=progress)
+            summary = runner.extract(
+                loaded, spec, store, settings=profile.extraction, data_dir=data_dir, progress=progress
+            )
             records.append(summary.as_record())
             if log is not None:
                 with log.changing() as record:
@@ -142,10 +150,17 @@ def model_facts(model: str) -> dict:
 
 
 def extract_with_ray(
-    profile: Profile, results_dir: Path, data_dir=None, log: runlog.RunLog | None = None, progress: bool = True
+    profile: Profile,
+    results_dir: Path,
+    *,
+    data_dir=None,
+    log: runlog.RunLog | None = None,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Extraction spread over a Ray cluster by ``analysis.extract.distributed``: an embedded Ray on this
-    machine, or the cluster that ``RAY_ADDRESS`` names."""
+    machine, or the cluster that ``RAY_ADDRESS`` names (``say``: unused, the report is printed with
+    ``progress``; the runners share one signature)."""
     if importlib.util.find_spec("analysis.extract.distributed") is None:
         raise PipelineError(
             "--executor ray needs the module analysis.extract.distributed, which this installation does not "
@@ -168,10 +183,19 @@ def extract_with_ray(
     return records
 
 
-def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], None] = print) -> list[dict]:
+def check_imported(
+    profile: Profile,
+    results_dir: Path,
+    *,
+    data_dir=None,
+    log: runlog.RunLog | None = None,
+    progress: bool = True,
+    say: Callable[[str], None] = print,
+) -> list[dict]:
     """A profile of imported statistics computes nothing: check that the store holds some for its models.
 
-    No model is loaded; what the import lacks is reported by every page as missing.
+    No model is loaded; what the import lacks is reported by every page as missing (``data_dir``,
+    ``log`` and ``progress``: unused, the runners share one signature).
     """
     store = ResultsStore(results_dir)
     present = sorted(store.distinct("model", [("model", "in", list(profile.models)), ("origin", "!=", "")]))
@@ -191,10 +215,11 @@ def check_imported(profile: Profile, results_dir: Path, say: Callable[[str], Non
 def train_profile(
     profile: Profile,
     results_dir: Path,
+    *,
     data_dir=None,
     log: runlog.RunLog | None = None,
     progress: bool = True,
-    say=print,
+    say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Every training run of the profile that is not finished (``analysis.train.arms``); one record per run."""
     from analysis.train import arms
@@ -204,7 +229,13 @@ def train_profile(
         records = []
         for model in profile.models:
             done = arms.train_model(
-                model, results_dir, profile.training, extraction, data_dir, progress=progress, say=say
+                model,
+                results_dir,
+                settings=profile.training,
+                extraction=extraction,
+                data_dir=data_dir,
+                progress=progress,
+                say=say,
             )
             records += [{**record, "computed": 0, "kind": "training"} for record in done]
             if log is not None:
@@ -249,149 +280,133 @@ def default_results_dir(profile: Profile, root: Path = PROJECT_ROOT) -> Path:
 # --------------------------------------------------------------------------- sources
 
 
-@dataclass(frozen=True)
-class SourceContext:
-    """What a source's runner needs: the profile, where its results go and how to report."""
+Runner = Callable[..., list[dict]]
+"""Brings a profile's statistics into the store; one record per condition or training run. Every
+runner is called as ``runner(profile, results_dir, data_dir=..., log=..., progress=..., say=...)``."""
 
-    profile: Profile
-    results: Path
-    data_dir: Path | str | None
-    log: runlog.RunLog
-    progress: bool
-    say: Callable[[str], None]
+EXECUTORS = ("local", "ray")
 
-
-class SourceRunner(Protocol):
-    """Brings a profile's statistics into the store; one record per condition or training run."""
-
-    def run(self, context: SourceContext) -> list[dict]: ...
+RUNNERS: dict[str, Runner] = {
+    "local": extract_profile,  # extraction in this process
+    "ray": extract_with_ray,  # extraction spread over a Ray cluster
+    "imported": check_imported,  # the original study's statistics, imported beforehand: nothing computed
+    "training": train_profile,  # fine-tuning runs with their spectra along the way
+}
+"""The runner of a profile whose source is ``extract`` by ``--executor``; of every other source by
+the source, whatever the executor."""
 
 
-class LocalExtraction:
-    """Extraction in this process (``extract_profile``)."""
-
-    def run(self, context: SourceContext) -> list[dict]:
-        return extract_profile(
-            context.profile, context.results, context.data_dir, context.log, context.progress, context.say
-        )
-
-
-class RayExtraction:
-    """Extraction spread over a Ray cluster (``extract_with_ray``)."""
-
-    def run(self, context: SourceContext) -> list[dict]:
-        return extract_with_ray(context.profile, context.results, context.data_dir, context.log, context.progress)
-
-
-class ImportedStatistics:
-    """The original study's statistics, imported beforehand: checked, nothing computed (``check_imported``)."""
-
-    def run(self, context: SourceContext) -> list[dict]:
-        return check_imported(context.profile, context.results, context.say)
-
-
-class Training:
-    """Fine-tuning runs with their spectra along the way (``train_profile``)."""
-
-    def run(self, context: SourceContext) -> list[dict]:
-        return train_profile(
-            context.profile, context.results, context.data_dir, context.log, context.progress, context.say
-        )
-
-
-EXTRACTION_EXECUTORS: dict[str, SourceRunner] = {"local": LocalExtraction(), "ray": RayExtraction()}
-"""How the extraction of a profile whose source is ``extract`` runs, by ``--executor``."""
-
-SOURCE_RUNNERS: dict[str, SourceRunner] = {"imported": ImportedStatistics(), "training": Training()}
-"""The runner of every other source, whatever the executor."""
-
-EXECUTORS = tuple(EXTRACTION_EXECUTORS)
-
-
-def source_runner(profile: Profile, executor: str) -> SourceRunner:
+def source_runner(profile: Profile, executor: str) -> Runner:
     """The runner of the profile's source; an extraction profile's by its executor."""
-    if executor not in EXTRACTION_EXECUTORS:
+    if executor not in EXECUTORS:
         raise PipelineError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
-    return SOURCE_RUNNERS.get(profile.source, EXTRACTION_EXECUTORS[executor])
+    return RUNNERS[profile.source if profile.source in RUNNERS else executor]
 
 
 # --------------------------------------------------------------------------- the run
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    """How ``run_profile`` runs a profile (its keyword arguments; see there)."""
-
-    executor: str = "local"
-    book: bool = True
-    notebooks: Sequence[str] | None = None
-    book_root: Path | str | None = None
-    root: Path = PROJECT_ROOT
-    progress: bool = True
-    strict: bool = True
-    threads: int | None = None
-    retry_out_of_memory: bool = False
-    say: Callable[[str], None] = print
-
-
-def run_profile(profile: Profile | str, results_dir=None, data_dir=None, **options: Any) -> RunResult:
+def run_profile(
+    profile: Profile | str,
+    results_dir=None,
+    data_dir=None,
+    *,
+    executor: str = "local",
+    book: bool = True,
+    notebooks: Sequence[str] | None = None,
+    book_root: Path | str | None = None,
+    root: Path = PROJECT_ROOT,
+    progress: bool = True,
+    strict: bool = True,
+    threads: int | None = None,
+    retry_out_of_memory: bool = False,
+    say: Callable[[str], None] = print,
+) -> RunResult:
     """Run the study under a profile: extraction, notebooks, book (see the module docstring).
 
-    The keyword arguments are ``RunOptions``'s. ``book_root``: where the executed notebooks and
+    ``executor``: ``local`` or ``ray`` (an extraction profile's). ``notebooks``: those executed
+    (None: the profile's). ``book_root``: where the executed notebooks and
     the built book go (default: the project itself); another folder receives a copy of the book
     sources first, so a test can build a book without touching the project's. ``book=False`` stops
     after the extraction. ``threads`` overrides the profile's torch CPU threads;
-    ``retry_out_of_memory`` computes again the samples stored as skipped for lack of memory.
+    ``retry_out_of_memory`` computes again the samples stored as skipped for lack of memory;
+    ``strict``: the book's build fails on a warning; ``say``: where lines go.
     """
-    chosen = RunOptions(**options)
-    profile = with_overrides(profiles.get_profile(profile) if isinstance(profile, str) else profile, chosen)
-    runner_of_source = source_runner(profile, chosen.executor)
-    root = Path(chosen.root).resolve()
+    profile = with_overrides(
+        profiles.get_profile(profile) if isinstance(profile, str) else profile,
+        threads=threads,
+        retry_out_of_memory=retry_out_of_memory,
+    )
+    runner_of_source = source_runner(profile, executor)
+    root = Path(root).resolve()
     results = Path(results_dir) if results_dir else default_results_dir(profile, root)
     results.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()
-    with recorded_run(profile, results, data_dir, chosen) as log:
-        chosen.say(
+    with recorded_run(profile, results, data_dir, executor=executor, say=say) as log:
+        say(
             f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
             f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
         )
-        extraction = runner_of_source.run(SourceContext(profile, results, data_dir, log, chosen.progress, chosen.say))
+        extraction = runner_of_source(profile, results, data_dir=data_dir, log=log, progress=progress, say=say)
         with log.changing() as record:
             record.extraction_seconds = time.perf_counter() - started
-        executed, index = run_book(profile, results, data_dir, log, chosen) if chosen.book else ([], None)
+        executed, index = (
+            run_book(
+                profile,
+                results,
+                data_dir=data_dir,
+                log=log,
+                root=root,
+                book_root=book_root,
+                notebooks=notebooks,
+                strict=strict,
+                say=say,
+            )
+            if book
+            else ([], None)
+        )
     return RunResult(profile, results, extraction, executed, index, log.record.wall_seconds)
 
 
-def with_overrides(profile: Profile, options: RunOptions) -> Profile:
+def with_overrides(profile: Profile, *, threads: int | None, retry_out_of_memory: bool) -> Profile:
     """The profile with the run's thread count and out-of-memory retry, where given."""
-    if options.threads is None and not options.retry_out_of_memory:
+    if threads is None and not retry_out_of_memory:
         return profile
     extraction = profile.extraction.but(
-        threads=options.threads or profile.extraction.threads, retry_out_of_memory=options.retry_out_of_memory
+        threads=threads or profile.extraction.threads, retry_out_of_memory=retry_out_of_memory
     )
     return replace(profile, extraction=extraction)
 
 
 def recorded_run(
-    profile: Profile, results: Path, data_dir, options: RunOptions
+    profile: Profile, results: Path, data_dir, *, executor: str, say: Callable[[str], None]
 ) -> AbstractContextManager[runlog.RunLog]:
     """The run's log (``runlog.recording``) with the data files' status; a warning for files whose sha256 differs."""
     status = data_status(profile.conditions, data_dir)
     mismatched = [s["file"] for s in status if s["sha256_ok"] is False]
     if mismatched:
-        options.say(
+        say(
             f"warning: {len(mismatched)} data files differ from their published sha256 (recorded in the run log): "
             + ", ".join(sorted(set(mismatched))[:5])
         )
-    return runlog.recording(results.resolve(), profile.as_dict(), executor=options.executor, data_status=status)
+    return runlog.recording(results.resolve(), profile.as_dict(), executor=executor, data_status=status)
 
 
 def run_book(
-    profile: Profile, results: Path, data_dir, log: runlog.RunLog, options: RunOptions
+    profile: Profile,
+    results: Path,
+    *,
+    data_dir,
+    log: runlog.RunLog,
+    root: Path,
+    book_root: Path | str | None,
+    notebooks: Sequence[str] | None,
+    strict: bool,
+    say: Callable[[str], None],
 ) -> tuple[list[dict], Path]:
-    """The notebooks executed over the store and the book built; the notebooks' records and the book's index."""
-    root = Path(options.root).resolve()
-    target = Path(options.book_root).resolve() if options.book_root else root
+    """The notebooks executed over the store and the book built; the notebooks' records and the book's
+    index (``root``: the project, resolved)."""
+    target = Path(book_root).resolve() if book_root else root
     if target != root:
         copy_book_sources(root, target)
     (target / BOOK_EXPORT).parent.mkdir(parents=True, exist_ok=True)
@@ -399,15 +414,15 @@ def run_book(
         (target / BOOK_EXPORT).unlink(missing_ok=True)
     notebooks_started = time.perf_counter()
     executed = execute_notebooks(
-        NotebookRun(profile, results, target, data_dir, root, options.notebooks or profile.notebooks()),
+        NotebookRun(profile, results, target, data_dir, root, notebooks or profile.notebooks()),
         on_done=log.add_notebook,
-        say=options.say,
+        say=say,
     )
     with log.changing() as record:
         record.notebooks_seconds = time.perf_counter() - notebooks_started
-    include_your_data(root, target, options.say)
-    options.say("building the book")
-    seconds = build_book(target, strict=options.strict, say=options.say, only=profile.notebooks())
+    include_your_data(root, target, say)
+    say("building the book")
+    seconds = build_book(target, strict=strict, say=say, only=profile.notebooks())
     index = book_index(target)
     with log.changing() as record:
         record.book = {"seconds": seconds, "index": str(index)}

@@ -38,6 +38,7 @@ def check_repository(repository: str) -> str:
 
 def book_config(
     repository: str,
+    *,
     server_url: str = "https://github.com",
     branch: str = NOTEBOOKS_BRANCH,
     path_to_book: str = "",
@@ -153,6 +154,7 @@ def publish_notebooks(
     target: Path,
     profile: str,
     store: Path,
+    *,
     first_cell: str | None = None,
     limit: int = STORE_LIMIT_BYTES,
 ) -> list[Path]:

@@ -16,7 +16,6 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
 
 from analysis import data, profiles
 from analysis.core import registry
@@ -59,7 +58,7 @@ class Job:
 
 @dataclass(frozen=True)
 class ProfileData:
-    """How ``run`` profiles the user's files: its arguments after the model and the files, in this order.
+    """How ``run`` profiles the user's files: its arguments after the model and the files.
 
     ``settings``: the extraction of the user's files (``n_samples`` of each); the reference
     conditions (of ``reference_datasets``) get ``reference_samples`` each. ``notebook`` default:
@@ -83,7 +82,7 @@ class ProfileData:
 
 
 def plan_jobs(
-    model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, request: ProfileData
+    model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, *, request: ProfileData
 ) -> list[Job]:
     """The (model, spec) pairs that still lack samples in the store: ``settings.n_samples`` of
     each user file (and of its scratch control), ``reference_samples`` of each reference condition."""
@@ -95,7 +94,9 @@ def plan_jobs(
     return [
         job
         for job in wanted
-        if runner.plan_run(job.model, settings.template, job.spec, store, job.settings, request.data_dir).todo
+        if runner.plan_run(
+            job.model, settings.template, job.spec, store, settings=job.settings, data_dir=request.data_dir
+        ).todo
     ]
 
 
@@ -104,7 +105,7 @@ def extract(model: str, jobs: Sequence[Job], store: ResultsStore, request: Profi
     if not jobs:
         return []
     settings = request.settings
-    loaded = models.load(model, settings.template, settings.device)
+    loaded = models.load(model, template=settings.template, device=settings.device)
     scratch = None
     records = []
     for job in jobs:
@@ -112,7 +113,9 @@ def extract(model: str, jobs: Sequence[Job], store: ResultsStore, request: Profi
             scratch = models.scratch_copy(loaded, request.seed)
         runs_on = loaded if job.model == model else scratch
         request.say(f"{job.model}: {job.spec}")
-        summary = runner.extract(runs_on, job.spec, store, job.settings, request.data_dir, progress=request.progress)
+        summary = runner.extract(
+            runs_on, job.spec, store, settings=job.settings, data_dir=request.data_dir, progress=request.progress
+        )
         records.append({**summary.as_record(), "model": job.model})
     return records
 
@@ -149,15 +152,51 @@ def export_html(notebook: Path, target: Path) -> Path:
     return target
 
 
-def run(model: str, data_files: Sequence[str], *arguments: Any, **options: Any) -> ProfileResult:
+def run(
+    model: str,
+    data_files: Sequence[str],
+    settings: ExtractionSettings = DEFAULT_SETTINGS,
+    *,
+    reference_datasets: Sequence[str] = DEFAULT_REFERENCE_DATASETS,
+    reference_samples: int | None = DEFAULT_REFERENCE_SAMPLES,
+    out: Path | str = DEFAULT_OUT,
+    html: Path | str | None = None,
+    notebook: Path | str | None = None,
+    data_dir: Path | str | None = None,
+    seed: int = 0,
+    n_resamples: int = 1000,
+    scratch: bool = True,
+    progress: bool = True,
+    root: Path = book.PROJECT_ROOT,
+    say: Callable[[str], None] = print,
+) -> ProfileResult:
     """Extract what the store lacks, execute the page and export it (see the module docstring).
 
-    The arguments after ``model`` and ``data_files`` are ``ProfileData``'s, in its order or by
-    name. Every file is validated before anything is computed.
+    The arguments after ``model`` and ``data_files`` are described at :class:`ProfileData`, which
+    carries them to the steps. Every file is validated before anything is computed.
     """
+    request = ProfileData(
+        settings=settings,
+        reference_datasets=reference_datasets,
+        reference_samples=reference_samples,
+        out=out,
+        html=html,
+        notebook=notebook,
+        data_dir=data_dir,
+        seed=seed,
+        n_resamples=n_resamples,
+        scratch=scratch,
+        progress=progress,
+        root=root,
+        say=say,
+    )
+    return _profile(model, data_files, request)
+
+
+def _profile(model: str, data_files: Sequence[str], request: ProfileData) -> ProfileResult:
+    """``run`` with its arguments gathered."""
     from analysis.report.your_data import user_files
 
-    request = ProfileData(*arguments, **options)
     started = time.perf_counter()
     files = [f.path for f in user_files(data_files, request.reference_datasets)]
     references = profiles.reference_conditions(tuple(request.reference_datasets))
@@ -168,7 +207,7 @@ def run(model: str, data_files: Sequence[str], *arguments: Any, **options: Any) 
     out, say = request.out, request.say
     store = ResultsStore(out)
     result = ProfileResult(out)
-    jobs = plan_jobs(model, files, references, store, request)
+    jobs = plan_jobs(model, files, references, store, request=request)
     say(
         f"{model}: {len(jobs)} of {len(files) * (2 if request.scratch else 1) + len(references)} data sets to compute "
         f"({settings.n_samples or 'all'} samples of each file, {request.reference_samples or 'all'} of each "

@@ -4,9 +4,7 @@ loaded once and put back to its released weights before each run."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from analysis import data
 from analysis.core.settings import ExtractionSettings, TrainingSettings
@@ -32,26 +30,19 @@ def check_conditions(settings: TrainingSettings, data_dir=None) -> None:
         data.load_records(data.resolve(spec, data_dir).path)
 
 
-@dataclass(frozen=True)
-class ArmOptions:
-    """How ``train_model`` runs (its keyword arguments): a progress bar, the last checkpoint kept, where lines go."""
-
-    progress: bool = True
-    keep_checkpoint: bool = False
-    say: Callable[[str], None] = print
-
-
 def train_model(
     model: str,
     results_dir: str | Path,
+    *,
     settings: TrainingSettings,
     extraction: ExtractionSettings,
     data_dir=None,
-    **options: Any,
+    progress: bool = True,
+    keep_checkpoint: bool = False,
+    say: Callable[[str], None] = print,
 ) -> list[dict]:
-    """Run every arm and seed of ``model`` that is not finished; one record per run (options: ``ArmOptions``)."""
-    chosen = ArmOptions(**options)
-    say = chosen.say
+    """Run every arm and seed of ``model`` that is not finished; one record per run (``progress``: a
+    progress bar, ``keep_checkpoint``: the last checkpoint kept, ``say``: where lines go)."""
     check_conditions(settings, data_dir)
     todo = [
         run
@@ -63,7 +54,7 @@ def train_model(
         return []
     records = []
     with runner.torch_threads(extraction.threads):
-        loaded = models.load(model, extraction.template, device=extraction.device)
+        loaded = models.load(model, template=extraction.template, device=extraction.device)
         released = {name: value.detach().clone() for name, value in loaded.model.state_dict().items()}
         first = runs_of(model, settings)[0]
         for run in todo:
@@ -73,11 +64,11 @@ def train_model(
                 loaded,
                 run,
                 results_dir,
-                settings,
-                extraction,
-                data_dir,
-                progress=chosen.progress,
-                keep_checkpoint=chosen.keep_checkpoint,
+                settings=settings,
+                extraction=extraction,
+                data_dir=data_dir,
+                progress=progress,
+                keep_checkpoint=keep_checkpoint,
                 start_from=first if first != run else None,  # the released weights' probes, computed once
             )
             records.append({"model": model, **summary.as_record()})

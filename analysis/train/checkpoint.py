@@ -88,7 +88,9 @@ def load_optimizer(optimizer: torch.optim.Optimizer, folder: Path) -> None:
     optimizer.load_state_dict({"state": state, "param_groups": about["param_groups"]})
 
 
-def save(run_dir: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, about: dict) -> Checkpoint:
+def save(
+    run_dir: Path, step: int, model: torch.nn.Module, optimizer: torch.optim.Optimizer, *, about: dict
+) -> Checkpoint:
     """Write the checkpoint of ``step`` atomically, then remove the older ones."""
     run_dir.mkdir(parents=True, exist_ok=True)
     staging = run_dir / f".{PREFIX}{step:06d}.{uuid.uuid4().hex[:8]}.tmp"

@@ -27,7 +27,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -70,7 +69,7 @@ class TrainingSummary:
 
 
 def split_instructions(
-    dataset: str, count: int, n_probes: int, n_train: int, seed: int, data_dir=None
+    dataset: str, count: int, n_probes: int, n_train: int, *, seed: int, data_dir=None
 ) -> tuple[list[int], list[int]]:
     """(probe ids, training ids of ``seed``), disjoint, each sorted.
 
@@ -85,7 +84,7 @@ def split_instructions(
             f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
         )
     order = data.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
-    probes = data.dataset_sample_ids(dataset, count, n_probes, data_dir)
+    probes = data.dataset_sample_ids(dataset, count, n_probes, directory=data_dir)
     assert probes == sorted(int(i) for i in order[:n_probes])  # the extraction's sample of n_probes
     pool = np.sort(order[n_probes:])
     rng = np.random.default_rng([data.SAMPLE_SEED, int(seed), zlib.crc32(f"{dataset}/train".encode())])
@@ -173,7 +172,7 @@ def probe_conditions(settings: TrainingSettings) -> list[str]:
 
 
 def run_about(
-    run: TrainingRunId, settings: TrainingSettings, extraction: ExtractionSettings, loaded, train_ids: list[int]
+    run: TrainingRunId, settings: TrainingSettings, extraction: ExtractionSettings, loaded, *, train_ids: list[int]
 ) -> dict:
     """What a checkpoint (or a finished run) must agree on to be continued (or reused): the run,
     its settings and the instructions it trains on."""
@@ -194,54 +193,45 @@ def run_directory(results_dir: Path, run: TrainingRunId) -> Path:
     return Path(results_dir) / RUNS_FOLDER / run.folder()
 
 
-@dataclass(frozen=True)
-class TrainOptions:
-    """How ``train`` runs (its keyword arguments; see there)."""
-
-    progress: bool = True
-    keep_checkpoint: bool = False
-    start_from: TrainingRunId | None = None
-
-
 def train(
     loaded: models.LoadedModel,
     run: TrainingRunId,
     results_dir: str | Path,
+    *,
     settings: TrainingSettings | None = None,
     extraction: ExtractionSettings | None = None,
     data_dir=None,
-    **options: Any,
+    progress: bool = True,
+    keep_checkpoint: bool = False,
+    start_from: TrainingRunId | None = None,
 ) -> TrainingSummary:
     """Fine-tune ``loaded`` on ``run.condition`` (see the module docstring); resumable.
 
-    ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it
-    is left trained (frozen, eval mode). A finished run (``done.json``) is not computed again.
-    The keyword arguments are ``TrainOptions``'s. ``keep_checkpoint`` keeps the last checkpoint
-    of a finished run (else it is removed: it holds the model and AdamW's two moments, three
-    times the model's size). ``start_from``: a run of the same model from the same released
-    weights whose step-0 probes are stored (copied, not computed again).
+    ``loaded`` must hold the weights the run starts from when the run has no checkpoint yet; it is left
+    trained (frozen, eval mode). A finished run (``done.json``) is not computed again. ``progress``: a
+    progress bar. ``keep_checkpoint`` keeps the last checkpoint of a finished run (else it is removed: it
+    holds the model and AdamW's two moments, three times the model's size). ``start_from``: a run of the
+    same model from the same released weights whose step-0 probes are stored (copied, not computed again).
     """
-    chosen = TrainOptions(**options)
     settings = settings or TrainingSettings()
     extraction = (extraction or ExtractionSettings()).but(n_samples=settings.n_probes)
     run_dir = run_directory(Path(results_dir), run)
     started = time.perf_counter()
     resolved = data.resolve(run.condition, data_dir)
     count = len(data.load_records(resolved.path))
-    _, train_ids = split_instructions(run.dataset, count, settings.n_probes, settings.n_train, run.seed, data_dir)
-    about = run_about(run, settings, extraction, loaded, train_ids)
+    _, train_ids = split_instructions(
+        run.dataset, count, settings.n_probes, settings.n_train, seed=run.seed, data_dir=data_dir
+    )
+    about = run_about(run, settings, extraction, loaded, train_ids=train_ids)
     done = run_dir / tables.DONE
     if done.is_file():
         return finished(done, about)
-    samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir)
-    if len(samples) < settings.batch_size:
-        raise TrainingError(
-            f"{run.condition}: {len(samples)} training samples keep a response within max_length "
-            f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
-        )
+    samples, skipped = _training_samples(
+        loaded, resolved, train_ids, run=run, settings=settings, extraction=extraction, data_dir=data_dir
+    )
     summary = TrainingSummary(run.run, run.condition, settings.steps, None, 0, len(samples), skipped)
     with trainable(loaded.model):
-        optimizer, start = _resume(loaded, run, run_dir, settings, about, summary)
+        optimizer, start = _resume(loaded, run, run_dir, settings, about=about, summary=summary)
         context = RunContext(
             loaded,
             run,
@@ -253,16 +243,36 @@ def train(
             checkpoint.load_initial(run_dir),
             about,
             data_dir,
-            chosen.start_from,
-            chosen.keep_checkpoint,
+            start_from,
+            keep_checkpoint,
         )
         if summary.resumed_from is None:  # a fresh run: its step-0 probes
             context.checkpoint(0, [])
-        _steps(context, samples, start, summary, chosen.progress)
+        _steps(context, samples, start, summary, progress=progress)
     summary.seconds = time.perf_counter() - started
     _mark_done(done, summary, about)
-    _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if chosen.keep_checkpoint else None)
+    _remove_checkpoints(run_dir, f"{checkpoint.PREFIX}{settings.steps:06d}" if keep_checkpoint else None)
     return summary
+
+
+def _training_samples(
+    loaded: models.LoadedModel,
+    resolved: data.ResolvedData,
+    train_ids,
+    *,
+    run: TrainingRunId,
+    settings: TrainingSettings,
+    extraction: ExtractionSettings,
+    data_dir,
+) -> tuple[list[runner.PreparedSample], dict[int, str]]:
+    """The prepared training samples and the skipped ones; a TrainingError if they make no batch."""
+    samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir)
+    if len(samples) < settings.batch_size:
+        raise TrainingError(
+            f"{run.condition}: {len(samples)} training samples keep a response within max_length "
+            f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
+        )
+    return samples, skipped
 
 
 def _resume(
@@ -270,6 +280,7 @@ def _resume(
     run: TrainingRunId,
     run_dir: Path,
     settings: TrainingSettings,
+    *,
     about: dict,
     summary: TrainingSummary,
 ) -> tuple[torch.optim.Optimizer, int]:
@@ -347,15 +358,15 @@ class RunContext:
         """Probes, weight change and losses of ``step``, then the checkpoint; the probe records."""
         records = self.probe(step)
         change = weights.change_rows(self.loaded.model, self.initial, step, self.identity())
-        tables.write_part(self.run_dir, tables.WEIGHT_CHANGE, change, step, step)
+        tables.write_part(self.run_dir, tables.WEIGHT_CHANGE, change, first=step, last=step)
         if losses:
             frame = pd.DataFrame(losses)
-            tables.write_part(self.run_dir, tables.LOSSES, frame, int(frame["step"].min()), step)
+            tables.write_part(self.run_dir, tables.LOSSES, frame, first=int(frame["step"].min()), last=step)
         # Step 0 is the released weights with a fresh optimiser, which a restart recreates; after
         # the last step the run is done. Neither needs a checkpoint to continue from (the last one
         # is kept when asked for).
         if 0 < step < self.settings.steps or (step == self.settings.steps and self.keep_checkpoint):
-            checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, self.about)
+            checkpoint.save(self.run_dir, step, self.loaded.model, self.optimizer, about=self.about)
         return records
 
     def probe(self, step: int) -> list[dict]:
@@ -371,7 +382,9 @@ class RunContext:
             for spec in probe_conditions(self.settings):
                 if step == 0 and self.start_from is not None and self._copy_start(spec):
                     continue
-                summary = runner.extract(named, spec, self.store, self.extraction, self.data_dir, progress=False)
+                summary = runner.extract(
+                    named, spec, self.store, settings=self.extraction, data_dir=self.data_dir, progress=False
+                )
                 records.append(summary.as_record())
         return records
 
@@ -379,10 +392,12 @@ class RunContext:
         """Copy ``start_from``'s step-0 rows of ``spec`` to this run; False if they are incomplete."""
         source = self.start_from.probe_model(0)
         template = self.loaded.template
-        plan = runner.plan_run(source, template, spec, self.store, self.extraction, self.data_dir)
+        plan = runner.plan_run(source, template, spec, self.store, settings=self.extraction, data_dir=self.data_dir)
         if plan.todo:
             return False
-        target = runner.plan_run(self.run.probe_model(0), template, spec, self.store, self.extraction, self.data_dir)
+        target = runner.plan_run(
+            self.run.probe_model(0), template, spec, self.store, settings=self.extraction, data_dir=self.data_dir
+        )
         if not target.todo:
             return True
         with self.store.lock(target.key):
@@ -398,7 +413,7 @@ class RunContext:
         return True
 
 
-def _steps(context: RunContext, samples, start: int, summary: TrainingSummary, progress: bool) -> None:
+def _steps(context: RunContext, samples, start: int, summary: TrainingSummary, *, progress: bool) -> None:
     settings, run = context.settings, context.run
     pad_id = models.pad_token_id(context.loaded.tokenizer)
     marks = set(checkpoint_steps(settings))

@@ -24,7 +24,7 @@ WEIGHT_CHANGE = "weight_change"
 DONE = "done.json"
 
 
-def write_part(run_dir: Path, table: str, frame: pd.DataFrame, first: int, last: int) -> Path:
+def write_part(run_dir: Path, table: str, frame: pd.DataFrame, *, first: int, last: int) -> Path:
     """Write the rows of steps ``first``..``last`` of one table of a run, atomically."""
     directory = run_dir / table
     directory.mkdir(parents=True, exist_ok=True)

@@ -25,8 +25,7 @@ import time
 from collections import deque
 from collections.abc import Sequence
 from contextlib import ExitStack
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 import pandas as pd
 from tqdm.auto import tqdm
@@ -66,7 +65,15 @@ def require_ray():
 
 @dataclass(frozen=True)
 class RayOptions:
-    """How ``run_extraction`` reaches Ray and runs the work (its keyword arguments; see there)."""
+    """How ``run_extraction`` reaches Ray and runs the work (its keyword arguments).
+
+    ``address`` "auto" or "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS``
+    names, if set, else starts a Ray instance on this machine for the run (``num_cpus``, default
+    all; ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
+    instance is used as it is. ``data_dir``: as for ``runner.extract``. A shard whose worker process
+    dies is run again up to ``max_retries`` times; ``max_workers`` overrides the number of actors.
+    With ``progress`` a bar is shown and the report's summary printed at the end.
+    """
 
     address: str | None = None
     data_dir: str | os.PathLike | None = None
@@ -77,40 +84,44 @@ class RayOptions:
     object_store_memory: int | None = None
     progress: bool = True
 
-    @classmethod
-    def split(cls, given: dict) -> tuple[RayOptions, dict]:
-        """These options from keyword arguments, and the rest (changes to the extraction settings)."""
-        names = {f.name for f in fields(cls)}
-        return cls(**{k: v for k, v in given.items() if k in names}), {k: v for k, v in given.items() if k not in names}
-
 
 def run_extraction(
     jobs: Sequence[Job | tuple[str, str | None, str]],
     results_dir: str | os.PathLike,
     settings: ExtractionSettings | None = None,
-    **options: Any,
+    *,
+    address: str | None = None,
+    data_dir: str | os.PathLike | None = None,
+    max_workers: int | None = None,
+    max_retries: int = 2,
+    trust_remote_code: bool = False,
+    num_cpus: int | None = None,
+    object_store_memory: int | None = None,
+    progress: bool = True,
 ) -> ExtractionReport:
     """Extract every job's condition into ``results_dir`` on a Ray cluster, storing what ``runner.extract`` stores.
 
-    ``jobs`` are (model, template or None, condition key or JSON path). The keyword arguments are
-    ``RayOptions``'s, or single changes to ``settings``. ``address`` "auto" or
-    "HOST:PORT" joins a running cluster; None joins the one ``$RAY_ADDRESS`` names, if set, else
-    starts a Ray instance on this machine for the run (``num_cpus``, default all;
-    ``object_store_memory`` in bytes). If Ray is already initialised in this process, that
-    instance is used as it is. ``settings`` (and single changes to them) and ``data_dir``
+    ``jobs`` are (model, template or None, condition key or JSON path); ``settings`` and ``data_dir``
     mean what they mean for ``runner.extract``, and samples are batched exactly as there. About
-    ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part; a
-    shard whose worker process dies is run again up to ``max_retries`` times.
+    ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part.
     ``settings.device``: auto (one actor per GPU where the cluster has GPUs), cpu or cuda;
-    ``settings.threads`` (CPUs per actor) and ``max_workers`` override the actors' size and number.
+    ``settings.threads``: CPUs per actor. The keyword arguments are described at :class:`RayOptions`.
     Raises DistributedError (Ray missing or unreachable), DataError, ModelError or StoreError
     (StoreBusy: another run holds one of these conditions) before computing anything; what fails
     on a worker (a model that does not load, a worker that keeps dying) is listed in the report's
-    failures, not raised, and the rest of the run goes on. With ``progress`` a bar is shown and
-    the report's summary printed at the end.
+    failures, not raised, and the rest of the run goes on.
     """
-    chosen, changes = RayOptions.split(options)
-    settings = (settings or ExtractionSettings()).but(**changes)
+    chosen = RayOptions(
+        address=address,
+        data_dir=data_dir,
+        max_workers=max_workers,
+        max_retries=max_retries,
+        trust_remote_code=trust_remote_code,
+        num_cpus=num_cpus,
+        object_store_memory=object_store_memory,
+        progress=progress,
+    )
+    settings = settings or ExtractionSettings()
     if settings.keep_spectra:
         raise DistributedError("keeping the singular values is not available with Ray; use the local executor")
     ray = require_ray()
@@ -120,10 +131,12 @@ def run_extraction(
     templates = [registry.resolve_template(job.model, job.template) for job in normalised]
     report = ExtractionReport()
     with ExitStack() as locks:
-        for key in _plans(normalised, templates, store, settings, chosen.data_dir):
+        for key in _plans(normalised, templates, store, settings, data_dir=chosen.data_dir):
             locks.enter_context(store.lock(key))
         # planned again under the locks: the store may have grown
-        tasks, summaries = _tasks(_plans(normalised, templates, store, settings, chosen.data_dir), store, settings)
+        tasks, summaries = _tasks(
+            _plans(normalised, templates, store, settings, data_dir=chosen.data_dir), store, settings
+        )
         report.conditions = list(summaries.values())
         if tasks:
             _run_on_ray(ray, Dispatch(tasks, settings, chosen, store, summaries, report))
@@ -134,12 +147,12 @@ def run_extraction(
 
 
 def _plans(
-    jobs: list[Job], templates: list[str], store: ResultsStore, settings: ExtractionSettings, data_dir
+    jobs: list[Job], templates: list[str], store: ResultsStore, settings: ExtractionSettings, *, data_dir
 ) -> dict[RunKey, tuple[Job, str, runner.RunPlan]]:
     """Each job's plan from the store, one per run key."""
     planned: dict[RunKey, tuple[Job, str, runner.RunPlan]] = {}
     for job, template in zip(jobs, templates):
-        plan = runner.plan_run(job.model, template, job.spec, store, settings, data_dir)
+        plan = runner.plan_run(job.model, template, job.spec, store, settings=settings, data_dir=data_dir)
         planned.setdefault(plan.key, (job, template, plan))
     return planned
 
@@ -327,7 +340,7 @@ class _Dispatcher:
     def take(self, task: Task, result: TaskResult) -> None:
         """A result stored; a first task's batches queued as shards."""
         report = self.work.report
-        _take_result(self.work.store, task, result, self.work.summaries[task.run.key], report)
+        _take_result(self.work.store, task, result, summary=self.work.summaries[task.run.key], report=report)
         if task.kind == "batches":
             shards = [Task("compute", task.run, s) for s in shards_of(result.batches, self.work.settings.shard_size)]
             self.queues[task.run.model_key].extend(shards)
@@ -339,7 +352,7 @@ class _Dispatcher:
 
 
 def _take_result(
-    store: ResultsStore, task: Task, result: TaskResult, summary: runner.ConditionSummary, report: ExtractionReport
+    store: ResultsStore, task: Task, result: TaskResult, *, summary: runner.ConditionSummary, report: ExtractionReport
 ) -> None:
     """Store a task's rows and skips as one part, and count them in the condition's summary."""
     if result.rows is not None or result.skipped:

@@ -183,7 +183,7 @@ class ShardWorker:
         batches, frames, skipped = [], [], []
         if task.kind == "batches":
             prepared, skips = runner.prepare_samples(
-                self.loaded, plan.resolved, plan.todo, plan.identity["max_length"], self.settings.data_dir
+                self.loaded, plan.resolved, plan.todo, plan.identity["max_length"], data_dir=self.settings.data_dir
             )
             extraction = self.settings.extraction
             groups = runner.length_sorted_batches(prepared, extraction.batch_size, extraction.token_budget)
@@ -191,7 +191,7 @@ class ShardWorker:
             skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
         else:
             for rows, skips in runner.compute_samples(
-                self.loaded, plan, plan.todo, self.settings.extraction, self.settings.data_dir
+                self.loaded, plan, plan.todo, self.settings.extraction, data_dir=self.settings.data_dir
             ):
                 if rows is not None:
                     frames.append(rows)
@@ -233,7 +233,10 @@ class ShardWorker:
         source, template = model_key
         with _offline_cache_lock(source):
             self.loaded = models.load(
-                source, template, self.settings.extraction.device, self.settings.trust_remote_code
+                source,
+                template=template,
+                device=self.settings.extraction.device,
+                trust_remote_code=self.settings.trust_remote_code,
             )
         self.holding = model_key
         return time.perf_counter() - started

@@ -32,7 +32,7 @@ import numpy as np
 
 from analysis.core.errors import StudyError
 from analysis.findings import check_parts, checks, metrics
-from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
+from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
 from analysis.findings.rules import (
@@ -74,17 +74,6 @@ def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tup
 
 
 @dataclass(frozen=True)
-class Simulation:
-    """How a calibration table simulates: ``reps`` runs, ``n_resamples`` bootstrap resamples each,
-    from ``seed``, intervals at ``level``."""
-
-    reps: int = 1000
-    n_resamples: int = 400
-    seed: int = 0
-    level: float = LEVEL
-
-
-@dataclass(frozen=True)
 class Design:
     """One simulated design: instructions per dataset, per-sample noise (log scale) of the fast
     and the slow condition per dataset, the spread of the instructions' own levels, and the
@@ -114,7 +103,7 @@ def study_designs(n: int = 5) -> dict[str, Design]:
 # --------------------------------------------------------------------------- one simulated run
 
 
-def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, design: Design, effect: float):
+def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, *, design: Design, effect: float):
     """Per-instruction mean logs of the fast and the slow condition (true difference ``effect``),
     the instructions' spread and the noise's skewness those of ``design``."""
     level = rng.normal(0.0, design.instruction_sd, n)
@@ -126,7 +115,7 @@ def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estim
     """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
     per_dataset = []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
-        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design, effect)
+        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design=design, effect=effect)
         weights = resample_counts(n, n_resamples, rng)
         (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
         (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
@@ -139,7 +128,7 @@ def _true_curve(layers: np.ndarray, wiggle: float) -> np.ndarray:
 
 
 def _rough_estimates(
-    rng, design: Design, wiggle_fast: float, wiggle_slow: float, n_resamples: int
+    rng, design: Design, wiggle_fast: float, wiggle_slow: float, *, n_resamples: int
 ) -> tuple[Estimate, Estimate]:
     """Pooled roughness difference (fast - slow), noise-corrected, and the paper's log MAD ratio
     of the mean curves, for log curves with true step sizes set by the two wiggles."""
@@ -169,7 +158,7 @@ def _rough_estimates(
 SHARE_WIGGLES = (0.2, 0.1)
 
 
-def _roughness_pair(rng, design: Design, n: int, sds: tuple[float, float], n_resamples: int, stratum: str):
+def _roughness_pair(rng, design: Design, n: int, sds: tuple[float, float], *, n_resamples: int, stratum: str):
     """Noise-corrected roughness of a shorter, noisier and a longer, quieter response's log curves
     (true wiggles ``SHARE_WIGGLES``, noise sds ``sds``), on the same ``n`` instructions."""
     layers = np.arange(N_LAYERS)
@@ -189,10 +178,10 @@ def _share_part(rng, design: Design, n_resamples: int) -> Part:
     """F5's share contrast (``check_parts.share_contrast``) with both shares truly a quarter: Wiki
     one dataset like the design's first, the reasoning curves pooled over the design's datasets."""
     short, long = _roughness_pair(
-        rng, design, design.counts[0], (design.fast_sd[0], design.slow_sd[0]), n_resamples, "wiki"
+        rng, design, design.counts[0], (design.fast_sd[0], design.slow_sd[0]), n_resamples=n_resamples, stratum="wiki"
     )
     reasoning = [
-        _roughness_pair(rng, design, n, (fast_sd, slow_sd), n_resamples, f"d{h}")
+        _roughness_pair(rng, design, n, (fast_sd, slow_sd), n_resamples=n_resamples, stratum=f"d{h}")
         for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd))
     ]
     simplified, detailed = pooled([a for a, _ in reasoning]), pooled([b for _, b in reasoning])
@@ -227,7 +216,7 @@ def _rate(hits: int, reps: int) -> float:
     return hits / reps
 
 
-def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+def false_holds(check: str, design: Design, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
     """Share of "holds" when the claim is false at its boundary, for the rule of ``check``:
 
     - ``gap``: "fast > slow" with no true difference;
@@ -246,7 +235,7 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
     hits = 0
     for rep in range(reps):
         if check in gap_calibration.RULES:  # A1 and G1 (``gap_calibration``)
-            hits += gap_calibration.holds(check, rng, design, n_resamples, rep)
+            hits += gap_calibration.holds(check, rng, design, n_resamples, repetition=rep)
             continue
         if check == "gap":
             part = Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0)
@@ -254,11 +243,13 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
             part = ratio_sizes.same_part(rng, design, SAME_MARGIN, n_resamples)
         elif check == "not better":
             separating = ratio_sizes.SEPARATING
-            part = ratio_sizes.not_better_part(rng, design, separating + SAME_MARGIN, separating, n_resamples)
+            part = ratio_sizes.not_better_part(
+                rng, design, separating + SAME_MARGIN, separating, n_resamples=n_resamples
+            )
         elif check == "share":
             part = _share_part(rng, design, n_resamples)
         elif check in ("roughness", "paper MAD"):
-            corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples)
+            corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
             part = Part(check, corrected if check == "roughness" else paper, "above", 0.0)
         elif check == "old same":
             part = Part(check, _old_abs_rd(rng, design, n_resamples), "below", 0.1)
@@ -268,7 +259,7 @@ def false_holds(check: str, design: Design, reps: int = 1000, n_resamples: int =
     return _rate(hits, reps)
 
 
-def false_fails(check: str, design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+def false_fails(check: str, design: Design, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
     """Share of "does not hold" when the claim is true: ``gap`` with a true log difference of 0.2,
     ``same`` with equal curves, ``not better`` with separations of equal size, ``roughness``
     with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
@@ -281,9 +272,9 @@ def false_fails(check: str, design: Design, reps: int = 1000, n_resamples: int =
             part = ratio_sizes.same_part(rng, design, 0.0, n_resamples)
         elif check == "not better":
             separating = ratio_sizes.SEPARATING
-            part = ratio_sizes.not_better_part(rng, design, separating, separating, n_resamples)
+            part = ratio_sizes.not_better_part(rng, design, separating, separating, n_resamples=n_resamples)
         elif check == "roughness":
-            part = Part(check, _rough_estimates(rng, design, 0.2, 0.1, n_resamples)[0], "above", 0.0)
+            part = Part(check, _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0], "above", 0.0)
         else:
             raise ValueError(f"unknown check {check!r}")
         hits += decide([part]) == FAILS

@@ -41,7 +41,7 @@ def _averaging_estimate(rng, design, n_resamples: int) -> Estimate:
             log_tokens = np.log(np.maximum(1.0, np.round(TOKENS[setting] * np.exp(rng.normal(0, TOKEN_SD, n)))))
             log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, N_LAYERS))
             values.append(averaging.token_terms(log_f, None, log_tokens)[averaging.REST].mean(axis=1))
-        per_dataset.append(averaging.paired_contrast(values[0], weights, values[1], weights, f"d{h}"))
+        per_dataset.append(averaging.paired_contrast(values[0], weights, values[1], weights, dataset=f"d{h}"))
     return pooled(per_dataset)
 
 
@@ -73,7 +73,7 @@ def _loss_only_parts(rng, design, n_resamples: int, curve_noise: float) -> list[
     return parts
 
 
-def holds(rule: str, rng, design, n_resamples: int, repetition: int = 0) -> bool:
+def holds(rule: str, rng, design, n_resamples: int, *, repetition: int = 0) -> bool:
     """Whether one simulated run of ``rule``, its claim false, says "holds"."""
     if rule == "averaging":
         return decide([Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0)]) == HOLDS

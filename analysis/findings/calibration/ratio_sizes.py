@@ -52,6 +52,7 @@ def mean_squares(
     design: Design,
     sizes: tuple[float, ...],
     shapes: tuple[np.ndarray, ...],
+    *,
     sds: tuple[float, ...],
     n_resamples: int,
 ) -> list[list[Estimate]]:
@@ -69,18 +70,20 @@ def mean_squares(
     return out
 
 
-def same_part(rng: np.random.Generator, design: Design, size: float, n_resamples: int, shape=CANCELLING) -> Part:
+def same_part(rng: np.random.Generator, design: Design, size: float, n_resamples: int, *, shape=CANCELLING) -> Part:
     """F3's None-CoT part on simulated noisy None-CoT responses whose true per-layer ratio has a
     root-mean-square ``size`` over layers (``shape``)."""
-    per_dataset = mean_squares(rng, design, (size,), (shape,), design.fast_sd, n_resamples)
+    per_dataset = mean_squares(rng, design, (size,), (shape,), sds=design.fast_sd, n_resamples=n_resamples)
     return Part("same", pooled([row[0] for row in per_dataset]), "below", SAME_MARGIN**2)
 
 
 def not_better_part(
-    rng: np.random.Generator, design: Design, instruct: float, base: float, n_resamples: int, shape=CONSTANT
+    rng: np.random.Generator, design: Design, instruct: float, base: float, *, n_resamples: int, shape=CONSTANT
 ) -> Part:
     """F4's part on simulated Detailed-CoT responses of an instruct and a base model whose true
     per-layer ratios have sizes ``instruct`` and ``base``: the instruct size's excess over the
     base's plus the margin (``quantities.size_excess``), per dataset, pooled, below 0."""
-    per_dataset = mean_squares(rng, design, (instruct, base), (shape, shape), design.slow_sd, n_resamples)
+    per_dataset = mean_squares(
+        rng, design, (instruct, base), (shape, shape), sds=design.slow_sd, n_resamples=n_resamples
+    )
     return Part("not better", pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]), "below", 0.0)

@@ -34,13 +34,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from analysis.findings.bootstrap import Estimate, pooled, resample_counts
-from analysis.findings.calibration.designs import N_LAYERS, Simulation, _true_curve, true_roughness
+from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
+from analysis.findings.calibration.designs import N_LAYERS, _true_curve, true_roughness
 from analysis.findings.quantities import corrected_roughness, mean_curve_roughness
 from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
 
@@ -241,15 +240,17 @@ def miss_table(
     n: int = 5,
     names: tuple[str, ...] | None = None,
     intervals: tuple[str, ...] = INTERVALS,
-    **simulation: Any,
+    *,
+    reps: int = 2000,
+    n_resamples: int = 400,
+    seed: int = 0,
+    level: float = LEVEL,
 ) -> pd.DataFrame:
     """One row per scenario and interval: how often the 95% interval lies wholly above the truth
     ("miss below": a false "holds" for a claim that the quantity exceeds its true value) and wholly
     below it, each with its Monte Carlo standard error, and whether both are within the promised
-    2.5% (allowing two standard errors). The other keyword arguments are ``Simulation``'s (here
-    ``reps`` 2000 unless given)."""
-    chosen = Simulation(**{"reps": 2000, **simulation})
-    reps, n_resamples, seed, level = chosen.reps, chosen.n_resamples, chosen.seed, chosen.level
+    2.5% (allowing two standard errors): ``reps`` simulated runs of ``n_resamples`` bootstrap
+    resamples, from ``seed``, intervals at ``level``."""
     rows = []
     for i, (name, scenario) in enumerate(scenarios(n).items()):
         if names is not None and name not in names:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,7 +24,6 @@ from analysis.findings.calibration import ratio_sizes, training_calibration
 from analysis.findings.calibration.designs import (
     FAILS_RULES,
     Design,
-    Simulation,
     _gap_estimate,
     _rate,
     _rough_estimates,
@@ -43,23 +41,27 @@ def false_holds_table(
     rules: Sequence[str] | None = None,
     training: training_calibration.TrainingDesign | None = None,
     registry: checks.Registry = checks.REGISTRY,
-    **simulation: Any,
+    *,
+    reps: int = 1000,
+    n_resamples: int = 400,
+    seed: int = 0,
 ) -> pd.DataFrame:
     """``false_holds`` of every rule that a check of the registry names (``checks_by_rule``; or of
     ``rules``) in every design of ``study_designs(n)`` (nominal: 2.5%), and ``false_fails`` of the
     book's rules (nominal: at most 2.5%), with the checks each rule stands for. The rules of the
     training checks are simulated in ``training`` (default: ``n`` probes, five seeds, eight layers).
-    The other keyword arguments are ``Simulation``'s (``level`` unused)."""
-    chosen = Simulation(**simulation)
-    reps, n_resamples, seed = chosen.reps, chosen.n_resamples, chosen.seed
+    Each rule in each design: ``reps`` simulated runs of ``n_resamples`` bootstrap resamples, from
+    ``seed``."""
     by_rule = checks_by_rule(registry)
     rules = rules or tuple(by_rule)
     rows = []
     for i, (name, design) in enumerate(study_designs(n).items()):
         for j, rule in enumerate(r for r in rules if r not in training_calibration.RULES):
-            rate = false_holds(rule, design, reps, n_resamples, seed + 100 * i + j)
+            rate = false_holds(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 100 * i + j)
             wrong_fails = (
-                false_fails(rule, design, reps, n_resamples, seed + 100 * i + j + 50) if rule in FAILS_RULES else None
+                false_fails(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 100 * i + j + 50)
+                if rule in FAILS_RULES
+                else None
             )
             rows.append(
                 {
@@ -72,13 +74,12 @@ def false_holds_table(
                     "does not hold when true": math.nan if wrong_fails is None else wrong_fails,
                 }
             )
-    rows += _training_rows(rules, by_rule, n, chosen, training)
+    rows += _training_rows(rules, by_rule, n, design=training, reps=reps, n_resamples=n_resamples, seed=seed)
     return pd.DataFrame(rows)
 
 
-def _training_rows(rules, by_rule, n, simulation: Simulation, design) -> list[dict]:
+def _training_rows(rules, by_rule, n, *, design, reps: int, n_resamples: int, seed: int) -> list[dict]:
     """The rows of the training rules among ``rules``, from one set of simulations they share."""
-    reps, n_resamples, seed = simulation.reps, simulation.n_resamples, simulation.seed
     simulated = [r for r in rules if r in training_calibration.RULES]
     if not simulated:
         return []
@@ -116,7 +117,7 @@ def _coverage_row(name: str, design: Design, values: Sequence[tuple[Estimate, fl
 
 
 def coverage_table(
-    n: int = 5, reps: int = 1000, n_resamples: int = 400, seed: int = 0, level: float = LEVEL
+    *, n: int = 5, reps: int = 1000, n_resamples: int = 400, seed: int = 0, level: float = LEVEL
 ) -> pd.DataFrame:
     """Coverage of the 95% intervals of the gap (true 0.2) and of the roughness difference (true
     curves of different wiggle) in every design of ``study_designs(n)``, with the share of runs
@@ -127,7 +128,7 @@ def coverage_table(
         rng = np.random.default_rng([seed, i])
         gaps = [(_gap_estimate(rng, design, 0.2, n_resamples), 0.2) for _ in range(reps)]
         rows.append(_coverage_row(f"gap ({name})", design, gaps, level))
-        rough = [(_rough_estimates(rng, design, 0.2, 0.1, n_resamples)[0], truth) for _ in range(reps)]
+        rough = [(_rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0], truth) for _ in range(reps)]
         rows.append(_coverage_row(f"roughness difference ({name})", design, rough, level))
     return pd.DataFrame(rows)
 
@@ -136,6 +137,7 @@ def coverage_table(
 
 
 def skew_table(
+    *,
     ns: Sequence[int] = (5, 20),
     sigmas: Sequence[float] = (0.3, 1.0),
     reps: int = 1000,
@@ -194,14 +196,17 @@ def share_table(
     ns: Sequence[int] = (10, 20),
     shares: Sequence[float] = (0.8, 0.95),
     per_instruction: int = 3,
-    **simulation: Any,
+    *,
+    reps: int = 1000,
+    n_resamples: int = 400,
+    seed: int = 0,
+    level: float = LEVEL,
 ) -> pd.DataFrame:
     """Coverage of an accuracy's interval (``per_instruction`` samples per instruction, resampled
     by instruction, instructions' own accuracy varying around ``share``): the Wilson interval the
     book uses and the plain t interval, with how often the t interval leaves [0, 1] and how often
-    an interval is [1, 1]. The other keyword arguments are ``Simulation``'s."""
-    chosen = Simulation(**simulation)
-    reps, n_resamples, seed, level = chosen.reps, chosen.n_resamples, chosen.seed, chosen.level
+    an interval is [1, 1]: ``reps`` simulated runs of ``n_resamples`` bootstrap resamples, from
+    ``seed``, intervals at ``level``."""
     rows = []
     for n in ns:
         for share in shares:
@@ -237,7 +242,7 @@ def share_table(
 # --------------------------------------------------------------------------- power
 
 
-def power(design: Design, effect: float, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
+def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
     """Share of "holds" for "fast > slow" (the ``gap`` rule) at a true log difference ``effect``."""
     rng = np.random.default_rng(seed)
     hits = sum(
@@ -274,6 +279,7 @@ def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_
 
 
 def power_table(
+    *,
     effects: Sequence[float] = (0.1, 0.2, 0.4),
     n: int = 5,
     reps: int = 1000,
@@ -297,7 +303,7 @@ def power_table(
                     "holds": (
                         equivalence_power(design, reps, n_resamples, seed + 10 * i + j)
                         if effect is None
-                        else power(design, effect, reps, n_resamples, seed + 10 * i + j)
+                        else power(design, effect, reps=reps, n_resamples=n_resamples, seed=seed + 10 * i + j)
                     ),
                     "n for 80%": planned_instructions(design, effect, seed + 10 * i + j),
                 }

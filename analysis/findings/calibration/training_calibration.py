@@ -90,6 +90,7 @@ class Effects:
     cut_arm: tuple[float, float] = (0.0, 0.0)
 
 
+NO_EFFECT = Effects()  # no effect but a step-0 gap of 0.5
 NULL = Effects(gap_change=-T3_MARGIN)  # every claim false: T3 at its boundary, T1 and T2 with no effect
 # The null scenarios, each with every claim false; all but the last are the design of the runs (each
 # seed draws its own training set), the last the design before it (the rules' rate there is shown,
@@ -176,7 +177,9 @@ def _broadcast(values: np.ndarray, seeds: int) -> np.ndarray:
 
 
 def resampling_of(design: TrainingDesign, n_resamples: int, seed: int) -> TrainingResampling:
-    return TrainingResampling.of("sim", np.arange(design.n), np.arange(design.seeds), n_resamples, seed)
+    return TrainingResampling.of(
+        "sim", np.arange(design.n), np.arange(design.seeds), n_resamples=n_resamples, seed=seed
+    )
 
 
 def simulated_verdicts(runs: SimulatedRuns, resampling: TrainingResampling) -> dict[str, str]:
@@ -229,11 +232,11 @@ def false_holds(
 
 
 def simulated_tables(
-    rng: np.random.Generator, n: int, seeds: int, layers: int, **effects
+    rng: np.random.Generator, n: int, seeds: int, layers: int, *, effects: Effects = NO_EFFECT
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(probe rows, weight change rows) of the three arms at steps 0 and ``STEP``, simulated by
-    ``simulate`` with ``Effects(**effects)`` (default: no effect but a step-0 gap of 0.5)."""
-    runs = simulate(rng, TrainingDesign(n, seeds, layers), Effects(**{"gap_change": 0.0, **effects}))
+    ``simulate`` with ``effects`` (default: no effect but a step-0 gap of 0.5)."""
+    runs = simulate(rng, TrainingDesign(n, seeds, layers), effects)
     probes, change = [], []
     index = pd.MultiIndex.from_product(
         [range(seeds), range(n), range(layers), PROJECTIONS], names=["seed", "sample_index", "layer", "proj"]
@@ -258,12 +261,12 @@ def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str,
     """The verdict of each rule on simulated tables, through the chapter's table functions (the
     None arm for the rules per arm)."""
     resampling = TrainingResampling.of(
-        "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples, seed
+        "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples=n_resamples, seed=seed
     )
     t2 = t2_parts(change, resampling, STEP)
     t3 = t3_parts(probes, resampling, "none", STEP)
     return {
-        "rank correlation": decide(t1_parts(probes, change, resampling, "none", STEP)),
+        "rank correlation": decide(t1_parts(probes, change, resampling, "none", step=STEP)),
         "arm change": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
         "probe gap": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
