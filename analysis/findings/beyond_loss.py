@@ -136,7 +136,7 @@ def _difference(a: Estimate, b: Estimate) -> Estimate:
     return Estimate(a.value - b.value, a.draws - b.draws, a.strata)
 
 
-def setting_parts(cd: CurveDraws, dataset: str, setting: str, decides: bool, excluded=()) -> list[Part] | None:
+def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, excluded=()) -> list[Part] | None:
     """G1's parts of one setting (``group`` its label): the AUROC of the curves less that of the
     loss, and less that of the loss and length (where the store has the token counts), above 0;
     beside them the curves and loss less the loss, and each AUROC."""
