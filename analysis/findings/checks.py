@@ -298,8 +298,14 @@ def run_checks(
     inputs are those of :class:`scopes.Inputs` (identical pairs, reference curves, model pairs,
     declared pairs, and ``extra``, what the checks of other scopes read, e.g. training runs; None:
     none)."""
-    inputs = {"identical": identical, "reference": reference, "pairs": pairs, "declared": declared, "extra": extra}
-    given = Inputs(draws, **{name: value for name, value in inputs.items() if value is not None})
+    given = Inputs(
+        draws,
+        identical=identical or {},
+        reference=reference or {},
+        pairs=pairs or {},
+        declared=declared,
+        extra=extra or {},
+    )
     out: list[Finding] = []
     for check in selected(checks, registry):
         out += check.run(given)
