@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -17,3 +19,8 @@ def fmt_interval(estimate: float, low: float, high: float) -> str:
     if not (np.isfinite(low) and np.isfinite(high)):
         return fmt(estimate)
     return f"{fmt(estimate)} [{fmt(low)}, {fmt(high)}]"
+
+
+def times(log_ratio: float) -> float:
+    """A log ratio as the ratio a reader reads ("x" parts): its exponential."""
+    return math.exp(log_ratio)

@@ -21,12 +21,12 @@ the book's one resampling of the instructions (``bootstrap``), paired like F1's 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.core import vocabulary
+from analysis.core.formatting import times
 from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
 from analysis.findings.rules import Part
@@ -160,10 +160,6 @@ def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarr
     return {t: first.terms[t].mean(axis=0) - second.terms[t].mean(axis=0) for t in shared}
 
 
-def _times(x: float) -> float:
-    return math.exp(x)
-
-
 def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     """A1: None over Detailed CoT of sqrt(R) x Frobenius norm (token size and alignment, mean log)
     > 1; beside it the Frobenius gap, what averaging alone predicts, the same for the nuclear norm
@@ -183,9 +179,9 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         (TOKEN_SIZE_PART, TOKEN_SIZE),  # where the token energy is stored
         (ALIGNMENT_PART, ALIGNMENT),
     )
-    parts = [Part(A1_PART, gap(REST), "above", 0.0, _times)]
+    parts = [Part(A1_PART, gap(REST), "above", 0.0, times)]
     estimates = {name: gap(term) for name, term in shown}
-    return parts + [Part(n, e, "above", 0.0, _times, decides=False) for n, e in estimates.items() if e is not None]
+    return parts + [Part(n, e, "above", 0.0, times, decides=False) for n, e in estimates.items() if e is not None]
 
 
 TOKENS_UNKNOWN = "token counts unknown"  # how the reason of a cell without R begins
