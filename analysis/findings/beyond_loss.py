@@ -22,7 +22,7 @@ import numpy as np
 
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate
-from analysis.findings.questions import weighted_auroc
+from analysis.findings.classifier import weighted_auroc
 from analysis.findings.rules import Part
 
 LOSS, TOKENS, NUCLEAR = "loss", "n_response_tokens", "nuclear_norm"

@@ -1,6 +1,6 @@
 """Questions beyond the paper as a page shows them: one sample's separability, response length,
-effective rank. The numbers and verdicts come from ``analysis.findings.questions`` and
-``analysis.findings.length``."""
+effective rank. The numbers and verdicts come from ``analysis.findings.separability``,
+``analysis.findings.effective_rank`` and ``analysis.findings.length``."""
 
 from __future__ import annotations
 
