@@ -99,12 +99,8 @@ def separability(  # noqa: PLR0913 (keyword-only options)
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
     ``level``: the interval's level.
     """
-    rows = df[
-        (df["model"] == model)
-        & (df["dataset"] == dataset)
-        & (df["setting"] == setting)
-        & ~df["sample_index"].isin(list(excluded))
-    ]
+    chosen = (df["model"] == model) & (df["dataset"] == dataset) & (df["setting"] == setting)
+    rows = df[chosen & ~df["sample_index"].isin(list(excluded))]
     out = _no_separability(model, dataset, setting, stat)
     if rows.empty:
         return {**out, "reason": "no rows for this model, dataset and setting"}
@@ -130,10 +126,8 @@ def separability(  # noqa: PLR0913 (keyword-only options)
         folds = _out_of_fold_scores(x, y, groups, n_folds, seed)
     if folds is None:
         return {**out, "reason": "a training fold holds one response type only"}
-    return {
-        **out,
-        **_out_of_fold_aurocs(folds, names, y, groups, dataset, n_resamples=n_resamples, seed=seed, level=level),
-    }
+    out.update(_out_of_fold_aurocs(folds, names, y, groups, dataset, n_resamples=n_resamples, seed=seed, level=level))
+    return out
 
 
 def _no_separability(model: str, dataset: str, setting: str, stat: str) -> dict:
