@@ -30,6 +30,3 @@ population_text
 
 # Writes simulated training runs as the store's rows, for the training rules' end-to-end tests.
 simulated_tables
-
-# findings.questions.paired_test: unused, removed when that module is split; drop this line then.
-paired_test

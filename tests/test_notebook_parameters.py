@@ -3,12 +3,14 @@ from pathlib import Path
 import pytest
 
 from analysis import profiles, runlog
+from analysis.core.settings import MAX_LENGTH
 from analysis.report.notebook_parameters import (
     ParameterError,
     given_parameters,
     names_defined,
     optional_path,
     validate,
+    validate_data,
 )
 
 
@@ -96,3 +98,19 @@ def test_given_parameters_are_the_names_defined_after_the_mark():
     before = names_defined(namespace)
     namespace.update(names_before_parameters=before, profile="quick", n_sample=3, _5=None)
     assert given_parameters(namespace, before) == {"profile": "quick", "n_sample": 3}
+
+
+def test_every_page_takes_the_names_and_defaults_of_its_parameters_cell(tmp_path):
+    training = validate("during_training", {"results_dir": tmp_path})
+    assert training.profile.name == "training" and training.results_dir == tmp_path
+    with pytest.raises(ParameterError, match="notebook parameter models: during_training has no such parameter"):
+        validate("during_training", {"models": ["gemma-3-270m"]})
+    with pytest.raises(ParameterError, match="notebook parameter profile: expected a profile name"):
+        validate("during_training", {"profile": 3})
+    mine = validate_data({"data_files": "a.json"})
+    assert mine.data_files == ("a.json",) and mine.n_samples == 20 and mine.max_length == MAX_LENGTH
+    assert mine.template == "instruct" and mine.results_dir == Path("results/your_data")
+    with pytest.raises(ParameterError, match="notebook parameter profile: your_data has no such parameter"):
+        validate_data({"data_files": "a.json", "profile": "cpu"})
+    with pytest.raises(ParameterError, match="unknown notebook 'your_data'"):
+        validate("your_data")

@@ -27,8 +27,10 @@ from synthetic import (
 
 from analysis import data, profiles, runlog
 from analysis.core import vocabulary
-from analysis.findings import metrics, questions
+from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.effective_rank import effective_rank_table
+from analysis.findings.separability import separability_table
 from analysis.report import beyond, figures, provenance, sections, tables, verdicts
 from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
@@ -185,7 +187,7 @@ def test_verdict_matrix_has_a_panel_per_model(paper_draws):
 
 
 def test_separability_per_dataset_and_pooled(paper_rows):
-    table = questions.separability_table(paper_rows, n_resamples=100)
+    table = separability_table(paper_rows, n_resamples=100)
     detailed = table[table["setting"] == "detailed"]
     assert set(detailed["scope"]) == {"aqua", "gsm8k", "math_reasoning"}
     assert (detailed["verdict"] == "separable").all()
@@ -195,13 +197,13 @@ def test_separability_per_dataset_and_pooled(paper_rows):
         beyond.separability_paragraph(table).count("in 1 of 3 (family, setting) cases: math reasoning Detailed CoT")
         == 2
     )
-    left_out = questions.separability_table(paper_rows, {"aqua": frozenset({0, 1, 2})}, n_resamples=50)
+    left_out = separability_table(paper_rows, {"aqua": frozenset({0, 1, 2})}, n_resamples=50)
     none = left_out[(left_out["scope"] == "aqua") & (left_out["setting"] == "none")]
     assert (none["n_samples"] == 9).all() and (none["n_excluded"] == 3).all()
 
 
 def test_effective_rank_and_length_regression_paragraphs(paper_rows, paper_draws):
-    ranks = questions.effective_rank_table(paper_draws)
+    ranks = effective_rank_table(paper_draws)
     assert {"aqua", "math_reasoning", "wiki"} <= set(ranks["scope"])
     assert "Mean effective rank, fastest minus slowest setting" in beyond.effective_rank_paragraph(ranks)
     regression = beyond.length_regression_table(paper_rows)

@@ -13,7 +13,7 @@ from analysis import data
 from analysis.core import registry
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner
-from analysis.report.notebook_parameters import ParameterError
+from analysis.report.notebook_parameters import DataParameters, ParameterError, validate_data
 from analysis.store import ResultsStore, read_results
 
 # --------------------------------------------------------------------------- input formats
@@ -320,13 +320,13 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
 
     result, files, _ = tiny_profile
     page = your_data.YourData.open(
-        your_data.Request(
-            [str(f) for f in files],
+        DataParameters(
+            tuple(str(f) for f in files),
             str(tiny_model_dir("llama")),
             "base",
             5,
             result.results_dir,
-            [c for c in your_data.profiles.reference_conditions(("aqua",))],
+            tuple(your_data.profiles.reference_conditions(("aqua",))),
             seed=7,
             n_resamples=200,
         )
@@ -469,8 +469,6 @@ def test_extract_command_keeps_spectra_on_request(tiny_model_dir, study_data_dir
     ],
 )
 def test_page_parameters_are_checked(change, message):
-    from analysis.report import your_data
-
     good = {
         "data_files": ["a.json"],
         "n_samples": 20,
@@ -479,9 +477,9 @@ def test_page_parameters_are_checked(change, message):
         "seed": 0,
         "n_resamples": 1000,
     }
-    your_data.check_parameters(**good)
+    assert validate_data(good).data_files == ("a.json",)
     with pytest.raises(ParameterError, match=message):
-        your_data.check_parameters(**{**good, **change})
+        validate_data({**good, **change})
 
 
 def test_a_misspelt_parameter_of_the_your_data_page_is_named():

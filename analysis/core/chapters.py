@@ -107,6 +107,27 @@ def notebook_source(name: str, root: Path = PROJECT_ROOT) -> Path:
 
 def parameters_of(name: str, root: Path = PROJECT_ROOT) -> tuple[str, ...]:
     """The names a chapter's notebook assigns in its ``parameters`` cell, in order."""
+    names = []
+    for node in _parameters_cell(name, root):
+        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
+        names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
+    return tuple(names)
+
+
+def parameter_defaults(name: str, root: Path = PROJECT_ROOT) -> dict:
+    """The values a chapter's ``parameters`` cell gives its parameters (those written as literals)."""
+    defaults = {}
+    for node in _parameters_cell(name, root):
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                defaults[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return defaults
+
+
+def _parameters_cell(name: str, root: Path) -> list[ast.stmt]:
+    """The statements of a chapter notebook's ``parameters`` cell."""
     path = notebook_source(name, root)
     try:
         text = path.read_text()
@@ -117,8 +138,4 @@ def parameters_of(name: str, root: Path = PROJECT_ROOT) -> tuple[str, ...]:
         raise ChapterError(f"{path}: no cell tagged parameters")
     following = _CELL.search(text, start.end())
     cell = text[start.end() : following.start() if following else len(text)]
-    names = []
-    for node in ast.parse(cell).body:
-        targets = node.targets if isinstance(node, ast.Assign) else [getattr(node, "target", None)]
-        names += [t.id for t in targets if isinstance(t, ast.Name) and t.id not in names]
-    return tuple(names)
+    return ast.parse(cell).body

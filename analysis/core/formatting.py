@@ -1,8 +1,13 @@
-"""How numbers are written in the book: three significant digits, intervals in brackets."""
+"""How numbers are written in the book: three significant digits, intervals in brackets, ratios
+from their logs, one paragraph per model."""
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+
 import numpy as np
+import pandas as pd
 
 
 def fmt(value: float | None) -> str:
@@ -17,3 +22,25 @@ def fmt_interval(estimate: float, low: float, high: float) -> str:
     if not (np.isfinite(low) and np.isfinite(high)):
         return fmt(estimate)
     return f"{fmt(estimate)} [{fmt(low)}, {fmt(high)}]"
+
+
+def times(log_ratio: float) -> float:
+    """A log ratio as the ratio a reader reads ("x" parts): its exponential."""
+    return math.exp(log_ratio)
+
+
+def per_model(
+    table: pd.DataFrame,
+    say: Callable[[str, pd.DataFrame], str],
+    *,
+    empty: str = "",
+    before: str = "",
+    after: str = "",
+) -> str:
+    """Markdown, one paragraph per model of ``table`` (its ``model`` column, in the table's order):
+    "**<model>.** " and what ``say`` writes of the model's rows; ``empty`` where the table has no
+    row. ``before`` and ``after``: a paragraph before and after the models' (none where empty)."""
+    if table.empty:
+        return empty
+    lines = [f"**{model}.** {say(model, rows)}" for model, rows in table.groupby("model", sort=False)]
+    return "\n\n".join([*([before] if before else []), *lines, *([after] if after else [])])

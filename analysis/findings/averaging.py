@@ -21,15 +21,15 @@ the book's one resampling of the instructions (``bootstrap``), paired like F1's 
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.core import vocabulary
+from analysis.core.formatting import times
 from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
-from analysis.findings.rules import Part
+from analysis.findings.rules import Part, Role
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
 # the statistics A1 and its chapter read beyond the nuclear norm (A1 decides on the first two; the
@@ -160,10 +160,6 @@ def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarr
     return {t: first.terms[t].mean(axis=0) - second.terms[t].mean(axis=0) for t in shared}
 
 
-def _times(x: float) -> float:
-    return math.exp(x)
-
-
 def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     """A1: None over Detailed CoT of sqrt(R) x Frobenius norm (token size and alignment, mean log)
     > 1; beside it the Frobenius gap, what averaging alone predicts, the same for the nuclear norm
@@ -176,16 +172,16 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         return term_contrast(cd, dataset, none, detailed, term=term)
 
     shown = (
-        ("None / Detailed Frobenius norm x", LOG_FROBENIUS),
-        ("averaging alone: sqrt(R_Detailed / R_None) x", AVERAGING),
-        ("None / Detailed of sqrt(R) x nuclear norm x", SCALED_NUCLEAR),
-        ("shape: None / Detailed of nuclear / Frobenius norm x", SHAPE),
-        (TOKEN_SIZE_PART, TOKEN_SIZE),  # where the token energy is stored
-        (ALIGNMENT_PART, ALIGNMENT),
+        ("None / Detailed Frobenius norm x", LOG_FROBENIUS, Role.FROBENIUS_GAP),
+        ("averaging alone: sqrt(R_Detailed / R_None) x", AVERAGING, Role.AVERAGING),
+        ("None / Detailed of sqrt(R) x nuclear norm x", SCALED_NUCLEAR, None),
+        ("shape: None / Detailed of nuclear / Frobenius norm x", SHAPE, None),
+        (TOKEN_SIZE_PART, TOKEN_SIZE, Role.TOKEN_SIZE),  # where the token energy is stored
+        (ALIGNMENT_PART, ALIGNMENT, Role.ALIGNMENT),
     )
-    parts = [Part(A1_PART, gap(REST), "above", 0.0, _times)]
-    estimates = {name: gap(term) for name, term in shown}
-    return parts + [Part(n, e, "above", 0.0, _times, decides=False) for n, e in estimates.items() if e is not None]
+    parts = [Part(A1_PART, gap(REST), "above", 0.0, times, role=Role.BEYOND_AVERAGING)]
+    beside = [(name, gap(term), role) for name, term, role in shown]
+    return parts + [Part(n, e, "above", 0.0, times, decides=False, role=role) for n, e, role in beside if e is not None]
 
 
 TOKENS_UNKNOWN = "token counts unknown"  # how the reason of a cell without R begins

@@ -22,8 +22,8 @@ import numpy as np
 
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate
-from analysis.findings.questions import weighted_auroc
-from analysis.findings.rules import Part
+from analysis.findings.classifier import weighted_auroc
+from analysis.findings.rules import Part, Role
 
 LOSS, TOKENS, NUCLEAR = "loss", "n_response_tokens", "nuclear_norm"
 READS = (LOSS, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves
@@ -33,6 +33,8 @@ FOLD_SEED = 0
 
 CURVES, LOSS_ONLY, LOSS_AND_LENGTH, BOTH = "curves", "loss", "loss and length", "curves and loss"
 DECIDING = ("curves - loss", "curves - loss and length")
+# the roles of the deciding setting's AUROCs, by which the page finds them
+AUROC_ROLES = {LOSS_ONLY: Role.AUROC_LOSS, CURVES: Role.AUROC_CURVES, BOTH: Role.AUROC_CURVES_AND_LOSS}
 
 
 def _samples(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -153,7 +155,8 @@ def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, 
     added = _difference(estimates[BOTH], estimates[LOSS_ONLY])
     parts.append(Part("curves and loss - loss", added, "above", 0.0, group=group, decides=False))
     for name, estimate in estimates.items():
-        parts.append(Part(f"AUROC {name}", estimate, "above", 0.5, group=group, decides=False))
+        role = AUROC_ROLES.get(name) if decides else None
+        parts.append(Part(f"AUROC {name}", estimate, "above", 0.5, group=group, decides=False, role=role))
     return parts
 
 

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from analysis.core import vocabulary
+from analysis.core.formatting import times
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, pooled
 from analysis.findings.quantities import (
     log_gap,
@@ -54,10 +55,6 @@ NONE_SAME = "None root-mean-square per-layer irrelevant / correct x"
 WIKI_SAME = "Wiki root-mean-square per-layer irrelevant / correct x"
 
 
-def _times(x: float) -> float:
-    return math.exp(x)
-
-
 def _rms_times(x: float) -> float:
     """A noise-corrected mean square of log ratios as the ratio a reader reads (exp of its root)."""
     return math.exp(math.sqrt(max(x, 0.0)))
@@ -80,8 +77,8 @@ def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     if any(v is None for v in gaps.values()):
         return None
     parts = [
-        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, _times),
-        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, _times),
+        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, times),
+        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, times),
     ]
     return parts + [
         beside(parts[0], mean_gap(cd, dataset, "none", "detailed")),
@@ -108,7 +105,7 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
             parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group=group, role=role))
         mean_role = Role.NONE_MEAN_CURVE_ROUGHNESS if none_pair else None
         shown = (
-            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), _times, None),
+            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), times, None),
             (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), float, mean_role),
         )
         parts += [
@@ -160,9 +157,9 @@ def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
     if detailed is None or none is None:
         return None
     parts = [
-        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, _times),
+        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, times),
         nearly_same(NONE_SAME, size),
-        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, _times, decides=False),
+        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, times, decides=False),
     ]
     return parts + [
         beside(parts[0], mean_rd(cd, dataset, "detailed")),
@@ -184,11 +181,11 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
         return None
     sizes = combine(np.subtract, *(root_mean_square(s) for s in squares))
     signed = Part(
-        "instruct / base of Detailed irrelevant / correct x", combine(np.subtract, a, b), "below", SAME_MARGIN, _times
+        "instruct / base of Detailed irrelevant / correct x", combine(np.subtract, a, b), "below", SAME_MARGIN, times
     )
     return [
         Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0),
-        Part("instruct / base of Detailed size x", sizes, "below", SAME_MARGIN, _times, decides=False),
+        Part("instruct / base of Detailed size x", sizes, "below", SAME_MARGIN, times, decides=False),
         replace(signed, decides=False),
         beside(signed, mean_rd_between(instruct, base, dataset)),
     ]
@@ -225,14 +222,14 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
     if main is None:
         return None
-    gap = Part(GAP_PART, main["gap"], "above", 0.0, _times, decides=False, role=Role.GAP)
+    gap = Part(GAP_PART, main["gap"], "above", 0.0, times, decides=False, role=Role.GAP)
     if claim == "content":
         name = "Simplified / Detailed cut to its length x"
-        effect = Part(name, main["content"], "above", 0.0, _times, role=Role.CONTENT)
+        effect = Part(name, main["content"], "above", 0.0, times, role=Role.CONTENT)
         paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
     else:
         name = "Detailed cut to Simplified length / Detailed x"
-        effect = Part(name, main["length"], "above", 0.0, _times, role=Role.LENGTH)
+        effect = Part(name, main["length"], "above", 0.0, times, role=Role.LENGTH)
         paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
     parts = with_share([gap, effect])
     parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
@@ -244,7 +241,7 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
                 second["content"],
                 "above",
                 0.0,
-                _times,
+                times,
                 group="second view",
                 decides=False,
             )
@@ -319,8 +316,8 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
         Part("Wiki 100 words roughness", short, "above", 0.0, decides=False),
         Part("reasoning Simplified CoT roughness", simplified, "above", 0.0, decides=False),
         nearly_same(WIKI_SAME, wiki_square),
-        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, _times, decides=False),
-        Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, _times, decides=False),
+        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, times, decides=False),
+        Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, times, decides=False),
     ]
 
 

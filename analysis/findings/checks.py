@@ -377,6 +377,8 @@ def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
                     "scope": f.scope,
                     "pooled": f.pooled,
                     "part": p.label,
+                    "group": p.group,
+                    "name": p.shown_name,
                     "value": shown[0],
                     "low": shown[1],
                     "high": shown[2],

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import pandas as pd
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedGroupKFold
-from sklearn.pipeline import Pipeline, make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.pipeline import Pipeline
 from threadpoolctl import threadpool_limits
 
 from analysis.core.errors import StudyError
 from analysis.findings import bootstrap
+from analysis.findings.classifier import classifier, out_of_fold_fits
 
 FEATURE_STAT = "nuclear_norm"
 SAMPLE_KEYS = ["model", "condition", "dataset", "setting", "responses", "sample_index"]
+MAX_ITER = 5000  # the logistic regression's iterations
 
 
 class PlacementError(StudyError, ValueError):
@@ -80,30 +78,23 @@ class Placement:
         return table
 
 
-def _classifier() -> Pipeline:
-    return make_pipeline(StandardScaler(), LogisticRegression(max_iter=5000))
-
-
-@dataclass(frozen=True)
-class Fitting:
-    """How ``train`` cross-validates: at most ``n_splits`` folds, the accuracy's ``n_resamples``, the ``seed``."""
-
-    n_splits: int = 5
-    n_resamples: int = 1000
-    seed: int = 0
-
-
 def train(
-    features: pd.DataFrame, labels: Sequence[str], groups: Sequence[str], classes: Sequence[str], **fitting: Any
+    features: pd.DataFrame,
+    labels: Sequence[str],
+    groups: Sequence[str],
+    classes: Sequence[str],
+    *,
+    n_splits: int = 5,
+    n_resamples: int = 1000,
+    seed: int = 0,
 ) -> Placement:
-    """Cross-validate and fit the classifier of ``labels`` on reference ``features``.
+    """Cross-validate and fit the classifier of ``labels`` on reference ``features`` (the shared
+    out-of-fold classifier, ``classifier.out_of_fold_fits``).
 
     ``groups`` names each sample's instruction (dataset and index): the folds never split one.
-    Folds: at most ``n_splits``, at most the instructions of the rarest class (keyword arguments:
-    ``Fitting``'s).
+    Folds: at most ``n_splits``, at most the instructions of the rarest class; ``n_resamples`` and
+    ``seed``: the accuracy's resampling (and the folds' seed).
     """
-    chosen = Fitting(**fitting)
-    n_splits, n_resamples, seed = chosen.n_splits, chosen.n_resamples, chosen.seed
     y, groups = np.asarray(labels), np.asarray(groups)
     present = [c for c in classes if (y == c).any()]
     if len(present) < 2:
@@ -114,17 +105,19 @@ def train(
     x = features.to_numpy(dtype=float)
     predicted = np.empty(y.size, dtype=object)
     probability = np.full((y.size, len(present)), np.nan)
-    folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
     with threadpool_limits(1):  # small fits: BLAS threads only contend on a busy machine
-        for fit_rows, test_rows in folds.split(x, y, groups):
-            model = _classifier().fit(x[fit_rows], y[fit_rows])
+        for model, _, test_rows in out_of_fold_fits(x, y, groups, n_folds=n_folds, seed=seed, max_iter=MAX_ITER):
+            if model is None:
+                raise PlacementError(
+                    "a training fold holds one setting only; the reference samples need more instructions"
+                )
             scores = model.predict_proba(x[test_rows])
             columns = [list(model.classes_).index(c) if c in model.classes_ else None for c in present]
             probability[test_rows] = np.column_stack(
                 [scores[:, j] if j is not None else np.zeros(len(test_rows)) for j in columns]
             )
             predicted[test_rows] = model.predict(x[test_rows])
-        final = _classifier().fit(x, y)
+        final = classifier(max_iter=MAX_ITER).fit(x, y)
     out_of_fold = pd.DataFrame(probability, index=features.index, columns=present)
     out_of_fold.insert(0, "predicted", predicted)
     out_of_fold.insert(0, "true", y)

@@ -66,6 +66,14 @@ class Role(Enum):
     NONE_MEAN_CURVE_ROUGHNESS = "None vs Simplified roughness of the mean curve, on the paper's scale (F2)"
     LOG_SPREAD_CHANGE = "the change of None's log-scale spread across layers (F2)"
     PAPER_QUANTITY = "the paper's quantity beside the deciding part of the same name and group (``beside``)"
+    FROBENIUS_GAP = "None over Detailed CoT of the Frobenius norm (A1)"
+    AVERAGING = "what averaging over more response tokens alone predicts of that gap (A1)"
+    BEYOND_AVERAGING = "what is left of the Frobenius gap beyond averaging: token size and alignment (A1)"
+    TOKEN_SIZE = "the token-size share of what is left (A1, where the token energy is stored)"
+    ALIGNMENT = "the alignment share of what is left (A1, where the token energy is stored)"
+    AUROC_LOSS = "the AUROC of the loss under the deciding setting (G1)"
+    AUROC_CURVES = "the AUROC of the layer curves under the deciding setting (G1)"
+    AUROC_CURVES_AND_LOSS = "the AUROC of the curves and the loss under the deciding setting (G1)"
 
 
 @dataclass(frozen=True)

@@ -32,12 +32,12 @@ so resampling the seeds covers which instructions were trained on.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
 
+from analysis.core.formatting import times
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, Estimate, _stable_seed, resample_counts
@@ -149,10 +149,6 @@ def _estimate(value, draws, stratum: str, n: int) -> Estimate:
     return Estimate(float(value), np.asarray(draws, dtype=float), ((stratum, int(n)),))
 
 
-def _times(x: float) -> float:
-    return math.exp(x)
-
-
 def _ranks(values: np.ndarray) -> np.ndarray:
     return np.argsort(np.argsort(values, axis=-1), axis=-1).astype(float)
 
@@ -231,7 +227,7 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
                 _estimate(early, early_draws, "seeds", n),
                 "above",
                 0.0,
-                _times,
+                times,
                 group=f"vs {label}",
             ),
             Part(
@@ -239,7 +235,7 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
                 _estimate(uneven, uneven_draws, "seeds", n),
                 "above",
                 0.0,
-                _times,
+                times,
                 group=f"vs {label}",
             ),
         ]
@@ -279,7 +275,7 @@ def t3_from_cubes(
 
     def ratio(name: str, values: np.ndarray, count: int, *, bound: float = 0.0, decides: bool = True) -> Part:
         estimate = _estimate(*resampling.mean(values), resampling.dataset, count)
-        return Part(name, estimate, "above", bound, _times, group=group, decides=decides)
+        return Part(name, estimate, "above", bound, times, group=group, decides=decides)
 
     # after training the probes differ by seed too: the fewer of probes and seeds counts
     return [

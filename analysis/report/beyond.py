@@ -1,6 +1,6 @@
 """Questions beyond the paper as a page shows them: one sample's separability, response length,
-effective rank. The numbers and verdicts come from ``analysis.findings.questions`` and
-``analysis.findings.length``."""
+effective rank. The numbers and verdicts come from ``analysis.findings.separability``,
+``analysis.findings.effective_rank`` and ``analysis.findings.length``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt, fmt_interval
+from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.findings import length
 from analysis.findings.checks import LENGTH_CHECKS
 
@@ -39,27 +39,25 @@ def format_separability(table: pd.DataFrame) -> pd.DataFrame:
 
 def separability_paragraph(table: pd.DataFrame) -> str:
     """Markdown, one short paragraph per model: the pooled answers, then the per-dataset count."""
-    if table.empty:
-        return "No setting holds both correct and irrelevant responses, so separability is not computed."
-    lines = []
-    for model, group in table.groupby("model", sort=False):
-        pooled_rows = group[group["pooled"]]
-        separable = pooled_rows[pooled_rows["verdict"] == "separable"]
-        text = (
-            f"**{model}.** Pooled over a family's datasets, one sample's layer-wise nuclear norms tell correct "
-            f"from irrelevant responses in {len(separable)} of {len(pooled_rows)} (family, setting) cases"
+    empty = "No setting holds both correct and irrelevant responses, so separability is not computed."
+    return per_model(table, _separability_in_words, empty=empty)
+
+
+def _separability_in_words(_, group: pd.DataFrame) -> str:
+    pooled_rows = group[group["pooled"]]
+    separable = pooled_rows[pooled_rows["verdict"] == "separable"]
+    text = (
+        "Pooled over a family's datasets, one sample's layer-wise nuclear norms tell correct "
+        f"from irrelevant responses in {len(separable)} of {len(pooled_rows)} (family, setting) cases"
+    )
+    if len(separable):
+        text += ": " + ", ".join(
+            f"{vocabulary.scope_label(r.scope)} {vocabulary.setting_label(r.setting)} "
+            f"(AUROC {fmt_interval(r.auroc, r.auroc_low, r.auroc_high)})"
+            for r in separable.itertuples()
         )
-        if len(separable):
-            text += ": " + ", ".join(
-                f"{vocabulary.scope_label(r.scope)} {vocabulary.setting_label(r.setting)} "
-                f"(AUROC {fmt_interval(r.auroc, r.auroc_low, r.auroc_high)})"
-                for r in separable.itertuples()
-            )
-        single = group[~group["pooled"]]
-        counts = single["verdict"].value_counts()
-        text += ". Per dataset: " + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + "."
-        lines.append(text)
-    return "\n\n".join(lines)
+    counts = group[~group["pooled"]]["verdict"].value_counts()
+    return text + ". Per dataset: " + ", ".join(f"{int(n)} {v}" for v, n in counts.items()) + "."
 
 
 # --------------------------------------------------------------------------- length
@@ -69,37 +67,36 @@ def length_paragraph(table: pd.DataFrame) -> str:
     """Markdown: per model, whether content matters beyond length (L) and whether length matters
     (L2), on Detailed CoT cut to the Simplified-CoT length, with the share of the gap left at equal
     length where the gap is established, and the None-length cut as a second view."""
-    rows = table[table["check"].isin(LENGTH_CHECKS)]
-    if rows.empty:
-        return (
-            "These data hold no length-control condition (Detailed CoT cut to the Simplified-CoT length, with "
-            "Simplified and Detailed CoT), so the length question is answered by the regression only."
-        )
-    lines = []
-    for model, group in rows.groupby("model", sort=False):
-        pooled_rows = group[group["pooled"]]
-        shown = pooled_rows if len(pooled_rows) else group
-        pieces = []
-        for scope, scope_rows in shown.groupby("scope", sort=False):
-            verdict = dict(zip(scope_rows["check"], scope_rows["verdict"]))
-            numbers = scope_rows[scope_rows["check"] == "L"]["numbers"]
-            pieces.append(
-                f"{vocabulary.scope_label(scope)}: content beyond length {verdict.get('L', 'not computed')}, "
-                f"length {verdict.get('L2', 'not computed')} (n = {int(scope_rows['n'].min())}; "
-                f"{numbers.iloc[0] if len(numbers) else ''})"
-            )
-        lines.append(
-            f"**{model}.** Detailed CoT cut to the token count of the same instruction's Simplified-CoT response, "
-            "against Simplified CoT (same length, different style) and full Detailed CoT, in mean log nuclear norm. "
-            + "; ".join(pieces)
-            + "."
-        )
-    lines.append(
+    empty = (
+        "These data hold no length-control condition (Detailed CoT cut to the Simplified-CoT length, with "
+        "Simplified and Detailed CoT), so the length question is answered by the regression only."
+    )
+    after = (
         "The share of the gap left at equal length is shown only where the Simplified vs Detailed gap is "
         "established (its interval above 1), since a ratio over a gap that may be zero has no stable interval; "
         "it decides nothing and has no bound."
     )
-    return "\n\n".join(lines)
+    return per_model(table[table["check"].isin(LENGTH_CHECKS)], _length_in_words, empty=empty, after=after)
+
+
+def _length_in_words(_, group: pd.DataFrame) -> str:
+    pooled_rows = group[group["pooled"]]
+    shown = pooled_rows if len(pooled_rows) else group
+    pieces = []
+    for scope, scope_rows in shown.groupby("scope", sort=False):
+        verdict = dict(zip(scope_rows["check"], scope_rows["verdict"]))
+        numbers = scope_rows[scope_rows["check"] == "L"]["numbers"]
+        pieces.append(
+            f"{vocabulary.scope_label(scope)}: content beyond length {verdict.get('L', 'not computed')}, "
+            f"length {verdict.get('L2', 'not computed')} (n = {int(scope_rows['n'].min())}; "
+            f"{numbers.iloc[0] if len(numbers) else ''})"
+        )
+    return (
+        "Detailed CoT cut to the token count of the same instruction's Simplified-CoT response, "
+        "against Simplified CoT (same length, different style) and full Detailed CoT, in mean log nuclear norm. "
+        + "; ".join(pieces)
+        + "."
+    )
 
 
 def length_regression_table(rows: pd.DataFrame) -> pd.DataFrame:
@@ -134,19 +131,20 @@ def length_regression_paragraph(table: pd.DataFrame) -> str:
         return "No data for the length regression."
     rows = table[(table["responses"] == vocabulary.CORRECT) & table["setting"].notna()]
     rows = rows[np.isfinite(rows["coef_setting_only"]) & np.isfinite(rows["coef_with_length"])]
-    if rows.empty:
-        return "No dataset has two settings with enough samples for the length regression."
-    lines = []
-    for model, group in rows.groupby("model", sort=False):
-        kept = (group["coef_with_length"] / group["coef_setting_only"]).replace([np.inf, -np.inf], np.nan)
-        lines.append(
-            f"**{model}.** Over {len(group)} (dataset, setting) gaps, the median share of a setting's gap "
-            f"in log nuclear norm that remains once log response length enters the regression is "
-            f"{fmt(float(np.nanmedian(kept)))} (range {fmt(float(np.nanmin(kept)))} to "
-            f"{fmt(float(np.nanmax(kept)))}); length alone explains a median R² of "
-            f"{fmt(float(group['r2_length_only'].median()))}."
-        )
-    return "Correlational: length and content were not randomised.\n\n" + "\n\n".join(lines)
+    empty = "No dataset has two settings with enough samples for the length regression."
+    before = "Correlational: length and content were not randomised."
+    return per_model(rows, _regression_in_words, empty=empty, before=before)
+
+
+def _regression_in_words(_, group: pd.DataFrame) -> str:
+    kept = (group["coef_with_length"] / group["coef_setting_only"]).replace([np.inf, -np.inf], np.nan)
+    return (
+        f"Over {len(group)} (dataset, setting) gaps, the median share of a setting's gap "
+        f"in log nuclear norm that remains once log response length enters the regression is "
+        f"{fmt(float(np.nanmedian(kept)))} (range {fmt(float(np.nanmin(kept)))} to "
+        f"{fmt(float(np.nanmax(kept)))}); length alone explains a median R² of "
+        f"{fmt(float(group['r2_length_only'].median()))}."
+    )
 
 
 # --------------------------------------------------------------------------- effective rank
@@ -154,17 +152,16 @@ def length_regression_paragraph(table: pd.DataFrame) -> str:
 
 def effective_rank_paragraph(table: pd.DataFrame) -> str:
     """Markdown: per model, the pooled effective-rank differences between fast and slow thinking."""
-    if table.empty:
-        return "No dataset has two settings with effective ranks."
-    lines = []
-    for model, group in table.groupby("model", sort=False):
-        shown = group[group["pooled"]] if group["pooled"].any() else group
-        parts = [
-            f"{vocabulary.scope_label(r.scope)} {fmt_interval(r.value, r.low, r.high)} ({r.verdict}, n = {r.n})"
-            for r in shown.itertuples()
-        ]
-        lines.append(f"**{model}.** Mean effective rank, fastest minus slowest setting: " + "; ".join(parts) + ".")
-    return "\n\n".join(lines)
+    return per_model(table, _rank_in_words, empty="No dataset has two settings with effective ranks.")
+
+
+def _rank_in_words(_, group: pd.DataFrame) -> str:
+    shown = group[group["pooled"]] if group["pooled"].any() else group
+    parts = [
+        f"{vocabulary.scope_label(r.scope)} {fmt_interval(r.value, r.low, r.high)} ({r.verdict}, n = {r.n})"
+        for r in shown.itertuples()
+    ]
+    return "Mean effective rank, fastest minus slowest setting: " + "; ".join(parts) + "."
 
 
 def format_effective_rank(table: pd.DataFrame) -> pd.DataFrame:

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.core.formatting import per_model
 from analysis.report.coverage import HUB_SOURCE
 from analysis.store import ResultsStore, StoreError
 
@@ -129,15 +130,16 @@ def comparison_paragraph(differences: pd.DataFrame, tolerance: float = TOLERANCE
             "No model is stored both as the original study's imported statistics and as this project's "
             f"extraction (same max_length and template). {todo}, then rebuild this book."
         )
-    lines = []
-    for model, group in differences.groupby("model", sort=False):
-        within = (group[list(COMPARED)] <= tolerance).all(axis=1)
-        lines.append(
-            f"**{model}.** {int(within.sum())} of {len(group)} samples over {group['condition'].nunique()} "
-            f"conditions agree within a relative difference of {tolerance:g} on all of "
-            f"{', '.join(COMPARED.values())} (every layer and projection)."
-        )
-    return "\n\n".join(lines)
+    return per_model(differences, lambda _, group: _agreement_in_words(group, tolerance))
+
+
+def _agreement_in_words(group: pd.DataFrame, tolerance: float) -> str:
+    within = (group[list(COMPARED)] <= tolerance).all(axis=1)
+    return (
+        f"{int(within.sum())} of {len(group)} samples over {group['condition'].nunique()} "
+        f"conditions agree within a relative difference of {tolerance:g} on all of "
+        f"{', '.join(COMPARED.values())} (every layer and projection)."
+    )
 
 
 def format_agreement(table: pd.DataFrame) -> pd.DataFrame:

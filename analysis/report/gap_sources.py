@@ -14,11 +14,11 @@ from matplotlib.figure import Figure
 
 from analysis import profiles
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt, fmt_interval
+from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging
 from analysis.findings.pooling import reasoning_datasets
-from analysis.findings.rules import NOT_APPLICABLE
+from analysis.findings.rules import NOT_APPLICABLE, Role
 from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
 from analysis.report.load import imported_models
@@ -183,71 +183,69 @@ def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
     return found, parts
 
 
-def _value(parts: pd.DataFrame, label: str) -> str:
-    row = parts[parts["part"] == label]
+def _value(parts: pd.DataFrame, role: Role) -> str:
+    row = parts[parts["role"] == role.name]
     return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
 
 
 def _split(cell: pd.DataFrame) -> str:
     """ ", token size ... times and alignment ... times" where the token energy is stored, else nothing."""
-    if not (cell["part"] == averaging.TOKEN_SIZE_PART).any():
+    if not (cell["role"] == Role.TOKEN_SIZE.name).any():
         return ""
-    size, alignment = (_value(cell, p) for p in (averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART))
+    size, alignment = (_value(cell, role) for role in (Role.TOKEN_SIZE, Role.ALIGNMENT))
     return f" (token size {size}, alignment {alignment})"
 
 
 def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
     """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words."""
-    if found.empty:
-        return "**A1 not computed**: the store holds no Frobenius norms for None and Detailed CoT."
-    lines = []
-    for model, group in found.groupby("model", sort=False):
-        shown = group[group["pooled"]] if group["pooled"].any() else group
-        if (shown["verdict"] == NOT_APPLICABLE).all():
-            lines.append(f"**{model}.** A1 **not computed**: {shown['numbers'].iloc[0]}.")
-            continue
-        pieces = []
-        for row in shown.itertuples():
-            cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
-            words = (
-                "more than averaging over more tokens predicts"
-                if row.verdict == "holds"
-                else "smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or "
-                "less aligned than Detailed CoT's"
-                if row.verdict == "does not hold"
-                else "not told apart from what averaging predicts"
-            )
-            pieces.append(
-                f"{vocabulary.scope_label(row.scope)}: None CoT's Frobenius norm is "
-                f"{_value(cell, 'None / Detailed Frobenius norm x')} times Detailed CoT's; averaging alone predicts "
-                f"{_value(cell, 'averaging alone: sqrt(R_Detailed / R_None) x')}; what is left, token size and "
-                f"alignment, is {_value(cell, averaging.A1_PART)}{_split(cell)}: A1 **{row.verdict}** (the gap is {words})"
-            )
-        lines.append(f"**{model}.** " + "; ".join(pieces) + ".")
-    return "\n\n".join(lines)
+    empty = "**A1 not computed**: the store holds no Frobenius norms for None and Detailed CoT."
+    return per_model(found, lambda model, group: _a1_in_words(model, group, parts), empty=empty)
+
+
+def _a1_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
+    shown = group[group["pooled"]] if group["pooled"].any() else group
+    if (shown["verdict"] == NOT_APPLICABLE).all():
+        return f"A1 **not computed**: {shown['numbers'].iloc[0]}."
+    pieces = []
+    for row in shown.itertuples():
+        cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
+        words = (
+            "more than averaging over more tokens predicts"
+            if row.verdict == "holds"
+            else "smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or "
+            "less aligned than Detailed CoT's"
+            if row.verdict == "does not hold"
+            else "not told apart from what averaging predicts"
+        )
+        pieces.append(
+            f"{vocabulary.scope_label(row.scope)}: None CoT's Frobenius norm is "
+            f"{_value(cell, Role.FROBENIUS_GAP)} times Detailed CoT's; averaging alone predicts "
+            f"{_value(cell, Role.AVERAGING)}; what is left, token size and "
+            f"alignment, is {_value(cell, Role.BEYOND_AVERAGING)}{_split(cell)}: A1 **{row.verdict}** (the gap is {words})"
+        )
+    return "; ".join(pieces) + "."
 
 
 def g1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
     """Markdown, one paragraph per model: the pooled (else per dataset) G1 findings in words."""
-    if found.empty:
-        return "**G1 not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs."
-    group_label = vocabulary.setting_label("detailed")
-    lines = []
-    for model, group in found.groupby("model", sort=False):
-        shown = group[group["pooled"]] if group["pooled"].any() else group
-        pieces = []
-        for row in shown.itertuples():
-            cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
-            words = {"holds": "tell more than the loss", "does not hold": "tell less than the loss"}.get(
-                row.verdict, "are not shown to tell more than the loss"
-            )
-            pieces.append(
-                f"{vocabulary.scope_label(row.scope)}: AUROC of the loss {_value(cell, f'{group_label} AUROC loss')}, "
-                f"of the curves {_value(cell, f'{group_label} AUROC curves')}, of both "
-                f"{_value(cell, f'{group_label} AUROC curves and loss')}: G1 **{row.verdict}** (the curves {words})"
-            )
-        lines.append(f"**{model}.** Under {group_label}, " + "; ".join(pieces) + ".")
-    return "\n\n".join(lines)
+    empty = "**G1 not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs."
+    return per_model(found, lambda model, group: _g1_in_words(model, group, parts), empty=empty)
+
+
+def _g1_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
+    shown = group[group["pooled"]] if group["pooled"].any() else group
+    pieces = []
+    for row in shown.itertuples():
+        cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
+        words = {"holds": "tell more than the loss", "does not hold": "tell less than the loss"}.get(
+            row.verdict, "are not shown to tell more than the loss"
+        )
+        pieces.append(
+            f"{vocabulary.scope_label(row.scope)}: AUROC of the loss {_value(cell, Role.AUROC_LOSS)}, "
+            f"of the curves {_value(cell, Role.AUROC_CURVES)}, of both "
+            f"{_value(cell, Role.AUROC_CURVES_AND_LOSS)}: G1 **{row.verdict}** (the curves {words})"
+        )
+    return f"Under {vocabulary.setting_label('detailed')}, " + "; ".join(pieces) + "."
 
 
 def auroc_table(parts: pd.DataFrame) -> pd.DataFrame:
@@ -255,8 +253,8 @@ def auroc_table(parts: pd.DataFrame) -> pd.DataFrame:
     if parts.empty:
         return parts
     rows = parts.copy()
-    rows["setting"] = [p.split(" ")[0] + " CoT" if " CoT " in p else "" for p in rows["part"]]
-    rows["quantity"] = [p.split(" CoT ", 1)[1] if " CoT " in p else p for p in rows["part"]]
+    rows["setting"] = rows["group"]  # G1's parts are grouped by the setting they are computed under
+    rows["quantity"] = rows["name"]
     rows["value"] = [
         fmt_interval(v, lo, hi) if not math.isnan(v) else ""
         for v, lo, hi in zip(rows["value"], rows["low"], rows["high"])

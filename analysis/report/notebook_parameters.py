@@ -5,10 +5,15 @@ models, the conditions, the samples and the extraction settings, the bootstrap's
 resamples) it reads from that run's record in the run log, so a page can only show what a run
 computed. ``models`` and ``conditions`` may name a subset of the run's.
 
-papermill injects parameters as plain Python values and only warns about names a notebook does
-not declare. So each page notes the names it has before its ``parameters`` cell
-(:func:`names_defined`) and hands every name defined since (:func:`given_parameters`) to
-:func:`validate`: a misspelt parameter stops the page with one line naming it.
+The your-data page (``python -m analysis profile-data``) is of no profile's run: it takes the
+user's files, the model and the bootstrap's settings (:func:`validate_data`).
+
+Every page declares its parameters, with their defaults, in its notebook's ``parameters`` cell, and
+only there (:func:`declared`). papermill injects parameters as plain Python values and only warns
+about names a notebook does not declare. So each page notes the names it has before its
+``parameters`` cell (:func:`names_defined`) and hands every name defined since
+(:func:`given_parameters`) to :func:`validate` (or :func:`validate_data`): a misspelt parameter
+stops the page with one line naming it.
 """
 
 from __future__ import annotations
@@ -18,13 +23,17 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from analysis import profiles, runlog
+from analysis import data, profiles, runlog
 from analysis.core import chapters
 from analysis.core.errors import StudyError
+from analysis.core.registry import resolve_template
+from analysis.core.settings import MAX_LENGTH
 from analysis.profiles import Profile
 
-DEFAULT_PROFILE = "cpu"
 PARAMETERS = ("profile", "results_dir", "data_dir", "models", "conditions")
+# The pages of a profile's run (the profile's book, and the chapters kept to the profiles of one source).
+PROFILE_PAGES = (*profiles.NOTEBOOKS, *(n for s in profiles.OWN_CHAPTER_SOURCES for n in profiles.pages(source=s)))
+YOUR_DATA = "your_data"  # the page that ``python -m analysis profile-data`` makes, of the user's files
 
 
 def page_parameters(notebook: str, root: Path = chapters.PROJECT_ROOT) -> tuple[str, ...]:
@@ -159,21 +168,79 @@ def run_profile(name: str, results_dir: Path) -> tuple[Profile, bool]:
         ) from None
 
 
-def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
-    """Checked parameters of ``notebook``: ``given`` maps each name the page was given to its value."""
-    if notebook not in profiles.NOTEBOOKS:
-        raise ParameterError(f"unknown notebook {notebook!r}; notebooks: {', '.join(profiles.NOTEBOOKS)}")
+def declared(notebook: str, given: dict | None) -> dict:
+    """The value of every parameter that ``notebook``'s parameters cell declares: the one given, else
+    the cell's own; a name the cell does not declare stops the page with one line naming it."""
     given = dict(given or {})
-    own = page_parameters(notebook)
-    reject_unknown(notebook, given, (*PARAMETERS, *own))
-    name = given.get("profile", DEFAULT_PROFILE)
+    reject_unknown(notebook, given, chapters.parameters_of(notebook))
+    return {**chapters.parameter_defaults(notebook), **given}
+
+
+def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
+    """Checked parameters of ``notebook``, a page of a profile's run: ``given`` maps each name the
+    page was given to its value."""
+    if notebook not in PROFILE_PAGES:
+        raise ParameterError(f"unknown notebook {notebook!r}; notebooks: {', '.join(PROFILE_PAGES)}")
+    given = declared(notebook, given)
+    name = given.get("profile")
     if not isinstance(name, str) or not name:
         raise _fail("profile", "a profile name", name)
     results = _path("results_dir", given.get("results_dir") or f"results/{name}", False)
     profile, recorded = run_profile(name, results)
     models = _subset("models", given.get("models"), profile.models)
     conditions = _subset("conditions", given.get("conditions"), profile.conditions_for(notebook))
-    extra = {key: given.get(key) for key in own}
+    extra = {key: given.get(key) for key in page_parameters(notebook)}
     return NotebookParameters(
         notebook, profile, models, conditions, results, _path("data_dir", given.get("data_dir"), True), recorded, extra
+    )
+
+
+@dataclass(frozen=True)
+class DataParameters:
+    """The your-data page's parameters, checked: the user's files and the references, stored on
+    ``model`` with ``template`` and ``max_length`` in ``results_dir``, ``n_samples`` of each (None:
+    all); the bootstrap's ``seed`` and ``n_resamples``."""
+
+    data_files: tuple[str, ...]
+    model: str
+    template: str
+    n_samples: int | None
+    results_dir: Path
+    reference_conditions: tuple[str, ...] | None = None  # None: the profiles' reference conditions
+    max_length: int = MAX_LENGTH
+    seed: int = 0
+    n_resamples: int = 1000
+
+
+def validate_data(given: dict | None = None) -> DataParameters:
+    """Checked parameters of the your-data page (``YOUR_DATA``), which no profile's run makes."""
+    values = declared(YOUR_DATA, given)
+    files = values["data_files"]
+    files = [files] if isinstance(files, str) else files
+    if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
+        raise wrong_kind("data_files", "one or more data file paths", values["data_files"])
+    n_samples = positive_int("n_samples", values["n_samples"], allow_none=True)
+    references = values["reference_conditions"]
+    if references is not None:
+        if not isinstance(references, (list, tuple)) or not references:
+            raise wrong_kind("reference_conditions", "a list of condition keys or None", references)
+        for key in references:
+            if key not in data.REGISTRY:
+                raise wrong_kind("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
+        references = tuple(references)
+    max_length = positive_int("max_length", values["max_length"] or MAX_LENGTH)
+    n_resamples = positive_int("n_resamples", values["n_resamples"])
+    seed = integer("seed", values["seed"])
+    results = _path("results_dir", values["results_dir"], False)
+    model = values["model"]
+    return DataParameters(
+        tuple(files),
+        model,
+        resolve_template(model, values["template"]),
+        n_samples,
+        results,
+        references,
+        max_length=max_length,
+        seed=seed,
+        n_resamples=n_resamples,
     )

@@ -14,9 +14,10 @@ import pandas as pd
 
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
-from analysis.findings import questions
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
+from analysis.findings.effective_rank import effective_rank_table
+from analysis.findings.separability import separability_table
 from analysis.report import beyond, coverage, figures, plots, tables, verdicts
 from analysis.report.display import (
     collapsed,
@@ -240,7 +241,7 @@ def effective_rank(page: Page) -> None:
     table (folded)."""
     if not_imported(page, "effective_rank", "Effective rank"):
         return
-    table = questions.effective_rank_table(page.draws)
+    table = effective_rank_table(page.draws)
     figure = None
     if not table.empty:
         forest = pd.DataFrame(
@@ -268,7 +269,7 @@ def effective_rank(page: Page) -> None:
 def separability(page: Page) -> None:
     """One sample's separability of correct vs irrelevant: a forest plot (pooled), a paragraph and
     the table (folded)."""
-    table = questions.separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
+    table = separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
     figure = None
     if not table.empty:
         shown = table[table["pooled"]] if table["pooled"].any() else table

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.core import chapters, vocabulary
+from analysis.core import vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training
@@ -48,22 +48,15 @@ class TrainingPage:
 
     @classmethod
     def from_parameters(cls, given: dict) -> TrainingPage:
-        """The page for the parameters its notebook was given (``profile``, ``results_dir``,
-        ``data_dir``); an unknown name or a wrong value stops it with one line naming it."""
-        # its notebook's parameters cell: profile, results_dir and data_dir (accepted like every page's, not read)
-        notebook_parameters.reject_unknown(CHAPTER, given, chapters.parameters_of(CHAPTER))
-        profile = given.get("profile", "training")
-        if not isinstance(profile, str) or not profile:
-            raise notebook_parameters.ParameterError(
-                f"notebook parameter profile: expected a profile name, got {profile!r}"
-            )
-        return cls.open(profile, notebook_parameters.optional_path("results_dir", given.get("results_dir")))
+        """The page for the parameters its notebook was given (``profile``, ``results_dir``, and
+        ``data_dir``, which it does not read), checked like every page's (``notebook_parameters``);
+        an unknown name or a wrong value stops it with one line naming it."""
+        return cls.open(notebook_parameters.validate(CHAPTER, given))
 
     @classmethod
-    def open(cls, profile: str, results_dir=None) -> TrainingPage:
+    def open(cls, params: notebook_parameters.NotebookParameters) -> TrainingPage:
         """The page of a training profile's run (its settings from the run log)."""
-        results = Path(results_dir) if results_dir else Path("results") / profile
-        chosen, _ = notebook_parameters.run_profile(profile, results)
+        chosen, results, profile = params.profile, params.results_dir, params.profile.name
         if chosen.source != "training" or chosen.training is None:
             raise TrainingPageError(f"profile {profile!r} is not a training profile; run make book PROFILE=training")
         store = ResultsStore(results, create=False)

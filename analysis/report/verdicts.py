@@ -7,7 +7,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt
+from analysis.core.formatting import fmt, per_model
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
@@ -45,9 +45,10 @@ def scope_text(scope: str, pooled: bool) -> str:
 def model_paragraph(found: pd.DataFrame, model: str, registry: Registry = REGISTRY) -> str:
     """One paragraph for one model: each check's pooled verdicts, then how its datasets went,
     naming the datasets whose verdict differs from the family's."""
-    rows = found[found["model"] == model]
-    if rows.empty:
-        return ""
+    return per_model(found[found["model"] == model], lambda _, rows: _checks_in_words(rows, registry))
+
+
+def _checks_in_words(rows: pd.DataFrame, registry: Registry) -> str:
     sentences = []
     for check in all_ids(registry):
         part = rows[rows["check"] == check]
@@ -69,7 +70,7 @@ def model_paragraph(found: pd.DataFrame, model: str, registry: Registry = REGIST
             sentences.append(f"**{check}** {said}: {reason}.")
             continue
         sentences.append(f"**{check}** {head}{detail}.")
-    return f"**{model}.** " + " ".join(sentences)
+    return " ".join(sentences)
 
 
 def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:

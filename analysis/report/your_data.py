@@ -19,8 +19,7 @@ import pandas as pd
 from analysis import data, profiles
 from analysis.core import layer_stats, vocabulary
 from analysis.core.formatting import fmt_interval
-from analysis.core.registry import resolve_template, scratch_name
-from analysis.core.settings import MAX_LENGTH
+from analysis.core.registry import scratch_name
 from analysis.findings import closest_setting, metrics
 from analysis.findings.bootstrap import (
     CurveDraws,
@@ -30,7 +29,7 @@ from analysis.findings.bootstrap import (
     pooled,
 )
 from analysis.report.load import ReportError, sampled
-from analysis.report.notebook_parameters import integer, positive_int, reject_unknown, wrong_kind
+from analysis.report.notebook_parameters import DataParameters, validate_data
 from analysis.store import ResultsStore
 
 USER_SETTING = "your data"
@@ -53,36 +52,6 @@ READ_COLUMNS = [
 ]
 SETTING_COLOURS = {"none": "#d95f02", "simplified": "#7570b3", "detailed": "#1b9e77"}
 TOP_K = 10
-
-
-PARAMETERS = (
-    "data_files",
-    "model",
-    "template",
-    "n_samples",
-    "results_dir",
-    "reference_conditions",
-    "max_length",
-    "seed",
-    "n_resamples",
-)
-
-
-def check_parameters(data_files, *, n_samples, reference_conditions, max_length, seed, n_resamples) -> None:
-    """Stop the page with one line naming a parameter of the wrong kind (papermill only warns)."""
-    files = [data_files] if isinstance(data_files, str) else data_files
-    if not isinstance(files, (list, tuple)) or not files or not all(isinstance(f, str) for f in files):
-        raise wrong_kind("data_files", "one or more data file paths", data_files)
-    positive_int("n_samples", n_samples, allow_none=True)
-    if reference_conditions is not None:
-        if not isinstance(reference_conditions, (list, tuple)) or not reference_conditions:
-            raise wrong_kind("reference_conditions", "a list of condition keys or None", reference_conditions)
-        for key in reference_conditions:
-            if key not in data.REGISTRY:
-                raise wrong_kind("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
-    positive_int("max_length", max_length)
-    positive_int("n_resamples", n_resamples)
-    integer("seed", seed)
 
 
 def user_label(path: Path, taken: set[str]) -> str:
@@ -122,28 +91,11 @@ def user_files(paths: Sequence[str], reference_datasets: Sequence[str]) -> list[
     return found
 
 
-@dataclass(frozen=True)
-class Request:
-    """What the page reads: the user's files and the references, stored on ``model`` with
-    ``template`` and ``max_length`` in ``results_dir``, ``n_samples`` of each; the bootstrap's
-    ``seed`` and ``n_resamples``."""
-
-    data_files: Sequence[str]
-    model: str
-    template: str
-    n_samples: int | None
-    results_dir: Path | str
-    reference_conditions: Sequence[str] | None = None
-    max_length: int = MAX_LENGTH
-    seed: int = 0
-    n_resamples: int = 1000
-
-
-def read_rows(request: Request, files: Sequence[UserFile], references: Sequence[str]) -> pd.DataFrame:
+def read_rows(params: DataParameters, files: Sequence[UserFile], references: Sequence[str]) -> pd.DataFrame:
     """Stored rows of the user's files (on the model and its scratch copy) and of the references
     (on the model), ``n_samples`` of each (``load.sampled``), user rows relabelled as ``<label>/your data/correct``."""
-    results_dir, model, template = request.results_dir, request.model, request.template
-    max_length, n_samples = request.max_length, request.n_samples
+    results_dir, model, template = params.results_dir, params.model, params.template
+    max_length, n_samples = params.max_length, params.n_samples
     root = Path(results_dir)
     if not (root / "store.json").is_file():
         raise ReportError(f"{root}: no results store here; run `python -m analysis profile-data` first")
@@ -190,54 +142,28 @@ class YourData:
 
     @classmethod
     def from_parameters(cls, given: dict) -> YourData:
-        """The page of the parameters it was given (name -> value): unknown names and values of
-        the wrong kind stop it with one line naming the parameter."""
-        reject_unknown("your_data", given, PARAMETERS)
-        values = {name: given.get(name) for name in PARAMETERS}
-        values["max_length"] = values["max_length"] or MAX_LENGTH
-        check_parameters(
-            values["data_files"],
-            n_samples=values["n_samples"],
-            reference_conditions=values["reference_conditions"],
-            max_length=values["max_length"],
-            seed=values["seed"],
-            n_resamples=values["n_resamples"],
-        )
-        return cls.open(
-            Request(
-                values["data_files"],
-                values["model"],
-                resolve_template(values["model"], values["template"]),
-                values["n_samples"],
-                values["results_dir"],
-                values["reference_conditions"],
-                max_length=values["max_length"],
-                seed=values["seed"],
-                n_resamples=values["n_resamples"],
-            )
-        )
+        """The page of the parameters it was given (name -> value), checked by
+        ``notebook_parameters.validate_data``: unknown names and values of the wrong kind stop it
+        with one line naming the parameter."""
+        return cls.open(validate_data(given))
 
     @classmethod
-    def open(cls, request: Request) -> YourData:
+    def open(cls, params: DataParameters) -> YourData:
         """Read the store and compute curves, intervals and the placement."""
-        data_files, model, template = request.data_files, request.model, request.template
-        n_samples, results_dir, max_length = request.n_samples, request.results_dir, request.max_length
-        seed, n_resamples = request.seed, request.n_resamples
-        if isinstance(data_files, str):
-            data_files = [data_files]
+        model = params.model
         references = (
-            list(request.reference_conditions) if request.reference_conditions else reference_conditions_default()
+            list(params.reference_conditions) if params.reference_conditions else reference_conditions_default()
         )
-        files = user_files(data_files, sorted({r.split("/")[0] for r in references}))
-        rows = read_rows(request, files, references)
+        files = user_files(params.data_files, sorted({r.split("/")[0] for r in references}))
+        rows = read_rows(params, files, references)
         if not (rows["condition"].isin([f.condition for f in files]) & (rows["model"] == model)).any():
             raise ReportError(
-                f"{results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
-                f"(template {template}, max_length {max_length}); run `python -m analysis profile-data`"
+                f"{params.results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
+                f"(template {params.template}, max_length {params.max_length}); run `python -m analysis profile-data`"
             )
-        draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, n_resamples=n_resamples, seed=seed)
-        page = cls(model, template, files, references, rows, draws, Path(results_dir), n_samples)
-        page._place(seed, n_resamples)
+        draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, params.n_resamples, params.seed)
+        page = cls(model, params.template, files, references, rows, draws, Path(params.results_dir), params.n_samples)
+        page._place(params.seed, params.n_resamples)
         return page
 
     def _place(self, seed: int, n_resamples: int) -> None:

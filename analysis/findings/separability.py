@@ -1,96 +1,24 @@
-"""Statistics beyond the paper: paired tests and correct-vs-irrelevant separability of single
-samples (how much of the fast/slow gap response length explains: ``analysis.findings.length``).
-Intervals come from the book's one bootstrap engine, ``analysis.findings.bootstrap``."""
+"""Can one sample's layer statistics tell a correct response from an irrelevant one? The
+out-of-fold AUROC of the shared classifier (``analysis.findings.classifier``) per model, dataset
+and setting, pooled per family, with intervals from the book's one bootstrap engine
+(``analysis.findings.bootstrap``) and verdicts."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Iterable
 
 import numpy as np
 import pandas as pd
 from scipy import stats as sps
-from sklearn.linear_model import LogisticRegression
-from sklearn.model_selection import StratifiedGroupKFold
-from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
 from threadpoolctl import threadpool_limits
 
 from analysis.core import vocabulary
-from analysis.findings import bootstrap, quantities, rules
-from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
+from analysis.findings import bootstrap, rules
+from analysis.findings.bootstrap import Estimate, pooled
+from analysis.findings.classifier import out_of_fold_fits, weighted_auroc
 from analysis.findings.metrics import CORRECT, IRRELEVANT
 from analysis.findings.pooling import scope_rank
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
-
-SETTING_ORDER = vocabulary.SETTING_ORDER
-
-
-# --------------------------------------------------------------------------- paired test
-
-
-def paired_test(x: np.ndarray, y: np.ndarray) -> dict:
-    """Wilcoxon signed-rank test of the paired differences d = x - y (pairs with a NaN dropped).
-
-    Returns n, n_nonzero, statistic, p_value, rank_biserial (matched-pairs rank-biserial
-    correlation (W+ - W-) / (W+ + W-) over the non-zero differences, +1 when x always exceeds
-    y) and median_difference; reason says why a value is NaN.
-    """
-    x = np.asarray(x, dtype=float)
-    y = np.asarray(y, dtype=float)
-    if x.shape != y.shape:
-        raise ValueError(f"paired samples need the same shape: {x.shape} vs {y.shape}")
-    d = (x - y)[np.isfinite(x) & np.isfinite(y)]
-    nonzero = d[d != 0]
-    out = {
-        "n": int(d.size),
-        "n_nonzero": int(nonzero.size),
-        "statistic": np.nan,
-        "p_value": np.nan,
-        "rank_biserial": np.nan,
-        "median_difference": float(np.median(d)) if d.size else np.nan,
-        "reason": None,
-    }
-    if nonzero.size == 0:
-        out["reason"] = "no non-zero paired difference"
-        return out
-    ranks = sps.rankdata(np.abs(nonzero))
-    w_plus, w_minus = ranks[nonzero > 0].sum(), ranks[nonzero < 0].sum()
-    result = sps.wilcoxon(nonzero)
-    out.update(
-        statistic=float(result.statistic),
-        p_value=float(result.pvalue),
-        rank_biserial=float((w_plus - w_minus) / (w_plus + w_minus)),
-    )
-    return out
-
-
-# --------------------------------------------------------------------------- AUROC
-
-
-def weighted_auroc(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray | None = None) -> np.ndarray:
-    """AUROC of `scores` for binary `labels` (1 = positive), ties counted as one half.
-
-    `weights` (r, n) gives r weightings of the n rows at once (bootstrap counts), returning r
-    values; without weights, one AUROC. NaN where a class has no weight.
-    """
-    scores = np.asarray(scores, dtype=float)
-    labels = np.asarray(labels).astype(bool)
-    w = np.ones((1, scores.size)) if weights is None else np.atleast_2d(np.asarray(weights, float))
-    order = np.argsort(scores, kind="stable")
-    _, starts, counts = np.unique(scores[order], return_index=True, return_counts=True)
-    block = np.repeat(np.arange(starts.size), counts)
-    w, positive = w[:, order], labels[order]
-    neg_cum = np.concatenate([np.zeros((w.shape[0], 1)), np.cumsum(w * ~positive, axis=1)], axis=1)
-    neg_below = neg_cum[:, starts][:, block]
-    neg_tied = (neg_cum[:, starts + counts] - neg_cum[:, starts])[:, block]
-    w_pos = w * positive
-    numerator = (w_pos * (neg_below + 0.5 * neg_tied)).sum(axis=1)
-    denominator = w_pos.sum(axis=1) * neg_cum[:, -1]
-    with np.errstate(invalid="ignore", divide="ignore"):
-        auc = np.where(denominator > 0, numerator / denominator, np.nan)
-    return auc if weights is not None else auc[0]
 
 
 def _group_bootstrap_weights(groups: np.ndarray, n_resamples: int, seed) -> np.ndarray:
@@ -129,12 +57,9 @@ def _out_of_fold_scores(
     oof_model = np.full(y.size, np.nan)
     oof_single = np.full(y.size, np.nan)
     chosen = []
-    folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    for train, test in folds.split(x, y, groups):
-        if np.unique(y[train]).size < 2:
+    for clf, train, test in out_of_fold_fits(x, y, groups, n_folds=n_folds, seed=seed, max_iter=2000):
+        if clf is None:
             return None
-        clf = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
-        clf.fit(x[train], y[train])
         oof_model[test] = clf.decision_function(x[test])
         train_auc = _column_aurocs(x[train], y[train])
         k = int(np.argmax(np.abs(train_auc - 0.5)))
@@ -144,19 +69,19 @@ def _out_of_fold_scores(
     return oof_model, oof_single, chosen
 
 
-@dataclass(frozen=True)
-class SeparabilityOptions:
-    """How ``separability`` fits and resamples (its keyword arguments; see there)."""
-
-    stat: str = "nuclear_norm"
-    n_splits: int = 5
-    n_resamples: int = 1000
-    seed: int = 0
-    level: float = bootstrap.LEVEL
-    excluded: Sequence = ()
-
-
-def separability(df: pd.DataFrame, model: str, dataset: str, setting: str, **options: Any) -> dict:
+def separability(
+    df: pd.DataFrame,
+    model: str,
+    dataset: str,
+    setting: str,
+    *,
+    stat: str = "nuclear_norm",
+    n_splits: int = 5,
+    n_resamples: int = 1000,
+    seed: int = 0,
+    level: float = bootstrap.LEVEL,
+    excluded: Iterable = (),
+) -> dict:
     """Can one sample's layer statistics tell a correct response from an irrelevant one?
 
     Features: `stat` of every (projection, layer) of one sample (log-scaled when all positive);
@@ -172,19 +97,14 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str, **opt
     (e.g. those whose irrelevant response equals the correct one) are left out.
     Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
-    The keyword arguments are ``SeparabilityOptions``'s.
+    ``level``: the interval's level.
     """
-    chosen = SeparabilityOptions(**options)
-    rows = df[
-        (df["model"] == model)
-        & (df["dataset"] == dataset)
-        & (df["setting"] == setting)
-        & ~df["sample_index"].isin(list(chosen.excluded))
-    ]
-    out = _no_separability(model, dataset, setting, chosen.stat)
+    chosen = (df["model"] == model) & (df["dataset"] == dataset) & (df["setting"] == setting)
+    rows = df[chosen & ~df["sample_index"].isin(list(excluded))]
+    out = _no_separability(model, dataset, setting, stat)
     if rows.empty:
         return {**out, "reason": "no rows for this model, dataset and setting"}
-    wide, n_dropped = _separability_features(rows, chosen.stat)
+    wide, n_dropped = _separability_features(rows, stat)
     y = (wide.index.get_level_values("responses") == IRRELEVANT).astype(int)
     groups = wide.index.get_level_values("sample_index").to_numpy()
     x = wide.to_numpy(dtype=float)
@@ -192,7 +112,7 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str, **opt
         x = np.log(x)
     names = [f"{proj}{layer}" for proj, layer in wide.columns]
     per_class = [np.unique(groups[y == c]).size for c in (0, 1)]
-    n_folds = min(chosen.n_splits, *per_class)
+    n_folds = min(n_splits, *per_class)
     out.update(
         n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped, n_folds=int(max(n_folds, 0))
     )
@@ -203,10 +123,13 @@ def separability(df: pd.DataFrame, model: str, dataset: str, setting: str, **opt
     out.update(_in_sample_best(x, y, names))
     # The fits are small: BLAS threads only add contention, on a busy machine by tens of times.
     with threadpool_limits(1):
-        folds = _out_of_fold_scores(x, y, groups, n_folds=n_folds, seed=chosen.seed)
+        folds = _out_of_fold_scores(x, y, groups, n_folds=n_folds, seed=seed)
     if folds is None:
         return {**out, "reason": "a training fold holds one response type only"}
-    return {**out, **_out_of_fold_aurocs(folds, names, y, groups, dataset=dataset, options=chosen)}
+    out.update(
+        _out_of_fold_aurocs(folds, names, y, groups, dataset=dataset, n_resamples=n_resamples, seed=seed, level=level)
+    )
+    return out
 
 
 def _no_separability(model: str, dataset: str, setting: str, stat: str) -> dict:
@@ -249,16 +172,18 @@ def _out_of_fold_aurocs(
     groups: np.ndarray,
     *,
     dataset: str,
-    options: SeparabilityOptions,
+    n_resamples: int,
+    seed: int,
+    level: float,
 ) -> dict:
     """The out-of-fold AUROC with its draws and interval, and the AUROC of the feature chosen in each fold."""
-    oof_model, oof_single, chosen = folds
-    chosen = [names[k] for k in chosen]
-    weights = _group_bootstrap_weights(groups, options.n_resamples, [options.seed, *map(ord, dataset)])
+    oof_model, oof_single, chosen_columns = folds
+    chosen = [names[k] for k in chosen_columns]
+    weights = _group_bootstrap_weights(groups, n_resamples, [seed, *map(ord, dataset)])
     draws = weighted_auroc(oof_model, y, weights)
     auroc = float(weighted_auroc(oof_model, y))
     n = int(np.unique(groups).size)
-    low, high = bootstrap.Estimate(auroc, draws, ((dataset, n),), bounded=True).interval(options.level)
+    low, high = bootstrap.Estimate(auroc, draws, ((dataset, n),), bounded=True).interval(level)
     values, counts = np.unique(chosen, return_counts=True)
     return {
         "auroc": auroc,
@@ -309,6 +234,8 @@ def separability_table(
             if len(members) < 2:
                 continue
             estimate = pooled(list(members["estimate"]))
+            if estimate is None:
+                continue
             low, high = estimate.interval()
             pooled_rows.append(
                 {
@@ -341,65 +268,3 @@ def _separability_verdict(row) -> str:
     if row.estimate is None or not np.isfinite(row.auroc):
         return "not computed"
     return SEPARABLE[rules.decide([Part("AUROC", row.estimate, "above", 0.5)])]
-
-
-def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
-    """Per model and scope: mean effective rank (all layers, q/k/v/o) under the fastest setting
-    minus that under the slowest, per dataset and pooled per family, with intervals."""
-    rows = []
-    for model, cd in draws.items():
-        by_family: dict[str, list[Estimate]] = {}
-        for dataset in cd.datasets():
-            settings = cd.settings(dataset)
-            if len(settings) < 2:
-                continue
-            fast = quantities.mean_level(cd, dataset, settings[0], stat="effective_rank")
-            slow = quantities.mean_level(cd, dataset, settings[-1], stat="effective_rank")
-            if fast is None or slow is None:
-                continue
-            difference = combine(np.subtract, fast, slow)
-            by_family.setdefault(vocabulary.family_of(dataset), []).append(difference)
-            rows.append(
-                _rank_row(
-                    model,
-                    dataset,
-                    False,
-                    f"{vocabulary.setting_label(settings[0])} - {vocabulary.setting_label(settings[-1])}",
-                    estimate=difference,
-                )
-            )
-        for family, estimates in by_family.items():
-            if len(estimates) >= 2:
-                rows.append(_rank_row(model, family, True, "fastest - slowest", estimate=pooled(estimates)))
-    table = pd.DataFrame(rows)
-    if table.empty:
-        return table
-    return (
-        table.assign(_s=table["scope"].map(scope_rank))
-        .sort_values(["model", "_s"])
-        .drop(columns="_s")
-        .reset_index(drop=True)
-    )
-
-
-def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, *, estimate: Estimate) -> dict:
-    part = Part("effective rank difference", estimate, "above", 0.0)
-    low, high = part.interval()
-    verdict = rules.decide([part])
-    word = {
-        HOLDS: "higher under fast thinking",
-        FAILS: "lower under fast thinking",
-        UNRESOLVED: "not resolved",
-        TOO_FEW: TOO_FEW,
-    }[verdict]
-    return {
-        "model": model,
-        "scope": scope,
-        "pooled": is_pooled,
-        "contrast": contrast,
-        "n": estimate.n,
-        "value": estimate.value,
-        "low": low,
-        "high": high,
-        "verdict": word,
-    }
