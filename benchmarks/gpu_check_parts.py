@@ -337,7 +337,7 @@ def forced_retry(loaded, settings, simulated_positions: int | None):
             return computed
 
     retry = RecordingRetry(
-        loaded, gradients.attention_projections(loaded.model), models.pad_token_id(loaded.tokenizer), False
+        loaded, gradients.attention_projections(loaded.model), models.pad_token_id(loaded.tokenizer), entry_stats=False
     )
     retry.passes = []
     return retry

@@ -185,17 +185,17 @@ def test_a_resumed_extraction_names_a_damaged_part_and_once_it_is_removed_comput
     path.write_text(json.dumps([{"instruction": f"question {i}", "output": f"answer {i}"} for i in range(6)]))
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(max_length=64, batch_size=1, shard_size=2)
-    assert runner.extract(tiny, str(path), store, settings, progress=False).computed == 6
+    assert runner.extract(tiny, str(path), store, settings=settings, progress=False).computed == 6
     keys = ["sample_index", "layer", "proj"]
     clean = read_results(tmp_path / "r").sort_values(keys).reset_index(drop=True)
-    key = runner.plan_run(tiny.name, "base", str(path), store, settings).key
+    key = runner.plan_run(tiny.name, "base", str(path), store, settings=settings).key
     parts = sorted(store.run_dir("rows", key).glob("part-*.parquet"))
     assert len(parts) == 3
     held = cut_short(parts[1])
     assert len(held) == 2
 
     with pytest.raises(DamagedPart) as error:
-        runner.extract(tiny, str(path), store, settings, progress=False)
+        runner.extract(tiny, str(path), store, settings=settings, progress=False)
     assert_names_the_part_and_the_recovery(error, parts[1])
     command = ["extract", "--model", str(tiny_model_dir("llama")), "--template", "base", "--data", str(path)]
     command += ["--out", str(tmp_path / "r"), "--max-length", "64", "--device", "cpu", "--no-progress"]
@@ -203,7 +203,7 @@ def test_a_resumed_extraction_names_a_damaged_part_and_once_it_is_removed_comput
     assert f"error: {parts[1]}: damaged part of the results store" in capsys.readouterr().err
 
     parts[1].unlink()
-    assert sorted(runner.plan_run(tiny.name, "base", str(path), store, settings).todo) == sorted(held)
+    assert sorted(runner.plan_run(tiny.name, "base", str(path), store, settings=settings).todo) == sorted(held)
     computed = []
     original = runner.compute_samples
 
@@ -212,7 +212,7 @@ def test_a_resumed_extraction_names_a_damaged_part_and_once_it_is_removed_comput
         return original(loaded, plan, indices, *args, **kwargs)
 
     monkeypatch.setattr(runner, "compute_samples", recording)
-    summary = runner.extract(tiny, str(path), store, settings, progress=False)
+    summary = runner.extract(tiny, str(path), store, settings=settings, progress=False)
     assert sorted(computed) == sorted(held) and (summary.already_done, summary.computed) == (4, 2)
     resumed = read_results(tmp_path / "r").sort_values(keys).reset_index(drop=True)
     pd.testing.assert_frame_equal(resumed[clean.columns], clean)

@@ -93,8 +93,8 @@ def separability(
     the one chosen most often); and, for reference, the in-sample best feature and its AUROC
     (optimistic by construction). Values are NaN with a `reason` when they cannot be computed.
     `auroc_draws` holds the AUROC under each resample of the instructions (for pooling over
-    datasets); the interval is the engine's interval for a share in [0, 1] (Wilson, inside [0, 1]). Instructions in `excluded`
-    (e.g. those whose irrelevant response equals the correct one) are left out.
+    datasets); the interval is the engine's for a share (Wilson, inside [0, 1]). Instructions in
+    `excluded` (e.g. those whose irrelevant response equals the correct one) are left out.
     Without signal the out-of-fold AUROC scatters around, on average a little below, 0.5 (a
     known property of cross-validation): call the responses separable only when auroc_low > 0.5.
     ``level``: the interval's level.
@@ -113,9 +113,7 @@ def separability(
     names = [f"{proj}{layer}" for proj, layer in wide.columns]
     per_class = [np.unique(groups[y == c]).size for c in (0, 1)]
     n_folds = min(n_splits, *per_class)
-    out.update(
-        n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped, n_folds=int(max(n_folds, 0))
-    )
+    out.update(n_samples=int(np.unique(groups).size), n_rows=int(y.size), n_dropped=n_dropped, n_folds=max(n_folds, 0))
     if min(per_class) == 0:
         return {**out, "reason": "needs both correct and irrelevant responses"}
     if n_folds < 2:
@@ -126,10 +124,10 @@ def separability(
         folds = _out_of_fold_scores(x, y, groups, n_folds=n_folds, seed=seed)
     if folds is None:
         return {**out, "reason": "a training fold holds one response type only"}
-    out.update(
-        _out_of_fold_aurocs(folds, names, y, groups, dataset=dataset, n_resamples=n_resamples, seed=seed, level=level)
+    aurocs = _out_of_fold_aurocs(
+        folds, names, y, groups, dataset=dataset, n_resamples=n_resamples, seed=seed, level=level
     )
-    return out
+    return {**out, **aurocs}
 
 
 def _no_separability(model: str, dataset: str, setting: str, stat: str) -> dict:
@@ -226,33 +224,12 @@ def separability_table(
     table = pd.DataFrame(out)
     if table.empty:
         return table
-    pooled_rows = []
-    for (model, setting), group in table.groupby(["model", "setting"], sort=False):
-        for family in vocabulary.FAMILY_DATASETS:
-            members = group[group["dataset"].map(vocabulary.family_of) == family]
-            members = members[members["estimate"].notna()]
-            if len(members) < 2:
-                continue
-            estimate = pooled(list(members["estimate"]))
-            if estimate is None:
-                continue
-            low, high = estimate.interval()
-            pooled_rows.append(
-                {
-                    "model": model,
-                    "dataset": family,
-                    "setting": setting,
-                    "scope": family,
-                    "pooled": True,
-                    "n_samples": estimate.n,
-                    "auroc": estimate.value,
-                    "auroc_low": low,
-                    "auroc_high": high,
-                    "estimate": estimate,
-                    "n_excluded": int(members["n_excluded"].sum()),
-                    "reason": None,
-                }
-            )
+    pooled_rows = [
+        _pooled_row(model, setting, family, group[group["dataset"].map(vocabulary.family_of) == family])
+        for (model, setting), group in table.groupby(["model", "setting"], sort=False)
+        for family in vocabulary.FAMILY_DATASETS
+    ]
+    pooled_rows = [row for row in pooled_rows if row is not None]
     table = pd.concat([table, pd.DataFrame(pooled_rows)], ignore_index=True)
     table["verdict"] = [_separability_verdict(r) for r in table.itertuples()]
     table["_scope"] = table["scope"].map(scope_rank)
@@ -262,6 +239,29 @@ def separability_table(
         .drop(columns=["_scope", "_setting"])
         .reset_index(drop=True)
     )
+
+
+def _pooled_row(model: str, setting: str, family: str, members: pd.DataFrame) -> dict | None:
+    """The row of a family pooled over its datasets' AUROCs (None: fewer than two datasets)."""
+    members = members[members["estimate"].notna()]
+    estimate = pooled(list(members["estimate"])) if len(members) >= 2 else None
+    if estimate is None:
+        return None
+    low, high = estimate.interval()
+    return {
+        "model": model,
+        "dataset": family,
+        "setting": setting,
+        "scope": family,
+        "pooled": True,
+        "n_samples": estimate.n,
+        "auroc": estimate.value,
+        "auroc_low": low,
+        "auroc_high": high,
+        "estimate": estimate,
+        "n_excluded": int(members["n_excluded"].sum()),
+        "reason": None,
+    }
 
 
 def _separability_verdict(row) -> str:
