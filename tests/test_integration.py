@@ -73,7 +73,9 @@ def test_answer_scored_extraction_on_offline_model_matches_plain_autograd_on_the
     # test is about which tokens are scored
     loaded.model.double()
     store = ResultsStore(tmp_path / "results")
-    summary = runner.extract(loaded, spec, store, ExtractionSettings(2), data_dir=study_data_dir, progress=False)
+    summary = runner.extract(
+        loaded, spec, store, settings=ExtractionSettings(2), data_dir=study_data_dir, progress=False
+    )
     assert summary.computed == 2
     frame = read_results(tmp_path / "results")
     records = data.answer_records(data.get_condition(spec), study_data_dir)

@@ -396,7 +396,12 @@ def test_answer_scored_rows_equal_plain_autograd_on_the_answer_span(tiny, study_
     store = ResultsStore(tmp_path / "r")
     spec = "gsm8k/detailed_answer/correct"
     runner.extract(
-        tiny, spec, store, ExtractionSettings(n_samples=2, max_length=4096), data_dir=study_data_dir, progress=False
+        tiny,
+        spec,
+        store,
+        settings=ExtractionSettings(n_samples=2, max_length=4096),
+        data_dir=study_data_dir,
+        progress=False,
     )
     frame = read_results(tmp_path / "r")
     records = data.answer_records(data.get_condition(spec), study_data_dir)
@@ -414,10 +419,12 @@ def test_an_answer_cut_off_by_max_length_is_skipped_and_counted(tiny, study_data
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(n_samples=2, max_length=300)
     summary = runner.extract(
-        tiny, "gsm8k/detailed_answer/correct", store, settings, data_dir=study_data_dir, progress=False
+        tiny, "gsm8k/detailed_answer/correct", store, settings=settings, data_dir=study_data_dir, progress=False
     )
     assert summary.computed == 0 and summary.skipped == {"answer truncated away": 2}
-    short = runner.extract(tiny, "gsm8k/none_answer/correct", store, settings, data_dir=study_data_dir, progress=False)
+    short = runner.extract(
+        tiny, "gsm8k/none_answer/correct", store, settings=settings, data_dir=study_data_dir, progress=False
+    )
     assert short.computed == 2 and not short.skipped
 
 
@@ -435,7 +442,9 @@ def test_a_sample_with_an_exactly_zero_gradient_is_skipped_with_the_reason(tiny,
     monkeypatch.setattr(gradients, "sample_statistics", zero_in_one_projection)
     path = tmp_path / "one.json"
     path.write_text(json.dumps([{"instruction": "q", "input": "", "output": "answer"}]))
-    summary = runner.extract(tiny, str(path), ResultsStore(tmp_path / "r"), ExtractionSettings(), progress=False)
+    summary = runner.extract(
+        tiny, str(path), ResultsStore(tmp_path / "r"), settings=ExtractionSettings(), progress=False
+    )
     assert summary.computed == 0 and summary.skipped == {"zero gradient": 1}
     reason = read_skipped(tmp_path / "r")["reason"].iloc[0]
     assert reason.startswith("zero gradient: exactly zero in 1 of ") and "layer 1 v" in reason

@@ -282,8 +282,8 @@ def sample_statistics(
     factors = layer_factors(captured, row, n_positions)
     broken = non_finite_gradients(factors)
     if broken:  # the eigensolver raises on NaN or inf; report the sample instead
-        failure = f"numerical failure: non-finite gradient ({', '.join(broken[:4])})"
-        return SampleGradientStats(loss, n_positions + 1, {}, failure=failure)
+        broken_text = f"numerical failure: non-finite gradient ({', '.join(broken[:4])})"
+        return SampleGradientStats(loss, n_positions + 1, {}, failure=broken_text)
     columns: dict[str, list[torch.Tensor]] = {}
     kept: dict[str, torch.Tensor] = {}
     for proj in PROJECTIONS:
@@ -298,12 +298,11 @@ def sample_statistics(
     values = {name: torch.stack(cols, dim=1) for name, cols in columns.items()}
     if wanted.similarities:
         values.update(spectra.factor_statistics(factors, values))
-    failure = None
     checked = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
     bad = [name for name, value in values.items() if name in checked and not torch.isfinite(value).all()]
-    if bad:
-        failure = f"numerical failure: non-finite gradient statistics ({', '.join(bad)})"
-    failure = failure or zero_gradient(values, loss)
+    failure = (
+        f"numerical failure: non-finite gradient statistics ({', '.join(bad)})" if bad else zero_gradient(values, loss)
+    )
     return SampleGradientStats(loss, n_positions + 1, values, failure, kept if wanted.keep_spectra else None)
 
 

@@ -1,4 +1,4 @@
-"""Error rates of A1 and G1, simulated in the study's design through the functions the book uses.
+"""Error rates of A1, A3 and G1, simulated in the study's design through the functions the book uses.
 
 - ``averaging`` (A1): every instruction answered under None CoT (a few tokens, noisy) and Detailed
   CoT (hundreds of tokens, quiet) with token counts that vary by instruction, and a Frobenius norm
@@ -11,6 +11,12 @@
   large as the loss's own spread). G1's scores (``beyond_loss.aurocs``) must then say "holds" at
   most 2.5% of the time.
 
+- ``equal loss`` (A3): per instruction, a log-nuclear gap that is the answer's loss gap and nothing
+  more, y = slope x + noise, with x the gap in mean log(1 - p) (noise of the design's fast setting,
+  skewed as the design's): A3's intercept (``same_tokens.equal_loss_regression``, pooled) must then
+  say "holds" at most 2.5% of the time, where the covariate's gaps straddle 0 and, in every other
+  repetition, where they all lie on one side of it (``COVARIATE_CENTRES``: the intercept extrapolates).
+
 ``calibration.false_holds`` runs these rules in its designs (``calibration.Design``).
 """
 
@@ -18,16 +24,21 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.findings import averaging, beyond_loss
+from analysis.findings import averaging, beyond_loss, same_tokens
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
+from analysis.findings.calibration import ratio_sizes
 from analysis.findings.rules import HOLDS, Part, decide
 
-RULES = ("averaging", "beyond loss")
+RULES = ("averaging", "beyond loss", "equal loss")
 TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
 TOKEN_SD = 0.5  # spread of log token counts over instructions
 N_LAYERS = 6
 LOSS_GAP = 1.8  # irrelevant less correct loss, in units of the loss's noise: an AUROC near 0.9
 CURVE_NOISE = (0.05, 0.5, 1.0)  # noise of the curves around the loss's linear function, per repetition in turn
+# A3: the mean of the covariate's gaps in units of their spread, per repetition in turn (0: they
+# straddle 0; 3: all on one side, the intercept an extrapolation), and the true slope
+COVARIATE_CENTRES = (0.0, 3.0)
+EQUAL_LOSS_SLOPE = 0.8
 
 
 def _averaging_estimate(rng, design, n_resamples: int) -> Estimate:
@@ -73,10 +84,26 @@ def _loss_only_parts(rng, design, n_resamples: int, curve_noise: float) -> list[
     return parts
 
 
+def equal_loss_estimate(rng, design, n_resamples: int, *, centre: float, effect: float = 0.0) -> Estimate | None:
+    """A3's pooled intercept where the log-nuclear gap is ``effect`` plus the answer loss's gap times
+    ``EQUAL_LOSS_SLOPE`` plus noise, the covariate's gaps centred at ``centre`` spreads from 0."""
+    per_dataset = []
+    for h, (n, fast_sd) in enumerate(zip(design.counts, design.fast_sd)):
+        x = centre + rng.normal(0.0, 1.0, n)
+        y = effect + EQUAL_LOSS_SLOPE * x + fast_sd * ratio_sizes.log_noise(rng, design.skew, n)
+        intercept, _ = same_tokens.equal_loss_regression(y, x, resample_counts(n, n_resamples, rng), f"d{h}")
+        per_dataset.append(intercept)
+    return pooled(per_dataset)
+
+
 def holds(rule: str, rng, design, n_resamples: int, *, repetition: int = 0) -> bool:
     """Whether one simulated run of ``rule``, its claim false, says "holds"."""
     if rule == "averaging":
         return decide([Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0)]) == HOLDS
+    if rule == "equal loss":
+        centre = COVARIATE_CENTRES[repetition % len(COVARIATE_CENTRES)]
+        estimate = equal_loss_estimate(rng, design, n_resamples, centre=centre)
+        return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0)]) == HOLDS
     if rule == "beyond loss":
         noise = CURVE_NOISE[repetition % len(CURVE_NOISE)]
         return decide(_loss_only_parts(rng, design, n_resamples, noise)) == HOLDS
