@@ -23,8 +23,8 @@
 # before it: does reasoning change the answer's own gradient (A2), also where the answer is as
 # predictable (A3)? It then splits F1's gap (None against Detailed CoT) and F3's (irrelevant
 # against correct responses under Detailed CoT) into those parts, layer by layer, and asks two
-# questions: is F1's gap more than averaging (A1), and do the curves tell irrelevant from correct
-# responses better than the loss (G1)? The rules: [the checks](../checks.md).
+# questions: is F1's gap more than averaging (A1), and do the curves carry information on which
+# response is irrelevant that the token losses lack (G1)? The rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
 from analysis.report import answer_tokens, gap_sources, sections
@@ -99,8 +99,9 @@ answer_tokens.loss_convention_section(page)
 # ## The answers
 #
 # A1 decides on what is left of F1's Frobenius gap once averaging is taken out; G1 on the
-# out-of-fold AUROC of a sample's curves against that of its loss (and of its loss and length).
-# Intervals are 95% intervals over instructions.
+# out-of-fold AUROC of the pairs' curve differences once the loss covariates are partialled out,
+# against sign flips of whole pairs (its p-value; no interval). Intervals are 95% intervals over
+# instructions.
 
 # %% tags=["remove-input"]
 sections.answers(page)

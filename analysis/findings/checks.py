@@ -232,14 +232,20 @@ REGISTRY: Registry = registry_of(
         PerModelCheck(
             id="G1",
             claim=(
-                "F3 beyond the loss: under Detailed CoT one sample's layer curves (log nuclear norms) tell irrelevant from "
-                "correct responses better than its loss alone and than its loss with its response length (out-of-fold "
-                "AUROC, folds grouped by instruction; None CoT shown beside)"
+                "F3 beyond the loss: under Detailed CoT the layer curves (log nuclear norms) carry information on which "
+                "response of a pair is irrelevant that the token losses lack: with the pair differences of the mean, "
+                "largest and spread of the token losses and of log R partialled out inside each training fold, the "
+                "out-of-fold AUROC of the residual curves exceeds what sign flips of whole pairs give (one-sided "
+                "p < 2.5%; a permutation test, so never 'does not hold'); 'not applicable' where the loss alone "
+                "separates every pair; None CoT shown beside"
             ),
             parts=beyond_loss.g1_parts,
             chapters=_GAP,
             calibrated_by=("beyond loss",),
             reads=beyond_loss.READS,
+            after_pooling=beyond_loss.after_pooling,
+            note=beyond_loss.covariates_note,
+            gate=beyond_loss.separated,
         ),
         # --- A2 and A3: F1 on the same scored tokens, the final answer after the same phrase
         PerModelCheck(
