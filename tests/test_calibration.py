@@ -74,7 +74,7 @@ def test_roughness_intervals_never_undercover(coverage):
 
 
 def test_logs_of_samples_cover_where_logs_of_means_do_not_and_the_exact_factor_suffices():
-    table = calibration.skew_table(ns=(5, 20), sigmas=(1.0,), reps=REPS, n_resamples=RESAMPLES, seed=13)
+    table = calibration.log_ratio_coverage_table(ns=(5, 20), sigmas=(1.0,), reps=REPS, n_resamples=RESAMPLES, seed=13)
     chosen = table[table["quantity"] == "mean of logs"]
     assert chosen["coverage"].between(0.93, 0.97).all(), table
     assert (chosen[["miss below", "miss above"]] <= _bound(REPS)).all().all(), table
@@ -220,7 +220,7 @@ def test_every_rule_keeps_its_stated_rate_at_skewness_minus_2_and_plus_2():
     loss): each rule's false "holds" stays within the rate it states (``skew.STATED_RATES``), and
     the gap rule's stated rate above 2.5% is needed (left skew), not a margin for nothing."""
     reps = 200
-    table = skew.skew_table(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
+    table = skew.false_holds_by_skew(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
     allowed = table["stated"] + 2 * np.sqrt(table["stated"] * (1 - table["stated"]) / reps)
     assert (table["holds when false"] <= allowed).all(), table
     left_gap = table[(table["rule"] == "gap") & (table["skewness"] == -2.0)]

@@ -24,7 +24,7 @@ def test_the_cpu_profile_keeps_every_condition_a_verdict_of_its_models_rests_on(
     cpu = set(profiles.get_profile("cpu").conditions)
     assert len(cpu) == 45
     with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
-    for condition in data.REGISTRY.values():
+    for condition in data.CONDITIONS.values():
         needed = (condition.dataset in with_none and condition.setting in ("none", "detailed")) or (
             condition.dataset != "wiki"
             and condition.responses == "correct"
@@ -38,7 +38,7 @@ def test_profiles_derive_their_conditions_from_the_registry():
 
     full = profiles.get_profile("cpu-full")
     assert len(full.conditions) == 86 and len(set(full.conditions)) == 86
-    assert set(full.conditions) == set(data.REGISTRY)
+    assert set(full.conditions) == set(data.CONDITIONS)
     cpu = profiles.get_profile("cpu")
     assert cpu.models == full.models == ("gemma-3-270m", "smollm2-135m-instruct")
     assert cpu.extraction.n_samples == full.extraction.n_samples == profiles.CPU_SAMPLES

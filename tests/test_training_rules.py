@@ -36,20 +36,22 @@ def test_effects_hold_and_two_seeds_are_too_few_for_t2():
     rng = np.random.default_rng(1)
     effects = training_calibration.Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
     probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
-    assert training_calibration.verdicts(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
+    assert training_calibration.verdicts_of_tables(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
     probes, change = training_calibration.simulated_tables(rng, 6, 2, 8, effects=effects)
-    assert training_calibration.verdicts(probes, change)["arm change"] == TOO_FEW
+    assert training_calibration.verdicts_of_tables(probes, change)["arm change"] == TOO_FEW
 
 
 def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_applicable():
     rng = np.random.default_rng(2)
     reversed_ = training_calibration.Effects(gap=-0.5, arm_effect=-1.0, follows_curve=-1.0, training_set=0.0)
-    found = training_calibration.verdicts(*training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_))
+    found = training_calibration.verdicts_of_tables(
+        *training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_)
+    )
     assert found == {"rank correlation": FAILS, "arm change": FAILS, "probe gap": NOT_APPLICABLE}
     shrinking = training_calibration.simulated_tables(
         rng, 8, 5, 8, effects=training_calibration.Effects(gap=0.5, gap_change=-0.5)
     )
-    assert training_calibration.verdicts(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
+    assert training_calibration.verdicts_of_tables(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
 
 
 SMALL_DESIGN = training_calibration.TrainingDesign(5, 5, 8)
@@ -166,7 +168,7 @@ def test_spearman_rows_matches_scipy():
 
 def test_false_holds_stay_near_the_level():
     design = training_calibration.TrainingDesign(5, 5, 8)
-    rates = training_calibration.false_holds(design, reps=100, n_resamples=200)
+    rates = training_calibration.largest_false_holds(design, reps=100, n_resamples=200)
     assert set(rates) == set(training_calibration.RULES) and all(rate <= 0.06 for rate in rates.values()), rates
 
 

@@ -3,7 +3,7 @@
 
 The study's simulations (``calibration.Design``) draw normal noise on the log scale; bare answers
 with a near-zero loss make a long lower tail as plausible as the long upper tail of the scenarios.
-``skew_table`` reruns ``calibration.false_holds`` with the noise of ``ratio_sizes.log_noise`` at
+``false_holds_by_skew`` reruns ``calibration.false_holds`` with the noise of ``ratio_sizes.log_noise`` at
 each skewness. Where a rule cannot keep the promised 2.5% there, the rate it reaches is stated
 (``STATED_RATES``, held by tests/test_calibration.py) and the verdict matrix's note prints each
 check's (``check_rate``). ``measured_skew`` says how skewed a store's values are.
@@ -45,7 +45,7 @@ def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> fl
     return max((stated_rate(r) for r in checks.get(check_id, registry).calibrated_by), default=PROMISED)
 
 
-def skew_table(
+def false_holds_by_skew(
     *,
     n: int = 5,
     reps: int = 1000,

@@ -106,12 +106,12 @@ def _probe_models(store: ResultsStore) -> list[str]:
     return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
 
 
-def claims() -> str:
+def chapter_claims() -> str:
     """The claims the chapter checks, as a list (the registry's)."""
     return verdicts.claims_text(checks.on_chapter(CHAPTER))
 
 
-def verdict_matrix(page: TrainingPage) -> list[tuple[str, Figure]]:
+def verdict_figures(page: TrainingPage) -> list[tuple[str, Figure]]:
     """The verdict matrix of the chapter's checks (check x scope, one panel per model)."""
     found = page.findings_table()
     figure = figures.verdict_figure(found, note=verdicts.false_holds_note(found))

@@ -51,7 +51,6 @@ from analysis.extract.distributed.work import (  # noqa: F401
 from analysis.store import ResultsStore, RunKey
 
 INSTALL_HINT = "pip install '.[distributed]' (or: pip install 'ray[default]')"
-MAX_CPUS_PER_GPU_WORKER = 4
 
 
 def require_ray():

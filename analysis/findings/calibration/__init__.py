@@ -23,11 +23,11 @@ from analysis.findings.calibration.tables import (
     coverage_table,
     equivalence_power,
     false_holds_table,
+    log_ratio_coverage_table,
     planned_instructions,
     power,
     power_table,
     share_table,
-    skew_table,
 )
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
     "power",
     "power_table",
     "share_table",
-    "skew_table",
+    "log_ratio_coverage_table",
     "study_designs",
     "true_roughness",
 ]

@@ -219,7 +219,7 @@ def false_holds_by_scenario(
     return pd.DataFrame(rows)
 
 
-def false_holds(
+def largest_false_holds(
     design: TrainingDesign = TrainingDesign(), reps: int = 2000, n_resamples: int = 400, seed: int = 0
 ) -> dict[str, float]:
     """Each rule's largest share of false "holds" over the null scenarios of the runs' design
@@ -257,7 +257,7 @@ def simulated_tables(
     return pd.concat(probes, ignore_index=True), pd.concat(change, ignore_index=True)
 
 
-def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, str]:
+def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, str]:
     """The verdict of each rule on simulated tables, through the chapter's table functions (the
     None arm for the rules per arm)."""
     resampling = TrainingResampling.of(
