@@ -38,7 +38,7 @@ from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import gradients, models, runner
 from analysis.store import ResultsStore
-from analysis.train import checkpoint, tables, weights
+from analysis.train import checkpoint, run_tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId
 
 
@@ -223,7 +223,7 @@ def train(
         run.dataset, count, settings.n_probes, settings.n_train, seed=run.seed, data_dir=data_dir
     )
     about = run_about(run, settings, extraction, loaded, train_ids=train_ids)
-    done = run_dir / tables.DONE
+    done = run_dir / run_tables.DONE
     if done.is_file():
         return finished(done, about)
     samples, skipped = _training_samples(
@@ -358,10 +358,10 @@ class RunContext:
         """Probes, weight change and losses of ``step``, then the checkpoint; the probe records."""
         records = self.probe(step)
         change = weights.change_rows(self.loaded.model, self.initial, step, self.identity())
-        tables.write_part(self.run_dir, tables.WEIGHT_CHANGE, change, first=step, last=step)
+        run_tables.write_part(self.run_dir, run_tables.WEIGHT_CHANGE, change, first=step, last=step)
         if losses:
             frame = pd.DataFrame(losses)
-            tables.write_part(self.run_dir, tables.LOSSES, frame, first=int(frame["step"].min()), last=step)
+            run_tables.write_part(self.run_dir, run_tables.LOSSES, frame, first=int(frame["step"].min()), last=step)
         # Step 0 is the released weights with a fresh optimiser, which a restart recreates; after
         # the last step the run is done. Neither needs a checkpoint to continue from (the last one
         # is kept when asked for).
