@@ -229,7 +229,7 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     )
     note = verdicts.matrix_note(found, "cpu", None)
     tested = int(found["verdict"].isin(["holds", "does not hold", "not resolved"]).sum())
-    from analysis.findings.skew import check_rate
+    from analysis.findings.stated_rates import check_rate
 
     expected = sum(
         check_rate(c) for c in found.loc[found["verdict"].isin(["holds", "does not hold", "not resolved"]), "check"]

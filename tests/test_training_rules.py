@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, skew, training
+from analysis.findings import calibration, checks, stated_rates, training
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, decide
 from analysis.train.naming import TrainingRunId
@@ -82,7 +82,7 @@ def test_t2_true_against_detailed_cot_only_stays_within_its_stated_rate():
     cut arm moves as it does, or leads the cut arm evenly over depth (one part at its null), T2's
     false "holds" stay within its stated rate (within the simulation's error at 300 runs)."""
     scenarios = training_calibration.SCENARIOS
-    allowed = skew.stated_rate("arm change") + 0.02
+    allowed = stated_rates.stated_rate("arm change") + 0.02
     assert (
         _false_holds(scenarios["None arm ahead of Detailed CoT only, as the token-matched arm"], "arm change")
         <= allowed
