@@ -172,6 +172,15 @@ def test_false_holds_stay_near_the_level():
     assert set(rates) == set(training_calibration.RULES) and all(rate <= 0.06 for rate in rates.values()), rates
 
 
+def test_the_training_calibration_command_prints_each_scenario_and_rule(capsys):
+    from analysis import cli
+
+    assert cli.main(["training-calibration", "--reps", "2", "--resamples", "20", "--design", "5", "5", "8"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("| rule") and all(rule in table for rule in training_calibration.RULES)
+    assert all(name in table for name in training_calibration.SCENARIOS)
+
+
 def test_the_training_checks_are_registered_with_their_rules_and_chapter():
     assert checks.on_chapter("during_training") == ("T1", "T2", "T3")
     assert not set(checks.on_chapter("during_training")) & {

@@ -270,23 +270,3 @@ def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) ->
         "arm change": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
         "probe gap": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m analysis.findings.calibration.training_calibration [--reps R] [--design N SEEDS LAYERS]``: the
-    table of ``false_holds_by_scenario`` as Markdown (the numbers the methods page states)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m analysis.findings.calibration.training_calibration")
-    parser.add_argument("--reps", type=int, default=2000)
-    parser.add_argument("--resamples", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--design", type=int, nargs=3, default=(5, 5, 30), metavar=("PROBES", "SEEDS", "LAYERS"))
-    args = parser.parse_args(argv)
-    table = false_holds_by_scenario(TrainingDesign(*args.design), args.reps, args.resamples, args.seed)
-    print(table.to_markdown(index=False))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())
