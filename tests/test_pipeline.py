@@ -184,7 +184,7 @@ def test_missing_data_stops_before_any_compute(tiny_profile, tmp_path):
 
 
 def test_unknown_executor(tiny_profile, tmp_path):
-    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+    with pytest.raises(StudyError, match="unknown executor 'dask'"):
         pipeline.run_profile(tiny_profile, tmp_path / "r", executor="dask", book=False)
 
 
@@ -304,5 +304,5 @@ def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
     for executor in pipeline.EXECUTORS:  # a source that computes no extraction runs the same on either executor
         assert pipeline.source_runner(original, executor) is pipeline.check_imported
         assert pipeline.source_runner(training, executor) is pipeline.train_profile
-    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+    with pytest.raises(StudyError, match="unknown executor 'dask'"):
         pipeline.source_runner(quick, "dask")

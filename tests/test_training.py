@@ -76,7 +76,7 @@ def test_each_seed_trains_on_its_own_instructions_and_never_on_a_probe(study_dat
     assert loop.split_instructions("aqua", 500, 8, 492, seed=3, data_dir=study_data_dir)[1] == sorted(
         set(range(500)) - set(probes)
     )
-    with pytest.raises(loop.TrainingError, match="500"):
+    with pytest.raises(StudyError, match="500"):
         loop.split_instructions("aqua", 500, 8, 493, seed=0)
 
 
@@ -185,7 +185,7 @@ def test_an_interrupted_run_resumes_to_equal_numbers(
     _, again = train_once(tiny_model_dir, tmp_path, study_data_dir)
     assert again.steps_computed == 0  # a finished run is not computed again
     loaded = fresh(tiny_model_dir)
-    with pytest.raises(loop.TrainingError, match="finished with other settings"):
+    with pytest.raises(StudyError, match="finished with other settings"):
         loop.train(
             loaded,
             run_id(loaded),

@@ -42,10 +42,6 @@ from analysis.train import checkpoint, run_tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId
 
 
-class TrainingError(StudyError, RuntimeError):
-    """A training run that cannot be made as asked."""
-
-
 @dataclass
 class TrainingSummary:
     """What one call of :func:`train` did."""
@@ -80,7 +76,7 @@ def split_instructions(
     seeded by the dataset and ``seed`` alone: each seed trains on its own instructions, and every
     arm of a seed on the same ones."""
     if n_probes + n_train > count:
-        raise TrainingError(
+        raise StudyError(
             f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
         )
     order = data.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
@@ -147,7 +143,7 @@ def train_step(
     )
     loss = gradients.per_sample_losses(loaded.model, batch, train_embeddings=True).mean()
     if not torch.isfinite(loss):
-        raise TrainingError(f"non-finite training loss ({loss.item()}) on samples {[s.index for s in samples]}")
+        raise StudyError(f"non-finite training loss ({loss.item()}) on samples {[s.index for s in samples]}")
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -265,10 +261,10 @@ def _training_samples(
     extraction: ExtractionSettings,
     data_dir,
 ) -> tuple[list[runner.PreparedSample], dict[int, str]]:
-    """The prepared training samples and the skipped ones; a TrainingError if they make no batch."""
+    """The prepared training samples and the skipped ones; a StudyError if they make no batch."""
     samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir)
     if len(samples) < settings.batch_size:
-        raise TrainingError(
+        raise StudyError(
             f"{run.condition}: {len(samples)} training samples keep a response within max_length "
             f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
         )
@@ -314,11 +310,11 @@ def _mark_done(done: Path, summary: TrainingSummary, about: dict) -> None:
 
 
 def finished(done: Path, about: dict) -> TrainingSummary:
-    """The summary of a finished run, if it was made with these settings (else a TrainingError)."""
+    """The summary of a finished run, if it was made with these settings (else a StudyError)."""
     record = json.loads(done.read_text())
     recorded = record.pop("about", None)
     if recorded != json.loads(json.dumps(about)):
-        raise TrainingError(
+        raise StudyError(
             f"{done.parent}: this run was finished with other settings ({recorded}); use another --out, "
             "or remove its folder (and its probe rows) to train it again"
         )
