@@ -278,7 +278,7 @@ def _read_text(path: Path) -> str:
 
 def _json_lines(path: Path, text: str) -> list[Record]:
     """Records of a JSON Lines file, one object per non-blank line; errors name the line."""
-    records = []
+    records: list[Record] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue

@@ -42,7 +42,10 @@ def _averaging_estimate(rng, design, n_resamples: int) -> Estimate:
             log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, GAP_LAYERS))
             values.append(averaging.token_terms(log_f, None, log_tokens)[averaging.REST].mean(axis=1))
         per_dataset.append(averaging.paired_contrast(values[0], weights, values[1], weights, dataset=f"d{h}"))
-    return pooled(per_dataset)
+    found = pooled(per_dataset)
+    if found is None:
+        raise ValueError("no dataset to pool: the design has none")
+    return found
 
 
 def _loss_only_parts(rng, design, n_resamples: int, curve_noise: float) -> list[Part]:
