@@ -112,20 +112,20 @@ def _build_registry() -> dict[str, Condition]:
     return registry
 
 
-REGISTRY: dict[str, Condition] = _build_registry()
+CONDITIONS: dict[str, Condition] = _build_registry()
 
 
 def study_conditions() -> list[Condition]:
     """The 56 conditions that are data files of the study (no derived length controls)."""
-    return [c for c in REGISTRY.values() if c.length_reference is None]
+    return [c for c in CONDITIONS.values() if c.length_reference is None]
 
 
 def get_condition(key: str) -> Condition:
     """The registered condition with this key, or a DataError listing what exists."""
     try:
-        return REGISTRY[key]
+        return CONDITIONS[key]
     except KeyError:
-        datasets = sorted({c.dataset for c in REGISTRY.values()})
+        datasets = sorted({c.dataset for c in CONDITIONS.values()})
         raise DataError(
             f"unknown condition {key!r}: a condition is dataset/setting/responses, e.g. aqua/detailed/correct; "
             f"datasets: {', '.join(datasets)} (see `python -m analysis data list`)"
@@ -135,7 +135,7 @@ def get_condition(key: str) -> Condition:
 def conditions_matching(datasets=None, settings=None, responses=None, length_control: bool = False) -> list[Condition]:
     """Registered conditions filtered by dataset, setting and response type."""
     chosen = []
-    for condition in REGISTRY.values():
+    for condition in CONDITIONS.values():
         if condition.length_reference is not None and not length_control:
             continue
         if datasets is not None and condition.dataset not in datasets:
@@ -278,7 +278,7 @@ def _read_text(path: Path) -> str:
 
 def _json_lines(path: Path, text: str) -> list[Record]:
     """Records of a JSON Lines file, one object per non-blank line; errors name the line."""
-    records = []
+    records: list[Record] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -469,9 +469,9 @@ def identical_response_ids(dataset: str, setting: str, directory: str | os.PathL
     comparisons leave it out. Empty when a file is missing or the setting has no pair.
     """
     pair = [f"{dataset}/{setting}/{responses}" for responses in RESPONSES]
-    if not all(key in REGISTRY for key in pair):
+    if not all(key in CONDITIONS for key in pair):
         return frozenset()
-    paths = [data_dir(directory) / REGISTRY[key].relative_path for key in pair]
+    paths = [data_dir(directory) / CONDITIONS[key].relative_path for key in pair]
     try:
         stamps = [(str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in paths]
     except OSError:

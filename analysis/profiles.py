@@ -113,7 +113,7 @@ def family_conditions(family: str) -> tuple[str, ...]:
         return tuple(c.key for c in data.study_conditions())
     if family not in FAMILY_NOTEBOOKS:
         raise ProfileError(f"unknown notebook family {family!r}; families: {', '.join(FAMILY_NOTEBOOKS)}")
-    return tuple(c.key for c in data.REGISTRY.values() if c.family == family)
+    return tuple(c.key for c in data.CONDITIONS.values() if c.family == family)
 
 
 def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
@@ -131,7 +131,7 @@ def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
 def all_conditions() -> tuple[str, ...]:
     """The 56 study conditions followed by the 30 length-control conditions."""
     study = [c.key for c in data.study_conditions()]
-    derived = [c.key for c in data.REGISTRY.values() if c.length_reference is not None]
+    derived = [c.key for c in data.CONDITIONS.values() if c.length_reference is not None]
     return tuple(study + derived)
 
 
@@ -158,7 +158,7 @@ def deciding_conditions() -> tuple[str, ...]:
         *data.conditions_matching(datasets=with_none, settings=("none",)),
         *data.conditions_matching(datasets=with_none, settings=("detailed",), responses=(vocabulary.IRRELEVANT,)),
     ]
-    order = list(data.REGISTRY)
+    order = list(data.CONDITIONS)
     return tuple(sorted({c.key for c in chosen}, key=order.index))
 
 

@@ -29,7 +29,7 @@ def test_length_control_conditions_reference_shorter_settings():
     cut = data.get_condition("gsm8k/detailed_cut_simplified/irrelevant")
     assert cut.relative_path == data.get_condition("gsm8k/detailed/irrelevant").relative_path
     assert cut.length_reference == "gsm8k/simplified/irrelevant"
-    assert "math-algebra/detailed_cut_none/correct" not in data.REGISTRY  # MATH has no None-CoT file
+    assert "math-algebra/detailed_cut_none/correct" not in data.CONDITIONS  # MATH has no None-CoT file
 
 
 def test_unknown_condition_names_the_key():

@@ -25,7 +25,7 @@ from analysis.findings.rules import HOLDS, Part, decide
 RULES = ("averaging", "beyond loss")
 TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
 TOKEN_SD = 0.5  # spread of log token counts over instructions
-N_LAYERS = 6
+GAP_LAYERS = 6
 LOSS_GAP = 1.8  # irrelevant less correct loss, in units of the loss's noise: an AUROC near 0.9
 CURVE_NOISE = (0.05, 0.5, 1.0)  # noise of the curves around the loss's linear function, per repetition in turn
 
@@ -39,10 +39,13 @@ def _averaging_estimate(rng, design, n_resamples: int) -> Estimate:
         values = []
         for setting, sd in (("fast", fast_sd), ("slow", slow_sd)):
             log_tokens = np.log(np.maximum(1.0, np.round(TOKENS[setting] * np.exp(rng.normal(0, TOKEN_SD, n)))))
-            log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, N_LAYERS))
+            log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, GAP_LAYERS))
             values.append(averaging.token_terms(log_f, None, log_tokens)[averaging.REST].mean(axis=1))
         per_dataset.append(averaging.paired_contrast(values[0], weights, values[1], weights, dataset=f"d{h}"))
-    return pooled(per_dataset)
+    found = pooled(per_dataset)
+    if found is None:
+        raise ValueError("no dataset to pool: the design has none")
+    return found
 
 
 def _loss_only_parts(rng, design, n_resamples: int, curve_noise: float) -> list[Part]:
@@ -50,7 +53,7 @@ def _loss_only_parts(rng, design, n_resamples: int, curve_noise: float) -> list[
     per_dataset = []
     for h, n in enumerate(design.counts):
         level = rng.normal(0.0, 1.0, n)
-        slope = rng.normal(1.0, 0.3, 4 * N_LAYERS)
+        slope = rng.normal(1.0, 0.3, 4 * GAP_LAYERS)
         features = {"ids": np.arange(n)}
         for label, response in enumerate(("correct", "irrelevant")):
             loss = level + LOSS_GAP * label + rng.normal(0.0, 1.0, n)
