@@ -28,5 +28,7 @@ extended
 methods_table
 population_text
 
-# Writes simulated training runs as the store's rows, for the training rules' end-to-end tests.
+# Write simulated training runs as the store's rows and decide the rules on them, for the training
+# rules' end-to-end tests.
 simulated_tables
+verdicts_of_tables

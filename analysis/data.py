@@ -161,20 +161,20 @@ def _answer_conditions(registry: dict[str, Condition]) -> list[Condition]:
     return out
 
 
-REGISTRY: dict[str, Condition] = _build_registry()
+CONDITIONS: dict[str, Condition] = _build_registry()
 
 
 def study_conditions() -> list[Condition]:
     """The 56 conditions that are data files of the study (no length-controlled or answer-scored views)."""
-    return [c for c in REGISTRY.values() if not c.is_view]
+    return [c for c in CONDITIONS.values() if not c.is_view]
 
 
 def get_condition(key: str) -> Condition:
     """The registered condition with this key, or a DataError listing what exists."""
     try:
-        return REGISTRY[key]
+        return CONDITIONS[key]
     except KeyError:
-        datasets = sorted({c.dataset for c in REGISTRY.values()})
+        datasets = sorted({c.dataset for c in CONDITIONS.values()})
         raise DataError(
             f"unknown condition {key!r}: a condition is dataset/setting/responses, e.g. aqua/detailed/correct; "
             f"datasets: {', '.join(datasets)} (see `python -m analysis data list`)"
@@ -187,7 +187,7 @@ def conditions_matching(
     """Registered conditions filtered by dataset, setting and response type (the length-control and
     answer-scored views only when asked for)."""
     chosen = []
-    for condition in REGISTRY.values():
+    for condition in CONDITIONS.values():
         if condition.length_reference is not None and not length_control:
             continue
         if condition.answer is not None and not answer_scored:
@@ -336,7 +336,7 @@ def _read_text(path: Path) -> str:
 
 def _json_lines(path: Path, text: str) -> list[Record]:
     """Records of a JSON Lines file, one object per non-blank line; errors name the line."""
-    records = []
+    records: list[Record] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -438,11 +438,11 @@ def answer_records(condition: Condition, directory: str | os.PathLike | None = N
     view = condition.answer
     if view is None:
         raise DataError(f"condition {condition.key} is not answer-scored")
-    answer_path = data_dir(directory) / REGISTRY[view.answer].relative_path
+    answer_path = data_dir(directory) / CONDITIONS[view.answer].relative_path
     answers = load_records(answer_path)
     if view.context is None:
         return [Record(a.instruction, a.input, ANSWER_PHRASE + a.output, len(ANSWER_PHRASE)) for a in answers]
-    context_path = data_dir(directory) / REGISTRY[view.context].relative_path
+    context_path = data_dir(directory) / CONDITIONS[view.context].relative_path
     contexts = load_records(context_path)
     if len(contexts) != len(answers):
         raise DataError(f"{context_path}: {len(contexts)} records, but {answer_path} has {len(answers)}")
@@ -576,9 +576,9 @@ def identical_response_ids(dataset: str, setting: str, directory: str | os.PathL
     comparisons leave it out. Empty when a file is missing or the setting has no pair.
     """
     pair = [f"{dataset}/{setting}/{responses}" for responses in RESPONSES]
-    if not all(key in REGISTRY for key in pair):
+    if not all(key in CONDITIONS for key in pair):
         return frozenset()
-    paths = [data_dir(directory) / REGISTRY[key].relative_path for key in pair]
+    paths = [data_dir(directory) / CONDITIONS[key].relative_path for key in pair]
     try:
         stamps = [(str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in paths]
     except OSError:

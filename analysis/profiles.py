@@ -113,7 +113,7 @@ def family_conditions(family: str) -> tuple[str, ...]:
         return tuple(c.key for c in data.study_conditions())
     if family not in FAMILY_NOTEBOOKS:
         raise ProfileError(f"unknown notebook family {family!r}; families: {', '.join(FAMILY_NOTEBOOKS)}")
-    return tuple(c.key for c in data.REGISTRY.values() if c.family == family and c.answer is None)
+    return tuple(c.key for c in data.CONDITIONS.values() if c.family == family and c.answer is None)
 
 
 def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
@@ -131,8 +131,8 @@ def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
 def all_conditions() -> tuple[str, ...]:
     """The 56 study conditions followed by the 30 length-control and the 24 answer-scored conditions."""
     study = [c.key for c in data.study_conditions()]
-    derived = [c.key for c in data.REGISTRY.values() if c.length_reference is not None]
-    answers = [c.key for c in data.REGISTRY.values() if c.answer is not None]
+    derived = [c.key for c in data.CONDITIONS.values() if c.length_reference is not None]
+    answers = [c.key for c in data.CONDITIONS.values() if c.answer is not None]
     return tuple(study + derived + answers)
 
 
@@ -162,7 +162,7 @@ def deciding_conditions() -> tuple[str, ...]:
         *data.conditions_matching(datasets=with_none, settings=("detailed",), responses=(vocabulary.IRRELEVANT,)),
         *data.conditions_matching(datasets=with_none, settings=ANSWER_DECIDING, answer_scored=True),
     ]
-    order = list(data.REGISTRY)
+    order = list(data.CONDITIONS)
     return tuple(sorted({c.key for c in chosen}, key=order.index))
 
 

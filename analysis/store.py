@@ -101,10 +101,6 @@ class StoreError(StudyError, RuntimeError):
     """The results store cannot be used as asked."""
 
 
-class StoreBusy(StoreError):
-    """Another process is computing the same run in this store."""
-
-
 class DamagedPart(StoreError):
     """A part file of the store cannot be read (cut short, overwritten): the message names it and
     says how to recover."""
@@ -181,7 +177,7 @@ class ResultsStore:
 
     @contextmanager
     def lock(self, key: RunKey) -> Iterator[None]:
-        """Exclusive right to compute ``key``; StoreBusy at once if another process holds it."""
+        """Exclusive right to compute ``key``; StoreError at once if another process holds it."""
         directory = self.run_dir("rows", key)
         try:
             directory.mkdir(parents=True, exist_ok=True)
@@ -192,7 +188,7 @@ class ResultsStore:
             try:
                 fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:
-                raise StoreBusy(
+                raise StoreError(
                     f"{directory}: another process is computing this run in the same results store; "
                     "wait for it to finish, or use a different --out"
                 ) from None

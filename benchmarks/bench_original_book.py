@@ -44,10 +44,10 @@ RESULTS = ROOT / "benchmarks" / "original_book.json"
 
 
 def random_values(n: int, layers: int, rng: np.random.Generator) -> np.ndarray:
-    """(n, layers, 4, 7) statistics in ``original.STATISTICS`` order, shaped like the release's."""
+    """(n, layers, 4, 7) statistics in ``original.FIELD_STATISTICS`` order, shaped like the release's."""
     s = np.sort(rng.lognormal(size=(n, layers, 4, 3)), axis=-1)
     entries = rng.normal(scale=1e-4, size=(n, layers, 4, 3))
-    values = np.empty((n, layers, 4, len(original.STATISTICS)))
+    values = np.empty((n, layers, 4, len(original.FIELD_STATISTICS)))
     values[..., 0] = s.sum(axis=-1) * 20  # S_sum
     values[..., 1] = s[..., 2]  # S_max
     values[..., 2] = s[..., 0] * 1e-9  # S_min

@@ -275,7 +275,7 @@ def rows_difference(rows: pd.DataFrame, expected: pd.DataFrame) -> dict[str, flo
         kind = "cosine_absolute" if name in COSINES else "relative"
         for value, reference, size in zip(merged[name], merged[f"{name}_expected"], merged[scale]):
             size = 1.0 if kind == "cosine_absolute" else size
-            worst[kind] = max(worst[kind], plain.relative_difference(float(value), float(reference), float(size)))
+            worst[kind] = max(worst[kind], plain.scaled_difference(float(value), float(reference), float(size)))
     return worst
 
 

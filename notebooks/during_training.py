@@ -41,7 +41,7 @@ data_dir = None  # unused here: the page reads the results directory only
 page = training.TrainingPage.from_parameters(given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
-show_markdown(training.claims())
+show_markdown(training.chapter_claims())
 show_markdown(page.setup())
 
 # %% [markdown]
@@ -61,7 +61,7 @@ show_markdown(page.setup())
 # by less than 10%; where the probes show no gap at step 0, there is none to persist ("not applicable").
 
 # %% tags=["remove-input"]
-show_figures(training.verdict_matrix(page))
+show_figures(training.verdict_figures(page))
 show_markdown(training.verdict_summary(page))
 with collapsed("The verdicts with their numbers"):
     show_table(training.verdict_table(page))

@@ -24,7 +24,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.findings.checks import PER_MODEL, PER_PAIR
-from analysis.report import sections, tables
+from analysis.report import curve_tables, sections
 from analysis.report.display import show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
@@ -49,11 +49,11 @@ page = Page.open(
 # %% tags=["remove-input"]
 show_markdown(page.coverage())
 show_table(
-    tables.pairs_table(page.pairs, page.results.templates, {m: cd.n_layers for m, cd in page.draws.items()}),
+    curve_tables.pairs_table(page.pairs, page.results.templates, {m: cd.n_layers for m, cd in page.draws.items()}),
     empty="No base and instruct model pair is present.",
     by=None,
 )
-show_markdown(tables.confound_statement(page.pairs))
+show_markdown(curve_tables.confound_statement(page.pairs))
 
 # %% [markdown]
 # ## F4: is the instruct model better at telling correct from irrelevant?

@@ -130,7 +130,7 @@ show_table(
 # %% tags=["remove-input"]
 show_table(calibration.false_holds_table(reps=400, seed=params.seed), by=None)
 show_table(calibration.coverage_table(reps=400, seed=params.seed), by=None)
-show_table(calibration.skew_table(reps=400, seed=params.seed), by=None)
+show_table(calibration.log_ratio_coverage_table(reps=400, seed=params.seed), by=None)
 show_table(calibration.share_table(reps=400, seed=params.seed), by=None)
 show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 
@@ -152,7 +152,7 @@ show_table(scenarios.miss_table(reps=400, seed=params.seed), by=None)
 # the rule states (the rate the verdict matrix's note uses for its checks).
 
 # %% tags=["remove-input"]
-show_table(skew.skew_table(reps=400, seed=params.seed), by=None)
+show_table(skew.false_holds_by_skew(reps=400, seed=params.seed), by=None)
 
 # %% [markdown]
 # ## Package versions

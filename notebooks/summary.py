@@ -22,7 +22,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.findings import skew
-from analysis.report import sections, tables
+from analysis.report import curve_tables, sections
 from analysis.report.display import show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
@@ -91,6 +91,6 @@ show_markdown(page.coverage())
 
 # %% tags=["remove-input"]
 show_table(
-    tables.reported_mad_comparison(page.draws),
+    curve_tables.reported_mad_comparison(page.draws),
     empty="Qwen/Qwen2-1.5B is not among the stored models (it runs in the paper profile).",
 )

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from analysis.findings import calibration, skew
+from analysis.findings import calibration, skew, stated_rates
 from analysis.findings.bootstrap import Estimate
 from analysis.findings.calibration import scenarios
 
@@ -17,7 +17,7 @@ RESAMPLES = 200
 # coverage runs: enough that two Monte Carlo standard errors (0.5 points) tell a family whose Welch
 # interval misses 3% on one side (one dominant noisy dataset) from one that keeps 2.5%
 COVERAGE_REPS = 4000
-PROMISED_AT_REPS = scenarios.PROMISED + 2 * math.sqrt(scenarios.PROMISED * (1 - scenarios.PROMISED) / REPS)
+PROMISED_AT_REPS = stated_rates.PROMISED + 2 * math.sqrt(stated_rates.PROMISED * (1 - stated_rates.PROMISED) / REPS)
 
 
 @pytest.fixture(scope="module")
@@ -29,11 +29,11 @@ def false_holds():
 
 @pytest.mark.parametrize("rule", ["gap", "same", "not better", "roughness"])
 def test_no_rule_says_holds_more_than_its_stated_rate_when_its_claim_is_false(false_holds, rule):
-    """2.5% for every rule but F4's "not better", whose stated rate (``skew.STATED_RATES``) is
+    """2.5% for every rule but F4's "not better", whose stated rate (``stated_rates.STATED_RATES``) is
     what it reaches in the study's designs with normal logs."""
     rows = false_holds[false_holds["rule"] == rule]
     assert len(rows) == 3
-    allowed = PROMISED_AT_REPS - scenarios.PROMISED + skew.stated_rate(rule)
+    allowed = PROMISED_AT_REPS - stated_rates.PROMISED + stated_rates.stated_rate(rule)
     assert (rows["holds when false"] <= allowed).all(), rows
     assert (rows["does not hold when true"] <= PROMISED_AT_REPS).all(), rows
 
@@ -57,7 +57,7 @@ def coverage():
 
 def _bound(reps: int) -> float:
     """The promised 2.5% per side plus two Monte Carlo standard errors at ``reps`` runs."""
-    return scenarios.PROMISED + 2 * math.sqrt(scenarios.PROMISED * (1 - scenarios.PROMISED) / reps)
+    return stated_rates.PROMISED + 2 * math.sqrt(stated_rates.PROMISED * (1 - stated_rates.PROMISED) / reps)
 
 
 def test_gap_intervals_cover_95_percent_with_balanced_misses(coverage):
@@ -76,7 +76,7 @@ def test_roughness_intervals_never_undercover(coverage):
 
 
 def test_logs_of_samples_cover_where_logs_of_means_do_not_and_the_exact_factor_suffices():
-    table = calibration.skew_table(ns=(5, 20), sigmas=(1.0,), reps=REPS, n_resamples=RESAMPLES, seed=13)
+    table = calibration.log_ratio_coverage_table(ns=(5, 20), sigmas=(1.0,), reps=REPS, n_resamples=RESAMPLES, seed=13)
     chosen = table[table["quantity"] == "mean of logs"]
     assert chosen["coverage"].between(0.93, 0.97).all(), table
     assert (chosen[["miss below", "miss above"]] <= _bound(REPS)).all().all(), table
@@ -144,7 +144,7 @@ SKEWED = tuple(STATED_WORST_CASE)
 
 def _many(reps: int) -> float:
     """The promised 2.5% per side plus three Monte Carlo standard errors at ``reps`` runs."""
-    return scenarios.PROMISED + 3 * math.sqrt(scenarios.PROMISED * (1 - scenarios.PROMISED) / reps)
+    return stated_rates.PROMISED + 3 * math.sqrt(stated_rates.PROMISED * (1 - stated_rates.PROMISED) / reps)
 
 
 @pytest.fixture(scope="module")
@@ -219,10 +219,10 @@ def test_at_20_instructions_the_same_holds():
 
 def test_every_rule_keeps_its_stated_rate_at_skewness_minus_2_and_plus_2():
     """The per-sample logs skewed either way (a long lower tail: bare answers with a near-zero
-    loss): each rule's false "holds" stays within the rate it states (``skew.STATED_RATES``), and
+    loss): each rule's false "holds" stays within the rate it states (``stated_rates.STATED_RATES``), and
     the gap rule's stated rate above 2.5% is needed (left skew), not a margin for nothing."""
     reps = 200
-    table = skew.skew_table(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
+    table = skew.false_holds_by_skew(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
     allowed = table["stated"] + 2 * np.sqrt(table["stated"] * (1 - table["stated"]) / reps)
     assert (table["holds when false"] <= allowed).all(), table
     left_gap = table[(table["rule"] == "gap") & (table["skewness"] == -2.0)]

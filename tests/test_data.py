@@ -29,7 +29,7 @@ def test_length_control_conditions_reference_shorter_settings():
     cut = data.get_condition("gsm8k/detailed_cut_simplified/irrelevant")
     assert cut.relative_path == data.get_condition("gsm8k/detailed/irrelevant").relative_path
     assert cut.length_reference == "gsm8k/simplified/irrelevant"
-    assert "math-algebra/detailed_cut_none/correct" not in data.REGISTRY  # MATH has no None-CoT file
+    assert "math-algebra/detailed_cut_none/correct" not in data.CONDITIONS  # MATH has no None-CoT file
 
 
 def test_unknown_condition_names_the_key():
@@ -257,7 +257,7 @@ def _answer_files(root, simplified_ending="\nThe final answer is "):
 
 
 def test_answer_views_are_registered_apart_from_the_study_files():
-    views = [c for c in data.REGISTRY.values() if c.answer is not None]
+    views = [c for c in data.CONDITIONS.values() if c.answer is not None]
     assert {c.setting for c in views} == set(vocabulary.ANSWER_SETTINGS)
     assert {c.dataset for c in views} == {"aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking"}
     assert all(c.responses == "correct" for c in views) and len(views) == 6 * 4

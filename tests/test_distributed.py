@@ -20,9 +20,10 @@ import torch
 from faults import injection
 
 from analysis import cli
+from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import distributed, models, runner
-from analysis.store import ResultsStore, StoreBusy, read_results, read_skipped
+from analysis.store import ResultsStore, StoreError, read_results, read_skipped
 
 CONDITIONS = ["aqua/none/correct", "aqua/detailed/correct", "aqua/detailed_cut_simplified/correct"]
 PRESTORED = "aqua/none/correct"  # two of its samples are stored before the run, as by an interrupted one
@@ -143,7 +144,7 @@ def test_without_ray_the_command_says_how_to_install_it(monkeypatch, tmp_path, c
     message = capsys.readouterr().err
     assert code == 2
     assert "pip install '.[distributed]'" in message and "Ray" in message
-    with pytest.raises(distributed.DistributedError, match=r"\.\[distributed\]"):
+    with pytest.raises(StudyError, match=r"\.\[distributed\]"):
         distributed.run_extraction([("m", "base", str(data))], tmp_path / "r")
 
 
@@ -164,9 +165,9 @@ def test_gpu_workers_one_per_gpu_and_none_asked_where_there_is_no_gpu():
     layout = distributed.worker_layout(cpu_nodes)
     assert (layout.count, layout.num_cpus, layout.num_gpus) == (3, 8, 0)
     assert distributed.worker_layout(cpu_nodes, threads=4).count == 6
-    with pytest.raises(distributed.DistributedError, match="no node of the Ray cluster has a GPU"):
+    with pytest.raises(StudyError, match="no node of the Ray cluster has a GPU"):
         distributed.worker_layout(cpu_nodes, device="cuda")
-    with pytest.raises(distributed.DistributedError, match="no node .* has 32 CPUs"):
+    with pytest.raises(StudyError, match="no node .* has 32 CPUs"):
         distributed.worker_layout(cpu_nodes, threads=32)
 
 
@@ -195,7 +196,7 @@ def test_a_run_being_computed_elsewhere_is_refused_before_ray_starts(model_dir, 
     key = runner.plan_run(
         str(model_dir), "base", CONDITIONS[1], store, settings=ExtractionSettings(LIMIT, MAX_LENGTH), data_dir=data_dir
     ).key
-    with store.lock(key), pytest.raises(StoreBusy):
+    with store.lock(key), pytest.raises(StoreError, match="another process"):
         distributed.run_extraction(
             jobs(model_dir),
             tmp_path / "r",

@@ -27,7 +27,7 @@ def test_every_declared_statistic_has_its_function():
 
 
 def test_the_readers_take_their_columns_from_the_table():
-    assert original.STATISTICS["S_sum"] == "nuclear_norm" and "effective_rank" in original.ABSENT
+    assert original.FIELD_STATISTICS["S_sum"] == "nuclear_norm" and "effective_rank" in original.ABSENT
     assert "sigma1_ratio" not in original.ABSENT and "loss" not in original.ABSENT
     assert set(layer_stats.unread_by_pages()) <= set(load.UNREAD_COLUMNS)
     assert your_data.STATS == ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")

@@ -11,7 +11,7 @@ from analysis.findings.metrics import (
     relative_difference,
     sample_matrix,
 )
-from analysis.report import tables
+from analysis.report import curve_tables
 
 # --------------------------------------------------------------------------- splits
 
@@ -57,8 +57,8 @@ def test_mad_hand_computed():
 
 
 def _mad_by_segment(curve: np.ndarray) -> dict[str, float]:
-    """The MAD of each segment as the book's tables compute it (``tables.segment_mad``)."""
-    return {segment: float(tables.segment_mad(curve, segment)) for segment in tables.SEGMENTS}
+    """The MAD of each segment as the book's tables compute it (``curve_tables.segment_mad``)."""
+    return {segment: float(curve_tables.segment_mad(curve, segment)) for segment in curve_tables.SEGMENTS}
 
 
 def test_mad_by_segment_uses_only_inside_differences():

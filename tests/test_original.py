@@ -11,6 +11,7 @@ import pandas as pd
 import pytest
 
 from analysis import cli, data, runlog
+from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, original_sources, runner
 from analysis.store import ResultsStore, read_results, read_skipped
@@ -331,7 +332,7 @@ def test_an_imported_profile_computes_nothing_and_needs_an_import(tree, study_da
     monkeypatch.setattr(pipeline.models, "load", no_loading)
     profile = profiles.get_profile("original")
     assert profile.source == "imported" and len(profile.models) == 10 and len(profile.conditions) == 56
-    with pytest.raises(pipeline.PipelineError, match="import-original"):
+    with pytest.raises(StudyError, match="import-original"):
         pipeline.run_profile(profile, tmp_path / "out", study_data_dir, book=False, say=lambda _: None)
     run_import(tree, tmp_path / "out", study_data_dir)
     said = []

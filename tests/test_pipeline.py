@@ -24,7 +24,7 @@ def test_the_cpu_profile_keeps_every_condition_a_verdict_of_its_models_rests_on(
     cpu = set(profiles.get_profile("cpu").conditions)
     assert len(cpu) == 57
     with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
-    for condition in data.REGISTRY.values():
+    for condition in data.CONDITIONS.values():
         needed = (
             (condition.dataset in with_none and condition.setting in ("none", "detailed"))
             or (
@@ -42,7 +42,7 @@ def test_profiles_derive_their_conditions_from_the_registry():
 
     full = profiles.get_profile("cpu-full")
     assert len(full.conditions) == 110 and len(set(full.conditions)) == 110
-    assert set(full.conditions) == set(data.REGISTRY)
+    assert set(full.conditions) == set(data.CONDITIONS)
     cpu = profiles.get_profile("cpu")
     assert cpu.models == full.models == ("gemma-3-270m", "smollm2-135m-instruct")
     assert cpu.extraction.n_samples == full.extraction.n_samples == profiles.CPU_SAMPLES
@@ -188,7 +188,7 @@ def test_missing_data_stops_before_any_compute(tiny_profile, tmp_path):
 
 
 def test_unknown_executor(tiny_profile, tmp_path):
-    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+    with pytest.raises(StudyError, match="unknown executor 'dask'"):
         pipeline.run_profile(tiny_profile, tmp_path / "r", executor="dask", book=False)
 
 
@@ -307,5 +307,5 @@ def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
     for executor in pipeline.EXECUTORS:  # a source that computes no extraction runs the same on either executor
         assert pipeline.source_runner(original, executor) is pipeline.check_imported
         assert pipeline.source_runner(training, executor) is pipeline.train_profile
-    with pytest.raises(pipeline.PipelineError, match="unknown executor 'dask'"):
+    with pytest.raises(StudyError, match="unknown executor 'dask'"):
         pipeline.source_runner(quick, "dask")

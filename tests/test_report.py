@@ -31,7 +31,7 @@ from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
-from analysis.report import beyond, figures, provenance, sections, tables, verdicts
+from analysis.report import beyond, curve_tables, figures, provenance, sections, verdicts
 from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
@@ -114,7 +114,7 @@ def test_rd_table_pairs_correct_with_irrelevant():
 
     df = make_results(reasoning_conditions("ecqa", settings=("none", "detailed")), curve=curve, noise=0.0)
     df = pd.concat([df, make_results([("ecqa", "simplified", "correct")], noise=0.0)])
-    table = tables.rd_interval_table(all_curve_draws(df, ["base-model"], ("nuclear_norm",), n_resamples=50))
+    table = curve_tables.rd_interval_table(all_curve_draws(df, ["base-model"], ("nuclear_norm",), n_resamples=50))
     assert set(table.setting) == {"none", "detailed"}  # simplified lacks irrelevant responses
     detailed = table[table.setting == "detailed"]
     np.testing.assert_allclose(detailed["mean_abs_rd"], 0.5)
@@ -123,15 +123,15 @@ def test_rd_table_pairs_correct_with_irrelevant():
 
 
 def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, paper_draws):
-    mads = tables.mad_interval_table(paper_draws, responses=("correct", "irrelevant"))
+    mads = curve_tables.mad_interval_table(paper_draws, responses=("correct", "irrelevant"))
     expected = _mad_of_mean_curves(paper_rows[paper_rows["setting"].isin(vocabulary.STUDY_SETTINGS)])
     merged = expected.merge(mads, on=["model", "dataset", "setting", "responses", "proj"])
     assert len(merged) == len(expected)
-    for segment in tables.SEGMENTS:
+    for segment in curve_tables.SEGMENTS:
         np.testing.assert_allclose(merged[f"{segment}_x"], merged[f"{segment}_y"], rtol=1e-12)
         assert (merged[f"{segment}_low"] <= merged[f"{segment}_y"]).all()
         assert (merged[f"{segment}_y"] <= merged[f"{segment}_high"]).all()
-    rds = tables.rd_interval_table(paper_draws)
+    rds = curve_tables.rd_interval_table(paper_draws)
     expected_rd = _rd_of_mean_curves(paper_rows[paper_rows["setting"].isin(vocabulary.STUDY_SETTINGS)])
     merged = expected_rd.merge(rds, on=["model", "dataset", "setting", "proj"])
     assert len(merged) == len(expected_rd) > 0
@@ -142,10 +142,10 @@ def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, 
 
 
 def test_formatted_tables_show_intervals(paper_draws):
-    mad = tables.format_segment_table(tables.mad_interval_table(paper_draws))
+    mad = curve_tables.format_segment_table(curve_tables.mad_interval_table(paper_draws))
     assert list(mad.columns[-4:]) == ["early", "middle", "late", "all"]
     assert mad["all"].str.match(r"^[\d.e+-]+ \[[\d.e+-]+, [\d.e+-]+\]$").all()
-    rd = tables.format_rd_table(tables.rd_interval_table(paper_draws))
+    rd = curve_tables.format_rd_table(curve_tables.rd_interval_table(paper_draws))
     assert {"mean |RD|", "mean RD", "top layers (|RD|)"} <= set(rd.columns)
 
 
@@ -229,7 +229,7 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     )
     note = verdicts.matrix_note(found, "cpu", None)
     tested = int(found["verdict"].isin(["holds", "does not hold", "not resolved"]).sum())
-    from analysis.findings.skew import check_rate
+    from analysis.findings.stated_rates import check_rate
 
     expected = sum(
         check_rate(c) for c in found.loc[found["verdict"].isin(["holds", "does not hold", "not resolved"]), "check"]
@@ -319,10 +319,10 @@ def test_load_results_needs_a_store_and_one_truncation_length(tmp_path):
 
 def test_pairs_confound_statement_and_comparison(paper_draws):
     pairs = {INSTRUCT: BASE}
-    text = tables.confound_statement(pairs)
+    text = curve_tables.confound_statement(pairs)
     assert "confounded" in text and "different model families" in text and "PAPER_PAIRS" in text
-    assert "matched pairs" in tables.confound_statement({"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"})
-    table = tables.pairs_table(pairs, {}, {BASE: 18, INSTRUCT: 30})
+    assert "matched pairs" in curve_tables.confound_statement({"Qwen/Qwen2-1.5B-Instruct": "Qwen/Qwen2-1.5B"})
+    table = curve_tables.pairs_table(pairs, {}, {BASE: 18, INSTRUCT: 30})
     assert (
         table.iloc[0]["matched pair"] == "no: different families"
         and table.iloc[0]["layers (base / instruct)"] == "18 / 30"
@@ -330,7 +330,7 @@ def test_pairs_confound_statement_and_comparison(paper_draws):
     curves, bands = figures.curves_and_bands(paper_draws)
     made = list(figures.pair_figures(paper_draws, pairs, curves, bands))
     assert [t for t, _ in made] == [f"{BASE} vs {INSTRUCT}, {d}" for d in ("aqua", "gsm8k", "wiki")]
-    comparison = tables.pair_comparison_table(paper_draws, pairs)
+    comparison = curve_tables.pair_comparison_table(paper_draws, pairs)
     assert {"MAD base", "MAD instruct", "mean |RD| base", "mean |RD| instruct"} <= set(comparison.columns)
     assert len(comparison) == 3 + 3 + 2
 

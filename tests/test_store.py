@@ -9,7 +9,7 @@ import pytest
 
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.store import DamagedPart, ResultsStore, RunKey, StoreBusy, StoreError, read_results, read_skipped
+from analysis.store import DamagedPart, ResultsStore, RunKey, StoreError, read_results, read_skipped
 
 KEY = RunKey("tiny", "aqua", "none", "correct", 64, "base")
 
@@ -69,7 +69,7 @@ def test_second_writer_is_refused_before_computing(tmp_path):
     store = ResultsStore(tmp_path / "r")
     other = ResultsStore(tmp_path / "r")
     with store.lock(KEY):
-        with pytest.raises(StoreBusy, match="another process"):
+        with pytest.raises(StoreError, match="another process"):
             with other.lock(KEY):
                 pass
     with other.lock(KEY):

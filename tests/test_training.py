@@ -11,7 +11,7 @@ from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import models, runner
 from analysis.store import ResultsStore, read_results
-from analysis.train import checkpoint, loop, tables
+from analysis.train import checkpoint, loop, run_tables
 from analysis.train.naming import TrainingRunId, parse_probe_model
 
 SETTINGS = TrainingSettings(
@@ -52,7 +52,7 @@ def train_once(tiny_model_dir, out, study_data_dir, arm="detailed", seed=0, **kw
 
 def results(out):
     rows = read_results(out).sort_values(["model", "condition", "sample_index", "layer", "proj"], ignore_index=True)
-    return rows, tables.read_table(out, tables.LOSSES), tables.read_table(out, tables.WEIGHT_CHANGE)
+    return rows, run_tables.read_table(out, run_tables.LOSSES), run_tables.read_table(out, run_tables.WEIGHT_CHANGE)
 
 
 @pytest.fixture(scope="module")
@@ -76,7 +76,7 @@ def test_each_seed_trains_on_its_own_instructions_and_never_on_a_probe(study_dat
     assert loop.split_instructions("aqua", 500, 8, 492, seed=3, data_dir=study_data_dir)[1] == sorted(
         set(range(500)) - set(probes)
     )
-    with pytest.raises(loop.TrainingError, match="500"):
+    with pytest.raises(StudyError, match="500"):
         loop.split_instructions("aqua", 500, 8, 493, seed=0)
 
 
@@ -154,7 +154,7 @@ def test_a_seeded_run_is_reproducible(reference, tiny_model_dir, study_data_dir,
         pd.testing.assert_frame_equal(mine.drop(columns=[], errors="ignore"), theirs)
     _, other_seed = train_once(tiny_model_dir, tmp_path / "seed1", study_data_dir, seed=1)
     assert not results(tmp_path / "seed1")[1]["loss"].equals(results(reference)[1]["loss"])
-    done = [next((root / "runs").rglob(tables.DONE)) for root in (tmp_path, tmp_path / "seed1", reference)]
+    done = [next((root / "runs").rglob(run_tables.DONE)) for root in (tmp_path, tmp_path / "seed1", reference)]
     trained = [json.loads(path.read_text())["about"]["train_ids"] for path in done]
     assert trained[0] == trained[2] != trained[1] and len(trained[1]) == SETTINGS.n_train  # recorded with the run
 
@@ -185,7 +185,7 @@ def test_an_interrupted_run_resumes_to_equal_numbers(
     _, again = train_once(tiny_model_dir, tmp_path, study_data_dir)
     assert again.steps_computed == 0  # a finished run is not computed again
     loaded = fresh(tiny_model_dir)
-    with pytest.raises(loop.TrainingError, match="finished with other settings"):
+    with pytest.raises(StudyError, match="finished with other settings"):
         loop.train(
             loaded,
             run_id(loaded),
@@ -226,7 +226,7 @@ def test_the_train_command_runs_the_arms_and_the_cut_arm_matches_the_none_arm_s_
     arguments += ["--checkpoints", "0", "2", "--probe-settings", "none", "--max-length", "400", "--no-progress"]
     assert main(arguments) == 0
     assert capsys.readouterr().out.count("2 steps computed") == 2
-    losses = tables.read_table(tmp_path, tables.LOSSES)
+    losses = run_tables.read_table(tmp_path, run_tables.LOSSES)
     tokens = losses.pivot(index="step", columns="arm", values="n_response_tokens")
     assert tokens["none"].tolist() == tokens["detailed_cut_none"].tolist()
     rows = read_results(tmp_path)
@@ -274,7 +274,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         page_module.probe_curves(page),
         page_module.weight_change(page),
         page_module.relative_change(page),
-        page_module.verdict_matrix(page),
+        page_module.verdict_figures(page),
     ):
         assert len(figures) == 1
     relative = page_module.relative_change_table(page)
@@ -283,7 +283,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     assert set(rates["checks"]) == {"T1", "T2", "T3"} and rates["scenario"].nunique() == len(
         training_calibration.SCENARIOS
     )
-    assert "**T2**: " in page_module.claims()
+    assert "**T2**: " in page_module.chapter_claims()
 
 
 @pytest.mark.slow

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, skew, training
+from analysis.findings import calibration, checks, stated_rates, training
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, decide
 from analysis.train.naming import TrainingRunId
@@ -36,20 +36,22 @@ def test_effects_hold_and_two_seeds_are_too_few_for_t2():
     rng = np.random.default_rng(1)
     effects = training_calibration.Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
     probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
-    assert training_calibration.verdicts(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
+    assert training_calibration.verdicts_of_tables(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
     probes, change = training_calibration.simulated_tables(rng, 6, 2, 8, effects=effects)
-    assert training_calibration.verdicts(probes, change)["arm change"] == TOO_FEW
+    assert training_calibration.verdicts_of_tables(probes, change)["arm change"] == TOO_FEW
 
 
 def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_applicable():
     rng = np.random.default_rng(2)
     reversed_ = training_calibration.Effects(gap=-0.5, arm_effect=-1.0, follows_curve=-1.0, training_set=0.0)
-    found = training_calibration.verdicts(*training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_))
+    found = training_calibration.verdicts_of_tables(
+        *training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_)
+    )
     assert found == {"rank correlation": FAILS, "arm change": FAILS, "probe gap": NOT_APPLICABLE}
     shrinking = training_calibration.simulated_tables(
         rng, 8, 5, 8, effects=training_calibration.Effects(gap=0.5, gap_change=-0.5)
     )
-    assert training_calibration.verdicts(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
+    assert training_calibration.verdicts_of_tables(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
 
 
 SMALL_DESIGN = training_calibration.TrainingDesign(5, 5, 8)
@@ -80,7 +82,7 @@ def test_t2_true_against_detailed_cot_only_stays_within_its_stated_rate():
     cut arm moves as it does, or leads the cut arm evenly over depth (one part at its null), T2's
     false "holds" stay within its stated rate (within the simulation's error at 300 runs)."""
     scenarios = training_calibration.SCENARIOS
-    allowed = skew.stated_rate("arm change") + 0.02
+    allowed = stated_rates.stated_rate("arm change") + 0.02
     assert (
         _false_holds(scenarios["None arm ahead of Detailed CoT only, as the token-matched arm"], "arm change")
         <= allowed
@@ -166,8 +168,17 @@ def test_spearman_rows_matches_scipy():
 
 def test_false_holds_stay_near_the_level():
     design = training_calibration.TrainingDesign(5, 5, 8)
-    rates = training_calibration.false_holds(design, reps=100, n_resamples=200)
+    rates = training_calibration.largest_false_holds(design, reps=100, n_resamples=200)
     assert set(rates) == set(training_calibration.RULES) and all(rate <= 0.06 for rate in rates.values()), rates
+
+
+def test_the_training_calibration_command_prints_each_scenario_and_rule(capsys):
+    from analysis import cli
+
+    assert cli.main(["training-calibration", "--reps", "2", "--resamples", "20", "--design", "5", "5", "8"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("| rule") and all(rule in table for rule in training_calibration.RULES)
+    assert all(name in table for name in training_calibration.SCENARIOS)
 
 
 def test_the_training_checks_are_registered_with_their_rules_and_chapter():

@@ -196,7 +196,7 @@ def test_classifier_is_cross_validated_by_instruction_and_places_new_samples():
         f"{d}:{i}"
         for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
     ]
-    model = closest_setting.train(features, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
+    model = closest_setting.fit_placement(features, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
     assert model.accuracy.value > 0.9 and model.accuracy.n == 16
     low, high = model.accuracy.interval()
     assert low < model.accuracy.value <= high
@@ -221,10 +221,10 @@ def test_classifier_without_signal_is_near_chance_and_says_so():
         f"{d}:{i}"
         for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
     ]
-    model = closest_setting.train(noise, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
+    model = closest_setting.fit_placement(noise, labels, groups, ["none", "simplified", "detailed"], n_resamples=200)
     assert model.accuracy.value < 0.6
     with pytest.raises(closest_setting.PlacementError, match="two or more"):
-        closest_setting.train(noise, ["none"] * len(noise), groups, ["none", "detailed"])
+        closest_setting.fit_placement(noise, ["none"] * len(noise), groups, ["none", "detailed"])
 
 
 # --------------------------------------------------------------------------- the command

@@ -9,7 +9,7 @@ import threading
 from contextlib import contextmanager
 
 from analysis import data
-from analysis.cli import original, publish, training
+from analysis.cli import calibration, original, publish, training
 from analysis.core import registry, settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
@@ -102,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     original.add_parsers(commands)
     training.add_train_parser(commands, _positive_int)
     publish.add_parsers(commands)
+    calibration.add_parsers(commands)
     return parser
 
 
@@ -410,6 +411,7 @@ def main(argv: list[str] | None = None) -> int:
         **original.HANDLERS,
         "train": training.run_train,
         **publish.HANDLERS,
+        **calibration.HANDLERS,
     }
     try:
         with _sigterm_as_interrupt():

@@ -350,7 +350,7 @@ def layer_factors(
 
 def non_finite_gradients(factors: dict[str, spectra.LayerFactors]) -> list[str]:
     """``layer.proj`` names of the gradients whose factors hold a NaN or an infinity."""
-    broken = []
+    broken: list[str] = []
     for proj, layer_factors in factors.items():
         finite = layer_factors.finite_layers()
         broken.extend(f"layer {layer} {proj}" for layer in (~finite).nonzero().flatten().tolist())

@@ -55,7 +55,7 @@ from analysis.extract.token_counts import TokenCounter
 from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
 
 # The file's statistic -> the store's column, and the columns the files do not hold (analysis.core.layer_stats).
-STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}
+FIELD_STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}
 ABSENT = layer_stats.absent_from_original()
 NON_FINITE_REASON = f"non-finite values in the {ORIGIN}"  # how a skip record of the importer begins
 
@@ -86,7 +86,7 @@ def parameter_names(n_layers: int, adapter: Architecture = architectures.DEFAULT
 def parse_statistics(
     item: dict, n_layers: int | None, *, adapter: Architecture = architectures.DEFAULT
 ) -> tuple[np.ndarray, float] | str:
-    """(values of shape (layers, 4, 7) in STATISTICS order, loss), or what is wrong with the record.
+    """(values of shape (layers, 4, 7) in FIELD_STATISTICS order, loss), or what is wrong with the record.
 
     ``n_layers`` None: as many layers as the record has (the first record of a file sets it).
     """
@@ -103,7 +103,7 @@ def parse_statistics(
         return flat
     if adapter.original_name(n_layers, "q") in item:
         return f"statistics of layer {n_layers} and beyond, more than the {n_layers} layers of earlier lines"
-    values = np.array(flat, dtype=float).reshape(n_layers, len(PROJECTIONS), len(STATISTICS))
+    values = np.array(flat, dtype=float).reshape(n_layers, len(PROJECTIONS), len(FIELD_STATISTICS))
     return values, float(item["loss"])
 
 
@@ -120,20 +120,20 @@ def _record_fields_wrong(item) -> str:
 
 
 def _flat_statistics(item: dict, names: tuple[str, ...]) -> list | str:
-    """The STATISTICS of every parameter in ``names``, flat in that order, or what is wrong."""
+    """The FIELD_STATISTICS of every parameter in ``names``, flat in that order, or what is wrong."""
     flat: list = []
     for name in names:
         stats = item.get(name)
         if not isinstance(stats, dict):
             return f"no statistics of {name}"
         try:
-            flat.extend([stats[key] for key in STATISTICS])
+            flat.extend([stats[key] for key in FIELD_STATISTICS])
         except KeyError as error:
             return f"{name}: no field {error.args[0]!r}"
     if not set(map(type, flat)) <= {float, int}:
         position = next(i for i, value in enumerate(flat) if not _number(value))
-        key = list(STATISTICS)[position % len(STATISTICS)]
-        return f"{names[position // len(STATISTICS)]}: field {key!r} is not a number"
+        key = list(FIELD_STATISTICS)[position % len(FIELD_STATISTICS)]
+        return f"{names[position // len(FIELD_STATISTICS)]}: field {key!r} is not a number"
     return flat
 
 
@@ -145,7 +145,7 @@ def non_finite(values: np.ndarray, loss: float) -> str | None:
     if len(bad) == 0:
         return None
     layer, proj, stat = bad[0]
-    return f"{list(STATISTICS)[stat]} of layer {layer} {PROJECTIONS[proj]} is {values[layer, proj, stat]}"
+    return f"{list(FIELD_STATISTICS)[stat]} of layer {layer} {PROJECTIONS[proj]} is {values[layer, proj, stat]}"
 
 
 @dataclass
@@ -249,7 +249,7 @@ def store_rows(parsed: ParsedFile, identity: dict, tokens: list[int] | None = No
     if not parsed.indices:
         return None
     n, layers, n_proj = len(parsed.indices), parsed.n_layers, len(PROJECTIONS)
-    values = np.stack(parsed.values).reshape(n * layers * n_proj, len(STATISTICS))
+    values = np.stack(parsed.values).reshape(n * layers * n_proj, len(FIELD_STATISTICS))
     per_sample = layers * n_proj
     frame = pd.DataFrame(
         {
@@ -261,7 +261,7 @@ def store_rows(parsed: ParsedFile, identity: dict, tokens: list[int] | None = No
     for name, value in identity.items():
         frame[name] = value
     frame["n_layers"] = layers
-    for s, column in enumerate(STATISTICS.values()):
+    for s, column in enumerate(FIELD_STATISTICS.values()):
         frame[column] = values[:, s]
     for statistic in layer_stats.TABLE:
         if statistic.original is None and statistic.from_original is not None:

@@ -26,7 +26,7 @@ from torch import nn
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.extract import gradients, prompts, spectra
 
-Key = tuple[int, str]  # (layer, projection)
+LayerKey = tuple[int, str]  # (layer, projection)
 
 
 @dataclass
@@ -34,8 +34,8 @@ class ReferenceSample:
     """The plain procedure's result for one sample."""
 
     loss: float
-    statistics: dict[Key, dict[str, float]]  # (layer, proj) -> statistic -> value; empty without SVD
-    gradients: dict[Key, torch.Tensor] | None = None  # materialised float64 gradients, if kept
+    statistics: dict[LayerKey, dict[str, float]]  # (layer, proj) -> statistic -> value; empty without SVD
+    gradients: dict[LayerKey, torch.Tensor] | None = None  # materialised float64 gradients, if kept
 
     def rows(self) -> pd.DataFrame:
         """One row per (layer, projection) with ``loss`` and the statistics, as the store holds them."""
@@ -49,7 +49,7 @@ class ReferenceSample:
 
 
 @contextmanager
-def trainable_projections(model: nn.Module) -> Iterator[dict[Key, nn.Linear]]:
+def trainable_projections(model: nn.Module) -> Iterator[dict[LayerKey, nn.Linear]]:
     """The attention projections with weights requiring grad; frozen and gradient-free again on exit."""
     projections = gradients.attention_projections(model)
     try:
@@ -107,7 +107,7 @@ def reference_statistics(
     return ReferenceSample(loss.item(), statistics, kept)
 
 
-def relative_difference(value: float, expected: float, scale: float) -> float:
+def scaled_difference(value: float, expected: float, scale: float) -> float:
     """``|value - expected| / |scale|`` (the absolute difference where the scale is zero).
 
     Two NaNs agree; one NaN against a number is an infinite difference.
@@ -132,10 +132,10 @@ def largest_relative_difference(rows: pd.DataFrame, reference: ReferenceSample, 
         raise ValueError(f"rows cover {len(keys)} projections, the reference {len(reference.statistics)}")
     worst = 0.0
     if with_loss:
-        worst = max(relative_difference(float(value), reference.loss, reference.loss) for value in rows["loss"])
+        worst = max(scaled_difference(float(value), reference.loss, reference.loss) for value in rows["loss"])
     for key, row in zip(keys, rows.itertuples()):
         expected = reference.statistics[key]
         for name in spectra.STATISTICS:
             scale = expected["sigma_max"] if name == "sigma_min" else expected[name]
-            worst = max(worst, relative_difference(float(getattr(row, name)), expected[name], scale))
+            worst = max(worst, scaled_difference(float(getattr(row, name)), expected[name], scale))
     return worst

@@ -78,7 +78,7 @@ class Placement:
         return table
 
 
-def train(
+def fit_placement(
     features: pd.DataFrame,
     labels: Sequence[str],
     groups: Sequence[str],
@@ -144,7 +144,7 @@ def accuracy_estimate(
     return bootstrap.Estimate(float(hits.mean()), draws, (("references", int(codes.size)),), bounded=True)
 
 
-def train_on_rows(
+def fit_placement_on_rows(
     rows: pd.DataFrame,
     *,
     label: str = "setting",
@@ -153,7 +153,7 @@ def train_on_rows(
     n_resamples: int = 1000,
     seed: int = 0,
 ) -> Placement:
-    """``train`` on the rows of reference samples, learning their ``label`` column."""
+    """``fit_placement`` on the rows of reference samples, learning their ``label`` column."""
     features = sample_features(rows)
     labels = features.index.get_level_values(label)
     groups = [
@@ -161,7 +161,7 @@ def train_on_rows(
         for d, i in zip(features.index.get_level_values("dataset"), features.index.get_level_values("sample_index"))
     ]
     classes = list(classes) if classes is not None else sorted(set(labels))
-    return train(features, labels, groups, classes, n_splits=n_splits, n_resamples=n_resamples, seed=seed)
+    return fit_placement(features, labels, groups, classes, n_splits=n_splits, n_resamples=n_resamples, seed=seed)
 
 
 def assignment_summary(assigned: pd.DataFrame, classes: Sequence[str]) -> pd.DataFrame:

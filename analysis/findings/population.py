@@ -24,9 +24,9 @@ def answer_counts(dataset: str, directory: str | os.PathLike | None = None) -> t
     """(answers of every instruction, answers of those a sampling profile draws from) of a dataset's
     None-CoT correct file; None without None-CoT files."""
     key = f"{dataset}/none/correct"
-    if key not in data.REGISTRY:
+    if key not in data.CONDITIONS:
         return None
-    records = data.load_records(data.data_dir(directory) / data.REGISTRY[key].relative_path)
+    records = data.load_records(data.data_dir(directory) / data.CONDITIONS[key].relative_path)
     identical = data.identical_response_ids(dataset, "none", directory)
     every = Counter(r.output.strip() for r in records)
     kept = Counter(r.output.strip() for i, r in enumerate(records) if i not in identical)

@@ -1,12 +1,12 @@
 """Skewed per-sample logs in both directions: each rule's false "holds" at skewness -2, -1, +1 and
-+2, the rate each check states, and the skewness of a store's own per-sample log values.
++2, beside the rate it states, and the skewness of a store's own per-sample log values.
 
 The study's simulations (``calibration.Design``) draw normal noise on the log scale; bare answers
 with a near-zero loss make a long lower tail as plausible as the long upper tail of the scenarios.
-``skew_table`` reruns ``calibration.false_holds`` with the noise of ``ratio_sizes.log_noise`` at
+``false_holds_by_skew`` reruns ``calibration.false_holds`` with the noise of ``ratio_sizes.log_noise`` at
 each skewness. Where a rule cannot keep the promised 2.5% there, the rate it reaches is stated
-(``STATED_RATES``, held by tests/test_calibration.py) and the verdict matrix's note prints each
-check's (``check_rate``). ``measured_skew`` says how skewed a store's values are.
+(``stated_rates.STATED_RATES``, held by tests/test_calibration.py) and the verdict matrix's note
+prints each check's (``stated_rates.check_rate``). ``measured_skew`` says how skewed a store's values are.
 """
 
 from __future__ import annotations
@@ -18,34 +18,14 @@ import pandas as pd
 from scipy import stats as sps
 
 from analysis.core import vocabulary
-from analysis.findings import calibration, checks
+from analysis.findings import calibration
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.calibration.scenarios import PROMISED
+from analysis.findings.stated_rates import stated_rate
 
 SKEWS = (-2.0, -1.0, 1.0, 2.0)
-# The most a rule's "holds" may be wrong when its claim is false at its boundary, at 5 instructions
-# per dataset in the study's designs, for per-sample logs of any skewness from -2 to 2 (the tests
-# assert the measured rates stay below): "gap" misses on the side opposite the skew, so a "larger
-# than" claim is wrongly called true more often under a long lower tail (measured at 2,000 runs:
-# 4 to 5% at skewness -1, 5 to 9% at -2; within 2.5% for a right skew); "not better" reaches 3 to
-# 4.5% with any skew, normal logs included. T2's "arm change", in the training runs' design, reaches
-# 2.8% (2,000 runs, standard error 0.37 points) where one of its four parts is at its null and the
-# other three clearly true (``training_calibration.SCENARIOS``). A rule not named keeps PROMISED at
-# every skewness.
-STATED_RATES = {"gap": 0.10, "not better": 0.05, "arm change": 0.035}
 
 
-def stated_rate(rule: str) -> float:
-    """The most a rule's "holds" is wrong, as stated (``STATED_RATES``; else 2.5%)."""
-    return STATED_RATES.get(rule, PROMISED)
-
-
-def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> float:
-    """The most a check's "holds" is wrong: the largest stated rate of the rules it is calibrated by."""
-    return max((stated_rate(r) for r in checks.get(check_id, registry).calibrated_by), default=PROMISED)
-
-
-def skew_table(
+def false_holds_by_skew(
     *,
     n: int = 5,
     reps: int = 1000,

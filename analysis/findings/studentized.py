@@ -3,7 +3,7 @@
 The paper compares arithmetic means of nuclear norms. A contrast of logs of such means,
 theta = sum_k c_k log(mean_i x_ki) (e.g. log(mean fast / mean slow) over the same instructions),
 is a smooth function of means whose skew does not vanish at small n, so a plain t interval on its
-bootstrap spread misses more on one side than the other (``calibration.skew_table``). Its
+bootstrap spread misses more on one side than the other (``calibration.log_ratio_coverage_table``). Its
 bootstrap-t interval studentizes each resample by its own delta-method standard error, from the
 instructions' influence values z_i = sum_k c_k x_ki / mean_k, and takes the interval from the
 quantiles of those studentized draws. Datasets are pooled as in ``bootstrap.pooled``: the mean of

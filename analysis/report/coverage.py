@@ -30,7 +30,7 @@ def imported_profile(profile) -> bool:
     return getattr(profile, "source", "extract") == "imported"
 
 
-def import_source(results_dir) -> str:
+def imported_source(results_dir) -> str:
     """The source of the latest import into ``results_dir`` (the run log), else the hub dataset."""
     path = Path(results_dir)
     runs = runlog.read(path) if path.is_dir() else []
@@ -52,9 +52,9 @@ def bring_command(profile, results_dir, models: Sequence[str], conditions: Seque
     exported = Path(results_dir).suffix == ".parquet"  # a downloaded file: the command fills a store
     out = str(Path("results") / profile.name) if exported else _shown_path(results_dir)
     if imported_profile(profile):
-        folders = [(registry.known_model(m).original_folder if registry.known_model(m) else None) or m for m in models]
+        folders = [(info.original_folder if (info := registry.known_model(m)) else None) or m for m in models]
         return (
-            f"python -m analysis import-original {import_source(results_dir)} --out {out} "
+            f"python -m analysis import-original {imported_source(results_dir)} --out {out} "
             f"--models {' '.join(folders)} --conditions {' '.join(conditions)}"
         )
     default = Path("results") / profile.name

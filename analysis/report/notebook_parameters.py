@@ -153,7 +153,7 @@ def optional_path(name: str, value) -> Path | None:
     return _path(name, value, True)
 
 
-def run_profile(name: str, results_dir: Path) -> tuple[Profile, bool]:
+def recorded_profile(name: str, results_dir: Path) -> tuple[Profile, bool]:
     """The profile of the latest run of ``name`` recorded in the results' run log (and True), else
     the project's profile of that name (and False)."""
     recorded = [run for run in runlog.read(results_dir) if run.profile.get("name") == name]
@@ -186,7 +186,7 @@ def validate(notebook: str, given: dict | None = None) -> NotebookParameters:
     if not isinstance(name, str) or not name:
         raise _fail("profile", "a profile name", name)
     results = _path("results_dir", given.get("results_dir") or f"results/{name}", False)
-    profile, recorded = run_profile(name, results)
+    profile, recorded = recorded_profile(name, results)
     models = _subset("models", given.get("models"), profile.models)
     conditions = _subset("conditions", given.get("conditions"), profile.conditions_for(notebook))
     extra = {key: given.get(key) for key in page_parameters(notebook)}
@@ -225,7 +225,7 @@ def validate_data(given: dict | None = None) -> DataParameters:
         if not isinstance(references, (list, tuple)) or not references:
             raise wrong_kind("reference_conditions", "a list of condition keys or None", references)
         for key in references:
-            if key not in data.REGISTRY:
+            if key not in data.CONDITIONS:
                 raise wrong_kind("reference_conditions", "registered condition keys like aqua/detailed/correct", key)
         references = tuple(references)
     max_length = positive_int("max_length", values["max_length"] or MAX_LENGTH)

@@ -65,7 +65,7 @@ class Page:
         that the page does not show stay on disk. ``registry``: the checks the page may show."""
         params = notebook_parameters.validate(notebook, given)
         chapter_checks = on_chapter(notebook, registry=registry)
-        per_sample = statistics_read(chapter_checks, registry)  # what the chapter's checks read
+        per_sample: Sequence[str] = statistics_read(chapter_checks, registry)  # what the chapter's checks read
         results = load_results(
             params.results_dir,
             params.models,

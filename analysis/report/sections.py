@@ -18,7 +18,7 @@ from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
-from analysis.report import beyond, coverage, figures, plots, tables, verdicts
+from analysis.report import beyond, coverage, curve_tables, figures, plots, verdicts
 from analysis.report.display import (
     collapsed,
     show_figure,
@@ -198,7 +198,7 @@ def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
 
 @_with_rows
 def tables_pairs(page: Page) -> None:
-    show_table(tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")
+    show_table(curve_tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")
 
 
 @_with_rows
@@ -206,8 +206,8 @@ def curves(page: Page) -> None:
     """The paper's figure per model and dataset, then the MAD and RD tables with intervals (folded)."""
     layer_curves(page)
     with collapsed("MAD per layer segment and RD of irrelevant against correct, with 95% intervals"):
-        show_table(tables.format_segment_table(tables.mad_interval_table(page.draws)))
-        show_table(tables.format_rd_table(tables.rd_interval_table(page.draws)))
+        show_table(curve_tables.format_segment_table(curve_tables.mad_interval_table(page.draws)))
+        show_table(curve_tables.format_rd_table(curve_tables.rd_interval_table(page.draws)))
 
 
 def origin(page: Page) -> None:

@@ -1,7 +1,7 @@
 """The page "During training": its data, figures, verdicts and their error rates.
 
 Everything shown comes from the results directory of a training profile's run: the probe rows of
-the checkpoints (the results store), the runs' losses and weight changes (``analysis.train.tables``),
+the checkpoints (the results store), the runs' losses and weight changes (``analysis.train.run_tables``),
 the settings from the run log. The verdicts are those of the registered checks this chapter shows
 (``checks.on_chapter``), run by ``checks.run_checks`` on the training runs and shown as every page's.
 """
@@ -24,7 +24,7 @@ from analysis.findings.calibration import training_calibration
 from analysis.profiles import Profile
 from analysis.report import figures, notebook_parameters, verdicts
 from analysis.store import ResultsStore
-from analysis.train import tables
+from analysis.train import run_tables
 
 PROBE_COLUMNS = ["model", "dataset", "setting", "responses", "sample_index", "layer", "proj", "nuclear_norm"]
 CHAPTER = "during_training"
@@ -62,7 +62,10 @@ class TrainingPage:
         store = ResultsStore(results, create=False)
         rows = store.read("rows", filters=[("model", "in", _probe_models(store))], columns=PROBE_COLUMNS)
         probes = training.with_run_columns(rows)
-        losses, change = tables.read_table(results, tables.LOSSES), tables.read_table(results, tables.WEIGHT_CHANGE)
+        losses, change = (
+            run_tables.read_table(results, run_tables.LOSSES),
+            run_tables.read_table(results, run_tables.WEIGHT_CHANGE),
+        )
         if probes.empty or losses.empty or change.empty:
             raise TrainingPageError(
                 f"{results}: no training runs stored; run python -m analysis run --profile {profile}"
@@ -106,12 +109,12 @@ def _probe_models(store: ResultsStore) -> list[str]:
     return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
 
 
-def claims() -> str:
+def chapter_claims() -> str:
     """The claims the chapter checks, as a list (the registry's)."""
     return verdicts.claims_text(checks.on_chapter(CHAPTER))
 
 
-def verdict_matrix(page: TrainingPage) -> list[tuple[str, Figure]]:
+def verdict_figures(page: TrainingPage) -> list[tuple[str, Figure]]:
     """The verdict matrix of the chapter's checks (check x scope, one panel per model)."""
     found = page.findings_table()
     figure = figures.verdict_figure(found, note=verdicts.false_holds_note(found))

@@ -22,7 +22,7 @@ from analysis.findings.rules import (
     UNRESOLVED,
     VERDICTS,
 )
-from analysis.findings.skew import check_rate
+from analysis.findings.stated_rates import check_rate
 
 
 def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGISTRY) -> str:
@@ -106,7 +106,7 @@ def size_text(size: float) -> str:
 
 def false_holds_note(found: pd.DataFrame, rate: float | None = None, registry: Registry = REGISTRY) -> str:
     """How many "holds" the matrix would show by chance if no claim were true: each tested cell
-    wrongly says "holds" at most its check's stated rate (``skew.check_rate``: measured by
+    wrongly says "holds" at most its check's stated rate (``stated_rates.check_rate``: measured by
     ``analysis.findings.calibration`` and ``analysis.findings.skew`` at per-sample logs of skewness
     -2 to 2; ``rate`` for every cell, if given), so over the tested cells at most the sum."""
     tested_rows = found[found["verdict"].isin(DECIDED)]

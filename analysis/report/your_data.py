@@ -80,7 +80,7 @@ class UserFile:
 
 def user_files(paths: Sequence[str], reference_datasets: Sequence[str]) -> list[UserFile]:
     """The user's files, validated (a DataError names the bad record) and labelled."""
-    taken = set(reference_datasets) | {c.dataset for c in data.REGISTRY.values()}
+    taken = set(reference_datasets) | {c.dataset for c in data.CONDITIONS.values()}
     found = []
     for spec in paths:
         resolved = data.resolve(str(spec))
@@ -170,7 +170,7 @@ class YourData:
         trained = self.rows[self.rows["model"] == self.model]
         reference = trained[trained["condition"].isin(self.references) & (trained["responses"] == vocabulary.CORRECT)]
         try:
-            self.placement = closest_setting.train_on_rows(
+            self.placement = closest_setting.fit_placement_on_rows(
                 reference,
                 label="setting",
                 classes=[s for s in vocabulary.COT_SETTINGS],

@@ -114,7 +114,7 @@ def sample_scores(page: YourData, file: UserFile) -> pd.DataFrame:
         mean_effective_rank=("effective_rank", "mean"),
         n_response_tokens=("n_response_tokens", "first"),
     )
-    if not page.assigned.empty:
+    if not page.assigned.empty and page.placement is not None:  # samples are assigned by a placement
         assigned = page.assigned[page.assigned.index.get_level_values("condition") == file.condition]
         assigned = assigned.reset_index(
             level=[k for k in closest_setting.SAMPLE_KEYS if k != "sample_index"], drop=True

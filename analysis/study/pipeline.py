@@ -46,11 +46,6 @@ from analysis.study.book import (
     execute_notebooks,
 )
 
-
-class PipelineError(StudyError, RuntimeError):
-    """A phase of the pipeline that cannot run or did not succeed."""
-
-
 # --------------------------------------------------------------------------- extraction
 
 
@@ -162,7 +157,7 @@ def extract_with_ray(
     machine, or the cluster that ``RAY_ADDRESS`` names (``say``: unused, the report is printed with
     ``progress``; the runners share one signature)."""
     if importlib.util.find_spec("analysis.extract.distributed") is None:
-        raise PipelineError(
+        raise StudyError(
             "--executor ray needs the module analysis.extract.distributed, which this installation does not "
             "have; use --executor local"
         )
@@ -177,7 +172,7 @@ def extract_with_ray(
             record.model_loads = dict(report.load_seconds)
             record.models = {model: model_facts(model) for model in profile.models}
     if not report.ok:
-        raise PipelineError(
+        raise StudyError(
             "some samples failed on the Ray workers; the notebooks were not executed:\n" + report.describe()
         )
     return records
@@ -200,7 +195,7 @@ def check_imported(
     store = ResultsStore(results_dir)
     present = sorted(store.distinct("model", [("model", "in", list(profile.models)), ("origin", "!=", "")]))
     if not present:
-        raise PipelineError(
+        raise StudyError(
             f"{results_dir}: no imported statistics of the {profile.name} profile's models; import them first: "
             f"python -m analysis import-original {HUB_SOURCE} --out {results_dir} "
             "(or a folder or archive of the original study's files instead of the hub dataset)"
@@ -299,7 +294,7 @@ the source, whatever the executor."""
 def source_runner(profile: Profile, executor: str) -> Runner:
     """The runner of the profile's source; an extraction profile's by its executor."""
     if executor not in EXECUTORS:
-        raise PipelineError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
+        raise StudyError(f"unknown executor {executor!r}; executors: {', '.join(EXECUTORS)}")
     return RUNNERS[profile.source if profile.source in RUNNERS else executor]
 
 

@@ -49,7 +49,7 @@ def book_config(
     and Colab launch buttons, pointing at ``branch`` (where the executed notebooks are published,
     under ``path_to_book``), and a line at the top of every page linking the other book, if any."""
     url = f"{server_url.rstrip('/')}/{check_repository(repository)}"
-    overlay = {
+    overlay: dict[str, dict] = {
         "repository": {"url": url, "path_to_book": path_to_book, "branch": branch},
         "html": {"use_repository_button": True},
         "launch_buttons": {

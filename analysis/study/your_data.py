@@ -48,7 +48,7 @@ class ProfileResult:
 
 
 @dataclass(frozen=True)
-class Job:
+class ExtractionJob:
     """One (model name, data spec) to extract: a user file or a reference condition."""
 
     model: str
@@ -83,14 +83,16 @@ class ProfileData:
 
 def plan_jobs(
     model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, *, request: ProfileData
-) -> list[Job]:
+) -> list[ExtractionJob]:
     """The (model, spec) pairs that still lack samples in the store: ``settings.n_samples`` of
     each user file (and of its scratch control), ``reference_samples`` of each reference condition."""
     settings = request.settings
     reference = settings.but(n_samples=request.reference_samples)
-    wanted = [Job(model, str(f), settings) for f in files] + [Job(model, r, reference) for r in references]
+    wanted = [ExtractionJob(model, str(f), settings) for f in files] + [
+        ExtractionJob(model, r, reference) for r in references
+    ]
     if request.scratch:
-        wanted += [Job(registry.scratch_name(model), str(f), settings) for f in files]
+        wanted += [ExtractionJob(registry.scratch_name(model), str(f), settings) for f in files]
     return [
         job
         for job in wanted
@@ -100,7 +102,7 @@ def plan_jobs(
     ]
 
 
-def extract(model: str, jobs: Sequence[Job], store: ResultsStore, request: ProfileData) -> list[dict]:
+def run_jobs(model: str, jobs: Sequence[ExtractionJob], store: ResultsStore, request: ProfileData) -> list[dict]:
     """Run the jobs: the model is loaded once, its scratch copy made once if a job needs it."""
     if not jobs:
         return []
@@ -214,7 +216,7 @@ def _profile(model: str, data_files: Sequence[str], request: ProfileData) -> Pro
         f"reference), into {out}"
     )
     with runner.torch_threads(settings.threads):
-        result.extraction = extract(model, jobs, store, request)
+        result.extraction = run_jobs(model, jobs, store, request)
     result.seconds["extraction"] = time.perf_counter() - started
     book.ensure_kernel()
     result.notebook = Path(request.notebook) if request.notebook else out / f"{NOTEBOOK}.ipynb"

@@ -38,12 +38,8 @@ from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import gradients, models, runner
 from analysis.store import ResultsStore
-from analysis.train import checkpoint, tables, weights
+from analysis.train import checkpoint, run_tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId
-
-
-class TrainingError(StudyError, RuntimeError):
-    """A training run that cannot be made as asked."""
 
 
 @dataclass
@@ -80,7 +76,7 @@ def split_instructions(
     seeded by the dataset and ``seed`` alone: each seed trains on its own instructions, and every
     arm of a seed on the same ones."""
     if n_probes + n_train > count:
-        raise TrainingError(
+        raise StudyError(
             f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
         )
     order = data.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
@@ -147,7 +143,7 @@ def train_step(
     )
     loss = gradients.per_sample_losses(loaded.model, batch, train_embeddings=True).mean()
     if not torch.isfinite(loss):
-        raise TrainingError(f"non-finite training loss ({loss.item()}) on samples {[s.index for s in samples]}")
+        raise StudyError(f"non-finite training loss ({loss.item()}) on samples {[s.index for s in samples]}")
     loss.backward()
     optimizer.step()
     optimizer.zero_grad(set_to_none=True)
@@ -223,7 +219,7 @@ def train(
         run.dataset, count, settings.n_probes, settings.n_train, seed=run.seed, data_dir=data_dir
     )
     about = run_about(run, settings, extraction, loaded, train_ids=train_ids)
-    done = run_dir / tables.DONE
+    done = run_dir / run_tables.DONE
     if done.is_file():
         return finished(done, about)
     samples, skipped = _training_samples(
@@ -265,10 +261,10 @@ def _training_samples(
     extraction: ExtractionSettings,
     data_dir,
 ) -> tuple[list[runner.PreparedSample], dict[int, str]]:
-    """The prepared training samples and the skipped ones; a TrainingError if they make no batch."""
+    """The prepared training samples and the skipped ones; a StudyError if they make no batch."""
     samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir)
     if len(samples) < settings.batch_size:
-        raise TrainingError(
+        raise StudyError(
             f"{run.condition}: {len(samples)} training samples keep a response within max_length "
             f"{extraction.max_length}, fewer than a batch of {settings.batch_size}"
         )
@@ -314,11 +310,11 @@ def _mark_done(done: Path, summary: TrainingSummary, about: dict) -> None:
 
 
 def finished(done: Path, about: dict) -> TrainingSummary:
-    """The summary of a finished run, if it was made with these settings (else a TrainingError)."""
+    """The summary of a finished run, if it was made with these settings (else a StudyError)."""
     record = json.loads(done.read_text())
     recorded = record.pop("about", None)
     if recorded != json.loads(json.dumps(about)):
-        raise TrainingError(
+        raise StudyError(
             f"{done.parent}: this run was finished with other settings ({recorded}); use another --out, "
             "or remove its folder (and its probe rows) to train it again"
         )
@@ -358,10 +354,10 @@ class RunContext:
         """Probes, weight change and losses of ``step``, then the checkpoint; the probe records."""
         records = self.probe(step)
         change = weights.change_rows(self.loaded.model, self.initial, step, self.identity())
-        tables.write_part(self.run_dir, tables.WEIGHT_CHANGE, change, first=step, last=step)
+        run_tables.write_part(self.run_dir, run_tables.WEIGHT_CHANGE, change, first=step, last=step)
         if losses:
             frame = pd.DataFrame(losses)
-            tables.write_part(self.run_dir, tables.LOSSES, frame, first=int(frame["step"].min()), last=step)
+            run_tables.write_part(self.run_dir, run_tables.LOSSES, frame, first=int(frame["step"].min()), last=step)
         # Step 0 is the released weights with a fresh optimiser, which a restart recreates; after
         # the last step the run is done. Neither needs a checkpoint to continue from (the last one
         # is kept when asked for).

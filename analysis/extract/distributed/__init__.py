@@ -3,11 +3,10 @@
 
 from analysis.extract.distributed.driver import INSTALL_HINT, require_ray, run_extraction
 from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges
-from analysis.extract.distributed.work import DistributedError, WorkerLayout, shards_of, worker_layout
+from analysis.extract.distributed.work import WorkerLayout, shards_of, worker_layout
 
 __all__ = [
     "INSTALL_HINT",
-    "DistributedError",
     "ExtractionReport",
     "ShardFailure",
     "WorkerLayout",

@@ -32,11 +32,11 @@ from tqdm.auto import tqdm
 
 from analysis import data, sample_draws
 from analysis.core import registry
+from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import runner
 from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges  # noqa: F401
 from analysis.extract.distributed.work import (  # noqa: F401
-    DistributedError,
     Job,
     Run,
     ShardWorker,
@@ -51,15 +51,14 @@ from analysis.extract.distributed.work import (  # noqa: F401
 from analysis.store import ResultsStore, RunKey
 
 INSTALL_HINT = "pip install '.[distributed]' (or: pip install 'ray[default]')"
-MAX_CPUS_PER_GPU_WORKER = 4
 
 
 def require_ray():
-    """The ``ray`` module, or a DistributedError that says how to install it."""
+    """The ``ray`` module, or a StudyError that says how to install it."""
     try:
         import ray
     except ImportError:
-        raise DistributedError(f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}") from None
+        raise StudyError(f"--executor ray needs Ray, which is not installed: {INSTALL_HINT}") from None
     return ray
 
 
@@ -106,8 +105,8 @@ def run_extraction(
     ``settings.shard_size`` samples (whole batches) make one unit of work and one stored part.
     ``settings.device``: auto (one actor per GPU where the cluster has GPUs), cpu or cuda;
     ``settings.threads``: CPUs per actor. The keyword arguments are described at :class:`RayOptions`.
-    Raises DistributedError (Ray missing or unreachable), DataError, ModelError or StoreError
-    (StoreBusy: another run holds one of these conditions) before computing anything; what fails
+    Raises StudyError (Ray missing or unreachable), DataError, ModelError or StoreError
+    (StoreError: another run holds one of these conditions) before computing anything; what fails
     on a worker (a model that does not load, a worker that keeps dying) is listed in the report's
     failures, not raised, and the rest of the run goes on.
     """
@@ -123,7 +122,7 @@ def run_extraction(
     )
     settings = settings or ExtractionSettings()
     if settings.keep_spectra:
-        raise DistributedError("keeping the singular values is not available with Ray; use the local executor")
+        raise StudyError("keeping the singular values is not available with Ray; use the local executor")
     ray = require_ray()
     started = time.perf_counter()
     store = ResultsStore(results_dir)
@@ -229,12 +228,12 @@ def _connect(ray, address: str | None, num_cpus: int | None, object_store_memory
             ray.init(address=address, **quiet)
     except (ConnectionError, RuntimeError, ray.exceptions.RayError) as error:
         if _refused_for_token(error):
-            raise DistributedError(
+            raise StudyError(
                 f"the Ray cluster at {address} asks for a token: set RAY_AUTH_MODE=token and RAY_AUTH_TOKEN "
                 "(or the file ~/.ray/auth_token) as on the cluster"
             ) from None
         where = "start a local Ray instance" if address is None else f"join the Ray cluster at {address}"
-        raise DistributedError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
+        raise StudyError(f"cannot {where}: {str(error).strip().splitlines()[0]}") from None
     return True
 
 

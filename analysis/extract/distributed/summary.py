@@ -24,7 +24,7 @@ def index_ranges(indices: Sequence[int]) -> str:
     parts, ordered = [], sorted(indices)
     start = previous = ordered[0] if ordered else None
     for index in ordered[1:] + [None]:
-        if index is not None and index == previous + 1:
+        if index is not None and previous is not None and index == previous + 1:
             previous = index
             continue
         parts.append(f"{start}" if start == previous else f"{start}-{previous}")

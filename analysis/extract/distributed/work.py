@@ -25,10 +25,6 @@ from analysis.store import RunKey
 MAX_CPUS_PER_GPU_WORKER = 4
 
 
-class DistributedError(StudyError, RuntimeError):
-    """Ray is missing, unreachable, or cannot run the extraction as asked."""
-
-
 @dataclass(frozen=True)
 class Job:
     """One (model, condition) to extract; ``template`` None takes the model registry's."""
@@ -111,12 +107,12 @@ def worker_layout(nodes: Sequence[dict], device: str = "auto", threads: int | No
     local run does. Nothing is asked that no node has.
     """
     if device not in ("auto", "cpu") and not device.startswith("cuda"):
-        raise DistributedError(f"device must be auto, cpu or cuda, not {device!r}")
+        raise StudyError(f"device must be auto, cpu or cuda, not {device!r}")
     alive = [node.get("Resources", {}) for node in nodes if node.get("Alive", True)]
     cpus_gpus = [(int(res.get("CPU", 0)), int(res.get("GPU", 0))) for res in alive]
     gpu_nodes = [(cpus, gpus) for cpus, gpus in cpus_gpus if gpus > 0]
     if device.startswith("cuda") and not gpu_nodes:
-        raise DistributedError(
+        raise StudyError(
             "CUDA workers were asked for, but no node of the Ray cluster has a GPU; use device auto or cpu"
         )
     if gpu_nodes and device != "cpu":
@@ -125,17 +121,15 @@ def worker_layout(nodes: Sequence[dict], device: str = "auto", threads: int | No
             share = min(MAX_CPUS_PER_GPU_WORKER, *(cpus // gpus for cpus, gpus in gpu_nodes))
         count = sum(min(gpus, cpus // share) if share else gpus for cpus, gpus in gpu_nodes)
         if count == 0:
-            raise DistributedError(
-                f"no GPU node of the Ray cluster has {share} CPUs per GPU; ask for fewer CPUs per worker"
-            )
+            raise StudyError(f"no GPU node of the Ray cluster has {share} CPUs per GPU; ask for fewer CPUs per worker")
         return WorkerLayout(count, share, 1)
     cpu_counts = [cpus for cpus, _ in cpus_gpus if cpus > 0]
     if not cpu_counts:
-        raise DistributedError("the Ray cluster reports no CPU and no GPU: no worker can be placed")
+        raise StudyError("the Ray cluster reports no CPU and no GPU: no worker can be placed")
     size = threads or min(cpu_counts)
     count = sum(cpus // size for cpus in cpu_counts)
     if count == 0:
-        raise DistributedError(f"no node of the Ray cluster has {size} CPUs; ask for fewer CPUs per worker")
+        raise StudyError(f"no node of the Ray cluster has {size} CPUs; ask for fewer CPUs per worker")
     return WorkerLayout(count, size, 0)
 
 

@@ -1,7 +1,7 @@
 """The simulations of the rules' error rates, in the study's own design and under harder noise.
 
 ``designs``: the simulated designs of the study and one simulated run of each rule (its false
-"holds" and false "does not hold"); ``tables``: the tables the methods page quotes (error rates,
+"holds" and false "does not hold"); ``rule_rates``: the tables the methods page quotes (error rates,
 coverage, skew, shares, power); ``scenarios``: one-sided misses of the intervals under harder
 noise; ``ratio_sizes``: the sizes of per-layer log ratios for "nearly the same" and F4;
 ``gap_calibration`` and ``training_calibration``: the rules of A1 and G1 and of the training
@@ -19,15 +19,15 @@ from analysis.findings.calibration.designs import (
     study_designs,
     true_roughness,
 )
-from analysis.findings.calibration.tables import (
+from analysis.findings.calibration.rule_rates import (
     coverage_table,
     equivalence_power,
     false_holds_table,
+    log_ratio_coverage_table,
     planned_instructions,
     power,
     power_table,
     share_table,
-    skew_table,
 )
 
 __all__ = [
@@ -45,7 +45,7 @@ __all__ = [
     "power",
     "power_table",
     "share_table",
-    "skew_table",
+    "log_ratio_coverage_table",
     "study_designs",
     "true_roughness",
 ]

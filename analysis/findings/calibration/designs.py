@@ -7,7 +7,7 @@ far noisier than Detailed CoT; pooled datasets with unequal spreads and counts) 
 the functions the book uses: the quantities of ``quantities`` (``log_mean_curve``,
 ``corrected_roughness``), the estimates, pooling and intervals of ``bootstrap`` and the verdict rule
 ``rules.decide``. Every number the methods page quotes about error rates, coverage and power comes
-from here (the tables are in ``calibration.tables``), run by the tests and by the reproducibility page.
+from here (the tables are in ``calibration.rule_rates``), run by the tests and by the reproducibility page.
 
 The designs (``Design``) are named after the checks whose quantity they simulate:
 

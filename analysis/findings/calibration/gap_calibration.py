@@ -39,7 +39,7 @@ from analysis.findings.rules import HOLDS, Part, decide
 RULES = ("averaging", "beyond loss", "equal loss")
 TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
 TOKEN_SD = 0.5  # spread of log token counts over instructions
-N_LAYERS = 6
+GAP_LAYERS = 6
 LOSS_SHIFT = 0.5  # irrelevant less correct log scale of the token losses: a loss AUROC near 0.8
 TOKEN_SHAPE = 0.6  # gamma shape of the token losses (a long upper tail: a few tokens carry the loss)
 CURVE_NOISE = (0.05, 0.3, 1.0)  # noise of the curves around the token losses' function, per repetition in turn
@@ -58,10 +58,13 @@ def _averaging_estimate(rng, design, n_resamples: int) -> Estimate:
         values = []
         for setting, sd in (("fast", fast_sd), ("slow", slow_sd)):
             log_tokens = np.log(np.maximum(1.0, np.round(TOKENS[setting] * np.exp(rng.normal(0, TOKEN_SD, n)))))
-            log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, N_LAYERS))
+            log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, GAP_LAYERS))
             values.append(averaging.token_terms(log_f, None, log_tokens)[averaging.REST].mean(axis=1))
         per_dataset.append(averaging.paired_contrast(values[0], weights, values[1], weights, dataset=f"d{h}"))
-    return pooled(per_dataset)
+    found = pooled(per_dataset)
+    if found is None:
+        raise ValueError("no dataset to pool: the design has none")
+    return found
 
 
 def _token_losses(rng, n: int, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -78,7 +81,7 @@ def _token_pairs(rng, design, n: int, *, noise: float, effect: float) -> beyond_
     """One dataset's pairs: curves a non-linear function of the token losses plus noise, and
     ``effect`` on the irrelevant response's second half of the features."""
     level = rng.normal(0.0, 0.3, n)
-    slope, cross = rng.normal(1.0, 0.3, 4 * N_LAYERS), rng.normal(0.3, 0.1, 4 * N_LAYERS)
+    slope, cross = rng.normal(1.0, 0.3, 4 * GAP_LAYERS), rng.normal(0.3, 0.1, 4 * GAP_LAYERS)
     planted = effect * (np.arange(slope.size) >= slope.size // 2)
     curves, covariates = [], []
     for label in (0, 1):

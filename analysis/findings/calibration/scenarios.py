@@ -41,9 +41,9 @@ import pandas as pd
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration.designs import N_LAYERS, _true_curve, true_roughness
 from analysis.findings.quantities import corrected_roughness, mean_curve_roughness
+from analysis.findings.stated_rates import PROMISED
 from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
 
-PROMISED = 0.025  # the most an interval may miss on one side (book/methods.md)
 EFFECT = 0.2  # true log difference of fast over slow (geometric)
 WIGGLE_FAST, WIGGLE_SLOW = 0.2, 0.1  # true log curves of the roughness difference
 INTERVALS = (

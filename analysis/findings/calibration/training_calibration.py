@@ -219,7 +219,7 @@ def false_holds_by_scenario(
     return pd.DataFrame(rows)
 
 
-def false_holds(
+def largest_false_holds(
     design: TrainingDesign = TrainingDesign(), reps: int = 2000, n_resamples: int = 400, seed: int = 0
 ) -> dict[str, float]:
     """Each rule's largest share of false "holds" over the null scenarios of the runs' design
@@ -257,7 +257,7 @@ def simulated_tables(
     return pd.concat(probes, ignore_index=True), pd.concat(change, ignore_index=True)
 
 
-def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, str]:
+def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, str]:
     """The verdict of each rule on simulated tables, through the chapter's table functions (the
     None arm for the rules per arm)."""
     resampling = TrainingResampling.of(
@@ -270,23 +270,3 @@ def verdicts(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str,
         "arm change": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
         "probe gap": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m analysis.findings.calibration.training_calibration [--reps R] [--design N SEEDS LAYERS]``: the
-    table of ``false_holds_by_scenario`` as Markdown (the numbers the methods page states)."""
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m analysis.findings.calibration.training_calibration")
-    parser.add_argument("--reps", type=int, default=2000)
-    parser.add_argument("--resamples", type=int, default=400)
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--design", type=int, nargs=3, default=(5, 5, 30), metavar=("PROBES", "SEEDS", "LAYERS"))
-    args = parser.parse_args(argv)
-    table = false_holds_by_scenario(TrainingDesign(*args.design), args.reps, args.resamples, args.seed)
-    print(table.to_markdown(index=False))
-    return 0
-
-
-if __name__ == "__main__":
-    raise SystemExit(main())

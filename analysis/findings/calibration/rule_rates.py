@@ -4,7 +4,7 @@
 ``false_holds_table`` gives the share of "holds" when the claim is false at its boundary (no effect,
 or a true value exactly at the margin), for the rules of this book and, for comparison, the rules
 they replace; ``coverage_table`` the coverage of the 95% intervals with each one-sided miss;
-``skew_table`` the coverage that chose logs of per-sample values over logs of mean values and the
+``log_ratio_coverage_table`` the coverage that chose logs of per-sample values over logs of mean values and the
 exact bias factor over its square; ``share_table`` the coverage of intervals for an accuracy;
 ``power_table`` the share of "holds" at true effects and the instructions needed for 80% power.
 """
@@ -84,7 +84,7 @@ def _training_rows(rules, by_rule, n, *, design, reps: int, n_resamples: int, se
     if not simulated:
         return []
     design = design or training_calibration.TrainingDesign(n=n)
-    rates = training_calibration.false_holds(design, reps, n_resamples, seed)
+    rates = training_calibration.largest_false_holds(design, reps, n_resamples, seed)
     return [
         {
             "rule": rule,
@@ -136,7 +136,7 @@ def coverage_table(
 # --------------------------------------------------------------------------- choices made by measurement
 
 
-def skew_table(
+def log_ratio_coverage_table(
     *,
     ns: Sequence[int] = (5, 20),
     sigmas: Sequence[float] = (0.3, 1.0),
