@@ -262,9 +262,7 @@ def separated(parts: Sequence[Part]) -> str:
     mean-loss difference has one sign and the covariates alone reach an out-of-fold AUROC of 1."""
     value = {p.role: p.estimate.value for p in parts if p.role is not None and p.estimate is not None}
     if value.get(Role.LOSS_ORDER, 0.0) >= 1.0 and value.get(Role.AUROC_LOSS, 0.0) >= 1.0:
-        return (
-            f"{SEPARATED} (every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1)"
-        )
+        return f"{SEPARATED}: every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1"
     return ""
 
 

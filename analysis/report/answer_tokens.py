@@ -31,8 +31,9 @@ from analysis.report.page import Page
 
 FULL, SAME = "every response token (F1)", "the answer's tokens, after the same phrase (A2)"
 NOT_STORED = (
-    "The store holds no answer-scored conditions (`{none}` and `{detailed}` of a dataset with None CoT): "
-    "the answer's own gradient is not compared here. `python -m analysis run --profile cpu` computes them for "
+    "The store holds no answer-scored pair (`{none}` and `{detailed}` of one dataset with None CoT, both "
+    "computed; an answer cut off by the profile's `max_length` is skipped and counted above): the answer's own "
+    "gradient is not compared here. `python -m analysis run --profile cpu` computes them for "
     "the offline models, `python -m analysis extract --data gsm8k/none_answer/correct` (and the other "
     "datasets and settings) for any model; the original study's released statistics hold none."
 )
