@@ -24,6 +24,9 @@ import numpy as np
 
 from analysis.core.errors import StudyError
 from analysis.core.vocabulary import (
+    ANSWER_PHRASE,
+    ANSWER_SETTINGS,
+    CORRECT,
     COT_SETTINGS,
     LENGTH_CONTROL_SETTINGS,
     MATH_REASONING,
@@ -53,11 +56,30 @@ class DataError(StudyError, ValueError):
 
 
 @dataclass(frozen=True)
+class AnswerView:
+    """How an answer-scored condition builds each instruction's response from the study's files.
+
+    The response is the ``context`` condition's response (another instruction's with
+    ``other_instruction``: the next record of the file, the last taking the first; no context:
+    nothing), a new line where there is a context, ``ANSWER_PHRASE`` and the answer, which is the
+    same instruction's response in the ``answer`` condition (None CoT). Only the answer's tokens
+    are scored. ``appended`` False: the context's response already ends with the phrase and the
+    answer (Simplified CoT), which is checked, and is taken as it is.
+    """
+
+    answer: str
+    context: str | None = None
+    appended: bool = True
+    other_instruction: bool = False
+
+
+@dataclass(frozen=True)
 class Condition:
-    """One data file of the study (or a length-controlled view of one).
+    """One data file of the study, or a view of one: length-controlled or answer-scored.
 
     ``length_reference`` names the condition whose response token counts cap this one's
-    responses; it is set only for the length-control settings.
+    responses; it is set only for the length-control settings. ``answer`` says how an
+    answer-scored condition builds its responses (``AnswerView``); set only for those.
     """
 
     dataset: str
@@ -65,6 +87,12 @@ class Condition:
     responses: str
     relative_path: str
     length_reference: str | None = None
+    answer: AnswerView | None = None
+
+    @property
+    def is_view(self) -> bool:
+        """Whether the condition is a view of the study's files rather than one of the 56 files."""
+        return self.length_reference is not None or self.answer is not None
 
     @property
     def key(self) -> str:
@@ -109,15 +137,36 @@ def _build_registry() -> dict[str, Condition]:
                     condition.dataset, setting, condition.responses, condition.relative_path, reference_key
                 )
                 registry[derived.key] = derived
+    registry.update({c.key: c for c in _answer_conditions(registry)})
     return registry
+
+
+def _answer_conditions(registry: dict[str, Condition]) -> list[Condition]:
+    """The answer-scored views (``AnswerView``) of every dataset with a None-CoT file, correct responses."""
+    views = {
+        "none_answer": lambda d: AnswerView(f"{d}/none/{CORRECT}"),
+        "simplified_answer": lambda d: AnswerView(f"{d}/none/{CORRECT}", f"{d}/simplified/{CORRECT}", appended=False),
+        "detailed_answer": lambda d: AnswerView(f"{d}/none/{CORRECT}", f"{d}/detailed/{CORRECT}"),
+        "detailed_other_answer": lambda d: AnswerView(
+            f"{d}/none/{CORRECT}", f"{d}/detailed/{CORRECT}", other_instruction=True
+        ),
+    }
+    datasets = [c.dataset for c in registry.values() if c.setting == "none" and c.responses == CORRECT]
+    out = []
+    for dataset in datasets:
+        for setting in ANSWER_SETTINGS:
+            view = views[setting](dataset)
+            file = registry[view.context or view.answer].relative_path
+            out.append(Condition(dataset, setting, CORRECT, file, answer=view))
+    return out
 
 
 CONDITIONS: dict[str, Condition] = _build_registry()
 
 
 def study_conditions() -> list[Condition]:
-    """The 56 conditions that are data files of the study (no derived length controls)."""
-    return [c for c in CONDITIONS.values() if c.length_reference is None]
+    """The 56 conditions that are data files of the study (no length-controlled or answer-scored views)."""
+    return [c for c in CONDITIONS.values() if not c.is_view]
 
 
 def get_condition(key: str) -> Condition:
@@ -132,11 +181,16 @@ def get_condition(key: str) -> Condition:
         ) from None
 
 
-def conditions_matching(datasets=None, settings=None, responses=None, length_control: bool = False) -> list[Condition]:
-    """Registered conditions filtered by dataset, setting and response type."""
+def conditions_matching(
+    datasets=None, settings=None, responses=None, *, length_control: bool = False, answer_scored: bool = False
+) -> list[Condition]:
+    """Registered conditions filtered by dataset, setting and response type (the length-control and
+    answer-scored views only when asked for)."""
     chosen = []
     for condition in CONDITIONS.values():
         if condition.length_reference is not None and not length_control:
+            continue
+        if condition.answer is not None and not answer_scored:
             continue
         if datasets is not None and condition.dataset not in datasets:
             continue
@@ -183,9 +237,13 @@ def stream_sha256(handle: BinaryIO, chunk: int = 1 << 22) -> str:
 
 @dataclass(frozen=True)
 class Record:
+    """One instruction and its response; ``answer_start``: where in ``output`` the scored answer
+    begins (answer-scored conditions only; None: the whole response is scored)."""
+
     instruction: str
     input: str
     output: str
+    answer_start: int | None = None
 
 
 RECORD_SUFFIXES = (".json", ".jsonl")
@@ -360,6 +418,55 @@ def load_records(path: str | os.PathLike) -> list[Record]:
     except json.JSONDecodeError as error:
         raise DataError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
     return validate_records(payload, str(path))
+
+
+def condition_records(condition: Condition, path: Path, directory: str | os.PathLike | None = None) -> list[Record]:
+    """The records of a condition: those of its file at ``path``, or for an answer-scored view the
+    responses it builds (``answer_records``)."""
+    return load_records(path) if condition.answer is None else answer_records(condition, directory)
+
+
+def answer_records(condition: Condition, directory: str | os.PathLike | None = None) -> list[Record]:
+    """The records of an answer-scored condition (``AnswerView``), each with where its answer begins.
+
+    The answer's place comes from the construction (the offset at which it was appended, or where
+    the Simplified-CoT response's checked ending puts it), never from a search of the text: the
+    answer often appears earlier in the reasoning too. A record whose instruction differs from the
+    answer file's, or a Simplified-CoT response that does not end with the phrase and the answer,
+    is a DataError naming the file and the record.
+    """
+    view = condition.answer
+    if view is None:
+        raise DataError(f"condition {condition.key} is not answer-scored")
+    answer_path = data_dir(directory) / CONDITIONS[view.answer].relative_path
+    answers = load_records(answer_path)
+    if view.context is None:
+        return [Record(a.instruction, a.input, ANSWER_PHRASE + a.output, len(ANSWER_PHRASE)) for a in answers]
+    context_path = data_dir(directory) / CONDITIONS[view.context].relative_path
+    contexts = load_records(context_path)
+    if len(contexts) != len(answers):
+        raise DataError(f"{context_path}: {len(contexts)} records, but {answer_path} has {len(answers)}")
+    return [
+        _answer_record(view, contexts, index, answer=answer, where=f"{context_path}: record {index}")
+        for index, answer in enumerate(answers)
+    ]
+
+
+def _answer_record(view: AnswerView, contexts: list[Record], index: int, *, answer: Record, where: str) -> Record:
+    """Record ``index`` of an answer-scored view (see ``answer_records``)."""
+    own = contexts[index]
+    if (own.instruction, own.input) != (answer.instruction, answer.input):
+        raise DataError(f"{where}: its instruction is not that of the None-CoT file's record {index}")
+    if not view.appended:
+        ending = "\n" + ANSWER_PHRASE + answer.output
+        if not own.output.endswith(ending):
+            raise DataError(
+                f"{where}: the response does not end with {ending!r} (the None-CoT answer after the phrase)"
+            )
+        return Record(own.instruction, own.input, own.output, len(own.output) - len(answer.output))
+    context = contexts[(index + 1) % len(contexts)] if view.other_instruction else own
+    before = context.output + "\n" + ANSWER_PHRASE
+    return Record(own.instruction, own.input, before + answer.output, len(before))
 
 
 @dataclass(frozen=True)

@@ -106,14 +106,14 @@ def family_conditions(family: str) -> tuple[str, ...]:
     """Condition keys of a notebook family, in registry order.
 
     The three data families take their conditions (with the length-control views of their
-    Detailed CoT files) from ``Condition.family``; pre-trained vs instruct compares the two
-    kinds of model on every study file.
+    Detailed CoT files, not the answer-scored ones) from ``Condition.family``; pre-trained vs
+    instruct compares the two kinds of model on every study file.
     """
     if family == "pretrained_vs_instruct":
         return tuple(c.key for c in data.study_conditions())
     if family not in FAMILY_NOTEBOOKS:
         raise ProfileError(f"unknown notebook family {family!r}; families: {', '.join(FAMILY_NOTEBOOKS)}")
-    return tuple(c.key for c in data.CONDITIONS.values() if c.family == family)
+    return tuple(c.key for c in data.CONDITIONS.values() if c.family == family and c.answer is None)
 
 
 def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
@@ -129,10 +129,11 @@ def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
 
 
 def all_conditions() -> tuple[str, ...]:
-    """The 56 study conditions followed by the 30 length-control conditions."""
+    """The 56 study conditions followed by the 30 length-control and the 24 answer-scored conditions."""
     study = [c.key for c in data.study_conditions()]
     derived = [c.key for c in data.CONDITIONS.values() if c.length_reference is not None]
-    return tuple(study + derived)
+    answers = [c.key for c in data.CONDITIONS.values() if c.answer is not None]
+    return tuple(study + derived + answers)
 
 
 def deciding_conditions() -> tuple[str, ...]:
@@ -141,10 +142,12 @@ def deciding_conditions() -> tuple[str, ...]:
 
     For every reasoning dataset: Simplified CoT, Detailed CoT and Detailed CoT cut to the
     Simplified-CoT length, correct responses (F2, L, L2); for those with None CoT also None CoT with
-    both response types and irrelevant Detailed CoT (F1, F3). Left out, since at a few samples they
+    both response types and irrelevant Detailed CoT (F1, F3), and the answer scored alone after the
+    phrase alone and after the Detailed CoT (A2, A3). Left out, since at a few samples they
     resolve no cell (book/checks.md, "The default profile"): the Wiki files (F5's "nearly the same"
-    part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts, and
-    Detailed CoT cut to the None-CoT length (a second view only).
+    part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts,
+    Detailed CoT cut to the None-CoT length (a second view only), and the answer after the Simplified
+    CoT or after another instruction's Detailed CoT (shown beside A2, never deciding: ``decompose``).
     """
     with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
     reasoning = vocabulary.REASONING_DATASETS + vocabulary.MATH_REASONING
@@ -157,9 +160,14 @@ def deciding_conditions() -> tuple[str, ...]:
         ),
         *data.conditions_matching(datasets=with_none, settings=("none",)),
         *data.conditions_matching(datasets=with_none, settings=("detailed",), responses=(vocabulary.IRRELEVANT,)),
+        *data.conditions_matching(datasets=with_none, settings=ANSWER_DECIDING, answer_scored=True),
     ]
     order = list(data.CONDITIONS)
     return tuple(sorted({c.key for c in chosen}, key=order.index))
+
+
+# The answer-scored settings that decide A2 and A3 (the other two are shown beside A2).
+ANSWER_DECIDING = ("none_answer", "detailed_answer")
 
 
 def decomposition_conditions(conditions) -> tuple[str, ...]:
@@ -170,6 +178,12 @@ def decomposition_conditions(conditions) -> tuple[str, ...]:
     pairs = (("none", vocabulary.CORRECT), ("detailed", vocabulary.CORRECT), ("detailed", vocabulary.IRRELEVANT))
     wanted = {f"{d}/{s}/{r}" for d in with_none for s, r in pairs}
     return tuple(c for c in conditions if c in wanted)
+
+
+def answer_conditions() -> tuple[str, ...]:
+    """Every answer-scored condition (the answer after the phrase alone, after the Simplified CoT,
+    after the Detailed CoT and after another instruction's Detailed CoT), in registry order."""
+    return tuple(c.key for c in data.conditions_matching(answer_scored=True) if c.answer is not None)
 
 
 # Random-sign passes of the token energy where a profile computes it (methods, "Where a gap comes
@@ -183,7 +197,8 @@ def quick_conditions() -> tuple[str, ...]:
     The first dataset of each reasoning family and Wiki, with both response types, the three CoT
     settings, the shortest and longest Wiki responses, and both length-control views of Detailed
     CoT: cut to the Simplified-CoT length (the main control, against Simplified CoT) and to the
-    No-CoT length.
+    No-CoT length; and the four answer-scored views of the two reasoning datasets (at the profile's
+    128 tokens, those after a Detailed CoT lose their answer and are counted as skipped).
     """
     datasets = (vocabulary.MATH_REASONING[0], vocabulary.COMMONSENSE_REASONING[0], "wiki")
     settings = (
@@ -191,8 +206,9 @@ def quick_conditions() -> tuple[str, ...]:
         vocabulary.WIKI_SETTINGS[0],
         vocabulary.WIKI_SETTINGS[2],
         *vocabulary.LENGTH_CONTROL_SETTINGS,
+        *vocabulary.ANSWER_SETTINGS,
     )
-    chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True)
+    chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True, answer_scored=True)
     return tuple(c.key for c in chosen)
 
 
@@ -309,14 +325,19 @@ PROFILES: dict[str, Profile] = {
     "decompose": Profile(
         name="decompose",
         models=OFFLINE_MODEL_NAMES,
-        conditions=decomposition_conditions(deciding_conditions()),
+        conditions=(*decomposition_conditions(deciding_conditions()), *answer_conditions()),
         extraction=ExtractionSettings(
-            n_samples=CPU_SAMPLES, batch_size=1, device="cpu", token_energy_passes=ENERGY_PASSES
+            n_samples=CPU_SAMPLES,
+            batch_size=1,
+            device="cpu",
+            token_energy_passes=ENERGY_PASSES,
+            token_energy_conditions=decomposition_conditions(deciding_conditions()),
         ),
         n_resamples=1000,
         description=f"both offline models, the {len(decomposition_conditions(deciding_conditions()))} conditions "
-        f"whose token energy splits F1's and F3's gaps, {CPU_SAMPLES} samples each (the cpu profile's), with the "
-        f"token energy ({ENERGY_PASSES} passes)",
+        f"whose token energy splits F1's and F3's gaps, with the token energy ({ENERGY_PASSES} passes), and the "
+        f"{len(answer_conditions())} answer-scored conditions (the contexts shown beside A2 among them), "
+        f"{CPU_SAMPLES} samples each (the cpu profile's)",
     ),
 }
 

@@ -18,14 +18,16 @@
 # shrink like 1/sqrt(R) by averaging alone, and a Detailed CoT of hundreds of tokens would get a far
 # smaller gradient than a bare answer of a few, with nothing learned about how the model thinks.
 # Exactly, log nuclear norm = log shape + 1/2 log(token size) + 1/2 log(alignment) - 1/2 log R
-# ([Methods: where a gap comes from](../gap_methods.md)). This page splits F1's gap (None against
-# Detailed CoT) and F3's (irrelevant against correct responses under Detailed CoT) into those
-# parts, layer by layer, and asks two questions: is F1's gap more than averaging (A1), and do the
-# curves tell irrelevant from correct responses better than the loss (G1)? The rules:
-# [the checks](../checks.md).
+# ([Methods: where a gap comes from](../gap_methods.md)). This page first scores the same tokens
+# on both sides, the final answer after "The final answer is ", with and without the Detailed CoT
+# before it: does reasoning change the answer's own gradient (A2), also where the answer is as
+# predictable (A3)? It then splits F1's gap (None against Detailed CoT) and F3's (irrelevant
+# against correct responses under Detailed CoT) into those parts, layer by layer, and asks two
+# questions: is F1's gap more than averaging (A1), and do the curves carry information on which
+# response is irrelevant that the token losses lack (G1)? The rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
-from analysis.report import gap_sources, sections
+from analysis.report import answer_tokens, gap_sources, sections
 from analysis.report.display import show_markdown
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
@@ -46,6 +48,18 @@ page = Page.open(
 
 # %% tags=["remove-input"]
 show_markdown(page.coverage())
+
+# %% [markdown]
+# ## The same tokens: the answer with and without reasoning before it
+#
+# Per layer, F1's gap of mean log nuclear norm (None less Detailed CoT, mean over Q, K, V and O)
+# with every response token scored (dashed: 1-3 answer tokens against hundreds of reasoning
+# tokens) and with the final answer's tokens scored alone (solid: the same tokens on both sides,
+# after the same phrase, so that no averaging enters), per dataset. Above 0, the answer's gradient
+# is larger without the reasoning.
+
+# %% tags=["remove-input"]
+answer_tokens.same_token_section(page)
 
 # %% [markdown]
 # ## F1's gap, layer by layer
@@ -69,11 +83,25 @@ gap_sources.f1_gap(page)
 gap_sources.f3_gap(page)
 
 # %% [markdown]
+# ## F1 under another loss convention
+#
+# The paper's loss is a mean over a response's tokens. A loss summed over tokens (as in DAPO or
+# Dr. GRPO-style training, and any mean over the tokens of a batch of responses of mixed lengths)
+# weights a sample by its token count R, so its gradient is R times larger: F1's gap then loses
+# log(R_Detailed / R_None). A1's remainder is the same under both conventions: token size and
+# alignment are properties of the token gradients, which the convention leaves as they are; only
+# the averaging part changes, from -1/2 log R to +1/2 log R.
+
+# %% tags=["remove-input"]
+answer_tokens.loss_convention_section(page)
+
+# %% [markdown]
 # ## The answers
 #
 # A1 decides on what is left of F1's Frobenius gap once averaging is taken out; G1 on the
-# out-of-fold AUROC of a sample's curves against that of its loss (and of its loss and length).
-# Intervals are 95% intervals over instructions.
+# out-of-fold AUROC of the pairs' curve differences once the loss covariates are partialled out,
+# against sign flips of whole pairs (its p-value; no interval). Intervals are 95% intervals over
+# instructions.
 
 # %% tags=["remove-input"]
 sections.answers(page)

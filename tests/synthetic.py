@@ -25,6 +25,11 @@ LEVEL = {
     "len500": 1.0,
     "len1000": 1.0,
     "unpopular": 1.0,
+    # the answer scored alone: the same level whatever precedes it
+    "none_answer": 1.0,
+    "simplified_answer": 1.0,
+    "detailed_answer": 1.0,
+    "detailed_other_answer": 1.0,
 }
 # ... and in bumpiness from layer to layer (the reasoning settings; each test sets the Wiki ones)
 REASONING_WIGGLE = {
@@ -44,6 +49,10 @@ TYPICAL_TOKENS = {
     "unpopular": 600,
     "detailed_cut_simplified": 60,
     "detailed_cut_none": 4,
+    "none_answer": 2,
+    "simplified_answer": 2,
+    "detailed_answer": 2,
+    "detailed_other_answer": 2,
 }
 
 Curve = Callable[[str, str, str, str, str, np.ndarray], np.ndarray]

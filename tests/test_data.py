@@ -232,3 +232,60 @@ def test_every_f3_cell_of_the_cpu_profile_has_its_n_usable_none_cot_pairs(study_
             assert ids == data.sample_ids(dataset, count, n)  # datasets without such pairs keep the plain draw
         with_pairs += bool(set(data.sample_ids(dataset, count, n)) & identical)
     assert with_pairs >= 4  # AQuA, StrategyQA, CREAK, Sensemaking: the plain draw would leave fewer than n
+
+
+# --------------------------------------------------------------------------- answer-scored views
+
+
+def _answer_files(root, simplified_ending="\nThe final answer is "):
+    """A data folder with AQuA's None, Simplified and Detailed CoT files of three instructions whose
+    answers also occur earlier in the reasoning."""
+    folder = root / "cot_500"
+    folder.mkdir(parents=True)
+    answers = ["(B)", "12", "(B)"]
+    questions = [f"question {i}" for i in range(3)]
+    files = {
+        "none": answers,
+        "simplified": [f"Since (B) and 12 are options, {a} is it.{simplified_ending}{a}" for a in answers],
+        "detailed": [f"Detailed {i}: the answer is {a}, so {a}." for i, a in enumerate(answers)],
+    }
+    suffix = {"none": "no_cot", "simplified": "with_cot", "detailed": "with_cot_gpt4o"}
+    for setting, outputs in files.items():
+        records = [{"instruction": q, "input": "", "output": o} for q, o in zip(questions, outputs)]
+        (folder / f"aqua_train_{suffix[setting]}.json").write_text(json.dumps(records))
+    return root, answers, files
+
+
+def test_answer_views_are_registered_apart_from_the_study_files():
+    views = [c for c in data.CONDITIONS.values() if c.answer is not None]
+    assert {c.setting for c in views} == set(vocabulary.ANSWER_SETTINGS)
+    assert {c.dataset for c in views} == {"aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking"}
+    assert all(c.responses == "correct" for c in views) and len(views) == 6 * 4
+    assert len(data.study_conditions()) == 56 and not any(c.is_view for c in data.study_conditions())
+    assert not data.conditions_matching(settings=vocabulary.ANSWER_SETTINGS)
+    assert len(data.conditions_matching(settings=vocabulary.ANSWER_SETTINGS, answer_scored=True)) == 24
+
+
+def test_answer_records_place_the_answer_by_construction(tmp_path):
+    root, answers, files = _answer_files(tmp_path)
+    built = {s: data.answer_records(data.get_condition(f"aqua/{s}/correct"), root) for s in vocabulary.ANSWER_SETTINGS}
+    for setting, records in built.items():
+        for index, record in enumerate(records):
+            assert record.output[record.answer_start :] == answers[index], setting
+            assert record.output[: record.answer_start].endswith("The final answer is "), setting
+            assert record.instruction == f"question {index}"
+    # the answer also occurs earlier in the text: its place is the appended one, never the first
+    detailed = built["detailed_answer"][0]
+    assert detailed.output.index("(B)") < detailed.answer_start
+    assert detailed.output == files["detailed"][0] + "\nThe final answer is (B)"
+    assert built["none_answer"][1].output == "The final answer is 12"
+    assert built["simplified_answer"][2].output == files["simplified"][2]
+    # another instruction's reasoning: the next record's, the last taking the first
+    assert built["detailed_other_answer"][0].output.startswith(files["detailed"][1])
+    assert built["detailed_other_answer"][2].output.startswith(files["detailed"][0])
+
+
+def test_a_simplified_response_without_the_answer_ending_names_the_file_and_record(tmp_path):
+    root, *_ = _answer_files(tmp_path, simplified_ending=" The final answer is ")
+    with pytest.raises(data.DataError, match=r"aqua_train_with_cot\.json: record 0: the response does not end with"):
+        data.answer_records(data.get_condition("aqua/simplified_answer/correct"), root)

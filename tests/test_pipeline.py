@@ -22,22 +22,26 @@ def test_the_cpu_profile_keeps_every_condition_a_verdict_of_its_models_rests_on(
     from analysis import data
 
     cpu = set(profiles.get_profile("cpu").conditions)
-    assert len(cpu) == 45
+    assert len(cpu) == 57
     with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
     for condition in data.CONDITIONS.values():
-        needed = (condition.dataset in with_none and condition.setting in ("none", "detailed")) or (
-            condition.dataset != "wiki"
-            and condition.responses == "correct"
-            and condition.setting in ("simplified", "detailed", "detailed_cut_simplified")
+        needed = (
+            (condition.dataset in with_none and condition.setting in ("none", "detailed"))
+            or (
+                condition.dataset != "wiki"
+                and condition.responses == "correct"
+                and condition.setting in ("simplified", "detailed", "detailed_cut_simplified")
+            )
+            or condition.setting in ("none_answer", "detailed_answer")
         )
-        assert (condition.key in cpu) == needed, condition.key  # F1, F3 / F2, L, L2; nothing else
+        assert (condition.key in cpu) == needed, condition.key  # F1, F3 / F2, L, L2 / A2, A3; nothing else
 
 
 def test_profiles_derive_their_conditions_from_the_registry():
     from analysis import data
 
     full = profiles.get_profile("cpu-full")
-    assert len(full.conditions) == 86 and len(set(full.conditions)) == 86
+    assert len(full.conditions) == 110 and len(set(full.conditions)) == 110
     assert set(full.conditions) == set(data.CONDITIONS)
     cpu = profiles.get_profile("cpu")
     assert cpu.models == full.models == ("gemma-3-270m", "smollm2-135m-instruct")
@@ -66,7 +70,7 @@ def test_profiles_derive_their_conditions_from_the_registry():
 
 def test_family_conditions_split_the_registry():
     families = [set(profiles.family_conditions(f)) for f in profiles.FAMILY_NOTEBOOKS[:3]]
-    assert sum(len(f) for f in families) == 86
+    assert sum(len(f) for f in families) == 86  # the answer-scored views are read by the gap chapter only
     assert not (families[0] & families[1]) and not (families[1] & families[2])
     assert "aqua/detailed_cut_none/irrelevant" in families[0]
     assert len(profiles.family_conditions("pretrained_vs_instruct")) == 56
@@ -279,14 +283,13 @@ def test_the_decompose_profile_computes_the_token_energy_of_the_gaps_conditions_
 
     decompose, cpu = profiles.get_profile("decompose"), profiles.get_profile("cpu")
     assert gap_sources.ENERGY_COMMAND.endswith(f"--profile {decompose.name}")
-    assert set(decompose.conditions) <= set(cpu.conditions) and len(decompose.conditions) == 18
-    assert {c.split("/", 1)[1] for c in decompose.conditions} == {
-        "none/correct",
-        "detailed/correct",
-        "detailed/irrelevant",
-    }
+    energy = profiles.decomposition_conditions(decompose.conditions)
+    assert set(energy) <= set(cpu.conditions) and len(energy) == 18
+    assert {c.split("/", 1)[1] for c in energy} == {"none/correct", "detailed/correct", "detailed/irrelevant"}
+    assert set(decompose.conditions) - set(energy) == set(profiles.answer_conditions())  # A2's contexts beside
     assert decompose.extraction.n_samples == cpu.extraction.n_samples  # the same instructions as the cpu run
-    assert all(decompose.extraction.energy_passes(c) == profiles.ENERGY_PASSES for c in decompose.conditions)
+    assert [c for c in decompose.conditions if decompose.extraction.energy_passes(c)] == list(energy)
+    assert all(decompose.extraction.energy_passes(c) == profiles.ENERGY_PASSES for c in energy)
     assert all(cpu.extraction.energy_passes(c) == 0 for c in cpu.conditions)
     quick = profiles.get_profile("quick").extraction
     assert [c for c in profiles.quick_conditions() if quick.energy_passes(c)] == list(

@@ -70,3 +70,49 @@ def test_response_token_limit_cuts_to_exact_count():
 def test_instruct_without_chat_template_is_a_clear_error():
     with pytest.raises(prompts.TemplateError, match="chat template"):
         prompts.prompt_text(char_tokenizer(chat_template=None), "Hi", "instruct")
+
+
+def test_the_answer_span_is_the_tokens_that_overlap_the_answer():
+    tokenizer = char_tokenizer()
+    prompt, response = "Q: 2 or 12?\n", "It is 12, as 12 > 2.\nThe final answer is 12"
+    encoded = prompts.encode_answer(tokenizer, prompt, response, answer_start=len(response) - 2, max_length=200)
+    # one token per character after the bos token: exactly the last two characters are scored
+    assert encoded.prompt_length == len(encoded.input_ids) - 2 and encoded.n_response_tokens == 2
+    assert tokenizer.convert_ids_to_tokens(encoded.input_ids[encoded.prompt_length :]) == ["1", "2"]
+
+
+class _MergedSpaceTokenizer:
+    """A fast tokenizer's interface over words that carry their leading space ("▁yes"), as
+    SentencePiece tokenizers such as Gemma 3's do: no token boundary lies at the answer."""
+
+    is_fast = True
+
+    def __call__(self, text, return_offsets_mapping=False):
+        import re
+
+        spans = [(0, 0)] + [m.span() for m in re.finditer(r" ?\S+|\n", text)]
+        return {"input_ids": list(range(len(spans))), "offset_mapping": spans}
+
+
+def test_a_token_that_carries_the_answer_with_the_space_before_it_is_scored():
+    prompt, response = "Is it? ", "Yes.\nThe final answer is yes"
+    encoded = prompts.encode_answer(
+        _MergedSpaceTokenizer(), prompt, response, answer_start=len(response) - 3, max_length=50
+    )
+    # counting the prefix's tokens would put the answer's start after " yes" and score nothing
+    assert encoded.n_response_tokens == 1 and encoded.prompt_length == len(encoded.input_ids) - 1
+
+
+def test_a_text_cut_before_its_answer_scores_nothing():
+    tokenizer = char_tokenizer()
+    prompt, response = "Q?\n", "x" * 50 + "\nThe final answer is 7"
+    encoded = prompts.encode_answer(tokenizer, prompt, response, answer_start=len(response) - 1, max_length=40)
+    assert encoded.n_response_tokens == 0 and len(encoded.input_ids) == 40
+
+
+def test_the_answer_span_needs_a_fast_tokenizer():
+    class Slow:
+        is_fast = False
+
+    with pytest.raises(prompts.TemplateError, match="fast tokenizer"):
+        prompts.encode_answer(Slow(), "p", "r", answer_start=0, max_length=10)

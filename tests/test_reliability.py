@@ -780,7 +780,7 @@ def test_nan_in_one_sample_fails_that_sample_only():
         faulted = gradients.batch_statistics(model, _batch(SAMPLES))
     finally:
         handle.remove()
-    assert faulted[1].failure == "non-finite loss (nan)" and not faulted[1].values
+    assert faulted[1].failure == "numerical failure: non-finite loss (nan)" and not faulted[1].values
     for row in (0, 2, 3):
         _assert_same_values(faulted[row], clean[row], rtol=1e-6)
         alone = gradients.batch_statistics(model, _batch([SAMPLES[row]]))[0]
@@ -806,7 +806,9 @@ def test_infinite_gradient_with_a_finite_loss_fails_that_sample_only():
         faulted = gradients.batch_statistics(model, _batch(SAMPLES))
     finally:
         handle.remove()
-    assert faulted[2].failure.startswith("non-finite gradient (") and "layer 1 v" in faulted[2].failure
+    assert (
+        faulted[2].failure.startswith("numerical failure: non-finite gradient (") and "layer 1 v" in faulted[2].failure
+    )
     assert faulted[2].loss == pytest.approx(clean[2].loss)
     for row in (0, 1, 3):
         _assert_same_values(faulted[row], clean[row], rtol=1e-6)

@@ -387,3 +387,64 @@ def test_the_reproducibility_page_shows_the_one_core_busy_rows(tmp_path):
     table = busy_core_table(path)
     assert table.loc[0, "busy / idle"] == "1.15 (target <= 1.2: met)"
     assert table.loc[0, "torch default (2 threads), busy / idle"] == "4.00"
+
+
+def test_answer_scored_rows_equal_plain_autograd_on_the_answer_span(tiny, study_data_dir, tmp_path):
+    from analysis import data
+    from analysis.extract import plain, prompts
+
+    store = ResultsStore(tmp_path / "r")
+    spec = "gsm8k/detailed_answer/correct"
+    runner.extract(
+        tiny,
+        spec,
+        store,
+        settings=ExtractionSettings(n_samples=2, max_length=4096),
+        data_dir=study_data_dir,
+        progress=False,
+    )
+    frame = read_results(tmp_path / "r")
+    records = data.answer_records(data.get_condition(spec), study_data_dir)
+    for index, rows in frame.groupby("sample_index"):
+        record = records[index]
+        answer = record.output[record.answer_start :]
+        prompt = prompts.prompt_text(tiny.tokenizer, record.instruction, "base")
+        ids = tiny.tokenizer(prompt + record.output)["input_ids"]  # one token per character
+        reference = plain.reference_statistics(tiny.model, ids, len(ids) - len(answer))
+        assert rows["n_response_tokens"].iloc[0] == len(answer)
+        assert plain.largest_relative_difference(rows, reference, with_loss=True) < 1e-5
+
+
+def test_an_answer_cut_off_by_max_length_is_skipped_and_counted(tiny, study_data_dir, tmp_path):
+    store = ResultsStore(tmp_path / "r")
+    settings = ExtractionSettings(n_samples=2, max_length=300)
+    summary = runner.extract(
+        tiny, "gsm8k/detailed_answer/correct", store, settings=settings, data_dir=study_data_dir, progress=False
+    )
+    assert summary.computed == 0 and summary.skipped == {"answer truncated away": 2}
+    short = runner.extract(
+        tiny, "gsm8k/none_answer/correct", store, settings=settings, data_dir=study_data_dir, progress=False
+    )
+    assert short.computed == 2 and not short.skipped
+
+
+def test_a_sample_with_an_exactly_zero_gradient_is_skipped_with_the_reason(tiny, tmp_path, monkeypatch):
+    from analysis.extract import gradients
+
+    original = gradients.sample_statistics
+
+    def zero_in_one_projection(*args, **kwargs):
+        result = original(*args, **kwargs)
+        result.values["nuclear_norm"][1, 2] = 0.0
+        result.failure = gradients.zero_gradient(result.values, result.loss)
+        return result
+
+    monkeypatch.setattr(gradients, "sample_statistics", zero_in_one_projection)
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps([{"instruction": "q", "input": "", "output": "answer"}]))
+    summary = runner.extract(
+        tiny, str(path), ResultsStore(tmp_path / "r"), settings=ExtractionSettings(), progress=False
+    )
+    assert summary.computed == 0 and summary.skipped == {"zero gradient": 1}
+    reason = read_skipped(tmp_path / "r")["reason"].iloc[0]
+    assert reason.startswith("zero gradient: exactly zero in 1 of ") and "layer 1 v" in reason

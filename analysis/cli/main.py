@@ -142,6 +142,11 @@ def add_data_parsers(commands) -> None:
     listing = data_sub.add_parser("list", help="print the conditions with their sample counts")
     listing.add_argument("--data-dir")
     listing.add_argument("--length-control", action="store_true", help="include the derived length-control conditions")
+    listing.add_argument(
+        "--answer-scored",
+        action="store_true",
+        help="include the answer-scored conditions (the final answer's tokens scored alone; built from two files)",
+    )
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")
     fetch.add_argument(
@@ -334,7 +339,7 @@ def run_data(args: argparse.Namespace) -> int:
         return 0
     directory = data.data_dir(args.data_dir)
     print(f"{'condition':42} {'samples':>7}  file")
-    for condition in data.conditions_matching(length_control=args.length_control):
+    for condition in data.conditions_matching(length_control=args.length_control, answer_scored=args.answer_scored):
         path = directory / condition.relative_path
         count = len(data.load_records(path)) if path.is_file() else "missing"
         print(f"{condition.key:42} {count!s:>7}  {condition.relative_path}")

@@ -67,6 +67,12 @@ TABLE: tuple[Statistic, ...] = (
     Statistic("token_energy_variance", "variance of the token energy's estimate (0: exact)", ENERGY),
     Statistic("token_energy_exact", "token energy exact (1) or estimated (0)", ENERGY),
     Statistic("loss", "loss", SAMPLE, original="loss"),
+    # the scored tokens' losses beyond their mean (G1's and A3's covariates): the largest, their
+    # standard deviation, and the mean of log(1 - exp(-loss)), the log of the probability the model
+    # gives to the other tokens (a single token's gradient scales with 1 - p)
+    Statistic("loss_max", "largest token loss", SAMPLE, pages=False),
+    Statistic("loss_sd", "standard deviation of the token losses", SAMPLE, pages=False),
+    Statistic("log_miss", "mean log(1 - p) of the scored tokens", SAMPLE, pages=False),
     Statistic("n_tokens", "tokens", SAMPLE),
     Statistic("n_response_tokens", "response tokens", SAMPLE),
 )

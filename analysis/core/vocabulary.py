@@ -21,9 +21,14 @@ COT_SETTINGS = ("none", "simplified", "detailed")  # fast to slow thinking
 WIKI_SETTINGS = ("len100", "len500", "len1000", "unpopular")
 # Detailed CoT cut to the response length of a faster setting: setting -> the setting it is cut to
 LENGTH_CONTROL_SETTINGS = {"detailed_cut_simplified": "simplified", "detailed_cut_none": "none"}
+# The answer-scored settings of correct responses: the loss on the final answer's tokens only, the
+# answer being the same instruction's None-CoT response after ANSWER_PHRASE; what precedes the phrase:
+# nothing, the Simplified-CoT rationale, the Detailed CoT, another instruction's Detailed CoT.
+ANSWER_PHRASE = "The final answer is "
+ANSWER_SETTINGS = ("none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer")
 STUDY_SETTINGS = (*COT_SETTINGS, *WIKI_SETTINGS)
 CUT_SETTINGS = tuple(LENGTH_CONTROL_SETTINGS)
-SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS
+SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS + ANSWER_SETTINGS
 WIKI_DATASET = "wiki"
 
 MATH = "math_reasoning"
@@ -44,6 +49,10 @@ SETTING_LABELS = {
     "unpopular": "Wiki unpopular",
     "detailed_cut_simplified": "Detailed CoT cut to simplified length",
     "detailed_cut_none": "Detailed CoT cut to no-CoT length",
+    "none_answer": "answer after the phrase alone",
+    "simplified_answer": "answer after Simplified CoT",
+    "detailed_answer": "answer after Detailed CoT",
+    "detailed_other_answer": "answer after another instruction's Detailed CoT",
 }
 STAT_LABELS = layer_stats.labels()  # declared with each statistic in analysis.core.layer_stats
 

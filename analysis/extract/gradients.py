@@ -146,8 +146,21 @@ class SampleGradientStats:
     loss: float
     n_tokens: int
     values: dict[str, torch.Tensor]  # statistic -> (n_layers, 4) float64, columns in PROJECTIONS order
-    failure: str | None = None
+    failure: str | None = None  # why the sample is skipped, "<label>: <what happened>"
     spectra: dict[str, torch.Tensor] | None = None  # projection -> (n_layers, min(m, n)) singular values, if kept
+    token_losses: dict[str, float] = field(default_factory=dict)  # ``token_loss_summary``
+
+
+def token_loss_summary(by_token: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
+    """One sample's scored token losses beyond their mean: the largest (``loss_max``), their
+    standard deviation (``loss_sd``, 0 for one token) and the mean of log(1 - exp(-loss))
+    (``log_miss``: the log of the probability given to other tokens; -inf for a certain token)."""
+    losses = by_token[mask].detach().double()
+    return {
+        "loss_max": float(losses.max()),
+        "loss_sd": float(losses.std(unbiased=False)),
+        "log_miss": float(torch.log(-torch.expm1(-losses)).mean()),
+    }
 
 
 @dataclass(frozen=True)
@@ -204,9 +217,11 @@ def batch_statistics(
         results = []
         for row, loss in enumerate(losses.tolist()):
             if not math.isfinite(loss):
-                results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=f"non-finite loss ({loss})"))
+                failure = f"numerical failure: non-finite loss ({loss})"
+                results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=failure))
                 continue
             results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
+            results[-1].token_losses = token_loss_summary(by_token[row], mask[row])
         if wanted.token_energy_passes and finite.any():
             add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted=wanted)
     return results
@@ -251,7 +266,7 @@ def add_token_energy(
     for b in rows:
         values = energies[b].statistics()
         if not all(torch.isfinite(values[name]).all() for name in (token_energy.ENERGY, token_energy.VARIANCE)):
-            results[b].failure = "non-finite token energy"
+            results[b].failure = "numerical failure: non-finite token energy"
         results[b].values.update(values)
 
 
@@ -267,7 +282,8 @@ def sample_statistics(
     factors = layer_factors(captured, row, n_positions)
     broken = non_finite_gradients(factors)
     if broken:  # the eigensolver raises on NaN or inf; report the sample instead
-        return SampleGradientStats(loss, n_positions + 1, {}, failure=f"non-finite gradient ({', '.join(broken[:4])})")
+        broken_text = f"numerical failure: non-finite gradient ({', '.join(broken[:4])})"
+        return SampleGradientStats(loss, n_positions + 1, {}, failure=broken_text)
     columns: dict[str, list[torch.Tensor]] = {}
     kept: dict[str, torch.Tensor] = {}
     for proj in PROJECTIONS:
@@ -282,12 +298,33 @@ def sample_statistics(
     values = {name: torch.stack(cols, dim=1) for name, cols in columns.items()}
     if wanted.similarities:
         values.update(spectra.factor_statistics(factors, values))
-    failure = None
     checked = layer_stats.names(layer_stats.of_source(layer_stats.SPECTRUM))
     bad = [name for name, value in values.items() if name in checked and not torch.isfinite(value).all()]
-    if bad:
-        failure = f"non-finite gradient statistics ({', '.join(bad)})"
+    failure = (
+        f"numerical failure: non-finite gradient statistics ({', '.join(bad)})" if bad else zero_gradient(values, loss)
+    )
     return SampleGradientStats(loss, n_positions + 1, values, failure, kept if wanted.keep_spectra else None)
+
+
+ZERO_GRADIENT = "zero gradient"  # how the reason of a sample skipped for an exactly zero gradient begins
+
+
+def zero_gradient(values: dict[str, torch.Tensor], loss: float) -> str | None:
+    """Why a sample whose gradient is exactly zero in some projection is skipped (its logs are
+    undefined), or None. A loss of exactly 0 in float32 means the model gives every scored token
+    probability 1, and the gradient vanishes with it."""
+    zero = (values["nuclear_norm"] == 0).nonzero().tolist()
+    if not zero:
+        return None
+    where = ", ".join(f"layer {layer} {PROJECTIONS[p]}" for layer, p in zero[:4]) + (" ..." if len(zero) > 4 else "")
+    why = (
+        "the loss is exactly 0: the model gives every scored token probability 1 in float32"
+        if loss == 0
+        else f"loss {loss:.3g}"
+    )
+    return (
+        f"{ZERO_GRADIENT}: exactly zero in {len(zero)} of {values['nuclear_norm'].numel()} projections ({where}); {why}"
+    )
 
 
 def layer_factors(

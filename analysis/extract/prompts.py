@@ -45,7 +45,8 @@ def prompt_text(tokenizer, instruction: str, template: str, system_message: bool
 
 @dataclass(frozen=True)
 class EncodedSample:
-    """Token ids of one sample and how many of its leading tokens belong to the prompt."""
+    """Token ids of one sample and how many of its leading tokens are not scored: the prompt's
+    (an answer-scored sample's: every token before its answer's first, ``encode_answer``)."""
 
     input_ids: list[int]
     prompt_length: int
@@ -69,6 +70,28 @@ def encode(
     if response_token_limit is not None:
         ids = ids[: prompt_length + response_token_limit]
     return EncodedSample(list(ids), prompt_length)
+
+
+def encode_answer(tokenizer, prompt: str, response: str, *, answer_start: int, max_length: int) -> EncodedSample:
+    """Tokenize ``prompt + response``; only the tokens that overlap the answer, the characters of
+    ``response`` from ``answer_start`` on, are scored.
+
+    The first scored token is the first whose characters (the tokenizer's offset mapping) end after
+    the answer begins, not a count of the tokens before it: a token may carry the answer's first
+    character together with what precedes it (Gemma 3's "▁yes" holds the space after "is").
+    A text longer than ``max_length`` tokens has lost (part of) its answer: no token is scored then.
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        raise TemplateError(
+            "the answer-scored conditions need a fast tokenizer (its offset mapping locates the answer)"
+        )
+    encoded = tokenizer(prompt + response, return_offsets_mapping=True)
+    ids, offsets = list(encoded["input_ids"]), encoded["offset_mapping"]
+    if len(ids) > max_length:
+        return EncodedSample(ids[:max_length], max_length)
+    start = len(prompt) + answer_start
+    first = next((i for i, (a, b) in enumerate(offsets) if b > start and b > a), len(ids))
+    return EncodedSample(ids, first)
 
 
 def response_token_count(tokenizer, prompt: str, response: str, max_length: int) -> int:

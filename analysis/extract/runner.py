@@ -30,6 +30,9 @@ from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_re
 # The per-sample columns of analysis.core.layer_stats: how each is read off a computed sample.
 SAMPLE_VALUES: dict[str, Callable] = {
     "loss": lambda stats, sample: stats.loss,
+    "loss_max": lambda stats, sample: stats.token_losses["loss_max"],
+    "loss_sd": lambda stats, sample: stats.token_losses["loss_sd"],
+    "log_miss": lambda stats, sample: stats.token_losses["log_miss"],
     "n_tokens": lambda stats, sample: len(sample.encoded.input_ids),
     "n_response_tokens": lambda stats, sample: sample.encoded.n_response_tokens,
 }
@@ -109,21 +112,27 @@ def prepare_samples(
     *,
     data_dir=None,
 ) -> tuple[list[PreparedSample], dict[int, str]]:
-    """Encode the chosen samples; those with no response token left are returned as skips."""
-    records = data.load_records(resolved.path)
+    """Encode the chosen samples; those with no scored token left are returned as skips (an
+    answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer)."""
+    records = data.condition_records(resolved.condition, resolved.path, data_dir)
     limits = response_limits(loaded, resolved.condition, indices, max_length, data_dir=data_dir)
     prepared, skips = [], {}
     for index in indices:
         record = records[index]
         instruction = prompts.instruction_text(record.instruction, record.input)
         prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
-        encoded = prompts.encode(
-            loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
-        )
-        if encoded.n_response_tokens == 0:
-            skips[index] = (
-                f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
+        if record.answer_start is None:
+            encoded = prompts.encode(
+                loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
             )
+            truncated = f"response truncated away: prompt has {encoded.prompt_length} tokens"
+        else:
+            encoded = prompts.encode_answer(
+                loaded.tokenizer, prompt, record.output, answer_start=record.answer_start, max_length=max_length
+            )
+            truncated = f"answer truncated away: the text has more than {max_length} tokens"
+        if encoded.n_response_tokens == 0:
+            skips[index] = f"{truncated}, max_length is {max_length}"
         else:
             prepared.append(PreparedSample(index, encoded))
     return prepared, skips
@@ -329,7 +338,7 @@ def compute_prepared(
             if isinstance(outcome, str):
                 failed.append(skip_row(identity, sample.index, outcome))
             elif outcome.failure:
-                failed.append(skip_row(identity, sample.index, f"numerical failure: {outcome.failure}"))
+                failed.append(skip_row(identity, sample.index, outcome.failure))
             else:
                 frames.append(sample_rows(outcome, sample, identity, loaded.n_layers))
         yield (pd.concat(frames, ignore_index=True) if frames else None), failed

@@ -1,40 +1,96 @@
-"""G1: do one sample's layer curves tell irrelevant from correct responses beyond its loss?
+"""G1: do a sample's layer curves carry information on irrelevant against correct that its token losses lack?
 
 Irrelevant responses have a higher loss, and a sample's gradient grows with its loss; F3's gap may
-be the loss seen through the gradient. Per dataset and setting, each instruction gives one correct
-and one irrelevant response (None-CoT pairs whose two answers are the same text left out). Three
-scores of a sample are cross-validated with the folds grouped by instruction (both responses of a
-question always on the same side): a linear score of its curves (log nuclear norm of every
-projection and layer), of its loss, and of its loss with the log of its response length. Each is
-a ridge-penalised least-squares fit of the label on standardised features (``ridge_scores``):
-closed form, deterministic, with as many features as layers times four at a few dozen
-instructions. The AUROC of each set of out-of-fold scores, and the differences that decide (curves
-less loss, curves less loss and length), are recomputed under every resample of the instructions
-(the book's one resampling, ``bootstrap``) with the scores held fixed; their error rate is
-measured by ``gap_calibration`` where the curves carry the loss and nothing more.
+be the loss seen through the gradient. Per dataset and setting each instruction gives a pair, one
+correct and one irrelevant response (None-CoT pairs whose two answers are the same text left out).
+
+- **Differences.** Per pair, irrelevant less correct: of the curve features (log nuclear norm of
+  every projection and layer) and of the loss covariates of each response (mean token loss, log R,
+  largest token loss, standard deviation of the token losses; where the store lacks the last three,
+  the mean token loss only, ``covariates_of``).
+- **Partialling.** Inside each training fold the curve differences are regressed by least squares,
+  without intercept, on the differences of the covariates and of their squares (a difference of
+  f(x) over a pair is linear in these for any quadratic f), fitted on the training pairs only; at
+  most one column per ``PAIRS_PER_COLUMN`` training pairs, the mean loss's first, so a fit always
+  leaves residuals to learn from. The residuals of all pairs follow.
+- **Classifier.** The package's ridge classifier (``classifier.ridge_classifier``, penalty the
+  number of features: the former penalty 1 on the mean cross product) is fitted on the training
+  pairs' residuals, each pair presented both ways (its residual labelled 1, its negative labelled
+  0), and scores the held-out pairs. Folds are grouped by pair (``classifier.grouped_folds``, five,
+  ``N_SPLITS`` repeated splits of their own seeds; one split for the AUROCs shown beside). The statistic is the out-of-fold AUROC averaged
+  over the splits: above 0.5 when the residual curves tell irrelevant from correct.
+- **Decision.** A sign-flip permutation test: flipping a pair's differences (curves and covariates
+  together) flips its residual, so one fit per fold scores every flip at once (ridge is linear in
+  its targets). ``N_FLIPS`` random flips of whole pairs give the null; the one-sided p-value
+  (``bootstrap.Estimate.p_value``) decides at 2.5%. No interval is computed: no refit inside
+  bootstrap resamples. A permutation test of "no information" cannot show the claim false, so G1
+  is "holds" or "not resolved", never "does not hold".
+- **Pooling.** A family's statistic is the mean of its datasets' AUROCs, as every check pools;
+  its null the mean of the datasets' null values, each dataset flipped independently
+  (``bootstrap.pooled``): the exact randomisation test of the mean. Fisher's or Stouffer's
+  combination of per-dataset p-values was not chosen: at five pairs a dataset has 16 distinct
+  flips, its p-value at least 1/16, and a combination of such coarse p-values loses what the
+  mean of the statistics keeps.
+- **Not applicable.** Where the covariates alone already separate every pair (every pair's mean
+  loss difference of one sign, and the covariates' own out-of-fold AUROC 1), there is nothing left
+  for the curves to add: "not applicable: the loss separates them" (``separated``).
+
+Its false "holds" where the curves depend on the token losses non-linearly, and its power, are
+measured by ``calibration.gap_calibration`` (rule ``beyond loss``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import zlib
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
 from analysis.core import vocabulary
+from analysis.findings import classifier
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate
-from analysis.findings.classifier import weighted_auroc
 from analysis.findings.rules import Part, Role
 
-LOSS, TOKENS, NUCLEAR = "loss", "n_response_tokens", "nuclear_norm"
-READS = (LOSS, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves
+LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
+READS = (LOSS, LOSS_MAX, LOSS_SD, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves
+COVARIATES = {
+    LOSS: "mean token loss",
+    TOKENS: "log R",
+    LOSS_MAX: "largest token loss",
+    LOSS_SD: "standard deviation of the token losses",
+}
 N_FOLDS = 5
-PENALTY = 1.0  # ridge penalty on the mean of the standardised features' cross products
-FOLD_SEED = 0
+N_SPLITS = 3  # repeated splits into folds of the statistic, seeds 0 .. N_SPLITS - 1 (one for what is shown beside)
+N_FLIPS = 200
+PAIRS_PER_COLUMN = 3  # the partialling fits at most one covariate column per this many training pairs
+FLIP_SEED = 0
 
-CURVES, LOSS_ONLY, LOSS_AND_LENGTH, BOTH = "curves", "loss", "loss and length", "curves and loss"
-DECIDING = ("curves - loss", "curves - loss and length")
-# the roles of the deciding setting's AUROCs, by which the page finds them
-AUROC_ROLES = {LOSS_ONLY: Role.AUROC_LOSS, CURVES: Role.AUROC_CURVES, BOTH: Role.AUROC_CURVES_AND_LOSS}
+STATISTIC = "AUROC of the curves beyond the loss"
+P_VALUE = "p (sign flips)"
+CURVES_ALONE, LOSS_ALONE, ORDERED = "AUROC of the curves alone", "AUROC of the loss alone", "pairs the loss orders"
+SEPARATED = "not applicable: the loss separates them"
+COVARIATES_SAID = "covariates: "  # how a finding's note names the covariates partialled out
+
+
+@dataclass(frozen=True)
+class Pairs:
+    """One dataset's pairs under one setting: instruction ids (n,), the curve differences (n, p,
+    irrelevant less correct log nuclear norms) and each response's covariates (n, k), named."""
+
+    ids: np.ndarray
+    curves: np.ndarray
+    correct: np.ndarray
+    irrelevant: np.ndarray
+    names: tuple[str, ...]
+
+    @property
+    def n(self) -> int:
+        return int(self.ids.size)
+
+    def basis(self) -> np.ndarray:
+        """(n, 2k) differences of the covariates, then of their squares, the mean loss's first."""
+        return np.hstack([self.irrelevant - self.correct, self.irrelevant**2 - self.correct**2])
 
 
 def _samples(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -50,121 +106,171 @@ def _rows(pieces: list[tuple[np.ndarray, np.ndarray]], ids: np.ndarray) -> list[
     return out
 
 
-def paired_features(
-    cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()
-) -> dict[str, np.ndarray] | None:
-    """The instructions with both responses stored (not in ``excluded``): ``ids`` (n,), and per
-    response (``correct``, ``irrelevant``) the curve features (n, 4 L), loss (n,) and log response
-    length (n,; absent where the store lacks token counts). None when a column is not stored."""
-    conditions = {r: cd.condition_key(dataset, setting, r) for r in vocabulary.RESPONSES}
-    nuclear = {r: _samples(cd, c, NUCLEAR) for r, c in conditions.items()}
-    loss = {r: _samples(cd, c, LOSS) for r, c in conditions.items()}
-    if any(v is None for v in (*nuclear.values(), *loss.values())):
+def covariates_of(cd: CurveDraws, conditions: Sequence[str]) -> tuple[str, ...]:
+    """The covariates stored for every condition: all four, else the mean token loss only."""
+    stored = all(_samples(cd, c, s) is not None for c in conditions for s in READS)
+    return READS if stored else (LOSS,)
+
+
+def _per_sample(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) -> np.ndarray:
+    values = np.nanmax(_rows(_samples(cd, condition, stat)[:1], ids)[0], axis=1)  # type: ignore[index]
+    return np.log(np.maximum(values, 1)) if stat == TOKENS else values
+
+
+def paired(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()) -> Pairs | None:
+    """The pairs of instructions with both responses stored (not in ``excluded``); None when the
+    nuclear norms or the loss are not stored."""
+    conditions = [cd.condition_key(dataset, setting, r) for r in vocabulary.RESPONSES]
+    nuclear = [_samples(cd, c, NUCLEAR) for c in conditions]
+    if any(v is None for v in nuclear) or any(_samples(cd, c, LOSS) is None for c in conditions):
         return None
-    tokens = {r: _samples(cd, c, TOKENS) for r, c in conditions.items()}
-    with_tokens = all(v is not None for v in tokens.values())
-    pieces = [p for r in conditions for p in nuclear[r] + loss[r] + (tokens[r] if with_tokens else [])]
-    shared = set.intersection(*(set(ids.tolist()) for _, ids in pieces)) - set(excluded)
-    ids = np.asarray(sorted(shared), dtype=int)
-    out: dict[str, np.ndarray] = {"ids": ids}
-    for r in conditions:
-        curves = np.concatenate(_rows(nuclear[r], ids), axis=1) if ids.size else np.empty((0, 0))
-        curves = curves[:, np.isfinite(curves).all(axis=0)] if ids.size else curves
-        if ids.size and not np.all(curves > 0):
-            return None
-        out[f"{r} {CURVES}"] = np.log(curves) if ids.size else curves
-        out[f"{r} {LOSS_ONLY}"] = np.nanmax(_rows(loss[r][:1], ids)[0], axis=1) if ids.size else np.empty(0)
-        if with_tokens:
-            counts = np.nanmax(_rows(tokens[r][:1], ids)[0], axis=1) if ids.size else np.empty(0)
-            out[f"{r} length"] = np.log(np.maximum(counts, 1))
-    return out
+    names = covariates_of(cd, conditions)
+    pieces = [p for c in conditions for s in (NUCLEAR, *names) for p in _samples(cd, c, s)]  # type: ignore[union-attr]
+    ids = np.asarray(sorted(set.intersection(*(set(i.tolist()) for _, i in pieces)) - set(excluded)), dtype=int)
+    if ids.size == 0:
+        return Pairs(ids, np.empty((0, 0)), np.empty((0, len(names))), np.empty((0, len(names))), names)
+    logs = []
+    for curves in nuclear:
+        values = np.concatenate(_rows(curves, ids), axis=1)  # type: ignore[arg-type]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            logs.append(np.log(values))
+    difference = logs[1] - logs[0]
+    difference = difference[:, np.isfinite(difference).all(axis=0)]
+    covariates = [np.column_stack([_per_sample(cd, c, s, ids) for s in names]) for c in conditions]
+    return Pairs(ids, difference, covariates[0], covariates[1], names)
 
 
-def folds_of(n: int, n_folds: int = N_FOLDS, seed: int = FOLD_SEED) -> np.ndarray:
-    """Fold of each of n instructions: a seeded permutation dealt into min(n_folds, n) folds."""
-    fold = np.empty(n, dtype=int)
-    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % max(1, min(n_folds, n))
-    return fold
+def _residuals(curves: np.ndarray, basis: np.ndarray | None, train: np.ndarray) -> np.ndarray:
+    """The curve differences less their least-squares fit on the basis (no intercept), fitted on the
+    training pairs, at most one column per ``PAIRS_PER_COLUMN`` of them."""
+    if basis is None:
+        return curves
+    columns = basis[:, : max(1, train.size // PAIRS_PER_COLUMN)]
+    coefficients, *_ = np.linalg.lstsq(columns[train], curves[train], rcond=None)
+    return curves - columns @ coefficients
 
 
-def ridge_scores(x: np.ndarray, y: np.ndarray, fold: np.ndarray, penalty: float = PENALTY) -> np.ndarray:
-    """Out-of-fold linear scores of the rows of ``x`` (rows, features) for labels ``y`` (0/1):
-    on each training fold the features are standardised and y - mean(y) fitted by ridge
-    regression on the mean cross product of the features (the dual form, K = X X' / p), and the
-    held-out rows scored. ``fold`` gives each row's fold."""
-    x = np.asarray(x, dtype=float).reshape(len(y), -1)
-    scores = np.full(len(y), np.nan)
-    for f in np.unique(fold):
-        test, train = fold == f, fold != f
-        mean, sd = x[train].mean(axis=0), x[train].std(axis=0)
-        sd = np.where(sd > 0, sd, 1.0)
-        a, b = (x[train] - mean) / sd, (x[test] - mean) / sd
-        p = max(x.shape[1], 1)
-        alpha = np.linalg.solve(a @ a.T / p + penalty * np.eye(a.shape[0]), y[train] - y[train].mean())
-        scores[test] = (b @ a.T / p) @ alpha
-    return scores
+def split_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, seed: int) -> np.ndarray:
+    """One split's out-of-fold AUROC for each column of ``signs`` (n, c; +1 or -1 per pair: the
+    pairs as they are, or flipped): per fold, ``x`` partialled on ``basis`` (None: as it is) on the
+    training pairs, the ridge classifier fitted on them presented both ways, the held-out pairs
+    scored both ways."""
+    n = x.shape[0]
+    labels, groups = np.repeat([1, 0], n), np.tile(np.arange(n), 2)
+    ahead, behind = np.empty(signs.shape), np.empty(signs.shape)  # scores of +residual and -residual
+    for rows, _ in classifier.grouped_folds(labels, groups, n_folds=min(N_FOLDS, n), seed=seed):
+        train = np.unique(groups[rows])
+        test = np.setdiff1d(np.arange(n), train)
+        residual = _residuals(x, basis, train)
+        both_ways = np.vstack([residual[test], -residual[test]])
+        scores = classifier.ridge_decisions(
+            np.vstack([residual[train], -residual[train]]),
+            np.vstack([signs[train], -signs[train]]),
+            both_ways,
+            float(x.shape[1]),
+        )
+        ahead[test], behind[test] = scores[: test.size], scores[test.size :]
+    flipped = signs < 0
+    return classifier.column_aurocs(np.where(flipped, behind, ahead), np.where(flipped, ahead, behind))
 
 
-def feature_sets(features: dict[str, np.ndarray]) -> dict[str, tuple[np.ndarray, np.ndarray]]:
-    """The (correct, irrelevant) feature matrices of each score: curves, loss, loss and length
-    (where stored), curves and loss."""
-    c, i = "correct", "irrelevant"
-
-    def columns(*names: str) -> tuple[np.ndarray, np.ndarray]:
-        return tuple(np.column_stack([features[f"{r} {n}"] for n in names]) for r in (c, i))  # type: ignore
-
-    sets = {CURVES: columns(CURVES), LOSS_ONLY: columns(LOSS_ONLY), BOTH: columns(CURVES, LOSS_ONLY)}
-    if f"{c} length" in features:
-        sets[LOSS_AND_LENGTH] = columns(LOSS_ONLY, "length")
-    return sets
+def flips(n: int, dataset: str, setting: str, n_flips: int = N_FLIPS) -> np.ndarray:
+    """(n, 1 + n_flips) signs: the pairs as they are, then ``n_flips`` random flips of whole pairs,
+    seeded by the dataset and setting (independent between datasets)."""
+    rng = np.random.default_rng([FLIP_SEED, zlib.crc32(f"{dataset}/{setting}".encode())])
+    return np.hstack([np.ones((n, 1)), rng.choice([-1.0, 1.0], size=(n, n_flips))])
 
 
-def aurocs(features: dict[str, np.ndarray], weights: np.ndarray, dataset: str) -> dict[str, Estimate]:
-    """The out-of-fold AUROC of each score (``feature_sets``), and under each resample's counts of
-    the instructions (``weights`` (R, n)), with the scores held fixed."""
-    n = features["ids"].size
-    fold = np.tile(folds_of(n), 2)
-    y = np.repeat([0.0, 1.0], n)
-    row_weights = np.hstack([weights, weights])
-    out = {}
-    for name, (correct, irrelevant) in feature_sets(features).items():
-        scores = ridge_scores(np.vstack([correct, irrelevant]), y, fold)
-        value = float(weighted_auroc(scores, y))
-        out[name] = Estimate(value, weighted_auroc(scores, y, row_weights), ((dataset, n),), bounded=True)
-    return out
+def mean_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, splits: int = N_SPLITS) -> np.ndarray:
+    """``split_aurocs`` averaged over ``splits`` repeated splits (one where every fold holds one
+    pair: every split is then the same)."""
+    splits = 1 if x.shape[0] <= N_FOLDS else splits
+    return np.mean([split_aurocs(x, signs, basis, seed) for seed in range(splits)], axis=0)
 
 
-def _difference(a: Estimate, b: Estimate) -> Estimate:
-    return Estimate(a.value - b.value, a.draws - b.draws, a.strata)
+def beyond_estimate(pairs: Pairs, dataset: str, setting: str, n_flips: int = N_FLIPS) -> Estimate:
+    """G1's statistic with its sign-flip null (``Estimate.null``)."""
+    values = mean_aurocs(pairs.curves, flips(pairs.n, dataset, setting, n_flips), pairs.basis())
+    return Estimate(float(values[0]), values[1:], ((dataset, pairs.n),), bounded=True, null=values[1:])
 
 
-def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, excluded=()) -> list[Part] | None:
-    """G1's parts of one setting (``group`` its label): the AUROC of the curves less that of the
-    loss, and less that of the loss and length (where the store has the token counts), above 0;
-    beside them the curves and loss less the loss, and each AUROC."""
-    features = paired_features(cd, dataset, setting, excluded)
-    if features is None or features["ids"].size < 2:
-        return None
-    estimates = aurocs(features, cd.resampling.weights(dataset, features["ids"]), dataset)
+def _shown(value: float, dataset: str, n: int) -> Estimate:
+    return Estimate(float(value), np.empty(0), ((dataset, n),), bounded=True)
+
+
+def p_value_part(statistic: Part) -> Part:
+    """The p-value of a statistic's part, shown beside it."""
+    estimate = statistic.estimate
+    p = Estimate(estimate.p_value(), np.empty(0), estimate.strata) if estimate is not None else None
+    role = Role.P_VALUE if statistic.role is Role.BEYOND_LOSS else None
+    return Part(P_VALUE, p, "below", 0.025, group=statistic.group, decides=False, role=role)
+
+
+def dataset_parts(pairs: Pairs, dataset: str, setting: str, *, decides: bool) -> list[Part]:
+    """G1's parts of one dataset and setting: the statistic (deciding where ``decides``), its
+    p-value, the AUROC of the curves alone and of the covariates alone, and the share of pairs
+    whose mean-loss difference has the majority sign."""
     group = vocabulary.setting_label(setting)
-    parts = [Part(DECIDING[0], _difference(estimates[CURVES], estimates[LOSS_ONLY]), "above", 0.0, group=group)]
-    if LOSS_AND_LENGTH in estimates:
-        gap = _difference(estimates[CURVES], estimates[LOSS_AND_LENGTH])
-        parts.append(Part(DECIDING[1], gap, "above", 0.0, group=group))
-    parts = [p if decides else Part(p.name, p.estimate, p.side, p.bound, group=group, decides=False) for p in parts]
-    added = _difference(estimates[BOTH], estimates[LOSS_ONLY])
-    parts.append(Part("curves and loss - loss", added, "above", 0.0, group=group, decides=False))
-    for name, estimate in estimates.items():
-        role = AUROC_ROLES.get(name) if decides else None
-        parts.append(Part(f"AUROC {name}", estimate, "above", 0.5, group=group, decides=False, role=role))
+
+    def role(r: Role) -> Role | None:
+        return r if decides else None
+
+    estimate = beyond_estimate(pairs, dataset, setting)
+    statistic = Part(STATISTIC, estimate, "above", 0.5, group=group, decides=decides, role=role(Role.BEYOND_LOSS))
+    one = np.ones((pairs.n, 1))
+    alone = float(mean_aurocs(pairs.curves, one, None, splits=1)[0])
+    loss = float(mean_aurocs(pairs.irrelevant - pairs.correct, one, None, splits=1)[0])
+    above = float(np.mean(pairs.irrelevant[:, 0] > pairs.correct[:, 0]))
+    beside = [
+        (CURVES_ALONE, alone, Role.AUROC_CURVES),
+        (LOSS_ALONE, loss, Role.AUROC_LOSS),
+        (ORDERED, max(above, 1 - above), Role.LOSS_ORDER),
+    ]
+    parts = [statistic, p_value_part(statistic)]
+    for name, value, r in beside:
+        parts.append(
+            Part(name, _shown(value, dataset, pairs.n), "above", 0.5, group=group, decides=False, role=role(r))
+        )
     return parts
 
 
+def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, excluded=()) -> list[Part] | None:
+    """G1's parts of one setting; None with fewer than two pairs or nothing stored."""
+    pairs = paired(cd, dataset, setting, excluded)
+    if pairs is None or pairs.n < 2 or pairs.curves.shape[1] == 0:
+        return None
+    return dataset_parts(pairs, dataset, setting, decides=decides)
+
+
 def g1_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
-    """G1: under Detailed CoT, the AUROC of the curves exceeds that of the loss and that of the
-    loss and length; the same under None CoT shown beside (identical pairs left out)."""
+    """G1 under Detailed CoT (deciding); the same under None CoT shown beside (identical pairs left out)."""
     detailed = setting_parts(cd, dataset, "detailed", decides=True)
     if detailed is None:
         return None
     none = setting_parts(cd, dataset, "none", decides=False, excluded=identical)
     return detailed + (none or [])
+
+
+def after_pooling(parts: list[Part]) -> list[Part]:
+    """A family's p-values, from its pooled statistics' pooled nulls (not the mean of the p-values)."""
+    statistics = {p.group: p for p in parts if p.name == STATISTIC}
+    return [p_value_part(statistics[p.group]) if p.name == P_VALUE and p.group in statistics else p for p in parts]
+
+
+def separated(parts: Sequence[Part]) -> str:
+    """ "not applicable: the loss separates them" where, under the deciding setting, every pair's
+    mean-loss difference has one sign and the covariates alone reach an out-of-fold AUROC of 1."""
+    value = {p.role: p.estimate.value for p in parts if p.role is not None and p.estimate is not None}
+    if value.get(Role.LOSS_ORDER, 0.0) >= 1.0 and value.get(Role.AUROC_LOSS, 0.0) >= 1.0:
+        return f"{SEPARATED}: every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1"
+    return ""
+
+
+def covariates_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> str:
+    """The covariates G1 partials out for this model (the mean loss only where the store lacks the rest)."""
+    used = {covariates_of(cd, [cd.condition_key(d, "detailed", r) for r in vocabulary.RESPONSES]) for d in by_dataset}
+    if not used:
+        return ""
+    if used == {READS}:
+        return COVARIATES_SAID + ", ".join(COVARIATES[c] for c in READS)
+    return f"{COVARIATES_SAID}the mean token loss only, the store holding no largest token loss, spread or R"

@@ -24,7 +24,7 @@ import math
 import warnings
 import zlib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -118,6 +118,9 @@ class Estimate:
     dataset's resampling contributes, in relative terms; ``None`` for one dataset, or equal parts.
     ``bounded``: the quantity is a share in [0, 1] (an AUROC, an accuracy), whose interval is a
     Wilson score interval and stays inside [0, 1].
+    ``null``: the quantity recomputed under a permutation of the data that makes its claim false
+    (G1's sign flips of whole pairs); where given, ``draws`` are those values too, the estimate has
+    no interval, and a part on it decides by its one-sided permutation p-value (``p_value``).
     """
 
     value: float
@@ -125,6 +128,16 @@ class Estimate:
     strata: tuple[tuple[str, int], ...]  # (dataset, instructions) pairs
     variances: tuple[float, ...] | None = None
     bounded: bool = False
+    _: KW_ONLY
+    null: np.ndarray | None = None
+
+    def p_value(self) -> float:
+        """One-sided permutation p-value, (1 + number of null values at or above the value) /
+        (1 + number of null values); NaN without a null."""
+        if self.null is None or not np.isfinite(self.value):
+            return math.nan
+        null = np.asarray(self.null, dtype=float)
+        return float((1 + np.sum(null >= self.value - 1e-12)) / (1 + null.size))
 
     @property
     def n(self) -> int:
@@ -173,7 +186,7 @@ class Estimate:
         error; a Wilson interval for a bounded share. NaN when undefined."""
         draws = np.asarray(self.draws, dtype=float)
         finite = np.isfinite(draws)
-        if not np.isfinite(self.value) or finite.sum() < 2 or finite.sum() < 0.5 * draws.size:
+        if self.null is not None or not np.isfinite(self.value) or finite.sum() < 2 or finite.sum() < 0.5 * draws.size:
             return math.nan, math.nan
         variance, df = self._corrected()
         if not (np.isfinite(variance) and df >= 1):
@@ -259,7 +272,9 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
 
     Datasets are resampled independently, so each one's part of the pooled variance is its own
     variance over the number of datasets squared: the interval's degrees of freedom follow
-    (Welch-Satterthwaite), and a noisy small dataset counts for what it is.
+    (Welch-Satterthwaite), and a noisy small dataset counts for what it is. Estimates that all
+    carry a permutation ``null`` of one size, permuted independently per dataset, pool it the same
+    way: the mean of the i-th null values is a draw of the mean under independent permutations.
     """
     estimates = [e for e in estimates if e is not None]
     if not estimates:
@@ -269,6 +284,8 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
     for estimate in estimates:
         for (dataset, _), variance in zip(estimate.strata, estimate.stratum_variances()):
             parts[dataset] += variance / len(estimates) ** 2
+    nulls = [e.null for e in estimates if e.null is not None]
+    same_size = len(nulls) == len(estimates) and len({n.size for n in nulls}) == 1
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return Estimate(
@@ -277,6 +294,7 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
             strata,
             tuple(parts.values()) if len(strata) > 1 else None,
             all(e.bounded for e in estimates),
+            null=np.mean(np.stack(nulls), axis=0) if same_size else None,
         )
 
 

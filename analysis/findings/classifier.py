@@ -1,9 +1,12 @@
-"""The out-of-fold classifier that separability and the closest setting share, and the AUROC of scores.
+"""The out-of-fold classifiers of the book, their grouped folds, and the AUROC of scores.
 
-The classifier is a standardised logistic regression; it is cross-validated with
-``StratifiedGroupKFold``, the folds grouped by instruction, so an instruction is never on both
-sides of a fold. ``weighted_auroc`` scores its out-of-fold outputs (and G1's), under every
-resample of the instructions at once.
+Separability and the closest setting use a standardised logistic regression; G1 a standardised
+ridge classifier (``ridge_classifier``: least squares on +1 / -1 targets, as scikit-learn's
+``RidgeClassifier``), whose fit is linear in the targets, so one fit scores many labellings of the
+same rows at once (G1's sign flips). Both are cross-validated with ``StratifiedGroupKFold``
+(``grouped_folds``), the folds grouped by instruction, so an instruction is never on both sides of
+a fold. ``weighted_auroc`` scores out-of-fold outputs under every resample of the instructions at
+once; ``column_aurocs`` scores many columns of scores at once.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
+from scipy import stats as sps
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import StratifiedGroupKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -22,14 +26,37 @@ def classifier(*, max_iter: int) -> Pipeline:
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=max_iter))
 
 
+def ridge_classifier(penalty: float) -> Pipeline:
+    """A standardised ridge classifier, not yet fitted: ridge regression (``penalty`` on the squared
+    coefficients of the standardised features) of +1 / -1 targets, one column per labelling of the
+    rows; its predictions are the decision scores of scikit-learn's ``RidgeClassifier``."""
+    return make_pipeline(StandardScaler(), Ridge(alpha=penalty))
+
+
+def ridge_decisions(train: np.ndarray, targets: np.ndarray, test: np.ndarray, penalty: float) -> np.ndarray:
+    """The ridge classifier's decision scores (test rows, columns of ``targets``) when fitted on the
+    rows ``train`` with each column of ``targets`` (+1 / -1) in turn. The fit is linear in the
+    targets, intercept included: fitted once on the identity (one target per training row), its
+    predictions times ``targets`` are every column's, however many labellings there are."""
+    model = ridge_classifier(penalty).fit(train, np.eye(train.shape[0]))
+    return model.predict(test).reshape(test.shape[0], -1) @ targets
+
+
+def grouped_folds(
+    y: np.ndarray, groups: np.ndarray, *, n_folds: int, seed: int
+) -> Iterator[tuple[np.ndarray, np.ndarray]]:
+    """(training rows, test rows) of ``n_folds`` grouped, stratified and shuffled folds (``seed``)."""
+    folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
+    yield from folds.split(np.zeros((len(y), 1)), y, groups)
+
+
 def out_of_fold_fits(
     x: np.ndarray, y: np.ndarray, groups: np.ndarray, *, n_folds: int, seed: int, max_iter: int
 ) -> Iterator[tuple[Pipeline | None, np.ndarray, np.ndarray]]:
     """Per fold of ``n_folds`` grouped, stratified and shuffled folds (``seed``): the classifier
     fitted on the fold's training rows (None where they hold one class only, which no classifier
     can learn from), the training rows and the test rows. The fits run as the caller iterates."""
-    folds = StratifiedGroupKFold(n_splits=n_folds, shuffle=True, random_state=seed)
-    for train, test in folds.split(x, y, groups):
+    for train, test in grouped_folds(y, groups, n_folds=n_folds, seed=seed):
         if np.unique(y[train]).size < 2:
             yield None, train, test
             continue
@@ -58,3 +85,11 @@ def weighted_auroc(scores: np.ndarray, labels: np.ndarray, weights: np.ndarray |
     with np.errstate(invalid="ignore", divide="ignore"):
         auc = np.where(denominator > 0, numerator / denominator, np.nan)
     return auc if weights is not None else auc[0]
+
+
+def column_aurocs(positive: np.ndarray, negative: np.ndarray) -> np.ndarray:
+    """AUROC of each column: the scores of its positive rows ``positive`` (n, c) against those of
+    its negative rows ``negative`` (m, c), ties counted as one half (the Mann-Whitney statistic)."""
+    n, m = positive.shape[0], negative.shape[0]
+    ranks = sps.rankdata(np.vstack([positive, negative]), axis=0)
+    return (ranks[:n].sum(axis=0) - n * (n + 1) / 2) / (n * m)

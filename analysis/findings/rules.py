@@ -17,6 +17,8 @@ where the two differ in sign is marked (``sign_disagreements``).
 Verdicts:
 - "holds": every deciding part's 95% interval lies on the claim's side of its bound (an
   intersection-union test: the claim as a whole is wrongly called true at most 2.5% of the time);
+  a part on a permutation test (an ``Estimate`` with a ``null``, G1) needs its one-sided p-value
+  below 2.5% instead, and never contradicts its claim;
   a part "within" a margin needs its whole interval inside (-margin, margin): two one-sided tests;
 - "does not hold": some part's interval, widened for the number of parts (Bonferroni), lies on
   the other side;
@@ -71,9 +73,11 @@ class Role(Enum):
     BEYOND_AVERAGING = "what is left of the Frobenius gap beyond averaging: token size and alignment (A1)"
     TOKEN_SIZE = "the token-size share of what is left (A1, where the token energy is stored)"
     ALIGNMENT = "the alignment share of what is left (A1, where the token energy is stored)"
-    AUROC_LOSS = "the AUROC of the loss under the deciding setting (G1)"
-    AUROC_CURVES = "the AUROC of the layer curves under the deciding setting (G1)"
-    AUROC_CURVES_AND_LOSS = "the AUROC of the curves and the loss under the deciding setting (G1)"
+    BEYOND_LOSS = "the AUROC of the curves with the loss covariates partialled out, deciding (G1)"
+    P_VALUE = "the one-sided sign-flip p-value of that AUROC (G1)"
+    AUROC_LOSS = "the AUROC of the loss covariates alone under the deciding setting (G1)"
+    AUROC_CURVES = "the AUROC of the layer curves alone under the deciding setting (G1)"
+    LOSS_ORDER = "the share of pairs whose mean-loss difference has the majority sign (G1)"
 
 
 @dataclass(frozen=True)
@@ -103,12 +107,16 @@ class Part:
         return (math.nan, math.nan) if self.estimate is None else self.estimate.interval(level)
 
     def supports(self, level: float = LEVEL) -> bool:
+        if self.estimate is not None and self.estimate.null is not None:  # a permutation test, one-sided
+            return self.side == "above" and self.estimate.p_value() < (1 - level) / 2
         low, high = self.interval(level)
         if self.side == "within":
             return bool(low > -self.bound and high < self.bound)
         return bool(low > self.bound) if self.side == "above" else bool(high < self.bound)
 
     def contradicts(self, level: float = LEVEL) -> bool:
+        if self.estimate is not None and self.estimate.null is not None:
+            return False  # a permutation test of "no information" cannot show the claim false
         low, high = self.interval(level)
         if self.side == "within":
             return bool(low > self.bound or high < -self.bound)
@@ -177,7 +185,7 @@ def instructions_for_power(
     spread is unknown.
     """
     estimate = part.estimate
-    if estimate is None or not part.decides:
+    if estimate is None or not part.decides or estimate.null is not None:
         return None
     se, n = estimate.standard_error(), estimate.n_smallest
     if not (np.isfinite(se) and n >= 2):

@@ -1,11 +1,13 @@
 """Where F1's and F3's gaps come from, as the chapter of that name shows them: per model, each
 gap of mean log nuclear norm split per layer into averaging (-1/2 log R), token size and alignment
 together, and spectral shape (``analysis.findings.averaging``); the AUROCs of the loss and of the
-curves behind G1 (``analysis.findings.beyond_loss``); and A1's and G1's verdicts in words."""
+curves behind G1 with its sign-flip p-value (``analysis.findings.beyond_loss``); and A1's and G1's
+verdicts in words."""
 
 from __future__ import annotations
 
 import math
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,7 +18,7 @@ from analysis import profiles
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.extract.token_counts import fill_command
-from analysis.findings import averaging
+from analysis.findings import averaging, beyond_loss
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import NOT_APPLICABLE, Role
 from analysis.report import plots
@@ -237,19 +239,36 @@ def _g1_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
     pieces = []
     for row in shown.itertuples():
         cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
-        words = {"holds": "tell more than the loss", "does not hold": "tell less than the loss"}.get(
-            row.verdict, "are not shown to tell more than the loss"
+        scope = vocabulary.scope_label(row.scope)
+        if row.verdict == NOT_APPLICABLE:
+            pieces.append(f"{scope}: G1 **{row.verdict}** ({row.numbers.removeprefix(NOT_APPLICABLE + ': ')})")
+            continue
+        words = (
+            "carry information on which response is irrelevant that the token losses lack"
+            if row.verdict == "holds"
+            else "are not shown to carry more than the token losses (a permutation test cannot show that they carry nothing more)"
         )
         pieces.append(
-            f"{vocabulary.scope_label(row.scope)}: AUROC of the loss {_value(cell, Role.AUROC_LOSS)}, "
-            f"of the curves {_value(cell, Role.AUROC_CURVES)}, of both "
-            f"{_value(cell, Role.AUROC_CURVES_AND_LOSS)}: G1 **{row.verdict}** (the curves {words})"
+            f"{scope}: AUROC of the curves with the loss partialled out {_value(cell, Role.BEYOND_LOSS)} "
+            f"(p = {_value(cell, Role.P_VALUE)} by sign flips of whole pairs; the curves alone "
+            f"{_value(cell, Role.AUROC_CURVES)}, the loss alone {_value(cell, Role.AUROC_LOSS)}): G1 **{row.verdict}** "
+            f"(the curves {words})"
         )
-    return f"Under {vocabulary.setting_label('detailed')}, " + "; ".join(pieces) + "."
+    covariates = next(filter(None, map(covariates_of, shown["numbers"])), "")
+    said = f" ({beyond_loss.COVARIATES_SAID}{covariates})" if covariates else ""
+    return f"Under {vocabulary.setting_label('detailed')}{said}, " + "; ".join(pieces) + "."
 
 
-def auroc_table(parts: pd.DataFrame) -> pd.DataFrame:
-    """G1's AUROCs and differences per model, scope and setting, each with its interval."""
+def covariates_of(numbers: str) -> str:
+    """The covariates G1 partialled out, as a finding's numbers name them ("" where they do not)."""
+    found = re.search(re.escape(beyond_loss.COVARIATES_SAID) + r"([^;)]*)", str(numbers))
+    return found.group(1) if found else ""
+
+
+def auroc_table(parts: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataFrame:
+    """G1 per model, scope and setting: the AUROC of the curves beyond the loss (the statistic), its
+    sign-flip p-value, the AUROCs of the curves alone and of the loss alone, the share of pairs the
+    loss orders, and (from ``found``) the covariates partialled out."""
     if parts.empty:
         return parts
     rows = parts.copy()
@@ -263,6 +282,9 @@ def auroc_table(parts: pd.DataFrame) -> pd.DataFrame:
         index=["model", "scope", "setting"], columns="quantity", values="value", aggfunc="first", sort=False
     )
     table = table.reset_index()
+    if found is not None and not found.empty:
+        said = {(m, s): covariates_of(n) for m, s, n in zip(found["model"], found["scope"], found["numbers"])}
+        table["covariates"] = [said.get((m, s), "") for m, s in zip(table["model"], table["scope"])]
     table["scope"] = table["scope"].map(vocabulary.scope_label)
     return table
 
@@ -273,7 +295,7 @@ def verdicts(page: Page) -> None:
     show_markdown(a1_paragraph(found, parts))
     found, parts = _parts(page, G1_ID)
     show_markdown(g1_paragraph(found, parts))
-    show_table(auroc_table(parts), empty="No AUROC is computed here.")
+    show_table(auroc_table(parts, found), empty="No AUROC is computed here.")
 
 
 def f1_gap(page: Page) -> None:

@@ -1,0 +1,188 @@
+"""A2 and A3: on the same scored tokens, the final answer, does reasoning before it change the answer's
+own gradient?
+
+F1 compares a loss over the 1-3 tokens of a bare answer with a loss over hundreds of chain-of-thought
+tokens: which tokens are scored, as much as how the model thinks. The answer-scored conditions
+(``data.AnswerView``) score the same tokens, the instruction's None-CoT answer after "The final answer
+is ", with nothing, the Simplified CoT, the Detailed CoT or another instruction's Detailed CoT before
+the phrase. The answer's token count R is the same on both sides of a gap, so no averaging enters,
+and the phrase is held fixed (it alone moves the bare answer's gradient).
+
+- A2, F1 on the same tokens: F1's two parts with ``none_answer`` against ``detailed_answer``, on the
+  instructions present in both (paired): larger nuclear norms without the reasoning (geometric mean
+  over instructions), and more so in the early layers than in the late ones. Shown beside: the same
+  gap in Frobenius norm, and Simplified CoT or another instruction's Detailed CoT in place of the
+  instruction's own Detailed CoT (is any long context enough, or does this reasoning matter?).
+- A3, A2 beyond the answer's loss: a single token's gradient scales with 1 - p = 1 - exp(-loss), so
+  the covariate is the span's mean of log(1 - exp(-loss_t)) (the stored ``log_miss``). Per dataset,
+  the paired regression over instructions of the log-nuclear gap on the covariate's gap; its
+  intercept, the gap where the answer is as predictable after the reasoning as without it, decides
+  (above 0). Where the covariate's gaps all lie on one side of 0 the intercept is an extrapolation
+  (``extrapolation_note``). The answer's loss under both conditions is shown beside.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+from analysis.core.formatting import times
+from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean
+from analysis.findings.quantities import log_level
+from analysis.findings.rules import Part
+
+NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
+NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
+READS = (FROBENIUS, LOG_MISS, LOSS)  # what A2 and A3 read per sample beyond the nuclear norm
+
+A2_PART = "None / Detailed on the answer tokens (all layers) x"
+A3_PART = "None / Detailed on the answer tokens at equal answer loss x"
+# the contexts shown beside A2 in place of the instruction's own Detailed CoT
+BESIDE = {
+    SIMPLIFIED: "None / Simplified on the answer tokens x",
+    OTHER: "None / another instruction's Detailed CoT on the answer tokens x",
+}
+
+
+def _ids(cd: CurveDraws, condition: str, stat: str) -> set[int] | None:
+    """The instructions with a value of ``stat`` in every projection of a condition (None: not stored)."""
+    keys = [(condition, proj, stat) for proj in PROJECTIONS]
+    if not all(k in cd.samples for k in keys):
+        return None
+    return set.intersection(*(set(cd.samples[k][1].tolist()) for k in keys))
+
+
+def shared_instructions(
+    cd: CurveDraws, dataset: str, settings: Iterable[str], stats: Iterable[str]
+) -> np.ndarray | None:
+    """The instructions of ``dataset`` that every setting holds for every statistic, sorted (None:
+    a setting or statistic is not stored)."""
+    held = [_ids(cd, cd.condition_key(dataset, s), stat) for s in settings for stat in stats]
+    if any(h is None for h in held):
+        return None
+    return np.asarray(sorted(set.intersection(*held)), dtype=int)  # type: ignore[arg-type]
+
+
+def _gap(cd: CurveDraws, dataset: str, fast: str, slow: str, *, segment: str = "all", stat: str = NUCLEAR):
+    """Mean log ``stat`` of ``fast`` less that of ``slow`` on the instructions both hold (paired)."""
+    shared = shared_instructions(cd, dataset, (fast, slow), (stat,))
+    if shared is None or shared.size == 0:
+        return None
+    held = set().union(*(_ids(cd, cd.condition_key(dataset, s), stat) or set() for s in (fast, slow)))
+    excluded = held - set(shared.tolist())
+    a = log_level(cd, dataset, fast, segment, excluded=excluded, stat=stat)
+    b = log_level(cd, dataset, slow, segment, excluded=excluded, stat=stat)
+    return None if a is None or b is None else combine(np.subtract, a, b)
+
+
+def a2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """A2: the answer's gradient without the reasoning over that after the Detailed CoT (geometric
+    mean of nuclear norms, all layers) > 1, and that ratio larger early than late; beside it the
+    Frobenius norm and the other contexts."""
+    gaps = {segment: _gap(cd, dataset, NONE, DETAILED, segment=segment) for segment in ("all", "early", "late")}
+    if any(g is None for g in gaps.values()):
+        return None
+    parts = [
+        Part(A2_PART, gaps["all"], "above", 0.0, times),
+        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, times),
+    ]
+    frobenius = _gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
+    if frobenius is not None:
+        parts.append(Part("the same in Frobenius norm x", frobenius, "above", 0.0, times, decides=False))
+    for setting, name in BESIDE.items():
+        if cd.has(cd.condition_key(dataset, setting)):
+            parts.append(Part(name, _gap(cd, dataset, NONE, setting), "above", 0.0, times, decides=False))
+    return parts
+
+
+def per_instruction(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) -> np.ndarray:
+    """Each of ``ids``'s mean over q, k, v, o and the layers of log ``stat`` (a per-sample column such
+    as ``log_miss`` or ``loss`` is the same on every layer: its value, not its log, for those)."""
+    values = []
+    for proj in PROJECTIONS:
+        matrix, own = cd.samples[(condition, proj, stat)]
+        order = np.argsort(own, kind="stable")
+        rows = matrix[order[np.searchsorted(own[order], ids)]]
+        values.append(np.nanmean(rows, axis=1) if stat in (LOG_MISS, LOSS) else np.log(rows).mean(axis=1))
+    return np.mean(values, axis=0)
+
+
+def weighted_intercepts(y: np.ndarray, x: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Intercepts and slopes of the least-squares line of ``y`` on ``x`` under each row of ``weights``
+    (resample counts, (R, n)): (R,) each; NaN where a resample's x are all equal."""
+    total = weights.sum(axis=1)
+    x_mean, y_mean = (weights @ x) / total, (weights @ y) / total
+    dx, dy = x[None, :] - x_mean[:, None], y[None, :] - y_mean[:, None]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        slope = (weights * dx * dy).sum(axis=1) / (weights * dx * dx).sum(axis=1)
+    return y_mean - slope * x_mean, slope
+
+
+def equal_loss_regression(y: np.ndarray, x: np.ndarray, weights: np.ndarray, dataset: str) -> tuple[Estimate, Estimate]:
+    """The intercept and the slope of the paired regression of the gap ``y`` on the covariate's gap
+    ``x`` (one value per instruction), each with its draws under the resample counts ``weights``."""
+    (intercept,), (slope,) = weighted_intercepts(y, x, np.ones((1, y.size)))
+    intercepts, slopes = weighted_intercepts(y, x, weights)
+    strata = ((dataset, int(y.size)),)
+    return Estimate(float(intercept), intercepts, strata), Estimate(float(slope), slopes, strata)
+
+
+def covariate_gaps(cd: CurveDraws, dataset: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    """(ids, log-nuclear gap, log(1 - p) gap) per instruction of ``dataset`` that both answer
+    conditions hold with every statistic A3 reads; None where one is not stored."""
+    ids = shared_instructions(cd, dataset, (NONE, DETAILED), (NUCLEAR, LOG_MISS))
+    if ids is None or ids.size == 0:
+        return None
+    none, detailed = cd.condition_key(dataset, NONE), cd.condition_key(dataset, DETAILED)
+    y = per_instruction(cd, none, NUCLEAR, ids) - per_instruction(cd, detailed, NUCLEAR, ids)
+    x = per_instruction(cd, none, LOG_MISS, ids) - per_instruction(cd, detailed, LOG_MISS, ids)
+    finite = np.isfinite(x) & np.isfinite(y)
+    return ids[finite], y[finite], x[finite]
+
+
+def _mean(values: np.ndarray, weights: np.ndarray, dataset: str) -> Estimate:
+    return Estimate(
+        float(values.mean()), resampled_mean(values[:, None], weights)[:, 0], ((dataset, int(values.size)),)
+    )
+
+
+def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+    """A3: A2's gap where the answer is equally predictable (the paired regression's intercept) > 1;
+    beside it the slope, each condition's mean answer loss and their difference."""
+    gaps = covariate_gaps(cd, dataset)
+    if gaps is None or gaps[0].size < 3:
+        return None
+    ids, y, x = gaps
+    weights = cd.resampling.weights(dataset, ids)
+    intercept, slope = equal_loss_regression(y, x, weights, dataset)
+    losses = {s: per_instruction(cd, cd.condition_key(dataset, s), LOSS, ids) for s in (NONE, DETAILED)}
+    return [
+        Part(A3_PART, intercept, "above", 0.0, times),
+        Part("slope: log nuclear gap per unit of the log(1 - p) gap", slope, "above", 0.0, decides=False),
+        Part("answer loss after the phrase alone", _mean(losses[NONE], weights, dataset), "above", 0.0, decides=False),
+        Part("answer loss after Detailed CoT", _mean(losses[DETAILED], weights, dataset), "above", 0.0, decides=False),
+        Part(
+            "answer loss, after Detailed CoT - after the phrase alone",
+            _mean(losses[DETAILED] - losses[NONE], weights, dataset),
+            "above",
+            0.0,
+            decides=False,
+        ),
+    ]
+
+
+def extrapolation_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> str:
+    """A3's note: the datasets where every instruction's answer is more (or every one less)
+    predictable after the Detailed CoT, so that equal loss lies outside what was observed."""
+    one_sided = []
+    for dataset in by_dataset:
+        gaps = covariate_gaps(cd, dataset)
+        if gaps is not None and gaps[2].size and (gaps[2].min() > 0 or gaps[2].max() < 0):
+            one_sided.append(dataset)
+    if not one_sided:
+        return ""
+    return (
+        f"On {', '.join(one_sided)} the answer's log(1 - p) gap has one sign for every instruction: the "
+        "intercept (equal answer loss) lies outside the gaps observed, an extrapolation of the line"
+    )

@@ -1,0 +1,247 @@
+"""The answer's own gradient and the loss convention, as the chapter "Where the gap comes from"
+shows them.
+
+- ``same_token_section``: per layer, F1's full-response gap (None against Detailed CoT, every
+  response token scored) beside the same-token gap (``findings.same_tokens``: the final answer
+  scored alone, after the phrase alone or after the Detailed CoT), per model and dataset; then A2's
+  and A3's verdicts in words and their numbers per dataset, the answer's loss under both conditions
+  beside.
+- ``loss_convention_section``: F1's gap under the paper's per-sequence mean loss and under a
+  per-token sum (as in DAPO or Dr. GRPO-style training, or any batch-token mean over responses of
+  mixed lengths), which weights a sample by its response token count R: the gap in log nuclear
+  norm plus log R.
+"""
+
+from __future__ import annotations
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt_interval, per_model
+from analysis.findings import averaging, same_tokens
+from analysis.findings.bootstrap import CurveDraws, Estimate, pooled
+from analysis.findings.pooling import reasoning_datasets
+from analysis.findings.rules import NOT_APPLICABLE
+from analysis.report import plots
+from analysis.report.display import show_figure, show_markdown, show_table
+from analysis.report.page import Page
+
+FULL, SAME = "every response token (F1)", "the answer's tokens, after the same phrase (A2)"
+NOT_STORED = (
+    "The store holds no answer-scored pair (`{none}` and `{detailed}` of one dataset with None CoT, both "
+    "computed; an answer cut off by the profile's `max_length` is skipped and counted above): the answer's own "
+    "gradient is not compared here. `python -m analysis run --profile cpu` computes them for "
+    "the offline models, `python -m analysis extract --data gsm8k/none_answer/correct` (and the other "
+    "datasets and settings) for any model; the original study's released statistics hold none."
+)
+
+
+def _layer_gap(cd: CurveDraws, dataset: str, fast: str, slow: str) -> np.ndarray | None:
+    """Per layer, the mean over q, k, v, o of the gap of mean log nuclear norm, ``fast`` less ``slow``,
+    on the instructions both hold."""
+    ids = same_tokens.shared_instructions(cd, dataset, (fast, slow), (same_tokens.NUCLEAR,))
+    if ids is None or ids.size == 0:
+        return None
+    curves = []
+    for setting in (fast, slow):
+        condition = cd.condition_key(dataset, setting)
+        per_proj = []
+        for proj in vocabulary.PROJECTIONS:
+            matrix, own = cd.samples[(condition, proj, same_tokens.NUCLEAR)]
+            order = np.argsort(own, kind="stable")
+            rows = matrix[order[np.searchsorted(own[order], ids)]]
+            with np.errstate(divide="ignore"):
+                per_proj.append(np.log(rows).mean(axis=0))
+        curves.append(np.mean(per_proj, axis=0))
+    gap = curves[0] - curves[1]
+    return gap if np.all(np.isfinite(gap)) else None
+
+
+def layer_gaps(page: Page) -> pd.DataFrame:
+    """Per model, dataset and layer: F1's full-response gap and the same-token gap (where stored)."""
+    rows = []
+    for model, cd in page.draws.items():
+        for dataset in reasoning_datasets(cd):
+            pairs = {FULL: ("none", "detailed"), SAME: (same_tokens.NONE, same_tokens.DETAILED)}
+            gaps = {name: _layer_gap(cd, dataset, *pair) for name, pair in pairs.items()}
+            if gaps[SAME] is None:
+                continue
+            for name, gap in gaps.items():
+                if gap is not None:
+                    rows += [
+                        {"model": model, "dataset": dataset, "gap": name, "layer": layer, "value": float(v)}
+                        for layer, v in enumerate(gap)
+                    ]
+    return pd.DataFrame(rows, columns=["model", "dataset", "gap", "layer", "value"])
+
+
+def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | None:
+    """One panel per model: per layer and dataset, the full-response gap (dashed) and the same-token
+    gap (solid) of mean log nuclear norm, None less Detailed CoT; 0 is no gap."""
+    if table.empty:
+        return None
+    models = list(dict.fromkeys(table["model"]))
+    fig, axes = plt.subplots(1, len(models), figsize=(5.0 * len(models), 3.8), squeeze=False)
+    colours = plt.get_cmap("tab10")
+    for ax, model in zip(axes[0], models):
+        mine = table[table["model"] == model]
+        for i, dataset in enumerate(dict.fromkeys(mine["dataset"])):
+            for gap, style in ((FULL, "--"), (SAME, "-")):
+                line = mine[(mine["dataset"] == dataset) & (mine["gap"] == gap)]
+                if not line.empty:
+                    label = dataset if gap == SAME else None
+                    ax.plot(line["layer"], line["value"], style, color=colours(i), label=label, linewidth=1.4)
+        ax.axhline(0.0, color="black", linewidth=0.8)
+        ax.set_title(model, fontsize=10)
+        ax.set_xlabel("layer", fontsize=9)
+        ax.set_ylabel("log(None / Detailed), nuclear norm", fontsize=9)
+        ax.tick_params(labelsize=8)
+    axes[0][0].legend(fontsize=8, title="solid: answer tokens; dashed: every token", title_fontsize=8)
+    bottom = plots.add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    return fig
+
+
+def _value(parts: pd.DataFrame, name: str) -> str:
+    row = parts[parts["name"] == name]
+    return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
+
+
+def _same_tokens_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
+    """A2's and A3's pooled (else per dataset) findings of one model in words."""
+    pieces = []
+    for check, name in (("A2", same_tokens.A2_PART), ("A3", same_tokens.A3_PART)):
+        mine = group[group["check"] == check]
+        shown = mine[mine["pooled"]] if mine["pooled"].any() else mine
+        for row in shown.itertuples():
+            if row.verdict == NOT_APPLICABLE:
+                pieces.append(f"{check} not computed on {vocabulary.scope_label(row.scope)}: {row.numbers}")
+                continue
+            cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope) & (parts["check"] == check)]
+            pieces.append(
+                f"{vocabulary.scope_label(row.scope)}: {_value(cell, name)} times ({check} **{row.verdict}**)"
+            )
+    return (
+        "The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear "
+        "norms; at equal answer loss for A3): " + "; ".join(pieces) + "."
+    )
+
+
+def same_token_table(parts: pd.DataFrame) -> pd.DataFrame:
+    """Per model and scope: A2's ratio, A3's ratio at equal answer loss and the answer's mean loss
+    after the phrase alone and after the Detailed CoT, each with its interval."""
+    wanted = {
+        same_tokens.A2_PART: "None / Detailed, answer tokens",
+        same_tokens.A3_PART: "at equal answer loss",
+        "answer loss after the phrase alone": "answer loss, no reasoning",
+        "answer loss after Detailed CoT": "answer loss, after Detailed CoT",
+    }
+    rows = parts[parts["name"].isin(wanted)].copy()
+    if rows.empty:
+        return rows
+    rows["quantity"] = rows["name"].map(wanted)
+    rows["shown"] = [fmt_interval(v, lo, hi) for v, lo, hi in zip(rows["value"], rows["low"], rows["high"])]
+    table = rows.pivot_table(index=["model", "scope"], columns="quantity", values="shown", aggfunc="first", sort=False)
+    table = table.reindex(columns=[c for c in wanted.values() if c in table.columns]).reset_index()
+    table["scope"] = table["scope"].map(vocabulary.scope_label)
+    return table
+
+
+def same_token_section(page: Page) -> None:
+    """The per-layer figure of both gaps, A2's and A3's verdicts in words, their table (and A3's
+    note on extrapolation where it applies)."""
+    table = layer_gaps(page)
+    if table.empty:
+        show_markdown(NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED))
+        return
+    show_figure(
+        layer_gap_figure(table, page.note()),
+        "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone, per dataset",
+    )
+    found, parts = page.findings_table(["A2", "A3"]), page.part_table(["A2", "A3"])
+    show_markdown(per_model(found, lambda m, g: _same_tokens_in_words(m, g, parts), empty="A2 and A3 not computed."))
+    for model, cd in page.draws.items():
+        note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
+        if note:
+            show_markdown(f"A3, {model}: {note}.")
+    show_table(same_token_table(parts), empty="No answer-scored pair is computed here.", by=None)
+
+
+# --------------------------------------------------------------------------- the loss convention
+
+
+def sum_gap(cd: CurveDraws, dataset: str) -> tuple[Estimate, Estimate] | None:
+    """F1's gap in mean log nuclear norm (None less Detailed CoT, correct responses) under the
+    per-sequence mean loss and under a per-token sum (each sample's log nuclear norm plus log R),
+    paired; None where the store lacks the token counts."""
+    none, detailed = (averaging.log_terms(cd, cd.condition_key(dataset, s)) for s in ("none", "detailed"))
+    if none is None or detailed is None or averaging.LOG_NUCLEAR not in none.terms:
+        return None
+    terms = (none, detailed)
+    weights = [cd.resampling.weights(dataset, t.ids) for t in terms]
+
+    def gap(per_sample) -> Estimate:
+        a, b = (per_sample(t).mean(axis=1) for t in terms)
+        return averaging.paired_contrast(a, weights[0], b, weights_b=weights[1], dataset=dataset)
+
+    mean = gap(lambda t: t.terms[averaging.LOG_NUCLEAR])
+    total = gap(lambda t: t.terms[averaging.LOG_NUCLEAR] - 2 * t.terms[averaging.AVERAGING])  # + log R
+    return mean, total
+
+
+def loss_convention_table(page: Page) -> pd.DataFrame:
+    """Per model and scope (each dataset, and each family pooled over its datasets): None over
+    Detailed CoT's geometric mean nuclear norm under each loss convention, with intervals."""
+    rows = []
+    for model, cd in page.draws.items():
+        by_family: dict[str, list[tuple[Estimate, Estimate]]] = {}
+        for dataset in reasoning_datasets(cd):
+            gaps = sum_gap(cd, dataset)
+            if gaps is not None:
+                by_family.setdefault(vocabulary.family_of(dataset), []).append(gaps)
+                rows.append(_convention_row(model, dataset, *gaps))
+        for family, members in by_family.items():
+            means, totals = pooled([g[0] for g in members]), pooled([g[1] for g in members])
+            if len(members) >= 2 and means is not None and totals is not None:
+                rows.append(_convention_row(model, family, means, totals))
+    return pd.DataFrame(rows)
+
+
+def _convention_row(model: str, scope: str, mean: Estimate, total: Estimate) -> dict:
+    def shown(estimate: Estimate) -> str:
+        low, high = estimate.interval()
+        return fmt_interval(*np.exp([estimate.value, low, high]))
+
+    return {
+        "model": model,
+        "scope": vocabulary.scope_label(scope),
+        "None / Detailed, mean loss (the paper's)": shown(mean),
+        "None / Detailed, token-sum loss": shown(total),
+        "_mean": mean.value,
+        "_sum": total.value,
+    }
+
+
+def loss_convention_section(page: Page) -> None:
+    """The table of F1's gap under both conventions and one sentence per model saying which way F1
+    points under each."""
+    table = loss_convention_table(page)
+    if table.empty:
+        show_markdown("The store holds no token counts R of None and Detailed CoT: the token-sum gap is not computed.")
+        return
+
+    def say(model: str, group: pd.DataFrame) -> str:
+        family = group[group["scope"].isin(vocabulary.FAMILY_LABELS.values())]
+        shown = family if not family.empty else group
+        mean_larger = int((shown["_mean"] > 0).sum())
+        sum_larger = int((shown["_sum"] > 0).sum())
+        return (
+            f"Under the paper's mean loss None CoT's gradient is the larger in {mean_larger} of {len(shown)} "
+            f"{'families' if not family.empty else 'datasets'}; under a token-sum loss in {sum_larger} of {len(shown)}."
+        )
+
+    show_markdown(per_model(table, say))
+    show_table(table.drop(columns=["_mean", "_sum"]), by=None)

@@ -1,0 +1,165 @@
+"""G1 (F3 beyond the loss) on synthetic pairs whose truth is known: it finds curves that carry
+information the token losses lack, keeps its rate where the curves are a non-linear function of the
+token losses, and says "the loss separates them" where the loss alone does."""
+
+import math
+from dataclasses import replace
+
+import numpy as np
+import pytest
+from sklearn.linear_model import RidgeClassifier
+from synthetic import make_results, reasoning_conditions
+
+from analysis.findings import beyond_loss, calibration, checks, classifier
+from analysis.findings.bootstrap import Estimate, all_curve_draws, pooled
+from analysis.findings.calibration import gap_calibration
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, Part, decide
+
+MODEL = {"m": ("instruct", 8)}
+DATASETS = ("aqua", "gsm8k")
+
+
+def _rows(beyond: float, seed: int, n: int = 30, *, loss_gap: float = 0.3):
+    """Correct and irrelevant responses whose mean, largest and spread of token losses tell them apart a
+    little, and whose curves are a non-linear function of those plus noise, with ``beyond`` added to the
+    irrelevant curves in the late layers (information the loss lacks)."""
+    rng = np.random.default_rng(seed)
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
+    rows = make_results(conditions, MODEL, n, seed=seed)
+    per_sample = {}
+    for condition in rows["condition"].unique():
+        irrelevant = condition.endswith("irrelevant")
+        loss = 1.0 + loss_gap * irrelevant + 0.5 * rng.standard_normal(n)
+        per_sample[condition] = (loss, loss + rng.exponential(1.0, n), 0.5 + rng.exponential(0.3, n))
+    key = list(zip(rows["condition"], rows["sample_index"]))
+    for j, column in enumerate(("loss", "loss_max", "loss_sd")):
+        rows[column] = np.array([per_sample[c][j][i] for c, i in key])
+    late = (rows["layer"] >= 4).to_numpy()
+    extra = beyond * rows["condition"].str.endswith("irrelevant").to_numpy() * late
+    curve = 0.8 * np.log1p(rows["loss"].abs()) + 0.3 * np.sqrt(rows["loss_max"].clip(lower=0)) * rows["loss_sd"]
+    rows["nuclear_norm"] = np.exp(curve + extra + 0.3 * rng.standard_normal(len(rows)))
+    return rows
+
+
+def _g1(rows, seed: int = 0, stats=beyond_loss.READS):
+    draws = all_curve_draws(rows, list(MODEL), ("nuclear_norm",), n_resamples=20, seed=seed, sample_stats=stats)
+    return {f.scope: f for f in checks.run_checks(draws, ["G1"])}
+
+
+def test_curves_carrying_more_than_the_token_losses_give_g1_holds():
+    found = _g1(_rows(1.0, seed=0))
+    assert set(found) == {*DATASETS, "math_reasoning"}
+    assert all(f.verdict == HOLDS for f in found.values()), [f.numbers() for f in found.values()]
+    pooled_parts = {p.label: p for p in found["math_reasoning"].parts}
+    assert [p.label for p in found["math_reasoning"].parts if p.decides] == [f"Detailed CoT {beyond_loss.STATISTIC}"]
+    # the family's p-value is the pooled null's, not the mean of the datasets' p-values
+    statistic = pooled_parts[f"Detailed CoT {beyond_loss.STATISTIC}"].estimate
+    assert pooled_parts[f"Detailed CoT {beyond_loss.P_VALUE}"].estimate.value == statistic.p_value()
+    assert statistic.p_value() == pytest.approx(1 / (1 + beyond_loss.N_FLIPS))
+    assert "None CoT" in {p.group for p in found["aqua"].parts}
+    assert "covariates: mean token loss, largest token loss" in found["aqua"].note
+
+
+def test_curves_that_are_the_token_losses_through_a_non_linear_function_do_not_give_g1_holds():
+    verdicts = [f.verdict for seed in range(2) for f in _g1(_rows(0.0, seed)).values()]
+    assert HOLDS not in verdicts and set(verdicts) <= {UNRESOLVED}
+
+
+def test_an_imported_store_without_the_token_losses_uses_the_mean_loss_only():
+    found = _g1(_rows(1.0, seed=1), stats=("loss",))
+    assert all(f.note.startswith("covariates: the mean token loss only") for f in found.values())
+    draws = all_curve_draws(_rows(0.0, 1), list(MODEL), ("nuclear_norm",), n_resamples=5, sample_stats=("loss",))
+    assert beyond_loss.paired(draws["m"], "aqua", "detailed").names == (beyond_loss.LOSS,)
+
+
+def test_where_the_loss_separates_every_pair_g1_is_not_applicable_and_says_so():
+    found = _g1(_rows(0.0, seed=2, n=12, loss_gap=6.0))
+    assert all(f.verdict == NOT_APPLICABLE for f in found.values())
+    assert all(f.numbers().startswith(beyond_loss.SEPARATED) for f in found.values())
+
+
+def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling():
+    rng = np.random.default_rng(0)
+    train, test = rng.standard_normal((12, 5)), rng.standard_normal((4, 5))
+    targets = rng.choice([-1.0, 1.0], (12, 3))
+    scores = classifier.ridge_decisions(train, targets, test, 5.0)
+    for column in range(3):
+        alone = classifier.ridge_classifier(5.0).fit(train, targets[:, column]).predict(test)
+        assert np.allclose(scores[:, column], alone)
+        reference = RidgeClassifier(alpha=5.0).fit(
+            classifier.classifier(max_iter=1)[0].fit_transform(train), targets[:, column] > 0
+        )
+        scaled = classifier.classifier(max_iter=1)[0].fit(train).transform(test)
+        assert np.allclose(scores[:, column], reference.decision_function(scaled))
+
+
+def test_a_flip_of_every_pair_leaves_the_statistic_and_the_partialling_fits_training_pairs_only():
+    rng = np.random.default_rng(1)
+    n = 12
+    pairs = beyond_loss.Pairs(
+        np.arange(n),
+        rng.standard_normal((n, 6)),
+        rng.standard_normal((n, 4)),
+        rng.standard_normal((n, 4)),
+        beyond_loss.READS,
+    )
+    signs = beyond_loss.flips(n, "d", "detailed", 3)
+    both = np.hstack([signs, -signs])
+    values = beyond_loss.mean_aurocs(pairs.curves, both, pairs.basis())
+    assert np.allclose(values[:4], values[4:])
+    # a pair's residual under the fit of the others does not move when its own curves do
+    train = np.arange(1, n)
+    moved = pairs.curves.copy()
+    moved[0] += 5.0
+    assert np.allclose(
+        beyond_loss._residuals(pairs.curves, pairs.basis(), train)[1:],
+        beyond_loss._residuals(moved, pairs.basis(), train)[1:],
+    )
+
+
+def test_a_permutation_part_decides_by_its_p_value_and_never_says_does_not_hold():
+    null = np.linspace(0.3, 0.7, 200)
+    high = Estimate(0.9, null, (("d", 20),), null=null)
+    low = Estimate(0.1, null, (("d", 20),), null=null)
+    assert high.p_value() == pytest.approx(1 / 201) and low.p_value() == 1.0
+    assert decide([Part("x", high, "above", 0.5)]) == HOLDS
+    assert decide([Part("x", low, "above", 0.5)]) == UNRESOLVED
+    assert math.isnan(high.interval()[0])
+    family = pooled([high, low])
+    assert np.allclose(family.null, null) and family.value == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("skew", [-2.0, 2.0])
+def test_g1_keeps_its_rate_where_the_curves_are_non_linear_in_the_token_losses_under_skewed_noise(skew):
+    reps = 100
+    bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
+    design = replace(calibration.study_designs(5)["4 datasets"], skew=skew)
+    assert calibration.false_holds("beyond loss", design, reps=reps, seed=31 + int(skew)) <= bound
+
+
+def test_g1_finds_a_planted_effect_at_the_paper_size():
+    rng = np.random.default_rng(4)
+    design = calibration.Design((40, 40), (0.6, 0.6), (0.15, 0.15))
+    assert all(gap_calibration.beyond_loss_holds(rng, design, noise=0.3, effect=0.5) for _ in range(2))
+
+
+def test_the_chapter_states_the_statistic_its_p_value_and_the_covariates():
+    from analysis.report import gap_sources
+
+    draws = all_curve_draws(
+        _rows(1.0, seed=0), list(MODEL), ("nuclear_norm",), n_resamples=20, sample_stats=beyond_loss.READS
+    )
+    findings = checks.run_checks(draws, ["G1"])
+    found, parts = checks.findings_table(findings), checks.part_table(findings)
+    text = gap_sources.g1_paragraph(found, parts)
+    assert (
+        "AUROC of the curves with the loss partialled out" in text
+        and "p = 0.00498 by sign flips of whole pairs" in text
+    )
+    assert "G1 **holds**" in text and "covariates: mean token loss, largest token loss" in text
+    table = gap_sources.auroc_table(parts, found)
+    assert {beyond_loss.STATISTIC, beyond_loss.P_VALUE, beyond_loss.LOSS_ALONE, "covariates"} <= set(table.columns)
+    assert set(table["setting"]) == {"Detailed CoT", "None CoT"}
+    separated = _g1(_rows(0.0, seed=2, n=12, loss_gap=6.0)).values()
+    text = gap_sources.g1_paragraph(checks.findings_table(separated), checks.part_table(separated))
+    assert "G1 **not applicable** (the loss separates them" in text
