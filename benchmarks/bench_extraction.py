@@ -85,7 +85,7 @@ def cached_load_seconds(model: str, template: str | None, device: str) -> dict:
     """
     code = (
         "import json, sys, time; started = time.perf_counter(); from analysis.extract import models; "
-        "loaded = models.load(sys.argv[1], sys.argv[2] or None, sys.argv[3]); "
+        "loaded = models.load(sys.argv[1], template=sys.argv[2] or None, device=sys.argv[3]); "
         "print(json.dumps({'load_seconds': loaded.load_seconds, 'process_seconds': time.perf_counter() - started}))"
     )
     started = time.perf_counter()
