@@ -27,6 +27,7 @@ from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import NOT_APPLICABLE
 from analysis.report import plots
 from analysis.report.display import show_figure, show_markdown, show_table
+from analysis.report.load import imported_models
 from analysis.report.page import Page
 
 FULL, SAME = "every response token (F1)", "the answer's tokens, after the same phrase (A2)"
@@ -36,6 +37,11 @@ NOT_STORED = (
     "gradient is not compared here. `python -m analysis run --profile cpu` computes them for "
     "the offline models, `python -m analysis extract --data gsm8k/none_answer/correct` (and the other "
     "datasets and settings) for any model; the original study's released statistics hold none."
+)
+NOT_RELEASED = (
+    "The original study's released statistics hold no answer-scored lines (the final answer's tokens scored "
+    "alone, after the phrase alone and after the Detailed CoT), so A2 and A3 have no verdict here: an "
+    "extraction of the paper's models computes them (`python -m analysis run --profile paper`, on a GPU)."
 )
 
 
@@ -155,7 +161,12 @@ def same_token_section(page: Page) -> None:
     note on extrapolation where it applies)."""
     table = layer_gaps(page)
     if table.empty:
-        show_markdown(NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED))
+        released = bool(imported_models(page.results.rows)) and set(imported_models(page.results.rows)) >= set(
+            page.draws
+        )
+        show_markdown(
+            NOT_RELEASED if released else NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED)
+        )
         return
     show_figure(
         layer_gap_figure(table, page.note()),

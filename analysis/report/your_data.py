@@ -161,7 +161,9 @@ class YourData:
                 f"{params.results_dir}: no stored rows of {', '.join(str(f.path) for f in files)} on {model} "
                 f"(template {params.template}, max_length {params.max_length}); run `python -m analysis profile-data`"
             )
-        draws = all_curve_draws(rows, [model, scratch_name(model)], STATS, params.n_resamples, params.seed)
+        draws = all_curve_draws(
+            rows, [model, scratch_name(model)], STATS, n_resamples=params.n_resamples, seed=params.seed
+        )
         page = cls(model, params.template, files, references, rows, draws, Path(params.results_dir), params.n_samples)
         page._place(params.seed, params.n_resamples)
         return page
