@@ -1,7 +1,6 @@
 # make book [PROFILE=quick|cpu|cpu-full|paper|original|training|training-paper]   run the study and build the book (default PROFILE=cpu; original: after import-original)
 # make test                             the whole test suite (end to end and browser tests included)
-# make test-fast                        the unit tier: every test not marked slow or browser (3 min 53 s
-#                                       in a fresh clone on the 2-core machine)
+# make test-fast                        the unit tier: every test not marked slow or browser
 # make lint                             ruff (lint and format check), ShellCheck on the shell scripts, actionlint
 #                                       on the publishing workflow (its run steps through ShellCheck too), vulture
 #                                       (unused code), import-linter (the stages' import order) and mypy on analysis/

@@ -157,23 +157,22 @@ def same_token_table(parts: pd.DataFrame) -> pd.DataFrame:
 
 
 def same_token_section(page: Page) -> None:
-    """The per-layer figure of both gaps, A2's and A3's verdicts in words, their table (and A3's
-    note on extrapolation where it applies)."""
+    """A2's and A3's findings in words (what was found first), the per-layer figure of both gaps,
+    A3's note on extrapolation where it applies, and their table."""
     table = layer_gaps(page)
     if table.empty:
-        released = bool(imported_models(page.results.rows)) and set(imported_models(page.results.rows)) >= set(
-            page.draws
-        )
+        imported = set(imported_models(page.results.rows))
+        released = bool(imported) and imported >= set(page.draws)
         show_markdown(
             NOT_RELEASED if released else NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED)
         )
         return
+    found, parts = page.findings_table(["A2", "A3"]), page.part_table(["A2", "A3"])
+    show_markdown(per_model(found, lambda m, g: _same_tokens_in_words(m, g, parts), empty="A2 and A3 not computed."))
     show_figure(
         layer_gap_figure(table, page.note()),
         "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone, per dataset",
     )
-    found, parts = page.findings_table(["A2", "A3"]), page.part_table(["A2", "A3"])
-    show_markdown(per_model(found, lambda m, g: _same_tokens_in_words(m, g, parts), empty="A2 and A3 not computed."))
     for model, cd in page.draws.items():
         note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
         if note:
