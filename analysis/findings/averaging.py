@@ -28,7 +28,7 @@ import numpy as np
 from analysis.core import vocabulary
 from analysis.core.formatting import times
 from analysis.extract.token_counts import fill_command
-from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean
+from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean, rows_of
 from analysis.findings.rules import Part, Role
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
@@ -112,8 +112,7 @@ def log_terms(cd: CurveDraws, condition: str) -> LogTerms | None:
     ids = np.asarray(sorted(set.intersection(*(set(ids.tolist()) for _, ids in pieces))), dtype=int)
 
     def aligned(matrix: np.ndarray, own: np.ndarray) -> np.ndarray:
-        order = np.argsort(own, kind="stable")
-        return matrix[order[np.searchsorted(own[order], ids)]]
+        return rows_of(matrix, own, ids)
 
     def log_mean(pairs: list[tuple[np.ndarray, np.ndarray]]) -> np.ndarray | None:
         """The mean over q, k, v, o of the log of a statistic held for every one of ``ids`` (else None)."""

@@ -49,7 +49,7 @@ import numpy as np
 
 from analysis.core import vocabulary
 from analysis.findings import classifier
-from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate
+from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
 from analysis.findings.rules import Part, Role
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
@@ -99,11 +99,7 @@ def _samples(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndarray
 
 
 def _rows(pieces: list[tuple[np.ndarray, np.ndarray]], ids: np.ndarray) -> list[np.ndarray]:
-    out = []
-    for matrix, own in pieces:
-        order = np.argsort(own, kind="stable")
-        out.append(matrix[order[np.searchsorted(own[order], ids)]])
-    return out
+    return [rows_of(matrix, own, ids) for matrix, own in pieces]
 
 
 def covariates_of(cd: CurveDraws, conditions: Sequence[str]) -> tuple[str, ...]:

@@ -355,6 +355,13 @@ def resampled_mean(matrix: np.ndarray, weights: np.ndarray) -> np.ndarray:
 # --------------------------------------------------------------------------- curves of one model
 
 
+def rows_of(matrix: np.ndarray, own: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The rows of a per-sample ``matrix`` (its instructions ``own``) of the instructions ``ids``, in
+    that order (every one of ``ids`` must be in ``own``)."""
+    order = np.argsort(own, kind="stable")
+    return matrix[order[np.searchsorted(own[order], ids)]]
+
+
 Key = tuple[str, str, str]  # (condition, proj, stat)
 
 

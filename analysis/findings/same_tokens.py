@@ -28,7 +28,7 @@ from collections.abc import Iterable
 import numpy as np
 
 from analysis.core.formatting import times
-from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean
+from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
 from analysis.findings.quantities import log_level
 from analysis.findings.rules import Part
 
@@ -102,8 +102,7 @@ def per_instruction(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) 
     values = []
     for proj in PROJECTIONS:
         matrix, own = cd.samples[(condition, proj, stat)]
-        order = np.argsort(own, kind="stable")
-        rows = matrix[order[np.searchsorted(own[order], ids)]]
+        rows = rows_of(matrix, own, ids)
         values.append(np.nanmean(rows, axis=1) if stat in (LOG_MISS, LOSS) else np.log(rows).mean(axis=1))
     return np.mean(values, axis=0)
 

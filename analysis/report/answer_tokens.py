@@ -22,7 +22,7 @@ from matplotlib.figure import Figure
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt_interval, per_model
 from analysis.findings import averaging, same_tokens
-from analysis.findings.bootstrap import CurveDraws, Estimate, pooled
+from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import NOT_APPLICABLE
 from analysis.report import plots
@@ -57,8 +57,7 @@ def _layer_gap(cd: CurveDraws, dataset: str, fast: str, slow: str) -> np.ndarray
         per_proj = []
         for proj in vocabulary.PROJECTIONS:
             matrix, own = cd.samples[(condition, proj, same_tokens.NUCLEAR)]
-            order = np.argsort(own, kind="stable")
-            rows = matrix[order[np.searchsorted(own[order], ids)]]
+            rows = rows_of(matrix, own, ids)
             with np.errstate(divide="ignore"):
                 per_proj.append(np.log(rows).mean(axis=0))
         curves.append(np.mean(per_proj, axis=0))
