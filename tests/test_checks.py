@@ -36,6 +36,7 @@ def toy_parts(cd, dataset, **_):
 # A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is).
 TOY = checks.PerModelCheck(
     id="T9",
+    plain="Simplified CoT gives larger gradients than Detailed CoT",
     claim="Simplified CoT gives larger nuclear norms than Detailed CoT",
     parts=toy_parts,
     chapters=("math_reasoning",),
@@ -102,7 +103,7 @@ def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
     with pytest.raises(TypeError):  # built with keyword arguments only
         checks.PerModelCheck("F9", "a claim", toy_parts, ("summary",), ("gap",))
     with pytest.raises(TypeError):  # a check has a scope: the base class is abstract
-        checks.Check(id="F9", claim="a claim", chapters=(), calibrated_by=())
+        checks.Check(id="F9", plain="a claim", claim="a claim", chapters=(), calibrated_by=())
     assert checks.get("L").figure.part is Role.SHARE
 
 
@@ -224,3 +225,18 @@ def test_the_methods_page_states_whom_a_sampling_profile_draws_from(study_data_d
     assert 'CREAK 251 of its 500 instructions ("yes" 116 of 253, "no" 135 of 247)' in text
     methods = " ".join((ROOT / "book" / "methods.md").read_text().split())
     assert " ".join(text.split()) in methods
+
+
+def test_every_check_says_its_claim_in_plain_words_and_names_a_headline_part_its_cells_have():
+    for check in checks.REGISTRY:
+        assert 0 < len(check.plain.split()) <= 20, check.id
+    conditions = [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d)]
+    rows = make_results(conditions, MODELS, n_samples=6, curve=_curve, noise=0.02, sample_sd=0.1, seed=3)
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=50)
+    parts = checks.part_table(checks.run_checks(draws, ("F1", "F2", "F3")))
+    for check in ("F1", "F2", "F3"):
+        role = checks.get(check).headline
+        mine = parts[parts["check"] == check]
+        cells = mine.groupby(["model", "scope", "pooled"]).size()
+        headed = mine[mine["role"] == role.name].groupby(["model", "scope", "pooled"]).size()
+        assert len(cells) and set(cells.index) == set(headed.index), check

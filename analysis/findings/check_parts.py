@@ -77,7 +77,7 @@ def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     if any(v is None for v in gaps.values()):
         return None
     parts = [
-        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, times),
+        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, times, role=Role.F1_GAP),
         Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, times),
     ]
     return parts + [
@@ -105,7 +105,7 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
             parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group=group, role=role))
         mean_role = Role.NONE_MEAN_CURVE_ROUGHNESS if none_pair else None
         shown = (
-            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), times, None),
+            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), times, Role.MAD_RATIO),
             (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), float, mean_role),
         )
         parts += [
@@ -157,7 +157,7 @@ def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
     if detailed is None or none is None:
         return None
     parts = [
-        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, times),
+        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, times, role=Role.F3_GAP),
         nearly_same(NONE_SAME, size),
         Part("None irrelevant / correct x", none, "within", SAME_MARGIN, times, decides=False),
     ]
@@ -185,7 +185,15 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
     )
     return [
         Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0),
-        Part("instruct / base of Detailed size x", sizes, "below", SAME_MARGIN, times, decides=False),
+        Part(
+            "instruct / base of Detailed size x",
+            sizes,
+            "below",
+            SAME_MARGIN,
+            times,
+            decides=False,
+            role=Role.SIZE_RATIO,
+        ),
         replace(signed, decides=False),
         beside(signed, mean_rd_between(instruct, base, dataset)),
     ]
@@ -312,7 +320,7 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
-        Part(F5_SHARES, contrast, "above", 0.0),
+        Part(F5_SHARES, contrast, "above", 0.0, role=Role.SHARES),
         Part("Wiki 100 words roughness", short, "above", 0.0, decides=False),
         Part("reasoning Simplified CoT roughness", simplified, "above", 0.0, decides=False),
         nearly_same(WIKI_SAME, wiki_square),

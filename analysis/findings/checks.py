@@ -99,6 +99,8 @@ REGISTRY: Registry = registry_of(
     (
         PerModelCheck(
             id="F1",
+            plain="Fast thinking gives larger gradients than slow thinking, more so in early layers",
+            headline=Role.F1_GAP,
             claim=(
                 "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
                 "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones"
@@ -109,6 +111,8 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="F2",
+            plain="The faster the thinking, the more the gradient varies from layer to layer",
+            headline=Role.MAD_RATIO,
             claim=(
                 "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
                 "each of Q, K, V and O (roughness of the mean log curve; None vs Simplified on the mean curve's roughness "
@@ -121,6 +125,8 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="F3",
+            plain="Slow thinking tells irrelevant from correct responses by larger gradients; fast thinking does not",
+            headline=Role.F3_GAP,
             claim=(
                 "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
                 f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
@@ -133,6 +139,8 @@ REGISTRY: Registry = registry_of(
         ),
         PairCheck(
             id="F4",
+            plain="Instruction tuning does not sharpen that separation",
+            headline=Role.SIZE_RATIO,
             claim=(
                 "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
                 "model: the size of its separation (root-mean-square over layers of the per-layer log ratio of geometric "
@@ -145,6 +153,8 @@ REGISTRY: Registry = registry_of(
         ),
         WikiCheck(
             id="F5",
+            plain="Longer knowledge responses do not smooth the layer curves as slow thinking does",
+            headline=Role.SHARES,
             claim=(
                 "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
                 "CoT: the share of its noise-corrected roughness a curve keeps from 100 to 1000 Wiki words exceeds the "
@@ -158,6 +168,8 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="L",
+            plain="Content matters beyond length: a Detailed CoT cut to the Simplified length still gives smaller gradients",
+            headline=Role.CONTENT,
             claim=(
                 "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
                 "nuclear norms (geometric mean; the paper's mean nuclear norm shown beside) than Simplified CoT, where the "
@@ -172,6 +184,8 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="L2",
+            plain="Length matters: cutting a Detailed CoT to the Simplified length gives larger gradients",
+            headline=Role.LENGTH,
             claim=(
                 "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms (geometric "
                 "mean; the paper's mean nuclear norm shown beside) than the full Detailed CoT, where the Simplified vs "
@@ -185,6 +199,7 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T1",
+            plain="A setting's gradient curve before training predicts where training on it changes the weights",
             claim=(
                 "The step-0 nuclear-norm curve of a setting predicts where training on it changes the weights better "
                 "than depth alone: its Spearman correlation across layers with the weight change after K steps exceeds "
@@ -196,6 +211,7 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T2",
+            plain="Training on fast thinking changes the early layers more than training on slow thinking",
             claim=(
                 "Training on None CoT changes the early layers more than training on Detailed CoT, and more so than the "
                 "late layers; the full Detailed CoT arm and the arm cut to the None-CoT token count (token-matched) both "
@@ -207,6 +223,7 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T3",
+            plain="Fast thinking's larger gradient persists through training",
             claim=(
                 "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm: "
                 "its change since step 0 decides (the gap shrinks by less than 10%), where the gap is established at step 0"
@@ -218,6 +235,8 @@ REGISTRY: Registry = registry_of(
         # --- A1 and G1: F1 against what averaging over the response tokens predicts, F3 against the loss
         PerModelCheck(
             id="A1",
+            plain="Fast thinking's larger gradient is more than averaging over fewer tokens",
+            headline=Role.BEYOND_AVERAGING,
             claim=(
                 "F1 beyond averaging: None CoT's gap over Detailed CoT in mean log Frobenius norm exceeds what averaging "
                 "over more response tokens alone predicts (1/2 log of R_Detailed / R_None): None CoT's sqrt(R)-scaled "
@@ -231,6 +250,8 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="G1",
+            plain="The layer curves tell irrelevant from correct responses beyond what the loss tells",
+            headline=Role.BEYOND_LOSS,
             claim=(
                 "F3 beyond the loss: under Detailed CoT the layer curves (log nuclear norms) carry information on which "
                 "response of a pair is irrelevant that the token losses lack: with the pair differences of the mean, "
@@ -250,6 +271,8 @@ REGISTRY: Registry = registry_of(
         # --- A2 and A3: F1 on the same scored tokens, the final answer after the same phrase
         PerModelCheck(
             id="A2",
+            plain="Scoring only the final answer, reasoning before it makes the answer's gradient smaller",
+            headline=Role.SAME_TOKEN_GAP,
             claim=(
                 "F1 on the same tokens: scoring only the final answer, after the same phrase, the answer's gradient "
                 "without reasoning has larger nuclear norms than after the Detailed CoT (geometric mean over the "
@@ -262,6 +285,8 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="A3",
+            plain="A2 holds also where the answer is equally predictable with and without reasoning",
+            headline=Role.EQUAL_LOSS_GAP,
             claim=(
                 "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
                 "the answer's gradient is still larger without reasoning (the intercept of the paired regression of "
@@ -423,6 +448,23 @@ def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
                 }
             )
     return pd.DataFrame(rows)
+
+
+CELL = ["check", "model", "scope", "pooled"]
+
+
+def headline_parts(parts: pd.DataFrame, registry: Registry = REGISTRY) -> pd.DataFrame:
+    """One row of ``parts`` per cell: the part whose size the matrix and the summary print, found by
+    its check's ``headline`` role (None, or no part of that role in the cell: its first deciding
+    part)."""
+    if parts.empty:
+        return parts
+    roles = {c.id: c.headline.name for c in registry if c.headline is not None}
+    wanted = parts["role"] == parts["check"].map(roles).fillna("\0")
+    first_deciding = parts["decides"].astype(bool) & ~parts.duplicated(CELL + ["decides"])
+    has_wanted = wanted.groupby([parts[c] for c in CELL]).transform("any")
+    chosen = parts[(wanted | (first_deciding & ~has_wanted))]
+    return chosen.drop_duplicates(CELL).reset_index(drop=True)
 
 
 def methods_table(checks: Sequence[Check] | None = None) -> str:

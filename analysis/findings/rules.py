@@ -78,6 +78,13 @@ class Role(Enum):
     AUROC_LOSS = "the AUROC of the loss covariates alone under the deciding setting (G1)"
     AUROC_CURVES = "the AUROC of the layer curves alone under the deciding setting (G1)"
     LOSS_ORDER = "the share of pairs whose mean-loss difference has the majority sign (G1)"
+    F1_GAP = "None over Detailed CoT, all layers (F1)"
+    MAD_RATIO = "the paper's MAD ratio of the faster over the slower setting's mean curves (F2)"
+    F3_GAP = "irrelevant over correct responses under Detailed CoT (F3)"
+    SIZE_RATIO = "the instruct over the base model's size of the Detailed irrelevant / correct ratio (F4)"
+    SHARES = "Wiki's share of roughness kept less reasoning's (F5)"
+    SAME_TOKEN_GAP = "None over Detailed CoT on the answer tokens, all layers (A2)"
+    EQUAL_LOSS_GAP = "that ratio at equal answer loss (A3)"
 
 
 @dataclass(frozen=True)

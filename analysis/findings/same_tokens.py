@@ -30,7 +30,7 @@ import numpy as np
 from analysis.core.formatting import times
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
 from analysis.findings.quantities import log_level
-from analysis.findings.rules import Part
+from analysis.findings.rules import Part, Role
 
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
 NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
@@ -84,7 +84,7 @@ def a2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     if any(g is None for g in gaps.values()):
         return None
     parts = [
-        Part(A2_PART, gaps["all"], "above", 0.0, times),
+        Part(A2_PART, gaps["all"], "above", 0.0, times, role=Role.SAME_TOKEN_GAP),
         Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, times),
     ]
     frobenius = _gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
@@ -157,7 +157,7 @@ def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     intercept, slope = equal_loss_regression(y, x, weights, dataset)
     losses = {s: per_instruction(cd, cd.condition_key(dataset, s), LOSS, ids) for s in (NONE, DETAILED)}
     return [
-        Part(A3_PART, intercept, "above", 0.0, times),
+        Part(A3_PART, intercept, "above", 0.0, times, role=Role.EQUAL_LOSS_GAP),
         Part("slope: log nuclear gap per unit of the log(1 - p) gap", slope, "above", 0.0, decides=False),
         Part("answer loss after the phrase alone", _mean(losses[NONE], weights, dataset), "above", 0.0, decides=False),
         Part("answer loss after Detailed CoT", _mean(losses[DETAILED], weights, dataset), "above", 0.0, decides=False),

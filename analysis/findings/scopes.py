@@ -71,11 +71,17 @@ class Check(ABC):
     ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
     ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
     (a page that shows the check reads them, ``checks.statistics_read``).
+    ``plain``: the claim in plain words (at most 20), as lists of claims and the summary show it;
+    ``claim`` is its estimand and rule, stated once on the checks page.
+    ``headline``: the role of the part whose size a verdict-matrix cell and the summary print
+    (None: the cell's first deciding part).
     """
 
     scope: ClassVar[str]
     id: str
+    plain: str
     claim: str
+    headline: Role | None = None
     chapters: tuple[str, ...]
     calibrated_by: tuple[str, ...]
     figure: PartFigure | None = None
