@@ -41,6 +41,12 @@ data_dir = None  # unused here: the page reads the results directory only
 page = training.TrainingPage.from_parameters(given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
+show_markdown(training.summary(page))
+
+# %% [markdown]
+# ## The questions and the runs
+
+# %% tags=["remove-input"]
 show_markdown(training.chapter_claims())
 show_markdown(page.setup())
 

@@ -13,11 +13,9 @@
 # %% [markdown]
 # # Fast and slow thinking in LLM layers, seen through gradients
 #
-# When a language model is trained on a response, every layer receives a gradient. Li, Li and
-# Zhou {cite:p}`li2025fastslow` asked how that gradient depends on the way the response is
-# written: *fast thinking* (the bare answer) or *slow thinking* (a detailed chain of thought).
-# This book reproduces their study on the numbers it computes and checks each of the paper's
-# findings with intervals. The answers first; the question and the method below them.
+# Li, Li and Zhou {cite:p}`li2025fastslow` report that a language model's layers get larger gradients
+# from fast thinking (a bare answer) than from slow thinking (a detailed chain of thought). This book
+# reproduces their study and checks each claim with 95% intervals. What it found:
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
@@ -36,6 +34,9 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 
 # %% tags=["remove-cell"]
 page = Page.open("intro", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",))
+
+# %% tags=["remove-input"]
+sections.summary(page)
 
 # %% [markdown]
 # ## The answers at a glance
@@ -94,7 +95,7 @@ show_markdown(page.coverage())
 # | profile | models | samples per condition | command |
 # | --- | --- | --- | --- |
 # | `quick` | the two offline models | 2, a few conditions, responses cut at 128 tokens | `make book PROFILE=quick` |
-# | `cpu` (default) | the two offline models | 5, the 45 conditions behind the verdicts they can resolve (no Wiki files) | `make book` |
+# | `cpu` (default) | the two offline models | 5, the conditions behind the verdicts they can resolve (no Wiki files) | `make book` |
 # | `cpu-full` | the two offline models | 5, all 86 conditions | `make book PROFILE=cpu-full` |
 # | `paper` | the paper's ten models (five base / instruct pairs) | all (500 per file) | `make book PROFILE=paper` on a GPU |
 # | `original` | the paper's ten models, on the original study's released statistics | all (500 per file), the 56 study files | `python -m analysis import-original SOURCE --out results/original`, then `make book PROFILE=original` |

@@ -269,3 +269,49 @@ def test_a1_shows_token_size_and_alignment_where_the_energy_is_stored(tmp_path, 
     from analysis.report import gap_sources
 
     assert "(token size " in gap_sources.a1_paragraph(found, parts)
+
+
+def test_a_zero_token_energy_leaves_one_sample_out_of_the_split_not_the_condition(tmp_path, study_data_dir):
+    from synthetic import MODELS, record_run, write_store
+
+    from analysis.findings import energy_noise
+    from analysis.report import gap_sources
+    from analysis.report.page import Page
+
+    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
+    rows = make_results(conditions, MODELS, 8, _level(0.5), sample_sd=0.2, length_exponent=-0.5, seed=2)
+    rows, _ = _with_energy(rows)
+    model, condition = next(iter(MODELS)), conditions[1]
+    zero = (rows["model"] == model) & (rows["condition"] == condition) & (rows["sample_index"] == 0)
+    rows.loc[zero & (rows["layer"] == 1) & (rows["proj"] == "k"), "token_energy"] = 0.0
+    root = write_store(tmp_path, rows)
+    record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
+    given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
+    page = Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",))
+    terms = averaging.log_terms(page.draws[model], condition)
+    size = terms.terms[averaging.TOKEN_SIZE]
+    assert np.isnan(size).all(axis=1).sum() == 1 and np.isfinite(size).all(axis=1).sum() == len(size) - 1
+    assert model in gap_sources.split_models(gap_sources.decomposition(page, "F1"))
+    table = energy_noise.energy_noise_table(page.results.rows, passes=4)
+    left_out = table.set_index(["model", "condition"])["zero or not finite"]
+    assert left_out[(model, condition)] == 1 and left_out.sum() == 1
+
+
+def test_the_log_bias_of_the_random_sign_estimate_matches_a_simulation_and_its_bounds():
+    from scipy.special import digamma
+
+    from analysis.findings import energy_noise
+
+    passes = 4
+    for directions in (1, 3):
+        tokens = 40  # per direction: relative variance 2 (1 - 1/m) / (K d)
+        expected = energy_noise.log_bias(2 * (1 - 1 / tokens) / (passes * directions), passes=passes)
+        simulated = energy_noise.simulated_log_bias(
+            directions=directions, tokens_per_direction=tokens, passes=passes, draws=4000, seed=directions
+        )
+        assert abs(simulated - expected) < 0.02, (directions, simulated, expected)
+    worst = digamma(passes / 2) - np.log(passes / 2)
+    assert np.isclose(energy_noise.log_bias(np.array([5.0]), passes=passes)[0], worst)  # clipped at 2 / K
+    assert energy_noise.log_bias(np.array([0.0]), passes=passes)[0] == 0.0
+    small = np.array([1e-3])
+    assert np.isclose(energy_noise.log_bias(small, passes=passes)[0], -small[0] / 2, rtol=0.01)  # second order

@@ -34,6 +34,10 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
     )
     assert code == 0
     assert "2 computed" in capsys.readouterr().out
+    arguments = ["extract", "--model", name, "--data", "aqua/simplified/correct", "--out", str(out)]
+    again = [*arguments, "--n-samples", "2", "--data-dir", str(study_data_dir), "--no-progress"]
+    assert cli.main(again) == 0  # everything stored: said so, no "nan s/sample"
+    assert "0 computed, 2 already stored, skipped: none; nothing to compute" in capsys.readouterr().out
     frame = read_results(out)
     assert len(frame) == 2 * n_layers * 4
     assert frame.groupby("sample_index").size().tolist() == [n_layers * 4] * 2

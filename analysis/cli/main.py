@@ -305,9 +305,10 @@ def run_extract(args: argparse.Namespace) -> int:
                 loaded, spec, store, settings=chosen, data_dir=args.data_dir, progress=not args.no_progress
             )
             skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
+            pace = f"{summary.seconds_per_sample:.2f} s/sample" if summary.computed else "nothing to compute"
             print(
                 f"{summary.model} {summary.condition}: {summary.computed} computed, {summary.already_done} already "
-                f"stored, skipped: {skipped}; {summary.seconds_per_sample:.2f} s/sample"
+                f"stored, skipped: {skipped}; {pace}"
             )
     return 0
 

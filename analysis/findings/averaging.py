@@ -128,8 +128,21 @@ def log_terms(cd: CurveDraws, condition: str) -> LogTerms | None:
         return None
     log_n = log_mean(nuclear) if nuclear is not None else None
     energy = _per_sample(cd, condition, ENERGY)
-    log_e = log_mean(energy) if energy is not None else None  # the split only where every sample has it
+    log_e = _log_energy(energy, ids) if energy is not None else None
     return LogTerms(ids, token_terms(log_f, log_n, np.log(counts), log_e))
+
+
+def _log_energy(energy: list[tuple[np.ndarray, np.ndarray]], ids: np.ndarray) -> np.ndarray | None:
+    """The mean over q, k, v, o of the log token energy of ``ids`` (n, L): None unless every sample
+    holds it (the split only where every sample has it); a sample whose energy is 0 or not finite in
+    some projection and layer is a row of NaN, left out of token size and alignment
+    (``energy_noise`` counts it), not the whole split."""
+    if not all(np.isin(ids, own).all() for _, own in energy):
+        return None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        values = np.stack([np.log(rows_of(m, own, ids)) for m, own in energy]).mean(axis=0)
+    values[~np.all(np.isfinite(values), axis=1)] = np.nan
+    return values
 
 
 def paired_contrast(
@@ -148,15 +161,18 @@ def term_contrast(
     """The gap of one term (mean over ``layers``), ``first`` less ``second``."""
     if term not in first.terms or term not in second.terms:
         return None
-    weights = [cd.resampling.weights(dataset, t.ids) for t in (first, second)]
     a, b = (t.terms[term][:, layers].mean(axis=1) for t in (first, second))
-    return paired_contrast(a, weights[0], b, weights[1], dataset=dataset)
+    kept = [np.isfinite(a), np.isfinite(b)]  # a sample without a finite token energy is left out
+    if not (kept[0].any() and kept[1].any()):
+        return None
+    weights = [cd.resampling.weights(dataset, t.ids[k]) for t, k in zip((first, second), kept)]
+    return paired_contrast(a[kept[0]], weights[0], b[kept[1]], weights[1], dataset=dataset)
 
 
 def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarray]:
     """Per layer, the gap of each term present in both (``first`` less ``second``), (L,) each."""
     shared = [t for t in TERMS if t in first.terms and t in second.terms]
-    return {t: first.terms[t].mean(axis=0) - second.terms[t].mean(axis=0) for t in shared}
+    return {t: np.nanmean(first.terms[t], axis=0) - np.nanmean(second.terms[t], axis=0) for t in shared}
 
 
 def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:

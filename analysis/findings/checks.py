@@ -139,7 +139,7 @@ REGISTRY: Registry = registry_of(
         ),
         PairCheck(
             id="F4",
-            plain="Instruction tuning does not sharpen that separation",
+            plain="Instruction tuning does not sharpen the separation of irrelevant from correct responses",
             headline=Role.SIZE_RATIO,
             claim=(
                 "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "

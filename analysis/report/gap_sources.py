@@ -18,11 +18,11 @@ from analysis import profiles
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.extract.token_counts import fill_command
-from analysis.findings import averaging, beyond_loss
+from analysis.findings import averaging, beyond_loss, energy_noise
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import NOT_APPLICABLE, Role
 from analysis.report import plots
-from analysis.report.display import show_figure, show_markdown, show_table
+from analysis.report.display import collapsed, show_figure, show_markdown, show_table
 from analysis.report.load import imported_models
 from analysis.report.page import Page
 
@@ -158,6 +158,8 @@ def decomposition_section(page: Page, contrast: str) -> None:
         {"model": shares.index, **{TERM_LABELS.get(t, t): shares[t].map(fmt).to_numpy() for t in shares.columns}}
     )
     show_table(shown, by=None)
+    if split:
+        energy_noise_section(page)
     unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
     imported = set(imported_models(page.results.rows))
     for models, released in (
@@ -166,6 +168,40 @@ def decomposition_section(page: Page, contrast: str) -> None:
     ):
         if models:
             show_markdown(no_energy(models, released))
+
+
+def energy_noise_section(page: Page) -> None:
+    """How far the token energy's random-sign estimates bias token size (and alignment the other
+    way), and the estimates left out: one sentence per model, the table per condition folded."""
+    passes = page.params.profile.extraction.token_energy_passes or profiles.ENERGY_PASSES
+    table = energy_noise.energy_noise_table(page.results.rows, passes=passes)
+    if table.empty:
+        return
+    show_markdown(energy_noise_words(table, passes=passes))
+    with collapsed("The token energy's estimates per condition: how many, left out, and the bias of their log"):
+        shown = table.assign(
+            **{c: table[c].map(fmt) for c in ("mean log bias", "median", "worst", "token size low by")}
+        )
+        show_table(shown)
+
+
+def energy_noise_words(table: pd.DataFrame, *, passes: int) -> str:
+    """Per model: the rows whose token energy was estimated from ``passes`` random-sign passes, those
+    left out (0 or not finite), and the largest shift the estimates' log bias makes in a gap's
+    token size (half the difference of two conditions' mean bias; alignment moves the other way)."""
+
+    def say(_, rows: pd.DataFrame) -> str:
+        estimated, left_out = int(rows["estimated"].sum()), int(rows["zero or not finite"].sum())
+        low = rows["token size low by"]
+        return (
+            f"{estimated} of {int(rows['rows'].sum())} token energies estimated from {passes} random-sign passes "
+            f"(mean log bias {fmt(rows.loc[rows['estimated'] > 0, 'mean log bias'].mean())}, worst "
+            f"{fmt(rows['worst'].min())}), {left_out} exactly 0 or not finite and left out of the split; the "
+            f"bias moves a gap's token size by at most {fmt(low.max() - low.min())} (alignment by the same, "
+            "the other way)."
+        )
+
+    return per_model(table, say)
 
 
 def no_energy(models: list[str], released: bool = False) -> str:

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 import pandas as pd
 
 from analysis.core import registry as models_registry
-from analysis.core import vocabulary
 from analysis.findings.checks import REGISTRY, Registry, get, headline_parts
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED
+from analysis.report import curve_tables
 from analysis.report.load import imported_models, offline_models
 from analysis.report.verdicts import LARGEST_SIZE_SHOWN
 
@@ -62,53 +62,58 @@ def _count(n: int, what: str) -> str:
     return f"{n} {what}{'' if n == 1 else 's'}"
 
 
-def _range(cells: pd.DataFrame) -> str:
-    """ "x4.1 [2.9, 5.8]" for one cell, else the smallest and the largest headline with intervals."""
+def _range(cells: pd.DataFrame, *, interval: bool) -> str:
+    """The headline of one cell ("x4.1", with "[2.9, 5.8]" if ``interval``), else the smallest and
+    the largest: "x4.1 to x15"."""
     sized_cells = cells[cells["value"].notna()].sort_values("value")
     if sized_cells.empty:
         return ""
-    if len(sized_cells) == 1:
-        return sized(sized_cells.iloc[0])
-    return f"{sized(sized_cells.iloc[0])} to {sized(sized_cells.iloc[-1])}"
+    ends = [sized_cells.iloc[0]] if len(sized_cells) == 1 else [sized_cells.iloc[0], sized_cells.iloc[-1]]
+    return " to ".join(sized(end, interval=interval) for end in ends)
 
 
 def _undecided(cells: pd.DataFrame) -> str:
-    """ "these 5 instructions per dataset cannot decide 2 cells; about 40 would" (or "over 1000")."""
-    open_ = cells[cells["verdict"] == UNRESOLVED]
+    """ "these 5 instructions per dataset cannot decide; about 40 would" (or "over 1000")."""
     n = int(cells["n_smallest"].min()) if "n_smallest" in cells and cells["n_smallest"].notna().any() else None
-    text = f"these {n} instructions per dataset cannot decide {_count(len(open_), 'cell')}" if n else ""
-    sizes = open_["n_for_power"].dropna() if "n_for_power" in open_ else pd.Series(dtype=float)
-    if text and len(sizes):
+    if not n:
+        return ""
+    text = f"these {n} instructions per dataset cannot decide"
+    sizes = cells["n_for_power"].dropna() if "n_for_power" in cells else pd.Series(dtype=float)
+    if len(sizes):
         median = sizes.median()
         text += f"; {'over ' + str(LARGEST_SIZE_SHOWN) if median > LARGEST_SIZE_SHOWN else 'about ' + str(int(median))} would"
     return text
 
 
 def verdict_phrase(cells: pd.DataFrame) -> str:
-    """How a check's cells went: "holds in 4 of 4", "does not hold in 1 of 4; ...", with why the
-    undecided ones are."""
-    tested = cells[cells["verdict"] != NOT_APPLICABLE]
-    total = len(tested)
-    counts = {v: int((tested["verdict"] == v).sum()) for v in (HOLDS, FAILS, UNRESOLVED, TOO_FEW)}
-    pieces = [f"{verdict} in {counts[verdict]} of {total}" for verdict in (HOLDS, FAILS) if counts[verdict]]
-    if counts[UNRESOLVED]:
-        undecided = _undecided(tested)
-        pieces.append(f"not resolved in {counts[UNRESOLVED]} of {total}" + (f" ({undecided})" if undecided else ""))
-    if counts[TOO_FEW]:
-        pieces.append(f"too few samples in {counts[TOO_FEW]} of {total}")
-    return "; ".join(pieces)
+    """How a check's applicable cells went, with their headline sizes: "holds in all 4 cells (x4.1
+    to x15)"; an undecided group with its intervals and the instructions that would decide it."""
+    total = len(cells)
+    pieces = []
+    for verdict in (HOLDS, FAILS, UNRESOLVED, TOO_FEW):
+        group = cells[cells["verdict"] == verdict]
+        if group.empty:
+            continue
+        many = f"all {total} cells" if len(group) == total and total > 1 else f"{len(group)} of {total}"
+        many += " cell" if total == 1 else ""
+        size = _range(group, interval=verdict == UNRESOLVED)
+        details = [size] if size else []
+        if verdict == UNRESOLVED and _undecided(group):
+            details.append(_undecided(group))
+        pieces.append(f"{verdict} in {many}" + (f" ({', '.join(details)})" if details else ""))
+    text = "; ".join(pieces)
+    return text[:1].upper() + text[1:]
 
 
 def claim_sentence(check_id: str, cells: pd.DataFrame, registry: Registry = REGISTRY) -> str:
-    """One line for one check: its verdict over the cells, the claim in plain words, the headline
-    size (smallest to largest, with intervals). ``cells``: its rows of ``headline_cells``."""
+    """One line for one check: the claim in plain words, then how its cells went with their
+    headline sizes. ``cells``: its rows of ``headline_cells``."""
     check = get(check_id, registry)
     applicable = cells[cells["verdict"] != NOT_APPLICABLE]
     if applicable.empty:
         reason = str(cells["numbers"].iloc[0]).removeprefix(f"{NOT_APPLICABLE}: ")
-        return f"**{check.id}** ({check.plain.lower()}): no verdict, {reason}."
-    size = _range(applicable)
-    return f"**{check.id} {verdict_phrase(applicable)}**: {check.plain.lower()}" + (f"; {size}." if size else ".")
+        return f"**{check.id}**: {check.plain}. No verdict: {reason}."
+    return f"**{check.id}**: {check.plain}. {verdict_phrase(applicable)}."
 
 
 def absent_sentence(check_id: str, *, released: bool, registry: Registry = REGISTRY) -> str:
@@ -116,31 +121,30 @@ def absent_sentence(check_id: str, *, released: bool, registry: Registry = REGIS
     check = get(check_id, registry)
     store = "the original study's released statistics hold" if released else "this run stores"
     how = COMPUTED_BY["released" if released else "run"]
-    return f"**{check.id}** ({check.plain.lower()}): no verdict, {store} none of the conditions it reads; {how}."
+    return f"**{check.id}**: {check.plain}. No verdict: {store} none of the conditions it reads; {how}."
 
 
 def scope_sentence(found: pd.DataFrame, *, models: Sequence[str], n_samples: int | None, imported: bool) -> str:
-    """Which claims, on which models, on how many instructions and datasets."""
-    described = [_described(m) for m in models]
-    datasets = sorted(set(found.loc[~found["pooled"], "scope"])) if len(found) else []
-    families = [f for f in vocabulary.FAMILY_DATASETS if f in set(found.loc[found["pooled"], "scope"])]
-    paper = [c for c in dict.fromkeys(found["check"]) if c.startswith("F")]
-    beyond = [c for c in dict.fromkeys(found["check"]) if not c.startswith("F")]
-    where = f"{_count(len(datasets), 'dataset')}" + (
-        f", pooled per family ({', '.join(vocabulary.scope_label(f) for f in families)})" if families else ""
-    )
+    """Which claims, on which models, on how many instructions and datasets, and which cells the
+    lines below count (a family's pooled cells where there are any)."""
+    checks_found = list(dict.fromkeys(found["check"])) if len(found) else []
+    paper = [c for c in checks_found if c.startswith("F")]
+    beyond = [c for c in checks_found if not c.startswith("F")]
+    datasets = set(found.loc[~found["pooled"], "scope"]) if len(found) else set()
     samples = (
-        "the original study's released statistics (whatever samples each file holds)"
+        "the original study's released statistics"
         if imported
         else f"{n_samples} instructions per condition"
         if n_samples
-        else "every instruction of each file"
+        else "every instruction"
     )
+    cells = "pooled per family of datasets" if len(found) and found["pooled"].any() else "per dataset"
+    claims = f"The paper's claims {', '.join(paper)}" if paper else "Questions"
     return (
-        f"**Scope.** The paper's claims {', '.join(paper) or 'none'}"
-        + (f" and the questions {', '.join(beyond)} beyond it" if beyond else "")
-        + f", checked on {', '.join(described)}; {samples}, {where}. In the cells below, a verdict is the "
-        "pooled cells' (families), where there are any."
+        f"**Scope.** {claims}"
+        + (f" and {', '.join(beyond)} beyond it" if paper and beyond else f" {', '.join(beyond)}" if beyond else "")
+        + f", on {' and '.join(_described(m) for m in models)}; {samples} in {_count(len(datasets), 'dataset')}; "
+        f"a cell is one model {cells}."
     )
 
 
@@ -176,6 +180,19 @@ def differences_sentence(found: pd.DataFrame, *, models: Sequence[str], n_sample
     return "**Unlike the paper.** " + "; ".join(pieces) + "." if pieces else ""
 
 
+def reported_sentence(reported: pd.DataFrame) -> str:
+    """How many of the paper's reported numbers that this store can be set against lie inside this
+    book's intervals (``curve_tables.reported_mad_comparison``); "" where none can."""
+    if reported.empty:
+        return ""
+    inside = int((reported["reported value inside the interval"] == "yes").sum())
+    cases = ", ".join(f"{m} on {d}" for m, d in reported[["model", "dataset"]].drop_duplicates().to_numpy())
+    return (
+        f"**Against the paper's reported numbers.** {inside} of the {len(reported)} all-layer MADs reported "
+        f"for {cases} lie inside this book's 95% intervals (the summary page's last table)."
+    )
+
+
 def summary_markdown(
     found: pd.DataFrame,
     parts: pd.DataFrame,
@@ -184,10 +201,14 @@ def summary_markdown(
     models: Sequence[str],
     n_samples: int | None,
     imported: bool,
+    reported: pd.DataFrame | None = None,
+    scope: str | None = None,
     registry: Registry = REGISTRY,
 ) -> str:
     """The reproduction summary: the scope, one line per check in ``checks`` (its pooled cells where
-    it has any), and what differs from the paper's setup."""
+    it has any), what differs from the paper's setup, and the paper's reported numbers this store
+    can be set against (``reported``). ``scope``: the scope paragraph, where the caller words it
+    (the training runs); None: ``scope_sentence``."""
     cells = headline_cells(found, parts, registry) if len(found) else found
     lines = []
     for check in checks:
@@ -197,13 +218,13 @@ def summary_markdown(
             continue
         pooled = mine[mine["pooled"]]
         lines.append(claim_sentence(check, pooled if len(pooled) else mine, registry))
-    return "\n\n".join(
-        [
-            scope_sentence(found, models=models, n_samples=n_samples, imported=imported),
-            "\n".join(f"- {line}" for line in lines),
-            differences_sentence(found, models=models, n_samples=n_samples, imported=imported),
-        ]
-    ).strip()
+    pieces = [
+        scope or scope_sentence(found, models=models, n_samples=n_samples, imported=imported),
+        "\n".join(f"- {line}" for line in lines),
+        differences_sentence(found, models=models, n_samples=n_samples, imported=imported),
+        reported_sentence(reported if reported is not None else pd.DataFrame()),
+    ]
+    return "\n\n".join(p for p in pieces if p)
 
 
 def page_summary(page) -> str:
@@ -216,5 +237,6 @@ def page_summary(page) -> str:
         models=page.models,
         n_samples=page.params.n_samples,
         imported=bool(imported_models(page.results.rows)),
+        reported=curve_tables.reported_mad_comparison(page.draws),
         registry=page.registry,
     )

@@ -18,7 +18,7 @@ from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
-from analysis.report import beyond, coverage, curve_tables, figures, plots, verdicts
+from analysis.report import beyond, coverage, curve_tables, figures, plots, reproduction, verdicts
 from analysis.report.display import (
     collapsed,
     show_figure,
@@ -89,6 +89,13 @@ def answers(page: Page, *, scope: str | None = None) -> None:
     if unknown:
         show_markdown(unknown)  # unfolded too: why a check's cells are n/a, and the command
     check_figures(page, [c for c in shown if c not in LENGTH_CHECKS], page.part_table(shown))
+
+
+@_with_rows
+def summary(page: Page) -> None:
+    """The reproduction summary that opens a book (``reproduction.page_summary``): scope, one line
+    per claim with its size, interval and verdict, and what differs from the paper's setup."""
+    show_markdown(reproduction.page_summary(page))
 
 
 def _unpaired(page: Page, checks: Sequence[str]) -> None:

@@ -22,7 +22,7 @@ from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training
 from analysis.findings.calibration import training_calibration
 from analysis.profiles import Profile
-from analysis.report import figures, notebook_parameters, verdicts
+from analysis.report import figures, notebook_parameters, reproduction, verdicts
 from analysis.store import ResultsStore
 from analysis.train import run_tables
 
@@ -44,7 +44,7 @@ class TrainingPage:
     probes: pd.DataFrame  # store rows of the checkpoints, with base_model, run, step, arm, seed
     losses: pd.DataFrame
     change: pd.DataFrame
-    _table: pd.DataFrame | None = None
+    _table: tuple[pd.DataFrame, pd.DataFrame] | None = None
 
     @classmethod
     def from_parameters(cls, given: dict) -> TrainingPage:
@@ -100,13 +100,43 @@ class TrainingPage:
 
     def findings_table(self) -> pd.DataFrame:
         """The findings as one table (``checks.findings_table``), computed once."""
+        return self._tables()[0]
+
+    def part_table(self) -> pd.DataFrame:
+        """Every part of the findings with its value and interval (``checks.part_table``), computed once."""
+        return self._tables()[1]
+
+    def _tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
         if self._table is None:
-            self._table = checks.findings_table(self.findings())
+            found = self.findings()
+            self._table = (checks.findings_table(found), checks.part_table(found))
         return self._table
 
 
 def _probe_models(store: ResultsStore) -> list[str]:
     return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
+
+
+def summary(page: TrainingPage) -> str:
+    """The reproduction summary of the training runs (``reproduction.summary_markdown``): one line
+    per question with its verdict and headline size, after what was trained."""
+    s = page.profile.training
+    models = list(dict.fromkeys(page.losses["model"]))
+    seeds = len(s.seeds)
+    scope = (
+        f"**Scope.** The questions {', '.join(checks.on_chapter(CHAPTER))} beyond the paper: {', '.join(models)} "
+        f"fine-tuned on {s.dataset} under {len(s.arms)} arms x {seeds} seeds, {s.steps} steps; {s.n_probes} probe "
+        f"instructions per setting, at the last step every run reached ({page.last_step})."
+    )
+    return reproduction.summary_markdown(
+        page.findings_table(),
+        page.part_table(),
+        checks=checks.on_chapter(CHAPTER),
+        models=models,
+        n_samples=s.n_probes,
+        imported=False,
+        scope=scope,
+    )
 
 
 def chapter_claims() -> str:
