@@ -12,7 +12,7 @@ is the row's own; then E^ / E is Gamma distributed with shape 1 / v and
 which lies between 0 (v -> 0) and digamma(K / 2) - log(K / 2) (-0.27 at K = 4), reached where
 every token gradient points along one direction (v = 2 / K, its largest value: a larger stored
 estimate is the sample variance's own noise, and is clipped). The random-sign estimator itself
-matches this model (``simulated_log_bias``; tests). An estimate of exactly 0 (or a non-finite
+matches this model (a simulation in the tests). An estimate of exactly 0 (or a non-finite
 one) has no finite log: the split leaves that sample out and this module counts it.
 """
 
@@ -32,17 +32,6 @@ def log_bias(relative_variance: np.ndarray, *, passes: int) -> np.ndarray:
     with np.errstate(divide="ignore", invalid="ignore"):
         bias = digamma(1.0 / v) + np.log(v)
     return np.where(v > 0, bias, 0.0)
-
-
-def simulated_log_bias(*, directions: int, tokens_per_direction: int, passes: int, draws: int, seed: int) -> float:
-    """The mean of log(E^ / E) over ``draws`` random-sign estimates of K ``passes``, for token
-    gradients of equal size spread evenly over ``directions`` orthogonal directions (relative
-    variance 2 / (K d) for many tokens per direction)."""
-    rng = np.random.default_rng(seed)
-    signs = rng.choice([-1.0, 1.0], size=(draws, passes, directions, tokens_per_direction))
-    # each pass: sum over directions of (sum of the signs of that direction's tokens)^2, over E = R
-    per_pass = (signs.sum(axis=3) ** 2).sum(axis=2) / (directions * tokens_per_direction)
-    return float(np.log(per_pass.mean(axis=1)).mean())
 
 
 def energy_noise_table(rows: pd.DataFrame, *, passes: int) -> pd.DataFrame:

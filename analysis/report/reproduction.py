@@ -68,8 +68,8 @@ def _range(cells: pd.DataFrame, *, interval: bool) -> str:
     sized_cells = cells[cells["value"].notna()].sort_values("value")
     if sized_cells.empty:
         return ""
-    ends = [sized_cells.iloc[0]] if len(sized_cells) == 1 else [sized_cells.iloc[0], sized_cells.iloc[-1]]
-    return " to ".join(sized(end, interval=interval) for end in ends)
+    ends = [sized(end, interval=interval) for end in (sized_cells.iloc[0], sized_cells.iloc[-1])]
+    return ends[0] if ends[0] == ends[1] else " to ".join(ends)
 
 
 def _undecided(cells: pd.DataFrame) -> str:
@@ -94,7 +94,8 @@ def verdict_phrase(cells: pd.DataFrame) -> str:
         group = cells[cells["verdict"] == verdict]
         if group.empty:
             continue
-        many = f"all {total} cells" if len(group) == total and total > 1 else f"{len(group)} of {total}"
+        every = "both cells" if total == 2 else f"all {total} cells"
+        many = every if len(group) == total and total > 1 else f"{len(group)} of {total}"
         many += " cell" if total == 1 else ""
         size = _range(group, interval=verdict == UNRESOLVED)
         details = [size] if size else []
@@ -111,7 +112,7 @@ def claim_sentence(check_id: str, cells: pd.DataFrame, registry: Registry = REGI
     check = get(check_id, registry)
     applicable = cells[cells["verdict"] != NOT_APPLICABLE]
     if applicable.empty:
-        reason = str(cells["numbers"].iloc[0]).removeprefix(f"{NOT_APPLICABLE}: ")
+        reason = str(cells["numbers"].iloc[0]).removeprefix(f"{NOT_APPLICABLE}: ").split(";")[0]
         return f"**{check.id}**: {check.plain}. No verdict: {reason}."
     return f"**{check.id}**: {check.plain}. {verdict_phrase(applicable)}."
 
