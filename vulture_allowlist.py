@@ -22,10 +22,10 @@ read_results
 read_skipped
 
 # Named by the book: the registry's extension point (findings.checks' docstring), the generator of
-# the methods page's table of claims (book/code_map.md, kept equal by a test), the source of the
+# the checks page's claims (book/code_map.md, kept equal by a test), the source of the
 # population numbers of book/methods.md.
 extended
-methods_table
+claims_markdown
 population_text
 
 # Write simulated training runs as the store's rows and decide the rules on them, for the training

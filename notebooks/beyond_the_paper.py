@@ -25,7 +25,6 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
-from analysis.report.display import show_markdown
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -44,7 +43,7 @@ page = Page.open(
 )
 
 # %% tags=["remove-input"]
-show_markdown(page.coverage())
+sections.provenance(page)
 
 # %% [markdown]
 # ## 1. One sample: correct or irrelevant?

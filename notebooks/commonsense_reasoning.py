@@ -18,9 +18,9 @@
 # Sensemaking about half of the None-CoT "irrelevant" answers are the same answer as the correct
 # one (yes/no, "Sentence A/B"): a sampled run draws its instructions from the others (the same
 # ones under every setting), and a run of all records leaves such pairs out of every
-# correct-vs-irrelevant comparison and says how many. This page checks F1 to F4 per dataset and pooled over
-# the family, then shows the layer curves, MAD and RD, and three analyses beyond the paper.
-# Definitions and the verdict rules: [methods](../methods.md).
+# correct-vs-irrelevant comparison and says how many. This page shows the layer curves, MAD and RD,
+# then checks F1 to F4 per dataset and pooled over the family, and ends with three analyses beyond
+# the paper. Definitions: [methods](../methods.md); the verdict rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
@@ -39,15 +39,8 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 # %% tags=["remove-cell"]
 page = Page.open("commonsense_reasoning", given_parameters(globals(), names_before_parameters))
 
-# %% [markdown]
-# ## The findings on these data
-#
-# What the page reads, the claims checked, then the verdict matrix: each cell one check for one
-# model, on a family of datasets pooled or on one dataset; the number is the instructions behind
-# the verdict.
-
 # %% tags=["remove-input"]
-sections.findings(page)
+sections.provenance(page)
 
 # %% [markdown]
 # ## Layer curves
@@ -61,6 +54,16 @@ sections.findings(page)
 
 # %% tags=["remove-input"]
 sections.curves(page)
+
+# %% [markdown]
+# ## The findings on these data
+#
+# The claims checked, in plain words with a link to each one's rule, then the verdict matrix: each
+# cell one check for one model, on a family of datasets pooled or on one dataset; the number is the
+# instructions behind the verdict.
+
+# %% tags=["remove-input"]
+sections.findings(page)
 
 # %% [markdown]
 # ## Beyond the paper

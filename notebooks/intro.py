@@ -19,7 +19,6 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
-from analysis.report.display import show_markdown
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -48,9 +47,8 @@ sections.summary(page)
 # orange: too few samples for a verdict; hatched: the check does not apply to these models.
 
 # %% tags=["remove-input"]
-sections.origin(page)
 sections.answers(page)
-sections.claims(page, folded="The claims, as the methods page states them")
+sections.claims(page, folded="The claims, each linked to its rule")
 
 # %% [markdown]
 # ## Fast thinking, slow thinking: the layer curves
@@ -63,7 +61,7 @@ sections.claims(page, folded="The claims, as the methods page states them")
 sections.headline(page)
 
 # %% tags=["remove-input"]
-show_markdown(page.coverage())
+sections.provenance(page)
 
 # %% [markdown]
 # ## The question
@@ -103,12 +101,6 @@ show_markdown(page.coverage())
 # The paper's models need a GPU and access to a model hub; without them the book runs on two
 # small offline models, or on the original study's own released statistics (`original`).
 #
-# ## Caveats
-
-# %% tags=["remove-input"]
-sections.caveats(page)
-
-# %% [markdown]
 # ## References
 #
 # ```{bibliography}

@@ -15,10 +15,10 @@
 #
 # AQuA and GSM8K under None CoT (bare answer), Simplified CoT and Detailed CoT, and three MATH
 # subsets (Algebra, Counting & Probability, Geometry) under Simplified and Detailed CoT, each with
-# correct responses and with irrelevant ones (responses of other questions). This page checks the
-# paper's findings F1 to F4 on these data, per dataset and pooled over the family, then shows the
-# layer curves, the MAD and RD tables and three analyses beyond the paper. Definitions and the
-# verdict rules: [methods](../methods.md).
+# correct responses and with irrelevant ones (responses of other questions). This page shows the
+# layer curves and the paper's MAD and RD tables, then checks the paper's findings F1 to F4 on these
+# data, per dataset and pooled over the family, and ends with three analyses beyond the paper.
+# Definitions: [methods](../methods.md); the verdict rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
@@ -37,15 +37,8 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 # %% tags=["remove-cell"]
 page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
 
-# %% [markdown]
-# ## The findings on these data
-#
-# What the page reads, the claims checked, then the verdict matrix: each cell one check for one
-# model, on a family of datasets pooled or on one dataset; the number is the instructions behind
-# the verdict.
-
 # %% tags=["remove-input"]
-sections.findings(page)
+sections.provenance(page)
 
 # %% [markdown]
 # ## Layer curves
@@ -59,6 +52,16 @@ sections.findings(page)
 
 # %% tags=["remove-input"]
 sections.curves(page)
+
+# %% [markdown]
+# ## The findings on these data
+#
+# The claims checked, in plain words with a link to each one's rule, then the verdict matrix: each
+# cell one check for one model, on a family of datasets pooled or on one dataset; the number is the
+# instructions behind the verdict.
+
+# %% tags=["remove-input"]
+sections.findings(page)
 
 # %% [markdown]
 # ## Beyond the paper

@@ -16,11 +16,11 @@
 # The same data through a pre-trained (base) model and an instruction-tuned one. The paper
 # compares each of its five base models with its own instruct version and finds that instruction
 # tuning does not make a model better at telling correct from irrelevant responses (finding F4).
-# This page pairs each instruct model with a base model, checks F4 with both models resampled on
-# the same instructions, and shows their layer curves one above the other. F4 is only checked for
+# This page pairs each instruct model with a base model, shows their layer curves one above the
+# other, and checks F4 with both models resampled on the same instructions. F4 is only checked for
 # an instruct model and its own base model (a pair of the paper); two models of different
-# families get "not applicable", with the reason. Definitions and the verdict rules:
-# [methods](../methods.md).
+# families get "not applicable", with the reason. Definitions: [methods](../methods.md); the
+# verdict rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
 from analysis.findings.checks import PER_MODEL, PER_PAIR
@@ -43,28 +43,19 @@ page = Page.open(
     "pretrained_vs_instruct", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",)
 )
 
+# %% tags=["remove-input"]
+sections.provenance(page)
+
 # %% [markdown]
 # ## Which models are compared
 
 # %% tags=["remove-input"]
-show_markdown(page.coverage())
 show_table(
     curve_tables.pairs_table(page.pairs, page.results.templates, {m: cd.n_layers for m, cd in page.draws.items()}),
     empty="No base and instruct model pair is present.",
     by=None,
 )
 show_markdown(curve_tables.confound_statement(page.pairs))
-
-# %% [markdown]
-# ## F4: is the instruct model better at telling correct from irrelevant?
-
-# %% tags=["remove-input"]
-sections.claims(page, scope=PER_PAIR)
-sections.answers(page, scope=PER_PAIR)
-sections.pooled_findings(page, scope=PER_PAIR)
-
-# %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page, scope=PER_PAIR)
 
 # %% [markdown]
 # ## Layer curves, base above instruct
@@ -84,6 +75,17 @@ sections.pair_curves(page)
 
 # %% tags=["remove-input", "hide-output"]
 sections.tables_pairs(page)
+
+# %% [markdown]
+# ## F4: is the instruct model better at telling correct from irrelevant?
+
+# %% tags=["remove-input"]
+sections.claims(page, scope=PER_PAIR)
+sections.answers(page, scope=PER_PAIR)
+sections.pooled_findings(page, scope=PER_PAIR)
+
+# %% tags=["remove-input", "hide-output"]
+sections.tables_findings(page, scope=PER_PAIR)
 
 # %% [markdown]
 # ## The other findings, model by model

@@ -216,8 +216,9 @@ show_table(gpu_check.table(gpu_check_results), empty="", by=None)
 #
 # names_before_parameters = names_defined(globals())  # then the parameters cell: profile, results_dir, ...
 # page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
-# sections.findings(page)  # the claims its chapter checks (analysis.findings.checks), the verdict matrix
-# sections.curves(page)    # the paper's figure per model and dataset, the MAD and RD tables folded
+# sections.provenance(page)  # what the page read and the caveats of its models, folded
+# sections.curves(page)      # the paper's figure per model and dataset, the MAD and RD tables folded
+# sections.findings(page)    # the claims its chapter checks (analysis.findings.checks), the verdict matrix
 # ```
 #
 # To execute a chapter by hand, see the page "Running the study" ("Re-executing a page").

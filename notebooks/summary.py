@@ -23,7 +23,7 @@
 # %% tags=["remove-cell"]
 from analysis.findings import skew
 from analysis.report import curve_tables, sections
-from analysis.report.display import show_markdown, show_table
+from analysis.report.display import show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -39,8 +39,13 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 # %% tags=["remove-cell"]
 page = Page.open("summary", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",))
 
+# %% tags=["remove-input"]
+sections.provenance(page)
+
 # %% [markdown]
 # ## The claims
+#
+# Each claim in plain words, with a link to its estimand and rule on the checks page.
 
 # %% tags=["remove-input"]
 sections.claims(page)
@@ -76,12 +81,6 @@ sections.tables_findings(page)
 
 # %% tags=["remove-input"]
 show_table(skew.measured_skew(page.draws), empty="No curve has three or more instructions.")
-
-# %% [markdown]
-# ## What was read
-
-# %% tags=["remove-input"]
-show_markdown(page.coverage())
 
 # %% [markdown]
 # ## Against the numbers reported for the paper

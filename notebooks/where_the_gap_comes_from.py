@@ -28,7 +28,6 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import answer_tokens, gap_sources, sections
-from analysis.report.display import show_markdown
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -47,7 +46,7 @@ page = Page.open(
 )
 
 # %% tags=["remove-input"]
-show_markdown(page.coverage())
+sections.provenance(page)
 
 # %% [markdown]
 # ## The same tokens: the answer with and without reasoning before it

@@ -19,7 +19,8 @@
 # question is whether length alone reproduces the slow-thinking pattern of the reasoning data
 # (finding F5). F5 compares the Wiki contrast (about 1000 vs 100 words, an 8-fold length ratio)
 # with the reasoning contrast of a similar length ratio, Detailed vs Simplified CoT, read from the
-# same results store. Definitions and the verdict rules: [methods](../methods.md).
+# same results store. This page shows the layer curves first, then F5's verdicts. Definitions:
+# [methods](../methods.md); the verdict rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
@@ -38,14 +39,8 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 # %% tags=["remove-cell"]
 page = Page.open("wiki_knowledge", given_parameters(globals(), names_before_parameters))
 
-# %% [markdown]
-# ## The findings on these data
-#
-# What the page reads, the claim checked, then the verdict matrix: each cell one check for one
-# model; the number is the instructions behind the verdict.
-
 # %% tags=["remove-input"]
-sections.findings(page)
+sections.provenance(page)
 
 # %% [markdown]
 # ## Layer curves
@@ -59,6 +54,15 @@ sections.findings(page)
 
 # %% tags=["remove-input"]
 sections.curves(page)
+
+# %% [markdown]
+# ## The finding on these data
+#
+# The claim checked, in plain words with a link to its rule, then the verdict matrix: each cell one
+# check for one model; the number is the instructions behind the verdict.
+
+# %% tags=["remove-input"]
+sections.findings(page)
 
 # %% [markdown]
 # ## Beyond the paper

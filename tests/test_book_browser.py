@@ -13,7 +13,15 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 WIDTH = 1400
 MAX_WORDS = 4000  # reading text of a page: prose and lists, not tables, code or collapsed outputs
+MAX_RESULTS_WORDS = 2500  # the same on a results page (a notebook's): what it shows unfolded
 MAX_LIST_ITEMS = 12
+# Sentences of what a page read and of its models' caveats (``sections.provenance``): folded once
+# per page, never repeated in its body.
+PROVENANCE_PHRASES = (
+    "quantised (GGUF) then dequantised",
+    "instructions per file are a random sample",
+    "models are in the store",
+)
 
 READING_TEXT = """
 const article = document.querySelector('article') || document.body;
@@ -93,6 +101,33 @@ def test_every_page_loads_fits_the_window_and_reads_short(quick_book, browser, n
     assert "Show code cell source" not in browser.find_element("tag name", "body").text, name
 
 
+@pytest.mark.parametrize("name", profiles.NOTEBOOKS)
+def test_a_results_page_reads_short_and_says_what_it_read_once(quick_book, browser, name):
+    _open(browser, _page(quick_book, name))
+    text = browser.execute_script(READING_TEXT)
+    words = len(text.split())
+    assert words <= MAX_RESULTS_WORDS, f"{name}: {words} unfolded words"
+    for phrase in PROVENANCE_PHRASES:
+        assert text.count(phrase) <= 1, f"{name}: {phrase!r} unfolded {text.count(phrase)} times"
+
+
+RULE_LINKS = """
+return Array.from(document.querySelectorAll('article a[href*="checks.html#"]')).map(a => a.href);
+"""
+
+
+def test_the_claims_link_to_their_rules_on_the_checks_page(quick_book, browser):
+    from analysis.findings import checks
+
+    _open(browser, _page(quick_book, "summary"))
+    links = browser.execute_script(RULE_LINKS)
+    anchors = {link.split("#", 1)[1] for link in links}
+    assert {checks.anchor(c) for c in checks.on_chapter("summary")} <= anchors, anchors
+    _open(browser, Path(links[0].removeprefix("file://").split("#")[0]))
+    missing = [a for a in anchors if not browser.execute_script(f"return document.getElementById('{a}') !== null")]
+    assert missing == [], missing
+
+
 def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browser):
     from selenium.webdriver.common.by import By
 
@@ -136,7 +171,9 @@ def test_family_chapter_shows_figures_and_tables(quick_book, browser):
     figures = [alt for _, alt, _ in _images(browser) if alt]
     assert sum(alt.startswith("Layer curves") for alt in figures) >= 2, figures
     assert browser.find_elements(By.CSS_SELECTOR, "table tbody tr")
-    assert "quantised (GGUF) then dequantised" in browser.find_element(By.TAG_NAME, "body").text
+    assert "quantised (GGUF) then dequantised" not in browser.find_element(By.TAG_NAME, "body").text  # folded
+    read = [d for d in browser.find_elements(By.TAG_NAME, "details") if d.text == "What this page read"]
+    assert len(read) == 1 and "quantised (GGUF) then dequantised" in read[0].get_attribute("textContent")
     assert _screenshot(browser, quick_book, "math_reasoning").stat().st_size > 0
 
 

@@ -78,7 +78,7 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     sections.claims(page)
     sections.answers(page)
     text = "\n".join(shown)
-    assert f"**T9**: {TOY.claim}." in text and "**T9** " in text and "Toy: the gap" in text
+    assert f"**T9**: {TOY.plain} (rule: {TOY.claim})." in text and "**T9** " in text and "Toy: the gap" in text
     assert "T9" in calibration.checks_by_rule(registry)["gap"] and "T9" not in calibration.checks_by_rule()["gap"]
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
@@ -108,12 +108,18 @@ def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
 
 
 def test_the_methods_page_states_every_registered_claim():
-    """The table of claims on the methods pages is the registry's (``checks.methods_table``), and each
-    check has its paragraph there."""
+    """The claims on the checks page are the registry's (``checks.claims_markdown``): each check's plain
+    words under its anchor, its estimand and rule folded under them; and each check has its paragraph
+    on the methods pages."""
     methods = "".join(
         (ROOT / "book" / f"{page}.md").read_text() for page in ("methods", "checks", "gap_methods", "training_methods")
     )
-    assert checks.methods_table() in methods
+    assert checks.claims_markdown() in (ROOT / "book" / "checks.md").read_text()
+    assert [checks.anchor(c) for c in ("F1", "L2", "A3")] == ["check-f1", "check-l2", "check-a3"]
+    for check in checks.REGISTRY:
+        entry = checks.claims_markdown([check])
+        assert entry.startswith(f"({checks.anchor(check.id)})=\n**{check.id}** ({check.scope}): {check.plain}.")
+        assert f"<summary>Estimand and rule</summary>\n\n{check.claim}.\n\n</details>" in entry
     for check in checks.REGISTRY:
         assert re.search(rf"\*\*{check.id}[: ]", methods) or f"**L and {check.id}" in methods, check.id
 
@@ -147,14 +153,19 @@ def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table():
         return [Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0)]
 
     toy = PerToyRunCheck(
-        id="X1", claim="Training lowers the loss", parts=parts, chapters=("summary",), calibrated_by=()
+        id="X1",
+        plain="Training lowers the loss",
+        claim="The mean loss drop over a run is above 0",
+        parts=parts,
+        chapters=("summary",),
+        calibrated_by=(),
     )
     registry = checks.extended(checks.REGISTRY, toy)
     runs = {"runs": {"run-a": np.linspace(0.5, 1.5, 400)}}
     found = checks.run_checks({}, ("X1",), extra=runs, registry=registry)
     table = checks.findings_table(found, registry)
     assert list(table["check"]) == ["X1"] and table["verdict"].iloc[0] == "holds"
-    assert table["claim"].iloc[0] == "Training lowers the loss" and toy.scope in checks.methods_table(registry)
+    assert table["claim"].iloc[0] == toy.claim and toy.scope in checks.claims_markdown(registry)
     assert checks.run_checks({}, ("X1",), extra=runs) == []  # the study's registry has no X1
     with pytest.raises(StudyError, match="not a check of a scope"):
         checks.extended(registry, parts)

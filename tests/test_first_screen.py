@@ -90,5 +90,16 @@ def test_a_folded_list_stays_a_list():
     )
 
 
+def test_a_list_of_claims_says_each_in_plain_words_and_links_its_rule_folded_or_not():
+    text = verdicts.claims_text(("F1", "L2"))
+    assert text.splitlines() == [
+        f"- **F1**: {checks.get('F1').plain} ([rule](../checks.html#check-f1)).",
+        f"- **L2**: {checks.get('L2').plain} ([rule](../checks.html#check-l2)).",
+    ]
+    assert checks.get("F1").claim not in text
+    html = display._markdown_html(text)
+    assert html.count('<a href="../checks.html#check-') == 2 and "[rule]" not in html
+
+
 def test_the_matrix_details_line_is_short():
     assert len(sections.MATRIX_DETAILS.split()) <= 10

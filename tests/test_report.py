@@ -263,6 +263,24 @@ def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
     assert "left out of every correct-vs-irrelevant comparison: strategyqa" in page.coverage()
 
 
+def test_a_page_s_provenance_is_one_folded_block(tmp_path, study_data_dir, monkeypatch):
+    """What a page read, its sample draw and the caveats of its models are shown once, folded under
+    one line; the offline models' caveat is said there and nowhere else in the block."""
+    rows = make_results(reasoning_conditions("aqua", settings=("none", "detailed")), MODELS, n_samples=4, seed=3)
+    root = write_store(tmp_path, rows)
+    record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=20)
+    page = Page.open("math_reasoning", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)})
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **_: shown.append(obj))
+    sections.provenance(page)
+    assert len(shown) == 1
+    block = shown[0].data
+    assert block.startswith(f"<details><summary>{sections.PROVENANCE}</summary>")
+    assert "2 of the run's 2 models are in the store" in block and "No sample was skipped." in block
+    assert block.count("quantised (GGUF) then dequantised") == 1 and "two different families" in block
+    assert "generated from the stored results" in block and "<li>" in block
+
+
 # --------------------------------------------------------------------------- loading from a store
 
 
@@ -464,7 +482,7 @@ def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(t
         monkeypatch.setattr(sections, name, lambda *a, _name=name, **k: shown.append(_name))
     source = (ROOT / "notebooks" / "wiki_knowledge.py").read_text()
     calls = re.findall(r"^sections\.(\w+)\(page\)$", source, re.MULTILINE)
-    assert "findings" in calls
+    assert calls[0] == "provenance" and "findings" in calls
     for call in calls:  # every section of the chapter, as its notebook calls them
         getattr(sections, call)(page)
     full = "cpu-full" in profiles.PROFILES  # a profile of every condition, when the project has one

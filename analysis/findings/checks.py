@@ -3,12 +3,12 @@ A1, G1, A2 and A3 on where F1's and F3's gaps come from, and T1-T3 of the traini
 
 A check is data: a frozen dataclass of its scope (``analysis.findings.scopes``: ``PerModelCheck``,
 ``PairCheck``, ``WikiCheck``, ``TrainingRunCheck``) built with keyword arguments: its id, its claim
-in one sentence, the function that computes its parts (``analysis.findings.check_parts``), the
-chapters that show it, the simulated rules that measure its error rates (``calibrated_by``, in
-``analysis.findings.calibration``), the figure that shows one of its parts beyond the verdict
-matrix. The findings engine (``run_checks``), the verdict matrix, the pages' paragraphs and
-figures, the methods page's table of claims and the calibration tables all iterate over a
-registry: an immutable tuple of checks, ``REGISTRY`` unless another is passed.
+in plain words and as its estimand and rule, the function that computes its parts
+(``analysis.findings.check_parts``), the chapters that show it, the simulated rules that measure
+its error rates (``calibrated_by``, in ``analysis.findings.calibration``), the figure that shows
+one of its parts beyond the verdict matrix. The findings engine (``run_checks``), the verdict
+matrix, the pages' paragraphs and figures, the checks page's claims and the calibration tables all
+iterate over a registry: an immutable tuple of checks, ``REGISTRY`` unless another is passed.
 
 To add a check: write its parts function and add one check to ``REGISTRY`` (or build a new
 registry, ``extended(REGISTRY, check)``). A check of a new scope is one more subclass of
@@ -139,7 +139,7 @@ REGISTRY: Registry = registry_of(
         ),
         PairCheck(
             id="F4",
-            plain="Instruction tuning does not sharpen the separation of irrelevant from correct responses",
+            plain="Instruction tuning does not sharpen how gradients tell irrelevant from correct responses",
             headline=Role.SIZE_RATIO,
             claim=(
                 "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
@@ -467,8 +467,21 @@ def headline_parts(parts: pd.DataFrame, registry: Registry = REGISTRY) -> pd.Dat
     return chosen.drop_duplicates(CELL).reset_index(drop=True)
 
 
-def methods_table(checks: Sequence[Check] | None = None) -> str:
-    """The table of claims on the methods page (Markdown), generated from the registry."""
-    rows = ["| Check | Claim | Scope |", "| --- | --- | --- |"]
-    rows += [f"| {c.id} | {c.claim}. | {c.scope} |" for c in (REGISTRY if checks is None else checks)]
-    return "\n".join(rows)
+def anchor(check_id: str) -> str:
+    """The id of a check's entry on the checks page (``claims_markdown``): one per check, the same
+    in every build, so that the other pages link to its rule."""
+    return f"check-{check_id.lower()}"
+
+
+# The fold under a check's plain words on the checks page, set apart from the next check's.
+_RULE_FOLD = '<details style="margin-bottom: 1.5em"><summary>Estimand and rule</summary>'
+
+
+def claims_markdown(checks: Sequence[Check] | None = None) -> str:
+    """The claims on the checks page (MyST Markdown), generated from the registry: each check's id,
+    scope and plain words under its anchor, its estimand and rule (``claim``) folded under it."""
+    entries = [
+        f"({anchor(c.id)})=\n**{c.id}** ({c.scope}): {c.plain}.\n\n{_RULE_FOLD}\n\n{c.claim}.\n\n</details>"
+        for c in (REGISTRY if checks is None else checks)
+    ]
+    return "\n\n".join(entries)

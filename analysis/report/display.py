@@ -45,15 +45,16 @@ _collecting: list[list[str]] = []  # the outputs of the open ``collapsed`` block
 
 
 def _inline_html(text: str) -> str:
-    """Bold, italics and code of one line of generated Markdown, as HTML."""
+    """Links, bold, italics and code of one line of generated Markdown, as HTML."""
     text = html.escape(text, quote=False)
+    text = re.sub(r"\[([^\]]+)\]\(([^)\s\"]+)\)", r'<a href="\2">\1</a>', text)
     text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
     text = re.sub(r"`(.+?)`", r"<code>\1</code>", text)
     return re.sub(r"\*(.+?)\*", r"<em>\1</em>", text)
 
 
 def _markdown_html(text: str) -> str:
-    """The few Markdown marks a collapsed block's lines use (bold, italics, code, a list of
+    """The few Markdown marks a collapsed block's lines use (links, bold, italics, code, a list of
     ``- `` lines), as HTML."""
     lines = [line for line in text.splitlines() if line.strip()]
     if lines and all(line.startswith("- ") for line in lines):

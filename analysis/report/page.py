@@ -190,8 +190,8 @@ class Page:
         return figure_note(self.results.models, self.params.n_samples)
 
     def coverage(self) -> str:
-        """Markdown: what the page reads, what is missing or skipped, the instructions left out of
-        correct-vs-irrelevant comparisons, and the offline caveat."""
+        """Markdown: what the page reads, what is missing or skipped, and the instructions left out of
+        correct-vs-irrelevant comparisons (the caveats of its models: ``sections.provenance``)."""
         p = self.params
         text = coverage.coverage_text(self.results, p.profile, p.results_dir, p.models, chapter=self.chapter)
         left_out = self.identical_in_store()
@@ -201,10 +201,7 @@ class Page:
                 f"\n\nNone-CoT instructions whose irrelevant answer is the same text as the correct one, "
                 f"left out of every correct-vs-irrelevant comparison: {listed}."
             )
-        note = figure_note(self.results.models)
-        text += f"\n\n*{note}.*" if note else ""
-        origin = self.origin()
-        return text + (f"\n\n*{origin}.*" if origin else "")
+        return text
 
     def origin(self) -> str | None:
         """Whose numbers these are when some models' rows are the original study's imported statistics."""

@@ -18,6 +18,7 @@ from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
+from analysis.profiles import PAPER_SAMPLES
 from analysis.report import beyond, coverage, curve_tables, figures, plots, reproduction, verdicts
 from analysis.report.display import (
     collapsed,
@@ -27,7 +28,7 @@ from analysis.report.display import (
     show_markdown,
     show_table,
 )
-from analysis.report.load import NOT_IMPORTED, imported_models, lacks, offline_models
+from analysis.report.load import NOT_IMPORTED, figure_note, imported_models, lacks, offline_models
 from analysis.report.page import Page
 
 # The one line a reader sees of what is folded under a verdict matrix.
@@ -35,8 +36,8 @@ MATRIX_DETAILS = "Reading the matrix: legend, error rates, power, verdicts per m
 
 
 def _with_rows(section: Callable) -> Callable:
-    """A section shows nothing on a page whose store holds none of its rows: the page's coverage
-    paragraph says what is absent and the command that brings it."""
+    """A section shows nothing on a page whose store holds none of its rows: ``provenance`` says what
+    is absent and the command that brings it."""
 
     table = section.__annotations__.get("return") in ("pd.DataFrame", pd.DataFrame)
 
@@ -126,8 +127,9 @@ def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> Non
 
 
 def claims(page: Page | None = None, *, scope: str | None = None, folded: str | None = None) -> None:
-    """The claims the chapter checks (of one scope, if given; no page: every check), as a list;
-    folded under the line ``folded`` when given (as under the landing page's matrix)."""
+    """The claims the chapter checks (of one scope, if given; no page: every check) in plain words,
+    each linked to its rule on the checks page, as a list; folded under the line ``folded`` when
+    given (as under the landing page's matrix)."""
     text = verdicts.claims_text() if page is None else verdicts.claims_text(page.checks(scope), page.registry)
     if folded is None:
         show_markdown(text)
@@ -155,13 +157,11 @@ def tables_findings(page: Page, *, scope: str | None = None) -> None:
 
 
 def findings(page: Page) -> None:
-    """A chapter's findings section: what the page reads, the claims its chapter checks, the verdict
-    matrix with a paragraph per model, the pooled answers with their numbers, and, where there are
-    findings per dataset, every finding (folded)."""
-    if page.empty:  # the coverage paragraph says what is absent and the command that brings it
-        show_last_markdown(page.coverage())
+    """A chapter's findings section: the claims its chapter checks, the verdict matrix with a
+    paragraph per model, the pooled answers with their numbers, and, where there are findings per
+    dataset, every finding (folded). What the page read is ``provenance``'s, above it."""
+    if page.empty:  # ``provenance`` said what is absent and the command that brings it
         return
-    show_markdown(page.coverage())
     claims(page)
     answers(page)
     show_markdown("The pooled answers, one row per part of a claim, with its 95% interval:")
@@ -215,13 +215,6 @@ def curves(page: Page) -> None:
     with collapsed("MAD per layer segment and RD of irrelevant against correct, with 95% intervals"):
         show_table(curve_tables.format_segment_table(curve_tables.mad_interval_table(page.draws)))
         show_table(curve_tables.format_rd_table(curve_tables.rd_interval_table(page.draws)))
-
-
-def origin(page: Page) -> None:
-    """Whose numbers these are, when the page holds the original study's imported statistics."""
-    note = page.origin()
-    if note:
-        show_markdown(f"**Whose numbers.** {note}.")
 
 
 def not_imported(page: Page, column: str, what: str) -> bool:
@@ -344,41 +337,83 @@ def length_regression(page: Page) -> None:
     _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", table=shown)
 
 
-def caveats(page: Page) -> None:
-    """The caveats that apply to this run's numbers, as a list: offline models, the original
-    study's imported statistics, sample counts."""
-    items = []
-    offline = offline_models(page.models)
-    if offline:
-        items += [
-            f"**The offline models ({', '.join(offline)}) are not the paper's models.** They are quantised "
-            "(GGUF, 4-bit) weights dequantised to float32, far smaller than the paper's 1.5 to 9 billion "
-            "parameter models.",
-        ]
-        if len(offline) > 1:
-            items.append(
-                "**They come from two different families**, so the offline comparison of pre-trained and "
-                "instruct models mixes instruction tuning with everything else that differs between them."
-            )
-    imported = imported_models(page.results.rows)
-    if imported:
-        items.append(
-            f"**The numbers of {', '.join(imported)} are the original study's**, as its files were released "
-            "(whatever samples each file holds); this book adds the intervals, pooled verdicts and figures, and "
-            "says where those files lack a quantity."
-        )
-    n = page.params.n_samples
-    if not coverage.imported_profile(page.params.profile) and n is not None and n < 500:
-        stored = set(page.results.rows["dataset"].unique()) if len(page.results.rows) else set()
-        counts = [len(stored & set(d)) for d in vocabulary.FAMILY_DATASETS.values()]
-        sizes = sorted({n * c for c in counts if c > 1})
-        text = f"**Sample counts.** This run uses {n} instructions per condition, the paper 500. One dataset alone then rarely decides a claim"
-        if sizes:
-            pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
-            text += f"; the families pool their datasets ({pooled} instructions), which is where this run's answers come from"
-        items.append(text + ".")
+# The one line a reader sees of what a page read; everything behind it is folded.
+PROVENANCE = "What this page read"
+
+
+def provenance(page: Page) -> None:
+    """What the page read, in one folded block and once per page: the models and conditions found,
+    how the samples were drawn, what is absent or skipped (with the commands), and the caveats of
+    the models and numbers. A page whose store holds none of its conditions says so and the command
+    instead, unfolded, and ends there."""
+    if page.empty:
+        show_last_markdown(page.coverage())
+        return
+    with collapsed(PROVENANCE):
+        for paragraph in page.coverage().split("\n\n"):
+            show_markdown(paragraph)
+        show_markdown("\n".join(f"- {item}" for item in caveats(page)))
+
+
+def caveats(page: Page) -> list[str]:
+    """The caveats of a page's numbers, one item each: the offline models, the original study's
+    imported statistics, the sample counts, and that no number or sentence is written by hand."""
+    items = [*_model_caveats(page.models), *_origin_caveats(page)]
+    samples = _sample_caveat(page)
+    if samples:
+        items.append(samples)
     items.append(
         "Verdicts, numbers and sentences are generated from the stored results when the book is built; none "
         "is written by hand."
     )
-    show_markdown("\n".join(f"- {item}" for item in items))
+    return items
+
+
+def _model_caveats(models: Sequence[str]) -> list[str]:
+    """The offline models: what they are (the line under every figure), and that two of them differ
+    in more than instruction tuning."""
+    note = figure_note(models)
+    if note is None:
+        return []
+    text = (
+        f"**Offline models.** {note}. Their 4-bit weights are dequantised to float32; they are far smaller than "
+        "the paper's 1.5 to 9 billion parameter models."
+    )
+    if len(offline_models(models)) > 1:
+        text += (
+            " Comparing them as pre-trained and instruct mixes instruction tuning with everything else that "
+            "differs between the two."
+        )
+    return [text]
+
+
+def _origin_caveats(page: Page) -> list[str]:
+    """Whose numbers these are, where some are the original study's imported statistics."""
+    note = page.origin()
+    if note is None:
+        return []
+    return [
+        f"**Whose numbers.** {note}. They are used as the files were released (whatever samples each file "
+        "holds); this book adds the intervals, pooled verdicts and figures, and says where those files lack a "
+        "quantity."
+    ]
+
+
+def _sample_caveat(page: Page) -> str:
+    """How few instructions a computed run has per condition, and where its answers then come from."""
+    n = page.params.n_samples
+    if coverage.imported_profile(page.params.profile) or n is None or n >= PAPER_SAMPLES:
+        return ""
+    stored = set(page.results.rows["dataset"].unique()) if len(page.results.rows) else set()
+    counts = [len(stored & set(d)) for d in vocabulary.FAMILY_DATASETS.values()]
+    sizes = sorted({n * c for c in counts if c > 1})
+    text = (
+        f"**Sample counts.** This run uses {n} instructions per condition, the paper {PAPER_SAMPLES}. One "
+        "dataset alone then rarely decides a claim"
+    )
+    if sizes:
+        pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
+        text += (
+            f"; the families pool their datasets ({pooled} instructions), which is where this run's answers come from"
+        )
+    return text + "."

@@ -11,7 +11,7 @@ from analysis.core.formatting import fmt, per_model
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.checks import REGISTRY, Registry, all_ids, claim
+from analysis.findings.checks import REGISTRY, Registry, all_ids, anchor, get
 from analysis.findings.rules import (
     DECIDED,
     FAILS,
@@ -24,11 +24,21 @@ from analysis.findings.rules import (
 )
 from analysis.findings.stated_rates import check_rate
 
+# The checks page as a results page (book/notebooks/<name>.html) reaches it in the built book: a
+# page's generated Markdown keeps its links as they are written (myst-nb renders it as CommonMark).
+CHECKS_PAGE = "../checks.html"
+
 
 def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGISTRY) -> str:
-    """Markdown list of the claims checked (None: every check of the registry), as the methods page
-    states them."""
-    return "\n".join(f"- **{c}**: {claim(c, registry)}." for c in (all_ids(registry) if checks is None else checks))
+    """Markdown list of the claims checked (None: every check of the registry) in plain words, each
+    linked to its estimand and rule on the checks page, which states them once (a check of another
+    registry, not on that page: its rule beside it)."""
+    items = []
+    for check_id in all_ids(registry) if checks is None else checks:
+        check = get(check_id, registry)
+        rule = f"[rule]({CHECKS_PAGE}#{anchor(check_id)})" if check in REGISTRY else f"rule: {check.claim}"
+        items.append(f"- **{check_id}**: {check.plain} ({rule}).")
+    return "\n".join(items)
 
 
 def verdict_counts(rows: pd.DataFrame) -> str:
