@@ -43,8 +43,8 @@ page = Page.open("commonsense_reasoning", given_parameters(globals(), names_befo
 # ## The findings on these data
 #
 # What the page reads, the claims checked, then the verdict matrix: each cell one check for one
-# model, on a family of datasets pooled or on one dataset; the number is the instructions behind
-# the verdict.
+# model, on a family of datasets pooled or on one dataset; the number is the size of the check's
+# headline part (hovering over a cell shows its interval and the instructions behind the verdict).
 
 # %% tags=["remove-input"]
 sections.findings(page)

@@ -42,7 +42,8 @@ page = Page.open("wiki_knowledge", given_parameters(globals(), names_before_para
 # ## The findings on these data
 #
 # What the page reads, the claim checked, then the verdict matrix: each cell one check for one
-# model; the number is the instructions behind the verdict.
+# model; the number is the size of the check's headline part (hovering over a cell shows its
+# interval and the instructions behind the verdict).
 
 # %% tags=["remove-input"]
 sections.findings(page)
