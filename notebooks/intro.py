@@ -44,7 +44,9 @@ sections.summary(page)
 # length questions (L: does content matter beyond length; L2: does length matter), for one model
 # and one scope: a family of datasets pooled (first columns) or one dataset. Green: the claim holds
 # (every interval on the claim's side); red: it does not hold; grey: the intervals do not decide;
-# orange: too few samples for a verdict; hatched: the check does not apply to these models.
+# orange: too few samples for a verdict; hatched: the check does not apply to these models. The
+# number in a cell is the size of the claim's headline part (x3.2: 3.2 times); hovering over a cell
+# shows its interval and the instructions behind the verdict.
 
 # %% tags=["remove-input"]
 sections.answers(page)

@@ -58,7 +58,8 @@ sections.curves(page)
 #
 # The claims checked, in plain words with a link to each one's rule, then the verdict matrix: each
 # cell one check for one model, on a family of datasets pooled or on one dataset; the number is the
-# instructions behind the verdict.
+# size of the check's headline part (hovering over a cell shows its interval and the instructions
+# behind the verdict).
 
 # %% tags=["remove-input"]
 sections.findings(page)

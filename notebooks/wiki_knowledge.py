@@ -59,7 +59,8 @@ sections.curves(page)
 # ## The finding on these data
 #
 # The claim checked, in plain words with a link to its rule, then the verdict matrix: each cell one
-# check for one model; the number is the instructions behind the verdict.
+# check for one model; the number is the size of the check's headline part (hovering over a cell
+# shows its interval and the instructions behind the verdict).
 
 # %% tags=["remove-input"]
 sections.findings(page)

@@ -6,6 +6,7 @@ from pathlib import Path
 import pytest
 
 from analysis import profiles
+from analysis.report import plots
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -71,6 +72,17 @@ def _images(driver) -> list[tuple[str, str, bool]]:
     return driver.execute_script(
         "return Array.from(document.images).map(i => [i.src.slice(0, 80), i.alt, i.complete && i.naturalWidth > 0]);"
     )
+
+
+# What names a figure: an image's alternative text, or an inline SVG's accessible name (the verdict matrix).
+FIGURE_LABELS = """
+return Array.from(document.images).map(i => i.alt || '').concat(
+    Array.from(document.querySelectorAll('svg[role="img"]')).map(s => s.getAttribute('aria-label') || ''));
+"""
+
+
+def _figure_labels(driver) -> list[str]:
+    return driver.execute_script(FIGURE_LABELS)
 
 
 def _screenshot(driver, quick_book, name: str) -> Path:
@@ -140,7 +152,7 @@ def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browse
     }
     for page in ("methods.html", "math_reasoning.html", "wiki_knowledge.html", "summary.html", "reproducibility.html"):
         assert page in links, page
-    alts = [alt for _, alt, _ in _images(browser)]
+    alts = _figure_labels(browser)
     assert any(alt.startswith("Verdict matrix") for alt in alts), alts
     assert "The answers at a glance" in browser.find_element(By.TAG_NAME, "body").text
     assert _screenshot(browser, quick_book, "index").stat().st_size > 0
@@ -148,7 +160,28 @@ def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browse
 
 def test_summary_shows_the_verdict_matrix(quick_book, browser):
     _open(browser, _page(quick_book, "summary"))
-    assert any(alt.startswith("Verdict matrix") for _, alt, _ in _images(browser))
+    assert any(alt.startswith("Verdict matrix") for alt in _figure_labels(browser))
+
+
+# CSS px per point of the landing page's verdict matrix as drawn (an inline SVG whose viewBox is in points).
+MATRIX_SCALE = """
+const svg = Array.from(document.querySelectorAll('svg[role="img"]'))
+    .find(s => (s.getAttribute('aria-label') || '').startsWith('Verdict matrix'));
+return svg ? svg.getBoundingClientRect().width / svg.viewBox.baseVal.width : null;
+"""
+READING_WIDTH = 1280
+
+
+def test_the_verdict_matrix_reads_at_full_size_in_a_1280_px_window(quick_book, browser):
+    browser.set_window_size(READING_WIDTH, 1000)
+    try:
+        _open(browser, quick_book.book_index)
+        scale = browser.execute_script(MATRIX_SCALE)
+    finally:
+        browser.set_window_size(WIDTH, 1000)
+    assert scale is not None, "no verdict matrix on the landing page"
+    smallest = min(plots.MATRIX_FONT.values()) * scale * 0.75  # a CSS point is 4/3 px
+    assert smallest >= 8, f"the matrix's smallest type is {smallest:.1f} pt at {READING_WIDTH} px"
 
 
 def test_beyond_page_has_a_figure_per_question(quick_book, browser):
@@ -202,7 +235,8 @@ def test_the_pages_on_using_the_study_are_in_the_book_and_their_links_work(quick
 # The words a reader meets between the landing page's verdict matrix and the next heading, collapsed
 # blocks left out: the plain summary and the lines that open what is folded.
 WORDS_AFTER_MATRIX = """
-const matrix = Array.from(document.images).find(i => (i.alt || '').startsWith('Verdict matrix'));
+const matrix = Array.from(document.querySelectorAll('img, svg[role="img"]'))
+    .find(f => (f.getAttribute('alt') || f.getAttribute('aria-label') || '').startsWith('Verdict matrix'));
 const walker = document.createTreeWalker(
     document.querySelector('article') || document.body, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
 const words = [];
@@ -210,7 +244,7 @@ let started = false;
 while (walker.nextNode()) {
     const node = walker.currentNode;
     if (node === matrix) { started = true; continue; }
-    if (!started) continue;
+    if (!started || matrix.contains(node)) continue;
     if (node.nodeType === 1) { if (/^H[1-6]$/.test(node.tagName)) break; continue; }
     const parent = node.parentElement;
     if (!parent || parent.closest('script, style')) continue;

@@ -2,7 +2,9 @@
 the cells, everything else folded; the pooled answers one row per part of a claim."""
 
 import re
+from xml.etree import ElementTree
 
+import numpy as np
 import pandas as pd
 import pytest
 from synthetic import MODELS, make_results
@@ -10,7 +12,8 @@ from test_report import CONDITIONS, paper_like
 
 from analysis.findings import checks
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.report import display, sections, verdicts
+from analysis.report import display, figures, sections, verdicts
+from analysis.report.reproduction import size_text
 
 
 @pytest.fixture(scope="module")
@@ -103,3 +106,63 @@ def test_a_list_of_claims_says_each_in_plain_words_and_links_its_rule_folded_or_
 
 def test_the_matrix_details_line_is_short():
     assert len(sections.MATRIX_DETAILS.split()) <= 10
+
+
+def ten_times_faster(model, dataset, setting, responses, proj, layers):
+    """None CoT ten times Detailed CoT over the layers (geometric mean), more so early than late."""
+    if setting != "none":
+        return np.ones(len(layers))
+    return 10.0 * np.exp(0.05 * (layers.mean() - layers))
+
+
+@pytest.fixture(scope="module")
+def ten_times():
+    conditions = [(d, s, "correct") for d in ("aqua", "gsm8k") for s in ("none", "detailed")]
+    rows = make_results(conditions, {"m": ("base", 18)}, n_samples=12, curve=ten_times_faster, sample_sd=0.1)
+    found = checks.run_checks(all_curve_draws(rows, ["m"], ("nuclear_norm",), n_resamples=200), ["F1"])
+    return checks.findings_table(found), checks.part_table(found)
+
+
+def test_a_matrix_cell_prints_its_headline_size_and_its_title_the_rest(ten_times):
+    found, parts = ten_times
+    cells = figures.verdict_cells(found, parts)
+    pooled = cells[cells["pooled"]].iloc[0]
+    assert pooled["verdict"] == "holds" and pooled["part"] == "None / Detailed (all layers) x"
+    assert 9 < pooled["value"] < 11 and pooled["text"] == size_text(pooled["value"], ratio=True)
+    assert pooled["text"].startswith("x")
+    low, high = size_text(pooled["low"], ratio=True), size_text(pooled["high"], ratio=True)
+    assert pooled["title"] == (
+        f"F1, math reasoning (pooled): holds; None / Detailed (all layers) {pooled['text']} [{low}, {high}]; "
+        f"n = {pooled['n']}"
+    )
+    svg = ElementTree.fromstring(figures.verdict_svg(found, parts=parts))
+    titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
+    assert sorted(titles) == sorted(cells["title"]) and len(titles) == len(found)
+    assert svg.get("aria-label") == figures.matrix_label(found) and svg.get("aria-label").startswith("Verdict matrix")
+
+
+def test_a_cell_without_a_size_says_why_and_keeps_its_n():
+    table = pd.DataFrame(
+        [
+            {"check": "F4", "model": "m", "scope": "aqua", "pooled": False, "verdict": "not applicable", "n": 5}
+            | {"numbers": "not applicable: m is not an instruct model", "opposite_sign": False},
+            {"check": "F1", "model": "m", "scope": "aqua", "pooled": False, "verdict": "too few samples", "n": 3}
+            | {"numbers": "", "opposite_sign": False},
+            {"check": "F3", "model": "m", "scope": "aqua", "pooled": False, "verdict": "not resolved", "n": 12}
+            | {"numbers": "", "opposite_sign": True},
+        ]
+    )
+    cells = figures.verdict_cells(table, None)
+    assert list(cells["text"]) == ["n/a", "n=3", "n=12±"]
+    assert cells["title"].iloc[0] == "F4, aqua: not applicable; m is not an instruct model; n = 5"
+    assert cells["title"].iloc[2].startswith("F3, aqua: not resolved; n = 12; ± ")
+
+
+def test_the_fold_names_each_headline_and_gives_n_per_cell(ten_times):
+    found, parts = ten_times
+    note = verdicts.matrix_note(found, "test", None, parts=parts)
+    assert "Number in a cell: the size of its check's headline part (F1: None / Detailed (all layers))" in note
+    assert "hovering over a cell" in note and "the table below gives n" in note
+    counts = figures.instruction_counts(found)
+    assert list(counts.columns) == ["model", "check", "math reasoning (pooled)", "aqua", "gsm8k"]
+    assert counts.iloc[0].tolist() == ["m", "F1", *[str(n) for n in found["n"]]]

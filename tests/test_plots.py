@@ -12,7 +12,17 @@ from synthetic import make_results, reasoning_conditions
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.metrics import layer_curves
 from analysis.report.figures import curves_and_bands
-from analysis.report.plots import condition_title, curve_grid, forest, model_grid, verdict_matrix
+from analysis.report.plots import (
+    COLUMN_INCHES,
+    MATRIX_FONT,
+    cell_titles,
+    condition_title,
+    curve_grid,
+    forest,
+    model_grid,
+    titled_svg,
+    verdict_matrix,
+)
 
 CONDITIONS = ["aqua/none/correct", "aqua/simplified/correct", "aqua/detailed/correct"]
 
@@ -117,6 +127,56 @@ def test_verdict_matrix_marks_a_check_that_does_not_apply():
     assert not_applicable.get_facecolor()[:3] != unresolved.get_facecolor()[:3]
     assert "n/a" in [t.get_text() for t in fig.axes[0].texts]
     assert "not applicable" in [t.get_text() for t in fig.legends[0].get_texts()]
+
+
+def test_verdict_matrix_prints_each_cells_text_and_n_where_it_has_none():
+    table = pd.DataFrame(
+        {
+            "model": ["a", "a", "a"],
+            "check": ["F1", "F2", "F4"],
+            "scope": ["aqua", "aqua", "aqua"],
+            "verdict": ["holds", "not resolved", "not applicable"],
+            "n": [10, 5, 5],
+            "opposite_sign": [False, True, False],
+            "text": ["x10.4", None, None],
+        }
+    )
+    fig = verdict_matrix(table, ["F1", "F2", "F4"], ["aqua"])
+    assert [t.get_text() for t in fig.axes[0].texts] == ["x10.4", "5±", "n/a"]
+    assert min(t.get_fontsize() for t in fig.axes[0].texts) >= 8
+
+
+def test_the_matrix_as_svg_has_one_title_per_cell_and_scales_to_its_column():
+    from xml.etree import ElementTree
+
+    table = pd.DataFrame(
+        {
+            "model": ["a", "a", "b"],
+            "check": ["F1", "F4", "F1"],
+            "scope": ["aqua", "aqua", "aqua"],
+            "verdict": ["holds", "not applicable", "too few samples"],
+            "n": [10, 5, 3],
+            "title": ["F1 holds; n = 10", "F4 does not apply; n = 5", "F1 too few; n = 3"],
+        }
+    )
+    fig = verdict_matrix(table, ["F1", "F4"], ["aqua"])
+    svg = titled_svg(fig, cell_titles(table), label="Verdict matrix of F1 and F4")
+    root = ElementTree.fromstring(svg)
+    titles = [t.text for t in root.iter("{http://www.w3.org/2000/svg}title")]
+    assert sorted(titles) == sorted(table["title"])
+    assert root.get("role") == "img" and root.get("aria-label").startswith("Verdict matrix")
+    assert root.get("width") == "100%" and root.get("height") is None and root.get("viewBox")
+    assert titled_svg(fig, cell_titles(table), label="Verdict matrix of F1 and F4") == svg  # no date, fixed ids
+
+
+def test_the_matrix_is_legible_at_its_columns_width():
+    scopes = ["math_reasoning", "commonsense_reasoning", "wiki_knowledge", *[f"d{k}" for k in range(10)]]
+    table = pd.DataFrame(
+        {"model": "a", "check": "F1", "scope": scopes, "verdict": "holds", "n": 1000, "text": "x10.4±"}
+    )
+    fig = verdict_matrix(table, ["F1", "F2", "F3"], scopes)
+    assert fig.get_size_inches()[0] <= COLUMN_INCHES  # drawn no wider than the column: never shrunk
+    assert min(MATRIX_FONT.values()) >= 8
 
 
 def test_forest_one_row_per_estimate():

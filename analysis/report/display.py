@@ -100,6 +100,14 @@ def show_markdown(text: str) -> None:
         _emit(Markdown(text))
 
 
+def show_html(text: str) -> None:
+    """Display generated HTML (a figure as inline SVG) in a notebook."""
+    from IPython.display import HTML
+
+    if text:
+        _emit(HTML(text))
+
+
 # The metadata of the output after which an executed page has nothing more to show.
 PAGE_ENDS = "analysis-page-ends"
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
@@ -12,9 +13,11 @@ from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws, t_band
 from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, selected
 from analysis.findings.pooling import scope_rank
-from analysis.findings.rules import Role
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, Role
 from analysis.report import plots
 from analysis.report.load import figure_note
+from analysis.report.reproduction import headline_cells, size_text, sized
+from analysis.report.verdicts import scope_text, verdict_counts
 
 
 def curves_and_bands(draws: dict[str, CurveDraws]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -157,28 +160,129 @@ def verdict_figure(
     table: pd.DataFrame,
     note: str | None = None,
     *,
+    parts: pd.DataFrame | None = None,
     pairs: dict[str, str] | None = None,
     registry: Registry = REGISTRY,
 ) -> Figure | None:
     """The verdict matrix: check x scope (families first, then datasets), one panel per model; the
-    checks in the registry's order.
+    checks in the registry's order, each cell printing ``verdict_cells``' text (its headline size
+    where ``parts``, the findings' part table, give one).
 
     ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs (F4) says
     it is decided on its instruct model.
     """
     if table.empty:
         return None
-    scopes = sorted(table["scope"].unique(), key=scope_rank)
-    checks = [c for c in all_ids(registry) if c in set(table["check"])]
-    labels = {s: vocabulary.scope_label(s) + (" (pooled)" if s in vocabulary.FAMILY_DATASETS else "") for s in scopes}
+    return _matrix(verdict_cells(table, parts, registry), note=note, pairs=pairs, registry=registry)
+
+
+def verdict_svg(
+    table: pd.DataFrame,
+    *,
+    parts: pd.DataFrame | None = None,
+    pairs: dict[str, str] | None = None,
+    registry: Registry = REGISTRY,
+) -> str | None:
+    """The verdict matrix (``verdict_figure``) as inline SVG that fits its column: hovering a cell
+    shows its verdict, headline size with interval, and n; its accessible name (``matrix_label``)
+    counts the verdicts."""
+    if table.empty:
+        return None
+    cells = verdict_cells(table, parts, registry)
+    fig = _matrix(cells, note=None, pairs=pairs, registry=registry)
+    svg = plots.titled_svg(fig, plots.cell_titles(cells), label=matrix_label(cells, registry))
+    plt.close(fig)
+    return svg
+
+
+def _matrix(cells: pd.DataFrame, *, note: str | None, pairs: dict[str, str] | None, registry: Registry) -> Figure:
+    """The matrix figure of ``verdict_cells``' table."""
+    scopes = _matrix_scopes(cells)
+    checks = _matrix_checks(cells, registry)
     row_notes = {
         (base, check.id): f"decided on its instruct model ({instruct})"
         for check in selected(checks, registry)
         if check.scope == PER_PAIR
         for instruct, base in (pairs or {}).items()
-        if instruct in set(table.loc[table["check"] == check.id, "model"]) and base in set(table["model"])
+        if instruct in set(cells.loc[cells["check"] == check.id, "model"]) and base in set(cells["model"])
     }
-    return plots.verdict_matrix(table, checks, scopes, scope_labels=labels, note=note, row_notes=row_notes)
+    labels = {s: scope_text(s, True) for s in scopes}
+    return plots.verdict_matrix(cells, checks, scopes, scope_labels=labels, note=note, row_notes=row_notes)
+
+
+def _matrix_scopes(table: pd.DataFrame) -> list[str]:
+    """The matrix's columns: families first, then datasets in the book's order."""
+    return sorted(table["scope"].unique(), key=scope_rank)
+
+
+def _matrix_checks(table: pd.DataFrame, registry: Registry) -> list[str]:
+    """The matrix's rows: the checks of ``table`` in the registry's order."""
+    return [c for c in all_ids(registry) if c in set(table["check"])]
+
+
+def verdict_cells(table: pd.DataFrame, parts: pd.DataFrame | None, registry: Registry = REGISTRY) -> pd.DataFrame:
+    """The findings with what each matrix cell prints (column text) and its hover text (title),
+    from each cell's headline part (``reproduction.headline_cells``; none without ``parts``)."""
+    if parts is not None and len(parts) and "pooled" in table.columns:
+        cells = headline_cells(table, parts, registry)
+    else:
+        cells = table.assign(part="", value=np.nan, low=np.nan, high=np.nan)
+    rows = [row for _, row in cells.iterrows()]
+    return cells.assign(text=[_cell_text(row) for row in rows], title=[_cell_title(row) for row in rows])
+
+
+def _cell_text(row: pd.Series) -> str:
+    """A cell's text: "n/a" where the check does not apply; the headline size where the verdict is
+    decided; else (not resolved, too few samples, no headline) its n, as "n=12"; "±" after it where
+    the paper's mean nuclear norm and the geometric mean differ in sign."""
+    if row["verdict"] == NOT_APPLICABLE:
+        return "n/a"
+    if row["verdict"] in (HOLDS, FAILS) and pd.notna(row["value"]):
+        text = size_text(row["value"], ratio=_is_ratio(row["part"]))
+    else:
+        text = f"n={int(row['n'])}"
+    return text + ("±" if row.get("opposite_sign", False) else "")
+
+
+def _cell_title(row: pd.Series) -> str:
+    """A cell's hover text, e.g. "F1, math reasoning (pooled): holds; None / Detailed (all layers)
+    x10.4 [x6.1, x17.2]; n = 10" (where the check does not apply, why instead of the size)."""
+    pieces = [f"{row['check']}, {scope_text(row['scope'], True)}: {row['verdict']}"]
+    if row["verdict"] == NOT_APPLICABLE and row.get("numbers"):
+        pieces.append(str(row["numbers"]).removeprefix(f"{NOT_APPLICABLE}: "))
+    elif pd.notna(row["value"]):
+        pieces.append(f"{str(row['part']).removesuffix(' x')} {sized(row)}")
+    pieces.append(f"n = {int(row['n'])}")
+    if row.get("opposite_sign", False):
+        pieces.append("± the paper's mean nuclear norm and the geometric mean differ in sign")
+    return "; ".join(pieces)
+
+
+def _is_ratio(part: object) -> bool:
+    return str(part).endswith(" x")
+
+
+def matrix_label(table: pd.DataFrame, registry: Registry = REGISTRY) -> str:
+    """The matrix's accessible name, from its findings: which checks, which models, how the cells went."""
+    checks = ", ".join(_matrix_checks(table, registry))
+    models = " and ".join(dict.fromkeys(table["model"]))
+    return f"Verdict matrix of {checks} for {models}, pooled per family and per dataset; cells: {verdict_counts(table)}"
+
+
+def instruction_counts(table: pd.DataFrame, registry: Registry = REGISTRY) -> pd.DataFrame:
+    """The instructions behind each cell of the verdict matrix (n): one row per model and check,
+    one column per scope as the matrix orders and names them, blank where it has no cell."""
+    scopes = _matrix_scopes(table)
+    rows = []
+    for model in dict.fromkeys(table["model"]):
+        mine = table[table["model"] == model]
+        for check in _matrix_checks(mine, registry):
+            n = dict(zip(mine.loc[mine["check"] == check, "scope"], mine.loc[mine["check"] == check, "n"]))
+            rows.append(
+                {"model": model, "check": check}
+                | {scope_text(s, True): str(int(n[s])) if s in n else "" for s in scopes}
+            )
+    return pd.DataFrame(rows)
 
 
 def part_forest(

@@ -139,6 +139,17 @@ def model_grid(
     return _grid(rows, conditions, curves, bands, note=note)
 
 
+# The verdict matrix's type sizes (points): at least 8 where the figure is shown at its column's width.
+MATRIX_FONT = {"cell": 9, "check": 10, "scope": 9, "title": 10, "legend": 9, "row_note": 9}
+# The width of a page's column at a 1280 px window (676 px, 96 px an inch): the matrix is drawn that
+# wide, so that shown at its column's width it keeps its type sizes; its cells share what is left
+# beside the check labels.
+COLUMN_INCHES = 7.0
+ROW_INCHES = 0.42  # the height of a row of cells
+LEGEND_INCHES = 0.35  # the legend's row above the panels
+CELL_ID = "verdict-cell-{}"  # the SVG id of a cell: its row's position in the matrix's table
+
+
 def verdict_matrix(
     table: pd.DataFrame,
     checks: Sequence[str],
@@ -149,26 +160,44 @@ def verdict_matrix(
     row_notes: dict[tuple[str, str], str] | None = None,
 ) -> Figure:
     """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
-    not covered), the number of instructions behind each verdict in its cell, followed by "±" where
-    the paper's mean nuclear norm and the geometric mean differ in sign (column opposite_sign).
+    not covered), each cell's text in it (column text, e.g. its headline size; else the number of
+    instructions behind the verdict, followed by "±" where the paper's mean nuclear norm and the
+    geometric mean differ in sign, column opposite_sign). Each cell's patch has the SVG id
+    ``CELL_ID`` of its row's position in ``table`` (``cell_titles``).
 
     `table`: findings with columns check, model, scope, verdict, n. `row_notes`: (model, check) ->
     a line written across that row instead of cells (e.g. a check decided on another model).
     """
+    table = table.assign(_id=[CELL_ID.format(k) for k in range(len(table))])
     models = list(dict.fromkeys(table["model"]))
     labels = [(scope_labels or {}).get(s, s) for s in scopes]
-    width = max(5.0, 0.55 * len(scopes) + 1.5)
-    fig, axes = plt.subplots(
-        len(models), 1, figsize=(width, (0.4 * len(checks) + 1.9) * len(models) + 0.4), squeeze=False
-    )
+    height = (ROW_INCHES * len(checks) + 2.0) * len(models) + 0.4
+    fig, axes = plt.subplots(len(models), 1, figsize=(COLUMN_INCHES, height), squeeze=False)
     for ax, model in zip(axes[:, 0], models):
         _verdict_cells(ax, table[table["model"] == model].set_index(["check", "scope"]), checks, scopes)
         for i, check in enumerate(checks):
             text = (row_notes or {}).get((model, check))
             if text:
-                ax.text(0.05, i + 0.45, text, ha="left", va="center", fontsize=7, style="italic", color="#555555")
+                ax.text(
+                    0.05,
+                    i + 0.45,
+                    text,
+                    ha="left",
+                    va="center",
+                    fontsize=MATRIX_FONT["row_note"],
+                    style="italic",
+                    color="#555555",
+                )
         _grid_axes(ax, checks, labels, model)
-    shown = [v for v in VERDICT_COLOURS if v in set(table["verdict"]) or v not in VERDICT_HATCHES]
+    _verdict_legend(fig, set(table["verdict"]))
+    bottom = add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 1 - LEGEND_INCHES / height))
+    return fig
+
+
+def _verdict_legend(fig: Figure, verdicts: set[str]) -> None:
+    """The colours of the verdicts over the panels (a hatched one only where some cell has it)."""
+    shown = [v for v in VERDICT_COLOURS if v in verdicts or v not in VERDICT_HATCHES]
     handles = [
         plt.Rectangle(
             (0, 0),
@@ -180,14 +209,21 @@ def verdict_matrix(
         )
         for v in shown
     ]
-    fig.legend(handles, shown, loc="upper center", ncol=len(handles), fontsize=8, frameon=False)
-    bottom = add_note(fig, note)
-    fig.tight_layout(rect=(0, bottom, 1, 0.97))
-    return fig
+    fig.legend(handles, shown, loc="upper center", ncol=len(handles), fontsize=MATRIX_FONT["legend"], frameon=False)
+
+
+def cell_text(row: pd.Series) -> str:
+    """What a matrix cell prints: its column text where the table has one, else "n/a" where the
+    check does not apply, else the number of instructions and "±" where column opposite_sign says."""
+    if isinstance(row.get("text"), str):
+        return row["text"]
+    if row["verdict"] in VERDICT_HATCHES:
+        return "n/a"
+    return str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
 
 
 def _verdict_cells(ax, rows: pd.DataFrame, checks: Sequence[str], scopes: Sequence[str]) -> None:
-    """One model's cells: coloured by verdict, with the number of instructions (and "±") or "n/a"."""
+    """One model's cells: coloured by verdict, with their text (``cell_text``) and their SVG ids."""
     for i, check in enumerate(checks):
         for j, scope in enumerate(scopes):
             if (check, scope) not in rows.index:
@@ -195,19 +231,18 @@ def _verdict_cells(ax, rows: pd.DataFrame, checks: Sequence[str], scopes: Sequen
             row = rows.loc[(check, scope)]
             verdict = row["verdict"]
             hatch = VERDICT_HATCHES.get(verdict)
-            ax.add_patch(
-                plt.Rectangle(
-                    (j, i),
-                    0.94,
-                    0.9,
-                    facecolor=VERDICT_COLOURS[verdict],
-                    edgecolor="#6a3d9a" if hatch else "none",
-                    hatch=hatch,
-                    lw=0.8 if hatch else 0,
-                )
+            patch = plt.Rectangle(
+                (j, i),
+                0.94,
+                0.9,
+                facecolor=VERDICT_COLOURS[verdict],
+                edgecolor="#6a3d9a" if hatch else "none",
+                hatch=hatch,
+                lw=0.8 if hatch else 0,
             )
-            label = "n/a" if hatch else str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
-            ax.text(j + 0.47, i + 0.45, label, ha="center", va="center", fontsize=7)
+            patch.set_gid(row["_id"])
+            ax.add_patch(patch)
+            ax.text(j + 0.47, i + 0.45, cell_text(row), ha="center", va="center", fontsize=MATRIX_FONT["cell"])
 
 
 def _grid_axes(ax, checks: Sequence[str], labels: list[str], model: str) -> None:
@@ -215,13 +250,50 @@ def _grid_axes(ax, checks: Sequence[str], labels: list[str], model: str) -> None
     ax.set_xlim(0, len(labels))
     ax.set_ylim(len(checks), 0)
     ax.set_xticks(np.arange(len(labels)) + 0.47)
-    ax.set_xticklabels(labels, rotation=60, ha="right", fontsize=8)
+    ax.set_xticklabels(labels, rotation=60, ha="right", rotation_mode="anchor", fontsize=MATRIX_FONT["scope"])
     ax.set_yticks(np.arange(len(checks)) + 0.45)
-    ax.set_yticklabels(checks, fontsize=9)
-    ax.set_title(model, fontsize=9)
+    ax.set_yticklabels(checks, fontsize=MATRIX_FONT["check"])
+    ax.set_title(model, fontsize=MATRIX_FONT["title"])
     ax.tick_params(length=0)
     for side in ax.spines.values():
         side.set_visible(False)
+
+
+def cell_titles(table: pd.DataFrame) -> dict[str, str]:
+    """The hover text of each cell of ``verdict_matrix(table, ...)`` by its SVG id: column title."""
+    return {CELL_ID.format(k): str(title) for k, title in enumerate(table["title"])}
+
+
+SVG = "http://www.w3.org/2000/svg"
+
+
+def titled_svg(fig: Figure, titles: dict[str, str], *, label: str) -> str:
+    """A figure as inline SVG (HTML) that scales to its column's width: the group of each id in
+    ``titles`` carries that text as its title (shown on hover), and the figure ``label`` as its
+    accessible name. Deterministic: no metadata, ids salted by the label."""
+    import io
+    from xml.etree import ElementTree
+
+    buffer = io.BytesIO()
+    with plt.rc_context({"svg.hashsalt": label, "svg.fonttype": "path"}):
+        fig.savefig(buffer, format="svg", bbox_inches="tight", metadata={"Date": None})
+    ElementTree.register_namespace("", SVG)
+    ElementTree.register_namespace("xlink", "http://www.w3.org/1999/xlink")
+    root = ElementTree.fromstring(buffer.getvalue())
+    for metadata in root.findall(f"{{{SVG}}}metadata"):
+        root.remove(metadata)
+    for group in root.iter(f"{{{SVG}}}g"):
+        title = titles.get(group.get("id", ""))
+        if title is not None:
+            element = ElementTree.Element(f"{{{SVG}}}title")
+            element.text = title
+            group.insert(0, element)
+    root.attrib.pop("height", None)
+    root.set("width", "100%")
+    root.set("style", "height: auto; display: block;")
+    root.set("role", "img")
+    root.set("aria-label", label)
+    return ElementTree.tostring(root, encoding="unicode")
 
 
 def forest(

@@ -24,6 +24,7 @@ from analysis.report.display import (
     collapsed,
     show_figure,
     show_figures,
+    show_html,
     show_last_markdown,
     show_markdown,
     show_table,
@@ -66,13 +67,13 @@ def answers(page: Page, *, scope: str | None = None) -> None:
         show_markdown("The data read here cover none of the checks.")
         _unpaired(page, shown)
         return
-    show_figure(
-        figures.verdict_figure(found, pairs=page.pairs, registry=page.registry),
-        "Verdict matrix: each check per model, pooled per family and per dataset",
-    )
+    parts = page.part_table(shown)
+    show_html(figures.verdict_svg(found, parts=parts, pairs=page.pairs, registry=page.registry) or "")
     show_markdown(verdicts.plain_summary(found, page.registry))
     with collapsed(MATRIX_DETAILS):
-        show_markdown(f"*{verdicts.matrix_note(found, page.params.profile.name, page.note(), page.registry)}*")
+        note = verdicts.matrix_note(found, page.params.profile.name, page.note(), page.registry, parts=parts)
+        show_markdown(f"*{note}*")
+        show_table(figures.instruction_counts(found, page.registry), empty="")
         layers = coverage.layer_note(page.results.rows)
         if layers:
             show_markdown(f"*{layers}.*")
@@ -89,7 +90,7 @@ def answers(page: Page, *, scope: str | None = None) -> None:
     unknown = verdicts.unknown_sentence(found, page.params.results_dir)
     if unknown:
         show_markdown(unknown)  # unfolded too: why a check's cells are n/a, and the command
-    check_figures(page, [c for c in shown if c not in LENGTH_CHECKS], page.part_table(shown))
+    check_figures(page, [c for c in shown if c not in LENGTH_CHECKS], parts)
 
 
 @_with_rows

@@ -11,7 +11,7 @@ from analysis.core.formatting import fmt, per_model
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.checks import REGISTRY, Registry, all_ids, anchor, get
+from analysis.findings.checks import REGISTRY, Registry, all_ids, anchor, get, headline_parts
 from analysis.findings.rules import (
     DECIDED,
     FAILS,
@@ -159,15 +159,28 @@ def power_note(found: pd.DataFrame) -> str:
     )
 
 
-def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None, registry: Registry = REGISTRY) -> str:
-    """The line under the verdict matrix: what each cell's number means, how many "holds" chance
-    alone would give, what lacks power, and which run it is."""
+def matrix_note(
+    found: pd.DataFrame,
+    profile: str | None,
+    note: str | None,
+    registry: Registry = REGISTRY,
+    *,
+    parts: pd.DataFrame | None = None,
+) -> str:
+    """The line under the verdict matrix: what each cell's number means (its check's headline part,
+    named from ``parts``), where n is, how many "holds" chance alone would give, what lacks power,
+    and which run it is."""
+    names = _headline_names(found, parts, registry)
     text = (
-        f"Number in a cell: instructions behind the verdict (fewest over its parts); verdicts need at least "
-        f"{MIN_VERDICT_SAMPLES} in every dataset behind a part. A hatched cell (n/a): the check does not apply "
-        f"here (to these models, or where its precondition is not established), or cannot be computed (A1 where "
-        f"the {TOKENS_UNKNOWN}); its numbers say why. A number followed by ± : the paper's mean nuclear norm and the geometric mean (which "
-        f"decides) differ in sign in some part of the cell. {false_holds_note(found, registry=registry)}"
+        f"Number in a cell: the size of its check's headline part{f' ({names})' if names else ''}; x10.4 is a "
+        "ratio of 10.4, +13% one of 1.13. A grey or orange cell prints instead n, the instructions behind its "
+        'verdict ("n=12", fewest over its parts); hovering over a cell shows its verdict, its size with the 95% '
+        "interval and n, and the table below gives n for every cell. Verdicts need at least "
+        f"{MIN_VERDICT_SAMPLES} instructions in every dataset behind a part. A hatched cell (n/a): the check does "
+        "not apply here (to these models, or where its precondition is not established), or cannot be computed "
+        f"(A1 where the {TOKENS_UNKNOWN}); its numbers say why. A number followed by ± : the paper's mean nuclear "
+        "norm and the geometric mean (which decides) differ in sign in some part of the cell. "
+        f"{false_holds_note(found, registry=registry)}"
     )
     power = power_note(found)
     if power:
@@ -175,6 +188,21 @@ def matrix_note(found: pd.DataFrame, profile: str | None, note: str | None, regi
     if profile:
         text += f" Profile: {profile}."
     return text + (f" {note}." if note else "")
+
+
+def _headline_names(found: pd.DataFrame, parts: pd.DataFrame | None, registry: Registry) -> str:
+    """ "F1: None / Detailed (all layers); F2: ..." — each check's headline part in the matrix by
+    name (names that differ between cells joined by "or"); "" without parts."""
+    if parts is None or parts.empty or found.empty:
+        return ""
+    heads = headline_parts(parts, registry)
+    heads = heads.merge(found[["check", "model", "scope", "pooled"]], on=["check", "model", "scope", "pooled"])
+    names = []
+    for check in all_ids(registry):
+        mine = dict.fromkeys(str(p).removesuffix(" x") for p in heads.loc[heads["check"] == check, "part"])
+        if mine:
+            names.append(f"{check}: {' or '.join(mine)}")
+    return "; ".join(names)
 
 
 def unknown_sentence(found: pd.DataFrame, store) -> str:
