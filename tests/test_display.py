@@ -49,3 +49,12 @@ def test_a_collapsed_block_folds_its_tables_and_figures_under_one_line(monkeypat
     assert len(shown) == 1  # an empty block shows nothing
     display.show_markdown("after")
     assert isinstance(shown[-1], ipd.Markdown)  # outside a block, outputs show as before
+
+
+def test_a_table_wraps_to_the_column_but_never_inside_an_interval():
+    table = pd.DataFrame({"scope": ["aqua"], "AUROC": ["0.75 [0.0201, 0.998]"], "n": [5], "note": ["x <= 1, y"]})
+    html = display.styled_table(table).to_html()
+    assert "0.75 [0.0201,\u00a00.998]" in html  # a break only between the estimate and its interval
+    assert "x &lt;= 1, y" in html  # text without an interval is left as it is
+    assert "white-space: normal" in html and html.count("white-space: nowrap") == 1  # the first column only
+    assert display.unbroken_intervals(3) == 3

@@ -441,6 +441,10 @@ def test_benchmark_table(tmp_path):
     assert table.loc[1, "project / floor"] == "1.25 (target <= 1.1: missed)"
     assert table.loc[0, "cached load s"] == "2.50 (target < 5: met)"
     assert "1.25 (target &lt;= 1.1: missed)" in styled_table(table).to_html()
+    seconds, rest = provenance.benchmark_parts(table)  # two tables, each narrow enough for the page
+    assert list(seconds.columns[:2]) == list(rest.columns[:2]) == ["model", "case"]
+    assert set(seconds.columns) | set(rest.columns) == set(table.columns) and len(rest.columns) <= 7
+    assert provenance.benchmark_parts(None) == [None]
 
 
 def test_data_check_tables(tmp_path, study_data_dir):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import pandas as pd
@@ -12,8 +12,10 @@ from matplotlib.figure import Figure
 
 # Columns left out of a displayed table when they hold one value, which is named above it instead.
 CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "n_folds")
-# Long text columns that wrap (every other column keeps each cell on one line).
-WRAP_COLUMNS = ("numbers", "note", "claim")
+# A displayed table's cells: small type, and wrapped where the table would be wider than the column.
+CELL = "font-size: 0.8em; padding: 0.15em 0.5em; white-space: normal;"
+# An interval "[low, high]" in a cell: it stays on one line where a narrow column wraps the cell.
+INTERVAL = re.compile(r"\[([^\[\],]*), ([^\[\]]*)\]")
 
 
 # A table longer than this is shown as an interactive table (sortable, searchable, paged) where
@@ -36,8 +38,16 @@ def interactive_html(table: pd.DataFrame) -> str | None:
     if not _itables_ready:
         itables.init_notebook_mode(all_interactive=False, connected=False)
         _itables_ready = True
+    # autoWidth off: DataTables measures its columns when it starts, inside a fold still closed,
+    # and those widths hold the table wider than the page; the browser's own layout fits it.
     return itables.to_html_datatable(
-        table, connected=False, showIndex=False, classes="display compact", maxBytes=0, allow_html=False
+        table,
+        connected=False,
+        showIndex=False,
+        classes="display compact",
+        maxBytes=0,
+        allow_html=False,
+        autoWidth=False,
     )
 
 
@@ -172,21 +182,36 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
         _emit(HTML(interactive) if interactive else styled_table(shown))
 
 
+def column_parts(table: pd.DataFrame, *, keys: Sequence[str], first: Sequence[str]) -> list[pd.DataFrame]:
+    """A table too wide for the page as two: the columns ``keys`` that name a row with the columns
+    ``first``, then ``keys`` with the others (every column shown once, beside its row's keys)."""
+    named = [c for c in table.columns if c in keys]
+    front = [c for c in table.columns if c in first and c not in keys]
+    rest = [c for c in table.columns if c not in named and c not in front]
+    return [table[named + front], table[named + rest]]
+
+
+def unbroken_intervals(value):
+    """A cell with each interval "[low, high]" kept on one line (a no-break space after its comma),
+    so that a wrapped cell breaks between the estimate and its interval, not inside the interval."""
+    return INTERVAL.sub("[\\1,\u00a0\\2]", value) if isinstance(value, str) else value
+
+
 def styled_table(table: pd.DataFrame):
-    """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text);
-    long text columns wrap so that the table fits the page."""
+    """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text).
+    Cells and headings wrap where the table would otherwise be wider than the page's column (at
+    spaces, never inside an interval, and never in the first column, which names the row): every
+    table fits the column without scrolling sideways."""
     styled = (
-        table.style.format(escape="html")
+        table.map(unbroken_intervals)
+        .style.format(escape="html")
         .hide(axis="index")
         .set_table_styles(
-            [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.8em; padding: 0.15em 0.5em;"}]
+            [
+                {"selector": "td", "props": f"{CELL} vertical-align: top;"},
+                {"selector": "td.col0", "props": "white-space: nowrap;"},  # a row's name on one line
+                {"selector": "th", "props": f"{CELL} vertical-align: bottom;"},
+            ]
         )
     )
-    wrapped = {
-        c: [{"selector": "td", "props": "white-space: normal; min-width: 14em;"}]
-        for c in WRAP_COLUMNS
-        if c in table.columns
-    }
-    if wrapped:
-        styled = styled.set_table_styles(wrapped, overwrite=False)
     return styled.set_table_attributes('style="margin-left: 0"')
