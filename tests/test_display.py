@@ -51,10 +51,13 @@ def test_a_collapsed_block_folds_its_tables_and_figures_under_one_line(monkeypat
     assert isinstance(shown[-1], ipd.Markdown)  # outside a block, outputs show as before
 
 
-def test_a_table_wraps_to_the_column_but_never_inside_an_interval():
-    table = pd.DataFrame({"scope": ["aqua"], "AUROC": ["0.75 [0.0201, 0.998]"], "n": [5], "note": ["x <= 1, y"]})
+def test_a_table_wraps_to_the_column_but_never_inside_an_interval_or_a_short_cell():
+    long = "unidentified: length and setting <= 1"
+    table = pd.DataFrame({"scope": ["aqua"], "AUROC": ["0.75 [0.0201, 0.998]"], "n": [5], "note": [long]})
     html = display.styled_table(table).to_html()
     assert "0.75 [0.0201,\u00a00.998]" in html  # a break only between the estimate and its interval
-    assert "x &lt;= 1, y" in html  # text without an interval is left as it is
-    assert "white-space: normal" in html and html.count("white-space: nowrap") == 1  # the first column only
+    assert "unidentified: length and setting &lt;= 1" in html  # a long text wraps at its spaces
+    assert display.short("None CoT") and not display.short("too few samples") and not display.short(3)
+    assert "white-space: normal" in html and "td.short" in html  # short texts and the first column on one line
+    assert 'class="data row0 col0 short"' in html and 'class="data row0 col3" ' in html
     assert display.unbroken_intervals(3) == 3

@@ -257,4 +257,4 @@ def loss_convention_section(page: Page) -> None:
         )
 
     show_markdown(per_model(table, say))
-    show_table(table.drop(columns=["_mean", "_sum"]), by=None)
+    show_table(table.drop(columns=["_mean", "_sum"]))

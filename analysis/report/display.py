@@ -16,6 +16,7 @@ CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "
 CELL = "font-size: 0.8em; padding: 0.15em 0.5em; white-space: normal;"
 # An interval "[low, high]" in a cell: it stays on one line where a narrow column wraps the cell.
 INTERVAL = re.compile(r"\[([^\[\],]*), ([^\[\]]*)\]")
+SHORT_CELL = 8  # a cell of text this short, without an interval, stays on one line ("None CoT", "1 x 5")
 
 
 # A table longer than this is shown as an interactive table (sortable, searchable, paged) where
@@ -197,19 +198,27 @@ def unbroken_intervals(value):
     return INTERVAL.sub("[\\1,\u00a0\\2]", value) if isinstance(value, str) else value
 
 
+def short(value) -> bool:
+    """Whether a cell is a short text without an interval ("None CoT"), kept on one line so
+    that the long cells and the headings take the wrapping."""
+    return isinstance(value, str) and "[" not in value and len(value) <= SHORT_CELL
+
+
 def styled_table(table: pd.DataFrame):
     """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text).
-    Cells and headings wrap where the table would otherwise be wider than the page's column (at
-    spaces, never inside an interval, and never in the first column, which names the row): every
-    table fits the column without scrolling sideways."""
+    Long cells and headings wrap where the table would otherwise be wider than the page's column
+    (at spaces, never inside an interval, a short cell or the first column, which names the row):
+    every table fits the column without scrolling sideways."""
+    table = table.reset_index(drop=True)
     styled = (
         table.map(unbroken_intervals)
         .style.format(escape="html")
         .hide(axis="index")
+        .set_td_classes(table.map(lambda v: "short" if short(v) else ""))
         .set_table_styles(
             [
                 {"selector": "td", "props": f"{CELL} vertical-align: top;"},
-                {"selector": "td.col0", "props": "white-space: nowrap;"},  # a row's name on one line
+                {"selector": "td.col0, td.short", "props": "white-space: nowrap;"},  # a row's name, a short text
                 {"selector": "th", "props": f"{CELL} vertical-align: bottom;"},
             ]
         )

@@ -153,9 +153,11 @@ def decomposition_section(page: Page, contrast: str) -> None:
         show_markdown(f"Not split for {', '.join(unknown)}: {averaging.TOKENS_UNKNOWN}; add them with `{command}`.")
     if table.empty:
         return
-    show_markdown("Each norm's gap and its parts, mean over layers and datasets (natural log):")
-    for shown in mean_tables(table):
-        show_table(shown, by=None)
+    gaps, parts = mean_tables(table)
+    show_markdown("Each norm's gap, mean over layers and datasets (natural log):")
+    show_table(gaps, by=None)
+    show_markdown("Its parts, the same means:")
+    show_table(parts, by=None)
     unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
     imported = set(imported_models(page.results.rows))
     for models, released in (
