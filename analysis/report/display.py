@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 # Columns left out of a displayed table when they hold one value, which is named above it instead.
 CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "n_folds")
 # A displayed table's cells: small type, and wrapped where the table would be wider than the column.
-CELL = "font-size: 0.8em; padding: 0.15em 0.5em; white-space: normal;"
+CELL = "font-size: 0.8em; padding: 0.15em 0.4em; white-space: normal;"
 # An interval "[low, high]" in a cell: it stays on one line where a narrow column wraps the cell.
 INTERVAL = re.compile(r"\[([^\[\],]*), ([^\[\]]*)\]")
 SHORT_CELL = 8  # a cell of text this short, without an interval, stays on one line ("None CoT", "1 x 5")
