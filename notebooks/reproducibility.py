@@ -98,7 +98,7 @@ data_check = provenance.data_check_table(params.conditions, params.data_dir)
 show_markdown(provenance.data_check_sentence(data_check))
 
 # %% tags=["remove-input", "hide-output"]
-show_table(data_check)
+show_table(provenance.data_check_shown(data_check))
 
 # %% [markdown]
 # ## Run times

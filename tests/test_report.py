@@ -453,6 +453,9 @@ def test_data_check_tables(tmp_path, study_data_dir):
     assert provenance.data_check_sentence(missing).startswith("0 of 2 data files match")
     present = provenance.data_check_table(["aqua/none/correct", "wiki/len100/irrelevant"], study_data_dir)
     assert provenance.data_check_sentence(present) == "2 of 2 data files match their published sha256."
+    shown = provenance.data_check_shown(present)  # condition and file in one column, which wraps between them
+    assert list(shown.columns) == ["condition: file", "sha256 (first 16)", "status"]
+    assert shown["condition: file"].iloc[0] == f"aqua/none/correct: {present['file'].iloc[0]}"
 
 
 def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(tmp_path, monkeypatch):

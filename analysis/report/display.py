@@ -179,7 +179,7 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
         if key is not None or notes:
             _emit(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
         shown = part.drop(columns=constant)
-        interactive = interactive_html(shown) if len(shown) > INTERACTIVE_ROWS else None
+        interactive = interactive_html(shown.map(unbroken_intervals)) if len(shown) > INTERACTIVE_ROWS else None
         _emit(HTML(interactive) if interactive else styled_table(shown))
 
 

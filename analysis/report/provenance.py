@@ -121,6 +121,19 @@ def data_check_table(conditions: Sequence[str], data_dir=None) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def data_check_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The data check as the page shows it: each condition and its file in one column ("condition:
+    file", which wraps between the two), so that two long names side by side do not make the table
+    wider than the page."""
+    if table.empty:
+        return table
+    joined = [f"{c}: {f}" for c, f in zip(table["condition"], table["file"])]
+    return pd.concat(
+        [pd.DataFrame({"condition: file": joined}, index=table.index), table.drop(columns=["condition", "file"])],
+        axis=1,
+    )
+
+
 def data_check_sentence(table: pd.DataFrame) -> str:
     """Markdown: how many data files match their published sha256."""
     if table.empty:
