@@ -65,7 +65,7 @@ if origin_of_numbers:
     show_markdown(f"*{origin_of_numbers}.*")
 
 # %% tags=["remove-input", "hide-output"]
-show_table(provenance.imports_table(runs), empty="", by=None)
+show_table(provenance.imports_table(runs), empty="")
 
 # %% [markdown]
 # ## Models

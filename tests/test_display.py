@@ -61,3 +61,14 @@ def test_a_table_wraps_to_the_column_but_never_inside_an_interval_or_a_short_cel
     assert "white-space: normal" in html and "td.short" in html  # short texts and the first column on one line
     assert 'class="data row0 col0 short"' in html and 'class="data row0 col3" ' in html
     assert display.unbroken_intervals(3) == 3
+
+
+def test_a_long_word_such_as_a_file_path_may_break_and_only_it(monkeypatch):
+    path = "grads_exp/cot_500/gemma2_2b/grads_aqua_train_no_cot.jsonl"
+    table = pd.DataFrame({"model": ["m"], "file": [path], "status": ["matches the published file"]})
+    html = display.styled_table(table).to_html()
+    assert f'class="data row0 col1 {display.LONG_WORD}"' in html and "overflow-wrap: anywhere" in html
+    assert not display.long_word("matches the published file") and not display.long_word("aqua/none/correct")
+    pytest.importorskip("itables")
+    monkeypatch.setattr(display, "_itables_ready", True)
+    assert f'"className": "{display.LONG_WORD}", "targets": [1]' in display.interactive_html(table)
