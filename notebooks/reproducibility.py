@@ -65,7 +65,7 @@ if origin_of_numbers:
     show_markdown(f"*{origin_of_numbers}.*")
 
 # %% tags=["remove-input", "hide-output"]
-show_table(provenance.imports_table(runs), empty="", by=None)
+show_table(provenance.imports_table(runs), empty="")
 
 # %% [markdown]
 # ## Models
@@ -98,7 +98,7 @@ data_check = provenance.data_check_table(params.conditions, params.data_dir)
 show_markdown(provenance.data_check_sentence(data_check))
 
 # %% tags=["remove-input", "hide-output"]
-show_table(data_check)
+show_table(provenance.data_check_shown(data_check))
 
 # %% [markdown]
 # ## Run times
@@ -167,15 +167,16 @@ show_table(provenance.package_table(run, runlog.package_versions()))
 
 # %% tags=["remove-input"]
 benchmark = provenance.benchmark_table(benchmarks) if benchmarks and not imported else None
-show_table(
-    benchmark,
-    empty="This run computed nothing (its numbers are the original study's, imported), so this project's "
-    "extraction benchmark (`make benchmark`) does not describe it."
-    if imported
-    else f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
-    "`make benchmark` writes `benchmarks/results.json`.",
-    by=None,
-)
+for part in provenance.benchmark_parts(benchmark):
+    show_table(
+        part,
+        empty="This run computed nothing (its numbers are the original study's, imported), so this project's "
+        "extraction benchmark (`make benchmark`) does not describe it."
+        if imported
+        else f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
+        "`make benchmark` writes `benchmarks/results.json`.",
+        by=None,
+    )
 
 # %% [markdown]
 # With one other process busy on one core: the project's run, with the torch threads it chooses

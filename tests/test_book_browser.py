@@ -1,5 +1,6 @@
-"""The built book in a real browser: every page loads and fits a 1400 px window, figures are
-decoded, the answers are on the landing page, and no page is a wall of generated text."""
+"""The built book in a real browser: every page loads and fits a 1280 px window, no table or figure is
+cut at the text column or wider than one and a half columns, figures are decoded, the answers are on
+the landing page, and no page is a wall of generated text."""
 
 from pathlib import Path
 
@@ -12,7 +13,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
-WIDTH = 1400
+WIDTH = 1280
 MAX_WORDS = 4000  # reading text of a page: prose and lists, not tables, code or collapsed outputs
 MAX_RESULTS_WORDS = 2500  # the same on a results page (a notebook's): what it shows unfolded
 MAX_LIST_ITEMS = 12
@@ -138,6 +139,49 @@ def test_the_claims_link_to_their_rules_on_the_checks_page(quick_book, browser):
     _open(browser, Path(links[0].removeprefix("file://").split("#")[0]))
     missing = [a for a in anchors if not browser.execute_script(f"return document.getElementById('{a}') !== null")]
     assert missing == [], missing
+
+
+# Every table and figure of a page's article with each <details> opened: its width (a table's
+# scrollWidth, a figure's width as drawn), whether a box around it inside the article clips it (a
+# box that scrolls sideways: a cell's output is as wide as the text inside the article's padding),
+# and the column: the article's clientWidth.
+WIDTHS = """
+document.querySelectorAll('details').forEach(d => { d.open = true; });
+const article = document.querySelector('article.bd-article') || document.querySelector('article');
+const column = article.clientWidth;
+const clipped = (element, width) => {
+    for (let box = element.parentElement; box && box !== article; box = box.parentElement) {
+        if (getComputedStyle(box).overflowX !== 'visible' && box.clientWidth + 1 < width) return true;
+    }
+    return false;
+};
+const items = [];
+article.querySelectorAll('table').forEach(t => {
+    const width = Math.max(t.scrollWidth, t.getBoundingClientRect().width);
+    const head = Array.from(t.querySelectorAll('th')).slice(0, 3).map(h => h.innerText.trim()).join(' | ');
+    items.push(['table ' + head.slice(0, 60), Math.round(width), clipped(t, width)]);
+});
+article.querySelectorAll('img, svg').forEach(i => {
+    if (i.tagName.toLowerCase() === 'svg' && i.parentElement.closest('svg')) return;
+    const shown = i.getBoundingClientRect().width;
+    items.push(['figure ' + (i.getAttribute('alt') || '').slice(0, 60), Math.round(Math.max(i.naturalWidth || 0, shown)),
+                clipped(i, shown)]);
+});
+return [column, items];
+"""
+MAX_COLUMNS = 1.5  # the widest a table or a figure (at the 100 dpi it is drawn at) may be, in columns
+
+
+@pytest.mark.parametrize("name", [*METHOD_PAGES, *profiles.NOTEBOOKS])
+def test_no_table_or_figure_is_cut_at_the_column_or_wider_than_one_and_a_half_columns(quick_book, browser, name):
+    _open(browser, _page(quick_book, name))
+    column, items = browser.execute_script(WIDTHS)
+    assert column > 0, name
+    cut = [(what, width) for what, width, clipped in items if clipped]
+    wide = [(what, width) for what, width, _ in items if width > MAX_COLUMNS * column]
+    assert cut == [] and wide == [], (
+        f"{name} (column {column:.0f} px): cut {cut}, wider than {MAX_COLUMNS} columns {wide}"
+    )
 
 
 def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browser):

@@ -49,3 +49,26 @@ def test_a_collapsed_block_folds_its_tables_and_figures_under_one_line(monkeypat
     assert len(shown) == 1  # an empty block shows nothing
     display.show_markdown("after")
     assert isinstance(shown[-1], ipd.Markdown)  # outside a block, outputs show as before
+
+
+def test_a_table_wraps_to_the_column_but_never_inside_an_interval_or_a_short_cell():
+    long = "unidentified: length and setting <= 1"
+    table = pd.DataFrame({"scope": ["aqua"], "AUROC": ["0.75 [0.0201, 0.998]"], "n": [5], "note": [long]})
+    html = display.styled_table(table).to_html()
+    assert "0.75 [0.0201,\u00a00.998]" in html  # a break only between the estimate and its interval
+    assert "unidentified: length and setting &lt;= 1" in html  # a long text wraps at its spaces
+    assert display.short("None CoT") and not display.short("too few samples") and not display.short(3)
+    assert "white-space: normal" in html and "td.short" in html  # short texts and the first column on one line
+    assert 'class="data row0 col0 short"' in html and 'class="data row0 col3" ' in html
+    assert display.unbroken_intervals(3) == 3
+
+
+def test_a_long_word_such_as_a_file_path_may_break_and_only_it(monkeypatch):
+    path = "grads_exp/cot_500/gemma2_2b/grads_aqua_train_no_cot.jsonl"
+    table = pd.DataFrame({"model": ["m"], "file": [path], "status": ["matches the published file"]})
+    html = display.styled_table(table).to_html()
+    assert f'class="data row0 col1 {display.LONG_WORD}"' in html and "overflow-wrap: anywhere" in html
+    assert not display.long_word("matches the published file") and not display.long_word("aqua/none/correct")
+    pytest.importorskip("itables")
+    monkeypatch.setattr(display, "_itables_ready", True)
+    assert f'"className": "{display.LONG_WORD}", "targets": [1]' in display.interactive_html(table)

@@ -62,14 +62,13 @@ def test_the_plain_summary_of_real_findings_is_three_short_sentences(found_and_p
 def test_the_pooled_answers_are_one_row_per_part(found_and_parts):
     found, parts = found_and_parts
     shown = verdicts.format_parts(parts, found, pooled_only=True)
-    assert list(shown.columns[:9]) == [
+    assert list(shown.columns[:8]) == [
         "model",
         "check",
         "scope",
         "verdict",
         "part",
-        "estimate",
-        "95% interval",
+        "estimate [95% interval]",
         "claim",
         "decides",
     ]
@@ -78,7 +77,7 @@ def test_the_pooled_answers_are_one_row_per_part(found_and_parts):
     assert len(shown) == len(pooled_parts) + (found["pooled"].sum() - len(with_parts))
     assert set(shown["scope"]) == {"math reasoning (pooled)", "wiki"} & set(shown["scope"])
     row = shown[shown["decides"] == "yes"].iloc[0]
-    assert re.fullmatch(r"\[\S+, \S+\]", row["95% interval"]) and row["claim"].split()[0] in (
+    assert re.fullmatch(r"\S+ \[\S+, \S+\]", row["estimate [95% interval]"]) and row["claim"].split()[0] in (
         "above",
         "below",
         "within",

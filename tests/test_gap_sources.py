@@ -148,6 +148,11 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     assert len(pooled) == len(MODELS) and f"A1 **{pooled['verdict'].iloc[0]}**" in text
     assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.no_energy(list(MODELS)) in text
     assert gap_sources.ENERGY_COMMAND in text
+    # the means over layers: the gaps and the parts in two tables narrow enough for the page
+    gaps, parts = [s for s in shown if not isinstance(s, str)][:2]
+    assert list(gaps.columns) == ["model", averaging.LOG_NUCLEAR, averaging.LOG_FROBENIUS, averaging.SCALED_NUCLEAR]
+    labels = {gap_sources.TERM_LABELS[t] for t in averaging.STACKED}
+    assert labels <= set(parts.columns) and len(parts.columns) <= 6 and len(gaps) == len(parts) == len(MODELS)
 
 
 def _with_energy(rows, seed: int = 0, models=None, datasets=None):

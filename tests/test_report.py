@@ -459,6 +459,10 @@ def test_benchmark_table(tmp_path):
     assert table.loc[1, "project / floor"] == "1.25 (target <= 1.1: missed)"
     assert table.loc[0, "cached load s"] == "2.50 (target < 5: met)"
     assert "1.25 (target &lt;= 1.1: missed)" in styled_table(table).to_html()
+    seconds, rest = provenance.benchmark_parts(table)  # two tables, each narrow enough for the page
+    assert list(seconds.columns[:2]) == list(rest.columns[:2]) == ["model", "case"]
+    assert set(seconds.columns) | set(rest.columns) == set(table.columns) and len(rest.columns) <= 7
+    assert provenance.benchmark_parts(None) == [None]
 
 
 def test_data_check_tables(tmp_path, study_data_dir):
@@ -467,6 +471,9 @@ def test_data_check_tables(tmp_path, study_data_dir):
     assert provenance.data_check_sentence(missing).startswith("0 of 2 data files match")
     present = provenance.data_check_table(["aqua/none/correct", "wiki/len100/irrelevant"], study_data_dir)
     assert provenance.data_check_sentence(present) == "2 of 2 data files match their published sha256."
+    shown = provenance.data_check_shown(present)  # condition and file in one column, which wraps between them
+    assert list(shown.columns) == ["condition: file", "sha256 (first 16)", "status"]
+    assert shown["condition: file"].iloc[0] == f"aqua/none/correct: {present['file'].iloc[0]}"
 
 
 def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(tmp_path, monkeypatch):

@@ -89,25 +89,29 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
     if table.empty:
         return None
     models = list(dict.fromkeys(table["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(5.0 * len(models), 3.8), squeeze=False)
+    rows, columns = plots.panel_rows(len(models))
+    fig, axes = plt.subplots(rows, columns, figsize=plots.panels_size(rows, columns, height=2.9), squeeze=False)
+    datasets = list(dict.fromkeys(table["dataset"]))
     colours = plt.get_cmap("tab10")
-    for ax, model in zip(axes[0], models):
+    for ax, model in zip(axes.flat, models):
         mine = table[table["model"] == model]
-        for i, dataset in enumerate(dict.fromkeys(mine["dataset"])):
+        for dataset in dict.fromkeys(mine["dataset"]):
             for gap, style in ((FULL, "--"), (SAME, "-")):
                 line = mine[(mine["dataset"] == dataset) & (mine["gap"] == gap)]
                 if not line.empty:
-                    label = dataset if gap == SAME else None
-                    ax.plot(line["layer"], line["value"], style, color=colours(i), label=label, linewidth=1.4)
+                    colour, label = colours(datasets.index(dataset)), dataset if gap == SAME else None
+                    ax.plot(line["layer"], line["value"], style, color=colour, label=label, linewidth=1.4)
         ax.axhline(0.0, color="black", linewidth=0.8)
-        ax.set_title(model, fontsize=10)
+        ax.set_title(model, fontsize=9)
         ax.set_xlabel("layer", fontsize=9)
-        ax.set_ylabel("log(None / Detailed), nuclear norm", fontsize=9)
         ax.tick_params(labelsize=8)
-    axes[0][0].legend(fontsize=8, title="solid: answer tokens; dashed: every token", title_fontsize=8)
-    bottom = plots.add_note(fig, note)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
-    return fig
+    for ax in axes[:, 0]:
+        ax.set_ylabel("log(None / Detailed), nuclear norm", fontsize=9)
+    first = axes.flat[0]  # the line styles, named once in the legend beside the datasets' colours
+    first.plot([], [], "-", color="black", linewidth=1.4, label="answer tokens alone")
+    first.plot([], [], "--", color="black", linewidth=1.4, label="every response token")
+    plots.drop_unused(axes, len(models))
+    return plots.legend_below(fig, note=note)
 
 
 def _value(parts: pd.DataFrame, name: str) -> str:
@@ -176,7 +180,7 @@ def same_token_section(page: Page) -> None:
         note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
         if note:
             show_markdown(f"A3, {model}: {note}.")
-    show_table(same_token_table(parts), empty="No answer-scored pair is computed here.", by=None)
+    show_table(same_token_table(parts), empty="No answer-scored pair is computed here.")
 
 
 # --------------------------------------------------------------------------- the loss convention
@@ -253,4 +257,4 @@ def loss_convention_section(page: Page) -> None:
         )
 
     show_markdown(per_model(table, say))
-    show_table(table.drop(columns=["_mean", "_sum"]), by=None)
+    show_table(table.drop(columns=["_mean", "_sum"]))

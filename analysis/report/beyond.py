@@ -11,6 +11,7 @@ from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.findings import length
 from analysis.findings.checks import LENGTH_CHECKS
+from analysis.report.display import column_parts
 
 # --------------------------------------------------------------------------- separability
 
@@ -107,22 +108,47 @@ def length_regression_table(rows: pd.DataFrame) -> pd.DataFrame:
     return length.length_regression(study, "nuclear_norm")
 
 
+# The regression's columns as the book names them (short, with spaces, so that headings wrap and
+# the table fits the page): fitted on length alone, on the setting alone, and on both.
+REGRESSION_COLUMNS = {
+    "slope_length_only": "slope, length alone",
+    "r2_length_only": "R², length alone",
+    "coef_setting_only": "setting gap, setting alone",
+    "coef_with_length": "setting gap, with length",
+    "slope_with_setting": "slope, with setting",
+    "r2_with_setting": "R², with setting",
+}
+
+
 def format_length_regression(table: pd.DataFrame) -> pd.DataFrame:
-    """The length regression for display: slopes, setting gaps with and without length, R^2."""
+    """The length regression for display: per setting against its reference, slopes, setting gaps
+    with and without length, R^2."""
     if table.empty:
         return table
-    out = table[["model", "dataset", "responses", "n_samples", "reference_setting", "setting"]].copy()
-    for column in (
-        "slope_length_only",
-        "r2_length_only",
-        "coef_setting_only",
-        "coef_with_length",
-        "slope_with_setting",
-        "r2_with_setting",
-    ):
-        out[column] = table[column].map(fmt)
+    out = table[["model", "dataset", "responses", "n_samples"]].copy()
+    out["setting vs reference"] = [
+        f"{vocabulary.setting_label(s)} vs {vocabulary.setting_label(r)}"
+        if isinstance(s, str)
+        else f"{vocabulary.setting_label(r)} alone"
+        for s, r in zip(table["setting"], table["reference_setting"])
+    ]
+    for column, name in REGRESSION_COLUMNS.items():
+        out[name] = table[column].map(fmt)
     out["note"] = table["reason"].fillna("")
     return out
+
+
+def length_regression_parts(shown: pd.DataFrame) -> list[pd.DataFrame]:
+    """The formatted regression as two tables narrow enough for the page: each row's samples and
+    the fits on length alone and on the setting alone, then the fit on both and the note."""
+    if shown.empty:
+        return [shown]
+    keys = ("model", "dataset", "responses", "setting vs reference")
+    alone = (
+        "n_samples",
+        *(REGRESSION_COLUMNS[c] for c in ("slope_length_only", "r2_length_only", "coef_setting_only")),
+    )
+    return column_parts(shown, keys=keys, first=alone)
 
 
 def length_regression_paragraph(table: pd.DataFrame) -> str:

@@ -4,16 +4,24 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 
 import pandas as pd
 from matplotlib.figure import Figure
 
 # Columns left out of a displayed table when they hold one value, which is named above it instead.
-CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "n_folds")
-# Long text columns that wrap (every other column keeps each cell on one line).
-WRAP_COLUMNS = ("numbers", "note", "claim")
+CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "n_folds", "imported")
+# A displayed table's cells: small type, and wrapped where the table would be wider than the column.
+CELL = "font-size: 0.8em; padding: 0.15em 0.4em; white-space: normal;"
+# An interval "[low, high]" in a cell: it stays on one line where a narrow column wraps the cell.
+INTERVAL = re.compile(r"\[([^\[\],]*), ([^\[\]]*)\]")
+SHORT_CELL = 8  # a cell of text this short, without an interval, stays on one line ("None CoT", "1 x 5")
+# A cell of one word longer than this (a file path) breaks anywhere where its column needs it, in a
+# table that would otherwise be wider than the column (class LONG_WORD; the book's CSS for itables).
+LONG_WORD_CHARS = 24
+LONG_WORD = "long-word"
+LONG_WORD_CELL = "white-space: normal; overflow-wrap: anywhere; min-width: 12em;"  # even in the first column
 
 
 # A table longer than this is shown as an interactive table (sortable, searchable, paged) where
@@ -23,7 +31,8 @@ _itables_ready = False
 
 
 def interactive_html(table: pd.DataFrame) -> str | None:
-    """The table as an offline itables DataTable (HTML), or None when itables is not installed.
+    """The table as an offline itables DataTable (HTML), or None when itables is not installed; a
+    column holding a long word (a file path) has the class ``LONG_WORD``, which may break it.
 
     The first call in a kernel also displays itables' offline initialisation (its JavaScript
     bundle), which the tables of the page then use.
@@ -36,8 +45,18 @@ def interactive_html(table: pd.DataFrame) -> str | None:
     if not _itables_ready:
         itables.init_notebook_mode(all_interactive=False, connected=False)
         _itables_ready = True
+    long = [i for i, c in enumerate(table.columns) if table[c].map(long_word).any()]
+    # autoWidth off: DataTables measures its columns when it starts, inside a fold still closed,
+    # and those widths hold the table wider than the page; the browser's own layout fits it.
     return itables.to_html_datatable(
-        table, connected=False, showIndex=False, classes="display compact", maxBytes=0, allow_html=False
+        table,
+        connected=False,
+        showIndex=False,
+        classes="display compact",
+        maxBytes=0,
+        allow_html=False,
+        autoWidth=False,
+        columnDefs=[{"targets": long, "className": LONG_WORD}] if long else [],
     )
 
 
@@ -177,25 +196,59 @@ def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | No
         if key is not None or notes:
             _emit(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
         shown = part.drop(columns=constant)
-        interactive = interactive_html(shown) if len(shown) > INTERACTIVE_ROWS else None
+        interactive = interactive_html(shown.map(unbroken_intervals)) if len(shown) > INTERACTIVE_ROWS else None
         _emit(HTML(interactive) if interactive else styled_table(shown))
 
 
+def column_parts(table: pd.DataFrame, *, keys: Sequence[str], first: Sequence[str]) -> list[pd.DataFrame]:
+    """A table too wide for the page as two: the columns ``keys`` that name a row with the columns
+    ``first``, then ``keys`` with the others (every column shown once, beside its row's keys)."""
+    named = [c for c in table.columns if c in keys]
+    front = [c for c in table.columns if c in first and c not in keys]
+    rest = [c for c in table.columns if c not in named and c not in front]
+    return [table[named + front], table[named + rest]]
+
+
+def unbroken_intervals(value):
+    """A cell with each interval "[low, high]" kept on one line (a no-break space after its comma),
+    so that a wrapped cell breaks between the estimate and its interval, not inside the interval."""
+    return INTERVAL.sub("[\\1,\u00a0\\2]", value) if isinstance(value, str) else value
+
+
+def short(value) -> bool:
+    """Whether a cell is a short text without an interval ("None CoT"), kept on one line so
+    that the long cells and the headings take the wrapping."""
+    return isinstance(value, str) and "[" not in value and len(value) <= SHORT_CELL
+
+
+def long_word(value) -> bool:
+    """Whether a cell is one word too long to keep whole where its column is narrow (a file path)."""
+    return isinstance(value, str) and " " not in value and len(value) > LONG_WORD_CHARS
+
+
+def _cell_class(value) -> str:
+    return "short" if short(value) else LONG_WORD if long_word(value) else ""
+
+
 def styled_table(table: pd.DataFrame):
-    """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text);
-    long text columns wrap so that the table fits the page."""
+    """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text).
+    Long cells and headings wrap where the table would otherwise be wider than the page's column
+    (at spaces, never inside an interval, a short cell or the first column, which names the row; a
+    word longer than its column, such as a file path, anywhere): every table fits the column
+    without scrolling sideways."""
+    table = table.reset_index(drop=True)
     styled = (
-        table.style.format(escape="html")
+        table.map(unbroken_intervals)
+        .style.format(escape="html")
         .hide(axis="index")
+        .set_td_classes(table.map(_cell_class))
         .set_table_styles(
-            [{"selector": "td, th", "props": "white-space: nowrap; font-size: 0.8em; padding: 0.15em 0.5em;"}]
+            [
+                {"selector": "td", "props": f"{CELL} vertical-align: top;"},
+                {"selector": "td.col0, td.short", "props": "white-space: nowrap;"},  # a row's name, a short text
+                {"selector": f"td.{LONG_WORD}", "props": LONG_WORD_CELL},
+                {"selector": "th", "props": f"{CELL} vertical-align: bottom;"},
+            ]
         )
     )
-    wrapped = {
-        c: [{"selector": "td", "props": "white-space: normal; min-width: 14em;"}]
-        for c in WRAP_COLUMNS
-        if c in table.columns
-    }
-    if wrapped:
-        styled = styled.set_table_styles(wrapped, overwrite=False)
     return styled.set_table_attributes('style="margin-left: 0"')

@@ -106,9 +106,10 @@ def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> 
     if table.empty:
         return None
     models = list(dict.fromkeys(table["model"]))
-    fig, axes = plt.subplots(1, len(models), figsize=(5.5 * len(models), 3.8), squeeze=False)
+    rows, columns = plots.panel_rows(len(models))
+    fig, axes = plt.subplots(rows, columns, figsize=plots.panels_size(rows, columns, height=2.9), squeeze=False)
     mean = table.groupby(["model", "term", "layer"], sort=False)["value"].mean()
-    for ax, model in zip(axes[0], models):
+    for ax, model in zip(axes.flat, models):
         up = down = None
         present = table.loc[table["model"] == model, "term"].unique()
         for term in averaging.stacked_terms(present):
@@ -127,13 +128,12 @@ def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> 
             ax.plot(total.index, total.to_numpy(), color="k", marker=".", label="gap of mean log nuclear norm")
         ax.axhline(0.0, color="k", linewidth=0.6)
         ax.set_title(model, fontsize=9)
-        ax.set_xlabel("layer")
-        ax.set_ylabel("gap of mean log (natural log)")
-    axes[0][0].legend(fontsize=7, loc="best")
-    fig.suptitle(title, fontsize=10)
-    bottom = plots.add_note(fig, note)
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
-    return fig
+        ax.set_xlabel("layer", fontsize=9)
+        ax.tick_params(labelsize=8)
+    for ax in axes[:, 0]:
+        ax.set_ylabel("gap of mean log (natural log)", fontsize=9)
+    plots.drop_unused(axes, len(models))
+    return plots.legend_below(fig, title=title, note=note)
 
 
 def decomposition_section(page: Page, contrast: str) -> None:
@@ -153,11 +153,11 @@ def decomposition_section(page: Page, contrast: str) -> None:
         show_markdown(f"Not split for {', '.join(unknown)}: {averaging.TOKENS_UNKNOWN}; add them with `{command}`.")
     if table.empty:
         return
-    shares = table.groupby(["model", "term"], sort=False)["value"].mean().unstack("term")
-    shown = pd.DataFrame(
-        {"model": shares.index, **{TERM_LABELS.get(t, t): shares[t].map(fmt).to_numpy() for t in shares.columns}}
-    )
-    show_table(shown, by=None)
+    gaps, parts = mean_tables(table)
+    show_markdown("Each norm's gap, mean over layers and datasets (natural log):")
+    show_table(gaps, by=None)
+    show_markdown("Its parts, the same means:")
+    show_table(parts, by=None)
     if split:
         energy_noise_section(page)
     unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
@@ -202,6 +202,24 @@ def energy_noise_words(table: pd.DataFrame, *, passes: int) -> str:
         )
 
     return per_model(table, say)
+
+
+# The gaps the parts add up to (the parts: every other term), shown in a table of their own so
+# that neither table is wider than the page.
+GAP_TERMS = (averaging.LOG_NUCLEAR, averaging.LOG_FROBENIUS, averaging.SCALED_NUCLEAR)
+
+
+def mean_tables(table: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per model, each term's mean over datasets and layers: the gaps of the norms, then the parts."""
+    means = table.groupby(["model", "term"], sort=False)["value"].mean().unstack("term")
+
+    def shown(terms: list[str]) -> pd.DataFrame:
+        return pd.DataFrame(
+            {"model": means.index, **{TERM_LABELS.get(t, t): means[t].map(fmt).to_numpy() for t in terms}}
+        )
+
+    gaps = [t for t in GAP_TERMS if t in means.columns]
+    return shown(gaps), shown([t for t in means.columns if t not in GAP_TERMS])
 
 
 def no_energy(models: list[str], released: bool = False) -> str:
@@ -331,7 +349,22 @@ def verdicts(page: Page) -> None:
     show_markdown(a1_paragraph(found, parts))
     found, parts = _parts(page, G1_ID)
     show_markdown(g1_paragraph(found, parts))
-    show_table(auroc_table(parts, found), empty="No AUROC is computed here.")
+    table = auroc_table(parts, found)
+    show_table(table.drop(columns="covariates", errors="ignore"), empty="No AUROC is computed here.")
+    note = covariates_note(table)
+    if note:
+        show_markdown(note)
+
+
+def covariates_note(table: pd.DataFrame) -> str:
+    """The line under G1's table that names the covariates partialled out, per model where they
+    differ (as a column they would make the table wider than the page)."""
+    if "covariates" not in table.columns or not table["covariates"].astype(bool).any():
+        return ""
+    said = table[table["covariates"].astype(bool)].groupby("covariates", sort=False)["model"].unique()
+    if len(said) == 1:
+        return f"*Partialled out: {said.index[0]}.*"
+    return "*Partialled out: " + "; ".join(f"{c} ({', '.join(m)})" for c, m in said.items()) + ".*"
 
 
 def f1_gap(page: Page) -> None:

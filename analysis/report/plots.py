@@ -28,14 +28,75 @@ VERDICT_COLOURS = {
 VERDICT_HATCHES = {"not applicable": "////"}
 
 
+# The book's text column in inches at the 100 dpi the figures are drawn at (676 px inside the
+# article's padding in a 1280 px window): a figure of this width is shown at its own size, its text
+# at the size it is drawn (8 pt and up). Panels side by side share it; more go on more rows.
+COLUMN_INCHES = 6.7
+PANEL_INCHES = 3.7  # the widest a panel is drawn
+NOTE_POINTS = 8
+
+
+def _note_lines(fig: Figure, note: str | None) -> list[str]:
+    """``note`` wrapped to the figure's width at ``NOTE_POINTS``."""
+    return textwrap.wrap(note, width=max(40, int(fig.get_size_inches()[0] * 15))) if note else []
+
+
 def add_note(fig: Figure, note: str | None) -> float:
     """Write ``note`` under the figure, wrapped to the figure's width; the height share it takes."""
-    if not note:
+    lines = _note_lines(fig, note)
+    if not lines:
         return 0.0
-    width_inches, height_inches = fig.get_size_inches()
-    lines = textwrap.wrap(note, width=max(40, int(width_inches * 17)))
-    fig.text(0.01, 0.005, "\n".join(lines), fontsize=7, va="bottom")
-    return min(0.3, 0.12 * len(lines) / height_inches + 0.01)
+    fig.text(0.01, 0.005, "\n".join(lines), fontsize=NOTE_POINTS, va="bottom")
+    return min(0.3, 0.14 * len(lines) / fig.get_size_inches()[1] + 0.01)
+
+
+def panel_rows(n: int, *, per_row: int = 2) -> tuple[int, int]:
+    """(rows, columns) of a grid of ``n`` panels: at most ``per_row`` side by side, the rows as even
+    as they can be."""
+    rows = max(1, -(-n // per_row))
+    return rows, max(1, -(-n // rows))
+
+
+def panels_size(rows: int, columns: int, *, height: float) -> tuple[float, float]:
+    """The size in inches of a figure of rows x columns panels: the column's width shared by the
+    panels (each at most ``PANEL_INCHES``), ``height`` per row."""
+    return min(COLUMN_INCHES, PANEL_INCHES * columns), height * rows
+
+
+def drop_unused(axes: np.ndarray, used: int) -> None:
+    """Remove the panels of a grid after the first ``used`` (a last row that is not full)."""
+    for ax in axes.flat[used:]:
+        ax.remove()
+
+
+def legend_below(fig: Figure, *, title: str | None = None, note: str | None = None) -> Figure:
+    """Lay out a figure with one legend of its panels' labelled lines and bars (each label once)
+    under the panels and over the note, and its title above them, the figure grown by their height:
+    a legend inside a narrow panel would hide its bars or lines."""
+    named: dict[str, object] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            named.setdefault(label, handle)
+    width, height = fig.get_size_inches()
+    legend = 0.2 * -(-len(named) // 2) + 0.1 if named else 0.0
+    top = 0.25 if title else 0.0
+    fig.set_size_inches(width, height + legend + top + 0.14 * len(_note_lines(fig, note)))
+    height = fig.get_size_inches()[1]
+    bottom = add_note(fig, note)
+    if named:
+        fig.legend(
+            list(named.values()),
+            list(named),
+            loc="lower center",
+            bbox_to_anchor=(0.5, bottom),
+            ncol=2,
+            fontsize=8,
+            frameon=False,
+        )
+    if title:
+        fig.suptitle(title, fontsize=10, y=1 - 0.05 / height, va="top")
+    fig.tight_layout(rect=(0, bottom + legend / height, 1, 1 - top / height), pad=0.5)
+    return fig
 
 
 def condition_title(condition: str) -> str:
@@ -64,6 +125,10 @@ def _draw_curves(ax, curves: pd.DataFrame, bands: pd.DataFrame | None) -> None:
                 ax.fill_between(band["layer"], band["low"], band["high"], color=colour, alpha=0.2, lw=0)
 
 
+# A layer-curve panel in inches (width, height): three side by side fill the column.
+GRID_PANEL = (2.2, 2.1)
+
+
 def _grid(
     rows: Sequence[tuple[str, str, str]],
     conditions: Sequence[str],
@@ -73,33 +138,43 @@ def _grid(
     note: str | None,
     title: str | None = None,
 ) -> Figure:
-    """Panels of layer curves: one row per (model, stat, y label), one column per condition, Q/K/V/O
-    lines with optional bands; the panels of a row share their y-scale."""
-    n_rows, n_cols = len(rows), len(conditions)
+    """Panels of layer curves: per (model, stat, y label) of ``rows``, one panel per condition, at
+    most three side by side (more go on a second line), Q/K/V/O lines with optional bands; the
+    panels of a row share their y-scale."""
+    wraps, per_row = panel_rows(len(conditions), per_row=3)
     fig, axes = plt.subplots(
-        n_rows, n_cols, figsize=(3.0 * n_cols, 2.4 * n_rows), squeeze=False, sharex=True, sharey="row"
+        len(rows) * wraps,
+        per_row,
+        figsize=(GRID_PANEL[0] * per_row, GRID_PANEL[1] * len(rows) * wraps),
+        squeeze=False,
     )
     for i, (model, stat, label) in enumerate(rows):
+        group = axes[i * wraps : (i + 1) * wraps].flat
         for j, condition in enumerate(conditions):
-            ax = axes[i, j]
+            ax = group[j]
+            if j:
+                ax.sharex(group[0])
+                ax.sharey(group[0])
             selected = _select(curves, model, condition, stat)
-            band = None if bands is None else _select(bands, model, condition, stat)
             if selected.empty:
                 ax.text(0.5, 0.5, "no data", ha="center", va="center", transform=ax.transAxes)
-            _draw_curves(ax, selected, band)
-            if i == 0:
-                ax.set_title(condition_title(condition), fontsize=9)
-            if j == 0:
+            _draw_curves(ax, selected, None if bands is None else _select(bands, model, condition, stat))
+            if i == 0 or wraps > 1:
+                ax.set_title("\n".join(textwrap.wrap(condition_title(condition), 28)), fontsize=9)
+            below = j + per_row < len(conditions)  # a panel of the same row under this one
+            ax.tick_params(labelleft=j % per_row == 0, labelbottom=not below, labelsize=8)
+            if j % per_row == 0:
                 ax.set_ylabel(label, fontsize=8)
-            if i == n_rows - 1:
-                ax.set_xlabel("layer")
+            if i == len(rows) - 1 and not below:
+                ax.set_xlabel("layer", fontsize=9)
+        drop_unused(axes[i * wraps : (i + 1) * wraps], len(conditions))
     handles, labels = axes[0, 0].get_legend_handles_labels()
     if handles:
         fig.legend(handles, labels, loc="upper right", ncol=len(handles), fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, x=0.01, ha="left", fontsize=10)
     bottom = add_note(fig, note)
-    fig.tight_layout(rect=(0, bottom, 1, 0.95))
+    fig.tight_layout(rect=(0, bottom, 1, 1 - 0.3 / fig.get_size_inches()[1]))
     return fig
 
 
@@ -307,7 +382,7 @@ def forest(
 ) -> Figure:
     """Estimates with intervals as points and bars, one row per line of `table` (columns label,
     value, low, high and optionally group, which sets the colour), a vertical line at `reference`."""
-    fig, ax = plt.subplots(figsize=(7.0, 0.28 * len(table) + 1.3))
+    fig, ax = plt.subplots(figsize=(COLUMN_INCHES, 0.28 * len(table) + 1.3))
     groups = list(dict.fromkeys(table["group"])) if "group" in table.columns else [None]
     palette = dict(zip(groups, sns.color_palette("colorblind", len(groups))))
     y = np.arange(len(table))
@@ -326,7 +401,7 @@ def forest(
     ax.set_xlabel(x_label)
     if groups != [None]:
         handles = [plt.Line2D([], [], color=palette[g], marker="o", lw=1.6) for g in groups]
-        ax.legend(handles, groups, fontsize=7, loc="best", frameon=False)
+        ax.legend(handles, groups, fontsize=8, loc="best", frameon=False)
     if title:
         ax.set_title(title, fontsize=9)
     bottom = add_note(fig, note)

@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis import data
 from analysis.core.registry import OFFLINE_MODELS, known_model
+from analysis.report.display import column_parts
 from analysis.runlog import RunRecord
 
 
@@ -118,6 +119,19 @@ def data_check_table(conditions: Sequence[str], data_dir=None) -> pd.DataFrame:
             status, digest = "file not found", ""
         out.append({"condition": key, "file": condition.relative_path, "sha256 (first 16)": digest, "status": status})
     return pd.DataFrame(out)
+
+
+def data_check_shown(table: pd.DataFrame) -> pd.DataFrame:
+    """The data check as the page shows it: each condition and its file in one column ("condition:
+    file", which wraps between the two), so that two long names side by side do not make the table
+    wider than the page."""
+    if table.empty:
+        return table
+    joined = [f"{c}: {f}" for c, f in zip(table["condition"], table["file"])]
+    return pd.concat(
+        [pd.DataFrame({"condition: file": joined}, index=table.index), table.drop(columns=["condition", "file"])],
+        axis=1,
+    )
 
 
 def data_check_sentence(table: pd.DataFrame) -> str:
@@ -229,6 +243,21 @@ def benchmark_table(path) -> pd.DataFrame | None:
             }
         )
     return pd.DataFrame(rows)
+
+
+# The benchmark's columns of seconds per sample (with the case's device, samples and tokens); the
+# others (ratios against their targets, memory, accuracy, load time) form a second table, so that
+# neither is wider than the page.
+SECONDS_COLUMNS = ("device", "samples", "mean tokens", "baseline s/sample", "project s/sample", "floor s/sample")
+
+
+def benchmark_parts(table: pd.DataFrame | None) -> list[pd.DataFrame | None]:
+    """The benchmark table as the book shows it: its seconds per sample, then the rest, each per
+    model and case (``[None]`` for no table, which the page says)."""
+    parts: list[pd.DataFrame | None] = [None]
+    if table is not None:
+        parts = [*column_parts(table, keys=("model", "case"), first=SECONDS_COLUMNS)]
+    return parts
 
 
 def busy_core_table(path) -> pd.DataFrame | None:

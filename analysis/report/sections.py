@@ -226,14 +226,15 @@ def not_imported(page: Page, column: str, what: str) -> bool:
     return False
 
 
-def _answer(figure, alt: str, paragraph: str, summary: str, *, table: pd.DataFrame) -> None:
-    """A question's figure (if any), its paragraph and its table of numbers (folded, if any)."""
+def _answer(figure, alt: str, paragraph: str, summary: str, *, tables: Sequence[pd.DataFrame]) -> None:
+    """A question's figure (if any), its paragraph and its tables of numbers (folded, if any)."""
     if figure is not None:
         show_figure(figure, alt)
     show_markdown(paragraph)
-    if not table.empty:
+    if any(not table.empty for table in tables):
         with collapsed(summary):
-            show_table(table, empty="")
+            for table in tables:
+                show_table(table, empty="")
 
 
 @_with_rows
@@ -262,7 +263,7 @@ def effective_rank(page: Page) -> None:
         "Effective rank: fastest minus slowest setting, with intervals",
         beyond.effective_rank_paragraph(table),
         "Effective rank per dataset and pooled",
-        table=beyond.format_effective_rank(table) if not table.empty else table,
+        tables=[beyond.format_effective_rank(table) if not table.empty else table],
     )
 
 
@@ -280,7 +281,7 @@ def separability(page: Page) -> None:
         "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals",
         beyond.separability_paragraph(table),
         "Separability per model, dataset and setting",
-        table=beyond.format_separability(table) if not table.empty else table,
+        tables=[beyond.format_separability(table) if not table.empty else table],
     )
 
 
@@ -334,8 +335,10 @@ def length_regression(page: Page) -> None:
         )
         rows = rows[~rows["model"].isin(unknown)]
     table = beyond.length_regression_table(rows)
-    shown = beyond.format_length_regression(table) if not table.empty else table
-    _answer(None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", table=shown)
+    shown = beyond.length_regression_parts(beyond.format_length_regression(table)) if not table.empty else [table]
+    _answer(
+        None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", tables=shown
+    )
 
 
 # The one line a reader sees of what a page read; everything behind it is folded.

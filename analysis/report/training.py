@@ -22,7 +22,7 @@ from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training
 from analysis.findings.calibration import training_calibration
 from analysis.profiles import Profile
-from analysis.report import figures, notebook_parameters, reproduction, verdicts
+from analysis.report import figures, notebook_parameters, plots, reproduction, verdicts
 from analysis.store import ResultsStore
 from analysis.train import run_tables
 
@@ -168,7 +168,7 @@ def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
     for model, rows in page.probes.groupby("base_model"):
         arms, settings = sorted(rows["arm"].unique()), list(page.profile.training.probe_settings)
         fig, axes = plt.subplots(
-            len(arms), len(settings), figsize=(3.2 * len(settings), 2.4 * len(arms)), squeeze=False
+            len(arms), len(settings), figsize=(plots.GRID_PANEL[0] * len(settings), 2.4 * len(arms)), squeeze=False
         )
         colors = plt.cm.viridis(np.linspace(0, 0.9, rows["step"].nunique()))
         for i, arm in enumerate(arms):
@@ -188,7 +188,7 @@ def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
                     f"trained on {ARM_LABELS.get(arm, arm)}\nprobe {vocabulary.setting_label(setting)}", fontsize=8
                 )
                 ax.set_xlabel("layer", fontsize=8)
-        axes[0, -1].legend(fontsize=7)
+        axes[0, -1].legend(fontsize=8)
         axes[0, 0].set_ylabel("nuclear norm (geometric mean)", fontsize=8)
         fig.tight_layout()
         figures.append((f"{model}: probe gradients across training", fig))
@@ -224,8 +224,9 @@ def _arm_panels(page: TrainingPage, column: str, title: str, shade_seeds: bool) 
     over seeds of ``column`` per layer (on a log axis with each seed's range shaded, if asked)."""
     figures = []
     for model, rows in page.change[page.change["step"] == page.last_step].groupby("model"):
-        fig, axes = plt.subplots(1, len(PROJECTIONS), figsize=(12, 2.8), squeeze=False)
-        for ax, proj in zip(axes[0], PROJECTIONS):
+        grid = plots.panel_rows(len(PROJECTIONS))
+        fig, axes = plt.subplots(*grid, figsize=plots.panels_size(*grid, height=2.6), squeeze=False)
+        for ax, proj in zip(axes.flat, PROJECTIONS):
             chosen = rows[rows["proj"] == proj]
             for arm, arm_rows in chosen.groupby("arm"):
                 logs = np.log(arm_rows[column]).groupby(arm_rows["layer"])
@@ -238,7 +239,7 @@ def _arm_panels(page: TrainingPage, column: str, title: str, shade_seeds: bool) 
                 ax.set_yscale("log")
             ax.set_title(f"{proj.upper()}: {title}", fontsize=9)
             ax.set_xlabel("layer", fontsize=8)
-        axes[0, 0].legend(fontsize=7)
+        axes[0, 0].legend(fontsize=8)
         fig.tight_layout()
         figures.append((model, fig))
     return figures
@@ -268,7 +269,7 @@ def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
             ax.plot(run["step"], run["loss"], color=colors[arm], label=f"{ARM_LABELS.get(arm, arm)}, seed {seed}")
         ax.set_xlabel("step")
         ax.set_ylabel("training loss (response tokens)")
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=8)
         fig.tight_layout()
         figures.append((f"{model}: training loss", fig))
     return figures

@@ -274,11 +274,14 @@ def plain_summary(found: pd.DataFrame, registry: Registry = REGISTRY) -> str:
     return " ".join(sentences)
 
 
+ESTIMATE = "estimate [95% interval]"  # the column of a part's estimate in the table of the answers
+
+
 def format_parts(parts: pd.DataFrame, found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:
     """The answers as one row per part of a claim: model, check, scope, the cell's verdict, the part,
-    its estimate and 95% interval in the reader's units, what the claim says of it, and whether it
-    decides (a part shown beside the verdict does not). A cell without parts (not applicable, too
-    few samples) is one row saying why."""
+    its estimate with its 95% interval in the reader's units (one column, so that the table fits the
+    page), what the claim says of it, and whether it decides (a part shown beside the verdict does
+    not). A cell without parts (not applicable, too few samples) is one row saying why."""
     if found.empty:
         return pd.DataFrame()
     cells = found[found["pooled"]] if pooled_only else found
@@ -301,7 +304,7 @@ def format_parts(parts: pd.DataFrame, found: pd.DataFrame, pooled_only: bool = F
             "verdict": cell.verdict,
         }
         if mine.empty:
-            blank = dict.fromkeys(("estimate", "95% interval", "claim", "decides"), "")
+            blank = dict.fromkeys((ESTIMATE, "claim", "decides"), "")
             rows.append({**head, "part": cell.numbers, **blank, "n": cell.n})
             continue
         for part in mine.itertuples():
@@ -309,8 +312,7 @@ def format_parts(parts: pd.DataFrame, found: pd.DataFrame, pooled_only: bool = F
                 {
                     **head,
                     "part": part.part,
-                    "estimate": fmt(part.value),
-                    "95% interval": _interval_text(part.low, part.high),
+                    ESTIMATE: f"{fmt(part.value)} {_interval_text(part.low, part.high)}".strip(),
                     "claim": _side_text(part.side, part.bound),
                     "decides": "yes" if part.decides else "no (shown beside)",
                     "n": part.n,

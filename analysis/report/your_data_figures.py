@@ -34,9 +34,12 @@ def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -
     """One panel per projection: the reference settings' mean curves (pooled over datasets; correct
     solid with 95% bands, irrelevant dashed) and the user's curve in black with its band."""
     cd = page.draws[page.model]
-    fig, axes = plt.subplots(1, 4, figsize=(13, 3.2), sharex=True)
+    rows, columns = plots.panel_rows(len(vocabulary.PROJECTIONS))
+    fig, axes = plt.subplots(
+        rows, columns, figsize=plots.panels_size(rows, columns, height=2.6), sharex=True, squeeze=False
+    )
     layers = np.arange(cd.n_layers)
-    for ax, proj in zip(axes, vocabulary.PROJECTIONS):
+    for ax, proj in zip(axes.flat, vocabulary.PROJECTIONS):
         for setting, responses in page.reference_groups():
             curve = _pooled_curve(page, page.reference_condition_list(setting, responses), proj, stat)
             if curve is None:
@@ -61,14 +64,11 @@ def overlay_figure(page: YourData, file: UserFile, stat: str = "nuclear_norm") -
         if stat == "nuclear_norm":
             ax.set_yscale("log")
         ax.set_title(proj.upper(), fontsize=9)
+    for ax in axes[-1]:
         ax.set_xlabel("layer")
-    axes[0].set_ylabel(vocabulary.STAT_LABELS.get(stat, stat))
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="upper center", ncol=min(len(labels), 7), fontsize=7, frameon=False)
-    bottom = plots.add_note(fig, figure_note(page.model, page.n_samples))
-    fig.suptitle(page.model, x=0.01, ha="left", fontsize=10)
-    fig.tight_layout(rect=(0, bottom, 1, 0.9))
-    return fig
+    for ax in axes[:, 0]:
+        ax.set_ylabel(vocabulary.STAT_LABELS.get(stat, stat))
+    return plots.legend_below(fig, title=page.model, note=figure_note(page.model, page.n_samples))
 
 
 def scratch_figures(page: YourData, file: UserFile) -> list[tuple[str, Figure]]:
