@@ -2,6 +2,7 @@
 workflow itself (its make targets and commands exist; actionlint finds nothing)."""
 
 import re
+import shlex
 import shutil
 import subprocess
 from pathlib import Path
@@ -42,8 +43,14 @@ def test_book_config_fills_the_repository_and_launch_buttons(tmp_path):
             "https://git.example.org",
             "--path-to-book",
             "original",
+            "--book-url",
+            "https://someone.example.org/some-study/original/",
             "--other-book",
             "https://someone.example.org/some-study/",
+            "--other-title",
+            "the book's first",
+            "--other-book",
+            "https://someone.example.org/some-study/training/",
             "--config",
             str(ROOT / "_config.yml"),
             "--out",
@@ -61,10 +68,31 @@ def test_book_config_fills_the_repository_and_launch_buttons(tmp_path):
     assert config["html"]["use_repository_button"] is True
     assert config["launch_buttons"]["binderhub_url"] == publish.BINDER_URL
     assert config["launch_buttons"]["colab_url"] == publish.COLAB_URL
-    assert "https://someone.example.org/some-study/" in config["html"]["announcement"]
+    assert config["html"]["announcement"] == (
+        'Also published: <a href="https://someone.example.org/some-study/">the book\'s first</a> and '
+        f'<a href="https://someone.example.org/some-study/training/">{publish.OTHER_BOOK_TITLE}</a>.'
+    )
+    footer = config["html"]["extra_footer"]
+    assert 'href="https://someone.example.org/some-study/original/CITATION.cff"' in footer
     # the rest of the project's configuration is kept
     assert config["title"] == project["title"] and config["sphinx"] == project["sphinx"]
     assert config["html"]["home_page_in_navbar"] == project["html"]["home_page_in_navbar"]
+
+
+def test_other_books_pair_each_title_with_its_address_in_order():
+    assert publish.other_books(["a/", "b/", "c/"], ["A", "B"]) == [
+        ("a/", "A"),
+        ("b/", "B"),
+        ("c/", publish.OTHER_BOOK_TITLE),
+    ]
+    assert publish.announcement([("a/", "A")]) == 'Also published: <a href="a/">A</a>.'
+    assert publish.announcement([("a/", "A"), ("b/", "B"), ("c/", "C <1>")]) == (
+        'Also published: <a href="a/">A</a>, <a href="b/">B</a> and <a href="c/">C &lt;1&gt;</a>.'
+    )
+    with pytest.raises(StudyError, match="2 titles for 1 other books"):
+        publish.other_books(["a/"], ["A", "B"])
+    alone = publish.book_config("someone/some-study")["html"]  # no other book, no address of its own
+    assert "announcement" not in alone and "extra_footer" not in alone
 
 
 def test_the_project_writes_no_repository_address():
@@ -125,6 +153,72 @@ def test_a_notebook_not_executed_by_the_study_is_refused(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(), path)
     with pytest.raises(StudyError, match="injected-parameters"):
         publish.publish_notebook(path, tmp_path / "out.ipynb", "cpu")
+
+
+def _book_jobs() -> dict[str, dict]:
+    """Each job that builds a book: its profile, its book-config options and its HTML artifact."""
+    books = {}
+    for name, job in _workflow()["jobs"].items():
+        steps = job.get("steps", [])
+        runs = [shlex.split(step["run"]) for step in steps if "run" in step]
+        built = [words for words in runs if words[:2] == ["make", "book"]]
+        if not built:
+            continue
+        profile = next((w.split("=", 1)[1] for w in built[0] if w.startswith("PROFILE=")), "cpu")
+        config = next(words for words in runs if "book-config" in words)
+        uploads = [s["with"]["name"] for s in steps if s.get("uses", "").startswith("actions/upload-artifact")]
+        books[name] = {"profile": profile, "config": config, "html": next(n for n in uploads if n.endswith("-html"))}
+    return books
+
+
+def _options(words: list[str], flag: str) -> list[str]:
+    return [words[i + 1] for i, word in enumerate(words[:-1]) if word == flag]
+
+
+def _site_folders() -> dict[str, str]:
+    """Where the deploy job puts each book's HTML artifact: artifact name -> folder under the site."""
+    steps = _workflow()["jobs"]["deploy"]["steps"]
+    downloads = [s["with"] for s in steps if s.get("uses", "").startswith("actions/download-artifact")]
+    return {d["name"]: d["path"].removeprefix("site").strip("/") for d in downloads if "name" in d}
+
+
+def test_the_workflow_publishes_the_cpu_original_and_training_books_each_in_its_folder():
+    books = _book_jobs()
+    assert sorted(b["profile"] for b in books.values()) == ["cpu", "original", "training"]
+    folders = _site_folders()
+    deploy = _workflow()["jobs"]["deploy"]
+    assert set(books) <= set(deploy["needs"])
+    published = next(s["run"] for s in deploy["steps"] if "git add -f" in s.get("run", ""))
+    for book in books.values():
+        folder = folders[book["html"]]
+        assert folder == ("" if book["profile"] == "cpu" else book["profile"])
+        assert _options(book["config"], "--path-to-book") == ([folder] if folder else [])
+        assert _options(book["config"], "--book-url") == [f"$BASE_URL/{folder}/" if folder else "$BASE_URL/"]
+        assert f"{folder}/book/notebooks".lstrip("/") in published.split()
+
+
+def test_every_published_book_links_the_other_two():
+    books = _book_jobs()
+    addresses = {name: _options(book["config"], "--book-url")[0] for name, book in books.items()}
+    for name, book in books.items():
+        others = _options(book["config"], "--other-book")
+        assert sorted(others) == sorted(a for n, a in addresses.items() if n != name), name
+        assert len(_options(book["config"], "--other-title")) == len(others), name
+
+
+def test_the_training_store_is_cached_under_the_hash_of_the_stages_that_make_it():
+    job = _workflow()["jobs"]["training-book"]
+    hashed = next(s["run"] for s in job["steps"] if s.get("id") == "code")
+    patterns = set(re.findall(r"'([^']+)'", hashed))
+    listed = re.search(r"^layers = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.MULTILINE | re.DOTALL)
+    layers = re.findall(r'"([^"]+)"', listed.group(1))  # import-linter's stages, top first
+    below = [m.strip() for layer in layers[layers.index("train") :] for m in layer.split(":")]
+    for module in below:
+        assert {f"analysis/{module}/**", f"analysis/{module}.py"} & patterns, module
+    assert {"analysis/SHA256SUMS", "pyproject.toml", "Makefile"} <= patterns
+    caches = [s["with"] for s in job["steps"] if s.get("uses", "").startswith("actions/cache/")]
+    assert {c["path"] for c in caches} == {"results/training"}
+    assert all("steps.code.outputs.hash" in c["key"] for c in caches)
 
 
 def _make_targets() -> set[str]:

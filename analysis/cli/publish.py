@@ -23,8 +23,19 @@ def add_parsers(commands) -> None:
         "--branch", default=publish.NOTEBOOKS_BRANCH, help="the branch the executed notebooks are published to"
     )
     config.add_argument("--path-to-book", default="", help="the book's folder on that branch (e.g. original)")
-    config.add_argument("--other-book", help="address of the other published book, linked from every page")
-    config.add_argument("--other-title", help="how that link names the other book")
+    config.add_argument("--book-url", help="this book's published address: its footer links the CITATION.cff there")
+    config.add_argument(
+        "--other-book",
+        action="append",
+        default=[],
+        help="address of another published book, linked from every page (repeat for each book)",
+    )
+    config.add_argument(
+        "--other-title",
+        action="append",
+        default=[],
+        help="how that link names the book (one per --other-book, in order)",
+    )
     config.add_argument(
         "--config", default=str(chapters.PROJECT_ROOT / "_config.yml"), help="the configuration to fill"
     )
@@ -48,8 +59,8 @@ def run_book_config(args: argparse.Namespace) -> int:
         server_url=args.server_url,
         branch=args.branch,
         path_to_book=args.path_to_book,
-        other_book=args.other_book,
-        other_title=args.other_title,
+        book_url=args.book_url,
+        other_books=publish.other_books(args.other_book, args.other_title),
     )
     target = publish.write_book_config(Path(args.config), overlay, Path(args.out) if args.out else None)
     print(f"book configuration for {args.repository} ({args.branch}): {target}")

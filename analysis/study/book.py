@@ -29,7 +29,7 @@ from analysis.report.display import PAGE_ENDS
 
 PROJECT_ROOT = chapters.PROJECT_ROOT
 KERNEL_NAME = "python3"
-BOOK_SOURCES = ("_config.yml", "_toc.yml", "book")
+BOOK_SOURCES = ("_config.yml", "_toc.yml", "CITATION.cff", "book")  # CITATION.cff: html_extra_path
 NOTEBOOK_FOLDER = chapters.NOTEBOOK_FOLDER
 # The results store behind a book, as one Parquet file the reproducibility page offers for download
 # (``html_extra_path`` in _config.yml puts it at the site's root).

@@ -2,18 +2,20 @@
 
 No repository address is written in the project: the publishing workflow names its repository
 when it builds (``python -m analysis book-config``), and this module fills ``_config.yml``'s
-repository button and launch buttons (Binder, Colab) from it. The pages are executed when the book
-is built and are not committed, so the workflow publishes them to a branch of their own
-(``NOTEBOOKS_BRANCH``) with the results store as one Parquet file beside them; the launch buttons
-point at that branch, and each published notebook reads that file, so that it re-executes
+repository button and launch buttons (Binder, Colab) from it, with a line on every page linking the
+other published books and a footer linking the ``CITATION.cff`` at the book's root. The pages are
+executed when the book is built and are not committed, so the workflow publishes them to a branch of
+their own (``NOTEBOOKS_BRANCH``) with the results store as one Parquet file beside them; the launch
+buttons point at that branch, and each published notebook reads that file, so that it re-executes
 without extracting (``publish_notebooks``).
 """
 
 from __future__ import annotations
 
 import copy
+import html
 import shutil
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import yaml
@@ -26,6 +28,8 @@ BINDER_URL = "https://mybinder.org"
 COLAB_URL = "https://colab.research.google.com"
 INJECTED = "injected-parameters"  # the tag of the cell papermill adds after a notebook's parameters
 PACKAGE = "layer-gradient-study"
+CITATION_FILE = "CITATION.cff"  # at the project's root, copied to each book's root (html_extra_path)
+OTHER_BOOK_TITLE = "another book of this study"
 
 
 def check_repository(repository: str) -> str:
@@ -42,12 +46,14 @@ def book_config(
     server_url: str = "https://github.com",
     branch: str = NOTEBOOKS_BRANCH,
     path_to_book: str = "",
-    other_book: str | None = None,
-    other_title: str | None = None,
+    book_url: str | None = None,
+    other_books: Sequence[tuple[str, str]] = (),
 ) -> dict:
     """The overlay of ``_config.yml`` for a published book: the repository button and the Binder
     and Colab launch buttons, pointing at ``branch`` (where the executed notebooks are published,
-    under ``path_to_book``), and a line at the top of every page linking the other book, if any."""
+    under ``path_to_book``); a footer linking the ``CITATION.cff`` at ``book_url`` (the book's own
+    address), if given; and a line at the top of every page linking the ``other_books`` ((address,
+    title) pairs), if any."""
     url = f"{server_url.rstrip('/')}/{check_repository(repository)}"
     overlay: dict[str, dict] = {
         "repository": {"url": url, "path_to_book": path_to_book, "branch": branch},
@@ -59,10 +65,36 @@ def book_config(
             "thebe": False,
         },
     }
-    if other_book:
-        title = other_title or "the other book"
-        overlay["html"]["announcement"] = f'Also published: <a href="{other_book}">{title}</a>.'
+    if book_url:
+        overlay["html"]["extra_footer"] = citation_footer(book_url)
+    if other_books:
+        overlay["html"]["announcement"] = announcement(other_books)
     return overlay
+
+
+def citation_footer(book_url: str) -> str:
+    """The footer line of a published book: cite it by the ``CITATION.cff`` at its root
+    (``html_extra_path`` copies it there), linked by the book's address (a page's relative path to
+    the root varies with its depth, and the footer is the same on every page)."""
+    address = html.escape(f"{book_url.rstrip('/')}/{CITATION_FILE}")
+    return f'Cite this study: see <a href="{address}">{CITATION_FILE}</a>.'
+
+
+def announcement(books: Sequence[tuple[str, str]]) -> str:
+    """The line at the top of every page linking the other published books, ``(address, title)`` each."""
+    links = [f'<a href="{html.escape(url)}">{html.escape(title, quote=False)}</a>' for url, title in books]
+    listed = links[0] if len(links) == 1 else f"{', '.join(links[:-1])} and {links[-1]}"
+    return f"Also published: {listed}."
+
+
+def other_books(urls: Sequence[str], titles: Sequence[str]) -> list[tuple[str, str]]:
+    """The other books as ``(address, title)`` pairs, the n-th title naming the n-th address (a
+    book without a title is "another book of this study"); more titles than books is refused."""
+    if len(titles) > len(urls):
+        raise StudyError(
+            f"{len(titles)} titles for {len(urls)} other books: give each --other-title after its --other-book"
+        )
+    return [(url, titles[i] if i < len(titles) else OTHER_BOOK_TITLE) for i, url in enumerate(urls)]
 
 
 def merged(base: Mapping, overlay: Mapping) -> dict:
