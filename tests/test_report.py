@@ -501,3 +501,16 @@ def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(t
     assert shown == [
         f"**The `cpu` profile computes no condition of this chapter (Wiki knowledge).** `{command}` would."
     ]
+
+
+def test_a_statistic_no_page_shows_is_read_where_a_check_reads_it(tmp_path, study_data_dir):
+    from synthetic import write_store
+
+    from analysis.report.load import load_results
+
+    rows = make_results(reasoning_conditions("aqua"), MODELS, n_samples=3, seed=2)
+    rows["log_miss"] = -0.5  # a per-sample column no page shows; A3 reads it
+    root = write_store(tmp_path, rows)
+    conditions = sorted(rows["condition"].unique())
+    assert "log_miss" not in load_results(root, list(MODELS), conditions).rows
+    assert "log_miss" in load_results(root, list(MODELS), conditions, read=("log_miss",)).rows

@@ -161,7 +161,7 @@ def load_results(
     ``coverage``, not raised: a notebook shows what is stored and says what is not.
     """
     root = Path(results_dir)
-    left_unread = {*UNREAD_COLUMNS, *(s for s in UNREAD_STATISTICS if s not in read), *unread}
+    left_unread = {*(s for s in (*UNREAD_COLUMNS, *UNREAD_STATISTICS) if s not in read), *unread}
     if is_exported_file(root):  # one Parquet file of a store's rows, as a book offers it for download
         return _load_exported(
             root, models, conditions, max_length=max_length, n_samples=n_samples, data_dir=data_dir, unread=left_unread
