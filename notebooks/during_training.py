@@ -27,7 +27,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import training
-from analysis.report.display import collapsed, show_figures, show_markdown, show_table
+from analysis.report.display import collapsed, show_figures, show_html, show_markdown, show_table
 from analysis.report.notebook_parameters import given_parameters, names_defined
 
 names_before_parameters = names_defined(globals())
@@ -67,7 +67,7 @@ show_markdown(page.setup())
 # by less than 10%; where the probes show no gap at step 0, there is none to persist ("not applicable").
 
 # %% tags=["remove-input"]
-show_figures(training.verdict_figures(page))
+show_html(training.verdict_matrix(page))
 show_markdown(training.verdict_summary(page))
 with collapsed("The verdicts with their numbers"):
     show_table(training.verdict_table(page))

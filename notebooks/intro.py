@@ -13,9 +13,7 @@
 # %% [markdown]
 # # Fast and slow thinking in LLM layers, seen through gradients
 #
-# Li, Li and Zhou {cite:p}`li2025fastslow` report that a language model's layers get larger gradients
-# from fast thinking (a bare answer) than from slow thinking (a detailed chain of thought). This book
-# reproduces their study and checks each claim with 95% intervals. What it found:
+# A reproduction of {cite:t}`li2025fastslow`, with 95% intervals.
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
@@ -38,18 +36,20 @@ page = Page.open("intro", given_parameters(globals(), names_before_parameters), 
 sections.summary(page)
 
 # %% [markdown]
-# ## The answers at a glance
-#
-# Each cell is one of the paper's findings (F1 to F5, stated below the figure) or one of the two
-# length questions (L: does content matter beyond length; L2: does length matter), for one model
-# and one scope: a family of datasets pooled (first columns) or one dataset. Green: the claim holds
-# (every interval on the claim's side); red: it does not hold; grey: the intervals do not decide;
-# orange: too few samples for a verdict; hatched: the check does not apply to these models. The
-# number in a cell is the size of the claim's headline part (x3.2: 3.2 times); hovering over a cell
-# shows its interval and the instructions behind the verdict.
+# ## The verdicts at a glance
 
 # %% tags=["remove-input"]
 sections.answers(page)
+
+# %% [markdown]
+# Each cell is one claim for one model and one scope: a family of datasets pooled (first columns)
+# or one dataset. Green: the claim holds (every interval on the claim's side); red: it does not
+# hold; grey: the intervals do not decide; orange: too few samples for a verdict; hatched: the check
+# does not apply to these models. The number in a cell is the size of the claim's headline part
+# (x3.2: 3.2 times); hovering over a cell shows its interval and the instructions behind the verdict.
+
+# %% tags=["remove-input"]
+sections.other_claims(page)
 sections.claims(page, folded="The claims, each linked to its rule")
 
 # %% [markdown]

@@ -198,7 +198,7 @@ def test_front_page_shows_the_answers_and_links_every_chapter(quick_book, browse
         assert page in links, page
     alts = _figure_labels(browser)
     assert any(alt.startswith("Verdict matrix") for alt in alts), alts
-    assert "The answers at a glance" in browser.find_element(By.TAG_NAME, "body").text
+    assert "The verdicts at a glance" in browser.find_element(By.TAG_NAME, "body").text
     assert _screenshot(browser, quick_book, "index").stat().st_size > 0
 
 
@@ -276,35 +276,62 @@ def test_the_pages_on_using_the_study_are_in_the_book_and_their_links_work(quick
     assert missing == [], missing
 
 
-# The words a reader meets between the landing page's verdict matrix and the next heading, collapsed
-# blocks left out: the plain summary and the lines that open what is folded.
-WORDS_AFTER_MATRIX = """
-const matrix = Array.from(document.querySelectorAll('img, svg[role="img"]'))
-    .find(f => (f.getAttribute('alt') || f.getAttribute('aria-label') || '').startsWith('Verdict matrix'));
-const walker = document.createTreeWalker(
-    document.querySelector('article') || document.body, NodeFilter.SHOW_ELEMENT | NodeFilter.SHOW_TEXT);
+# The words a reader meets before the landing page's first figure, folded blocks left out.
+WORDS_BEFORE_FIRST_FIGURE = """
+const article = document.querySelector('article') || document.body;
+const first = article.querySelector('img, svg[role="img"]');
+const walker = document.createTreeWalker(article, NodeFilter.SHOW_TEXT);
 const words = [];
-let started = false;
 while (walker.nextNode()) {
     const node = walker.currentNode;
-    if (node === matrix) { started = true; continue; }
-    if (!started || matrix.contains(node)) continue;
-    if (node.nodeType === 1) { if (/^H[1-6]$/.test(node.tagName)) break; continue; }
+    if (first && (first.compareDocumentPosition(node) & Node.DOCUMENT_POSITION_FOLLOWING)) break;
     const parent = node.parentElement;
-    if (!parent || parent.closest('script, style')) continue;
+    if (!parent || parent.closest('script, style, .headerlink')) continue;
     const folded = parent.closest('details');
     if (folded && !folded.open && !parent.closest('summary')) continue;
-    if (parent.offsetParent === null && !parent.closest('summary')) continue;
+    if (parent.offsetParent === null) continue;
     words.push(node.textContent);
 }
-return matrix ? words.join(' ') : null;
+return words.join(' ');
 """
-MAX_WORDS_AFTER_MATRIX = 80
+MAX_WORDS_BEFORE_FIRST_FIGURE = 250
+# The bottom edge (px from the top of the window) of the page's title and of the first result sentence:
+# the summary's first list item up to its first full stop followed by a space.
+FIRST_SENTENCE = """
+const article = document.querySelector('article') || document.body;
+const title = article.querySelector('h1');
+const item = article.querySelector('li');
+if (!title || !item) return null;
+const walker = document.createTreeWalker(item, NodeFilter.SHOW_TEXT);
+const range = document.createRange();
+range.setStart(item, 0);
+let text = '';
+while (walker.nextNode()) {
+    const node = walker.currentNode;
+    const end = node.textContent.indexOf('. ');
+    if (end >= 0) { range.setEnd(node, end + 1); text += node.textContent.slice(0, end + 1); break; }
+    text += node.textContent;
+    range.setEnd(node, node.textContent.length);
+}
+return [title.getBoundingClientRect().bottom, range.getBoundingClientRect().bottom, text, window.innerHeight];
+"""
+FIRST_SCREEN = (1280, 800)
 
 
-def test_the_landing_page_says_its_answer_in_few_words_under_the_matrix(quick_book, browser):
+def test_the_landing_page_says_what_it_found_before_its_first_figure(quick_book, browser):
     _open(browser, quick_book.book_index)
-    text = browser.execute_script(WORDS_AFTER_MATRIX)
-    assert text is not None, "no verdict matrix on the landing page"
-    assert "cannot decide" in text or "Every applicable cell is decided" in text, text
-    assert len(text.split()) <= MAX_WORDS_AFTER_MATRIX, text
+    words = browser.execute_script(WORDS_BEFORE_FIRST_FIGURE).split()
+    assert 0 < len(words) <= MAX_WORDS_BEFORE_FIRST_FIGURE, (len(words), " ".join(words))
+    assert "Scope." in words, " ".join(words)
+
+
+def test_the_first_screen_holds_the_title_and_a_first_result_with_a_number(quick_book, browser):
+    browser.set_window_size(*FIRST_SCREEN)
+    try:
+        _open(browser, quick_book.book_index)
+        title_bottom, sentence_bottom, sentence, height = browser.execute_script(FIRST_SENTENCE)
+        _screenshot(browser, quick_book, "first_screen")
+    finally:
+        browser.set_window_size(WIDTH, 1000)
+    assert any(ch.isdigit() for ch in sentence.split(":", 1)[-1]), sentence
+    assert title_bottom <= height and sentence_bottom <= height, (title_bottom, sentence_bottom, height, sentence)

@@ -33,7 +33,9 @@ def _intro_page(tmp_path, study_data_dir, *, none_level: float) -> Page:
 
 
 def _line(summary: str, check: str) -> str:
-    return next(line for line in summary.splitlines() if line.startswith(f"- **{check}**"))
+    """The sentence of ``check`` in a summary (a bullet may hold a pair)."""
+    bullet = next(line for line in summary.splitlines() if f"**{check}** " in line)
+    return f"**{check}** " + bullet.split(f"**{check}** ", 1)[1].split(" **", 1)[0]
 
 
 @pytest.fixture(scope="module")
@@ -46,7 +48,7 @@ def test_each_claim_gets_one_line_with_its_verdict_and_its_headline_size_from_th
     for page in two_pages:
         summary = reproduction.page_summary(page)
         f1 = _line(summary, "F1")
-        assert f1.startswith(f"- **F1**: {checks.get('F1').plain}. ")
+        assert f1.startswith(f"**F1** {checks.get('F1').plain}: ")
         heads = checks.headline_parts(page.part_table(), checks.REGISTRY)
         pooled = heads[(heads["check"] == "F1") & heads["pooled"]].sort_values("value")
         for end in (pooled.iloc[0], pooled.iloc[-1]):  # the smallest and the largest pooled size, as written
@@ -54,9 +56,12 @@ def test_each_claim_gets_one_line_with_its_verdict_and_its_headline_size_from_th
         lines.append(f1)
         # a check whose conditions the store lacks (the answer-scored ones) says so and what computes it
         a2 = _line(summary, "A2")
-        assert "none of the conditions it reads" in a2 and "`python -m analysis run" in a2
+        assert "none of its conditions" in a2 and "`python -m analysis run" in a2
         assert summary.startswith("**Scope.**")
-        assert len(summary.split()) <= 450, len(summary.split())
+        assert len(summary.split()) <= 250, len(summary.split())
+        # the checks outside the lead follow the matrix, each once
+        others = reproduction.other_claims(page)
+        assert "**F2** " in others and "**F2** " not in summary and "**F1** " not in others
     assert lines[0] != lines[1]  # None CoT's nuclear norms three times as large: another sentence
 
 
@@ -84,8 +89,17 @@ def test_an_undecided_cell_gives_its_interval_and_how_many_instructions_would_de
         [40.0, np.nan, np.nan],
     )
     assert reproduction.verdict_phrase(cells) == (
-        "Holds in 2 of 3 (x4 to x15); not resolved in 1 of 3 (+20% [-20%, +90%], "
-        "these 5 instructions per dataset cannot decide; about 40 would)"
+        "holds in 2 of 3 (x4 to x15), not resolved in 1 (+20% [-20%, +90%]; about 40 would decide)"
     )
     every = _cells(["holds", "holds"], [(4.0, 3.0, 6.0), (15.0, 9.0, 25.0)], [np.nan, np.nan])
-    assert reproduction.verdict_phrase(every) == "Holds in both cells (x4 to x15)"
+    assert reproduction.verdict_phrase(every) == "holds in both cells (x4 to x15)"
+    none = _cells(["does not hold"] * 3, [(0.4, 0.3, 0.6), (0.9, 0.8, 0.95), (1.1, 1.05, 1.2)], [np.nan] * 3)
+    assert reproduction.verdict_phrase(none) == "does not hold in any of the 3 cells (x0.4 to x1.1)"
+
+
+def test_the_ends_of_a_range_read_in_one_style():
+    """A range whose ends fall on both sides of the "x" threshold is written in "x" throughout."""
+    cells = _cells(["not resolved"] * 2, [(0.83, 0.05, 14.4), (1.05, 0.9, 1.2)], [np.nan] * 2)
+    assert (
+        reproduction.verdict_phrase(cells) == "not resolved in both cells (x0.83 [x0.05, x14.4] to x1.05 [x0.9, x1.2])"
+    )

@@ -274,9 +274,10 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         page_module.probe_curves(page),
         page_module.weight_change(page),
         page_module.relative_change(page),
-        page_module.verdict_figures(page),
     ):
         assert len(figures) == 1
+    matrix = page_module.verdict_matrix(page)
+    assert matrix.startswith("<svg") and 'aria-label="Verdict matrix' in matrix, matrix[:200]
     relative = page_module.relative_change_table(page)
     assert len(relative) == 3 and (relative["relative change (geometric mean)"] > 0).all()
     rates = page_module.error_rates(page, reps=3)

@@ -125,7 +125,7 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="F3",
-            plain="Slow thinking tells irrelevant from correct responses by larger gradients; fast thinking does not",
+            plain="Slow thinking, not fast, gives irrelevant responses larger gradients than correct ones",
             headline=Role.F3_GAP,
             claim=(
                 "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
@@ -250,7 +250,7 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="G1",
-            plain="The layer curves tell irrelevant from correct responses beyond what the loss tells",
+            plain="The layer curves tell irrelevant from correct responses beyond the loss",
             headline=Role.BEYOND_LOSS,
             claim=(
                 "F3 beyond the loss: under Detailed CoT the layer curves (log nuclear norms) carry information on which "
@@ -271,7 +271,7 @@ REGISTRY: Registry = registry_of(
         # --- A2 and A3: F1 on the same scored tokens, the final answer after the same phrase
         PerModelCheck(
             id="A2",
-            plain="Scoring only the final answer, reasoning before it makes the answer's gradient smaller",
+            plain="On the answer tokens alone, reasoning before them makes their gradient smaller",
             headline=Role.SAME_TOKEN_GAP,
             claim=(
                 "F1 on the same tokens: scoring only the final answer, after the same phrase, the answer's gradient "
@@ -285,7 +285,7 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="A3",
-            plain="A2 holds also where the answer is equally predictable with and without reasoning",
+            plain="A2 holds also at equal answer loss",
             headline=Role.EQUAL_LOSS_GAP,
             claim=(
                 "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "

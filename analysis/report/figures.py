@@ -186,10 +186,10 @@ def verdict_svg(
     """The verdict matrix (``verdict_figure``) as inline SVG that fits its column: hovering a cell
     shows its verdict, headline size with interval, and n; its accessible name (``matrix_label``)
     counts the verdicts."""
-    if table.empty:
+    fig = verdict_figure(table, parts=parts, pairs=pairs, registry=registry)
+    if fig is None:
         return None
     cells = verdict_cells(table, parts, registry)
-    fig = _matrix(cells, note=None, pairs=pairs, registry=registry)
     svg = plots.titled_svg(fig, plots.cell_titles(cells), label=matrix_label(cells, registry))
     plt.close(fig)
     return svg

@@ -95,9 +95,17 @@ def answers(page: Page, *, scope: str | None = None) -> None:
 
 @_with_rows
 def summary(page: Page) -> None:
-    """The reproduction summary that opens a book (``reproduction.page_summary``): scope, one line
-    per claim with its size, interval and verdict, and what differs from the paper's setup."""
+    """The reproduction summary that opens a book (``reproduction.page_summary``): the scope beside
+    the paper's setup, then the checks a reader asks about first, each with its sizes and verdict."""
     show_markdown(reproduction.page_summary(page))
+
+
+def other_claims(page: Page) -> None:
+    """What follows the matrix on a book's first page (``reproduction.other_claims``): the cells
+    these sizes leave undecided, and the checks outside the summary, each with its sizes and verdict."""
+    text = reproduction.other_claims(page)
+    if text:
+        show_markdown(text)
 
 
 def _unpaired(page: Page, checks: Sequence[str]) -> None:

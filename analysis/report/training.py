@@ -131,7 +131,7 @@ def summary(page: TrainingPage) -> str:
     return reproduction.summary_markdown(
         page.findings_table(),
         page.part_table(),
-        checks=checks.on_chapter(CHAPTER),
+        lead=[(c,) for c in checks.on_chapter(CHAPTER)],
         models=models,
         n_samples=s.n_probes,
         imported=False,
@@ -144,16 +144,17 @@ def chapter_claims() -> str:
     return verdicts.claims_text(checks.on_chapter(CHAPTER))
 
 
-def verdict_figures(page: TrainingPage) -> list[tuple[str, Figure]]:
-    """The verdict matrix of the chapter's checks (check x scope, one panel per model)."""
-    found = page.findings_table()
-    figure = figures.verdict_figure(found, note=verdicts.false_holds_note(found))
-    return [] if figure is None else [("Verdicts of the training checks", figure)]
+def verdict_matrix(page: TrainingPage) -> str:
+    """The verdict matrix of the chapter's checks (check x scope, one panel per model) as every
+    page's: inline SVG, each cell printing its headline size, its interval in the hover text."""
+    return figures.verdict_svg(page.findings_table(), parts=page.part_table()) or ""
 
 
 def verdict_summary(page: TrainingPage) -> str:
-    """At most three plain sentences under the matrix: what holds, what does not, what is undecided."""
-    return verdicts.plain_summary(page.findings_table())
+    """At most three plain sentences under the matrix (what holds, what does not, what is
+    undecided), and how many of its "holds" chance alone would give."""
+    found = page.findings_table()
+    return f"{verdicts.plain_summary(found)}\n\n*{verdicts.false_holds_note(found)}*" if len(found) else ""
 
 
 def verdict_table(page: TrainingPage) -> pd.DataFrame:
