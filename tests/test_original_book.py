@@ -103,6 +103,13 @@ def test_a_partial_release_builds_the_original_book_and_every_sentence_fits_it(s
     found = "Qwen/Qwen2-1.5B, Qwen/Qwen2-1.5B-Instruct, google/gemma-2-2b"
     # coverage over the models found, the samples as released (the short file named), per origin
     assert f"3 of the run's 10 models are in the store ({found})" in pages["intro"]
+    # the summary: on the released statistics, and the answer-scored checks say what computes them
+    assert "**Scope.**" in pages["intro"] and "the original study's released statistics" in pages["intro"]
+    assert (
+        "**A2** On the answer tokens alone, reasoning before them makes their gradient smaller: no verdict, the "
+        "released statistics hold none of its conditions (`python -m analysis run --profile paper` on a GPU"
+        in pages["intro"]
+    )
     assert (
         f"The samples are the original study's files: {SAMPLES} samples per file "
         "(3 in google/gemma-2-2b gsm8k/detailed/correct), as released." in pages["intro"]
