@@ -13,7 +13,7 @@
 # %% [markdown]
 # # Fast and slow thinking in LLM layers, seen through gradients
 #
-# A reproduction of {cite:t}`li2025fastslow`, with 95% intervals.
+# A reproduction of {cite:t}`li2025fastslow`.
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
