@@ -92,15 +92,14 @@ def _range(cells: pd.DataFrame, *, interval: bool) -> str:
     return ends[0] if ends[0] == ends[1] else " to ".join(ends)
 
 
-def _would_decide(cells: pd.DataFrame) -> str:
-    """ "about 40 would decide" (or "over 1000"): the median over an undecided group of the
-    instructions per dataset that would give its rule 80% power."""
+def _instructions_needed(cells: pd.DataFrame) -> str:
+    """ "about 40" (or "over 1000"; "" where none is known): the median over an undecided group of
+    the instructions per dataset that would give its rule 80% power."""
     sizes = cells["n_for_power"].dropna() if "n_for_power" in cells else pd.Series(dtype=float)
     if sizes.empty:
         return ""
     median = sizes.median()
-    amount = f"over {LARGEST_SIZE_SHOWN}" if median > LARGEST_SIZE_SHOWN else f"about {int(median)}"
-    return f"{amount} would decide"
+    return f"over {LARGEST_SIZE_SHOWN}" if median > LARGEST_SIZE_SHOWN else f"about {int(median)}"
 
 
 def verdict_phrase(cells: pd.DataFrame) -> str:
@@ -121,8 +120,9 @@ def verdict_phrase(cells: pd.DataFrame) -> str:
         else:
             many = f"{len(group)} of {total}"
         details = [d for d in (_range(group, interval=verdict == UNRESOLVED),) if d]
-        if verdict == UNRESOLVED and _would_decide(group):
-            details.append(_would_decide(group))
+        needed = _instructions_needed(group) if verdict == UNRESOLVED else ""
+        if needed:
+            details.append(f"{needed} would decide")
         pieces.append(f"{verdict} in {many}" + (f" ({'; '.join(details)})" if details else ""))
     return ", ".join(pieces)
 
@@ -194,9 +194,9 @@ def undecided_sentence(found: pd.DataFrame) -> str:
     open_ = tested[tested["verdict"] == UNRESOLVED] if len(tested) else tested
     if open_.empty:
         return ""
-    would = _would_decide(open_)
+    needed = _instructions_needed(open_)
     return f"**Not resolved** at this size: {len(open_)} of {len(tested)} cells" + (
-        f"; {would.replace('would', 'instructions per dataset would')} them (median)." if would else "."
+        f"; {needed} instructions per dataset would decide them (median)." if needed else "."
     )
 
 
@@ -242,9 +242,8 @@ def summary_markdown(
     scope: str | None = None,
     registry: Registry = REGISTRY,
 ) -> str:
-    """The reproduction summary: the scope, one bullet per group of checks in ``lead``, what differs
-    from the paper's setup, and the paper's reported numbers this store can be set against
-    (``reported``). ``scope``: the scope paragraph, where the caller words it (the training runs);
+    """The reproduction summary: the scope beside the paper's setup, one bullet per group of checks in
+    ``lead``, and the paper's reported numbers this store can be set against (``reported``). ``scope``: the scope paragraph, where the caller words it (the training runs);
     None: ``scope_sentence``."""
     pieces = [
         scope or scope_sentence(found, models=models, n_samples=n_samples, imported=imported),
@@ -261,7 +260,7 @@ def lead_groups(checks: Sequence[str]) -> list[tuple[str, ...]]:
 
 
 def page_summary(page) -> str:
-    """The summary that opens a page: its checks of ``LEAD``, with the scope and the differences."""
+    """The summary that opens a page: the scope, then its checks of ``LEAD``."""
     return summary_markdown(
         page.findings_table(),
         page.part_table(),
