@@ -25,6 +25,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -43,7 +44,7 @@ page = Page.open(
 )
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## 1. One sample: correct or irrelevant?
@@ -55,7 +56,7 @@ sections.provenance(page)
 # separable when the interval lies above 0.5.
 
 # %% tags=["remove-input"]
-sections.separability(page)
+show(sections.separability(page))
 
 # %% [markdown]
 # ## 2. Is the fast/slow gap only response length?
@@ -72,7 +73,7 @@ sections.separability(page)
 # model, length carries the gap.
 
 # %% tags=["remove-input"]
-sections.length(page)
+show(sections.length(page))
 
 # %% [markdown]
 # ## 3. Effective rank under fast and slow thinking
@@ -81,4 +82,4 @@ sections.length(page)
 # setting of each dataset (correct responses), pooled per family.
 
 # %% tags=["remove-input"]
-sections.effective_rank(page)
+show(sections.effective_rank(page))

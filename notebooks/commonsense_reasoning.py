@@ -24,6 +24,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -40,7 +41,7 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("commonsense_reasoning", given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## Layer curves
@@ -53,7 +54,7 @@ sections.provenance(page)
 # against correct responses per layer (RD; [methods](../methods.md)), with 95% intervals.
 
 # %% tags=["remove-input"]
-sections.curves(page)
+show(sections.curves(page))
 
 # %% [markdown]
 # ## The findings on these data
@@ -64,7 +65,7 @@ sections.curves(page)
 # behind the verdict).
 
 # %% tags=["remove-input"]
-sections.findings(page)
+show(sections.findings(page))
 
 # %% [markdown]
 # ## Beyond the paper
@@ -76,7 +77,7 @@ sections.findings(page)
 # and projections: the fastest setting minus the slowest, per dataset and pooled.
 
 # %% tags=["remove-input"]
-sections.effective_rank(page)
+show(sections.effective_rank(page))
 
 # %% [markdown]
 # ### One sample at a time: correct or irrelevant?
@@ -86,7 +87,7 @@ sections.effective_rank(page)
 # AUROC is 0.5 without signal.
 
 # %% tags=["remove-input"]
-sections.separability(page)
+show(sections.separability(page))
 
 # %% [markdown]
 # ### Is the gap only response length?
@@ -101,4 +102,4 @@ sections.separability(page)
 # length and on its setting.
 
 # %% tags=["remove-input"]
-sections.length(page)
+show(sections.length(page))

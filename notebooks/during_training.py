@@ -26,8 +26,9 @@
 # the probe instructions and the seeds.
 
 # %% tags=["remove-cell"]
-from analysis.report import training
-from analysis.report.display import collapsed, show_figures, show_html, show_markdown, show_table
+from analysis.report import sections, training
+from analysis.report.blocks import Markdown, Table, figures
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 
 names_before_parameters = names_defined(globals())
@@ -38,17 +39,17 @@ results_dir = None  # None: results/<profile>
 data_dir = None  # unused here: the page reads the results directory only
 
 # %% tags=["remove-cell"]
-page = training.TrainingPage.from_parameters(given_parameters(globals(), names_before_parameters))
+page = training.TrainingPage.open("during_training", given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
-show_markdown(training.summary(page))
+show(sections.summary(page))
 
 # %% [markdown]
 # ## The questions and the runs
 
 # %% tags=["remove-input"]
-show_markdown(training.chapter_claims())
-show_markdown(page.setup())
+show(sections.claims(page))
+show(Markdown(page.setup()))
 
 # %% [markdown]
 # ## Verdicts
@@ -67,10 +68,7 @@ show_markdown(page.setup())
 # by less than 10%; where the probes show no gap at step 0, there is none to persist ("not applicable").
 
 # %% tags=["remove-input"]
-show_html(training.verdict_matrix(page))
-show_markdown(training.verdict_summary(page))
-with collapsed("The verdicts with their numbers"):
-    show_table(training.verdict_table(page))
+show(training.verdicts_section(page))
 
 # %% [markdown]
 # ## Training loss
@@ -78,7 +76,7 @@ with collapsed("The verdicts with their numbers"):
 # The loss of each step's batch before its update (response tokens only, as in the extraction).
 
 # %% tags=["remove-input"]
-show_figures(training.loss_curves(page))
+show(figures(training.loss_curves(page)))
 
 # %% [markdown]
 # ## Probe gradients across training
@@ -86,7 +84,7 @@ show_figures(training.loss_curves(page))
 # Each panel: one arm trained on (rows) and one probe setting (columns); one curve per checkpoint.
 
 # %% tags=["remove-input"]
-show_figures(training.probe_curves(page))
+show(figures(training.probe_curves(page)))
 
 # %% [markdown]
 # ## Where the weights moved
@@ -94,7 +92,7 @@ show_figures(training.probe_curves(page))
 # The nuclear norm of each attention projection's change since step 0, per layer, at the last step.
 
 # %% tags=["remove-input"]
-show_figures(training.weight_change(page))
+show(figures(training.weight_change(page)))
 
 # %% [markdown]
 # ## How far the weights moved
@@ -104,8 +102,8 @@ show_figures(training.weight_change(page))
 # all layers and projections.
 
 # %% tags=["remove-input"]
-show_figures(training.relative_change(page))
-show_table(training.relative_change_table(page))
+show(figures(training.relative_change(page)))
+show(Table(training.relative_change_table(page)))
 
 # %% [markdown]
 # ## Error rates of these rules
@@ -117,4 +115,4 @@ show_table(training.relative_change_table(page))
 # own instructions (one training set for every seed); it is shown, not the design of these runs.
 
 # %% tags=["remove-input"]
-show_table(training.error_rates(page), by=None)
+show(Table(training.error_rates(page), by=None))

@@ -17,6 +17,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -33,13 +34,13 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("intro", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",))
 
 # %% tags=["remove-input"]
-sections.summary(page)
+show(sections.summary(page))
 
 # %% [markdown]
 # ## The verdicts at a glance
 
 # %% tags=["remove-input"]
-sections.answers(page)
+show(sections.answers(page))
 
 # %% [markdown]
 # Each cell is one claim for one model and one scope: a family of datasets pooled (first columns)
@@ -49,8 +50,8 @@ sections.answers(page)
 # (x3.2: 3.2 times); hovering over a cell shows its interval and the instructions behind the verdict.
 
 # %% tags=["remove-input"]
-sections.other_claims(page)
-sections.claims(page, folded="The claims, each linked to its rule")
+show(sections.other_claims(page))
+show(sections.claims(page, folded="The claims, each linked to its rule"))
 
 # %% [markdown]
 # ## Fast thinking, slow thinking: the layer curves
@@ -60,10 +61,10 @@ sections.claims(page, folded="The claims, each linked to its rule")
 # detailed one (correct responses, 95% bands). The panels of a row share their scale.
 
 # %% tags=["remove-input"]
-sections.headline(page)
+show(sections.headline(page))
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## The question

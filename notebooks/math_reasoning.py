@@ -22,6 +22,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -38,7 +39,7 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## Layer curves
@@ -51,7 +52,7 @@ sections.provenance(page)
 # against correct responses per layer (RD; [methods](../methods.md)), with 95% intervals.
 
 # %% tags=["remove-input"]
-sections.curves(page)
+show(sections.curves(page))
 
 # %% [markdown]
 # ## The findings on these data
@@ -62,7 +63,7 @@ sections.curves(page)
 # behind the verdict).
 
 # %% tags=["remove-input"]
-sections.findings(page)
+show(sections.findings(page))
 
 # %% [markdown]
 # ## Beyond the paper
@@ -74,7 +75,7 @@ sections.findings(page)
 # and projections: the fastest setting minus the slowest, per dataset and pooled.
 
 # %% tags=["remove-input"]
-sections.effective_rank(page)
+show(sections.effective_rank(page))
 
 # %% [markdown]
 # ### One sample at a time: correct or irrelevant?
@@ -84,7 +85,7 @@ sections.effective_rank(page)
 # AUROC is 0.5 without signal.
 
 # %% tags=["remove-input"]
-sections.separability(page)
+show(sections.separability(page))
 
 # %% [markdown]
 # ### Is the gap only response length?
@@ -99,4 +100,4 @@ sections.separability(page)
 # length and on its setting.
 
 # %% tags=["remove-input"]
-sections.length(page)
+show(sections.length(page))

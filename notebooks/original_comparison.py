@@ -22,7 +22,8 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import comparison, coverage
-from analysis.report.display import show_markdown, show_table
+from analysis.report.blocks import Markdown, Table
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path, validate
 
 names_before_parameters = names_defined(globals())
@@ -44,7 +45,7 @@ differences = comparison.compare([params.results_dir, *others], params.models, p
 # ## Agreement per model
 
 # %% tags=["remove-input"]
-show_markdown(comparison.comparison_paragraph(differences, imported=coverage.imported_profile(params.profile)))
+show(Markdown(comparison.comparison_paragraph(differences, imported=coverage.imported_profile(params.profile))))
 
 # %% [markdown]
 # ## Per condition and statistic
@@ -53,10 +54,10 @@ show_markdown(comparison.comparison_paragraph(differences, imported=coverage.imp
 # largest relative difference.
 
 # %% tags=["remove-input", "hide-output"]
-show_table(comparison.format_agreement(comparison.agreement_table(differences)), empty="Nothing to compare.")
+show(Table(comparison.format_agreement(comparison.agreement_table(differences)), empty="Nothing to compare."))
 
 # %% [markdown]
 # ## Samples that differ by more than 1e-3
 
 # %% tags=["remove-input", "hide-output"]
-show_table(comparison.mismatches(differences), empty="None.")
+show(Table(comparison.mismatches(differences), empty="None."))

@@ -24,8 +24,8 @@
 
 # %% tags=["remove-cell"]
 from analysis.findings.checks import PER_MODEL, PER_PAIR
-from analysis.report import curve_tables, sections
-from analysis.report.display import show_markdown, show_table
+from analysis.report import sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -44,18 +44,13 @@ page = Page.open(
 )
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## Which models are compared
 
 # %% tags=["remove-input"]
-show_table(
-    curve_tables.pairs_table(page.pairs, page.results.templates, {m: cd.n_layers for m, cd in page.draws.items()}),
-    empty="No base and instruct model pair is present.",
-    by=None,
-)
-show_markdown(curve_tables.confound_statement(page.pairs))
+show(sections.model_pairs(page))
 
 # %% [markdown]
 # ## Layer curves, base above instruct
@@ -65,7 +60,7 @@ show_markdown(curve_tables.confound_statement(page.pairs))
 # shares its scale; the two models have their own.
 
 # %% tags=["remove-input"]
-sections.pair_curves(page)
+show(sections.pair_curves(page))
 
 # %% [markdown]
 # ## MAD and RD side by side
@@ -74,18 +69,18 @@ sections.pair_curves(page)
 # for both models of each pair.
 
 # %% tags=["remove-input", "hide-output"]
-sections.tables_pairs(page)
+show(sections.tables_pairs(page))
 
 # %% [markdown]
 # ## F4: is the instruct model better at telling correct from irrelevant?
 
 # %% tags=["remove-input"]
-sections.claims(page, scope=PER_PAIR)
-sections.answers(page, scope=PER_PAIR)
-sections.pooled_findings(page, scope=PER_PAIR)
+show(sections.claims(page, scope=PER_PAIR))
+show(sections.answers(page, scope=PER_PAIR))
+show(sections.pooled_findings(page, scope=PER_PAIR))
 
 # %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page, scope=PER_PAIR)
+show(sections.tables_findings(page, scope=PER_PAIR))
 
 # %% [markdown]
 # ## The other findings, model by model
@@ -93,4 +88,4 @@ sections.tables_findings(page, scope=PER_PAIR)
 # The pooled verdicts of the other checks for both kinds of model, for comparison.
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page, scope=PER_MODEL)
+show(sections.pooled_findings(page, scope=PER_MODEL))

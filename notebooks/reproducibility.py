@@ -19,14 +19,9 @@
 # directory; `python -m analysis run --profile <name>` writes it.
 
 # %% tags=["remove-cell"]
-from analysis import runlog
-from analysis.findings import calibration, skew
-from analysis.findings.calibration import scenarios
-from analysis.report import coverage, gpu_check, provenance
-from analysis.report.display import show_markdown, show_table
-from analysis.report.load import figure_note, origin_note
-from analysis.report.notebook_parameters import given_parameters, names_defined, optional_path
-from analysis.report.page import Page
+from analysis.report import reproducibility as sections
+from analysis.report.display import show
+from analysis.report.notebook_parameters import given_parameters, names_defined
 
 names_before_parameters = names_defined(globals())
 
@@ -40,32 +35,22 @@ benchmarks_file = "benchmarks/results.json"
 export_file = None  # the results store as one Parquet file, published with the book
 
 # %% tags=["remove-cell"]
-page = Page.open("reproducibility", given_parameters(globals(), names_before_parameters), stats=())
-params, results = page.params, page.results
-benchmarks = optional_path("benchmarks_file", params.extra["benchmarks_file"])
-export = optional_path("export_file", params.extra["export_file"])
-runs = runlog.read(params.results_dir)
-run = runs[-1] if runs else None
-imported = coverage.imported_profile(params.profile)  # the original study's numbers: nothing computed here
+page = sections.Reproducibility.open("reproducibility", given_parameters(globals(), names_before_parameters))
 
 # %% [markdown]
 # ## The run
 
 # %% tags=["remove-input"]
-show_markdown(provenance.run_sentence(runs, params.results_dir, imported))
-show_table(provenance.profile_table(run), empty="The results directory has no run log.")
+show(sections.run(page))
 
 # %% [markdown]
 # ## The numbers behind this book
 
 # %% tags=["remove-input"]
-show_markdown(provenance.export_sentence(export, params.models, params.profile.name))
-origin_of_numbers = origin_note(results.rows)
-if origin_of_numbers:
-    show_markdown(f"*{origin_of_numbers}.*")
+show(sections.numbers(page))
 
 # %% tags=["remove-input", "hide-output"]
-show_table(provenance.imports_table(runs), empty="")
+show(sections.imports(page))
 
 # %% [markdown]
 # ## Models
@@ -76,16 +61,7 @@ show_table(provenance.imports_table(runs), empty="")
 # loss mask and so the gradients).
 
 # %% tags=["remove-input"]
-show_table(provenance.models_used_table(results.rows, runs), empty="No results are stored.", by=None)
-show_table(
-    provenance.model_facts_table(run),
-    empty="No model was loaded: the numbers are the original study's, imported."
-    if imported
-    else "The run log records no model facts.",
-    by=None,
-)
-if figure_note(results.models):
-    show_markdown(f"*{figure_note(results.models)}.*")
+show(sections.models(page))
 
 # %% [markdown]
 # ## Data files
@@ -94,25 +70,19 @@ if figure_note(results.models):
 # study's data (the results store also records the hash of the file each row came from).
 
 # %% tags=["remove-input"]
-data_check = provenance.data_check_table(params.conditions, params.data_dir)
-show_markdown(provenance.data_check_sentence(data_check))
+show(sections.data_check(page))
 
 # %% tags=["remove-input", "hide-output"]
-show_table(provenance.data_check_shown(data_check))
+show(sections.data_check_files(page))
 
 # %% [markdown]
 # ## Run times
 
 # %% tags=["remove-input"]
-show_table(provenance.time_summary(runs), empty="No run times are recorded.")
+show(sections.run_times(page))
 
 # %% tags=["remove-input", "hide-output"]
-show_table(
-    provenance.extraction_time_table(runs),
-    empty="Nothing was computed: the numbers are imported (the files are listed above)."
-    if imported
-    else "No extraction was recorded.",
-)
+show(sections.extraction_times(page))
 
 # %% [markdown]
 # ## How well the intervals and verdicts work
@@ -128,11 +98,7 @@ show_table(
 # dataset and the instructions per dataset that give 80%.
 
 # %% tags=["remove-input"]
-show_table(calibration.false_holds_table(reps=400, seed=params.seed), by=None)
-show_table(calibration.coverage_table(reps=400, seed=params.seed), by=None)
-show_table(calibration.log_ratio_coverage_table(reps=400, seed=params.seed), by=None)
-show_table(calibration.share_table(reps=400, seed=params.seed), by=None)
-show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
+show(sections.rule_rates(page))
 
 # %% [markdown]
 # The stated level under hard noise (`analysis.findings.calibration.scenarios`): how often each 95% interval
@@ -144,7 +110,7 @@ show_table(calibration.power_table(reps=400, seed=params.seed), by=None)
 # spread changes across layers). With 400 runs a rate has a Monte Carlo standard error of about 0.8 points.
 
 # %% tags=["remove-input"]
-show_table(scenarios.miss_table(reps=400, seed=params.seed), by=None)
+show(sections.misses(page))
 
 # %% [markdown]
 # Skew in both directions (`analysis.findings.skew`): how often each rule says "holds" when its
@@ -152,7 +118,7 @@ show_table(scenarios.miss_table(reps=400, seed=params.seed), by=None)
 # the rule states (the rate the verdict matrix's note uses for its checks).
 
 # %% tags=["remove-input"]
-show_table(skew.false_holds_by_skew(reps=400, seed=params.seed), by=None)
+show(sections.skewed(page))
 
 # %% [markdown]
 # ## Package versions
@@ -160,23 +126,13 @@ show_table(skew.false_holds_by_skew(reps=400, seed=params.seed), by=None)
 # As recorded by the run, next to those of the kernel that executed this page.
 
 # %% tags=["remove-input"]
-show_table(provenance.package_table(run, runlog.package_versions()))
+show(sections.packages(page))
 
 # %% [markdown]
 # ## Benchmarks
 
 # %% tags=["remove-input"]
-benchmark = provenance.benchmark_table(benchmarks) if benchmarks and not imported else None
-for part in provenance.benchmark_parts(benchmark):
-    show_table(
-        part,
-        empty="This run computed nothing (its numbers are the original study's, imported), so this project's "
-        "extraction benchmark (`make benchmark`) does not describe it."
-        if imported
-        else f"No benchmark results file (`{benchmarks.name if benchmarks else 'none given'}`); "
-        "`make benchmark` writes `benchmarks/results.json`.",
-        by=None,
-    )
+show(sections.benchmarks(page))
 
 # %% [markdown]
 # With one other process busy on one core: the project's run, with the torch threads it chooses
@@ -184,13 +140,7 @@ for part in provenance.benchmark_parts(benchmark):
 # 1.2 times as long), and torch's default threads on the busy machine for comparison.
 
 # %% tags=["remove-input"]
-show_table(
-    provenance.busy_core_table(benchmarks) if benchmarks and not imported else None,
-    empty="Not shown: this run computed nothing, as said above."
-    if imported
-    else "No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`).",
-    by=None,
-)
+show(sections.busy_core(page))
 
 # %% [markdown]
 # ## The GPU check
@@ -201,9 +151,7 @@ show_table(
 # GPU check").
 
 # %% tags=["remove-input"]
-gpu_check_results = gpu_check.results_path(benchmarks)
-show_markdown(gpu_check.sentence(gpu_check_results))
-show_table(gpu_check.table(gpu_check_results), empty="", by=None)
+show(sections.gpu(page))
 
 # %% [markdown]
 # ## How a page is made
@@ -213,13 +161,14 @@ show_table(gpu_check.table(gpu_check_results), empty="", by=None)
 #
 # ```python
 # from analysis.report import sections
+# from analysis.report.display import show
 # from analysis.report.page import Page
 #
 # names_before_parameters = names_defined(globals())  # then the parameters cell: profile, results_dir, ...
 # page = Page.open("math_reasoning", given_parameters(globals(), names_before_parameters))
-# sections.provenance(page)  # what the page read and the caveats of its models, folded
-# sections.curves(page)      # the paper's figure per model and dataset, the MAD and RD tables folded
-# sections.findings(page)    # the claims its chapter checks (analysis.findings.checks), the verdict matrix
+# show(sections.provenance(page))  # what the page read and the caveats of its models, folded
+# show(sections.curves(page))      # the paper's figure per model and dataset, the MAD and RD tables folded
+# show(sections.findings(page))    # the claims its chapter checks, the verdict matrix and the numbers
 # ```
 #
 # To execute a chapter by hand, see the page "Running the study" ("Re-executing a page").

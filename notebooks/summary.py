@@ -23,7 +23,8 @@
 # %% tags=["remove-cell"]
 from analysis.findings import skew
 from analysis.report import curve_tables, sections
-from analysis.report.display import show_table
+from analysis.report.blocks import Table
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -40,7 +41,7 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("summary", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",))
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## The claims
@@ -48,13 +49,13 @@ sections.provenance(page)
 # Each claim in plain words, with a link to its estimand and rule on the checks page.
 
 # %% tags=["remove-input"]
-sections.claims(page)
+show(sections.claims(page))
 
 # %% [markdown]
 # ## Verdicts
 
 # %% tags=["remove-input"]
-sections.answers(page)
+show(sections.answers(page))
 
 # %% [markdown]
 # ## The pooled answers with their numbers
@@ -63,13 +64,13 @@ sections.answers(page)
 # larger), n is the number of instructions behind the verdict.
 
 # %% tags=["remove-input"]
-sections.pooled_findings(page)
+show(sections.pooled_findings(page))
 
 # %% [markdown]
 # ## Every check per dataset
 
 # %% tags=["remove-input", "hide-output"]
-sections.tables_findings(page)
+show(sections.tables_findings(page))
 
 # %% [markdown]
 # ## How skewed this store's values are
@@ -80,7 +81,7 @@ sections.tables_findings(page)
 # few instructions per curve it is itself a noisy estimate.
 
 # %% tags=["remove-input"]
-show_table(skew.measured_skew(page.draws), empty="No curve has three or more instructions.")
+show(Table(skew.measured_skew(page.draws), empty="No curve has three or more instructions."))
 
 # %% [markdown]
 # ## Against the numbers reported for the paper
@@ -89,7 +90,9 @@ show_table(skew.measured_skew(page.draws), empty="No curve has three or more ins
 # indicative only). It is compared here when that model's results are stored.
 
 # %% tags=["remove-input"]
-show_table(
-    curve_tables.reported_mad_comparison(page.draws),
-    empty="Qwen/Qwen2-1.5B is not among the stored models (it runs in the paper profile).",
+show(
+    Table(
+        curve_tables.reported_mad_comparison(page.draws),
+        empty="Qwen/Qwen2-1.5B is not among the stored models (it runs in the paper profile).",
+    )
 )

@@ -28,6 +28,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import answer_tokens, gap_sources, sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -46,7 +47,7 @@ page = Page.open(
 )
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## The same tokens: the answer with and without reasoning before it
@@ -58,7 +59,7 @@ sections.provenance(page)
 # is larger without the reasoning.
 
 # %% tags=["remove-input"]
-answer_tokens.same_token_section(page)
+show(answer_tokens.same_token_section(page))
 
 # %% [markdown]
 # ## F1's gap, layer by layer
@@ -92,7 +93,7 @@ gap_sources.f3_gap(page)
 # the averaging part changes, from -1/2 log R to +1/2 log R.
 
 # %% tags=["remove-input"]
-answer_tokens.loss_convention_section(page)
+show(answer_tokens.loss_convention_section(page))
 
 # %% [markdown]
 # ## The answers
@@ -103,5 +104,5 @@ answer_tokens.loss_convention_section(page)
 # instructions.
 
 # %% tags=["remove-input"]
-sections.answers(page)
-gap_sources.verdicts(page)
+show(sections.answers(page))
+show(gap_sources.verdicts(page))

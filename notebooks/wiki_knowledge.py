@@ -24,6 +24,7 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
 
@@ -40,7 +41,7 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("wiki_knowledge", given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
-sections.provenance(page)
+show(sections.provenance(page))
 
 # %% [markdown]
 # ## Layer curves
@@ -53,7 +54,7 @@ sections.provenance(page)
 # against correct responses per layer (RD; [methods](../methods.md)), with 95% intervals.
 
 # %% tags=["remove-input"]
-sections.curves(page)
+show(sections.curves(page))
 
 # %% [markdown]
 # ## The finding on these data
@@ -63,7 +64,7 @@ sections.curves(page)
 # shows its interval and the instructions behind the verdict).
 
 # %% tags=["remove-input"]
-sections.findings(page)
+show(sections.findings(page))
 
 # %% [markdown]
 # ## Beyond the paper
@@ -74,13 +75,13 @@ sections.findings(page)
 # projections: the shortest Wiki responses minus the longest.
 
 # %% tags=["remove-input"]
-sections.effective_rank(page)
+show(sections.effective_rank(page))
 
 # %% [markdown]
 # ### One sample at a time: correct or irrelevant?
 
 # %% tags=["remove-input"]
-sections.separability(page)
+show(sections.separability(page))
 
 # %% [markdown]
 # ### Response length
@@ -89,4 +90,4 @@ sections.separability(page)
 # response length and on its length setting.
 
 # %% tags=["remove-input"]
-sections.length(page)
+show(sections.length(page))

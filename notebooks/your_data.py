@@ -24,9 +24,8 @@
 
 # %% tags=["remove-cell"]
 from analysis.report import your_data as page_data
-from analysis.report import your_data_figures as page_figures
-from analysis.report import your_data_samples as samples
-from analysis.report.display import show_figure, show_figures, show_markdown, show_table
+from analysis.report import your_data_sections as page_sections
+from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 
 names_before_parameters = names_defined(globals())
@@ -43,10 +42,10 @@ seed = 0
 n_resamples = 1000
 
 # %% tags=["remove-cell"]
-page = page_data.YourData.from_parameters(given_parameters(globals(), names_before_parameters))
+page = page_data.YourData.open("your_data", given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
-show_markdown(page_data.coverage_text(page))
+show(page_sections.read(page))
 
 # %% [markdown]
 # ## Layer curves over the reference settings
@@ -56,15 +55,7 @@ show_markdown(page_data.coverage_text(page))
 # dashed: irrelevant responses). Black: your data, with its 95% band.
 
 # %% tags=["remove-input"]
-for file in page.files:
-    show_figure(
-        page_figures.overlay_figure(page, file, "nuclear_norm"),
-        alt=f"{file.label}: nuclear norm per layer over the reference settings",
-    )
-    show_figure(
-        page_figures.overlay_figure(page, file, "effective_rank"),
-        alt=f"{file.label}: effective rank per layer over the reference settings",
-    )
+show(page_sections.overlays(page))
 
 # %% [markdown]
 # ## Levels, differences across layers and similarities
@@ -73,26 +64,25 @@ for file in page.files:
 # averaged over projections), with 95% intervals over instructions.
 
 # %% tags=["remove-input"]
-show_table(page_data.level_table(page), by="model")
+show(page_sections.levels(page))
 
 # %% [markdown]
 # ## Which setting is your data closest to?
 
 # %% tags=["remove-input"]
-show_markdown(samples.placement_text(page))
-show_table(samples.assignment_table(page), by=None)
+show(page_sections.placement(page))
 
 # %% [markdown]
 # Out-of-fold assignments of the reference samples (how often the classifier is right, per setting):
 
 # %% tags=["remove-input"]
-show_table(samples.confusion_table(page), by=None)
+show(page_sections.confusion(page))
 
 # %% [markdown]
 # ## Data quality: what the follow-up study says, with your numbers
 
 # %% tags=["remove-input"]
-show_markdown(page_data.quality_text(page))
+show(page_sections.quality(page))
 
 # %% [markdown]
 # ## Your samples, ranked
@@ -103,10 +93,7 @@ show_markdown(page_data.quality_text(page))
 # bottom ten, with the instruction and the response, to select samples for fine-tuning.
 
 # %% tags=["remove-input"]
-for file in page.files:
-    show_table(samples.score_preview(page, file), by=None)
-written = samples.write_scores(page)
-show_markdown("Written: " + ", ".join(f"`{path}`" for path in written) if written else "No scores written.")
+show(page_sections.ranked(page))
 
 # %% [markdown]
 # ## The scratch control: what comes from training
@@ -116,6 +103,4 @@ show_markdown("Written: " + ", ".join(f"`{path}`" for path in written) if writte
 # architecture and the text itself; differences come from what the model learned.
 
 # %% tags=["remove-input"]
-show_markdown(page_data.scratch_text(page))
-for file in page.files:
-    show_figures(page_figures.scratch_figures(page, file), alt="nuclear norm and effective rank per layer")
+show(page_sections.scratch(page))

@@ -26,10 +26,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.core import vocabulary
-from analysis.core.formatting import times
 from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean, rows_of
-from analysis.findings.rules import Part, Role
+from analysis.findings.rules import NotApplicable, Part, Role, Unit, Why
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
 # the statistics A1 and its chapter read beyond the nuclear norm (A1 decides on the first two; the
@@ -58,9 +57,10 @@ def stacked_terms(present) -> tuple[str, ...]:
     return STACKED_WITH_ENERGY if {TOKEN_SIZE, ALIGNMENT} <= set(present) else STACKED
 
 
-A1_PART = "None / Detailed of sqrt(R) x Frobenius norm x"
-TOKEN_SIZE_PART = "token size: None / Detailed of sqrt(e) x"
-ALIGNMENT_PART = "alignment: None / Detailed of sqrt(kappa) x"
+A1_PART = "None / Detailed of sqrt(R) x Frobenius norm"
+TOKEN_SIZE_PART = "token size: None / Detailed of sqrt(e)"
+ALIGNMENT_PART = "alignment: None / Detailed of sqrt(kappa)"
+NUCLEAR_PART = "None / Detailed of sqrt(R) x nuclear norm"  # F1's own norm beyond averaging
 
 
 @dataclass(frozen=True)
@@ -187,32 +187,38 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         return term_contrast(cd, dataset, none, detailed, term=term)
 
     shown = (
-        ("None / Detailed Frobenius norm x", LOG_FROBENIUS, Role.FROBENIUS_GAP),
-        ("averaging alone: sqrt(R_Detailed / R_None) x", AVERAGING, Role.AVERAGING),
-        ("None / Detailed of sqrt(R) x nuclear norm x", SCALED_NUCLEAR, None),
-        ("shape: None / Detailed of nuclear / Frobenius norm x", SHAPE, None),
+        ("None / Detailed Frobenius norm", LOG_FROBENIUS, Role.FROBENIUS_GAP),
+        ("averaging alone: sqrt(R_Detailed / R_None)", AVERAGING, Role.AVERAGING),
+        (NUCLEAR_PART, SCALED_NUCLEAR, Role.NUCLEAR_BEYOND_AVERAGING),
+        ("shape: None / Detailed of nuclear / Frobenius norm", SHAPE, Role.SHAPE),
         (TOKEN_SIZE_PART, TOKEN_SIZE, Role.TOKEN_SIZE),  # where the token energy is stored
         (ALIGNMENT_PART, ALIGNMENT, Role.ALIGNMENT),
     )
-    parts = [Part(A1_PART, gap(REST), "above", 0.0, times, role=Role.BEYOND_AVERAGING)]
+    parts = [Part(A1_PART, gap(REST), "above", 0.0, Unit.RATIO, role=Role.BEYOND_AVERAGING)]
     beside = [(name, gap(term), role) for name, term, role in shown]
-    return parts + [Part(n, e, "above", 0.0, times, decides=False, role=role) for n, e, role in beside if e is not None]
+    return parts + [
+        Part(n, e, "above", 0.0, Unit.RATIO, role=role, decides=False) for n, e, role in beside if e is not None
+    ]
 
 
-TOKENS_UNKNOWN = "token counts unknown"  # how the reason of a cell without R begins
+TOKENS_UNKNOWN = "token counts unknown"  # the reason of a cell without R
 
 
-def a1_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> str:
+def a1_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> NotApplicable | None:
     """Why A1 cannot be computed on a dataset whose None and Detailed CoT curves hold Frobenius norms:
     the token counts R are not stored (the original study's files hold none), with the command that
-    adds them to ``store``; "" where that is not why."""
+    adds them to ``store``; None where that is not why."""
     conditions = [cd.condition_key(dataset, s) for s in ("none", "detailed")]
     if any(_per_sample(cd, c, FROBENIUS) is None for c in conditions):
-        return ""
+        return None
     if all(_per_sample(cd, c, TOKENS) is not None for c in conditions):
-        return ""
-    command = fill_command(store or "<results store>", [cd.model])
-    return f"{TOKENS_UNKNOWN}: the store holds no response token count R of these samples; add them with `{command}`"
+        return None
+    return NotApplicable(
+        Why.NOT_STORED,
+        TOKENS_UNKNOWN,
+        "the store holds no response token count R of these samples",
+        command=fill_command(store or "<results store>", [cd.model]),
+    )
 
 
 def conditions_of(setting_pair: tuple[str, str], responses_pair: tuple[str, str], dataset: str) -> tuple[str, str]:

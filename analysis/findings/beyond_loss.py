@@ -50,7 +50,7 @@ import numpy as np
 from analysis.core import vocabulary
 from analysis.findings import classifier
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
-from analysis.findings.rules import Part, Role
+from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Role, Unit, Why
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
 READS = (LOSS, LOSS_MAX, LOSS_SD, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves
@@ -69,8 +69,8 @@ FLIP_SEED = 0
 STATISTIC = "AUROC of the curves beyond the loss"
 P_VALUE = "p (sign flips)"
 CURVES_ALONE, LOSS_ALONE, ORDERED = "AUROC of the curves alone", "AUROC of the loss alone", "pairs the loss orders"
-SEPARATED = "not applicable: the loss separates them"
-COVARIATES_SAID = "covariates: "  # how a finding's note names the covariates partialled out
+SEPARATED = "the loss separates them"
+DECIDING = "detailed"  # the setting whose pairs decide; None CoT's are shown beside
 
 
 @dataclass(frozen=True)
@@ -195,38 +195,44 @@ def _shown(value: float, dataset: str, n: int) -> Estimate:
 
 
 def p_value_part(statistic: Part) -> Part:
-    """The p-value of a statistic's part, shown beside it."""
+    """The p-value of a statistic's part, shown beside it (the statistic's facet)."""
     estimate = statistic.estimate
     p = Estimate(estimate.p_value(), np.empty(0), estimate.strata) if estimate is not None else None
-    role = Role.P_VALUE if statistic.role is Role.BEYOND_LOSS else None
-    return Part(P_VALUE, p, "below", 0.025, group=statistic.group, decides=False, role=role)
+    return Part(
+        P_VALUE,
+        p,
+        "below",
+        0.025,
+        Unit.P_VALUE,
+        role=Role.P_VALUE,
+        facet=statistic.facet,
+        group=statistic.group,
+        decides=False,
+    )
 
 
 def dataset_parts(pairs: Pairs, dataset: str, setting: str, *, decides: bool) -> list[Part]:
     """G1's parts of one dataset and setting: the statistic (deciding where ``decides``), its
     p-value, the AUROC of the curves alone and of the covariates alone, and the share of pairs
     whose mean-loss difference has the majority sign."""
-    group = vocabulary.setting_label(setting)
-
-    def role(r: Role) -> Role | None:
-        return r if decides else None
-
+    group, facet = vocabulary.setting_label(setting), (setting,)
     estimate = beyond_estimate(pairs, dataset, setting)
-    statistic = Part(STATISTIC, estimate, "above", 0.5, group=group, decides=decides, role=role(Role.BEYOND_LOSS))
+    statistic = Part(
+        STATISTIC, estimate, "above", 0.5, Unit.AUROC, role=Role.BEYOND_LOSS, facet=facet, group=group, decides=decides
+    )
     one = np.ones((pairs.n, 1))
     alone = float(mean_aurocs(pairs.curves, one, None, splits=1)[0])
     loss = float(mean_aurocs(pairs.irrelevant - pairs.correct, one, None, splits=1)[0])
     above = float(np.mean(pairs.irrelevant[:, 0] > pairs.correct[:, 0]))
     beside = [
-        (CURVES_ALONE, alone, Role.AUROC_CURVES),
-        (LOSS_ALONE, loss, Role.AUROC_LOSS),
-        (ORDERED, max(above, 1 - above), Role.LOSS_ORDER),
+        (CURVES_ALONE, alone, Role.AUROC_CURVES, Unit.AUROC),
+        (LOSS_ALONE, loss, Role.AUROC_LOSS, Unit.AUROC),
+        (ORDERED, max(above, 1 - above), Role.LOSS_ORDER, Unit.SHARE),
     ]
     parts = [statistic, p_value_part(statistic)]
-    for name, value, r in beside:
-        parts.append(
-            Part(name, _shown(value, dataset, pairs.n), "above", 0.5, group=group, decides=False, role=role(r))
-        )
+    for name, value, role, unit in beside:
+        shown = _shown(value, dataset, pairs.n)
+        parts.append(Part(name, shown, "above", 0.5, unit, role=role, facet=facet, group=group, decides=False))
     return parts
 
 
@@ -240,7 +246,7 @@ def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, 
 
 def g1_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
     """G1 under Detailed CoT (deciding); the same under None CoT shown beside (identical pairs left out)."""
-    detailed = setting_parts(cd, dataset, "detailed", decides=True)
+    detailed = setting_parts(cd, dataset, DECIDING, decides=True)
     if detailed is None:
         return None
     none = setting_parts(cd, dataset, "none", decides=False, excluded=identical)
@@ -249,24 +255,34 @@ def g1_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
 
 def after_pooling(parts: list[Part]) -> list[Part]:
     """A family's p-values, from its pooled statistics' pooled nulls (not the mean of the p-values)."""
-    statistics = {p.group: p for p in parts if p.name == STATISTIC}
-    return [p_value_part(statistics[p.group]) if p.name == P_VALUE and p.group in statistics else p for p in parts]
+    statistics = {p.facet: p for p in parts if p.role is Role.BEYOND_LOSS}
+    return [p_value_part(statistics[p.facet]) if p.role is Role.P_VALUE and p.facet in statistics else p for p in parts]
 
 
-def separated(parts: Sequence[Part]) -> str:
-    """ "not applicable: the loss separates them" where, under the deciding setting, every pair's
-    mean-loss difference has one sign and the covariates alone reach an out-of-fold AUROC of 1."""
-    value = {p.role: p.estimate.value for p in parts if p.role is not None and p.estimate is not None}
+def separated(parts: Sequence[Part]) -> NotApplicable | None:
+    """ "the loss separates them" where, under the deciding setting, every pair's mean-loss
+    difference has one sign and the covariates alone reach an out-of-fold AUROC of 1 (None elsewhere)."""
+    value = {p.role: p.value for p in parts if p.facet == (DECIDING,) and p.estimate is not None}
     if value.get(Role.LOSS_ORDER, 0.0) >= 1.0 and value.get(Role.AUROC_LOSS, 0.0) >= 1.0:
-        return f"{SEPARATED}: every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1"
-    return ""
+        return NotApplicable(
+            Why.LOSS_SEPARATES,
+            SEPARATED,
+            "every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1",
+        )
+    return None
 
 
-def covariates_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> str:
-    """The covariates G1 partials out for this model (the mean loss only where the store lacks the rest)."""
-    used = {covariates_of(cd, [cd.condition_key(d, "detailed", r) for r in vocabulary.RESPONSES]) for d in by_dataset}
+def covariates_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> Note | None:
+    """The covariates G1 partials out for this model (the mean loss only where the store lacks the
+    rest); ``items``: their names."""
+    used = {covariates_of(cd, [cd.condition_key(d, DECIDING, r) for r in vocabulary.RESPONSES]) for d in by_dataset}
     if not used:
-        return ""
+        return None
     if used == {READS}:
-        return COVARIATES_SAID + ", ".join(COVARIATES[c] for c in READS)
-    return f"{COVARIATES_SAID}the mean token loss only, the store holding no largest token loss, spread or R"
+        names = tuple(COVARIATES[c] for c in READS)
+        return Note(NoteKind.COVARIATES, "covariates: " + ", ".join(names), names)
+    return Note(
+        NoteKind.COVARIATES,
+        "covariates: the mean token loss only, the store holding no largest token loss, spread or R",
+        (COVARIATES[LOSS],),
+    )

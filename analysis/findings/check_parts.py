@@ -18,7 +18,6 @@ from dataclasses import replace
 import numpy as np
 
 from analysis.core import vocabulary
-from analysis.core.formatting import times
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, pooled
 from analysis.findings.quantities import (
     log_gap,
@@ -37,7 +36,7 @@ from analysis.findings.quantities import (
     roughness,
     size_excess,
 )
-from analysis.findings.rules import SAME_MARGIN, Part, Role, beside
+from analysis.findings.rules import SAME_MARGIN, NotApplicable, Note, NoteKind, Part, Role, Unit, Why, beside
 
 # The display names of the parts; code that reads a part back finds it by its ``rules.Role``.
 # the parts a reader sees for the length control (the share is shown, never decides)
@@ -46,24 +45,19 @@ SHARE_PART = "share of the gap left at equal length"
 # None's log-scale spread changes across layers (then None vs Simplified is decided on the former)
 MEAN_CURVE_ROUGHNESS = "mean curve's roughness (paper's scale)"
 LOG_SPREAD_CHANGE = "None log-scale variance, late - early layers"
-GAP_PART = "Simplified / Detailed x"  # the length checks' precondition (``gap_established``)
+GAP_PART = "Simplified / Detailed"  # the length checks' precondition (``gap_established``)
 F5_SHARES = "share of roughness kept: Wiki 1000 / 100 words - reasoning Detailed / Simplified"
 # "Nearly the same" curves (F3 under None CoT, F5's Wiki part): the root-mean-square over layers
 # and q, k, v, o of the per-layer log ratio of irrelevant over correct, noise-corrected, within
 # the margin (its square below the margin squared); the signed mean over layers is shown beside.
-NONE_SAME = "None root-mean-square per-layer irrelevant / correct x"
-WIKI_SAME = "Wiki root-mean-square per-layer irrelevant / correct x"
+NONE_SAME = "None root-mean-square per-layer irrelevant / correct"
+WIKI_SAME = "Wiki root-mean-square per-layer irrelevant / correct"
 
 
-def _rms_times(x: float) -> float:
-    """A noise-corrected mean square of log ratios as the ratio a reader reads (exp of its root)."""
-    return math.exp(math.sqrt(max(x, 0.0)))
-
-
-def nearly_same(name: str, mean_square: Estimate | None) -> Part:
+def nearly_same(name: str, mean_square: Estimate | None, *, role: Role) -> Part:
     """The part "the curves are nearly the same": the noise-corrected mean square over layers of
     the per-layer log ratio below the margin squared (a one-sided test at 2.5%)."""
-    return Part(name, mean_square, "below", SAME_MARGIN**2, _rms_times)
+    return Part(name, mean_square, "below", SAME_MARGIN**2, Unit.RMS_RATIO, role=role)
 
 
 def _short(setting: str) -> str:
@@ -77,8 +71,15 @@ def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     if any(v is None for v in gaps.values()):
         return None
     parts = [
-        Part("None / Detailed (all layers) x", gaps["all"], "above", 0.0, times, role=Role.F1_GAP),
-        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, times),
+        Part("None / Detailed (all layers)", gaps["all"], "above", 0.0, Unit.RATIO, role=Role.F1_GAP),
+        Part(
+            "early / late of that ratio",
+            combine(np.subtract, gaps["early"], gaps["late"]),
+            "above",
+            0.0,
+            Unit.RATIO,
+            role=Role.EARLY_LATE,
+        ),
     ]
     return parts + [
         beside(parts[0], mean_gap(cd, dataset, "none", "detailed")),
@@ -101,34 +102,36 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         for proj in vocabulary.PROJECTIONS:
             a, b = roughness(cd, dataset, fast, proj), roughness(cd, dataset, slow, proj)
             difference_ = None if a is None or b is None else combine(np.subtract, a, b)
-            role = Role.NONE_ROUGHNESS if none_pair else None
-            parts.append(Part(proj.upper(), difference_, "above", 0.0, float, group=group, role=role))
-        mean_role = Role.NONE_MEAN_CURVE_ROUGHNESS if none_pair else None
+            role = Role.NONE_ROUGHNESS if none_pair else Role.ROUGHNESS
+            facet = (fast, slow, proj)
+            parts.append(Part(proj.upper(), difference_, "above", 0.0, role=role, facet=facet, group=group))
+        mean_role = Role.NONE_MEAN_CURVE_ROUGHNESS if none_pair else Role.MEAN_CURVE_ROUGHNESS
         shown = (
-            ("paper's MAD ratio (Q, K, V, O mean) x", log_mad_ratio(cd, dataset, fast, slow), times, Role.MAD_RATIO),
-            (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), float, mean_role),
+            ("paper's MAD ratio (Q, K, V, O mean)", log_mad_ratio(cd, dataset, fast, slow), Unit.RATIO, Role.MAD_RATIO),
+            (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), Unit.DIFFERENCE, mean_role),
         )
         parts += [
-            Part(name, value, "above", 0.0, show, group=group, decides=False, role=role)
-            for name, value, show, role in shown
+            Part(name, value, "above", 0.0, unit, role=role, facet=(fast, slow), group=group, decides=False)
+            for name, value, unit, role in shown
         ]
     if settings[0] == "none":
         spread = log_variance_change(cd, dataset, "none")
-        parts.append(Part(LOG_SPREAD_CHANGE, spread, "within", 0.0, decides=False, role=Role.LOG_SPREAD_CHANGE))
+        parts.append(Part(LOG_SPREAD_CHANGE, spread, "within", 0.0, role=Role.LOG_SPREAD_CHANGE, decides=False))
     return parts
 
 
-def spread_decides(parts: Sequence[Part]) -> tuple[list[Part], str]:
+def spread_decides(parts: Sequence[Part]) -> tuple[list[Part], Note | None]:
     """F2's parts and note where None's log-scale spread changes across layers (the interval of
     ``Role.LOG_SPREAD_CHANGE`` away from 0): the mean log curve's roughness is not the paper's mean
     curve's then, so None vs Simplified is decided on the mean curve's roughness
     (``mean_curve_decides``); elsewhere the parts unchanged and no note."""
     spread = [p for p in parts if p.role is Role.LOG_SPREAD_CHANGE and p.estimate is not None]
     if not (spread and (spread[0].interval()[0] > 0 or spread[0].interval()[1] < 0)):
-        return list(parts), ""
-    return mean_curve_decides(parts), (
+        return list(parts), None
+    return mean_curve_decides(parts), Note(
+        NoteKind.DECIDED_OTHERWISE,
         "None's log-scale spread changes across layers, so the mean log curve's roughness is not the "
-        "paper's mean curve's: None vs Simplified is decided on the mean curve's roughness"
+        "paper's mean curve's: None vs Simplified is decided on the mean curve's roughness",
     )
 
 
@@ -157,9 +160,9 @@ def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
     if detailed is None or none is None:
         return None
     parts = [
-        Part("Detailed irrelevant / correct x", detailed, "above", SAME_MARGIN, times, role=Role.F3_GAP),
-        nearly_same(NONE_SAME, size),
-        Part("None irrelevant / correct x", none, "within", SAME_MARGIN, times, decides=False),
+        Part("Detailed irrelevant / correct", detailed, "above", SAME_MARGIN, Unit.RATIO, role=Role.F3_GAP),
+        nearly_same(NONE_SAME, size, role=Role.NONE_SAME),
+        Part("None irrelevant / correct", none, "within", SAME_MARGIN, Unit.RATIO, role=Role.NONE_RD, decides=False),
     ]
     return parts + [
         beside(parts[0], mean_rd(cd, dataset, "detailed")),
@@ -181,18 +184,23 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
         return None
     sizes = combine(np.subtract, *(root_mean_square(s) for s in squares))
     signed = Part(
-        "instruct / base of Detailed irrelevant / correct x", combine(np.subtract, a, b), "below", SAME_MARGIN, times
+        "instruct / base of Detailed irrelevant / correct",
+        combine(np.subtract, a, b),
+        "below",
+        SAME_MARGIN,
+        Unit.RATIO,
+        role=Role.SIGNED_RATIO,
     )
     return [
-        Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0),
+        Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0, role=Role.SIZE_EXCESS),
         Part(
-            "instruct / base of Detailed size x",
+            "instruct / base of Detailed size",
             sizes,
             "below",
             SAME_MARGIN,
-            times,
-            decides=False,
+            Unit.RATIO,
             role=Role.SIZE_RATIO,
+            decides=False,
         ),
         replace(signed, decides=False),
         beside(signed, mean_rd_between(instruct, base, dataset)),
@@ -204,14 +212,17 @@ def with_share(parts: list[Part]) -> list[Part]:
     or content / gap, in place of any earlier one: shown only where the gap itself is established
     (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
     parts = [p for p in parts if p.role is not Role.SHARE]
-    gap, effect = parts[0], parts[1]
+    gap = next(p for p in parts if p.role is Role.GAP and not p.paper)
+    effect = next(p for p in parts if p.role in (Role.CONTENT, Role.LENGTH) and not p.paper)
     if gap.estimate is None or effect.estimate is None or not gap.supports():
         return parts
     if effect.role is Role.CONTENT:
         share = combine(np.divide, effect.estimate, gap.estimate)
     else:
         share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
-    return [*parts[:2], Part(SHARE_PART, share, "above", 0.0, decides=False, role=Role.SHARE), *parts[2:]]
+    after = next(i for i, p in enumerate(parts) if p is effect) + 1  # the share is shown after the effect
+    shown = Part(SHARE_PART, share, "above", 0.0, Unit.SHARE, role=Role.SHARE, decides=False)
+    return [*parts[:after], shown, *parts[after:]]
 
 
 def _length_view(cd: CurveDraws, dataset: str, fast: str, cut: str) -> dict[str, Estimate] | None:
@@ -230,14 +241,14 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
     if main is None:
         return None
-    gap = Part(GAP_PART, main["gap"], "above", 0.0, times, decides=False, role=Role.GAP)
+    gap = Part(GAP_PART, main["gap"], "above", 0.0, Unit.RATIO, role=Role.GAP, decides=False)
     if claim == "content":
-        name = "Simplified / Detailed cut to its length x"
-        effect = Part(name, main["content"], "above", 0.0, times, role=Role.CONTENT)
+        name = "Simplified / Detailed cut to its length"
+        effect = Part(name, main["content"], "above", 0.0, Unit.RATIO, role=Role.CONTENT)
         paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
     else:
-        name = "Detailed cut to Simplified length / Detailed x"
-        effect = Part(name, main["length"], "above", 0.0, times, role=Role.LENGTH)
+        name = "Detailed cut to Simplified length / Detailed"
+        effect = Part(name, main["length"], "above", 0.0, Unit.RATIO, role=Role.LENGTH)
         paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
     parts = with_share([gap, effect])
     parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
@@ -245,11 +256,12 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     if second is not None:
         parts.append(
             Part(
-                "None / Detailed cut to None length x",
+                "None / Detailed cut to None length",
                 second["content"],
                 "above",
                 0.0,
-                times,
+                Unit.RATIO,
+                role=Role.SECOND_VIEW,
                 group="second view",
                 decides=False,
             )
@@ -257,16 +269,21 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     return parts
 
 
-def gap_established(parts: Sequence[Part]) -> str:
-    """Why L or L2 does not apply to a finding (empty where it does): both are claims about the
+def gap_established(parts: Sequence[Part]) -> NotApplicable | None:
+    """Why L or L2 does not apply to a finding (None where it does): both are claims about the
     Simplified vs Detailed gap, so where its interval does not lie above 0 (reversed, or not
-    resolved) the claim has nothing to apply to. Too few instructions or a missing gap are left to
-    the verdict rule (``rules.decide``)."""
-    gap = next((p for p in parts if p.role is Role.GAP), None)
+    resolved) the claim has nothing to apply to; the gap is its evidence. Too few instructions or a
+    missing gap are left to the verdict rule (``rules.decide``)."""
+    gap = next((p for p in parts if p.role is Role.GAP and not p.paper), None)
     if gap is None or gap.estimate is None or gap.n_smallest < MIN_VERDICT_SAMPLES or gap.supports():
-        return ""
+        return None
     state = "reversed" if gap.contradicts() else "not resolved"
-    return f"not applicable: the Simplified vs Detailed gap is {state} here ({gap.text()}); the claim is about that gap"
+    return NotApplicable(
+        Why.PRECONDITION,
+        f"the Simplified vs Detailed gap is {state} here",
+        "the claim is about that gap",
+        evidence=(gap,),
+    )
 
 
 def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
@@ -282,7 +299,7 @@ def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
 
 
 def _established(estimate: Estimate | None) -> bool:
-    return estimate is not None and Part("", estimate, "above", 0.0).supports()
+    return estimate is not None and Part("", estimate, "above", 0.0, role=Role.SIMULATED).supports()
 
 
 def share_contrast(short: Estimate, long: Estimate, simplified: Estimate, detailed: Estimate) -> Estimate | None:
@@ -321,16 +338,20 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
         Part(F5_SHARES, contrast, "above", 0.0, role=Role.SHARES),
-        Part("Wiki 100 words roughness", short, "above", 0.0, decides=False),
-        Part("reasoning Simplified CoT roughness", simplified, "above", 0.0, decides=False),
-        nearly_same(WIKI_SAME, wiki_square),
-        Part("Wiki irrelevant / correct x", wiki_rd, "within", SAME_MARGIN, times, decides=False),
-        Part("paper's Wiki MAD 1000 / 100 words x", wiki_mad, "above", 0.0, times, decides=False),
+        Part("Wiki 100 words roughness", short, "above", 0.0, role=Role.WIKI_ROUGHNESS, decides=False),
+        Part(
+            "reasoning Simplified CoT roughness", simplified, "above", 0.0, role=Role.REASONING_ROUGHNESS, decides=False
+        ),
+        nearly_same(WIKI_SAME, wiki_square, role=Role.WIKI_SAME),
+        Part("Wiki irrelevant / correct", wiki_rd, "within", SAME_MARGIN, Unit.RATIO, role=Role.WIKI_RD, decides=False),
+        Part(
+            "paper's Wiki MAD 1000 / 100 words", wiki_mad, "above", 0.0, Unit.RATIO, role=Role.WIKI_MAD, decides=False
+        ),
     ]
 
 
-def identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: dict) -> str:
-    """Says how many stored None-CoT pairs were left out as one input twice (empty when none)."""
+def identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: dict) -> Note | None:
+    """Says how many stored None-CoT pairs were left out as one input twice, per dataset (None when none)."""
     counted = {}
     for dataset in by_dataset:
         key = (cd.condition_key(dataset, "none"), "q", "nuclear_norm")
@@ -338,6 +359,10 @@ def identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: 
             counted[dataset] = len(set(cd.samples[key][1].tolist()) & set(identical.get(dataset, ())))
     left_out = {d: n for d, n in counted.items() if n}
     if not left_out:
-        return ""
+        return None
     listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
-    return f"None |RD| leaves out instructions whose irrelevant answer equals the correct one: {listed}"
+    return Note(
+        NoteKind.IDENTICAL_LEFT_OUT,
+        f"None |RD| leaves out instructions whose irrelevant answer equals the correct one: {listed}",
+        tuple(left_out),
+    )

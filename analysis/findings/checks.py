@@ -19,17 +19,13 @@ questions T1-T3 of the training runs (``TrainingRunCheck``, inputs ``extra[train
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
-
-import numpy as np
-import pandas as pd
+from collections.abc import Iterable
 
 from analysis.core.errors import StudyError
 from analysis.findings import averaging, beyond_loss, same_tokens, training
 from analysis.findings import check_parts as cp
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.pooling import scope_rank
-from analysis.findings.rules import SAME_MARGIN, Finding, Role, sign_disagreements
+from analysis.findings.rules import SAME_MARGIN, Finding, Role
 from analysis.findings.scopes import (
     PER_MODEL,
     PER_PAIR,
@@ -43,6 +39,7 @@ from analysis.findings.scopes import (
     PerModelCheck,
     TrainingRunCheck,
     WikiCheck,
+    Words,
 )
 
 __all__ = [
@@ -99,6 +96,14 @@ REGISTRY: Registry = registry_of(
     (
         PerModelCheck(
             id="F1",
+            paper=True,
+            lead=1,
+            says=((Role.F1_GAP, "larger"), (Role.EARLY_LATE, "more so in early layers")),
+            words=Words(
+                holds="None CoT gives larger gradients than Detailed CoT, more so in the early layers",
+                fails="None CoT's gradients are not larger, or not more so in the early layers",
+                unresolved="these instructions do not decide whether None CoT's gradients are larger, more so early",
+            ),
             plain="Fast thinking gives larger gradients than slow thinking, more so in early layers",
             headline=Role.F1_GAP,
             claim=(
@@ -111,6 +116,17 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="F2",
+            paper=True,
+            says=(
+                (Role.NONE_ROUGHNESS, "None rougher than Simplified"),
+                (Role.NONE_MEAN_CURVE_ROUGHNESS, "None's mean curve rougher than Simplified's"),
+                (Role.ROUGHNESS, "Simplified rougher than Detailed"),
+            ),
+            words=Words(
+                holds="the curves vary more from layer to layer the faster the thinking",
+                fails="a faster setting's curve is smoother than a slower one's",
+                unresolved="these instructions do not decide how the roughness orders",
+            ),
             plain="The faster the thinking, the more the gradient varies from layer to layer",
             headline=Role.MAD_RATIO,
             claim=(
@@ -125,6 +141,17 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="F3",
+            paper=True,
+            lead=3,
+            says=(
+                (Role.F3_GAP, "irrelevant larger under Detailed CoT"),
+                (Role.NONE_SAME, "nearly the same under None CoT"),
+            ),
+            words=Words(
+                holds="under Detailed CoT irrelevant responses give larger gradients, under None CoT nearly the same",
+                fails="the Detailed-CoT gap is too small, or the None-CoT curves differ",
+                unresolved="these instructions do not decide the two settings' separations",
+            ),
             plain="Slow thinking, not fast, gives irrelevant responses larger gradients than correct ones",
             headline=Role.F3_GAP,
             claim=(
@@ -139,6 +166,13 @@ REGISTRY: Registry = registry_of(
         ),
         PairCheck(
             id="F4",
+            paper=True,
+            says=((Role.SIZE_EXCESS, "instruct no better than base"),),
+            words=Words(
+                holds="the instruct model separates correct from irrelevant no better than its base",
+                fails="the instruct model separates them better than its base",
+                unresolved="these instructions do not decide which model separates them better",
+            ),
             plain="Instruction tuning does not sharpen how gradients tell irrelevant from correct responses",
             headline=Role.SIZE_RATIO,
             claim=(
@@ -153,6 +187,16 @@ REGISTRY: Registry = registry_of(
         ),
         WikiCheck(
             id="F5",
+            paper=True,
+            says=(
+                (Role.SHARES, "Wiki keeps more of its roughness"),
+                (Role.WIKI_SAME, "Wiki correct and irrelevant nearly the same"),
+            ),
+            words=Words(
+                holds="longer Wiki responses do not smooth the curves as slow thinking does",
+                fails="longer Wiki responses smooth the curves as much as slow thinking, or their correct and irrelevant curves differ",
+                unresolved="these instructions do not decide how much longer Wiki responses smooth the curves",
+            ),
             plain="Longer knowledge responses do not smooth the layer curves as slow thinking does",
             headline=Role.SHARES,
             claim=(
@@ -168,6 +212,12 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="L",
+            says=((Role.CONTENT, "smaller at equal length"),),
+            words=Words(
+                holds="a Detailed CoT cut to the Simplified length still gives smaller gradients",
+                fails="at equal length the Detailed CoT's gradients are not smaller",
+                unresolved="these instructions do not decide the gap at equal length",
+            ),
             plain="Content matters beyond length: a Detailed CoT cut to the Simplified length still gives smaller gradients",
             headline=Role.CONTENT,
             claim=(
@@ -184,6 +234,12 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="L2",
+            says=((Role.LENGTH, "larger when cut"),),
+            words=Words(
+                holds="cutting a Detailed CoT to the Simplified length makes its gradients larger",
+                fails="cutting a Detailed CoT does not make its gradients larger",
+                unresolved="these instructions do not decide what cutting does",
+            ),
             plain="Length matters: cutting a Detailed CoT to the Simplified length gives larger gradients",
             headline=Role.LENGTH,
             claim=(
@@ -199,6 +255,12 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T1",
+            says=((Role.BEYOND_DEPTH, "beyond depth"),),
+            words=Words(
+                holds="the step-0 curve predicts the weight change beyond depth",
+                fails="depth predicts the weight change better than the step-0 curve",
+                unresolved="these runs do not decide which predicts the weight change better",
+            ),
             plain="A setting's gradient curve before training predicts where training on it changes the weights",
             claim=(
                 "The step-0 nuclear-norm curve of a setting predicts where training on it changes the weights better "
@@ -211,6 +273,12 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T2",
+            says=((Role.ARM_EARLY, "early layers change more"), (Role.ARM_EARLY_LATE, "more early than late")),
+            words=Words(
+                holds="training on None CoT changes the early layers more",
+                fails="training on None CoT does not change the early layers more",
+                unresolved="these runs do not decide which arm changes the early layers more",
+            ),
             plain="Training on fast thinking changes the early layers more than training on slow thinking",
             claim=(
                 "Training on None CoT changes the early layers more than training on Detailed CoT, and more so than the "
@@ -223,6 +291,12 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T3",
+            says=((Role.GAP_CHANGE, "persists"),),
+            words=Words(
+                holds="F1's gap persists through training",
+                fails="F1's gap shrinks by more than the margin",
+                unresolved="these runs do not decide whether F1's gap persists",
+            ),
             plain="Fast thinking's larger gradient persists through training",
             claim=(
                 "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm: "
@@ -235,6 +309,13 @@ REGISTRY: Registry = registry_of(
         # --- A1 and G1: F1 against what averaging over the response tokens predicts, F3 against the loss
         PerModelCheck(
             id="A1",
+            lead=1,
+            says=((Role.BEYOND_AVERAGING, "more than averaging predicts"),),
+            words=Words(
+                holds="more than averaging over more tokens predicts",
+                fails="smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or less aligned than Detailed CoT's",
+                unresolved="not told apart from what averaging predicts",
+            ),
             plain="Fast thinking's larger gradient is more than averaging over fewer tokens",
             headline=Role.BEYOND_AVERAGING,
             claim=(
@@ -250,6 +331,14 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="G1",
+            lead=3,
+            says=((Role.BEYOND_LOSS, "beyond the loss"),),
+            words=Words(
+                holds="carry information on which response is irrelevant that the token losses lack",
+                fails="carry nothing beyond the token losses",
+                unresolved="are not shown to carry more than the token losses (a permutation test cannot show "
+                "that they carry nothing more)",
+            ),
             plain="The layer curves tell irrelevant from correct responses beyond the loss",
             headline=Role.BEYOND_LOSS,
             claim=(
@@ -271,6 +360,13 @@ REGISTRY: Registry = registry_of(
         # --- A2 and A3: F1 on the same scored tokens, the final answer after the same phrase
         PerModelCheck(
             id="A2",
+            lead=2,
+            says=((Role.SAME_TOKEN_GAP, "smaller after reasoning"), (Role.EARLY_LATE, "more so in early layers")),
+            words=Words(
+                holds="the answer's gradient is smaller after the reasoning, more so in the early layers",
+                fails="the answer's gradient is not smaller after the reasoning, or not more so early",
+                unresolved="these instructions do not decide how reasoning changes the answer's gradient",
+            ),
             plain="On the answer tokens alone, reasoning before them makes their gradient smaller",
             headline=Role.SAME_TOKEN_GAP,
             claim=(
@@ -285,6 +381,13 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="A3",
+            lead=2,
+            says=((Role.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
+            words=Words(
+                holds="at equal answer loss the answer's gradient is still smaller after the reasoning",
+                fails="at equal answer loss the answer's gradient is not smaller after the reasoning",
+                unresolved="these instructions do not decide the gap at equal answer loss",
+            ),
             plain="A2 holds also at equal answer loss",
             headline=Role.EQUAL_LOSS_GAP,
             claim=(
@@ -367,121 +470,3 @@ def run_checks(
     for check in selected(checks, registry):
         out += check.run(given)
     return out
-
-
-# --------------------------------------------------------------------------- the tables
-
-
-FINDING_COLUMNS = [
-    "check",
-    "model",
-    "scope",
-    "pooled",
-    "verdict",
-    "n",
-    "n_smallest",
-    "n_for_power",
-    "numbers",
-    "claim",
-    "opposite_sign",
-]
-
-
-def findings_table(findings: Iterable[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
-    """One row per finding: check, model, scope, pooled, verdict, n (instructions behind the
-    smallest part), n_smallest (those of its smallest dataset), n_for_power (for a finding not
-    resolved, the instructions per dataset that would resolve it with 80% power at the measured
-    values, ``Finding.instructions_needed``), numbers (each part with its interval), the claim, and
-    opposite_sign (the paper's mean nuclear norm and the geometric mean differ in sign in some part)."""
-    rows = [
-        {
-            "check": f.check,
-            "model": f.model,
-            "scope": f.scope,
-            "pooled": f.pooled,
-            "verdict": f.verdict,
-            "n": f.n,
-            "n_smallest": f.n_smallest,
-            "n_for_power": f.instructions_needed(),
-            "numbers": f.numbers(),
-            "claim": claim(f.check, registry),
-            "opposite_sign": bool(sign_disagreements(f.parts)),
-        }
-        for f in findings
-    ]
-    table = pd.DataFrame(rows, columns=FINDING_COLUMNS)
-    if table.empty:
-        return table
-    order = {c: i for i, c in enumerate(all_ids(registry))}
-    table["_c"] = table["check"].map(order)
-    table["_s"] = table["scope"].map(scope_rank)
-    return table.sort_values(["_c", "model", "_s"], kind="stable").drop(columns=["_c", "_s"]).reset_index(drop=True)
-
-
-def part_table(findings: Iterable[Finding]) -> pd.DataFrame:
-    """One row per part of every finding, with its value and interval in the reader's units (and
-    its ``rules.Role``'s name, empty for a part nothing looks up)."""
-    rows = []
-    for f in findings:
-        for p in f.parts:
-            low, high = p.interval()
-            value = math.nan if p.estimate is None else p.estimate.value
-            shown = [p.show(v) if np.isfinite(v) else math.nan for v in (value, low, high)]
-            rows.append(
-                {
-                    "check": f.check,
-                    "model": f.model,
-                    "scope": f.scope,
-                    "pooled": f.pooled,
-                    "part": p.label,
-                    "group": p.group,
-                    "name": p.shown_name,
-                    "value": shown[0],
-                    "low": shown[1],
-                    "high": shown[2],
-                    "bound": p.show(p.bound),
-                    "side": p.side,
-                    "supports": p.supports(),
-                    "decides": p.decides,
-                    "n": p.n,
-                    "role": "" if p.role is None else p.role.name,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-CELL = ["check", "model", "scope", "pooled"]
-
-
-def headline_parts(parts: pd.DataFrame, registry: Registry = REGISTRY) -> pd.DataFrame:
-    """One row of ``parts`` per cell: the part whose size the matrix and the summary print, found by
-    its check's ``headline`` role (None, or no part of that role in the cell: its first deciding
-    part)."""
-    if parts.empty:
-        return parts
-    roles = {c.id: c.headline.name for c in registry if c.headline is not None}
-    wanted = parts["role"] == parts["check"].map(roles).fillna("\0")
-    first_deciding = parts["decides"].astype(bool) & ~parts.duplicated(CELL + ["decides"])
-    has_wanted = wanted.groupby([parts[c] for c in CELL]).transform("any")
-    chosen = parts[(wanted | (first_deciding & ~has_wanted))]
-    return chosen.drop_duplicates(CELL).reset_index(drop=True)
-
-
-def anchor(check_id: str) -> str:
-    """The id of a check's entry on the checks page (``claims_markdown``): one per check, the same
-    in every build, so that the other pages link to its rule."""
-    return f"check-{check_id.lower()}"
-
-
-# The fold under a check's plain words on the checks page, set apart from the next check's.
-_RULE_FOLD = '<details style="margin-bottom: 1.5em"><summary>Estimand and rule</summary>'
-
-
-def claims_markdown(checks: Sequence[Check] | None = None) -> str:
-    """The claims on the checks page (MyST Markdown), generated from the registry: each check's id,
-    scope and plain words under its anchor, its estimand and rule (``claim``) folded under it."""
-    entries = [
-        f"({anchor(c.id)})=\n**{c.id}** ({c.scope}): {c.plain}.\n\n{_RULE_FOLD}\n\n{c.claim}.\n\n</details>"
-        for c in (REGISTRY if checks is None else checks)
-    ]
-    return "\n\n".join(entries)

@@ -14,19 +14,22 @@ from dataclasses import dataclass, replace
 
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.rules import Finding, Part, Role, sign_disagreements
+from analysis.findings.rules import Finding, NotApplicable, Note, NoteKind, Part, Why, sign_disagreements
 from analysis.findings.studentized import pool_any
 
-# What a check changes in a finding's parts from the parts themselves, with a note (empty: none).
-Adjust = Callable[[Sequence[Part]], tuple[list[Part], str]]
+# What a check changes in a finding's parts from the parts themselves, with a note (None: none).
+Adjust = Callable[[Sequence[Part]], tuple[list[Part], "Note | None"]]
+# Why a check does not apply to a finding's parts (None: it applies).
+Gate = Callable[[Sequence[Part]], "NotApplicable | None"]
 
 
 def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
-    """A family's parts: each part (matched by name) pooled over the datasets that have it."""
-    labels = list(dict.fromkeys(p.label for parts in per_dataset for p in parts))
+    """A family's parts: each part (matched by its role and facet, ``Part.key``) pooled over the
+    datasets that have it, in the order the parts first appear."""
+    keys = list(dict.fromkeys(p.key for parts in per_dataset for p in parts))
     pooled = []
-    for label in labels:
-        same = [p for parts in per_dataset for p in parts if p.label == label]
+    for key in keys:
+        same = [p for parts in per_dataset for p in parts if p.key == key]
         pooled.append(replace(same[0], estimate=pool_any([p.estimate for p in same])))
     return pooled
 
@@ -39,11 +42,11 @@ class Pooling:
 
     after_pooling: Callable[[list[Part]], list[Part]] | None = None
     adjust: Adjust | None = None
-    gate: Callable[[Sequence[Part]], str] | None = None
+    gate: Gate | None = None
 
 
 def family_findings(
-    check: str, model: str, by_dataset: dict[str, list[Part]], *, note: str = "", how: Pooling = Pooling()
+    check: str, model: str, by_dataset: dict[str, list[Part]], *, note: Note | None = None, how: Pooling = Pooling()
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
     more (``how.after_pooling`` applied to the pooled parts, ``how.adjust`` to every finding's
@@ -51,8 +54,8 @@ def family_findings(
     precondition not established) is "not applicable" with the reason."""
 
     def finding(scope: str, pooled: bool, parts: Sequence[Part]) -> Finding:
-        shown, said = marked(parts, note, adjust=how.adjust)
-        return Finding(check, model, scope, pooled, shown, said, not_applicable=how.gate(shown) if how.gate else "")
+        shown, notes = marked(parts, note, adjust=how.adjust)
+        return Finding(check, model, scope, pooled, shown, notes, not_applicable=how.gate(shown) if how.gate else None)
 
     out = [finding(d, False, parts) for d, parts in by_dataset.items()]
     for family in vocabulary.REASONING_FAMILIES:
@@ -65,23 +68,28 @@ def family_findings(
     return out
 
 
-def marked(parts: Sequence[Part], note: str = "", *, adjust: Adjust | None = None) -> tuple[tuple[Part, ...], str]:
-    """(parts, note) of a finding: the check's ``adjust`` applied (its note added), and the
-    paper's-quantity parts that disagree in sign with their geometric-mean part renamed to say so,
+def marked(
+    parts: Sequence[Part], note: Note | None = None, *, adjust: Adjust | None = None
+) -> tuple[tuple[Part, ...], tuple[Note, ...]]:
+    """(parts, notes) of a finding: the check's ``adjust`` applied (its note added), and the
+    paper's-quantity parts that disagree in sign with their geometric-mean part marked ``opposite``,
     with a note naming them."""
-    notes = [note] if note else []
+    notes = [note] if note is not None else []
     if adjust is not None:
         parts, said = adjust(parts)
-        notes += [said] if said else []
-    opposite = set(sign_disagreements(parts))
+        notes += [said] if said is not None else []
+    opposite = {p.key[:2]: p.name for p in sign_disagreements(parts)}
     if opposite:
-        parts = [
-            replace(p, opposite=True) if p.role is Role.PAPER_QUANTITY and p.name in opposite else p for p in parts
-        ]
+        parts = [replace(p, opposite=True) if p.paper and p.key[:2] in opposite else p for p in parts]
+        names = tuple(sorted(opposite.values()))
         notes.append(
-            "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(sorted(opposite))
+            Note(
+                NoteKind.OPPOSITE_SIGN,
+                "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(names),
+                names,
+            )
         )
-    return tuple(parts), "; ".join(notes)
+    return tuple(parts), tuple(notes)
 
 
 def scope_rank(scope: str) -> int:
@@ -143,9 +151,11 @@ def is_own_base(instruct: str, base: str, declared: dict[str, str] | None = None
     return (base, instruct) in set(map(tuple, PAPER_PAIRS)) or (declared or {}).get(instruct) == base
 
 
-def not_applicable_reason(instruct: str, base: str) -> str:
+def not_applicable_reason(instruct: str, base: str) -> NotApplicable:
     """Why F4 does not apply to a pair of models."""
-    return (
-        f"not applicable: {instruct} is not an instruct model of {base} (not a pair of the paper, none declared); "
-        "F4 compares an instruct model with its own base model, and across families it measures something else"
+    return NotApplicable(
+        Why.NOT_ITS_BASE,
+        f"{instruct} is not an instruct model of {base}",
+        "not a pair of the paper, none declared; F4 compares an instruct model with its own base model, and "
+        "across families it measures something else",
     )

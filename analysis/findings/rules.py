@@ -1,32 +1,35 @@
-"""The verdict rule: a claim is a list of *parts*, each a quantity with a bound and a side.
+"""The verdict rule, and the typed results of a check: a claim is a list of *parts*, each a quantity
+with a bound and a side, and a ``Finding`` is one check's parts on one model and scope with its
+status.
 
 A part says "the quantity lies above 0", "below the margin" or "within the margin"; its value,
 interval and the verdict come from the same bootstrap resamples (``analysis.findings.bootstrap``).
-The checks themselves (F1-F5, L, L2, each declared once) are in ``analysis.findings.checks``, the
-quantities of each in ``analysis.findings.check_parts``, pooling over a family in
-``analysis.findings.pooling``.
+The checks themselves are declared once in ``analysis.findings.checks``, the quantities of each in
+``analysis.findings.check_parts``, pooling over a family in ``analysis.findings.pooling``. What a
+part is (``Role``), its unit (``Unit``), why a check does not apply (``NotApplicable``) and what a
+finding notes (``Note``) travel as types: the report words them (``analysis.report.voice``) and
+never parses a label, a prefix or a note.
 
 Every quantity that decides a verdict has a null value of zero at any number of instructions:
 levels, gaps and correct-vs-irrelevant differences are means of the logs of per-sample values
 (a geometric mean; the logs also make the values' skew small), and layer-to-layer variation is the
 mean squared step of the log curve with its noise term removed. The paper's own numbers (MAD of
 the mean curve, the ratio of mean nuclear norms) are shown beside them and do not decide; a part
-on the paper's mean nuclear norm is named after the part it accompanies (``beside``), and a cell
-where the two differ in sign is marked (``sign_disagreements``).
+on the paper's mean nuclear norm has the role and facet of the part it accompanies and
+``paper=True`` (``beside``), and a cell where the two differ in sign is marked
+(``sign_disagreements``).
 
 Verdicts:
 - "holds": every deciding part's 95% interval lies on the claim's side of its bound (an
-  intersection-union test: the claim as a whole is wrongly called true at most 2.5% of the time);
-  a part on a permutation test (an ``Estimate`` with a ``null``, G1) needs its one-sided p-value
-  below 2.5% instead, and never contradicts its claim;
-  a part "within" a margin needs its whole interval inside (-margin, margin): two one-sided tests;
+  intersection-union test); a part on a permutation test (an ``Estimate`` with a ``null``, G1)
+  needs its one-sided p-value below 2.5% instead, and never contradicts its claim; a part
+  "within" a margin needs its whole interval inside (-margin, margin): two one-sided tests;
 - "does not hold": some part's interval, widened for the number of parts (Bonferroni), lies on
   the other side;
 - "not resolved": neither;
 - "too few samples": fewer than ``bootstrap.MIN_VERDICT_SAMPLES`` instructions in some dataset
   behind a part;
-- "not applicable": the check does not apply here (F4 on two models that are not an instruct
-  model and its own base model; L and L2 where the gap they are about is not established).
+- "not applicable": the check does not apply here (``NotApplicable``, with its kind and reason).
 
 The rules and their margins are stated on the methods page, one paragraph per finding.
 """
@@ -34,19 +37,43 @@ The rules and their margins are stated on the methods page, one paragraph per fi
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from enum import Enum
+from functools import cached_property
 
 import numpy as np
 from scipy import stats as sps
 
-from analysis.core.formatting import fmt_interval
 from analysis.findings.bootstrap import LEVEL, MIN_VERDICT_SAMPLES, Estimate
+from analysis.findings.roles import Role
 
-HOLDS, FAILS, UNRESOLVED, TOO_FEW = "holds", "does not hold", "not resolved", "too few samples"
-NOT_APPLICABLE = "not applicable"
-VERDICTS = (HOLDS, FAILS, UNRESOLVED, TOO_FEW, NOT_APPLICABLE)
+__all__ = ["Role"]
+
+
+class Verdict(str, Enum):
+    """A finding's status. Its value is the word the book prints; a member equals, hashes and formats
+    as that word, so tables and sets of either mix."""
+
+    HOLDS = "holds"
+    FAILS = "does not hold"
+    UNRESOLVED = "not resolved"
+    TOO_FEW = "too few samples"
+    NOT_APPLICABLE = "not applicable"
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+
+HOLDS, FAILS, UNRESOLVED = Verdict.HOLDS, Verdict.FAILS, Verdict.UNRESOLVED
+TOO_FEW, NOT_APPLICABLE = Verdict.TOO_FEW, Verdict.NOT_APPLICABLE
+VERDICTS = tuple(Verdict)
 DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 
 # "Nearly the same" and "clearly different" curves: a per-layer log ratio of irrelevant over correct
@@ -56,62 +83,79 @@ DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 SAME_MARGIN = math.log(1.10)
 
 
-class Role(Enum):
-    """What a part is to the code that reads it back (a check's precondition, what its adjustment
-    changes, what its figure shows): parts are found by their role, never by their display name."""
+class Unit(Enum):
+    """What a part's number is, which says how a reader sees it (``shown``) and how the book writes it."""
 
-    GAP = "the Simplified vs Detailed gap the length checks are about"
-    CONTENT = "the fast setting against Detailed CoT cut to its length (L)"
-    LENGTH = "Detailed CoT cut to the fast setting's length against full Detailed CoT (L2)"
-    SHARE = "the share of the gap left at equal length"
-    NONE_ROUGHNESS = "a projection's None vs Simplified roughness of the mean log curve (F2)"
-    NONE_MEAN_CURVE_ROUGHNESS = "None vs Simplified roughness of the mean curve, on the paper's scale (F2)"
-    LOG_SPREAD_CHANGE = "the change of None's log-scale spread across layers (F2)"
-    PAPER_QUANTITY = "the paper's quantity beside the deciding part of the same name and group (``beside``)"
-    FROBENIUS_GAP = "None over Detailed CoT of the Frobenius norm (A1)"
-    AVERAGING = "what averaging over more response tokens alone predicts of that gap (A1)"
-    BEYOND_AVERAGING = "what is left of the Frobenius gap beyond averaging: token size and alignment (A1)"
-    TOKEN_SIZE = "the token-size share of what is left (A1, where the token energy is stored)"
-    ALIGNMENT = "the alignment share of what is left (A1, where the token energy is stored)"
-    BEYOND_LOSS = "the AUROC of the curves with the loss covariates partialled out, deciding (G1)"
-    P_VALUE = "the one-sided sign-flip p-value of that AUROC (G1)"
-    AUROC_LOSS = "the AUROC of the loss covariates alone under the deciding setting (G1)"
-    AUROC_CURVES = "the AUROC of the layer curves alone under the deciding setting (G1)"
-    LOSS_ORDER = "the share of pairs whose mean-loss difference has the majority sign (G1)"
-    F1_GAP = "None over Detailed CoT, all layers (F1)"
-    MAD_RATIO = "the paper's MAD ratio of the faster over the slower setting's mean curves (F2)"
-    F3_GAP = "irrelevant over correct responses under Detailed CoT (F3)"
-    SIZE_RATIO = "the instruct over the base model's size of the Detailed irrelevant / correct ratio (F4)"
-    SHARES = "Wiki's share of roughness kept less reasoning's (F5)"
-    SAME_TOKEN_GAP = "None over Detailed CoT on the answer tokens, all layers (A2)"
-    EQUAL_LOSS_GAP = "that ratio at equal answer loss (A3)"
+    RATIO = "ratio"  # a log ratio: the reader sees its exponential
+    RMS_RATIO = "root-mean-square ratio"  # a noise-corrected mean square of log ratios: exp of its root
+    DIFFERENCE = "difference"  # a difference on the quantity's own scale, 0 where there is none
+    SHARE = "share"  # a share of a gap: 1 is all of it
+    AUROC = "AUROC"  # 0.5 is chance
+    P_VALUE = "p-value"
+    LOSS = "loss"  # a mean token loss, in nats
+    CORRELATION = "correlation"
+
+    @property
+    def is_ratio(self) -> bool:
+        return self in (Unit.RATIO, Unit.RMS_RATIO)
+
+    def shown(self, value: float) -> float:
+        """The number a reader sees for a value of this unit (NaN stays NaN)."""
+        if not np.isfinite(value):
+            return math.nan
+        if self is Unit.RATIO:
+            return math.exp(value)
+        if self is Unit.RMS_RATIO:
+            return math.exp(math.sqrt(max(value, 0.0)))
+        return float(value)
 
 
 @dataclass(frozen=True)
 class Part:
     """One quantity of a claim: the claim says it lies ``side`` ("above", "below" or "within",
-    i.e. between -bound and bound) ``bound``.
+    i.e. between -bound and bound) ``bound``, in the units of its estimate (a ratio's log).
 
-    ``show`` turns the quantity into the number a reader sees (e.g. exp of a log ratio).
-    ``group``, ``decides`` and ``role`` are keyword-only. ``decides``: False for a number shown
-    beside the verdict only (the paper's own MAD ratio, the length share). ``role``: what the part
-    is to the code that looks it up (None: nothing looks it up). ``opposite``: a part on the paper's
-    quantity whose sign differs from that of the part it accompanies (``pooling.marked``).
+    Keyword-only: ``role`` (what the part is; with ``facet``, the projection, pair of settings or
+    setting among several parts of one role, it is the part's identity, ``key``); ``group``, the
+    heading a reader sees it under; ``decides`` (False for a number shown beside the verdict only);
+    ``paper``, a part on the paper's mean nuclear norm beside the part of the same role and facet
+    (``beside``); ``opposite``, such a part whose sign differs from that of the part it accompanies.
     """
 
     name: str
     estimate: Estimate | None
     side: str
     bound: float
-    show: Callable[[float], float] = float
+    unit: Unit = Unit.DIFFERENCE
     _: KW_ONLY
-    group: str = ""  # parts of one group are written together, e.g. one ratio for Q, K, V and O
+    role: Role
+    facet: tuple[str, ...] = ()
+    group: str = ""
     decides: bool = True
-    role: Role | None = None
+    paper: bool = False
     opposite: bool = False
+
+    @property
+    def key(self) -> tuple[Role, tuple[str, ...], bool]:
+        """The part's identity within a finding, the same in every dataset of a family."""
+        return self.role, self.facet, self.paper
 
     def interval(self, level: float = LEVEL) -> tuple[float, float]:
         return (math.nan, math.nan) if self.estimate is None else self.estimate.interval(level)
+
+    @property
+    def value(self) -> float:
+        return math.nan if self.estimate is None else float(self.estimate.value)
+
+    def shown(self) -> tuple[float, float, float]:
+        """(value, low, high) as a reader sees them (``Unit.shown``)."""
+        low, high = self.interval()
+        return self.unit.shown(self.value), self.unit.shown(low), self.unit.shown(high)
+
+    @property
+    def permutation(self) -> bool:
+        """Whether the part decides by a permutation p-value (G1) rather than an interval."""
+        return self.estimate is not None and self.estimate.null is not None
 
     def supports(self, level: float = LEVEL) -> bool:
         if self.estimate is not None and self.estimate.null is not None:  # a permutation test, one-sided
@@ -138,29 +182,13 @@ class Part:
         """Instructions of the part's smallest dataset."""
         return 0 if self.estimate is None else self.estimate.n_smallest
 
-    @property
-    def shown_name(self) -> str:
-        """The name a reader sees: a part on the paper's quantity is named after the part it
-        accompanies, with ``PAPER_QUANTITY`` before it (and ``OPPOSITE_SIGN`` after it where marked)."""
-        if self.role is not Role.PAPER_QUANTITY:
-            return self.name
-        return PAPER_QUANTITY + self.name + (OPPOSITE_SIGN if self.opposite else "")
 
-    def text(self) -> str:
-        """ "name est [low, high]" in the reader's units."""
-        if self.estimate is None:
-            return f"{self.shown_name}: not computed"
-        low, high = self.interval()
-        shown = [self.show(v) if np.isfinite(v) else math.nan for v in (self.estimate.value, low, high)]
-        return f"{self.shown_name} {fmt_interval(*shown)}"
-
-    @property
-    def label(self) -> str:
-        """The part's full name as a reader sees it (its group and its own name)."""
-        return f"{self.group} {self.shown_name}".strip()
+def _widened(level: float, parts: Sequence[Part]) -> float:
+    """The level at which a part of ``parts`` contradicts its claim (Bonferroni over the parts)."""
+    return 1 - (1 - level) / max(len(parts), 1)
 
 
-def decide(parts: Sequence[Part], level: float = LEVEL) -> str:
+def decide(parts: Sequence[Part], level: float = LEVEL) -> Verdict:
     """The verdict of a claim made of ``parts`` (see the module docstring); parts that do not
     decide are left out."""
     parts = [p for p in parts if p.decides]
@@ -170,8 +198,7 @@ def decide(parts: Sequence[Part], level: float = LEVEL) -> str:
         return TOO_FEW
     if all(p.supports(level) for p in parts):
         return HOLDS
-    widened = 1 - (1 - level) / len(parts)
-    if any(p.contradicts(widened) for p in parts):
+    if any(p.contradicts(_widened(level, parts)) for p in parts):
         return FAILS
     return UNRESOLVED
 
@@ -214,24 +241,99 @@ def instructions_for_power(
     return int(math.ceil(size))
 
 
+class Why(Enum):
+    """The kinds of reason a check does not apply to a cell."""
+
+    NOT_ITS_BASE = "the two models are not an instruct model and its own base"
+    PRECONDITION = "the gap the claim is about is not established"
+    NOT_STORED = "a statistic the check reads is not stored"
+    LOSS_SEPARATES = "the loss alone separates the responses"
+    NOT_TRAINED = "an arm the check compares was not trained"
+
+
+@dataclass(frozen=True)
+class NotApplicable:
+    """Why a check does not apply to a cell: its kind, the reason in a few words, the rest of the
+    explanation, the command that would compute what is missing, and the parts that show it (a
+    precondition's own part)."""
+
+    why: Why
+    reason: str
+    detail: str = ""
+    command: str = ""
+    evidence: tuple[Part, ...] = ()
+
+
+class NoteKind(Enum):
+    """What a finding's note says, for code that reads it."""
+
+    IDENTICAL_LEFT_OUT = "instructions left out as one input twice"
+    DECIDED_OTHERWISE = "the check decided on another of its parts"
+    OPPOSITE_SIGN = "the paper's quantity and the geometric mean differ in sign"
+    COVARIATES = "the covariates partialled out"
+    EXTRAPOLATION = "the datasets where a fit extrapolates"
+    BASE_MODEL = "the base model an instruct model is compared with"
+
+
+@dataclass(frozen=True)
+class Note:
+    """A line under a finding's numbers, in words (``text``) and as data (``items``: the datasets,
+    parts or covariates it names)."""
+
+    kind: NoteKind
+    text: str
+    items: tuple[str, ...] = ()
+
+
 @dataclass(frozen=True)
 class Finding:
-    """One check on one model and scope (a dataset, or a family of datasets pooled).
-
-    ``not_applicable``: why the check does not apply here (then the verdict says so).
-    """
+    """One check on one model and scope (a dataset, or a family of datasets pooled): its parts, its
+    notes, and why it does not apply here (``not_applicable``; None where it applies)."""
 
     check: str
     model: str
     scope: str
     pooled: bool
     parts: tuple[Part, ...]
-    note: str = ""
-    not_applicable: str = ""
+    notes: tuple[Note, ...] = ()
+    not_applicable: NotApplicable | None = None
+
+    @cached_property
+    def verdict(self) -> Verdict:
+        return NOT_APPLICABLE if self.not_applicable is not None else decide(self.parts)
+
+    def part(self, role: Role, *, facet: tuple[str, ...] | None = None, paper: bool = False) -> Part | None:
+        """The part of that role (and facet, where given; else the first of the role), None if absent."""
+        for p in self.parts:
+            if p.role is role and p.paper == paper and (facet is None or p.facet == facet):
+                return p
+        return None
+
+    def note(self, kind: NoteKind) -> Note | None:
+        return next((n for n in self.notes if n.kind is kind), None)
 
     @property
-    def verdict(self) -> str:
-        return NOT_APPLICABLE if self.not_applicable else decide(self.parts)
+    def deciding(self) -> tuple[Part, ...]:
+        return tuple(p for p in self.parts if p.decides)
+
+    def decided_by(self, headline: Role | None = None) -> Part | None:
+        """The part whose size a cell prints, the one that decided its verdict: the headline part
+        (else the first deciding part) where the claim holds or the samples are too few; the part on
+        the wrong side where it does not hold (the headline among them first); the part not yet on
+        its side where it is not resolved (the headline among them first). None where it does not apply."""
+        deciding = self.deciding
+        if self.not_applicable is not None or not deciding:
+            return None
+        first = self.part(headline) if headline is not None else None
+        first = first if first is not None and first.decides else deciding[0]
+        verdict = self.verdict
+        if verdict is FAILS:
+            wrong = [p for p in deciding if p.contradicts(_widened(LEVEL, deciding))]
+        elif verdict is UNRESOLVED:
+            wrong = [p for p in deciding if not p.supports()]
+        else:
+            return first
+        return first if any(p is first for p in wrong) or not wrong else wrong[0]
 
     @property
     def n(self) -> int:
@@ -252,56 +354,38 @@ class Finding:
         sizes = [instructions_for_power(p) for p in self.parts if p.decides and not p.supports()]
         if not sizes or any(n is None for n in sizes):
             return math.nan
-        return float(max(sizes))
-
-    def numbers(self) -> str:
-        """Each part with its interval; the parts of a group after one heading."""
-        if self.not_applicable:
-            return self.not_applicable
-        groups: dict[str, list[Part]] = {}
-        for part in self.parts:
-            groups.setdefault(part.group, []).append(part)
-        pieces = [
-            (f"{group}: " if group else "") + ", ".join(p.text() for p in parts) for group, parts in groups.items()
-        ]
-        text = "; ".join(pieces)
-        return f"{text} ({self.note})" if self.note else text
+        return float(max(sizes))  # type: ignore[type-var]
 
 
 # --------------------------------------------------------------------------- the paper's quantity beside
 
-# A part on the paper's quantity (the log ratio of arithmetic means of nuclear norms, bootstrap-t
-# interval) has the name and group of the geometric-mean part it accompanies and the role
-# ``Role.PAPER_QUANTITY``; a reader sees it with this prefix (``Part.shown_name``). It never
-# decides: its intervals miss far more than 2.5% on one side at a few instructions
-# (``scenarios``), so the geometric mean decides and the claim says so.
-PAPER_QUANTITY = "paper's mean nuclear norm: "
-OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
-
 
 def beside(part: Part, estimate: Estimate | None) -> Part:
-    """The paper's-quantity counterpart of a deciding part, shown beside it."""
+    """The paper's-quantity counterpart of a deciding part (its role and facet, ``paper=True``), shown
+    beside it. It never decides: its intervals miss far more than 2.5% on one side at a few
+    instructions (``scenarios``), so the geometric mean decides and the claim says so."""
     return Part(
         part.name,
         estimate,
         part.side,
         part.bound,
-        part.show,
+        part.unit,
+        role=part.role,
+        facet=part.facet,
         group=part.group,
         decides=False,
-        role=Role.PAPER_QUANTITY,
+        paper=True,
     )
 
 
-def sign_disagreements(parts: Sequence[Part]) -> list[str]:
-    """Names of the deciding parts whose geometric-mean value and paper's-quantity value have
-    opposite signs (both away from zero)."""
-    twins = {(p.group, p.name): p for p in parts if p.role is not Role.PAPER_QUANTITY}
+def sign_disagreements(parts: Sequence[Part]) -> list[Part]:
+    """The parts whose geometric-mean value and paper's-quantity value have opposite signs."""
+    twins = {p.key[:2]: p for p in parts if not p.paper}
     out = []
     for p in parts:
-        if p.role is not Role.PAPER_QUANTITY or p.estimate is None:
+        if not p.paper or p.estimate is None:
             continue
-        twin = twins.get((p.group, p.name))
+        twin = twins.get(p.key[:2])
         if twin is not None and twin.estimate is not None and twin.estimate.value * p.estimate.value < 0:
-            out.append(twin.name)
+            out.append(twin)
     return out

@@ -27,21 +27,23 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from analysis.core.formatting import times
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
 from analysis.findings.quantities import log_level
-from analysis.findings.rules import Part, Role
+from analysis.findings.rules import Note, NoteKind, Part, Role, Unit
 
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
 NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
 READS = (FROBENIUS, LOG_MISS, LOSS)  # what A2 and A3 read per sample beyond the nuclear norm
 
-A2_PART = "None / Detailed on the answer tokens (all layers) x"
-A3_PART = "None / Detailed on the answer tokens at equal answer loss x"
+A2_PART = "None / Detailed on the answer tokens (all layers)"
+A3_PART = "None / Detailed on the answer tokens at equal answer loss"
+SLOPE_PART = "slope: log nuclear gap per unit of the log(1 - p) gap"
+LOSS_PARTS = {NONE: "answer loss after the phrase alone", DETAILED: "answer loss after Detailed CoT"}
+LOSS_CHANGE_PART = "answer loss, after Detailed CoT - after the phrase alone"
 # the contexts shown beside A2 in place of the instruction's own Detailed CoT
 BESIDE = {
-    SIMPLIFIED: "None / Simplified on the answer tokens x",
-    OTHER: "None / another instruction's Detailed CoT on the answer tokens x",
+    SIMPLIFIED: "None / Simplified on the answer tokens",
+    OTHER: "None / another instruction's Detailed CoT on the answer tokens",
 }
 
 
@@ -83,16 +85,21 @@ def a2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     gaps = {segment: _gap(cd, dataset, NONE, DETAILED, segment=segment) for segment in ("all", "early", "late")}
     if any(g is None for g in gaps.values()):
         return None
+    early_late = combine(np.subtract, gaps["early"], gaps["late"])
     parts = [
-        Part(A2_PART, gaps["all"], "above", 0.0, times, role=Role.SAME_TOKEN_GAP),
-        Part("early / late of that ratio x", combine(np.subtract, gaps["early"], gaps["late"]), "above", 0.0, times),
+        Part(A2_PART, gaps["all"], "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_GAP),
+        Part("early / late of that ratio", early_late, "above", 0.0, Unit.RATIO, role=Role.EARLY_LATE),
     ]
     frobenius = _gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
     if frobenius is not None:
-        parts.append(Part("the same in Frobenius norm x", frobenius, "above", 0.0, times, decides=False))
+        name = "the same in Frobenius norm"
+        parts.append(Part(name, frobenius, "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_FROBENIUS, decides=False))
     for setting, name in BESIDE.items():
         if cd.has(cd.condition_key(dataset, setting)):
-            parts.append(Part(name, _gap(cd, dataset, NONE, setting), "above", 0.0, times, decides=False))
+            gap = _gap(cd, dataset, NONE, setting)
+            parts.append(
+                Part(name, gap, "above", 0.0, Unit.RATIO, role=Role.CONTEXT_GAP, facet=(setting,), decides=False)
+            )
     return parts
 
 
@@ -156,22 +163,29 @@ def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     weights = cd.resampling.weights(dataset, ids)
     intercept, slope = equal_loss_regression(y, x, weights, dataset)
     losses = {s: per_instruction(cd, cd.condition_key(dataset, s), LOSS, ids) for s in (NONE, DETAILED)}
+    loss = {s: _mean(losses[s], weights, dataset) for s in (NONE, DETAILED)}
+    change = _mean(losses[DETAILED] - losses[NONE], weights, dataset)
     return [
-        Part(A3_PART, intercept, "above", 0.0, times, role=Role.EQUAL_LOSS_GAP),
-        Part("slope: log nuclear gap per unit of the log(1 - p) gap", slope, "above", 0.0, decides=False),
-        Part("answer loss after the phrase alone", _mean(losses[NONE], weights, dataset), "above", 0.0, decides=False),
-        Part("answer loss after Detailed CoT", _mean(losses[DETAILED], weights, dataset), "above", 0.0, decides=False),
+        Part(A3_PART, intercept, "above", 0.0, Unit.RATIO, role=Role.EQUAL_LOSS_GAP),
+        Part(SLOPE_PART, slope, "above", 0.0, role=Role.SLOPE, decides=False),
         Part(
-            "answer loss, after Detailed CoT - after the phrase alone",
-            _mean(losses[DETAILED] - losses[NONE], weights, dataset),
+            LOSS_PARTS[NONE], loss[NONE], "above", 0.0, Unit.LOSS, role=Role.ANSWER_LOSS, facet=(NONE,), decides=False
+        ),
+        Part(
+            LOSS_PARTS[DETAILED],
+            loss[DETAILED],
             "above",
             0.0,
+            Unit.LOSS,
+            role=Role.ANSWER_LOSS,
+            facet=(DETAILED,),
             decides=False,
         ),
+        Part(LOSS_CHANGE_PART, change, "above", 0.0, Unit.LOSS, role=Role.ANSWER_LOSS_CHANGE, decides=False),
     ]
 
 
-def extrapolation_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> str:
+def extrapolation_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> Note | None:
     """A3's note: the datasets where every instruction's answer is more (or every one less)
     predictable after the Detailed CoT, so that equal loss lies outside what was observed."""
     one_sided = []
@@ -180,8 +194,10 @@ def extrapolation_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> st
         if gaps is not None and gaps[2].size and (gaps[2].min() > 0 or gaps[2].max() < 0):
             one_sided.append(dataset)
     if not one_sided:
-        return ""
-    return (
+        return None
+    return Note(
+        NoteKind.EXTRAPOLATION,
         f"On {', '.join(one_sided)} the answer's log(1 - p) gap has one sign for every instruction: the "
-        "intercept (equal answer loss) lies outside the gaps observed, an extrapolation of the line"
+        "intercept (equal answer loss) lies outside the gaps observed, an extrapolation of the line",
+        tuple(one_sided),
     )

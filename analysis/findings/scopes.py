@@ -11,8 +11,8 @@ study are declared in ``analysis.findings.checks``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol
 
 from analysis.core import vocabulary
@@ -20,13 +20,14 @@ from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.pooling import (
     Adjust,
+    Gate,
     Pooling,
     family_findings,
     is_own_base,
     not_applicable_reason,
     reasoning_datasets,
 )
-from analysis.findings.rules import Finding, Part, Role
+from analysis.findings.rules import Finding, NotApplicable, Note, NoteKind, Part, Role, Verdict
 
 # What one verdict is about (a check's scope, as the book names it; a finding's own scope is a
 # dataset or a family).
@@ -63,29 +64,58 @@ class PartFigure:
     reference: float | None = 0.0
 
 
+@dataclass(frozen=True)
+class Words:
+    """What a check's verdict says in plain words, per verdict (the chapter's paragraphs write them
+    after the numbers): e.g. A1 "more than averaging over more tokens predicts"."""
+
+    holds: str
+    fails: str
+    unresolved: str
+
+    def of(self, verdict: Verdict) -> str:
+        """The words of a verdict ("" for one without words: too few samples, not applicable)."""
+        return {Verdict.HOLDS: self.holds, Verdict.FAILS: self.fails, Verdict.UNRESOLVED: self.unresolved}.get(
+            verdict, ""
+        )
+
+
 @dataclass(frozen=True, kw_only=True)
 class Check(ABC):
     """What every check declares, whatever its scope.
 
+    ``plain``: the claim in plain words (at most 20), as lists of claims and the summary show it;
+    ``claim`` is its estimand and rule, stated once on the checks page; ``words``: what each verdict
+    says in plain words; ``says``: each deciding part's claim in a few words (role -> words, e.g.
+    "larger", "more so in early layers"), as the summary words a cell's parts.
+    ``paper``: whether it is one of the paper's claims (else a question beyond it).
+    ``headline``: the role of the part whose size a verdict-matrix cell and the summary print where
+    the claim holds (None: the cell's first deciding part; ``rules.Finding.decided_by``).
+    ``lead``: the group of checks read together at the top of a book's first page (1 first); None:
+    among the other claims after the verdict matrix.
     ``calibrated_by``: the simulated rules of ``calibration`` whose error rates are this check's.
     ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
     ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
     (a page that shows the check reads them, ``checks.statistics_read``).
-    ``plain``: the claim in plain words (at most 20), as lists of claims and the summary show it;
-    ``claim`` is its estimand and rule, stated once on the checks page.
-    ``headline``: the role of the part whose size a verdict-matrix cell and the summary print
-    (None: the cell's first deciding part).
     """
 
     scope: ClassVar[str]
     id: str
     plain: str
     claim: str
+    words: Words | None = None
+    says: tuple[tuple[Role, str], ...] = ()
+    paper: bool = False
     headline: Role | None = None
+    lead: int | None = None
     chapters: tuple[str, ...]
     calibrated_by: tuple[str, ...]
     figure: PartFigure | None = None
     reads: tuple[str, ...] = ()
+
+    def part_words(self, role: Role) -> str:
+        """What the claim says of a part of that role, in a few words ("" where it says nothing)."""
+        return dict(self.says).get(role, "")
 
     @abstractmethod
     def run(self, inputs: Inputs) -> list[Finding]:
@@ -100,7 +130,7 @@ class ModelParts(Protocol):
 
 PairParts = Callable[[CurveDraws, CurveDraws, str], "list[Part] | None"]  # instruct, base curves, dataset
 WikiParts = Callable[[CurveDraws, "CurveDraws | None"], "list[Part] | None"]  # curves, reasoning reference
-RunParts = Callable[[training.ModelRuns, "str | None"], "list[Part] | training.NotApplicable | None"]
+RunParts = Callable[[training.ModelRuns, "str | None"], "list[Part] | NotApplicable | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -112,34 +142,35 @@ class PerModelCheck(Check):
     note (e.g. F2 deciding on the mean curve where None's log-scale spread changes).
     ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
     ``gate``: why the check does not apply to a finding's parts, e.g. a precondition that is not
-    established (then "not applicable" with that reason; empty: it applies).
+    established (then "not applicable" with that reason; None: it applies).
     ``unknown``: (curves, dataset, store) -> why the parts cannot be computed where the conditions are
     stored but a statistic they read is not (then "not applicable" with that reason and the command that
-    adds it to ``store``, instead of no cell; "": that is not why).
+    adds it to ``store``, instead of no cell; None: that is not why).
     """
 
     scope: ClassVar[str] = PER_MODEL
     parts: ModelParts
     after_pooling: Callable[[list[Part]], list[Part]] | None = None
     adjust: Adjust | None = None
-    note: Callable[[CurveDraws, dict, dict], str] | None = None
-    gate: Callable[[Sequence[Part]], str] | None = None
-    unknown: Callable[[CurveDraws, str, str | None], str] | None = None
+    note: Callable[[CurveDraws, dict, dict], Note | None] | None = None
+    gate: Gate | None = None
+    unknown: Callable[[CurveDraws, str, str | None], NotApplicable | None] | None = None
 
     def run(self, inputs: Inputs) -> list[Finding]:
         """Per reasoning dataset of every model, then pooled per family; a dataset whose parts need a
         statistic that is not stored (``unknown``) is a "not applicable" cell saying so."""
         out = []
         for model, cd in inputs.draws.items():
-            by_dataset, unknown = {}, {}
+            by_dataset: dict[str, list[Part]] = {}
+            unknown: dict[str, NotApplicable] = {}
             for dataset in reasoning_datasets(cd):
                 parts = self.parts(cd, dataset, identical=inputs.identical.get(dataset, ()))
                 if parts is not None:
                     by_dataset[dataset] = parts
                 elif self.unknown is not None:
-                    reason = self.unknown(cd, dataset, inputs.extra.get(STORE))
-                    unknown.update({dataset: reason} if reason else {})
-            note = self.note(cd, inputs.identical, by_dataset) if self.note else ""
+                    reason = self.unknown(cd, dataset, inputs.extra.get(STORE))  # type: ignore[arg-type]
+                    unknown.update({dataset: reason} if reason is not None else {})
+            note = self.note(cd, inputs.identical, by_dataset) if self.note else None
             out += family_findings(
                 self.id, model, by_dataset, note=note, how=Pooling(self.after_pooling, self.adjust, self.gate)
             )
@@ -147,7 +178,7 @@ class PerModelCheck(Check):
         return out
 
 
-def _unknown_findings(check: str, model: str, unknown: dict[str, str], computed: dict) -> list[Finding]:
+def _unknown_findings(check: str, model: str, unknown: dict[str, NotApplicable], computed: dict) -> list[Finding]:
     """The "not applicable" cells of the datasets whose parts lack a stored statistic (``reason``), and
     of each family with two of them or more and no computed dataset."""
     out = [Finding(check, model, d, False, (), not_applicable=reason) for d, reason in unknown.items()]
@@ -179,14 +210,11 @@ class PairCheck(Check):
                 parts = self.parts(inputs.draws[instruct], inputs.draws[base], dataset)
                 if parts is not None:
                     by_dataset[dataset] = parts
-            found = family_findings(
-                self.id, instruct, by_dataset, note=f"base: {base}", how=Pooling(adjust=self.adjust)
-            )
+            base_note = Note(NoteKind.BASE_MODEL, f"base: {base}", (base,))
+            found = family_findings(self.id, instruct, by_dataset, note=base_note, how=Pooling(adjust=self.adjust))
             if not is_own_base(instruct, base, inputs.declared):
                 reason = not_applicable_reason(instruct, base)
-                found = [
-                    Finding(f.check, f.model, f.scope, f.pooled, f.parts, f.note, not_applicable=reason) for f in found
-                ]
+                found = [replace(f, not_applicable=reason) for f in found]
             out += found
         return out
 

@@ -37,25 +37,15 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from analysis.core.formatting import times
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, Estimate, _stable_seed, resample_counts
-from analysis.findings.rules import SAME_MARGIN, Finding, Part
+from analysis.findings.rules import SAME_MARGIN, Finding, NotApplicable, Part, Role, Unit, Why
 from analysis.train.naming import is_probe_model, parse_probe_model
 
 # The key under which ``checks.Inputs.extra`` holds the training runs (``TrainingRuns``).
 TRAINING_RUNS = "training runs"
 RUN_COLUMNS = ("base_model", "run", "step", "arm", "seed")
-
-
-@dataclass(frozen=True)
-class NotApplicable:
-    """Why a training check does not apply to one model's runs (its verdict: "not applicable"),
-    with the parts that show it."""
-
-    reason: str
-    parts: tuple[Part, ...] = ()
 
 
 def with_run_columns(rows: pd.DataFrame) -> pd.DataFrame:
@@ -178,17 +168,24 @@ def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResa
         return _estimate(pair[0].mean(), pair[1].mean(axis=1), resampling.dataset, n)
 
     beyond = (by_curve[0] - by_depth[0], by_curve[1] - by_depth[1])
-    return [
-        Part(
-            f"Spearman(step-0 curve, change after {step} steps)",
-            estimate(by_curve),
+
+    def correlation(name: str, pair, role: Role, *, decides: bool) -> Part:
+        return Part(
+            name,
+            estimate(pair),
             "above",
             0.0,
+            Unit.CORRELATION,
+            role=role,
+            facet=(group,),
             group=group,
-            decides=False,
-        ),
-        Part("|Spearman(layer index, change)|", estimate(by_depth), "above", 0.0, group=group, decides=False),
-        Part("step-0 curve beyond layer index", estimate(beyond), "above", 0.0, group=group),
+            decides=decides,
+        )
+
+    return [
+        correlation(f"Spearman(step-0 curve, change after {step} steps)", by_curve, Role.SPEARMAN_CURVE, decides=False),
+        correlation("|Spearman(layer index, change)|", by_depth, Role.SPEARMAN_DEPTH, decides=False),
+        correlation("step-0 curve beyond layer index", beyond, Role.BEYOND_DEPTH, decides=True),
     ]
 
 
@@ -223,19 +220,23 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
         label = T2_LABELS[slow]
         parts += [
             Part(
-                f"None / {label} weight change, early layers x",
+                f"None / {label} weight change, early layers",
                 _estimate(early, early_draws, "seeds", n),
                 "above",
                 0.0,
-                times,
+                Unit.RATIO,
+                role=Role.ARM_EARLY,
+                facet=(slow,),
                 group=f"vs {label}",
             ),
             Part(
-                "early / late of that ratio x",
+                "early / late of that ratio",
                 _estimate(uneven, uneven_draws, "seeds", n),
                 "above",
                 0.0,
-                times,
+                Unit.RATIO,
+                role=Role.ARM_EARLY_LATE,
+                facet=(slow,),
                 group=f"vs {label}",
             ),
         ]
@@ -249,7 +250,9 @@ def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "non
     missing = [a for a in arms if a not in set(change["arm"])]
     if missing:
         return NotApplicable(
-            f"no runs on {', '.join(missing)}: T2 compares the None arm with {' and '.join(T2_SLOW_ARMS)}"
+            Why.NOT_TRAINED,
+            f"no runs on {', '.join(missing)}",
+            f"T2 compares the None arm with {' and '.join(T2_SLOW_ARMS)}",
         )
     cubes = {arm: change_cube(change, resampling, arm, step) for arm in arms}
     if any(c is None for c in cubes.values()):
@@ -273,15 +276,15 @@ def t3_from_cubes(
     gap = (after["none"] - after["detailed"]).mean(axis=(2, 3))
     units, n = resampling.units, len(resampling.ids)
 
-    def ratio(name: str, values: np.ndarray, count: int, *, bound: float = 0.0, decides: bool = True) -> Part:
+    def ratio(name: str, values: np.ndarray, count: int, *, role: Role, bound: float = 0.0, decides: bool = True):
         estimate = _estimate(*resampling.mean(values), resampling.dataset, count)
-        return Part(name, estimate, "above", bound, times, group=group, decides=decides)
+        return Part(name, estimate, "above", bound, Unit.RATIO, role=role, facet=(group,), group=group, decides=decides)
 
     # after training the probes differ by seed too: the fewer of probes and seeds counts
     return [
-        ratio("None / Detailed at step 0 x", gap0, n, decides=False),
-        ratio(f"None / Detailed at step {step} x", gap, units, decides=False),
-        ratio(f"step {step} / step 0 of that ratio x", gap - gap0, units, bound=-T3_MARGIN),
+        ratio("None / Detailed at step 0", gap0, n, role=Role.GAP_AT_START, decides=False),
+        ratio(f"None / Detailed at step {step}", gap, units, role=Role.GAP_AFTER, decides=False),
+        ratio(f"step {step} / step 0 of that ratio", gap - gap0, units, role=Role.GAP_CHANGE, bound=-T3_MARGIN),
     ]
 
 
@@ -298,13 +301,15 @@ def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> lis
 
 
 def t3_applicable(parts: list[Part]) -> list[Part] | NotApplicable:
-    """T3's parts, or why T3 does not apply: the step-0 gap (its first part) decided (enough probes)
+    """T3's parts, or why T3 does not apply: the step-0 gap decided (enough probes)
     but not above 0."""
-    start = parts[0]
+    start = next(p for p in parts if p.role is Role.GAP_AT_START)
     if start.n_smallest >= MIN_VERDICT_SAMPLES and not start.supports():
         return NotApplicable(
-            f"the None / Detailed gap at step 0 is not established ({start.text()}): no F1 gap to persist",
-            tuple(parts),
+            Why.PRECONDITION,
+            "the None / Detailed gap at step 0 is not established",
+            "no F1 gap to persist",
+            evidence=tuple(parts),
         )
     return parts
 
@@ -398,7 +403,7 @@ def per_training_run(check, inputs) -> list[Finding]:
                 continue
             scope = model.dataset if arm is None else f"{model.dataset}, trained on {arm}"
             if isinstance(parts, NotApplicable):
-                found.append(Finding(check.id, model.model, scope, False, parts.parts, not_applicable=parts.reason))
+                found.append(Finding(check.id, model.model, scope, False, parts.evidence, not_applicable=parts))
             else:
                 found.append(Finding(check.id, model.model, scope, False, tuple(parts)))
     return found

@@ -14,19 +14,21 @@ shows them.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt_interval, per_model
+from analysis.core.formatting import per_model
 from analysis.findings import averaging, same_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
 from analysis.findings.pooling import reasoning_datasets
-from analysis.findings.rules import NOT_APPLICABLE
-from analysis.report import plots
-from analysis.report.display import show_figure, show_markdown, show_table
+from analysis.findings.rules import Finding, Part, Role, Unit
+from analysis.report import blocks, cells, plots, voice
+from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import imported_models
 from analysis.report.page import Page
 
@@ -114,73 +116,75 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
     return plots.legend_below(fig, note=note)
 
 
-def _value(parts: pd.DataFrame, name: str) -> str:
-    row = parts[parts["name"] == name]
-    return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
-
-
-def _same_tokens_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
+def _same_tokens_in_words(found: Sequence[Finding]) -> str:
     """A2's and A3's pooled (else per dataset) findings of one model in words."""
     pieces = []
-    for check, name in (("A2", same_tokens.A2_PART), ("A3", same_tokens.A3_PART)):
-        mine = group[group["check"] == check]
-        shown = mine[mine["pooled"]] if mine["pooled"].any() else mine
-        for row in shown.itertuples():
-            if row.verdict == NOT_APPLICABLE:
-                pieces.append(f"{check} not computed on {vocabulary.scope_label(row.scope)}: {row.numbers}")
+    for check, role in (("A2", Role.SAME_TOKEN_GAP), ("A3", Role.EQUAL_LOSS_GAP)):
+        for f in cells.answers(cells.of_check(found, check)):
+            scope = vocabulary.scope_label(f.scope)
+            if f.not_applicable is not None:
+                pieces.append(f"{check} not computed on {scope}: {voice.explained(f.not_applicable)}")
                 continue
-            cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope) & (parts["check"] == check)]
-            pieces.append(
-                f"{vocabulary.scope_label(row.scope)}: {_value(cell, name)} times ({check} **{row.verdict}**)"
-            )
+            part = f.part(role)
+            size = voice.sized(part) if part is not None and part.estimate is not None else "not computed"
+            pieces.append(f"{scope}: {size} ({check} **{f.verdict}**)")
     return (
         "The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear "
         "norms; at equal answer loss for A3): " + "; ".join(pieces) + "."
     )
 
 
-def same_token_table(parts: pd.DataFrame) -> pd.DataFrame:
+# The columns of the same-token table: what each shows, by the part's role and facet
+SAME_TOKEN_COLUMNS = (
+    ("None / Detailed, answer tokens", Role.SAME_TOKEN_GAP, None),
+    ("at equal answer loss", Role.EQUAL_LOSS_GAP, None),
+    ("answer loss, no reasoning", Role.ANSWER_LOSS, (same_tokens.NONE,)),
+    ("answer loss, after Detailed CoT", Role.ANSWER_LOSS, (same_tokens.DETAILED,)),
+)
+
+
+def same_token_table(findings: Sequence[Finding]) -> pd.DataFrame:
     """Per model and scope: A2's ratio, A3's ratio at equal answer loss and the answer's mean loss
     after the phrase alone and after the Detailed CoT, each with its interval."""
-    wanted = {
-        same_tokens.A2_PART: "None / Detailed, answer tokens",
-        same_tokens.A3_PART: "at equal answer loss",
-        "answer loss after the phrase alone": "answer loss, no reasoning",
-        "answer loss after Detailed CoT": "answer loss, after Detailed CoT",
-    }
-    rows = parts[parts["name"].isin(wanted)].copy()
-    if rows.empty:
-        return rows
-    rows["quantity"] = rows["name"].map(wanted)
-    rows["shown"] = [fmt_interval(v, lo, hi) for v, lo, hi in zip(rows["value"], rows["low"], rows["high"])]
-    table = rows.pivot_table(index=["model", "scope"], columns="quantity", values="shown", aggfunc="first", sort=False)
-    table = table.reindex(columns=[c for c in wanted.values() if c in table.columns]).reset_index()
-    table["scope"] = table["scope"].map(vocabulary.scope_label)
-    return table
+    rows: dict[tuple[str, str], dict] = {}
+    for f in findings:
+        if f.check not in ("A2", "A3"):
+            continue
+        row = rows.setdefault((f.model, f.scope), {"model": f.model, "scope": vocabulary.scope_label(f.scope)})
+        for column, role, facet in SAME_TOKEN_COLUMNS:
+            part = f.part(role, facet=facet)
+            if part is not None and part.estimate is not None:
+                row[column] = voice.sized(part)
+    if not rows:
+        return pd.DataFrame()
+    table = pd.DataFrame(list(rows.values()))
+    return table[[c for c in ("model", "scope", *(c for c, _, _ in SAME_TOKEN_COLUMNS)) if c in table.columns]]
 
 
-def same_token_section(page: Page) -> None:
+def same_token_section(page: Page) -> Blocks:
     """A2's and A3's findings in words (what was found first), the per-layer figure of both gaps,
     A3's note on extrapolation where it applies, and their table."""
     table = layer_gaps(page)
     if table.empty:
         imported = set(imported_models(page.results.rows))
         released = bool(imported) and imported >= set(page.draws)
-        show_markdown(
-            NOT_RELEASED if released else NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED)
-        )
-        return
-    found, parts = page.findings_table(["A2", "A3"]), page.part_table(["A2", "A3"])
-    show_markdown(per_model(found, lambda m, g: _same_tokens_in_words(m, g, parts), empty="A2 and A3 not computed."))
-    show_figure(
-        layer_gap_figure(table, page.note()),
-        "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone, per dataset",
-    )
+        text = NOT_RELEASED if released else NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED)
+        return [Markdown(text)]
+    found = page.findings(["A2", "A3"])
+    models = list(dict.fromkeys(f.model for f in found))
+    words = "\n\n".join(f"**{m}.** {_same_tokens_in_words([f for f in found if f.model == m])}" for m in models)
+    out: Blocks = [
+        Markdown(words or "A2 and A3 not computed."),
+        blocks.Figure(
+            layer_gap_figure(table, page.note()),
+            "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone, per dataset",
+        ),
+    ]
     for model, cd in page.draws.items():
         note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
-        if note:
-            show_markdown(f"A3, {model}: {note}.")
-    show_table(same_token_table(parts), empty="No answer-scored pair is computed here.")
+        if note is not None:
+            out.append(Markdown(f"A3, {model}: {note.text}."))
+    return out + [Table(same_token_table(found), empty="No answer-scored pair is computed here.")]
 
 
 # --------------------------------------------------------------------------- the loss convention
@@ -225,8 +229,7 @@ def loss_convention_table(page: Page) -> pd.DataFrame:
 
 def _convention_row(model: str, scope: str, mean: Estimate, total: Estimate) -> dict:
     def shown(estimate: Estimate) -> str:
-        low, high = estimate.interval()
-        return fmt_interval(*np.exp([estimate.value, low, high]))
+        return voice.sized(Part("", estimate, "above", 0.0, Unit.RATIO, role=Role.F1_GAP))
 
     return {
         "model": model,
@@ -238,13 +241,14 @@ def _convention_row(model: str, scope: str, mean: Estimate, total: Estimate) -> 
     }
 
 
-def loss_convention_section(page: Page) -> None:
+def loss_convention_section(page: Page) -> Blocks:
     """The table of F1's gap under both conventions and one sentence per model saying which way F1
     points under each."""
     table = loss_convention_table(page)
     if table.empty:
-        show_markdown("The store holds no token counts R of None and Detailed CoT: the token-sum gap is not computed.")
-        return
+        return [
+            Markdown("The store holds no token counts R of None and Detailed CoT: the token-sum gap is not computed.")
+        ]
 
     def say(model: str, group: pd.DataFrame) -> str:
         family = group[group["scope"].isin(vocabulary.FAMILY_LABELS.values())]
@@ -256,5 +260,4 @@ def loss_convention_section(page: Page) -> None:
             f"{'families' if not family.empty else 'datasets'}; under a token-sum loss in {sum_larger} of {len(shown)}."
         )
 
-    show_markdown(per_model(table, say))
-    show_table(table.drop(columns=["_mean", "_sum"]))
+    return [Markdown(per_model(table, say)), Table(table.drop(columns=["_mean", "_sum"]))]

@@ -4,6 +4,8 @@ effective rank. The numbers and verdicts come from ``analysis.findings.separabil
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -11,6 +13,8 @@ from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.findings import length
 from analysis.findings.checks import LENGTH_CHECKS
+from analysis.findings.rules import Finding
+from analysis.report import cells, voice
 from analysis.report.display import column_parts
 
 # --------------------------------------------------------------------------- separability
@@ -64,7 +68,7 @@ def _separability_in_words(_, group: pd.DataFrame) -> str:
 # --------------------------------------------------------------------------- length
 
 
-def length_paragraph(table: pd.DataFrame) -> str:
+def length_paragraph(findings: Sequence[Finding]) -> str:
     """Markdown: per model, whether content matters beyond length (L) and whether length matters
     (L2), on Detailed CoT cut to the Simplified-CoT length, with the share of the gap left at equal
     length where the gap is established, and the None-length cut as a second view."""
@@ -77,20 +81,25 @@ def length_paragraph(table: pd.DataFrame) -> str:
         "established (its interval above 1), since a ratio over a gap that may be zero has no stable interval; "
         "it decides nothing and has no bound."
     )
-    return per_model(table[table["check"].isin(LENGTH_CHECKS)], _length_in_words, empty=empty, after=after)
+    shown = [f for f in findings if f.check in LENGTH_CHECKS]
+    if not shown:
+        return empty
+    models = list(dict.fromkeys(f.model for f in shown))
+    lines = [f"**{m}.** {_length_in_words([f for f in shown if f.model == m])}" for m in models]
+    return "\n\n".join([*lines, after])
 
 
-def _length_in_words(_, group: pd.DataFrame) -> str:
-    pooled_rows = group[group["pooled"]]
-    shown = pooled_rows if len(pooled_rows) else group
+def _length_in_words(found: Sequence[Finding]) -> str:
+    chosen = cells.answers(found)
     pieces = []
-    for scope, scope_rows in shown.groupby("scope", sort=False):
-        verdict = dict(zip(scope_rows["check"], scope_rows["verdict"]))
-        numbers = scope_rows[scope_rows["check"] == "L"]["numbers"]
+    for scope in dict.fromkeys(f.scope for f in chosen):
+        mine = {f.check: f for f in chosen if f.scope == scope}
+        content = mine.get("L")
         pieces.append(
-            f"{vocabulary.scope_label(scope)}: content beyond length {verdict.get('L', 'not computed')}, "
-            f"length {verdict.get('L2', 'not computed')} (n = {int(scope_rows['n'].min())}; "
-            f"{numbers.iloc[0] if len(numbers) else ''})"
+            f"{vocabulary.scope_label(scope)}: content beyond length "
+            f"{mine['L'].verdict if 'L' in mine else 'not computed'}, length "
+            f"{mine['L2'].verdict if 'L2' in mine else 'not computed'} (n = {min(f.n for f in mine.values())}; "
+            f"{voice.numbers(content) if content is not None else ''})"
         )
     return (
         "Detailed CoT cut to the token count of the same instruction's Simplified-CoT response, "

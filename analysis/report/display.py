@@ -1,14 +1,16 @@
-"""Showing a page's results in a notebook: Markdown, tables sized to the page, figures."""
+"""The one renderer of the book's pages: the blocks a section returns (``analysis.report.blocks``) as a
+notebook's outputs, tables sized to the page, figures inlined, folds as ``<details>``."""
 
 from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 
 import pandas as pd
 from matplotlib.figure import Figure
+
+from analysis.report import blocks
 
 # Columns left out of a displayed table when they hold one value, which is named above it instead.
 CONSTANT_COLUMNS = ("responses", "n_samples", "n", "n (correct / irrelevant)", "n_folds", "imported")
@@ -60,84 +62,15 @@ def interactive_html(table: pd.DataFrame) -> str | None:
     )
 
 
-_collecting: list[list[str]] = []  # the outputs of the open ``collapsed`` blocks, innermost last
+def markdown_html(text: str) -> str:
+    """Generated Markdown as HTML, for a block inside a fold (CommonMark, as the book renders it)."""
+    from markdown_it import MarkdownIt
 
-
-def _inline_html(text: str) -> str:
-    """Links, bold, italics and code of one line of generated Markdown, as HTML."""
-    text = html.escape(text, quote=False)
-    text = re.sub(r"\[([^\]]+)\]\(([^)\s\"]+)\)", r'<a href="\2">\1</a>', text)
-    text = re.sub(r"\*\*(.+?)\*\*", r"<strong>\1</strong>", text)
-    text = re.sub(r"`(.+?)`", r"<code>\1</code>", text)
-    return re.sub(r"\*(.+?)\*", r"<em>\1</em>", text)
-
-
-def _markdown_html(text: str) -> str:
-    """The few Markdown marks a collapsed block's lines use (links, bold, italics, code, a list of
-    ``- `` lines), as HTML."""
-    lines = [line for line in text.splitlines() if line.strip()]
-    if lines and all(line.startswith("- ") for line in lines):
-        return "<ul>" + "".join(f"<li>{_inline_html(line[2:])}</li>" for line in lines) + "</ul>"
-    return "<p>" + _inline_html(text) + "</p>"
-
-
-def _emit(obj) -> None:
-    """Display one output, or keep it (as HTML) for the collapsed block that is open."""
-    from IPython.display import HTML, Markdown, display
-
-    if not _collecting:
-        display(obj)
-    elif isinstance(obj, Markdown):
-        _collecting[-1].append(_markdown_html(obj.data))
-    elif isinstance(obj, HTML):
-        _collecting[-1].append(obj.data)
-    else:  # a styled table
-        _collecting[-1].append(obj.to_html())
-
-
-@contextmanager
-def collapsed(summary: str) -> Iterator[None]:
-    """Show what is displayed inside the block folded under one line (``summary``), as a long table
-    or a row of figures that the reader opens when wanted."""
-    from IPython.display import HTML
-
-    _collecting.append([])
-    try:
-        yield
-    finally:
-        parts = _collecting.pop()
-    if parts:
-        folded = f"<details><summary>{html.escape(summary)}</summary>\n" + "\n".join(parts) + "\n</details>"
-        _emit(HTML(folded))
-
-
-def show_markdown(text: str) -> None:
-    """Display generated Markdown text in a notebook."""
-    from IPython.display import Markdown
-
-    if text:
-        _emit(Markdown(text))
-
-
-def show_html(text: str) -> None:
-    """Display generated HTML (a figure as inline SVG) in a notebook."""
-    from IPython.display import HTML
-
-    if text:
-        _emit(HTML(text))
+    return MarkdownIt("commonmark").render(text).strip()
 
 
 # The metadata of the output after which an executed page has nothing more to show.
 PAGE_ENDS = "analysis-page-ends"
-
-
-def show_last_markdown(text: str) -> None:
-    """Display generated Markdown as the page's last output: the book leaves out every cell after
-    it (``analysis.study.book.cut_after_page_end``), so a page without results is one paragraph,
-    not a row of empty section headings."""
-    from IPython.display import Markdown, display
-
-    display(Markdown(text), metadata={PAGE_ENDS: True})
 
 
 def figure_html(fig: Figure, alt: str) -> str:
@@ -151,53 +84,74 @@ def figure_html(fig: Figure, alt: str) -> str:
     return f'<img src="data:image/png;base64,{data}" alt="{html.escape(alt, quote=True)}" style="max-width: 100%;">'
 
 
-def show_figures(
-    figures: Iterable[tuple[str, Figure]],
-    empty: str = "No figure: the data read here have no condition for it.",
-    alt: str = "",
-) -> int:
-    """Display (title, figure) pairs, each with its title as alternative text, closing each
-    figure; the number shown."""
-    import matplotlib.pyplot as plt
-    from IPython.display import HTML, Markdown
-
-    shown = 0
-    for title, fig in figures:
-        if title:
-            _emit(Markdown(f"**{title}**"))
-        _emit(HTML(figure_html(fig, f"{alt}{': ' if alt and title else ''}{title}" or "figure")))
-        plt.close(fig)
-        shown += 1
-    if not shown and empty:
-        _emit(Markdown(empty))
-    return shown
-
-
-def show_figure(fig: Figure | None, alt: str, empty: str = "") -> None:
-    """Display one figure with its alternative text (or a line saying why there is none)."""
-    show_figures([("", fig)] if fig is not None else [], empty=empty, alt=alt)
-
-
-def show_table(table: pd.DataFrame | None, empty: str = "No rows.", by: str | None = "model") -> None:
-    """Display a table without its index, one table per value of ``by`` (a bold line names it),
-    with single-valued bookkeeping columns moved into that line; or a line saying why there is none."""
-    from IPython.display import HTML, Markdown
-
+def table_outputs(block: blocks.Table) -> list[tuple[str, str]]:
+    """A table block as its outputs, ("markdown" | "html", text) each: one table per value of its
+    ``by`` column under a bold line naming it, single-valued bookkeeping columns moved into that line;
+    a line saying why where it has no rows."""
+    table = block.table
     if table is None or table.empty:
-        if empty:
-            _emit(Markdown(empty))
-        return
+        return [("markdown", block.empty)] if block.empty else []
+    by = block.by
     groups = list(table.groupby(by, sort=False)) if by in table.columns else [(None, table)]
+    out = []
     for key, part in groups:
         if key is not None:
             part = part.drop(columns=[by])
         constant = [c for c in CONSTANT_COLUMNS if c in part.columns and len(part) > 1 and part[c].nunique() == 1]
         notes = [f"{c.replace('_', ' ')}: {part[c].iloc[0]}" for c in constant]
         if key is not None or notes:
-            _emit(Markdown((f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else "")))
+            out.append(
+                ("markdown", (f"**{key}**" if key is not None else "") + (f" ({'; '.join(notes)})" if notes else ""))
+            )
         shown = part.drop(columns=constant)
         interactive = interactive_html(shown.map(unbroken_intervals)) if len(shown) > INTERACTIVE_ROWS else None
-        _emit(HTML(interactive) if interactive else styled_table(shown))
+        out.append(("html", interactive or styled_table(shown).to_html()))
+    return out
+
+
+def outputs(block: blocks.Block) -> list[tuple[str, str]]:
+    """One block as the outputs a notebook displays, ("markdown" | "html" | "end", text) each; a
+    figure is closed once drawn."""
+    import matplotlib.pyplot as plt
+
+    if isinstance(block, blocks.Markdown):
+        return [("markdown", block.text)] if block.text else []
+    if isinstance(block, blocks.Html):
+        return [("html", block.html)] if block.html else []
+    if isinstance(block, blocks.PageEnd):
+        return [("end", block.text)]
+    if isinstance(block, blocks.Table):
+        return table_outputs(block)
+    if isinstance(block, blocks.Figure):
+        if block.figure is None:
+            return [("markdown", block.empty)] if block.empty else []
+        image = figure_html(block.figure, block.alt)
+        plt.close(block.figure)
+        title = [("markdown", f"**{block.title}**")] if block.title else []
+        return [*title, ("html", image)]
+    inner = [html_of(kind, text) for child in block.blocks for kind, text in outputs(child)]
+    if not inner:
+        return []
+    return [("html", f"<details><summary>{html.escape(block.summary)}</summary>\n" + "\n".join(inner) + "\n</details>")]
+
+
+def html_of(kind: str, text: str) -> str:
+    """An output as HTML, for a fold."""
+    return markdown_html(text) if kind in ("markdown", "end") else text
+
+
+def show(shown: blocks.Block | Iterable[blocks.Block] | None) -> None:
+    """Display blocks in a notebook: the one renderer of every page."""
+    from IPython.display import HTML, Markdown, display
+
+    if shown is None:
+        return
+    for block in [shown] if isinstance(shown, blocks.BLOCK_TYPES) else shown:
+        for kind, text in outputs(block):
+            if kind == "end":
+                display(Markdown(text), metadata={PAGE_ENDS: True})
+            else:
+                display(Markdown(text) if kind == "markdown" else HTML(text))
 
 
 def column_parts(table: pd.DataFrame, *, keys: Sequence[str], first: Sequence[str]) -> list[pd.DataFrame]:

@@ -11,13 +11,11 @@ from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws, t_band
-from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, selected
+from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, get, selected
 from analysis.findings.pooling import scope_rank
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, Role
-from analysis.report import plots
+from analysis.findings.rules import Finding, Role
+from analysis.report import cells, plots, voice
 from analysis.report.load import figure_note
-from analysis.report.reproduction import headline_cells, size_text, sized
-from analysis.report.verdicts import scope_text, verdict_counts
 
 
 def curves_and_bands(draws: dict[str, CurveDraws]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -157,57 +155,52 @@ def headline_figure(
 
 
 def verdict_figure(
-    table: pd.DataFrame,
+    findings: Sequence[Finding],
     note: str | None = None,
     *,
-    parts: pd.DataFrame | None = None,
     pairs: dict[str, str] | None = None,
     registry: Registry = REGISTRY,
 ) -> Figure | None:
     """The verdict matrix: check x scope (families first, then datasets), one panel per model; the
-    checks in the registry's order, each cell printing ``verdict_cells``' text (its headline size
-    where ``parts``, the findings' part table, give one).
+    checks in the registry's order, each cell printing ``verdict_cells``' text: the size of the part
+    that decided its colour (``cells.printed``).
 
     ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs (F4) says
     it is decided on its instruct model.
     """
-    if table.empty:
+    if not findings:
         return None
-    return _matrix(verdict_cells(table, parts, registry), note=note, pairs=pairs, registry=registry)
+    return _matrix(verdict_cells(findings, registry), note=note, pairs=pairs, registry=registry)
 
 
 def verdict_svg(
-    table: pd.DataFrame,
-    *,
-    parts: pd.DataFrame | None = None,
-    pairs: dict[str, str] | None = None,
-    registry: Registry = REGISTRY,
+    findings: Sequence[Finding], *, pairs: dict[str, str] | None = None, registry: Registry = REGISTRY
 ) -> str | None:
     """The verdict matrix (``verdict_figure``) as inline SVG that fits its column: hovering a cell
-    shows its verdict, headline size with interval, and n; its accessible name (``matrix_label``)
+    shows its verdict, every part with its interval, and n; its accessible name (``matrix_label``)
     counts the verdicts."""
-    fig = verdict_figure(table, parts=parts, pairs=pairs, registry=registry)
-    if fig is None:
+    if not findings:
         return None
-    cells = verdict_cells(table, parts, registry)
-    svg = plots.titled_svg(fig, plots.cell_titles(cells), label=matrix_label(cells, registry))
+    table = verdict_cells(findings, registry)
+    fig = _matrix(table, note=None, pairs=pairs, registry=registry)
+    svg = plots.titled_svg(fig, plots.cell_titles(table), label=matrix_label(table, registry))
     plt.close(fig)
     return svg
 
 
-def _matrix(cells: pd.DataFrame, *, note: str | None, pairs: dict[str, str] | None, registry: Registry) -> Figure:
+def _matrix(cells_: pd.DataFrame, *, note: str | None, pairs: dict[str, str] | None, registry: Registry) -> Figure:
     """The matrix figure of ``verdict_cells``' table."""
-    scopes = _matrix_scopes(cells)
-    checks = _matrix_checks(cells, registry)
+    scopes = _matrix_scopes(cells_)
+    checks = _matrix_checks(cells_, registry)
     row_notes = {
         (base, check.id): f"decided on its instruct model ({instruct})"
         for check in selected(checks, registry)
         if check.scope == PER_PAIR
         for instruct, base in (pairs or {}).items()
-        if instruct in set(cells.loc[cells["check"] == check.id, "model"]) and base in set(cells["model"])
+        if instruct in set(cells_.loc[cells_["check"] == check.id, "model"]) and base in set(cells_["model"])
     }
-    labels = {s: scope_text(s, True) for s in scopes}
-    return plots.verdict_matrix(cells, checks, scopes, scope_labels=labels, note=note, row_notes=row_notes)
+    labels = {s: voice.scope(s, True) for s in scopes}
+    return plots.verdict_matrix(cells_, checks, scopes, scope_labels=labels, note=note, row_notes=row_notes)
 
 
 def _matrix_scopes(table: pd.DataFrame) -> list[str]:
@@ -220,58 +213,74 @@ def _matrix_checks(table: pd.DataFrame, registry: Registry) -> list[str]:
     return [c for c in all_ids(registry) if c in set(table["check"])]
 
 
-def verdict_cells(table: pd.DataFrame, parts: pd.DataFrame | None, registry: Registry = REGISTRY) -> pd.DataFrame:
-    """The findings with what each matrix cell prints (column text) and its hover text (title),
-    from each cell's headline part (``reproduction.headline_cells``; none without ``parts``)."""
-    if parts is not None and len(parts) and "pooled" in table.columns:
-        cells = headline_cells(table, parts, registry)
-    else:
-        cells = table.assign(part="", value=np.nan, low=np.nan, high=np.nan)
-    rows = [row for _, row in cells.iterrows()]
-    return cells.assign(text=[_cell_text(row) for row in rows], title=[_cell_title(row) for row in rows])
+def verdict_cells(findings: Sequence[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
+    """The matrix's table, one row per finding: check, model, scope, verdict, n, opposite_sign, what the
+    cell prints (text) and its hover text (title)."""
+    return pd.DataFrame(
+        {
+            "check": [f.check for f in findings],
+            "model": [f.model for f in findings],
+            "scope": [f.scope for f in findings],
+            "pooled": [f.pooled for f in findings],
+            "verdict": [str(f.verdict) for f in findings],
+            "n": [f.n for f in findings],
+            "opposite_sign": [any(p.opposite for p in f.parts) for f in findings],
+            "text": [cell_text(f, registry) for f in findings],
+            "title": [cell_title(f, findings, registry) for f in findings],
+        }
+    )
 
 
-def _cell_text(row: pd.Series) -> str:
-    """A cell's text: "n/a" where the check does not apply; the headline size where the verdict is
-    decided; else (not resolved, too few samples, no headline) its n, as "n=12"; "±" after it where
-    the paper's mean nuclear norm and the geometric mean differ in sign."""
-    if row["verdict"] == NOT_APPLICABLE:
+def cell_text(finding: Finding, registry: Registry = REGISTRY) -> str:
+    """A cell's text: "n/a" where the check does not apply; else the size of the part that decided
+    its colour (``cells.printed``; its n where that part has no value); "±" after it where the paper's
+    mean nuclear norm and the geometric mean differ in sign."""
+    if finding.not_applicable is not None:
         return "n/a"
-    if row["verdict"] in (HOLDS, FAILS) and pd.notna(row["value"]):
-        text = size_text(row["value"], ratio=_is_ratio(row["part"]))
-    else:
-        text = f"n={int(row['n'])}"
-    return text + ("±" if row.get("opposite_sign", False) else "")
+    part = cells.printed(finding, registry)
+    text = voice.sized(part, interval=False) if part is not None and np.isfinite(part.value) else f"n={finding.n}"
+    return text + ("±" if any(p.opposite for p in finding.parts) else "")
 
 
-def _cell_title(row: pd.Series) -> str:
-    """A cell's hover text, e.g. "F1, math reasoning (pooled): holds; None / Detailed (all layers)
-    x10.4 [x6.1, x17.2]; n = 10" (where the check does not apply, why instead of the size)."""
-    pieces = [f"{row['check']}, {scope_text(row['scope'], True)}: {row['verdict']}"]
-    if row["verdict"] == NOT_APPLICABLE and row.get("numbers"):
-        pieces.append(str(row["numbers"]).removeprefix(f"{NOT_APPLICABLE}: "))
-    elif pd.notna(row["value"]):
-        pieces.append(f"{str(row['part']).removesuffix(' x')} {sized(row)}")
-    pieces.append(f"n = {int(row['n'])}")
-    if row.get("opposite_sign", False):
+def cell_title(finding: Finding, findings: Sequence[Finding] = (), registry: Registry = REGISTRY) -> str:
+    """A cell's hover text: its check, scope and verdict; each deciding part in the claim's words with
+    its own verdict, size and interval; the parts shown beside it; where the datasets of a pooled cell
+    lie on opposite sides, each one's size; and n. Where the check does not apply, why."""
+    pieces = [f"{finding.check}, {voice.scope(finding.scope, True)}: {finding.verdict}"]
+    if finding.not_applicable is not None:
+        return "; ".join([*pieces, voice.explained(finding.not_applicable), f"n = {finding.n}"])
+    check = get(finding.check, registry)
+    for part in finding.deciding:
+        words = check.part_words(part.role) or voice.part_label(part)
+        pieces.append(f"{words}: {cells.part_verdict(part, finding)}, {voice.sized(part)}")
+    beside = [
+        f"{voice.part_label(p)} {voice.sized(p)}" for p in finding.parts if not p.decides and p.estimate is not None
+    ]
+    if beside:
+        pieces.append("beside: " + ", ".join(beside))
+    split = cells.disagreeing(finding, findings, registry)
+    if split:
+        pieces.append("its datasets disagree: " + ", ".join(f"{d} {voice.sized(p, interval=False)}" for d, p in split))
+    pieces.append(f"n = {finding.n}")
+    if any(p.opposite for p in finding.parts):
         pieces.append("± the paper's mean nuclear norm and the geometric mean differ in sign")
     return "; ".join(pieces)
 
 
-def _is_ratio(part: object) -> bool:
-    return str(part).endswith(" x")
-
-
 def matrix_label(table: pd.DataFrame, registry: Registry = REGISTRY) -> str:
-    """The matrix's accessible name, from its findings: which checks, which models, how the cells went."""
+    """The matrix's accessible name, from its cells: which checks, which models, how the cells went."""
     checks = ", ".join(_matrix_checks(table, registry))
     models = " and ".join(dict.fromkeys(table["model"]))
-    return f"Verdict matrix of {checks} for {models}, pooled per family and per dataset; cells: {verdict_counts(table)}"
+    return (
+        f"Verdict matrix of {checks} for {models}, pooled per family and per dataset; "
+        f"cells: {voice.verdict_counts(table['verdict'])}"
+    )
 
 
-def instruction_counts(table: pd.DataFrame, registry: Registry = REGISTRY) -> pd.DataFrame:
+def instruction_counts(findings: Sequence[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
     """The instructions behind each cell of the verdict matrix (n): one row per model and check,
     one column per scope as the matrix orders and names them, blank where it has no cell."""
+    table = verdict_cells(findings, registry)
     scopes = _matrix_scopes(table)
     rows = []
     for model in dict.fromkeys(table["model"]):
@@ -280,14 +289,14 @@ def instruction_counts(table: pd.DataFrame, registry: Registry = REGISTRY) -> pd
             n = dict(zip(mine.loc[mine["check"] == check, "scope"], mine.loc[mine["check"] == check, "n"]))
             rows.append(
                 {"model": model, "check": check}
-                | {scope_text(s, True): str(int(n[s])) if s in n else "" for s in scopes}
+                | {voice.scope(s, True): str(int(n[s])) if s in n else "" for s in scopes}
             )
     return pd.DataFrame(rows)
 
 
 def part_forest(
-    parts: pd.DataFrame,
-    part: Role,
+    findings: Sequence[Finding],
+    role: Role,
     x_label: str,
     *,
     reference: float | None = None,
@@ -296,20 +305,18 @@ def part_forest(
 ) -> Figure | None:
     """One part of a check, found by its role (e.g. the length share), per model and scope, with
     its interval."""
-    rows = parts[parts["role"] == part.name]
-    if rows.empty:
+    found = [(f, p) for f in findings if (p := f.part(role)) is not None]
+    if not found:
         return None
-    rows = rows.assign(_s=rows["scope"].map(scope_rank)).sort_values(["model", "_s"])
+    found.sort(key=lambda fp: (fp[0].model, scope_rank(fp[0].scope)))
+    shown = [p.shown() for _, p in found]
     table = pd.DataFrame(
         {
-            "label": [
-                vocabulary.scope_label(s) + (" (pooled)" if p and s != "wiki" else "")
-                for s, p in zip(rows["scope"], rows["pooled"])
-            ],
-            "value": rows["value"].to_numpy(),
-            "low": rows["low"].to_numpy(),
-            "high": rows["high"].to_numpy(),
-            "group": rows["model"].to_numpy(),
+            "label": [voice.scope(f.scope, f.pooled) for f, _ in found],
+            "value": [v for v, _, _ in shown],
+            "low": [lo for _, lo, _ in shown],
+            "high": [hi for _, _, hi in shown],
+            "group": [f.model for f, _ in found],
         }
     )
     return plots.forest(table, reference=reference, x_label=x_label, log_x=log_x, note=note)
@@ -325,7 +332,7 @@ def separability_forest(table: pd.DataFrame, note: str | None = None) -> Figure 
     forest = pd.DataFrame(
         {
             "label": [
-                f"{vocabulary.scope_label(s)}{' (pooled)' if p else ''}, {vocabulary.setting_label(t)}"
+                f"{voice.scope(s, p)}, {vocabulary.setting_label(t)}"
                 for s, p, t in zip(rows["scope"], rows["pooled"], rows["setting"])
             ],
             "value": rows["auroc"].to_numpy(float),

@@ -6,8 +6,7 @@ verdicts in words."""
 
 from __future__ import annotations
 
-import math
-import re
+from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -16,13 +15,14 @@ from matplotlib.figure import Figure
 
 from analysis import profiles
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt, fmt_interval, per_model
+from analysis.core.formatting import fmt, per_model
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging, beyond_loss, energy_noise
+from analysis.findings.checks import REGISTRY, Registry, get
 from analysis.findings.pooling import reasoning_datasets
-from analysis.findings.rules import NOT_APPLICABLE, Role
-from analysis.report import plots
-from analysis.report.display import collapsed, show_figure, show_markdown, show_table
+from analysis.findings.rules import Finding, NoteKind, Role
+from analysis.report import blocks, cells, plots, voice
+from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.report.load import imported_models
 from analysis.report.page import Page
 
@@ -136,30 +136,36 @@ def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> 
     return plots.legend_below(fig, title=title, note=note)
 
 
-def decomposition_section(page: Page, contrast: str) -> None:
+def decomposition_section(page: Page, contrast: str) -> Blocks:
     """The stacked figure of one contrast, and how much each term adds over all layers per model."""
     table = decomposition(page, contrast)
     _, title = CONTRASTS[contrast]
     split = split_models(table)
     parts = "averaging, token size, alignment and shape" if split else "averaging, token size and alignment, and shape"
-    show_figure(
-        stacked_figure(table, f"Where the {contrast} gap comes from: {title}", page.note()),
-        f"Per layer, the {contrast} gap split into {parts}, per model",
-        empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
-    )
+    out: Blocks = [
+        blocks.Figure(
+            stacked_figure(table, f"Where the {contrast} gap comes from: {title}", page.note()),
+            f"Per layer, the {contrast} gap split into {parts}, per model",
+            empty="The store holds no Frobenius norm or no token counts for these conditions, so the gap is not split.",
+        )
+    ]
     unknown = [m for m, cd in page.draws.items() if m not in set(table["model"]) and _lacks_tokens(cd)]
     if unknown:
         command = fill_command(page.params.results_dir, unknown)
-        show_markdown(f"Not split for {', '.join(unknown)}: {averaging.TOKENS_UNKNOWN}; add them with `{command}`.")
+        out.append(
+            Markdown(f"Not split for {', '.join(unknown)}: {averaging.TOKENS_UNKNOWN}; add them with `{command}`.")
+        )
     if table.empty:
-        return
-    gaps, parts = mean_tables(table)
-    show_markdown("Each norm's gap, mean over layers and datasets (natural log):")
-    show_table(gaps, by=None)
-    show_markdown("Its parts, the same means:")
-    show_table(parts, by=None)
+        return out
+    gaps, terms = mean_tables(table)
+    out += [
+        Markdown("Each norm's gap, mean over layers and datasets (natural log):"),
+        Table(gaps, by=None),
+        Markdown("Its parts, the same means:"),
+        Table(terms, by=None),
+    ]
     if split:
-        energy_noise_section(page)
+        out += energy_noise_section(page)
     unsplit = [m for m in dict.fromkeys(table["model"]) if m not in split]
     imported = set(imported_models(page.results.rows))
     for models, released in (
@@ -167,22 +173,25 @@ def decomposition_section(page: Page, contrast: str) -> None:
         ([m for m in unsplit if m in imported], True),
     ):
         if models:
-            show_markdown(no_energy(models, released))
+            out.append(Markdown(no_energy(models, released)))
+    return out
 
 
-def energy_noise_section(page: Page) -> None:
+def energy_noise_section(page: Page) -> Blocks:
     """How far the token energy's random-sign estimates bias token size (and alignment the other
     way), and the estimates left out: one sentence per model, the table per condition folded."""
     passes = page.params.profile.extraction.token_energy_passes or profiles.ENERGY_PASSES
     table = energy_noise.energy_noise_table(page.results.rows, passes=passes)
     if table.empty:
-        return
-    show_markdown(energy_noise_words(table, passes=passes))
-    with collapsed("The token energy's estimates per condition: how many, left out, and the bias of their log"):
-        shown = table.assign(
-            **{c: table[c].map(fmt) for c in ("mean log bias", "median", "worst", "token size low by")}
-        )
-        show_table(shown)
+        return []
+    shown = table.assign(**{c: table[c].map(fmt) for c in ("mean log bias", "median", "worst", "token size low by")})
+    return [
+        Markdown(energy_noise_words(table, passes=passes)),
+        fold(
+            "The token energy's estimates per condition: how many, left out, and the bias of their log",
+            [Table(shown)],
+        ),
+    ]
 
 
 def energy_noise_words(table: pd.DataFrame, *, passes: int) -> str:
@@ -231,147 +240,128 @@ def no_energy(models: list[str], released: bool = False) -> str:
 
 def _lacks_tokens(cd) -> bool:
     """Whether a model's curves hold Frobenius norms of some None/Detailed pair but no token count R."""
-    return any(averaging.a1_unknown(cd, d) for d in reasoning_datasets(cd))
+    return any(averaging.a1_unknown(cd, d) is not None for d in reasoning_datasets(cd))
 
 
-def _parts(page: Page, check: str) -> tuple[pd.DataFrame, pd.DataFrame]:
-    found, parts = page.findings_table([check]), page.part_table([check])
-    return found, parts
+def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None) -> str:
+    part = finding.part(role, facet=facet)
+    return "not computed" if part is None or part.estimate is None else voice.sized(part)
 
 
-def _value(parts: pd.DataFrame, role: Role) -> str:
-    row = parts[parts["role"] == role.name]
-    return "not computed" if row.empty else fmt_interval(*row[["value", "low", "high"]].iloc[0])
-
-
-def _split(cell: pd.DataFrame) -> str:
-    """ ", token size ... times and alignment ... times" where the token energy is stored, else nothing."""
-    if not (cell["role"] == Role.TOKEN_SIZE.name).any():
+def _split(finding: Finding) -> str:
+    """ " (token size ..., alignment ...)" where the token energy is stored, else nothing."""
+    if finding.part(Role.TOKEN_SIZE) is None:
         return ""
-    size, alignment = (_value(cell, role) for role in (Role.TOKEN_SIZE, Role.ALIGNMENT))
-    return f" (token size {size}, alignment {alignment})"
+    return f" (token size {_value(finding, Role.TOKEN_SIZE)}, alignment {_value(finding, Role.ALIGNMENT)})"
 
 
-def a1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
-    """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words."""
+def _per_model(findings: Sequence[Finding], say, *, empty: str) -> str:
+    """One paragraph per model of ``findings``: "**<model>.** " and what ``say`` writes of its cells."""
+    models = list(dict.fromkeys(f.model for f in findings))
+    return "\n\n".join(f"**{m}.** {say([f for f in findings if f.model == m])}" for m in models) or empty
+
+
+def a1_paragraph(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
+    """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words, in the
+    Frobenius norm A1 decides on and in F1's own nuclear norm beside it."""
     empty = "**A1 not computed**: the store holds no Frobenius norms for None and Detailed CoT."
-    return per_model(found, lambda model, group: _a1_in_words(model, group, parts), empty=empty)
+    return _per_model(cells.of_check(findings, A1_ID), lambda found: _a1_in_words(found, registry), empty=empty)
 
 
-def _a1_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
-    shown = group[group["pooled"]] if group["pooled"].any() else group
-    if (shown["verdict"] == NOT_APPLICABLE).all():
-        return f"A1 **not computed**: {shown['numbers'].iloc[0]}."
+def _a1_in_words(found: Sequence[Finding], registry: Registry) -> str:
+    shown = cells.answers(found)
+    if all(f.not_applicable is not None for f in shown):
+        return f"A1 **not computed**: {voice.numbers(shown[0])}."
+    words = get(A1_ID, registry).words
     pieces = []
-    for row in shown.itertuples():
-        cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
-        words = (
-            "more than averaging over more tokens predicts"
-            if row.verdict == "holds"
-            else "smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or "
-            "less aligned than Detailed CoT's"
-            if row.verdict == "does not hold"
-            else "not told apart from what averaging predicts"
-        )
+    for f in shown:
+        said = words.of(f.verdict) if words is not None else ""
         pieces.append(
-            f"{vocabulary.scope_label(row.scope)}: None CoT's Frobenius norm is "
-            f"{_value(cell, Role.FROBENIUS_GAP)} times Detailed CoT's; averaging alone predicts "
-            f"{_value(cell, Role.AVERAGING)}; what is left, token size and "
-            f"alignment, is {_value(cell, Role.BEYOND_AVERAGING)}{_split(cell)}: A1 **{row.verdict}** (the gap is {words})"
+            f"{vocabulary.scope_label(f.scope)}: None CoT's Frobenius norm is {_value(f, Role.FROBENIUS_GAP)} "
+            f"Detailed CoT's; averaging alone predicts {_value(f, Role.AVERAGING)}; what is left, token size and "
+            f"alignment, is {_value(f, Role.BEYOND_AVERAGING)} in the Frobenius norm{_split(f)} and "
+            f"{_value(f, Role.NUCLEAR_BEYOND_AVERAGING)} in F1's nuclear norm: A1 **{f.verdict}**"
+            + (f" (the gap is {said})" if said else "")
         )
     return "; ".join(pieces) + "."
 
 
-def g1_paragraph(found: pd.DataFrame, parts: pd.DataFrame) -> str:
+def g1_paragraph(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
     """Markdown, one paragraph per model: the pooled (else per dataset) G1 findings in words."""
     empty = "**G1 not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs."
-    return per_model(found, lambda model, group: _g1_in_words(model, group, parts), empty=empty)
+    return _per_model(cells.of_check(findings, G1_ID), lambda found: _g1_in_words(found, registry), empty=empty)
 
 
-def _g1_in_words(model: str, group: pd.DataFrame, parts: pd.DataFrame) -> str:
-    shown = group[group["pooled"]] if group["pooled"].any() else group
+def _g1_in_words(found: Sequence[Finding], registry: Registry) -> str:
+    shown = cells.answers(found)
+    words = get(G1_ID, registry).words
+    deciding = (beyond_loss.DECIDING,)
     pieces = []
-    for row in shown.itertuples():
-        cell = parts[(parts["model"] == model) & (parts["scope"] == row.scope)]
-        scope = vocabulary.scope_label(row.scope)
-        if row.verdict == NOT_APPLICABLE:
-            pieces.append(f"{scope}: G1 **{row.verdict}** ({row.numbers.removeprefix(NOT_APPLICABLE + ': ')})")
+    for f in shown:
+        scope = vocabulary.scope_label(f.scope)
+        if f.not_applicable is not None:
+            pieces.append(f"{scope}: G1 **{f.verdict}** ({voice.explained(f.not_applicable)})")
             continue
-        words = (
-            "carry information on which response is irrelevant that the token losses lack"
-            if row.verdict == "holds"
-            else "are not shown to carry more than the token losses (a permutation test cannot show that they carry nothing more)"
-        )
+        said = words.of(f.verdict) if words is not None else ""
         pieces.append(
-            f"{scope}: AUROC of the curves with the loss partialled out {_value(cell, Role.BEYOND_LOSS)} "
-            f"(p = {_value(cell, Role.P_VALUE)} by sign flips of whole pairs; the curves alone "
-            f"{_value(cell, Role.AUROC_CURVES)}, the loss alone {_value(cell, Role.AUROC_LOSS)}): G1 **{row.verdict}** "
-            f"(the curves {words})"
+            f"{scope}: AUROC of the curves with the loss partialled out {_value(f, Role.BEYOND_LOSS, facet=deciding)} "
+            f"(p = {_value(f, Role.P_VALUE, facet=deciding)} by sign flips of whole pairs; the curves alone "
+            f"{_value(f, Role.AUROC_CURVES, facet=deciding)}, the loss alone {_value(f, Role.AUROC_LOSS, facet=deciding)}): "
+            f"G1 **{f.verdict}**" + (f" (the curves {said})" if said else "")
         )
-    covariates = next(filter(None, map(covariates_of, shown["numbers"])), "")
-    said = f" ({beyond_loss.COVARIATES_SAID}{covariates})" if covariates else ""
-    return f"Under {vocabulary.setting_label('detailed')}{said}, " + "; ".join(pieces) + "."
+    covariates = next((n.text for f in shown if (n := f.note(NoteKind.COVARIATES)) is not None), "")
+    said = f" ({covariates})" if covariates else ""
+    return f"Under {vocabulary.setting_label(beyond_loss.DECIDING)}{said}, " + "; ".join(pieces) + "."
 
 
-def covariates_of(numbers: str) -> str:
-    """The covariates G1 partialled out, as a finding's numbers name them ("" where they do not)."""
-    found = re.search(re.escape(beyond_loss.COVARIATES_SAID) + r"([^;)]*)", str(numbers))
-    return found.group(1) if found else ""
-
-
-def auroc_table(parts: pd.DataFrame, found: pd.DataFrame | None = None) -> pd.DataFrame:
+def auroc_table(findings: Sequence[Finding]) -> pd.DataFrame:
     """G1 per model, scope and setting: the AUROC of the curves beyond the loss (the statistic), its
-    sign-flip p-value, the AUROCs of the curves alone and of the loss alone, the share of pairs the
-    loss orders, and (from ``found``) the covariates partialled out."""
-    if parts.empty:
-        return parts
-    rows = parts.copy()
-    rows["setting"] = rows["group"]  # G1's parts are grouped by the setting they are computed under
-    rows["quantity"] = rows["name"]
-    rows["value"] = [
-        fmt_interval(v, lo, hi) if not math.isnan(v) else ""
-        for v, lo, hi in zip(rows["value"], rows["low"], rows["high"])
+    sign-flip p-value, the AUROCs of the curves alone and of the loss alone, and the share of pairs
+    the loss orders."""
+    rows = []
+    for f in cells.of_check(findings, G1_ID):
+        for facet in dict.fromkeys(p.facet for p in f.parts):
+            row = {"model": f.model, "scope": vocabulary.scope_label(f.scope)}
+            row["setting"] = vocabulary.setting_label(facet[0]) if facet else ""
+            row |= {p.name: voice.sized(p) if p.estimate is not None else "" for p in f.parts if p.facet == facet}
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def verdicts(page: Page) -> Blocks:
+    """A1's and G1's verdicts in words, then the table of G1's AUROCs and the covariates partialled out."""
+    found = page.findings([A1_ID, G1_ID])
+    out: Blocks = [
+        Markdown(a1_paragraph(found, page.registry)),
+        Markdown(g1_paragraph(found, page.registry)),
+        Table(auroc_table(found), empty="No AUROC is computed here."),
     ]
-    table = rows.pivot_table(
-        index=["model", "scope", "setting"], columns="quantity", values="value", aggfunc="first", sort=False
-    )
-    table = table.reset_index()
-    if found is not None and not found.empty:
-        said = {(m, s): covariates_of(n) for m, s, n in zip(found["model"], found["scope"], found["numbers"])}
-        table["covariates"] = [said.get((m, s), "") for m, s in zip(table["model"], table["scope"])]
-    table["scope"] = table["scope"].map(vocabulary.scope_label)
-    return table
+    note = covariates_note(found)
+    return out + ([Markdown(note)] if note else [])
 
 
-def verdicts(page: Page) -> None:
-    """A1's and G1's verdicts in words, then the table of G1's AUROCs."""
-    found, parts = _parts(page, A1_ID)
-    show_markdown(a1_paragraph(found, parts))
-    found, parts = _parts(page, G1_ID)
-    show_markdown(g1_paragraph(found, parts))
-    table = auroc_table(parts, found)
-    show_table(table.drop(columns="covariates", errors="ignore"), empty="No AUROC is computed here.")
-    note = covariates_note(table)
-    if note:
-        show_markdown(note)
-
-
-def covariates_note(table: pd.DataFrame) -> str:
+def covariates_note(findings: Sequence[Finding]) -> str:
     """The line under G1's table that names the covariates partialled out, per model where they
     differ (as a column they would make the table wider than the page)."""
-    if "covariates" not in table.columns or not table["covariates"].astype(bool).any():
+    said: dict[str, list[str]] = {}
+    for f in cells.of_check(findings, G1_ID):
+        note = f.note(NoteKind.COVARIATES)
+        if note is not None:
+            said.setdefault(", ".join(note.items), [])
+            if f.model not in said[", ".join(note.items)]:
+                said[", ".join(note.items)].append(f.model)
+    if not said:
         return ""
-    said = table[table["covariates"].astype(bool)].groupby("covariates", sort=False)["model"].unique()
     if len(said) == 1:
-        return f"*Partialled out: {said.index[0]}.*"
+        return f"*Partialled out: {next(iter(said))}.*"
     return "*Partialled out: " + "; ".join(f"{c} ({', '.join(m)})" for c, m in said.items()) + ".*"
 
 
-def f1_gap(page: Page) -> None:
+def f1_gap(page: Page) -> Blocks:
     """F1's gap (None against Detailed CoT) split per layer: ``decomposition_section``."""
-    decomposition_section(page, "F1")
+    return decomposition_section(page, "F1")
 
 
-def f3_gap(page: Page) -> None:
+def f3_gap(page: Page) -> Blocks:
     """F3's gap (irrelevant against correct under Detailed CoT) split per layer: ``decomposition_section``."""
-    decomposition_section(page, "F3")
+    return decomposition_section(page, "F3")

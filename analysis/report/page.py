@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 import pandas as pd
 
@@ -18,24 +19,55 @@ from analysis.findings.checks import (
     REGISTRY,
     STORE,
     Registry,
-    findings_table,
     on_chapter,
-    part_table,
     run_checks,
     statistics_read,
 )
 from analysis.findings.pooling import model_pairs
 from analysis.findings.rules import Finding
-from analysis.report import coverage, figures, notebook_parameters
+from analysis.report import coverage, curve_tables, figures, notebook_parameters
 from analysis.report.load import (
     StudyResults,
     figure_note,
+    imported_models,
     load_results,
     origin_note,
     require_store_rows,
 )
 
 FIGURE_STATS = ("nuclear_norm", "sigma1_ratio", "effective_rank")
+
+
+class ChecksPage(Protocol):
+    """What every page that shows checks offers the sections (``Page``, the training page): the checks
+    its chapter shows, their findings, its models and sample count, and the caveat under its figures."""
+
+    registry: Registry
+
+    def checks(self, scope: str | None = None) -> tuple[str, ...]: ...
+
+    def findings(self, checks: Sequence[str] | None = None) -> list[Finding]: ...
+
+    @property
+    def models(self) -> tuple[str, ...]: ...
+
+    @property
+    def n_samples(self) -> int | None: ...
+
+    @property
+    def imported(self) -> bool: ...
+
+    @property
+    def empty(self) -> bool: ...
+
+    @property
+    def pairs(self) -> dict[str, str]: ...
+
+    def note(self) -> str | None: ...
+
+    def reported(self) -> pd.DataFrame: ...
+
+    def scope(self) -> str | None: ...
 
 
 @dataclass
@@ -50,7 +82,7 @@ class Page:
     identical: dict[str, frozenset] = field(default_factory=dict)
     reference: dict[str, CurveDraws] = field(default_factory=dict)
     registry: Registry = REGISTRY  # the checks the page may show
-    _tables: dict = field(default_factory=dict, repr=False)
+    _found: dict = field(default_factory=dict, repr=False)
 
     @classmethod
     def open(
@@ -158,36 +190,40 @@ class Page:
 
     def findings(self, checks: Sequence[str] | None = None) -> list[Finding]:
         """Every check in ``checks`` (None: the chapter's) that the page's data cover, per dataset
-        and pooled per family (``checks.run_checks``)."""
-        return run_checks(
-            self.draws,
-            self.checks() if checks is None else checks,
-            identical=self.identical,
-            reference=self.reference,
-            pairs=self.pairs,
-            registry=self.registry,
-            extra={STORE: str(self.params.results_dir)},
-        )
-
-    def findings_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:
-        """The findings of ``checks`` (None: the chapter's) as one table, computed once."""
-        return self._both_tables(checks)[0]
-
-    def part_table(self, checks: Sequence[str] | None = None) -> pd.DataFrame:
-        """Every part of the findings of ``checks`` (None: the chapter's) with its value and
-        interval, computed once."""
-        return self._both_tables(checks)[1]
-
-    def _both_tables(self, checks: Sequence[str] | None) -> tuple[pd.DataFrame, pd.DataFrame]:
+        and pooled per family (``checks.run_checks``), computed once per set of checks."""
         key = tuple(self.checks() if checks is None else checks)
-        if key not in self._tables:
-            found = self.findings(key)
-            self._tables[key] = (findings_table(found, self.registry), part_table(found))
-        return self._tables[key]
+        if key not in self._found:
+            self._found[key] = run_checks(
+                self.draws,
+                key,
+                identical=self.identical,
+                reference=self.reference,
+                pairs=self.pairs,
+                registry=self.registry,
+                extra={STORE: str(self.params.results_dir)},
+            )
+        return self._found[key]
+
+    @property
+    def n_samples(self) -> int | None:
+        return self.params.n_samples
+
+    @property
+    def imported(self) -> bool:
+        """Whether some of the page's rows are the original study's imported statistics."""
+        return bool(imported_models(self.results.rows))
 
     def note(self) -> str | None:
         """The offline-model caveat printed under every figure, with the sample count."""
         return figure_note(self.results.models, self.params.n_samples)
+
+    def reported(self) -> pd.DataFrame:
+        """The paper's reported numbers this store can be set against (``curve_tables.reported_mad_comparison``)."""
+        return curve_tables.reported_mad_comparison(self.draws)
+
+    def scope(self) -> str | None:
+        """The summary's scope paragraph where the page words its own (None: the reproduction's)."""
+        return None
 
     def coverage(self) -> str:
         """Markdown: what the page reads, what is missing or skipped, and the instructions left out of

@@ -1,14 +1,14 @@
-"""The sections that several pages share, each shown by one call from a notebook cell.
+"""The sections that several pages share: each returns the blocks it shows (``analysis.report.blocks``),
+and a notebook cell shows them with ``display.show``.
 
-A section displays a figure, a short generated paragraph, or a table of exact numbers; long
-tables go in their own notebook cells (``tables_*`` functions), which the notebooks tag to
-collapse.
+A section returns a figure, a short generated paragraph, or a table of exact numbers; long tables
+are folded. A section of a page whose store holds none of its rows returns nothing (``provenance``
+says what is absent and the command that brings it).
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 
 import pandas as pd
 
@@ -19,244 +19,254 @@ from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
 from analysis.profiles import PAPER_SAMPLES
-from analysis.report import beyond, coverage, curve_tables, figures, plots, reproduction, verdicts
-from analysis.report.display import (
-    collapsed,
-    show_figure,
-    show_figures,
-    show_html,
-    show_last_markdown,
-    show_markdown,
-    show_table,
-)
+from analysis.report import beyond, coverage, curve_tables, figures, plots, reproduction, verdicts, voice
+from analysis.report.blocks import Blocks, Figure, Html, Markdown, PageEnd, Table, fold
+from analysis.report.blocks import figures as figure_blocks
 from analysis.report.load import NOT_IMPORTED, figure_note, imported_models, lacks, offline_models
-from analysis.report.page import Page
+from analysis.report.page import ChecksPage, Page
 
 # The one line a reader sees of what is folded under a verdict matrix.
 MATRIX_DETAILS = "Reading the matrix: legend, error rates, power, verdicts per model"
 
 
-def _with_rows(section: Callable) -> Callable:
-    """A section shows nothing on a page whose store holds none of its rows: ``provenance`` says what
-    is absent and the command that brings it."""
-
-    table = section.__annotations__.get("return") in ("pd.DataFrame", pd.DataFrame)
-
-    @functools.wraps(section)
-    def shown(page: Page, *args, **kwargs):
-        if page.empty:
-            return pd.DataFrame() if table else None
-        return section(page, *args, **kwargs)
-
-    return shown
+def verdict_matrix(page: ChecksPage, checks: Sequence[str]) -> Blocks:
+    """The verdict matrix of ``checks`` (inline SVG, each cell printing the size that decided it) and
+    the three sentences under it."""
+    found = page.findings(checks)
+    return [
+        Html(figures.verdict_svg(found, pairs=page.pairs, registry=page.registry) or ""),
+        Markdown(verdicts.plain_summary(found, page.registry)),
+    ]
 
 
-def findings_table(page: Page, checks: Sequence[str] | None = None) -> pd.DataFrame:
-    """The page's findings of ``checks`` (None: those its chapter shows) as a table."""
-    return page.findings_table(checks)
-
-
-@_with_rows
-def answers(page: Page, *, scope: str | None = None) -> None:
-    """The verdict matrix figure of the checks the chapter shows (of one scope, if given), one
-    paragraph per model, and the figure of each such check that has one (``checks.Check.figure``;
-    the length checks' figure is in ``length``)."""
+def answers(page: Page, *, scope: str | None = None) -> Blocks:
+    """The verdict matrix of the checks the chapter shows (of one scope, if given), its legend, error
+    rates and one paragraph per model (folded), and the figure of each such check that has one
+    (``checks.Check.figure``; the length checks' figure is in ``length``)."""
+    if page.empty:
+        return []
     shown = page.checks(scope)
-    found = findings_table(page, shown)
-    if found.empty:
-        show_markdown("The data read here cover none of the checks.")
-        _unpaired(page, shown)
-        return
-    parts = page.part_table(shown)
-    show_html(figures.verdict_svg(found, parts=parts, pairs=page.pairs, registry=page.registry) or "")
-    show_markdown(verdicts.plain_summary(found, page.registry))
-    with collapsed(MATRIX_DETAILS):
-        note = verdicts.matrix_note(found, page.params.profile.name, page.note(), page.registry, parts=parts)
-        show_markdown(f"*{note}*")
-        show_table(figures.instruction_counts(found, page.registry), empty="")
-        layers = coverage.layer_note(page.results.rows)
-        if layers:
-            show_markdown(f"*{layers}.*")
-        imported = imported_models(page.results.rows)
-        length = [c for c in LENGTH_CHECKS if c in shown]
-        if imported and length and not found["check"].isin(length).any():
-            show_markdown(
+    found = page.findings(shown)
+    if not found:
+        return [Markdown("The data read here cover none of the checks."), *_unpaired(page, shown)]
+    note = verdicts.matrix_note(found, profile=page.params.profile.name, note=page.note(), registry=page.registry)
+    details: Blocks = [
+        Markdown(f"*{note}*"),
+        Table(figures.instruction_counts(found, page.registry), empty=""),
+    ]
+    layers = coverage.layer_note(page.results.rows)
+    if layers:
+        details.append(Markdown(f"*{layers}.*"))
+    imported = imported_models(page.results.rows)
+    length = [c for c in LENGTH_CHECKS if c in shown]
+    if imported and length and not any(f.check in length for f in found):
+        details.append(
+            Markdown(
                 f"**{' and '.join(length)}: not available** for {', '.join(imported)}: the original study computed "
                 "no length-control condition, so the length questions have no verdict on its numbers."
             )
-        for model in dict.fromkeys(found["model"]):
-            show_markdown(verdicts.model_paragraph(found, model, page.registry))
-    _unpaired(page, shown)  # unfolded: it says why a check has no row
+        )
+    details += [Markdown(text) for text in verdicts.per_model_paragraphs(found, page.registry)]
+    out: Blocks = [*verdict_matrix(page, shown), fold(MATRIX_DETAILS, details), *_unpaired(page, shown)]
     unknown = verdicts.unknown_sentence(found, page.params.results_dir)
     if unknown:
-        show_markdown(unknown)  # unfolded too: why a check's cells are n/a, and the command
-    check_figures(page, [c for c in shown if c not in LENGTH_CHECKS], parts)
+        out.append(Markdown(unknown))  # unfolded: why a check's cells are n/a, and the command
+    return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS])
 
 
-@_with_rows
-def summary(page: Page) -> None:
-    """The reproduction summary that opens a book (``reproduction.page_summary``): the scope beside
-    the paper's setup, then the checks a reader asks about first, each with its sizes and verdict."""
-    show_markdown(reproduction.page_summary(page))
+def summary(page: ChecksPage) -> Blocks:
+    """The reproduction summary that opens a book: the scope beside the paper's setup, then the checks
+    a reader asks about first, each with the sizes that decided its cells."""
+    if page.empty:
+        return []
+    text = reproduction.summary_markdown(
+        page.findings(),
+        lead=reproduction.lead_groups(page.checks(), page.registry),
+        models=page.models,
+        n_samples=page.n_samples,
+        imported=page.imported,
+        reported=page.reported(),
+        scope=page.scope(),
+        registry=page.registry,
+    )
+    return [Markdown(text)]
 
 
-def other_claims(page: Page) -> None:
-    """What follows the matrix on a book's first page (``reproduction.other_claims``): the cells
-    these sizes leave undecided, and the checks outside the summary, each with its sizes and verdict."""
-    text = reproduction.other_claims(page)
-    if text:
-        show_markdown(text)
+def other_claims(page: ChecksPage) -> Blocks:
+    """What follows the matrix on a book's first page: the cells these sizes leave undecided, and the
+    checks outside the summary, each with the sizes that decided its cells."""
+    text = reproduction.other_claims(
+        page.findings(), checks=page.checks(), imported=page.imported, registry=page.registry
+    )
+    return [Markdown(text)] if text else []
 
 
-def _unpaired(page: Page, checks: Sequence[str]) -> None:
+def _unpaired(page: Page, checks: Sequence[str]) -> Blocks:
     """On a page with a check of base-instruct pairs: the models present without their pair, and
     the command that brings it."""
-    if any(check.scope == PER_PAIR for check in selected(checks, page.registry)):
-        p = page.params
-        lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, conditions=p.conditions)
-        if lonely:
-            show_markdown(lonely)
+    if not any(check.scope == PER_PAIR for check in selected(checks, page.registry)):
+        return []
+    p = page.params
+    lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, conditions=p.conditions)
+    return [Markdown(lonely)] if lonely else []
 
 
-@_with_rows
-def check_figures(page: Page, checks: Sequence[str], parts: pd.DataFrame) -> None:
+def check_figures(page: Page, checks: Sequence[str]) -> Blocks:
     """The figure of each of ``checks`` that declares one: a part per model and scope, with intervals."""
+    out: Blocks = []
     for check in selected(checks, page.registry):
         figure = check.figure
         if figure is None:
             continue
-        rows = parts[parts["check"] == check.id] if len(parts) else parts
-        show_figure(
-            figures.part_forest(rows, figure.part, figure.x_label, reference=figure.reference, note=page.note())
-            if len(rows)
-            else None,
-            figure.caption,
-            empty=figure.empty,
-        )
+        found = [f for f in page.findings(page.checks()) if f.check == check.id]
+        fig = figures.part_forest(found, figure.part, figure.x_label, reference=figure.reference, note=page.note())
+        out.append(Figure(fig, figure.caption, empty=figure.empty))
+    return out
 
 
-def claims(page: Page | None = None, *, scope: str | None = None, folded: str | None = None) -> None:
+def claims(page: ChecksPage | None = None, *, scope: str | None = None, folded: str | None = None) -> Blocks:
     """The claims the chapter checks (of one scope, if given; no page: every check) in plain words,
     each linked to its rule on the checks page, as a list; folded under the line ``folded`` when
     given (as under the landing page's matrix)."""
     text = verdicts.claims_text() if page is None else verdicts.claims_text(page.checks(scope), page.registry)
-    if folded is None:
-        show_markdown(text)
-        return
-    with collapsed(folded):
-        show_markdown(text)
+    return [Markdown(text)] if folded is None else [fold(folded, [Markdown(text)])]
 
 
-@_with_rows
-def pooled_findings(page: Page, *, scope: str | None = None) -> None:
+def pooled_findings(page: Page, *, scope: str | None = None) -> Blocks:
     """The pooled (family) findings of the chapter's checks (of one scope, if given): one row per
     part of a claim, with its estimate, its 95% interval and whether it decides."""
-    checks = page.checks(scope)
-    show_table(
-        verdicts.format_parts(page.part_table(checks), findings_table(page, checks), pooled_only=True),
-        empty="No family has two datasets for a pooled verdict here.",
-    )
+    if page.empty:
+        return []
+    found = page.findings(page.checks(scope))
+    return [
+        Table(
+            verdicts.parts_frame(found, pooled_only=True),
+            empty="No family has two datasets for a pooled verdict here.",
+        )
+    ]
 
 
-@_with_rows
-def tables_findings(page: Page, *, scope: str | None = None) -> None:
+def tables_findings(page: Page, *, scope: str | None = None) -> Blocks:
     """Every finding of the chapter's checks (of one scope, if given), per dataset and pooled, with
     its numbers (a long table)."""
-    show_table(verdicts.format_findings(findings_table(page, page.checks(scope))))
+    if page.empty:
+        return []
+    return [Table(verdicts.findings_frame(page.findings(page.checks(scope))))]
 
 
-def findings(page: Page) -> None:
+def findings(page: Page) -> Blocks:
     """A chapter's findings section: the claims its chapter checks, the verdict matrix with a
     paragraph per model, the pooled answers with their numbers, and, where there are findings per
     dataset, every finding (folded). What the page read is ``provenance``'s, above it."""
     if page.empty:  # ``provenance`` said what is absent and the command that brings it
-        return
-    claims(page)
-    answers(page)
-    show_markdown("The pooled answers, one row per part of a claim, with its 95% interval:")
-    pooled_findings(page)
-    found = findings_table(page)
-    if len(found) and not found["pooled"].all():
-        with collapsed("Every check per dataset, with its numbers"):
-            tables_findings(page)
+        return []
+    out = [
+        *claims(page),
+        *answers(page),
+        Markdown("The pooled answers, one row per part of a claim, with its 95% interval:"),
+    ]
+    out += pooled_findings(page)
+    if not all(f.pooled for f in page.findings()):
+        out.append(fold("Every check per dataset, with its numbers", tables_findings(page)))
+    return out
 
 
-@_with_rows
-def headline(page: Page) -> None:
+def headline(page: Page) -> Blocks:
     """The headline layer curves: one reasoning dataset, None / Simplified / Detailed CoT."""
-    show_figure(
-        figures.headline_figure(page.draws, page.curves, page.bands, page.params.n_samples),
-        "Layer curves of nuclear norm under None, Simplified and Detailed CoT",
-        empty="No dataset with all three CoT settings is stored.",
-    )
+    if page.empty:
+        return []
+    return [
+        Figure(
+            figures.headline_figure(page.draws, page.curves, page.bands, page.params.n_samples),
+            "Layer curves of nuclear norm under None, Simplified and Detailed CoT",
+            empty="No dataset with all three CoT settings is stored.",
+        )
+    ]
 
 
-@_with_rows
-def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> None:
+def layer_curves(page: Page, datasets: Sequence[str] | None = None) -> Blocks:
     """The paper's figure per model and dataset."""
-    show_figures(
-        figures.paper_figures(page.draws, page.curves, page.bands, n_samples=page.params.n_samples, datasets=datasets),
-        alt="Layer curves",
+    if page.empty:
+        return []
+    found = figures.paper_figures(
+        page.draws, page.curves, page.bands, n_samples=page.params.n_samples, datasets=datasets
     )
+    return figure_blocks(found, alt="Layer curves", empty="No figure: the data read here have no condition for it.")
 
 
-@_with_rows
-def pair_curves(page: Page, stat: str = "nuclear_norm") -> None:
+def pair_curves(page: Page, stat: str = "nuclear_norm") -> Blocks:
     """Per (base, instruct) pair and dataset: the base model's curves above the instruct model's."""
-    show_figures(
-        figures.pair_figures(
-            page.draws, page.pairs, page.curves, page.bands, stat=stat, n_samples=page.params.n_samples
-        ),
-        empty="No base and instruct model pair is present.",
-        alt="Base above instruct",
+    if page.empty:
+        return []
+    found = figures.pair_figures(
+        page.draws, page.pairs, page.curves, page.bands, stat=stat, n_samples=page.params.n_samples
     )
+    return figure_blocks(found, empty="No base and instruct model pair is present.", alt="Base above instruct")
 
 
-@_with_rows
-def tables_pairs(page: Page) -> None:
-    show_table(curve_tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")
+def model_pairs(page: Page) -> Blocks:
+    """Which models are compared as base and instruct, and what else differs between them."""
+    layers = {m: cd.n_layers for m, cd in page.draws.items()}
+    return [
+        Table(
+            curve_tables.pairs_table(page.pairs, page.results.templates, layers),
+            empty="No base and instruct model pair is present.",
+            by=None,
+        ),
+        Markdown(curve_tables.confound_statement(page.pairs)),
+    ]
 
 
-@_with_rows
-def curves(page: Page) -> None:
+def tables_pairs(page: Page) -> Blocks:
+    if page.empty:
+        return []
+    return [Table(curve_tables.pair_comparison_table(page.draws, page.pairs), empty="No pair to compare.")]
+
+
+def curves(page: Page) -> Blocks:
     """The paper's figure per model and dataset, then the MAD and RD tables with intervals (folded)."""
-    layer_curves(page)
-    with collapsed("MAD per layer segment and RD of irrelevant against correct, with 95% intervals"):
-        show_table(curve_tables.format_segment_table(curve_tables.mad_interval_table(page.draws)))
-        show_table(curve_tables.format_rd_table(curve_tables.rd_interval_table(page.draws)))
+    if page.empty:
+        return []
+    tables = [
+        Table(curve_tables.format_segment_table(curve_tables.mad_interval_table(page.draws))),
+        Table(curve_tables.format_rd_table(curve_tables.rd_interval_table(page.draws))),
+    ]
+    return [
+        *layer_curves(page),
+        fold("MAD per layer segment and RD of irrelevant against correct, with 95% intervals", tables),
+    ]
 
 
-def not_imported(page: Page, column: str, what: str) -> bool:
-    """Say that ``what`` is not in the imported statistics when the page's rows lack ``column``."""
+def not_imported(page: Page, column: str, what: str) -> Blocks:
+    """That ``what`` is not in the imported statistics where the page's rows lack ``column`` (else nothing)."""
     if imported_models(page.results.rows) and lacks(page.results.rows, column):
-        show_markdown(f"{what}: {NOT_IMPORTED} (models {', '.join(imported_models(page.results.rows))}).")
-        return True
-    return False
+        return [Markdown(f"{what}: {NOT_IMPORTED} (models {', '.join(imported_models(page.results.rows))}).")]
+    return []
 
 
-def _answer(figure, alt: str, paragraph: str, summary: str, *, tables: Sequence[pd.DataFrame]) -> None:
+def _answer(figure, alt: str, paragraph: str, summary_: str, *, tables: Sequence[pd.DataFrame]) -> Blocks:
     """A question's figure (if any), its paragraph and its tables of numbers (folded, if any)."""
-    if figure is not None:
-        show_figure(figure, alt)
-    show_markdown(paragraph)
+    out: Blocks = [Figure(figure, alt)] if figure is not None else []
+    out.append(Markdown(paragraph))
     if any(not table.empty for table in tables):
-        with collapsed(summary):
-            for table in tables:
-                show_table(table, empty="")
+        out.append(fold(summary_, [Table(table, empty="") for table in tables]))
+    return out
 
 
-@_with_rows
-def effective_rank(page: Page) -> None:
+def effective_rank(page: Page) -> Blocks:
     """Effective rank under the fastest vs the slowest setting: a forest plot, a paragraph and the
     table (folded)."""
-    if not_imported(page, "effective_rank", "Effective rank"):
-        return
+    if page.empty:
+        return []
+    missing = not_imported(page, "effective_rank", "Effective rank")
+    if missing:
+        return missing
     table = effective_rank_table(page.draws)
     figure = None
     if not table.empty:
         forest = pd.DataFrame(
             {
-                "label": [verdicts.scope_text(s, p) for s, p in zip(table["scope"], table["pooled"])],
+                "label": [voice.scope(s, p) for s, p in zip(table["scope"], table["pooled"])],
                 "value": table["value"],
                 "low": table["low"],
                 "high": table["high"],
@@ -266,7 +276,7 @@ def effective_rank(page: Page) -> None:
         figure = plots.forest(
             forest, reference=0.0, x_label="mean effective rank, fastest minus slowest setting", note=page.note()
         )
-    _answer(
+    return _answer(
         figure,
         "Effective rank: fastest minus slowest setting, with intervals",
         beyond.effective_rank_paragraph(table),
@@ -275,16 +285,17 @@ def effective_rank(page: Page) -> None:
     )
 
 
-@_with_rows
-def separability(page: Page) -> None:
+def separability(page: Page) -> Blocks:
     """One sample's separability of correct vs irrelevant: a forest plot (pooled), a paragraph and
     the table (folded)."""
+    if page.empty:
+        return []
     table = separability_table(page.results.rows, page.identical, page.params.n_resamples, page.params.seed)
     figure = None
     if not table.empty:
         shown = table[table["pooled"]] if table["pooled"].any() else table
         figure = figures.separability_forest(shown, note=page.note())
-    _answer(
+    return _answer(
         figure,
         "Separability: out-of-fold AUROC of correct vs irrelevant, with intervals",
         beyond.separability_paragraph(table),
@@ -293,58 +304,63 @@ def separability(page: Page) -> None:
     )
 
 
-@_with_rows
-def length(page: Page) -> None:
+def length(page: Page) -> Blocks:
     """Is the fast/slow gap only length: where the chapter shows the length checks, the share of the
     Simplified vs Detailed gap left when Detailed CoT is cut to the Simplified length, with
     intervals, and the length-control curves (folded); then the regression on response length."""
-    if set(LENGTH_CHECKS) & set(page.checks()):
-        length_control(page)
-    length_regression(page)
+    if page.empty:
+        return []
+    control = length_control(page) if set(LENGTH_CHECKS) & set(page.checks()) else []
+    return control + length_regression(page)
 
 
-@_with_rows
-def length_control(page: Page) -> None:
+def length_control(page: Page) -> Blocks:
     """The length checks' figure and paragraph, and the length-control layer curves (folded)."""
-    found = page.findings_table()
-    parts = page.part_table()
-    has_length = bool(len(parts)) and bool(parts["check"].isin(LENGTH_CHECKS).any())
+    found = page.findings()
+    has_length = any(f.check in LENGTH_CHECKS and f.parts for f in found)
     if imported_models(page.results.rows) and not has_length:
         tokens = (
             f", and response token counts are {NOT_IMPORTED}" if lacks(page.results.rows, "n_response_tokens") else ""
         )
-        show_markdown(
-            f"L (is the gap only length): not available; the original study computed no length-control condition{tokens}."
-        )
-        return
-    check_figures(page, LENGTH_CHECKS, parts)
-    show_markdown(beyond.length_paragraph(found))
-    with collapsed("Layer curves of the length-control conditions"):
-        show_figures(
-            figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
-            empty="No length-control condition is stored.",
-            alt="Length-control layer curves",
-        )
+        return [
+            Markdown(
+                f"L (is the gap only length): not available; the original study computed no length-control "
+                f"condition{tokens}."
+            )
+        ]
+    curves_ = figure_blocks(
+        figures.length_control_figures(page.draws, page.curves, page.bands, page.params.n_samples),
+        empty="No length-control condition is stored.",
+        alt="Length-control layer curves",
+    )
+    return [
+        *check_figures(page, LENGTH_CHECKS),
+        Markdown(beyond.length_paragraph(found)),
+        fold("Layer curves of the length-control conditions", curves_),
+    ]
 
 
-@_with_rows
-def length_regression(page: Page) -> None:
+def length_regression(page: Page) -> Blocks:
     """The regression of a sample's log nuclear norm on its log response length and its setting:
     a paragraph and the table (folded)."""
-    if not_imported(page, "n_response_tokens", "Response token counts (for the length regression)"):
-        return
+    missing = not_imported(page, "n_response_tokens", "Response token counts (for the length regression)")
+    if missing:
+        return missing
     rows = page.results.rows
     known = rows["n_response_tokens"].notna().groupby(rows["model"], observed=True).any()
     unknown = [str(m) for m, has in known.items() if not has]
+    out: Blocks = []
     if unknown:  # imported without R (no tokenizer then): left out of the regression, and said
         command = fill_command(page.params.results_dir, unknown)
-        show_markdown(
-            f"Left out of the length regression, {TOKENS_UNKNOWN}: {', '.join(unknown)}; `{command}` adds them."
+        out.append(
+            Markdown(
+                f"Left out of the length regression, {TOKENS_UNKNOWN}: {', '.join(unknown)}; `{command}` adds them."
+            )
         )
         rows = rows[~rows["model"].isin(unknown)]
     table = beyond.length_regression_table(rows)
     shown = beyond.length_regression_parts(beyond.format_length_regression(table)) if not table.empty else [table]
-    _answer(
+    return out + _answer(
         None, "", beyond.length_regression_paragraph(table), "Length regression per model and dataset", tables=shown
     )
 
@@ -353,18 +369,15 @@ def length_regression(page: Page) -> None:
 PROVENANCE = "What this page read"
 
 
-def provenance(page: Page) -> None:
+def provenance(page: Page) -> Blocks:
     """What the page read, in one folded block and once per page: the models and conditions found,
     how the samples were drawn, what is absent or skipped (with the commands), and the caveats of
     the models and numbers. A page whose store holds none of its conditions says so and the command
     instead, unfolded, and ends there."""
     if page.empty:
-        show_last_markdown(page.coverage())
-        return
-    with collapsed(PROVENANCE):
-        for paragraph in page.coverage().split("\n\n"):
-            show_markdown(paragraph)
-        show_markdown("\n".join(f"- {item}" for item in caveats(page)))
+        return [PageEnd(page.coverage())]
+    paragraphs = [Markdown(p) for p in page.coverage().split("\n\n")]
+    return [fold(PROVENANCE, [*paragraphs, Markdown("\n".join(f"- {item}" for item in caveats(page)))])]
 
 
 def caveats(page: Page) -> list[str]:

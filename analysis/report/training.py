@@ -21,8 +21,10 @@ from analysis.core.errors import StudyError
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training
 from analysis.findings.calibration import training_calibration
+from analysis.findings.rules import Finding
 from analysis.profiles import Profile
-from analysis.report import figures, notebook_parameters, plots, reproduction, verdicts
+from analysis.report import notebook_parameters, plots, sections, verdicts
+from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.store import ResultsStore
 from analysis.train import run_tables
 
@@ -44,17 +46,18 @@ class TrainingPage:
     probes: pd.DataFrame  # store rows of the checkpoints, with base_model, run, step, arm, seed
     losses: pd.DataFrame
     change: pd.DataFrame
-    _table: tuple[pd.DataFrame, pd.DataFrame] | None = None
+    _found: list[Finding] | None = None
 
     @classmethod
-    def from_parameters(cls, given: dict) -> TrainingPage:
+    def open(cls, notebook: str, given: dict | None = None) -> TrainingPage:
         """The page for the parameters its notebook was given (``profile``, ``results_dir``, and
         ``data_dir``, which it does not read), checked like every page's (``notebook_parameters``);
-        an unknown name or a wrong value stops it with one line naming it."""
-        return cls.open(notebook_parameters.validate(CHAPTER, given))
+        an unknown name or a wrong value stops it with one line naming it. Every page opens so
+        (``page.Page.open``)."""
+        return cls.read(notebook_parameters.validate(notebook, given))
 
     @classmethod
-    def open(cls, params: notebook_parameters.NotebookParameters) -> TrainingPage:
+    def read(cls, params: notebook_parameters.NotebookParameters) -> TrainingPage:
         """The page of a training profile's run (its settings from the run log)."""
         chosen, results, profile = params.profile, params.results_dir, params.profile.name
         if chosen.source != "training" or chosen.training is None:
@@ -91,75 +94,72 @@ class TrainingPage:
             f"{', '.join(str(k) for k in sorted(self.change['step'].unique()))}."
         )
 
-    def findings(self, n_resamples: int | None = None) -> list:
-        """The findings of the chapter's checks on these runs, at the last step every run reached."""
-        runs = training.TrainingRuns(
-            self.probes, self.change, self.last_step, n_resamples or self.profile.n_resamples, self.profile.seed
+    registry: checks.Registry = checks.REGISTRY
+
+    @property
+    def pairs(self) -> dict[str, str]:
+        return {}  # no base-instruct pairs: the runs are of one model each
+
+    @property
+    def imported(self) -> bool:
+        return False
+
+    @property
+    def empty(self) -> bool:
+        return self.probes.empty
+
+    def checks(self, scope: str | None = None) -> tuple[str, ...]:
+        """The checks this chapter shows (of one scope, if given)."""
+        return checks.on_chapter(CHAPTER, scope, self.registry)
+
+    def findings(self, shown=None) -> list[Finding]:
+        """The findings of the chapter's checks on these runs, at the last step every run reached, computed once."""
+        if self._found is None:
+            runs = training.TrainingRuns(
+                self.probes, self.change, self.last_step, self.profile.n_resamples, self.profile.seed
+            )
+            self._found = checks.run_checks({}, self.checks(), extra={training.TRAINING_RUNS: runs})
+        return [f for f in self._found if shown is None or f.check in shown]
+
+    @property
+    def models(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(self.losses["model"]))
+
+    @property
+    def n_samples(self) -> int | None:
+        return self.profile.training.n_probes if self.profile.training else None
+
+    def note(self) -> str | None:
+        return None
+
+    def reported(self) -> pd.DataFrame:
+        return pd.DataFrame()
+
+    def scope(self) -> str:
+        """The summary's scope: what was trained, on which arms and seeds, and where the verdicts are read."""
+        s = self.profile.training
+        return (
+            f"**Scope.** The questions {', '.join(self.checks())} beyond the paper: {', '.join(self.models)} "
+            f"fine-tuned on {s.dataset} under {len(s.arms)} arms x {len(s.seeds)} seeds, {s.steps} steps; "
+            f"{s.n_probes} probe instructions per setting, at the last step every run reached ({self.last_step})."
         )
-        return checks.run_checks({}, checks.on_chapter(CHAPTER), extra={training.TRAINING_RUNS: runs})
-
-    def findings_table(self) -> pd.DataFrame:
-        """The findings as one table (``checks.findings_table``), computed once."""
-        return self._tables()[0]
-
-    def part_table(self) -> pd.DataFrame:
-        """Every part of the findings with its value and interval (``checks.part_table``), computed once."""
-        return self._tables()[1]
-
-    def _tables(self) -> tuple[pd.DataFrame, pd.DataFrame]:
-        if self._table is None:
-            found = self.findings()
-            self._table = (checks.findings_table(found), checks.part_table(found))
-        return self._table
 
 
 def _probe_models(store: ResultsStore) -> list[str]:
     return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
 
 
-def summary(page: TrainingPage) -> str:
-    """The reproduction summary of the training runs (``reproduction.summary_markdown``): one line
-    per question with its verdict and headline size, after what was trained."""
-    s = page.profile.training
-    models = list(dict.fromkeys(page.losses["model"]))
-    seeds = len(s.seeds)
-    scope = (
-        f"**Scope.** The questions {', '.join(checks.on_chapter(CHAPTER))} beyond the paper: {', '.join(models)} "
-        f"fine-tuned on {s.dataset} under {len(s.arms)} arms x {seeds} seeds, {s.steps} steps; {s.n_probes} probe "
-        f"instructions per setting, at the last step every run reached ({page.last_step})."
-    )
-    return reproduction.summary_markdown(
-        page.findings_table(),
-        page.part_table(),
-        lead=[(c,) for c in checks.on_chapter(CHAPTER)],
-        models=models,
-        n_samples=s.n_probes,
-        imported=False,
-        scope=scope,
-    )
-
-
-def chapter_claims() -> str:
-    """The claims the chapter checks, as a list (the registry's)."""
-    return verdicts.claims_text(checks.on_chapter(CHAPTER))
-
-
-def verdict_matrix(page: TrainingPage) -> str:
-    """The verdict matrix of the chapter's checks (check x scope, one panel per model) as every
-    page's: inline SVG, each cell printing its headline size, its interval in the hover text."""
-    return figures.verdict_svg(page.findings_table(), parts=page.part_table()) or ""
-
-
-def verdict_summary(page: TrainingPage) -> str:
-    """At most three plain sentences under the matrix (what holds, what does not, what is
-    undecided), and how many of its "holds" chance alone would give."""
-    found = page.findings_table()
-    return f"{verdicts.plain_summary(found)}\n\n*{verdicts.false_holds_note(found)}*" if len(found) else ""
-
-
-def verdict_table(page: TrainingPage) -> pd.DataFrame:
-    """The chapter's checks with their verdicts and numbers, as every page shows them."""
-    return verdicts.format_findings(page.findings_table())
+def verdicts_section(page: TrainingPage) -> Blocks:
+    """The verdict matrix of the chapter's checks as every page's, how many "holds" chance alone
+    would give, and the verdicts with their numbers (folded)."""
+    found = page.findings()
+    if not found:
+        return []
+    return [
+        *sections.verdict_matrix(page, page.checks()),
+        Markdown(f"*{verdicts.false_holds_note(found)}*"),
+        fold("The verdicts with their numbers", [Table(verdicts.findings_frame(found))]),
+    ]
 
 
 def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:

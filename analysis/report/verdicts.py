@@ -1,4 +1,6 @@
-"""The findings as a reader sees them: the verdict matrix, short paragraphs, the exact numbers."""
+"""The findings as a reader sees them beside the verdict matrix: the claims, short paragraphs, the
+tables of exact numbers, the error-rate and power notes. Everything is worded by ``voice`` from the
+typed findings (``rules.Finding``); tables are built here only to be shown."""
 
 from __future__ import annotations
 
@@ -6,27 +8,21 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.core import vocabulary
-from analysis.core.formatting import fmt, per_model
-from analysis.extract.token_counts import fill_command
-from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.checks import REGISTRY, Registry, all_ids, anchor, get, headline_parts
-from analysis.findings.rules import (
-    DECIDED,
-    FAILS,
-    HOLDS,
-    NOT_APPLICABLE,
-    POWER,
-    TOO_FEW,
-    UNRESOLVED,
-    VERDICTS,
-)
+from analysis.findings.checks import REGISTRY, Registry, all_ids, get
+from analysis.findings.rules import DECIDED, FAILS, HOLDS, NOT_APPLICABLE, POWER, TOO_FEW, UNRESOLVED, Finding, Why
 from analysis.findings.stated_rates import check_rate
+from analysis.report import cells, voice
 
 # The checks page as a results page (book/notebooks/<name>.html) reaches it in the built book: a
 # page's generated Markdown keeps its links as they are written (myst-nb renders it as CommonMark).
 CHECKS_PAGE = "../checks.html"
+
+
+def anchor(check_id: str) -> str:
+    """The id of a check's entry on the checks page (``claims_markdown``): one per check, the same
+    in every build, so that the other pages link to its rule."""
+    return f"check-{check_id.lower()}"
 
 
 def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGISTRY) -> str:
@@ -41,111 +37,138 @@ def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGIST
     return "\n".join(items)
 
 
-def verdict_counts(rows: pd.DataFrame) -> str:
-    """ "a holds, b does not hold, ..." over the verdicts of some findings."""
-    counts = rows["verdict"].value_counts()
-    return ", ".join(f"{int(counts[v])} {v}" for v in VERDICTS if counts.get(v, 0))
+# The fold under a check's plain words on the checks page, set apart from the next check's.
+_RULE_FOLD = '<details style="margin-bottom: 1.5em"><summary>Estimand and rule</summary>'
 
 
-def scope_text(scope: str, pooled: bool) -> str:
-    """A scope as the book names it, "(pooled)" after a family."""
-    return vocabulary.scope_label(scope) + (" (pooled)" if pooled and scope in vocabulary.FAMILY_DATASETS else "")
+def claims_markdown(registry: Registry = REGISTRY) -> str:
+    """The claims on the checks page (MyST Markdown), generated from the registry when the book is
+    built: each check's id, scope and plain words under its anchor, its estimand and rule folded under it."""
+    entries = [
+        f"({anchor(c.id)})=\n**{c.id}** ({c.scope}): {c.plain}.\n\n{_RULE_FOLD}\n\n{c.claim}.\n\n</details>"
+        for c in registry
+    ]
+    return "\n\n".join(entries)
 
 
-def model_paragraph(found: pd.DataFrame, model: str, registry: Registry = REGISTRY) -> str:
+def model_paragraph(findings: Sequence[Finding], model: str, registry: Registry = REGISTRY) -> str:
     """One paragraph for one model: each check's pooled verdicts, then how its datasets went,
     naming the datasets whose verdict differs from the family's."""
-    return per_model(found[found["model"] == model], lambda _, rows: _checks_in_words(rows, registry))
+    mine = [f for f in findings if f.model == model]
+    return f"**{model}.** {_checks_in_words(mine, registry)}" if mine else ""
 
 
-def _checks_in_words(rows: pd.DataFrame, registry: Registry) -> str:
+def _checks_in_words(findings: Sequence[Finding], registry: Registry) -> str:
     sentences = []
-    for check in all_ids(registry):
-        part = rows[rows["check"] == check]
-        if part.empty:
+    for check in cells.checks_of(findings, registry):
+        part = cells.of_check(findings, check)
+        if all(f.not_applicable is not None for f in part):
+            why = part[0].not_applicable
+            said = "not computed" if why is not None and why.why is Why.NOT_STORED else NOT_APPLICABLE
+            sentences.append(f"**{check}** {said}: {voice.explained(why)}." if why else f"**{check}** {said}.")
             continue
-        pooled_rows = part[part["pooled"]]
-        head = "; ".join(f"{r.verdict} for {scope_text(r.scope, True)} (n = {r.n})" for r in pooled_rows.itertuples())
-        single = part[~part["pooled"]]
+        head = "; ".join(f"{f.verdict} for {voice.scope(f.scope, True)} (n = {f.n})" for f in part if f.pooled)
+        single = [f for f in part if not f.pooled]
         detail = ""
-        if len(single):
-            decided = single[single["verdict"].isin([HOLDS, FAILS])]
-            detail = f"{'; ' if head else ''}per dataset {verdict_counts(single)}"
+        if single:
+            decided = [f for f in single if f.verdict in (HOLDS, FAILS)]
+            detail = f"{'; ' if head else ''}per dataset {voice.verdict_counts(f.verdict for f in single)}"
             if 0 < len(decided) <= 4:
-                detail += " (" + ", ".join(f"{r.scope}: {r.verdict}" for r in decided.itertuples()) + ")"
-        reasons = set(part.loc[part["verdict"] == NOT_APPLICABLE, "numbers"])
-        if reasons and (part["verdict"] == NOT_APPLICABLE).all():
-            reason = next(iter(reasons)).removeprefix("not applicable: ")
-            said = "not computed" if reason.startswith(TOKENS_UNKNOWN) else NOT_APPLICABLE
-            sentences.append(f"**{check}** {said}: {reason}.")
-            continue
+                detail += " (" + ", ".join(f"{f.scope}: {f.verdict}" for f in decided) + ")"
         sentences.append(f"**{check}** {head}{detail}.")
     return " ".join(sentences)
 
 
-def format_findings(found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:
-    """The findings for display: check, scope, verdict, n and the numbers behind the verdict."""
-    if found.empty:
-        return found
-    rows = found[found["pooled"]] if pooled_only else found
+def findings_frame(findings: Sequence[Finding], *, pooled_only: bool = False) -> pd.DataFrame:
+    """The findings for display: model, check, scope, verdict, n, the instructions per dataset that
+    would decide it, and the numbers behind the verdict."""
+    shown = [f for f in findings if f.pooled or not pooled_only]
+    if not shown:
+        return pd.DataFrame()
     return pd.DataFrame(
         {
-            "model": rows["model"],
-            "check": rows["check"],
-            "scope": [scope_text(s, p) for s, p in zip(rows["scope"], rows["pooled"])],
-            "verdict": rows["verdict"],
-            "n": rows["n"],
-            f"n per dataset for {POWER:.0%} power": [
-                size_text(v) for v in rows.get("n_for_power", pd.Series(index=rows.index))
-            ],
-            "numbers": rows["numbers"],
+            "model": [f.model for f in shown],
+            "check": [f.check for f in shown],
+            "scope": [voice.scope(f.scope, f.pooled) for f in shown],
+            "verdict": [voice.verdict(f.verdict) for f in shown],
+            "n": [f.n for f in shown],
+            f"n per dataset for {POWER:.0%} power": [voice.instruction_count(f.instructions_needed()) for f in shown],
+            "numbers": [voice.numbers(f) for f in shown],
         }
     )
 
 
-LARGEST_SIZE_SHOWN = 1000
+ESTIMATE = "estimate [95% interval]"  # the column of a part's estimate in the table of the answers
 
 
-def size_text(size: float) -> str:
-    """A number of instructions for the reader: empty when none, "over 1000" past that (a measured
-    value near its bound makes the size explode, and its exact value means nothing then)."""
-    if pd.isna(size):
-        return ""
-    return f"over {LARGEST_SIZE_SHOWN}" if size > LARGEST_SIZE_SHOWN else str(int(size))
+def parts_frame(findings: Sequence[Finding], *, pooled_only: bool = False) -> pd.DataFrame:
+    """The answers as one row per part of a claim: model, check, scope, the cell's verdict, the part,
+    its estimate with its 95% interval in the reader's units (one column, so that the table fits the
+    page), what the claim says of it, and whether it decides (a part shown beside the verdict does
+    not). A cell without parts (not applicable, too few samples) is one row saying why."""
+    rows = []
+    for f in findings:
+        if pooled_only and not f.pooled:
+            continue
+        head = {"model": f.model, "check": f.check, "scope": voice.scope(f.scope, f.pooled), "verdict": str(f.verdict)}
+        if not f.parts or f.not_applicable is not None:
+            rows.append({**head, "part": voice.numbers(f), ESTIMATE: "", "claim": "", "decides": "", "n": f.n})
+            continue
+        for part in f.parts:
+            rows.append(
+                {
+                    **head,
+                    "part": voice.part_label(part),
+                    ESTIMATE: voice.sized(part) if part.estimate is not None else "not computed",
+                    "claim": _side_text(part),
+                    "decides": "yes" if part.decides else "no (shown beside)",
+                    "n": part.n,
+                }
+            )
+    return pd.DataFrame(rows)
 
 
-def false_holds_note(found: pd.DataFrame, rate: float | None = None, registry: Registry = REGISTRY) -> str:
+def _side_text(part) -> str:
+    """What a claim says of a part, in the reader's units: "above x1", "below +10%", "within ±10%"."""
+    bound = part.unit.shown(part.bound)
+    if part.side == "within":
+        low = voice.size(part.unit.shown(-part.bound), part.unit, times=False)
+        return f"within {low} to {voice.size(bound, part.unit, times=False)}"
+    return f"{part.side} {voice.size(bound, part.unit, times=False)}"
+
+
+def false_holds_note(findings: Sequence[Finding], rate: float | None = None, registry: Registry = REGISTRY) -> str:
     """How many "holds" the matrix would show by chance if no claim were true: each tested cell
     wrongly says "holds" at most its check's stated rate (``stated_rates.check_rate``: measured by
     ``analysis.findings.calibration`` and ``analysis.findings.skew`` at per-sample logs of skewness
     -2 to 2; ``rate`` for every cell, if given), so over the tested cells at most the sum."""
-    tested_rows = found[found["verdict"].isin(DECIDED)]
-    tested, holds = len(tested_rows), int((found["verdict"] == HOLDS).sum())
-    if tested == 0:
+    tested = [f for f in findings if f.verdict in DECIDED]
+    holds = sum(f.verdict is HOLDS for f in findings)
+    if not tested:
         return "No cell was tested."
-    rates = {c: rate if rate is not None else check_rate(c, registry) for c in dict.fromkeys(tested_rows["check"])}
-    expected = sum(rates[c] for c in tested_rows["check"])
+    rates = {c: rate if rate is not None else check_rate(c, registry) for c in dict.fromkeys(f.check for f in tested)}
+    expected = sum(rates[f.check] for f in tested)
     each = ", ".join(f"{c} {r:.1%}" for c, r in rates.items())
     return (
-        f'Of the {tested} tested cells, {holds} say "holds"; were no claim true, at most {expected:.1f} would say '
-        f"so by chance (each cell at most its check's rate, measured with per-sample logs of skewness -2 to 2: "
+        f'Of the {len(tested)} tested cells, {holds} say "holds"; were no claim true, at most {expected:.1f} would '
+        f"say so by chance (each cell at most its check's rate, measured with per-sample logs of skewness -2 to 2: "
         f"{each}; cells of one model share their data, so these chances are not independent)."
     )
 
 
-def power_note(found: pd.DataFrame) -> str:
+def power_note(findings: Sequence[Finding]) -> str:
     """Which checks the data lack the power to resolve, and the instructions per dataset that would
     resolve them with 80% power at the measured values (``Finding.instructions_needed``)."""
-    unresolved = found[found["verdict"] == UNRESOLVED]
-    if unresolved.empty:
+    unresolved = [f for f in findings if f.verdict is UNRESOLVED]
+    if not unresolved:
         return ""
     pieces = []
-    for check, rows in unresolved.groupby("check", sort=False):
-        sizes = rows["n_for_power"].dropna() if "n_for_power" in rows else pd.Series(dtype=float)
-        text = f"{check} {len(rows)} cell{'s' if len(rows) > 1 else ''}"
+    for check in dict.fromkeys(f.check for f in unresolved):
+        mine = [f for f in unresolved if f.check == check]
+        sizes = pd.Series([f.instructions_needed() for f in mine]).dropna()
+        text = f"{check} {voice.plural(len(mine), 'cell')}"
         if len(sizes):
-            median = sizes.median()
-            amount = f"more than {LARGEST_SIZE_SHOWN}" if median > LARGEST_SIZE_SHOWN else f"about {int(median)}"
+            amount = voice.instructions(float(sizes.median())).replace("over", "more than")
             if len(sizes) == 1:
                 text += f" (one of them would need {amount} instructions per dataset)"
             else:
@@ -160,29 +183,22 @@ def power_note(found: pd.DataFrame) -> str:
 
 
 def matrix_note(
-    found: pd.DataFrame,
-    profile: str | None,
-    note: str | None,
-    registry: Registry = REGISTRY,
-    *,
-    parts: pd.DataFrame | None = None,
+    findings: Sequence[Finding], *, profile: str | None, note: str | None, registry: Registry = REGISTRY
 ) -> str:
-    """The line under the verdict matrix: what each cell's number means (its check's headline part,
-    named from ``parts``), where n is, how many "holds" chance alone would give, what lacks power,
-    and which run it is."""
-    names = _headline_names(found, parts, registry)
+    """The line under the verdict matrix: what each cell's number means (the part that decided its
+    colour), where n is, how many "holds" chance alone would give, what lacks power, and which run it is."""
     text = (
-        f"Number in a cell: the size of its check's headline part{f' ({names})' if names else ''}; x10.4 is a "
-        "ratio of 10.4, +13% one of 1.13. A grey or orange cell prints instead n, the instructions behind its "
-        'verdict ("n=12", fewest over its parts); hovering over a cell shows its verdict, its size with the 95% '
-        "interval and n, and the table below gives n for every cell. Verdicts need at least "
-        f"{MIN_VERDICT_SAMPLES} instructions in every dataset behind a part. A hatched cell (n/a): the check does "
-        "not apply here (to these models, or where its precondition is not established), or cannot be computed "
-        f"(A1 where the {TOKENS_UNKNOWN}); its numbers say why. A number followed by ± : the paper's mean nuclear "
-        "norm and the geometric mean (which decides) differ in sign in some part of the cell. "
-        f"{false_holds_note(found, registry=registry)}"
+        "Number in a cell: the size of the part that decided its colour: its check's headline part where the "
+        "claim holds, the part on the wrong side where it does not hold, the part not yet on its side where it "
+        "is not resolved; x10.4 is a ratio of 10.4, +13% one of 1.13. Hovering over a cell shows its verdict, "
+        "every deciding part with its 95% interval and n; the table below gives n for every cell. Verdicts need "
+        f"at least {MIN_VERDICT_SAMPLES} instructions in every dataset behind a part. A hatched cell (n/a): the "
+        "check does not apply here (to these models, or where its precondition is not established), or cannot "
+        "be computed (a statistic it reads is not stored); its hover text says why. A number followed by ±: the "
+        "paper's mean nuclear norm and the geometric mean (which decides) differ in sign in some part of the "
+        f"cell. {false_holds_note(findings, registry=registry)}"
     )
-    power = power_note(found)
+    power = power_note(findings)
     if power:
         text += f" {power}"
     if profile:
@@ -190,33 +206,19 @@ def matrix_note(
     return text + (f" {note}." if note else "")
 
 
-def _headline_names(found: pd.DataFrame, parts: pd.DataFrame | None, registry: Registry) -> str:
-    """ "F1: None / Detailed (all layers); F2: ..." — each check's headline part in the matrix by
-    name (names that differ between cells joined by "or"); "" without parts."""
-    if parts is None or parts.empty or found.empty:
+def unknown_sentence(findings: Sequence[Finding], store) -> str:
+    """The checks not computed for some models because a statistic they read is not stored (their
+    cells say why), with the command that adds it to ``store``; "" where there are none."""
+    unknown = [f for f in findings if f.not_applicable is not None and f.not_applicable.why is Why.NOT_STORED]
+    if not unknown:
         return ""
-    heads = headline_parts(parts, registry)
-    heads = heads.merge(found[["check", "model", "scope", "pooled"]], on=["check", "model", "scope", "pooled"])
-    names = []
-    for check in all_ids(registry):
-        mine = dict.fromkeys(str(p).removesuffix(" x") for p in heads.loc[heads["check"] == check, "part"])
-        if mine:
-            names.append(f"{check}: {' or '.join(mine)}")
-    return "; ".join(names)
+    from analysis.extract.token_counts import fill_command
 
-
-def unknown_sentence(found: pd.DataFrame, store) -> str:
-    """The checks not computed for some models because R is not stored (their cells say "token counts
-    unknown"), with the command that adds R to ``store``; "" where there are none."""
-    if found.empty:
-        return ""
-    cells = found[(found["verdict"] == NOT_APPLICABLE) & found["numbers"].str.startswith(TOKENS_UNKNOWN)]
-    if cells.empty:
-        return ""
-    models = list(dict.fromkeys(cells["model"]))
-    checks = " and ".join(dict.fromkeys(cells["check"]))
+    models = list(dict.fromkeys(f.model for f in unknown))
+    checks = " and ".join(dict.fromkeys(f.check for f in unknown))
+    reason = unknown[0].not_applicable.reason  # type: ignore[union-attr]
     return (
-        f"**{TOKENS_UNKNOWN.capitalize()}:** {checks} is not computed for {', '.join(models)}: the store holds no "
+        f"**{reason.capitalize()}:** {checks} is not computed for {', '.join(models)}: the store holds no "
         f"response token count R of {'its' if len(models) == 1 else 'their'} samples (the original study's files "
         f"hold none); add them from each model's tokenizer with `{fill_command(store, models)}`, then build the "
         "book again."
@@ -231,101 +233,49 @@ def _counted(counts: dict[str, tuple[int, int]]) -> str:
     pieces = [
         f"{check} in {k} of {n}" + (" cells" if i == 0 else "") for i, (check, (k, n)) in enumerate(counts.items())
     ]
-    return pieces[0] if len(pieces) == 1 else ", ".join(pieces[:-1]) + " and " + pieces[-1]
+    return voice.listed(pieces)
 
 
-def plain_summary(found: pd.DataFrame, registry: Registry = REGISTRY) -> str:
+def plain_summary(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
     """At most three sentences under a verdict matrix, generated from its cells: which claims hold,
     which do not, and which these sample sizes cannot decide (and which do not apply). Counted over
     the pooled cells where there are any, since those are the answers; else over every cell."""
-    if found.empty:
+    if not findings:
         return ""
-    pooled = bool(found["pooled"].any())
-    cells = found[found["pooled"]] if pooled else found
-    where = "Pooled over each family of datasets" if pooled else "Per dataset"
-    applicable = cells[cells["verdict"] != NOT_APPLICABLE]
-    order = [c for c in all_ids(registry) if c in set(cells["check"])]
+    shown = cells.answers(findings)
+    where = "Pooled over each family of datasets" if shown[0].pooled else "Per dataset"
+    applicable = [f for f in shown if f.not_applicable is None]
+    order = cells.checks_of(shown, registry)
 
-    def counts(verdicts_: tuple[str, ...]) -> dict[str, tuple[int, int]]:
-        found_ = {}
+    def counts(verdicts_: tuple) -> dict[str, tuple[int, int]]:
+        found = {}
         for check in order:
-            rows = applicable[applicable["check"] == check]
-            k = int(rows["verdict"].isin(verdicts_).sum())
+            mine = [f for f in applicable if f.check == check]
+            k = sum(f.verdict in verdicts_ for f in mine)
             if k:
-                found_[check] = (k, len(rows))
-        return found_
+                found[check] = (k, len(mine))
+        return found
 
     holds, fails, open_ = counts((HOLDS,)), counts((FAILS,)), counts((UNRESOLVED, TOO_FEW))
     sentences = [
         f"{where}, these claims hold: {_counted(holds)}." if holds else f"{where}, no claim holds in any cell."
     ]
     sentences.append(f"These do not hold: {_counted(fails)}." if fails else "No claim is contradicted.")
-    inapplicable = [c for c in order if (cells[cells["check"] == c]["verdict"] == NOT_APPLICABLE).all()]
-    unknown = [
-        c for c in inapplicable if cells.loc[cells["check"] == c, "numbers"].str.startswith(TOKENS_UNKNOWN).all()
-    ]
+    reasons = {c: [f.not_applicable for f in cells.of_check(shown, c)] for c in order}
+    inapplicable = [c for c in order if all(r is not None for r in reasons[c])]
+    unknown = [c for c in inapplicable if all(r.why is Why.NOT_STORED for r in reasons[c] if r is not None)]
     inapplicable = [c for c in inapplicable if c not in unknown]
     last = f"These sample sizes cannot decide {_counted(open_)}" if open_ else "Every applicable cell is decided"
     if inapplicable:
-        last += f"; {' and '.join(inapplicable)} {'does' if len(inapplicable) == 1 else 'do'} not apply to these models"
+        last += f"; {voice.listed(inapplicable)} {'does' if len(inapplicable) == 1 else 'do'} not apply to these models"
     if unknown:
-        last += f"; {' and '.join(unknown)} {'is' if len(unknown) == 1 else 'are'} not computed ({TOKENS_UNKNOWN})"
+        why = reasons[unknown[0]][0]
+        said = f" ({why.reason})" if why is not None else ""
+        last += f"; {voice.listed(unknown)} {'is' if len(unknown) == 1 else 'are'} not computed{said}"
     sentences.append(last + ".")
     return " ".join(sentences)
 
 
-ESTIMATE = "estimate [95% interval]"  # the column of a part's estimate in the table of the answers
-
-
-def format_parts(parts: pd.DataFrame, found: pd.DataFrame, pooled_only: bool = False) -> pd.DataFrame:
-    """The answers as one row per part of a claim: model, check, scope, the cell's verdict, the part,
-    its estimate with its 95% interval in the reader's units (one column, so that the table fits the
-    page), what the claim says of it, and whether it decides (a part shown beside the verdict does
-    not). A cell without parts (not applicable, too few samples) is one row saying why."""
-    if found.empty:
-        return pd.DataFrame()
-    cells = found[found["pooled"]] if pooled_only else found
-    rows = []
-    for cell in cells.itertuples():
-        mine = (
-            parts[
-                (parts["check"] == cell.check)
-                & (parts["model"] == cell.model)
-                & (parts["scope"] == cell.scope)
-                & (parts["pooled"] == cell.pooled)
-            ]
-            if len(parts)
-            else parts
-        )
-        head = {
-            "model": cell.model,
-            "check": cell.check,
-            "scope": scope_text(cell.scope, cell.pooled),
-            "verdict": cell.verdict,
-        }
-        if mine.empty:
-            blank = dict.fromkeys((ESTIMATE, "claim", "decides"), "")
-            rows.append({**head, "part": cell.numbers, **blank, "n": cell.n})
-            continue
-        for part in mine.itertuples():
-            rows.append(
-                {
-                    **head,
-                    "part": part.part,
-                    ESTIMATE: f"{fmt(part.value)} {_interval_text(part.low, part.high)}".strip(),
-                    "claim": _side_text(part.side, part.bound),
-                    "decides": "yes" if part.decides else "no (shown beside)",
-                    "n": part.n,
-                }
-            )
-    return pd.DataFrame(rows)
-
-
-def _side_text(side: str, bound: float) -> str:
-    """What a claim says of a part: "above 1", "below 0", "within ±0.05"."""
-    return f"within ±{fmt(bound)}" if side == "within" else f"{side} {fmt(bound)}"
-
-
-def _interval_text(low: float, high: float) -> str:
-    """ "[low, high]", empty when the interval is undefined."""
-    return f"[{fmt(low)}, {fmt(high)}]" if pd.notna(low) and pd.notna(high) else ""
+def per_model_paragraphs(findings: Sequence[Finding], registry: Registry = REGISTRY) -> list[str]:
+    """``model_paragraph`` for every model of ``findings``, in their order."""
+    return [model_paragraph(findings, m, registry) for m in dict.fromkeys(f.model for f in findings)]

@@ -141,14 +141,15 @@ class YourData:
         return scratch_name(self.model)
 
     @classmethod
-    def from_parameters(cls, given: dict) -> YourData:
+    def open(cls, notebook: str, given: dict | None = None) -> YourData:
         """The page of the parameters it was given (name -> value), checked by
         ``notebook_parameters.validate_data``: unknown names and values of the wrong kind stop it
-        with one line naming the parameter."""
-        return cls.open(validate_data(given))
+        with one line naming the parameter. Every page opens so (``page.Page.open``); ``notebook`` is
+        this page's (``notebook_parameters.YOUR_DATA``)."""
+        return cls.read(validate_data(given or {}))
 
     @classmethod
-    def open(cls, params: DataParameters) -> YourData:
+    def read(cls, params: DataParameters) -> YourData:
         """Read the store and compute curves, intervals and the placement."""
         model = params.model
         references = (

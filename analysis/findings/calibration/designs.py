@@ -40,6 +40,7 @@ from analysis.findings.rules import (
     HOLDS,
     SAME_MARGIN,
     Part,
+    Role,
     decide,
 )
 
@@ -185,7 +186,9 @@ def _share_part(rng, design: Design, n_resamples: int) -> Part:
         for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd))
     ]
     simplified, detailed = pooled([a for a, _ in reasoning]), pooled([b for _, b in reasoning])
-    return Part("share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0)
+    return Part(
+        "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=Role.SIMULATED
+    )
 
 
 def true_roughness(wiggle: float) -> float:
@@ -238,7 +241,7 @@ def false_holds(check: str, design: Design, *, reps: int = 1000, n_resamples: in
             hits += gap_calibration.holds(check, rng, design, n_resamples, repetition=rep)
             continue
         if check == "gap":
-            part = Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0)
+            part = Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0, role=Role.SIMULATED)
         elif check == "same":
             part = ratio_sizes.same_part(rng, design, SAME_MARGIN, n_resamples)
         elif check == "not better":
@@ -250,9 +253,9 @@ def false_holds(check: str, design: Design, *, reps: int = 1000, n_resamples: in
             part = _share_part(rng, design, n_resamples)
         elif check in ("roughness", "paper MAD"):
             corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-            part = Part(check, corrected if check == "roughness" else paper, "above", 0.0)
+            part = Part(check, corrected if check == "roughness" else paper, "above", 0.0, role=Role.SIMULATED)
         elif check == "old same":
-            part = Part(check, _old_abs_rd(rng, design, n_resamples), "below", 0.1)
+            part = Part(check, _old_abs_rd(rng, design, n_resamples), "below", 0.1, role=Role.SIMULATED)
         else:
             raise ValueError(f"unknown check {check!r}")
         hits += decide([part]) == HOLDS
@@ -267,14 +270,20 @@ def false_fails(check: str, design: Design, *, reps: int = 1000, n_resamples: in
     hits = 0
     for _ in range(reps):
         if check == "gap":
-            part = Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0)
+            part = Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0, role=Role.SIMULATED)
         elif check == "same":
             part = ratio_sizes.same_part(rng, design, 0.0, n_resamples)
         elif check == "not better":
             separating = ratio_sizes.SEPARATING
             part = ratio_sizes.not_better_part(rng, design, separating, separating, n_resamples=n_resamples)
         elif check == "roughness":
-            part = Part(check, _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0], "above", 0.0)
+            part = Part(
+                check,
+                _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0],
+                "above",
+                0.0,
+                role=Role.SIMULATED,
+            )
         else:
             raise ValueError(f"unknown check {check!r}")
         hits += decide([part]) == FAILS

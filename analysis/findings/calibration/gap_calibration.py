@@ -34,7 +34,7 @@ from analysis.findings import averaging, beyond_loss, same_tokens
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
 from analysis.findings.pooling import pool_parts
-from analysis.findings.rules import HOLDS, Part, decide
+from analysis.findings.rules import HOLDS, Part, Role, decide
 
 RULES = ("averaging", "beyond loss", "equal loss")
 TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
@@ -122,11 +122,24 @@ def equal_loss_estimate(rng, design, n_resamples: int, *, centre: float, effect:
 def holds(rule: str, rng, design, n_resamples: int, *, repetition: int = 0) -> bool:
     """Whether one simulated run of ``rule``, its claim false, says "holds"."""
     if rule == "averaging":
-        return decide([Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0)]) == HOLDS
+        return (
+            decide(
+                [
+                    Part(
+                        averaging.A1_PART,
+                        _averaging_estimate(rng, design, n_resamples),
+                        "above",
+                        0.0,
+                        role=Role.SIMULATED,
+                    )
+                ]
+            )
+            == HOLDS
+        )
     if rule == "equal loss":
         centre = COVARIATE_CENTRES[repetition % len(COVARIATE_CENTRES)]
         estimate = equal_loss_estimate(rng, design, n_resamples, centre=centre)
-        return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0)]) == HOLDS
+        return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0, role=Role.SIMULATED)]) == HOLDS
     if rule == "beyond loss":  # a permutation test: no bootstrap resamples
         return beyond_loss_holds(rng, design, noise=CURVE_NOISE[repetition % len(CURVE_NOISE)])
     raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")

@@ -18,7 +18,7 @@ import numpy as np
 
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.quantities import corrected_mean_square, size_excess
-from analysis.findings.rules import SAME_MARGIN, Part
+from analysis.findings.rules import SAME_MARGIN, Part, Role
 
 if TYPE_CHECKING:
     from analysis.findings.calibration.designs import Design
@@ -74,7 +74,7 @@ def same_part(rng: np.random.Generator, design: Design, size: float, n_resamples
     """F3's None-CoT part on simulated noisy None-CoT responses whose true per-layer ratio has a
     root-mean-square ``size`` over layers (``shape``)."""
     per_dataset = mean_squares(rng, design, (size,), (shape,), sds=design.fast_sd, n_resamples=n_resamples)
-    return Part("same", pooled([row[0] for row in per_dataset]), "below", SAME_MARGIN**2)
+    return Part("same", pooled([row[0] for row in per_dataset]), "below", SAME_MARGIN**2, role=Role.SIMULATED)
 
 
 def not_better_part(
@@ -86,4 +86,10 @@ def not_better_part(
     per_dataset = mean_squares(
         rng, design, (instruct, base), (shape, shape), sds=design.slow_sd, n_resamples=n_resamples
     )
-    return Part("not better", pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]), "below", 0.0)
+    return Part(
+        "not better",
+        pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]),
+        "below",
+        0.0,
+        role=Role.SIMULATED,
+    )

@@ -33,7 +33,7 @@ from analysis.findings.calibration.designs import (
     study_designs,
     true_roughness,
 )
-from analysis.findings.rules import HOLDS, Part, decide, instructions_for_power
+from analysis.findings.rules import HOLDS, Part, Role, decide, instructions_for_power
 
 
 def false_holds_table(
@@ -246,7 +246,8 @@ def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int =
     """Share of "holds" for "fast > slow" (the ``gap`` rule) at a true log difference ``effect``."""
     rng = np.random.default_rng(seed)
     hits = sum(
-        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0)]) == HOLDS
+        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0, role=Role.SIMULATED)])
+        == HOLDS
         for _ in range(reps)
     )
     return _rate(hits, reps)
@@ -275,7 +276,7 @@ def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_
         tuple((d, design.counts[0]) for d, _ in estimate.strata),
         estimate.variances,
     )
-    return instructions_for_power(Part("gap", scaled, "above", 0.0), assumed=effect)
+    return instructions_for_power(Part("gap", scaled, "above", 0.0, role=Role.SIMULATED), assumed=effect)
 
 
 def power_table(

@@ -1,0 +1,170 @@
+"""The sections of the page "Reproducibility", each returning the blocks it shows: the run and its
+profile, the numbers behind the book, the models, the data files, the run times, how well the
+intervals and verdicts work (the calibration tables), the package versions, the benchmarks and the
+GPU check. What differs between a computed run and one of the original study's imported statistics
+is decided here, not in the notebook."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis import runlog
+from analysis.findings import calibration, skew
+from analysis.findings.calibration import scenarios
+from analysis.report import coverage, gpu_check, provenance
+from analysis.report.blocks import Blocks, Markdown, Table
+from analysis.report.load import figure_note, origin_note
+from analysis.report.notebook_parameters import optional_path
+from analysis.report.page import Page
+
+CALIBRATION_REPS = 400  # simulated runs per rate on this page: a Monte Carlo standard error of about 0.8 points
+NOTHING_COMPUTED = "Nothing was computed: the numbers are imported (the files are listed above)."
+
+
+@dataclass
+class Reproducibility:
+    """The page's run: its parameters and rows, the run log, and the benchmark and export files given."""
+
+    page: Page
+    runs: list
+    benchmarks: Path | None
+    export: Path | None
+
+    @classmethod
+    def open(cls, notebook: str, given: dict | None = None) -> Reproducibility:
+        """The page for its notebook's parameters (those of every page, the benchmarks file and the
+        export file), checked like every page's."""
+        page = Page.open(notebook, given, stats=())
+        extra = page.params.extra
+        return cls(
+            page,
+            runlog.read(page.params.results_dir),
+            optional_path("benchmarks_file", extra["benchmarks_file"]),
+            optional_path("export_file", extra["export_file"]),
+        )
+
+    @property
+    def run(self):
+        return self.runs[-1] if self.runs else None
+
+    @property
+    def imported(self) -> bool:
+        """Whether the run's numbers are the original study's, imported: nothing was computed here."""
+        return coverage.imported_profile(self.page.params.profile)
+
+    @property
+    def seed(self) -> int:
+        return self.page.params.seed
+
+
+def run(r: Reproducibility) -> Blocks:
+    return [
+        Markdown(provenance.run_sentence(r.runs, r.page.params.results_dir, r.imported)),
+        Table(provenance.profile_table(r.run), empty="The results directory has no run log."),
+    ]
+
+
+def numbers(r: Reproducibility) -> Blocks:
+    """Where the numbers behind the book are published, and whose they are."""
+    params = r.page.params
+    origin = origin_note(r.page.results.rows)
+    return [
+        Markdown(provenance.export_sentence(r.export, params.models, params.profile.name)),
+        *([Markdown(f"*{origin}.*")] if origin else []),
+    ]
+
+
+def imports(r: Reproducibility) -> Blocks:
+    return [Table(provenance.imports_table(r.runs), empty="")]
+
+
+def models(r: Reproducibility) -> Blocks:
+    """The models found in the store and what the run recorded of each."""
+    rows = r.page.results.rows
+    note = figure_note(r.page.results.models)
+    facts_missing = (
+        "No model was loaded: the numbers are the original study's, imported."
+        if r.imported
+        else "The run log records no model facts."
+    )
+    return [
+        Table(provenance.models_used_table(rows, r.runs), empty="No results are stored.", by=None),
+        Table(provenance.model_facts_table(r.run), empty=facts_missing, by=None),
+        *([Markdown(f"*{note}.*")] if note else []),
+    ]
+
+
+def data_check(r: Reproducibility) -> Blocks:
+    """Whether each condition's file matches the sha256 published with the original study's data."""
+    params = r.page.params
+    return [Markdown(provenance.data_check_sentence(provenance.data_check_table(params.conditions, params.data_dir)))]
+
+
+def data_check_files(r: Reproducibility) -> Blocks:
+    """The data check per file."""
+    params = r.page.params
+    return [Table(provenance.data_check_shown(provenance.data_check_table(params.conditions, params.data_dir)))]
+
+
+def run_times(r: Reproducibility) -> Blocks:
+    return [Table(provenance.time_summary(r.runs), empty="No run times are recorded.")]
+
+
+def extraction_times(r: Reproducibility) -> Blocks:
+    """Each condition's extraction time."""
+    empty = NOTHING_COMPUTED if r.imported else "No extraction was recorded."
+    return [Table(provenance.extraction_time_table(r.runs), empty=empty)]
+
+
+def rule_rates(r: Reproducibility) -> Blocks:
+    """The calibration tables: false "holds", coverage, the log-ratio choice, shares and power."""
+    tables = (
+        calibration.false_holds_table,
+        calibration.coverage_table,
+        calibration.log_ratio_coverage_table,
+        calibration.share_table,
+        calibration.power_table,
+    )
+    return [Table(table(reps=CALIBRATION_REPS, seed=r.seed), by=None) for table in tables]
+
+
+def misses(r: Reproducibility) -> Blocks:
+    return [Table(scenarios.miss_table(reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+
+
+def skewed(r: Reproducibility) -> Blocks:
+    return [Table(skew.false_holds_by_skew(reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+
+
+def packages(r: Reproducibility) -> Blocks:
+    return [Table(provenance.package_table(r.run, runlog.package_versions()))]
+
+
+def benchmarks(r: Reproducibility) -> Blocks:
+    """The extraction benchmark, where this run computed something and a results file is given."""
+    if r.imported:
+        empty = (
+            "This run computed nothing (its numbers are the original study's, imported), so this project's "
+            "extraction benchmark (`make benchmark`) does not describe it."
+        )
+        return [Markdown(empty)]
+    table = provenance.benchmark_table(r.benchmarks) if r.benchmarks else None
+    name = r.benchmarks.name if r.benchmarks else "none given"
+    empty = f"No benchmark results file (`{name}`); `make benchmark` writes `benchmarks/results.json`."
+    return [Table(part, empty=empty, by=None) for part in provenance.benchmark_parts(table)]
+
+
+def busy_core(r: Reproducibility) -> Blocks:
+    """The run with one other process busy on one core, against an idle one-thread run."""
+    if r.imported:
+        return [Markdown("Not shown: this run computed nothing, as said above.")]
+    table = provenance.busy_core_table(r.benchmarks) if r.benchmarks else None
+    empty = "No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`)."
+    return [Table(table, empty=empty, by=None)]
+
+
+def gpu(r: Reproducibility) -> Blocks:
+    """What ``make gpu-check`` measured, where its results lie beside the benchmarks."""
+    results = gpu_check.results_path(r.benchmarks)
+    return [Markdown(gpu_check.sentence(results)), Table(gpu_check.table(results), empty="", by=None)]

@@ -1,0 +1,148 @@
+"""The one voice of the book: how a verdict, a size, an interval, a scope, a reason and a count are
+written. Every page, the verdict matrix's cells and hover texts, the summary and the chapters'
+paragraphs call these functions, so that a number reads the same wherever it is shown.
+
+One number format: a ratio near 1 (between 0.5 and 2) as a percentage change ("+13%"), any other
+as a multiple ("x10.4"), an interval in brackets in the same style as its estimate ("x4.78 [x3.85,
+x5.95]"); a share as a percentage; any other number with three significant digits.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt
+from analysis.findings.rules import Finding, NotApplicable, Part, Unit, Verdict
+
+LARGEST_SIZE_SHOWN = 1000  # instructions beyond which "would decide" reads "over 1000"
+PAPER_QUANTITY = "paper's mean nuclear norm: "  # a part on the paper's quantity is named with this first
+OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
+POOLED = " (pooled)"
+
+
+def plural(n: int, word: str, words: str | None = None) -> str:
+    """ "1 cell", "3 cells" (``words``: an irregular plural)."""
+    return f"{n} {word if n == 1 else (words or word + 's')}"
+
+
+def listed(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    items = list(items)
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1] if items else ""
+
+
+def scope(name: str, pooled: bool) -> str:
+    """A finding's scope as the book names it, with "(pooled)" after a family of datasets."""
+    return vocabulary.scope_label(name) + (POOLED if pooled and name in vocabulary.FAMILY_DATASETS else "")
+
+
+def reads_as_times(values: Iterable[float]) -> bool:
+    """Whether ratios read as multiples ("x") rather than percentage changes: any far from 1."""
+    finite = [v for v in values if math.isfinite(v)]
+    return any(v <= 0.5 or v >= 2 for v in finite)
+
+
+def size(value: float, unit: Unit, *, times: bool | None = None) -> str:
+    """One number as the book writes it (see the module docstring). ``times``: a ratio as a multiple
+    (True) or a percentage change (False) whatever its value, so that the ends of a range read alike."""
+    if value is None or not math.isfinite(value):
+        return "nan"
+    if unit.is_ratio:
+        as_times = reads_as_times([value]) if times is None else times
+        return f"x{value:.3g}" if as_times else f"{value - 1:+.0%}"
+    if unit is Unit.SHARE:
+        return f"{value:.0%}"
+    return fmt(value)
+
+
+def sized(part: Part, *, interval: bool = True, times: bool | None = None) -> str:
+    """A part's value as a reader sees it, with its 95% interval where it has one, every number in one
+    style (``times``; None: by the part's own ends)."""
+    value, low, high = part.shown()
+    has_interval = interval and math.isfinite(low) and math.isfinite(high)
+    if times is None:
+        times = reads_as_times([value, low, high] if has_interval else [value])
+    text = size(value, part.unit, times=times)
+    if has_interval:
+        text += f" [{size(low, part.unit, times=times)}, {size(high, part.unit, times=times)}]"
+    return text
+
+
+def sized_range(parts: Sequence[Part], *, interval: bool) -> str:
+    """The size of one part ("x4.1", with "[x2.9, x5.8]" if ``interval``), else of the smallest and
+    the largest: "x4.1 to x15", all in one style."""
+    ordered = sorted((p for p in parts if math.isfinite(p.value)), key=lambda p: p.value)
+    if not ordered:
+        return ""
+    ends = [v for p in ordered for v in (p.shown() if interval else p.shown()[:1])]
+    times = reads_as_times(ends)
+    texts = [sized(p, interval=interval, times=times) for p in (ordered[0], ordered[-1])]
+    return texts[0] if texts[0] == texts[1] else " to ".join(texts)
+
+
+def part_name(part: Part) -> str:
+    """A part's name as a reader sees it: a part on the paper's quantity with ``PAPER_QUANTITY``
+    before its name and, where marked, ``OPPOSITE_SIGN`` after it."""
+    return part.name if not part.paper else PAPER_QUANTITY + part.name + (OPPOSITE_SIGN if part.opposite else "")
+
+
+def part_label(part: Part) -> str:
+    """A part's full name as a reader sees it: its group, then its name."""
+    return f"{part.group} {part_name(part)}".strip()
+
+
+def part_text(part: Part) -> str:
+    """ "name est [low, high]" in the reader's units ("not computed" without an estimate)."""
+    name = part_name(part)
+    return f"{name}: not computed" if part.estimate is None else f"{name} {sized(part)}"
+
+
+def numbers(finding: Finding) -> str:
+    """Each part of a finding with its interval, the parts of a group after one heading, then its
+    notes in brackets; where it does not apply, why (``explained``)."""
+    if finding.not_applicable is not None:
+        return explained(finding.not_applicable)
+    groups: dict[str, list[Part]] = {}
+    for part in finding.parts:
+        groups.setdefault(part.group, []).append(part)
+    text = "; ".join(
+        (f"{group}: " if group else "") + ", ".join(part_text(p) for p in parts) for group, parts in groups.items()
+    )
+    notes = "; ".join(n.text for n in finding.notes)
+    return f"{text} ({notes})" if notes else text
+
+
+def explained(why: NotApplicable) -> str:
+    """Why a check does not apply, in full: the reason, what shows it, the rest, and the command."""
+    pieces = [why.reason + (f" ({'; '.join(part_text(p) for p in why.evidence[:1])})" if why.evidence else "")]
+    pieces += [why.detail] if why.detail else []
+    text = "; ".join(pieces)
+    return text + (f"; add them with `{why.command}`" if why.command else "")
+
+
+def instructions(size_: float) -> str:
+    """A number of instructions that would decide: "about 40", "over 1000", "" where none is known
+    (a measured value near its bound makes the size explode, and its exact value means nothing then)."""
+    if size_ is None or not math.isfinite(size_):
+        return ""
+    return f"over {LARGEST_SIZE_SHOWN}" if size_ > LARGEST_SIZE_SHOWN else f"about {int(size_)}"
+
+
+def instruction_count(size_: float) -> str:
+    """The same for a table's cell: "40", "over 1000", ""."""
+    if size_ is None or not math.isfinite(size_):
+        return ""
+    return f"over {LARGEST_SIZE_SHOWN}" if size_ > LARGEST_SIZE_SHOWN else str(int(size_))
+
+
+def verdict(value: Verdict | str) -> str:
+    """A verdict as the book prints it."""
+    return str(Verdict(value).value)
+
+
+def verdict_counts(verdicts: Iterable[Verdict | str]) -> str:
+    """ "2 holds, 1 does not hold, ..." in the book's order of verdicts."""
+    seen = [Verdict(v) for v in verdicts]
+    return ", ".join(f"{seen.count(v)} {v.value}" for v in Verdict if seen.count(v))
