@@ -42,7 +42,7 @@ import psutil
 import torch
 
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, plain, runner
+from analysis.extract import models, plain, preparation, runner
 from analysis.store import ResultsStore
 
 DEFAULT_CASES = [
@@ -179,7 +179,7 @@ def prepared_case(loaded, specs, n_samples, data_dir, max_length, store) -> tupl
             data_dir=data_dir,
         )
         indices = list(range(n_samples))
-        prepared, _ = runner.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir=data_dir)
+        prepared, _ = preparation.prepare_samples(loaded, plan.resolved, indices, max_length, data_dir=data_dir)
         plans.append(({**plan.identity, "n_layers": loaded.n_layers}, prepared))
         samples.extend((plan.identity["condition"], p) for p in prepared)
     return plans, samples

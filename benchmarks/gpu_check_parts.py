@@ -321,9 +321,10 @@ def forced_retry(loaded, settings, simulated_positions: int | None):
     """The runner's halving retry, recording each pass; with ``simulated_positions`` a batch of more
     padded positions raises CUDA's out-of-memory error instead of being computed (the CPU mode has
     no device memory to run out of)."""
-    from analysis.extract import gradients, models, runner
+    from analysis.extract import gradients, models
+    from analysis.extract.halving import HalvingRetry, is_out_of_memory
 
-    class RecordingRetry(runner.HalvingRetry):
+    class RecordingRetry(HalvingRetry):
         def _statistics(self, samples):
             positions = len(samples) * max(len(s.encoded.input_ids) for s in samples)
             try:
@@ -331,7 +332,7 @@ def forced_retry(loaded, settings, simulated_positions: int | None):
                     raise torch.cuda.OutOfMemoryError(f"simulated: {positions} positions over {simulated_positions}")
                 computed = super()._statistics(samples)
             except Exception as error:
-                self.passes.append([len(samples), "out of memory" if runner.is_out_of_memory(error) else repr(error)])
+                self.passes.append([len(samples), "out of memory" if is_out_of_memory(error) else repr(error)])
                 raise
             self.passes.append([len(samples), "computed"])
             return computed
@@ -348,13 +349,13 @@ def retried_rows(loaded, retry, prepared: list, settings) -> tuple:
     ``runner.compute_prepared`` passes them."""
     import pandas as pd
 
-    from analysis.extract import runner
+    from analysis.extract import preparation, runner
 
     plan = runner.memory_plan(loaded, prepared)
-    batch_size = runner.batch_size_for(loaded.device, settings.batch_size)
+    batch_size = preparation.batch_size_for(loaded.device, settings.batch_size)
     identity = {"model": loaded.name, "n_layers": loaded.n_layers}
     frames, skipped = [], []
-    for batch in runner.length_sorted_batches(
+    for batch in preparation.length_sorted_batches(
         prepared, batch_size, settings.token_budget, fits=plan.fits if plan else None
     ):
         for sample, outcome in retry.compute(batch):
@@ -411,7 +412,8 @@ def halving(context: Context, budget: Budget, shape: str) -> dict:
 def training_step(context: Context, budget: Budget, shape: str) -> dict:
     """One AdamW step of the ``training-paper`` design (every weight, its batch of 8 at 1024 tokens)
     and its CUDA memory against the plan the book states (16 bytes per weight before activations)."""
-    from analysis.extract import models, runner
+    from analysis.extract import models
+    from analysis.extract.halving import is_out_of_memory
     from analysis.profiles import TRAINING_PAPER
     from analysis.train import loop
 
@@ -428,7 +430,7 @@ def training_step(context: Context, budget: Budget, shape: str) -> dict:
                 (loss, tokens), seconds = timed(step, device)
                 outcome = {"loss": loss, "response_tokens": tokens, "seconds": seconds}
             except Exception as error:  # noqa: BLE001 - only out of memory is a result, the rest is raised
-                if not runner.is_out_of_memory(error):
+                if not is_out_of_memory(error):
                     raise
                 outcome = {"out_of_memory": str(error).splitlines()[0]}
         after = torch.cuda.memory_allocated(device) if device.type == "cuda" else None

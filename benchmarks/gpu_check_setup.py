@@ -163,9 +163,9 @@ def study_texts(data_dir, spec: str = DATA_SPEC) -> tuple[list[tuple[str, str]],
 
 
 def prepared_samples(texts: list[tuple[str, str]], lengths: list[int], seed: int = 0) -> list:
-    """One ``runner.PreparedSample`` of exactly each length: the next text long enough for the
+    """One ``preparation.PreparedSample`` of exactly each length: the next text long enough for the
     longest, as byte ids (prompt: its own bytes, at most half the sample), else seeded random ids."""
-    from analysis.extract import prompts, runner
+    from analysis.extract import preparation, prompts
 
     usable = [t for t in texts if len((t[0] + t[1]).encode()) + 1 >= max(lengths)]
     generator = torch.Generator().manual_seed(seed)
@@ -178,7 +178,7 @@ def prepared_samples(texts: list[tuple[str, str]], lengths: list[int], seed: int
         else:
             ids = [BOS] + torch.randint(BYTE_OFFSET, 256 + BYTE_OFFSET, (length - 1,), generator=generator).tolist()
             prompt_length = length // 4
-        prepared.append(runner.PreparedSample(index, prompts.EncodedSample(ids, prompt_length)))
+        prepared.append(preparation.PreparedSample(index, prompts.EncodedSample(ids, prompt_length)))
     return prepared
 
 
@@ -199,11 +199,11 @@ def timed(function: Callable, device: torch.device):
 def planned_batches(loaded, prepared: list, settings) -> list[int]:
     """The sizes of the batches the runner forms for these samples under ``settings`` (with the
     device's memory plan on a GPU), as ``runner.compute_prepared`` forms them."""
-    from analysis.extract import runner
+    from analysis.extract import preparation, runner
 
     plan = runner.memory_plan(loaded, prepared)
-    batch_size = runner.batch_size_for(loaded.device, settings.batch_size)
-    batches = runner.length_sorted_batches(
+    batch_size = preparation.batch_size_for(loaded.device, settings.batch_size)
+    batches = preparation.length_sorted_batches(
         prepared, batch_size, settings.token_budget, fits=plan.fits if plan else None
     )
     return [len(batch) for batch in batches]

@@ -24,7 +24,7 @@ from conftest import CHAT_TEMPLATE, char_tokenizer
 from analysis import cli, profiles, runlog
 from analysis.core import registry
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import architectures, gradients, models, plain, runner, spectra
+from analysis.extract import architectures, gradients, models, plain, preparation, runner, spectra
 from analysis.store import ResultsStore, read_results
 from analysis.study import pipeline
 
@@ -123,7 +123,7 @@ def records_file(tmp_path_factory) -> Path:
     return path
 
 
-def largest_difference(frame, loaded: models.LoadedModel, prepared: list[runner.PreparedSample]) -> float:
+def largest_difference(frame, loaded: models.LoadedModel, prepared: list[preparation.PreparedSample]) -> float:
     """Largest relative difference of any stored statistic (and loss) to the plain procedure."""
     worst = 0.0
     for sample in prepared:
@@ -159,7 +159,7 @@ def test_stored_statistics_equal_the_plain_procedure(architecture, model_dirs, r
     assert summary.computed == len(RECORDS) and not summary.skipped
     frame = read_results(tmp_path / "results")
     plan = runner.plan_run(loaded.name, "base", str(records_file), store, settings=ExtractionSettings(max_length=128))
-    prepared, _ = runner.prepare_samples(loaded, plan.resolved, list(range(len(RECORDS))), 128)
+    prepared, _ = preparation.prepare_samples(loaded, plan.resolved, list(range(len(RECORDS))), 128)
     if architecture == "gemma2":
         assert min(len(s.encoded.input_ids) for s in prepared) > 2 * SLIDING_WINDOW
     worst = largest_difference(frame, loaded, prepared)

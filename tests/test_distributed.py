@@ -22,8 +22,9 @@ from faults import injection
 from analysis import cli
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import distributed, models, runner
-from analysis.store import ResultsStore, StoreError, read_results, read_skipped
+from analysis.extract import distributed, models, preparation, runner
+from analysis.store import ResultsStore, read_results, read_skipped
+from analysis.store_errors import StoreError
 
 CONDITIONS = ["aqua/none/correct", "aqua/detailed/correct", "aqua/detailed_cut_simplified/correct"]
 PRESTORED = "aqua/none/correct"  # two of its samples are stored before the run, as by an interrupted one
@@ -176,13 +177,13 @@ def test_a_shard_rebatches_into_the_batches_a_single_process_run_forms():
     samples = [
         SimpleNamespace(index=i, encoded=SimpleNamespace(input_ids=[0] * rng.randint(5, 200))) for i in range(60)
     ]
-    whole_run = runner.length_sorted_batches(samples, batch_size=4, token_budget=300)
+    whole_run = preparation.length_sorted_batches(samples, batch_size=4, token_budget=300)
     shards = distributed.shards_of([[s.index for s in batch] for batch in whole_run], shard_size=7)
     assert sorted(i for shard in shards for i in shard) == list(range(60))
     expected = {tuple(s.index for s in batch) for batch in whole_run}
     for shard in shards:
         assert len(shard) >= 7 or shard is shards[-1]
-        again = runner.length_sorted_batches([samples[i] for i in shard], batch_size=4, token_budget=300)
+        again = preparation.length_sorted_batches([samples[i] for i in shard], batch_size=4, token_budget=300)
         assert {tuple(s.index for s in batch) for batch in again} <= expected
 
 

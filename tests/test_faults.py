@@ -13,7 +13,7 @@ TIMED_WRITES = """
 import sys, time
 from pathlib import Path
 import pandas as pd
-from analysis import store
+from analysis import store, store_files
 out = Path(sys.argv[1])
 results = store.ResultsStore(out)
 key = store.RunKey("m", "d", "s", "correct", 8, "base")
@@ -22,7 +22,7 @@ started = time.perf_counter()
 results.write(key, frame, None)
 part = time.perf_counter() - started
 started = time.perf_counter()
-store._atomic_write_bytes(out / "other.json", b"{}")
+store_files._atomic_write_bytes(out / "other.json", b"{}")
 print(part, time.perf_counter() - started)
 """
 

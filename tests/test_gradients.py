@@ -4,7 +4,7 @@ import pytest
 import torch
 from conftest import tiny_model
 
-from analysis.extract import gradients, plain, prompts, runner
+from analysis.extract import gradients, plain, preparation, prompts, runner
 
 SAMPLES = [(list(range(5, 12)), 3), (list(range(3, 43)), 10), (list(range(2, 90)), 60), (list(range(7, 30)), 22)]
 
@@ -19,7 +19,7 @@ def test_batch_of_four_mixed_lengths_equals_plain_procedure(kind):
         expected = plain.reference_statistics(model, ids, prompt_length)
         assert result.failure is None
         assert result.loss == pytest.approx(expected.loss, rel=1e-5)
-        sample = runner.PreparedSample(0, prompts.EncodedSample(ids, prompt_length))
+        sample = preparation.PreparedSample(0, prompts.EncodedSample(ids, prompt_length))
         rows = runner.sample_rows(result, sample, {}, model.config.num_hidden_layers)
         worst = max(worst, plain.largest_relative_difference(rows, expected))
     assert worst < 1e-4

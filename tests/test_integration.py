@@ -5,7 +5,7 @@ import torch
 
 from analysis import cli
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, plain, runner, spectra
+from analysis.extract import models, plain, preparation, runner, spectra
 from analysis.store import ResultsStore, read_results
 
 pytestmark = pytest.mark.slow
@@ -53,7 +53,7 @@ def test_extract_on_offline_model_matches_plain_procedure(name, n_layers, study_
         data_dir=study_data_dir,
     )
     assert sorted(plan.todo) == sorted(set(frame["sample_index"]))  # the same seeded sample of the file
-    prepared, _ = runner.prepare_samples(loaded, plan.resolved, plan.todo, 1024)
+    prepared, _ = preparation.prepare_samples(loaded, plan.resolved, plan.todo, 1024)
     worst = 0.0
     for sample in prepared:
         rows = frame[frame["sample_index"] == sample.index]

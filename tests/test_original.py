@@ -342,7 +342,7 @@ def test_an_imported_profile_computes_nothing_and_needs_an_import(tree, study_da
 
 def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_data_dir, tmp_path):
     from analysis.report.load import lacks, load_results, origin_note
-    from analysis.store import export_parquet
+    from analysis.store_files import export_parquet
 
     run_import(tree, tmp_path / "out", study_data_dir)
     exported = export_parquet(tmp_path / "out", tmp_path / "book" / "results.parquet")

@@ -25,7 +25,8 @@ from synthetic import make_results
 from analysis import cli, data, profiles
 from analysis.core import registry
 from analysis.report import figures, provenance
-from analysis.store import ResultsStore, RunKey, export_parquet
+from analysis.store import ResultsStore, RunKey
+from analysis.store_files import export_parquet
 from tests import original_format as fmt
 
 ROOT = Path(__file__).resolve().parents[1]

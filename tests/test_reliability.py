@@ -37,7 +37,8 @@ from faults.injection import WRITE_HOLD_ENV, WRITE_PAUSE_ENV, child_environment
 
 from analysis import cli
 from analysis.extract import gradients, models
-from analysis.store import StoreError, read_results, read_skipped
+from analysis.store import read_results, read_skipped
+from analysis.store_errors import StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 FORKSERVER = ROOT / "tests" / "faults" / "forkserver.py"

@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, runner
+from analysis.extract import models, preparation, prompts, runner
 from analysis.store import ResultsStore, read_results, read_skipped
 
 SCHEMA = [
@@ -156,16 +156,16 @@ def test_length_control_cuts_to_reference_token_counts(tiny, study_data_dir, tmp
 
 def test_length_sorted_batches_respect_size_and_budget():
     samples = [
-        runner.PreparedSample(i, runner.prompts.EncodedSample([0] * n, 1)) for i, n in enumerate([5, 50, 6, 7, 400])
+        preparation.PreparedSample(i, prompts.EncodedSample([0] * n, 1)) for i, n in enumerate([5, 50, 6, 7, 400])
     ]
-    batches = runner.length_sorted_batches(samples, batch_size=2, token_budget=120, max_padding=10.0)
+    batches = preparation.length_sorted_batches(samples, batch_size=2, token_budget=120, max_padding=10.0)
     assert [[s.index for s in b] for b in batches] == [[0, 2], [3, 1], [4]]
 
 
 def test_length_sorted_batches_limit_padding():
     lengths = [100, 104, 109, 140, 150, 600]
-    samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * n, 1)) for i, n in enumerate(lengths)]
-    batches = runner.length_sorted_batches(samples, batch_size=8, token_budget=4096)
+    samples = [preparation.PreparedSample(i, prompts.EncodedSample([0] * n, 1)) for i, n in enumerate(lengths)]
+    batches = preparation.length_sorted_batches(samples, batch_size=8, token_budget=4096)
     assert [[s.index for s in b] for b in batches] == [[0, 1, 2], [3, 4], [5]]
     for batch in batches:
         real = sum(len(s.encoded.input_ids) for s in batch)
@@ -173,9 +173,9 @@ def test_length_sorted_batches_limit_padding():
 
 
 def test_batch_size_defaults_to_one_sample_on_a_cpu():
-    assert runner.batch_size_for("cpu") == 1
-    assert runner.batch_size_for(torch.device("cuda", 0)) == runner.GPU_BATCH_SIZE
-    assert runner.batch_size_for("cpu", 4) == 4
+    assert preparation.batch_size_for("cpu") == 1
+    assert preparation.batch_size_for(torch.device("cuda", 0)) == preparation.GPU_BATCH_SIZE
+    assert preparation.batch_size_for("cpu", 4) == 4
 
 
 def _out_of_memory_above(limit: int, original, calls: list):
@@ -241,7 +241,7 @@ def test_a_sample_that_does_not_fit_alone_is_recorded_not_dropped(tiny, study_da
     plan = runner.plan_run(
         tiny.name, "base", "aqua/none/correct", store, settings=ExtractionSettings(4), data_dir=study_data_dir
     )
-    prepared, _ = runner.prepare_samples(tiny, plan.resolved, plan.todo, 1024)
+    prepared, _ = preparation.prepare_samples(tiny, plan.resolved, plan.todo, 1024)
     longest = max(len(s.encoded.input_ids) for s in prepared)
     monkeypatch.setattr(runner.gradients, "batch_statistics", statistics)
     summary = runner.extract(
@@ -292,14 +292,14 @@ def test_other_errors_are_not_taken_for_out_of_memory(tiny, study_data_dir, tmp_
 
 
 def test_batches_follow_the_memory_plan():
-    samples = [runner.PreparedSample(i, runner.prompts.EncodedSample([0] * 100, 1)) for i in range(8)]
+    samples = [preparation.PreparedSample(i, prompts.EncodedSample([0] * 100, 1)) for i in range(8)]
     plan = runner.batching.MemoryPlan(budget_bytes=3 * 100 * 10.0, bytes_per_token=10.0, bytes_per_token_pair=0.0)
-    batches = runner.length_sorted_batches(samples, batch_size=8, token_budget=8192, fits=plan.fits)
+    batches = preparation.length_sorted_batches(samples, batch_size=8, token_budget=8192, fits=plan.fits)
     assert [len(b) for b in batches] == [3, 3, 2]
 
 
 def test_no_memory_plan_on_a_cpu(tiny):
-    samples = [runner.PreparedSample(0, runner.prompts.EncodedSample([0] * 10, 1))]
+    samples = [preparation.PreparedSample(0, prompts.EncodedSample([0] * 10, 1))]
     assert runner.memory_plan(tiny, samples) is None
 
 

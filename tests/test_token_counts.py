@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import cli, runlog, store
+from analysis import cli, runlog, store_files
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, runner, token_counts
 from analysis.store import ResultsStore, read_results
@@ -136,7 +136,7 @@ def test_add_token_counts_fills_an_existing_store_part_by_part(
     fill = ["add-token-counts", "--store", str(out), "--data-dir", str(study_data_dir)]
     fill += ["--tokenizer", f"qwen2_1_5b={folder}"]  # an original folder name, a local folder
     # a crash after the first part's rename: that part holds R, the others are as they were
-    real, renamed = store._fsync_and_replace, []
+    real, renamed = store_files._fsync_and_replace, []
 
     def crash_on_second(temporary, final):
         if renamed:
@@ -144,9 +144,9 @@ def test_add_token_counts_fills_an_existing_store_part_by_part(
         renamed.append(final)
         real(temporary, final)
 
-    monkeypatch.setattr(store, "_fsync_and_replace", crash_on_second)
+    monkeypatch.setattr(store_files, "_fsync_and_replace", crash_on_second)
     assert cli.main(fill) == 130
-    monkeypatch.setattr(store, "_fsync_and_replace", real)
+    monkeypatch.setattr(store_files, "_fsync_and_replace", real)
     rows = read_results(out)
     assert len(rows) == len(extracted) and rows["n_response_tokens"].notna().sum() == len(rows) // 4
     capsys.readouterr()

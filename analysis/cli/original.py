@@ -141,7 +141,8 @@ def run_add_token_counts(args: argparse.Namespace) -> int:
     from analysis import runlog
     from analysis.extract import token_counts
     from analysis.extract.original_sources import model_for
-    from analysis.store import ResultsStore, StoreError
+    from analysis.store import ResultsStore
+    from analysis.store_errors import StoreError
 
     store = ResultsStore(args.store, create=False)
     if not (store.root / "store.json").is_file():

@@ -6,7 +6,7 @@ projection, the logits of the positions that carry a loss and, with eager attent
 T x T attention scores per layer. :func:`plan_for` estimates these from the model's config and
 compares them with the memory the device reports free once the model is loaded, so that a 9B
 model in float32 runs fewer samples per pass by itself instead of running out of memory. The
-estimate errs high; what it misses is caught by the halving retry in ``analysis.extract.runner``.
+estimate errs high; what it misses is caught by the halving retry in ``analysis.extract.halving``.
 """
 
 from __future__ import annotations

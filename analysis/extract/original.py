@@ -52,7 +52,8 @@ from analysis.extract.original_sources import (
     streamed,
 )
 from analysis.extract.token_counts import TokenCounter
-from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
+from analysis.store import ResultsStore, RunKey, run_labels, skip_record
+from analysis.store_errors import StoreError
 
 # The file's statistic -> the store's column, and the columns the files do not hold (analysis.core.layer_stats).
 FIELD_STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}

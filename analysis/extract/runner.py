@@ -3,12 +3,13 @@
 ``extract`` is what ``python -m analysis extract`` and the notebooks' batch runs call. It is
 resumable: samples already in the store (or recorded as skipped) are not computed again, and
 results are flushed to the store in parts as they are computed, so an interrupted run loses at
-most the samples since its last flush.
+most the samples since its last flush. The samples are encoded and batched by
+:mod:`analysis.extract.preparation`; a batch that runs out of memory is halved by
+:mod:`analysis.extract.halving`.
 """
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from collections.abc import Callable
@@ -23,9 +24,12 @@ from analysis import data, sample_draws
 from analysis.core import layer_stats, registry
 from analysis.core.settings import ExtractionSettings
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.extract import batching, gradients, models, prompts
+from analysis.extract import batching, gradients, models
+from analysis.extract.halving import OUT_OF_MEMORY, HalvingRetry
+from analysis.extract.preparation import PreparedSample, batch_size_for, length_sorted_batches, prepare_samples
 from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
-from analysis.store import ResultsStore, RunKey, StoreError, run_labels, skip_record
+from analysis.store import ResultsStore, RunKey, run_labels, skip_record
+from analysis.store_errors import StoreError
 
 # The per-sample columns of analysis.core.layer_stats: how each is read off a computed sample.
 SAMPLE_VALUES: dict[str, Callable] = {
@@ -36,7 +40,6 @@ SAMPLE_VALUES: dict[str, Callable] = {
     "n_tokens": lambda stats, sample: len(sample.encoded.input_ids),
     "n_response_tokens": lambda stats, sample: sample.encoded.n_response_tokens,
 }
-OUT_OF_MEMORY = "out of memory"  # how a skip for lack of memory begins
 
 
 @dataclass
@@ -96,111 +99,6 @@ class ShardWriter:
         # place, a flush that follows must not write those samples a second time.
         self.rows, self.skips, self.pending = [], [], 0
         self.store.write(self.key, rows, skips)
-
-
-@dataclass
-class PreparedSample:
-    index: int
-    encoded: prompts.EncodedSample
-
-
-def prepare_samples(
-    loaded: models.LoadedModel,
-    resolved: data.ResolvedData,
-    indices: list[int],
-    max_length: int,
-    *,
-    data_dir=None,
-) -> tuple[list[PreparedSample], dict[int, str]]:
-    """Encode the chosen samples; those with no scored token left are returned as skips (an
-    answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer)."""
-    records = data.condition_records(resolved.condition, resolved.path, data_dir)
-    limits = response_limits(loaded, resolved.condition, indices, max_length, data_dir=data_dir)
-    prepared, skips = [], {}
-    for index in indices:
-        record = records[index]
-        instruction = prompts.instruction_text(record.instruction, record.input)
-        prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
-        if record.answer_start is None:
-            encoded = prompts.encode(
-                loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
-            )
-            truncated = f"response truncated away: prompt has {encoded.prompt_length} tokens"
-        else:
-            encoded = prompts.encode_answer(
-                loaded.tokenizer, prompt, record.output, answer_start=record.answer_start, max_length=max_length
-            )
-            truncated = f"answer truncated away: the text has more than {max_length} tokens"
-        if encoded.n_response_tokens == 0:
-            skips[index] = f"{truncated}, max_length is {max_length}"
-        else:
-            prepared.append(PreparedSample(index, encoded))
-    return prepared, skips
-
-
-def response_limits(loaded, condition: data.Condition, indices, max_length, *, data_dir=None) -> dict[int, int]:
-    """For a length-control condition, each sample's response token cap (its reference's count)."""
-    if condition.length_reference is None:
-        return {}
-    reference = data.resolve(condition.length_reference, data_dir)
-    records = data.load_records(reference.path)
-    limits = {}
-    for index in indices:
-        record = records[index]
-        instruction = prompts.instruction_text(record.instruction, record.input)
-        prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
-        limits[index] = prompts.response_token_count(loaded.tokenizer, prompt, record.output, max_length)
-    return limits
-
-
-# Samples per forward/backward pass when none is given. On a CPU, batching saves nothing (each
-# matrix product is already large) while the larger activations cost memory bandwidth: two
-# Detailed-CoT samples of Gemma 3 270M took 30% longer together than one after the other.
-CPU_BATCH_SIZE = 1
-GPU_BATCH_SIZE = 8
-
-
-def batch_size_for(device: torch.device | str, batch_size: int | None = None) -> int:
-    """``batch_size`` when given, else the default for the device (1 on a CPU, 8 on a GPU)."""
-    if batch_size is not None:
-        return batch_size
-    return CPU_BATCH_SIZE if torch.device(device).type == "cpu" else GPU_BATCH_SIZE
-
-
-# At most this fraction of a batch's positions may be padding: padded positions cost as much
-# compute as real ones, and on a CPU batching saves nothing that would pay for them.
-MAX_PADDING = 0.1
-
-
-def length_sorted_batches(
-    samples: list[PreparedSample],
-    batch_size: int,
-    token_budget: int,
-    *,
-    max_padding: float = MAX_PADDING,
-    fits: Callable[[int, int], bool] | None = None,
-) -> list[list[PreparedSample]]:
-    """Batches of samples of similar length.
-
-    A batch holds at most ``batch_size`` samples and ``token_budget`` padded positions, of which
-    at most a ``max_padding`` fraction are padding; with ``fits`` (n_samples, longest) -> bool,
-    only batches that it accepts (a device's memory plan, see :mod:`analysis.extract.batching`).
-    """
-    ordered = sorted(samples, key=lambda s: len(s.encoded.input_ids))
-    batches: list[list[PreparedSample]] = []
-    current: list[PreparedSample] = []
-    for sample in ordered:
-        lengths = [len(s.encoded.input_ids) for s in current] + [len(sample.encoded.input_ids)]
-        padded = max(lengths) * len(lengths)
-        too_big = len(lengths) > batch_size or padded > token_budget
-        too_big = too_big or (fits is not None and not fits(len(lengths), max(lengths)))
-        if current and (too_big or padded > (1 + max_padding) * sum(lengths)):
-            batches.append(current)
-            current = []
-        current.append(sample)
-    if current:
-        batches.append(current)
-    return batches
 
 
 def sample_rows(
@@ -350,93 +248,6 @@ def memory_plan(loaded: models.LoadedModel, prepared: list[PreparedSample]) -> b
         return None
     longest = max(len(s.encoded.input_ids) for s in prepared)
     return batching.plan_for(loaded.model.config, loaded.attention, loaded.device, longest)
-
-
-def is_out_of_memory(error: BaseException) -> bool:
-    """Whether an error is the device running out of memory (CUDA's error, or a RuntimeError saying so)."""
-    return isinstance(error, torch.cuda.OutOfMemoryError) or (
-        isinstance(error, RuntimeError) and "out of memory" in str(error).lower()
-    )
-
-
-def release_memory(device: torch.device) -> None:
-    """Give the memory of a failed pass back to the device before the next try."""
-    gc.collect()
-    if device.type == "cuda":
-        torch.cuda.empty_cache()
-
-
-class HalvingRetry:
-    """Per-sample statistics of a batch, halving it and computing each half again on out-of-memory.
-
-    A single sample that still does not fit is reported with the reason, never dropped. After a
-    batch of N padded positions runs out of memory, later batches of N positions or more are
-    split before they are tried, so one misjudged size costs one failed pass, not one per batch.
-    """
-
-    def __init__(
-        self,
-        loaded: models.LoadedModel,
-        projections,
-        pad_id: int,
-        *,
-        entry_stats: bool,
-        keep_spectra: bool = False,
-        token_energy_passes: int = 0,
-    ):
-        self.loaded = loaded
-        self.projections = projections
-        self.pad_id = pad_id
-        self.entry_stats = entry_stats
-        self.keep_spectra = keep_spectra
-        self.token_energy_passes = token_energy_passes
-        self.failed_positions: int | None = None  # smallest padded size that ran out of memory
-
-    def compute(
-        self, samples: list[PreparedSample]
-    ) -> list[tuple[PreparedSample, gradients.SampleGradientStats | str]]:
-        """(sample, statistics) per sample, or (sample, reason) for one that does not fit alone."""
-        positions = len(samples) * max(len(s.encoded.input_ids) for s in samples)
-        if len(samples) > 1 and self.failed_positions is not None and positions >= self.failed_positions:
-            return self._halves(samples)
-        try:
-            return list(zip(samples, self._statistics(samples)))
-        except Exception as error:  # noqa: BLE001 - only out-of-memory errors are handled, others re-raised
-            if not is_out_of_memory(error):
-                raise
-            message = str(error).splitlines()[0] if str(error) else type(error).__name__
-        # outside the except block, so that the failed pass's tensors are no longer referenced
-        release_memory(self.loaded.device)
-        self.failed_positions = positions if self.failed_positions is None else min(self.failed_positions, positions)
-        if len(samples) == 1:
-            tokens = len(samples[0].encoded.input_ids)
-            return [
-                (
-                    samples[0],
-                    f"{OUT_OF_MEMORY}: one sample of {tokens} tokens does not fit on {self.loaded.device} ({message})",
-                )
-            ]
-        return self._halves(samples)
-
-    def _halves(self, samples: list[PreparedSample]) -> list:
-        middle = (len(samples) + 1) // 2
-        return self.compute(samples[:middle]) + self.compute(samples[middle:])
-
-    def _statistics(self, samples: list[PreparedSample]) -> list[gradients.SampleGradientStats]:
-        batch = gradients.make_batch(
-            [s.encoded.input_ids for s in samples],
-            [s.encoded.prompt_length for s in samples],
-            self.pad_id,
-            self.loaded.device,
-        )
-        return gradients.batch_statistics(
-            self.loaded.model,
-            batch,
-            self.projections,
-            entry_stats=self.entry_stats,
-            keep_spectra=self.keep_spectra,
-            token_energy_passes=self.token_energy_passes,
-        )
 
 
 def skip_label(reason: str) -> str:

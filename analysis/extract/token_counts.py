@@ -22,11 +22,11 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import data
-from analysis import store as results_store
+from analysis import data, store_files
 from analysis.core import registry
 from analysis.extract import architectures, prompts
-from analysis.store import ResultsStore, RunKey, StoreError
+from analysis.store import ResultsStore, RunKey
+from analysis.store_errors import StoreError
 
 COLUMN = "n_response_tokens"
 COMMAND = "python -m analysis add-token-counts"
@@ -151,7 +151,7 @@ def _rewrite(path: Path, table: pa.Table, counts: np.ndarray) -> None:
     )
     temporary = path.with_name(f".part-{uuid.uuid4().hex[:12]}.tmp")
     pq.write_table(table, temporary)
-    results_store._fsync_and_replace(temporary, path)  # the store's own atomic rename (fsync'd)
+    store_files._fsync_and_replace(temporary, path)  # the store's own atomic rename (fsync'd)
 
 
 def add_to_store(
@@ -163,7 +163,7 @@ def add_to_store(
     for key, directory in _runs(store).items():
         first = sorted(directory.glob("part-*.parquet"))[0]
         labels = (
-            results_store._reading(first, pq.read_table, columns=["model", "condition", "data_sha256"])
+            store_files._reading(first, pq.read_table, columns=["model", "condition", "data_sha256"])
             .slice(0, 1)
             .to_pylist()[0]
         )
@@ -188,7 +188,7 @@ def _add_to_run(parts: list[Path], key: RunKey, labels: dict, counter: TokenCoun
     """The token counts of one run's parts that lack some, each part rewritten whole."""
     records = None
     for path in parts:
-        table = results_store._reading(path, pq.read_table)  # a damaged part: named
+        table = store_files._reading(path, pq.read_table)  # a damaged part: named
         ids = np.asarray(table.column("sample_index").to_pylist(), dtype=int)
         if COLUMN in table.column_names:
             stored = np.asarray(table.column(COLUMN).to_numpy(zero_copy_only=False), dtype=float)

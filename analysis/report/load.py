@@ -13,7 +13,9 @@ from analysis import data, sample_draws
 from analysis.core import layer_stats
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
-from analysis.store import ResultsStore, StoreError, is_exported_file, null_columns, read_exported
+from analysis.store import ResultsStore
+from analysis.store_errors import StoreError
+from analysis.store_files import is_exported_file, null_columns, read_exported
 
 OFFLINE_NOTE = (
     "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "

@@ -33,7 +33,8 @@ from analysis.extract import models, runner
 from analysis.extract.threads import ThreadChoice
 from analysis.profiles import Profile
 from analysis.report.coverage import HUB_SOURCE
-from analysis.store import ResultsStore, export_parquet
+from analysis.store import ResultsStore
+from analysis.store_files import export_parquet
 from analysis.study import your_data
 from analysis.study.book import (
     BOOK_EXPORT,

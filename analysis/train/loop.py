@@ -1,6 +1,6 @@
 """Supervised fine-tuning of one model on one study condition, with probes at checkpoints.
 
-The samples are encoded exactly as the extraction encodes them (``runner.prepare_samples``: the
+The samples are encoded exactly as the extraction encodes them (``preparation.prepare_samples``: the
 same templates, ``max_length`` and, for a length-control arm, the same response caps), and the
 loss is the extraction's (``gradients.per_sample_losses``: response tokens only, each sample's
 mean), averaged over the batch. Every weight is trained with AdamW. The probe instructions are
@@ -36,7 +36,7 @@ from tqdm.auto import tqdm
 from analysis import data
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
-from analysis.extract import gradients, models, runner
+from analysis.extract import gradients, models, preparation, runner
 from analysis.store import ResultsStore
 from analysis.train import checkpoint, run_tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId
@@ -135,7 +135,7 @@ def frozen(model: torch.nn.Module) -> Iterator[None]:
 
 
 def train_step(
-    loaded: models.LoadedModel, optimizer: torch.optim.Optimizer, samples: list[runner.PreparedSample], pad_id: int
+    loaded: models.LoadedModel, optimizer: torch.optim.Optimizer, samples: list[preparation.PreparedSample], pad_id: int
 ) -> tuple[float, int]:
     """One AdamW step on a batch; (the batch's loss before the step, its response tokens)."""
     batch = gradients.make_batch(
@@ -260,9 +260,11 @@ def _training_samples(
     settings: TrainingSettings,
     extraction: ExtractionSettings,
     data_dir,
-) -> tuple[list[runner.PreparedSample], dict[int, str]]:
+) -> tuple[list[preparation.PreparedSample], dict[int, str]]:
     """The prepared training samples and the skipped ones; a StudyError if they make no batch."""
-    samples, skipped = runner.prepare_samples(loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir)
+    samples, skipped = preparation.prepare_samples(
+        loaded, resolved, train_ids, extraction.max_length, data_dir=data_dir
+    )
     if len(samples) < settings.batch_size:
         raise StudyError(
             f"{run.condition}: {len(samples)} training samples keep a response within max_length "

@@ -34,7 +34,7 @@ from analysis import data, sample_draws
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import runner
+from analysis.extract import preparation, runner
 from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges  # noqa: F401
 from analysis.extract.distributed.work import (  # noqa: F401
     Job,
@@ -199,7 +199,9 @@ def _run_on_ray(ray, work: Dispatch) -> None:
         count = min(layout.count, options.max_workers or layout.count, sum(len(t.indices) for t in work.tasks))
         work.report.layout = WorkerLayout(count, layout.num_cpus, layout.num_gpus).describe()
         worker = WorkerSettings(
-            settings.but(device=layout.device, batch_size=runner.batch_size_for(layout.device, settings.batch_size)),
+            settings.but(
+                device=layout.device, batch_size=preparation.batch_size_for(layout.device, settings.batch_size)
+            ),
             str(data.data_dir(options.data_dir).resolve()),
             options.trust_remote_code,
         )

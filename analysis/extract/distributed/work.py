@@ -19,7 +19,7 @@ from analysis import data
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, runner
+from analysis.extract import models, preparation, runner
 from analysis.store import RunKey
 
 MAX_CPUS_PER_GPU_WORKER = 4
@@ -176,11 +176,11 @@ class ShardWorker:
         plan = self._plan(task)
         batches, frames, skipped = [], [], []
         if task.kind == "batches":
-            prepared, skips = runner.prepare_samples(
+            prepared, skips = preparation.prepare_samples(
                 self.loaded, plan.resolved, plan.todo, plan.identity["max_length"], data_dir=self.settings.data_dir
             )
             extraction = self.settings.extraction
-            groups = runner.length_sorted_batches(prepared, extraction.batch_size, extraction.token_budget)
+            groups = preparation.length_sorted_batches(prepared, extraction.batch_size, extraction.token_budget)
             batches = [tuple(sample.index for sample in group) for group in groups]
             skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
         else:
