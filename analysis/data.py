@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import BinaryIO
+from typing import IO
 
 import numpy as np
 
@@ -227,7 +227,7 @@ def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
         return stream_sha256(handle, chunk)
 
 
-def stream_sha256(handle: BinaryIO, chunk: int = 1 << 22) -> str:
+def stream_sha256(handle: IO[bytes], chunk: int = 1 << 22) -> str:
     """sha256 hex digest of an open binary stream's remaining bytes, read in chunks."""
     digest = hashlib.sha256()
     while block := handle.read(chunk):

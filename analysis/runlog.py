@@ -100,7 +100,7 @@ class RunRecord:
     def finish(self) -> None:
         self.finished = datetime.now(timezone.utc).isoformat()
 
-    def elapsed(self) -> float | None:
+    def elapsed(self) -> float:
         """Wall seconds: recorded when the run finished, else from its start until now."""
         if self.finished and self.wall_seconds is not None:
             return self.wall_seconds

@@ -1,4 +1,5 @@
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import nbformat
@@ -309,3 +310,9 @@ def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
         assert pipeline.source_runner(training, executor) is pipeline.train_profile
     with pytest.raises(StudyError, match="unknown executor 'dask'"):
         pipeline.source_runner(quick, "dask")
+
+
+def test_a_training_run_of_a_profile_without_training_settings_stops_with_one_line(tmp_path):
+    profile = replace(profiles.get_profile("training"), training=None)
+    with pytest.raises(StudyError, match="training: a training run needs the profile's training settings"):
+        pipeline.train_profile(profile, tmp_path, say=lambda line: None)

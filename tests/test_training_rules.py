@@ -7,7 +7,7 @@ import numpy as np
 
 from analysis.findings import calibration, checks, stated_rates, training
 from analysis.findings.calibration import training_calibration
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, decide
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, decide
 from analysis.train.naming import TrainingRunId
 
 
@@ -52,6 +52,15 @@ def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_appl
         rng, 8, 5, 8, effects=training_calibration.Effects(gap=0.5, gap_change=-0.5)
     )
     assert training_calibration.verdicts_of_tables(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
+
+
+def test_tables_without_the_step_0_probes_of_the_none_setting_leave_t1_and_t3_unresolved():
+    rng = np.random.default_rng(1)
+    effects = training_calibration.Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
+    probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
+    kept = probes[~((probes["setting"] == "none") & (probes["step"] == 0))]
+    found = training_calibration.verdicts_of_tables(kept, change)
+    assert found == {"rank correlation": UNRESOLVED, "arm change": HOLDS, "probe gap": UNRESOLVED}
 
 
 SMALL_DESIGN = training_calibration.TrainingDesign(5, 5, 8)

@@ -4,6 +4,7 @@ Ray workers and the your-data run, with one default for each setting."""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass, fields, replace
+from typing import Any
 
 from analysis.core.errors import StudyError
 
@@ -119,4 +120,6 @@ class TrainingSettings:
     def from_dict(cls, values: dict) -> TrainingSettings:
         """Settings from a run log's record (names of other versions are ignored)."""
         known = {f.name for f in fields(cls)}
-        return cls(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known})
+        # A run log's JSON holds the tuples as lists.
+        kept: dict[str, Any] = {k: tuple(v) if isinstance(v, list) else v for k, v in values.items() if k in known}
+        return cls(**kept)

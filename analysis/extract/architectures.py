@@ -65,8 +65,8 @@ class Architecture:
         match = re.search(self.projections, module_name)
         return (int(match.group(1)), match.group(2)) if match else None
 
-    def original_name(self, layer: int, proj: str) -> str:
-        """The original study's name of a (layer, projection)'s weight."""
+    def original_name(self, layer: int | str, proj: str) -> str:
+        """The original study's name of a (layer, projection)'s weight (or a pattern of them, e.g. ``"<i>"``)."""
         return self.original_parameter.format(layer=layer, proj=proj)
 
     def original_key(self, parameter: str) -> tuple[int, str] | None:

@@ -17,6 +17,7 @@ import importlib.util
 import json
 import os
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -193,6 +194,7 @@ def model_source(name: str) -> tuple[str | Path, str | None]:
     """Where to load a model from, and how its revision is named when it is not a hub commit."""
     if name in OFFLINE_MODELS:
         package = OFFLINE_MODELS[name].offline_package
+        assert package is not None, "every offline model comes in a package"
         try:
             version = importlib.metadata.version(package)
         except importlib.metadata.PackageNotFoundError:
@@ -252,12 +254,13 @@ def load_error_message(name: str, revision: str | None, error: BaseException) ->
     return f"cannot load model {name!r}: {error}".splitlines()[0]
 
 
-def _exception_chain(error: BaseException):
+def _exception_chain(error: BaseException) -> Iterator[BaseException]:
     seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        yield error
-        error = error.__cause__ or error.__context__
+    link: BaseException | None = error
+    while link is not None and id(link) not in seen:
+        seen.add(id(link))
+        yield link
+        link = link.__cause__ or link.__context__
 
 
 def _hub_cache_dir() -> str:

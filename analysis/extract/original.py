@@ -161,14 +161,20 @@ class ParsedFile:
 
 
 @dataclass(frozen=True)
-class Line:
-    """What one line of a file holds: a problem (its kind and detail), or a record's statistics."""
+class Rejected:
+    """A line of a file that holds no sample: its problem (kind and detail)."""
 
-    problem: str | None = None
+    problem: str
     detail: str = ""
-    item: dict | None = None
-    values: np.ndarray | None = None
-    loss: float = math.nan
+
+
+@dataclass(frozen=True)
+class Line:
+    """A line of a file that holds a sample: its record and the record's statistics."""
+
+    item: dict
+    values: np.ndarray
+    loss: float
 
 
 def _stream_lines(handle: Iterable[bytes], on_bytes: Callable[[int], None]) -> Iterator[tuple[int, bytes, bool]]:
@@ -184,17 +190,19 @@ def _stream_lines(handle: Iterable[bytes], on_bytes: Callable[[int], None]) -> I
         yield number, previous, not previous.endswith(b"\n")
 
 
-def _read_line(raw: bytes, *, unterminated: bool, n_layers: int | None, adapter: Architecture) -> Line | None:
+def _read_line(
+    raw: bytes, *, unterminated: bool, n_layers: int | None, adapter: Architecture
+) -> Line | Rejected | None:
     """One line parsed (None for a blank line); ``n_layers`` as :func:`parse_statistics` takes it."""
     if not raw.strip():
         return None
     try:
         item = json.loads(raw)
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        return Line("cut", "") if unterminated else Line("malformed", str(error))
+        return Rejected("cut", "") if unterminated else Rejected("malformed", str(error))
     outcome = parse_statistics(item, n_layers, adapter=adapter)
     if isinstance(outcome, str):
-        return Line("foreign", outcome)
+        return Rejected("foreign", outcome)
     values, loss = outcome
     return Line(item=item, values=values, loss=loss)
 
@@ -216,7 +224,7 @@ def read_lines(
         if line is None:
             continue
         report.lines += 1
-        if line.problem is not None:
+        if isinstance(line, Rejected):
             report.count(line.problem, number, line.detail)
             continue
         if parsed.n_layers is None:
@@ -250,6 +258,7 @@ def store_rows(parsed: ParsedFile, identity: dict, tokens: list[int] | None = No
     if not parsed.indices:
         return None
     n, layers, n_proj = len(parsed.indices), parsed.n_layers, len(PROJECTIONS)
+    assert layers is not None, "a file's first sample sets its layers"
     values = np.stack(parsed.values).reshape(n * layers * n_proj, len(FIELD_STATISTICS))
     per_sample = layers * n_proj
     frame = pd.DataFrame(
@@ -332,11 +341,13 @@ def import_file(
     if file.problem is not None:
         report.skipped_file = file.problem
         return report
+    model, condition = file.model, file.condition
+    assert model is not None and condition is not None, "a file's place names both where it names no problem"
     size = file.byte_size()
     report.megabytes = size / 1e6
     report.sha256 = "" if file.once else file.sha256()  # a streamed archive member is hashed as it is read
-    chosen = registry.resolve_template(file.model, template)
-    target = target_for(file.model, chosen, file.condition, data_dir, relative=file.relative, sha256=report.sha256)
+    chosen = registry.resolve_template(model, template)
+    target = target_for(model, chosen, condition, data_dir, relative=file.relative, sha256=report.sha256)
     with store.lock(target.key):
         if report.sha256 and _already_imported(store, target, report, on_bytes, size=size):
             return _recalled(report, earlier)
@@ -344,7 +355,7 @@ def import_file(
         lookup = sample_lookup(records)
         done = store.done_samples(target.key)
         repairable = done - store.done_samples(target.key, retry_reasons=(NON_FINITE_REASON,))
-        adapter = architectures.for_model_name(file.model)
+        adapter = architectures.for_model_name(model)
         with file.open() as stream:
             lines = HashingLines(stream) if file.once else stream
             parsed = read_lines(lines, report, lookup, done - repairable, on_bytes=on_bytes, adapter=adapter)
@@ -356,15 +367,15 @@ def import_file(
             del parsed.skipped[index]
         report.withheld = strict and report.rejected > 0
         if not report.withheld:
-            tokens = _token_counts(counter, file.model, chosen, records, parsed=parsed, report=report)
+            tokens = _token_counts(counter, model, chosen, records, parsed=parsed, report=report)
             rows = store_rows(parsed, target.identity, tokens)
             store.write(target.key, rows, skipped_rows(parsed, target.identity))
     report.imported = 0 if report.withheld else len(parsed.indices)
     report.repaired = 0 if report.withheld else len(repairable.intersection(parsed.indices))
     report.layers = parsed.n_layers
-    info = registry.known_model(file.model)
+    info = registry.known_model(model)
     if info is not None and info.layers and parsed.n_layers and parsed.n_layers != info.layers:
-        report.note = f"{parsed.n_layers} layers in the file, but {file.model} has {info.layers}"
+        report.note = f"{parsed.n_layers} layers in the file, but {model} has {info.layers}"
     report.seconds = time.perf_counter() - started
     return report
 

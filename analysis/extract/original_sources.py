@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path, PurePosixPath
-from typing import BinaryIO
+from typing import IO
 
 from analysis import data
 from analysis.core import registry
@@ -74,11 +74,11 @@ class OriginalFile:
     model: str | None
     condition: str | None
     problem: str | None = None  # why the file cannot be imported (unknown folder or file name)
-    opener: Callable[[], BinaryIO] | None = field(default=None, compare=False, repr=False)
+    opener: Callable[[], IO[bytes]] | None = field(default=None, compare=False, repr=False)
     size: int | None = None
     once: bool = False
 
-    def open(self) -> BinaryIO:
+    def open(self) -> IO[bytes]:
         """The file's bytes, as a binary stream."""
         return self.opener() if self.opener is not None else open(self.path, "rb")
 
@@ -119,9 +119,14 @@ def describe_place(relative: str) -> tuple[str | None, str | None, str | None]:
         known = ", ".join(TASKS)
         return model, None, f"unknown task folder or data file {task}/{stem} (tasks: {known})"
     if model is None:
-        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
+        known = _known_folders()
         return None, condition, f"unknown model folder {folder!r} (known: {known})"
     return model, condition, None
+
+
+def _known_folders() -> str:
+    """The original study's model folders, as an error message lists them."""
+    return ", ".join(info.original_folder for info in registry.PAPER_MODELS.values() if info.original_folder)
 
 
 def find_files(root: Path) -> list[OriginalFile]:
@@ -168,7 +173,7 @@ def archive_members(
                     yield file
 
 
-def _extracted(stream: tarfile.TarFile, member: tarfile.TarInfo) -> BinaryIO:
+def _extracted(stream: tarfile.TarFile, member: tarfile.TarInfo) -> IO[bytes]:
     handle = stream.extractfile(member)
     if handle is None:  # pragma: no cover - a regular file member always has a reader
         raise StudyError(f"{member.name}: cannot be read from the archive")
@@ -291,7 +296,7 @@ def _chosen(models: Iterable[str] | None, conditions: Iterable[str] | None) -> t
     model_set = {model_for(m) for m in models} if models else None
     unknown = sorted((model_set or set()) - set(registry.PAPER_MODELS))
     if unknown:
-        known = ", ".join(info.original_folder for info in registry.PAPER_MODELS.values())
+        known = _known_folders()
         raise StudyError(f"--models: unknown model {unknown[0]!r} (original folders: {known}, or registry ids)")
     condition_set = set(conditions) if conditions else None
     for key in condition_set or ():

@@ -95,18 +95,18 @@ def fit_placement(
     Folds: at most ``n_splits``, at most the instructions of the rarest class; ``n_resamples`` and
     ``seed``: the accuracy's resampling (and the folds' seed).
     """
-    y, groups = np.asarray(labels), np.asarray(groups)
+    y, group_of = np.asarray(labels), np.asarray(groups)
     present = [c for c in classes if (y == c).any()]
     if len(present) < 2:
         raise PlacementError(f"the reference samples hold {len(present)} setting(s); a classifier needs two or more")
-    n_folds = min(n_splits, *(np.unique(groups[y == c]).size for c in present))
+    n_folds = min(n_splits, *(np.unique(group_of[y == c]).size for c in present))
     if n_folds < 2:
         raise PlacementError("the reference samples need at least two instructions per setting")
     x = features.to_numpy(dtype=float)
     predicted = np.empty(y.size, dtype=object)
     probability = np.full((y.size, len(present)), np.nan)
     with threadpool_limits(1):  # small fits: BLAS threads only contend on a busy machine
-        for model, _, test_rows in out_of_fold_fits(x, y, groups, n_folds=n_folds, seed=seed, max_iter=MAX_ITER):
+        for model, _, test_rows in out_of_fold_fits(x, y, group_of, n_folds=n_folds, seed=seed, max_iter=MAX_ITER):
             if model is None:
                 raise PlacementError(
                     "a training fold holds one setting only; the reference samples need more instructions"
@@ -125,7 +125,7 @@ def fit_placement(
         tuple(present),
         features.columns,
         final,
-        accuracy_estimate(y == predicted, groups, n_resamples, seed),
+        accuracy_estimate(y == predicted, group_of, n_resamples, seed),
         out_of_fold,
         n_folds,
     )

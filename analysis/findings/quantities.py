@@ -268,8 +268,8 @@ def roughness(cd: CurveDraws, dataset: str, setting: str, proj: str, *, stat: st
 
 def mean_roughness(cd: CurveDraws, dataset: str, setting: str) -> Estimate | None:
     """``roughness`` averaged over q, k, v, o."""
-    each = [roughness(cd, dataset, setting, p) for p in PROJECTIONS]
-    if any(e is None for e in each):
+    each = [e for e in (roughness(cd, dataset, setting, p) for p in PROJECTIONS) if e is not None]
+    if len(each) < len(PROJECTIONS):
         return None
     return combine(lambda *r: np.mean(np.stack(r), axis=0), *each)
 
@@ -405,8 +405,9 @@ def mean_roughness_difference(cd: CurveDraws, dataset: str, fast: str, slow: str
     """``mean_curve_roughness`` of ``fast`` less that of ``slow``, averaged over q, k, v, o."""
     differences = []
     for proj in PROJECTIONS:
-        pair = [_positive_samples(cd, cd.condition_key(dataset, s), proj, "nuclear_norm") for s in (fast, slow)]
-        if any(p is None for p in pair):
+        samples = (_positive_samples(cd, cd.condition_key(dataset, s), proj, "nuclear_norm") for s in (fast, slow))
+        pair = [p for p in samples if p is not None]
+        if len(pair) < 2:
             return None
         (va, da), (vb, db) = (mean_curve_roughness(*p) for p in pair)
         differences.append(_estimate(va - vb, da - db, dataset, min(p[0].shape[0] for p in pair)))

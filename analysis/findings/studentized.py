@@ -99,18 +99,20 @@ def log_mean_contrast(
 def pooled_studentized(estimates: Sequence[StudentizedEstimate | None]) -> StudentizedEstimate | None:
     """The mean of the datasets' contrasts, each dataset weighing the same, with a studentized
     stratified bootstrap interval (each resample's standard error from the datasets' own)."""
-    estimates = [e for e in estimates if e is not None]
-    if not estimates:
+    present = [e for e in estimates if e is not None]
+    if not present:
         return None
-    if len(estimates) == 1:
-        return estimates[0]
-    h = len(estimates)
-    value = float(np.mean([e.value for e in estimates]))
-    draws = np.mean(np.stack([e.draws for e in estimates]), axis=0)
-    se = math.sqrt(sum(e.se**2 for e in estimates)) / h
-    se_draws = np.sqrt(sum(e.se_draws**2 for e in estimates)) / h
-    strata = _merged_strata(estimates)
-    variances = tuple(e.se**2 / h**2 for e in estimates) if len(strata) == len(estimates) else None
+    if len(present) == 1:
+        return present[0]
+    h = len(present)
+    each_se_draws = [e.se_draws for e in present if e.se_draws is not None]
+    assert len(each_se_draws) == h, "every contrast of this module keeps its resamples' standard errors"
+    value = float(np.mean([e.value for e in present]))
+    draws = np.mean(np.stack([e.draws for e in present]), axis=0)
+    se = math.sqrt(sum(e.se**2 for e in present)) / h
+    se_draws = np.sqrt(sum(d**2 for d in each_se_draws)) / h
+    strata = _merged_strata(present)
+    variances = tuple(e.se**2 / h**2 for e in present) if len(strata) == len(present) else None
     return StudentizedEstimate(value, draws, strata, variances, False, se, se_draws)
 
 
@@ -132,6 +134,7 @@ def mean_contrast(
 def pool_any(estimates: Sequence[Estimate | None]) -> Estimate | None:
     """``pooled_studentized`` where every estimate is studentized, else ``bootstrap.pooled``."""
     present = [e for e in estimates if e is not None]
-    if present and all(isinstance(e, StudentizedEstimate) for e in present):
-        return pooled_studentized(present)
+    studentized = [e for e in present if isinstance(e, StudentizedEstimate)]
+    if present and len(studentized) == len(present):
+        return pooled_studentized(studentized)
     return pooled(present)

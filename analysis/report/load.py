@@ -174,7 +174,7 @@ def load_results(
             f"(or pass the results_dir of the run you made)"
         )
     store = ResultsStore(root, create=False)
-    filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
+    filters: list[tuple[str, str, object]] = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
@@ -200,7 +200,7 @@ def _load_exported(
 ) -> StudyResults:
     """``load_results`` of an exported Parquet file: its rows (no skipped samples travel with it;
     ``unread``: the columns left on disk)."""
-    filters = [("model", "in", list(models)), ("condition", "in", list(conditions))]
+    filters: list[tuple[str, str, object]] = [("model", "in", list(models)), ("condition", "in", list(conditions))]
     if max_length is not None:
         filters.append(("max_length", "==", int(max_length)))
     try:
@@ -286,9 +286,9 @@ def require_store_rows(results_dir, models: Sequence[str], command: str) -> None
     that holds some rows, but none of its own conditions, says so instead)."""
     path = Path(results_dir)
     if is_exported_file(path):
-        held = len(read_exported(path, [("model", "in", list(models))], ["model"]))
+        held = len(read_exported(path, [("model", "in", list(models))], ["model"])) > 0
     else:
-        held = ResultsStore(path, create=False).distinct("model", [("model", "in", list(models))])
+        held = bool(ResultsStore(path, create=False).distinct("model", [("model", "in", list(models))]))
     if not held:
         raise ReportError(f"{path}: the results store holds no rows of the run's models; first run `{command}`")
 

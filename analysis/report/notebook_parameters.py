@@ -22,6 +22,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Literal, overload
 
 from analysis import data, profiles, runlog
 from analysis.core import chapters
@@ -105,6 +106,10 @@ def reject_unknown(notebook: str, given: dict, allowed: Sequence[str]) -> None:
         )
 
 
+@overload
+def positive_int(name: str, value, *, allow_none: Literal[False] = False) -> int: ...
+@overload
+def positive_int(name: str, value, *, allow_none: bool) -> int | None: ...
 def positive_int(name: str, value, *, allow_none: bool = False) -> int | None:
     """``value`` checked to be a positive integer (or None where ``allow_none``)."""
     if value is None and allow_none:
@@ -140,6 +145,10 @@ def _subset(name: str, value, available: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(value)
 
 
+@overload
+def _path(name: str, value, allow_none: Literal[False]) -> Path: ...
+@overload
+def _path(name: str, value, allow_none: bool) -> Path | None: ...
 def _path(name: str, value, allow_none: bool) -> Path | None:
     if value is None and allow_none:
         return None

@@ -64,7 +64,7 @@ def notebook_parameters(
 ) -> dict:
     """The papermill parameters of one notebook under a profile (absolute paths): the profile's name
     and where its results are; the page reads the rest from the run log."""
-    parameters = {
+    parameters: dict[str, str | list[str] | None] = {
         "profile": profile.name,
         "results_dir": str(Path(results_dir).resolve()),
         "data_dir": str(Path(data_dir).resolve()) if data_dir else None,
@@ -267,11 +267,13 @@ def optional_chapters(book_root: Path = PROJECT_ROOT) -> dict[str, str]:
     """Chapters that a profile's book has only once their page is made: those a command of its own
     makes (``standalone`` in ``_toc.yml``) and those kept to the profiles of one source (``source``,
     e.g. the training chapter): name -> how its page is made."""
-    return {
-        c.name: c.standalone if c.standalone is not None else f"make book PROFILE={_profile_of(c.source)} writes it"
-        for c in chapters.chapters(book_root)
-        if c.standalone is not None or c.source is not None
-    }
+    made_by = {}
+    for c in chapters.chapters(book_root):
+        if c.standalone is not None:
+            made_by[c.name] = c.standalone
+        elif c.source is not None:
+            made_by[c.name] = f"make book PROFILE={_profile_of(c.source)} writes it"
+    return made_by
 
 
 def _profile_of(source: str) -> str:

@@ -220,6 +220,9 @@ def train_profile(
     """Every training run of the profile that is not finished (``analysis.train.arms``); one record per run."""
     from analysis.train import arms
 
+    training = profile.training
+    if training is None:
+        raise StudyError(f"profile {profile.name}: a training run needs the profile's training settings")
     with recorded_threads(profile, log, say) as threads:
         extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
         records = []
@@ -227,7 +230,7 @@ def train_profile(
             done = arms.train_model(
                 model,
                 results_dir,
-                settings=profile.training,
+                settings=training,
                 extraction=extraction,
                 data_dir=data_dir,
                 progress=progress,
@@ -361,7 +364,7 @@ def run_profile(
             if book
             else ([], None)
         )
-    return RunResult(profile, results, extraction, executed, index, log.record.wall_seconds)
+    return RunResult(profile, results, extraction, executed, index, log.record.elapsed())  # the wall time recorded
 
 
 def with_overrides(profile: Profile, *, threads: int | None, retry_out_of_memory: bool) -> Profile:

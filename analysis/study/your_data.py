@@ -82,11 +82,12 @@ class ProfileData:
 
 
 def plan_jobs(
-    model: str, files: Sequence[str], references: Sequence[str], store: ResultsStore, *, request: ProfileData
+    model: str, files: Sequence[Path | str], references: Sequence[str], store: ResultsStore, *, request: ProfileData
 ) -> list[ExtractionJob]:
     """The (model, spec) pairs that still lack samples in the store: ``settings.n_samples`` of
     each user file (and of its scratch control), ``reference_samples`` of each reference condition."""
     settings = request.settings
+    template = registry.resolve_template(model, settings.template)
     reference = settings.but(n_samples=request.reference_samples)
     wanted = [ExtractionJob(model, str(f), settings) for f in files] + [
         ExtractionJob(model, r, reference) for r in references
@@ -96,9 +97,7 @@ def plan_jobs(
     return [
         job
         for job in wanted
-        if runner.plan_run(
-            job.model, settings.template, job.spec, store, settings=job.settings, data_dir=request.data_dir
-        ).todo
+        if runner.plan_run(job.model, template, job.spec, store, settings=job.settings, data_dir=request.data_dir).todo
     ]
 
 
@@ -111,9 +110,11 @@ def run_jobs(model: str, jobs: Sequence[ExtractionJob], store: ResultsStore, req
     scratch = None
     records = []
     for job in jobs:
-        if job.model != model and scratch is None:
-            scratch = models.scratch_copy(loaded, request.seed)
-        runs_on = loaded if job.model == model else scratch
+        runs_on = loaded
+        if job.model != model:
+            if scratch is None:
+                scratch = models.scratch_copy(loaded, request.seed)
+            runs_on = scratch
         request.say(f"{job.model}: {job.spec}")
         summary = runner.extract(
             runs_on, job.spec, store, settings=job.settings, data_dir=request.data_dir, progress=request.progress
@@ -205,8 +206,9 @@ def _profile(model: str, data_files: Sequence[str], request: ProfileData) -> Pro
     for spec in references:
         data.resolve(spec, request.data_dir)
     settings = request.settings.but(template=registry.resolve_template(model, request.settings.template))
-    request = replace(request, settings=settings, out=Path(request.out))
-    out, say = request.out, request.say
+    out = Path(request.out)
+    request = replace(request, settings=settings, out=out)
+    say = request.say
     store = ResultsStore(out)
     result = ProfileResult(out)
     jobs = plan_jobs(model, files, references, store, request=request)

@@ -236,7 +236,7 @@ def train(
             ResultsStore(results_dir),
             run_dir,
             optimizer,
-            checkpoint.load_initial(run_dir),
+            _initial_weights(run_dir),
             about,
             data_dir,
             start_from,
@@ -293,6 +293,17 @@ def _resume(
     checkpoint.restore(last, loaded.model, optimizer, about)
     summary.resumed_from = last.step
     return optimizer, last.step
+
+
+def _initial_weights(run_dir: Path) -> dict[str, torch.Tensor]:
+    """Step 0's projection weights, which ``_resume`` saves before any checkpoint."""
+    initial = checkpoint.load_initial(run_dir)
+    if initial is None:  # only a run folder changed by hand lacks them
+        raise StudyError(
+            f"{run_dir}: a checkpoint without the step-0 weights ({checkpoint.INITIAL}); "
+            "remove the folder (and its probe rows) to train the run again"
+        )
+    return initial
 
 
 def _remove_checkpoints(run_dir: Path, kept: str | None) -> None:
@@ -378,7 +389,7 @@ class RunContext:
         records = []
         with frozen(self.loaded.model):
             for spec in probe_conditions(self.settings):
-                if step == 0 and self.start_from is not None and self._copy_start(spec):
+                if step == 0 and self.start_from is not None and self._copy_start(self.start_from, spec):
                     continue
                 summary = runner.extract(
                     named, spec, self.store, settings=self.extraction, data_dir=self.data_dir, progress=False
@@ -386,9 +397,9 @@ class RunContext:
                 records.append(summary.as_record())
         return records
 
-    def _copy_start(self, spec: str) -> bool:
+    def _copy_start(self, start_from: TrainingRunId, spec: str) -> bool:
         """Copy ``start_from``'s step-0 rows of ``spec`` to this run; False if they are incomplete."""
-        source = self.start_from.probe_model(0)
+        source = start_from.probe_model(0)
         template = self.loaded.template
         plan = runner.plan_run(source, template, spec, self.store, settings=self.extraction, data_dir=self.data_dir)
         if plan.todo:

@@ -278,7 +278,8 @@ class _Dispatcher:
 
     def next_task(self, actor: int) -> Task | None:
         """A task of the model this actor holds, else of the model with most work per actor holding it."""
-        own = self.queues.get(self.holding[actor])
+        held = self.holding[actor]
+        own = self.queues.get(held) if held is not None else None
         if own:
             return own.popleft()
         waiting = [model for model, queue in self.queues.items() if queue]

@@ -172,20 +172,23 @@ class ShardWorker:
     def run(self, task: Task) -> TaskResult:
         """The batches, or the rows and skips, of one task."""
         load_seconds = self._hold(task.run.model_key)
+        loaded = self.loaded
+        assert loaded is not None, "_hold leaves the task's model loaded"
         started = time.perf_counter()
         plan = self._plan(task)
         batches, frames, skipped = [], [], []
         if task.kind == "batches":
             prepared, skips = preparation.prepare_samples(
-                self.loaded, plan.resolved, plan.todo, plan.identity["max_length"], data_dir=self.settings.data_dir
+                loaded, plan.resolved, plan.todo, plan.identity["max_length"], data_dir=self.settings.data_dir
             )
             extraction = self.settings.extraction
-            groups = preparation.length_sorted_batches(prepared, extraction.batch_size, extraction.token_budget)
+            batch_size = preparation.batch_size_for(loaded.device, extraction.batch_size)  # the driver's, where it gave one
+            groups = preparation.length_sorted_batches(prepared, batch_size, extraction.token_budget)
             batches = [tuple(sample.index for sample in group) for group in groups]
             skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
         else:
             for rows, skips in runner.compute_samples(
-                self.loaded, plan, plan.todo, self.settings.extraction, data_dir=self.settings.data_dir
+                loaded, plan, plan.todo, self.settings.extraction, data_dir=self.settings.data_dir
             ):
                 if rows is not None:
                     frames.append(rows)
