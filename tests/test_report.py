@@ -13,6 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
+from IPython.display import Markdown
 from synthetic import (
     BASE,
     INSTRUCT,
@@ -213,7 +214,7 @@ def test_effective_rank_and_length_regression_paragraphs(paper_rows, paper_draws
 # --------------------------------------------------------------------------- pages
 
 
-def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir):
+def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir, monkeypatch):
     root = write_store(tmp_path, paper_rows)
     conditions = sorted(paper_rows["condition"].unique())
     record_run(root, list(MODELS), conditions, n_resamples=100)
@@ -236,18 +237,51 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     )
     assert f"Of the {tested} tested cells" in note and f"at most {expected:.1f} would say so" in note
     assert f"F1 {check_rate('F1'):.1%}" in note and check_rate("F1") > 0.025  # each check's measured rate
-    for show in (
-        sections.answers,
-        sections.pooled_findings,
-        sections.tables_findings,
-        sections.headline,
-        sections.length,
-        sections.separability,
-        sections.effective_rank,
-    ):
-        show(page)
-    shown = verdicts.format_findings(found, pooled_only=True)
-    assert set(shown["scope"]) == {"math reasoning (pooled)", "wiki"}
+    formatted = verdicts.format_findings(found, pooled_only=True)
+    assert set(formatted["scope"]) == {"math reasoning (pooled)", "wiki"}
+
+    # each section shows what it promises on a page whose store holds every condition it reads
+    shown = []
+    monkeypatch.setattr("IPython.display.display", lambda obj, **_: shown.append(obj))
+
+    def show(section) -> list:
+        shown.clear()
+        section(page)
+        return list(shown)
+
+    def text(obj) -> str:
+        return obj.to_html() if hasattr(obj, "to_html") else obj.data
+
+    def images(outputs) -> int:
+        return sum(text(o).count('<img src="data:image/png;base64,') for o in outputs)
+
+    def names_every_model(obj) -> bool:
+        return all(model in text(obj) for model in MODELS)
+
+    answers = show(sections.answers)  # the matrix, its plain summary, then what is folded under it
+    matrix, plain = answers[:2]
+    assert text(matrix).startswith("<svg") and names_every_model(matrix)
+    assert all(check in text(matrix) for check in found["check"].unique())
+    assert text(plain) == verdicts.plain_summary(found, page.registry)
+    details = [o for o in answers if text(o).startswith(f"<details><summary>{sections.MATRIX_DETAILS}</summary>")]
+    assert len(details) == 1 and names_every_model(details[0])  # a paragraph per model among them
+
+    pooled = show(sections.pooled_findings)  # (itables' set-up may come first, once per kernel)
+    assert [o.data for o in pooled if isinstance(o, Markdown)] == [f"**{model}**" for model in MODELS]
+    tables = [text(o) for o in pooled if "<table" in text(o)]
+    assert len(tables) == len(MODELS) and all("math reasoning (pooled)" in table for table in tables)
+
+    every = show(sections.tables_findings)
+    assert [text(o) for o in every[::2]] == [f"**{model}**" for model in MODELS]
+    for model, table in zip(MODELS, every[1::2]):
+        assert sorted(table.data["check"]) == sorted(found.loc[found["model"] == model, "check"])
+
+    assert images(show(sections.headline)) == 1  # one reasoning dataset, three settings
+    for section in (sections.length, sections.separability, sections.effective_rank):
+        outputs = show(section)  # a figure, a paragraph per model, the numbers folded
+        assert images(outputs) >= 1, section.__name__
+        assert any(names_every_model(o) for o in outputs if isinstance(o, Markdown)), section.__name__
+        assert any(text(o).startswith("<details><summary>") for o in outputs), section.__name__
 
 
 def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
