@@ -73,7 +73,6 @@ class Verdict(str, Enum):
 
 HOLDS, FAILS, UNRESOLVED = Verdict.HOLDS, Verdict.FAILS, Verdict.UNRESOLVED
 TOO_FEW, NOT_APPLICABLE = Verdict.TOO_FEW, Verdict.NOT_APPLICABLE
-VERDICTS = tuple(Verdict)
 DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 
 # "Nearly the same" and "clearly different" curves: a per-layer log ratio of irrelevant over correct
@@ -151,11 +150,6 @@ class Part:
         """(value, low, high) as a reader sees them (``Unit.shown``)."""
         low, high = self.interval()
         return self.unit.shown(self.value), self.unit.shown(low), self.unit.shown(high)
-
-    @property
-    def permutation(self) -> bool:
-        """Whether the part decides by a permutation p-value (G1) rather than an interval."""
-        return self.estimate is not None and self.estimate.null is not None
 
     def supports(self, level: float = LEVEL) -> bool:
         if self.estimate is not None and self.estimate.null is not None:  # a permutation test, one-sided

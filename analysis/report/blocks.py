@@ -4,7 +4,7 @@ in a notebook. Tests read the blocks a section returns; nothing is displayed as 
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 import pandas as pd
@@ -76,28 +76,3 @@ def figures(pairs: Iterable[tuple[str, MatplotlibFigure]], *, empty: str = "", a
         Figure(fig, f"{alt}{': ' if alt and title else ''}{title}" or "figure", title) for title, fig in pairs
     ]
     return out or ([Markdown(empty)] if empty else [])
-
-
-def walk(blocks: Iterable[Block]) -> Iterator[Block]:
-    """Every block, those inside folds included, in reading order."""
-    for block in blocks:
-        yield block
-        if isinstance(block, Fold):
-            yield from walk(block.blocks)
-
-
-def text_of(blocks: Iterable[Block], *, folded: bool = True) -> str:
-    """The Markdown and page-end text of ``blocks`` (inside folds too, unless ``folded`` is False), one
-    paragraph each: what a reader reads of them."""
-    chosen = walk(blocks) if folded else iter(blocks)
-    return "\n\n".join(b.text for b in chosen if isinstance(b, (Markdown, PageEnd)) and b.text)
-
-
-def tables_of(blocks: Iterable[Block]) -> list[pd.DataFrame]:
-    """The tables with rows among ``blocks`` (inside folds too)."""
-    return [b.table for b in walk(blocks) if isinstance(b, Table) and b.table is not None and not b.table.empty]
-
-
-def figures_of(blocks: Iterable[Block]) -> list[Figure]:
-    """The figure blocks with a figure among ``blocks`` (inside folds too)."""
-    return [b for b in walk(blocks) if isinstance(b, Figure) and b.figure is not None]

@@ -154,31 +154,15 @@ def headline_figure(
     return None
 
 
-def verdict_figure(
-    findings: Sequence[Finding],
-    note: str | None = None,
-    *,
-    pairs: dict[str, str] | None = None,
-    registry: Registry = REGISTRY,
-) -> Figure | None:
-    """The verdict matrix: check x scope (families first, then datasets), one panel per model; the
-    checks in the registry's order, each cell printing ``verdict_cells``' text: the size of the part
-    that decided its colour (``cells.printed``).
-
-    ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs (F4) says
-    it is decided on its instruct model.
-    """
-    if not findings:
-        return None
-    return _matrix(verdict_cells(findings, registry), note=note, pairs=pairs, registry=registry)
-
-
 def verdict_svg(
     findings: Sequence[Finding], *, pairs: dict[str, str] | None = None, registry: Registry = REGISTRY
 ) -> str | None:
-    """The verdict matrix (``verdict_figure``) as inline SVG that fits its column: hovering a cell
-    shows its verdict, every part with its interval, and n; its accessible name (``matrix_label``)
-    counts the verdicts."""
+    """The verdict matrix as inline SVG that fits its column: check x scope (families first, then
+    datasets), one panel per model, the checks in the registry's order, each cell printing the size of
+    the part that decided its colour (``cell_text``); hovering a cell shows its verdict, every part
+    with its interval, and n (``cell_title``); its accessible name (``matrix_label``) counts the
+    verdicts. ``pairs`` (instruct -> base): the base model's row of a check of base-instruct pairs
+    (F4) says it is decided on its instruct model."""
     if not findings:
         return None
     table = verdict_cells(findings, registry)

@@ -182,7 +182,8 @@ class ShardWorker:
                 loaded, plan.resolved, plan.todo, plan.identity["max_length"], data_dir=self.settings.data_dir
             )
             extraction = self.settings.extraction
-            batch_size = preparation.batch_size_for(loaded.device, extraction.batch_size)  # the driver's, where it gave one
+            # the driver's batch size, where it gave one
+            batch_size = preparation.batch_size_for(loaded.device, extraction.batch_size)
             groups = preparation.length_sorted_batches(prepared, batch_size, extraction.token_budget)
             batches = [tuple(sample.index for sample in group) for group in groups]
             skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
