@@ -32,6 +32,7 @@ from analysis.core.vocabulary import (
     MATH_REASONING,
     REASONING_DATASETS,
     RESPONSES,
+    SCORED_SUBSET_SETTINGS,
 )
 
 DATA_ENV = "LAYER_GRADIENT_DATA"
@@ -78,8 +79,11 @@ class Condition:
     """One data file of the study, or a view of one: length-controlled or answer-scored.
 
     ``length_reference`` names the condition whose response token counts cap this one's
-    responses; it is set only for the length-control settings. ``answer`` says how an
-    answer-scored condition builds its responses (``AnswerView``); set only for those.
+    responses; it is set only for the length-control settings. ``scored_reference`` names the
+    condition whose response token count is how many of this one's response tokens its loss scores,
+    a seeded random subset of them (the text itself is whole); set only for the scored-subset
+    settings. ``answer`` says how an answer-scored condition builds its responses (``AnswerView``);
+    set only for those.
     """
 
     dataset: str
@@ -88,11 +92,18 @@ class Condition:
     relative_path: str
     length_reference: str | None = None
     answer: AnswerView | None = None
+    scored_reference: str | None = None
 
     @property
     def is_view(self) -> bool:
         """Whether the condition is a view of the study's files rather than one of the 56 files."""
-        return self.length_reference is not None or self.answer is not None
+        return self.length_reference is not None or self.answer is not None or self.scored_reference is not None
+
+    @property
+    def token_reference(self) -> str | None:
+        """The condition whose response token counts this one's responses follow (a length control's
+        cap, a scored subset's size), None for the others."""
+        return self.length_reference or self.scored_reference
 
     @property
     def key(self) -> str:
@@ -138,7 +149,26 @@ def _build_registry() -> dict[str, Condition]:
                 )
                 registry[derived.key] = derived
     registry.update({c.key: c for c in _answer_conditions(registry)})
+    registry.update({c.key: c for c in _scored_conditions(registry)})
     return registry
+
+
+def _scored_conditions(registry: dict[str, Condition]) -> list[Condition]:
+    """The scored-subset views of each Detailed-CoT file with correct responses whose dataset has a
+    None-CoT file: the same text, as many scored tokens as the None-CoT response has."""
+    out = []
+    for condition in list(registry.values()):
+        if condition.setting != "detailed" or condition.responses != CORRECT or condition.is_view:
+            continue
+        for setting, reference in SCORED_SUBSET_SETTINGS.items():
+            reference_key = f"{condition.dataset}/{reference}/{CORRECT}"
+            if reference_key in registry:
+                out.append(
+                    Condition(
+                        condition.dataset, setting, CORRECT, condition.relative_path, scored_reference=reference_key
+                    )
+                )
+    return out
 
 
 def _answer_conditions(registry: dict[str, Condition]) -> list[Condition]:
@@ -182,15 +212,23 @@ def get_condition(key: str) -> Condition:
 
 
 def conditions_matching(
-    datasets=None, settings=None, responses=None, *, length_control: bool = False, answer_scored: bool = False
+    datasets=None,
+    settings=None,
+    responses=None,
+    *,
+    length_control: bool = False,
+    answer_scored: bool = False,
+    scored_subset: bool = False,
 ) -> list[Condition]:
-    """Registered conditions filtered by dataset, setting and response type (the length-control and
-    answer-scored views only when asked for)."""
+    """Registered conditions filtered by dataset, setting and response type (the length-control,
+    answer-scored and scored-subset views only when asked for)."""
     chosen = []
     for condition in CONDITIONS.values():
         if condition.length_reference is not None and not length_control:
             continue
         if condition.answer is not None and not answer_scored:
+            continue
+        if condition.scored_reference is not None and not scored_subset:
             continue
         if datasets is not None and condition.dataset not in datasets:
             continue

@@ -113,7 +113,11 @@ def family_conditions(family: str) -> tuple[str, ...]:
         return tuple(c.key for c in data.study_conditions())
     if family not in FAMILY_NOTEBOOKS:
         raise ProfileError(f"unknown notebook family {family!r}; families: {', '.join(FAMILY_NOTEBOOKS)}")
-    return tuple(c.key for c in data.CONDITIONS.values() if c.family == family and c.answer is None)
+    return tuple(
+        c.key
+        for c in data.CONDITIONS.values()
+        if c.family == family and c.answer is None and c.scored_reference is None
+    )
 
 
 def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
@@ -129,11 +133,10 @@ def reference_conditions(datasets=REFERENCE_DATASETS) -> tuple[str, ...]:
 
 
 def all_conditions() -> tuple[str, ...]:
-    """The 56 study conditions followed by the 30 length-control and the 24 answer-scored conditions."""
+    """The study's files followed by every view of them: the length controls, the answer-scored and
+    the scored-subset conditions (``data.CONDITIONS``)."""
     study = [c.key for c in data.study_conditions()]
-    derived = [c.key for c in data.CONDITIONS.values() if c.length_reference is not None]
-    answers = [c.key for c in data.CONDITIONS.values() if c.answer is not None]
-    return tuple(study + derived + answers)
+    return tuple(study + [c.key for c in data.CONDITIONS.values() if c.is_view])
 
 
 def deciding_conditions() -> tuple[str, ...]:
@@ -161,6 +164,7 @@ def deciding_conditions() -> tuple[str, ...]:
         *data.conditions_matching(datasets=with_none, settings=("none",)),
         *data.conditions_matching(datasets=with_none, settings=("detailed",), responses=(vocabulary.IRRELEVANT,)),
         *data.conditions_matching(datasets=with_none, settings=ANSWER_DECIDING, answer_scored=True),
+        *data.conditions_matching(datasets=with_none, settings=SCORED_SUBSET, scored_subset=True),
     ]
     order = list(data.CONDITIONS)
     return tuple(sorted({c.key for c in chosen}, key=order.index))
@@ -168,6 +172,7 @@ def deciding_conditions() -> tuple[str, ...]:
 
 # The answer-scored settings that decide A2 and A3 (the other two are shown beside A2).
 ANSWER_DECIDING = ("none_answer", "detailed_answer")
+SCORED_SUBSET = tuple(vocabulary.SCORED_SUBSET_SETTINGS)  # A4's
 
 
 def decomposition_conditions(conditions) -> tuple[str, ...]:
@@ -207,8 +212,11 @@ def quick_conditions() -> tuple[str, ...]:
         vocabulary.WIKI_SETTINGS[2],
         *vocabulary.LENGTH_CONTROL_SETTINGS,
         *vocabulary.ANSWER_SETTINGS,
+        *vocabulary.SCORED_SUBSET_SETTINGS,
     )
-    chosen = data.conditions_matching(datasets=datasets, settings=settings, length_control=True, answer_scored=True)
+    chosen = data.conditions_matching(
+        datasets=datasets, settings=settings, length_control=True, answer_scored=True, scored_subset=True
+    )
     return tuple(c.key for c in chosen)
 
 

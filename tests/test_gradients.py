@@ -1,5 +1,6 @@
 """Per-sample statistics from one batched pass equal the plain procedure, sample by sample."""
 
+import numpy as np
 import pytest
 import torch
 from conftest import tiny_model
@@ -75,3 +76,42 @@ def test_parameters_stay_frozen_and_receive_no_gradient():
 def test_model_without_attention_projections_is_refused():
     with pytest.raises(ValueError, match="self_attn"):
         gradients.attention_projections(torch.nn.Sequential(torch.nn.Linear(2, 2)))
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_a_scored_subset_in_a_batch_equals_the_plain_procedure_on_those_tokens(kind):
+    """A4's samples score a random subset of their response tokens: the batched pass (with a sample
+    scored whole beside it) equals the plain procedure whose labels are those tokens alone, and the
+    subset's loss is the mean over its tokens only."""
+    model = tiny_model(kind, layers=3)
+    whole = [prompts.EncodedSample(ids, prompt_length) for ids, prompt_length in SAMPLES[:3]]
+    rng = np.random.default_rng(0)
+    encoded = [prompts.scored_subset(whole[0], 2, rng), whole[1], prompts.scored_subset(whole[2], 5, rng)]
+    batch = gradients.make_batch(
+        [s.input_ids for s in encoded],
+        [s.prompt_length for s in encoded],
+        0,
+        torch.device("cpu"),
+        scored=[s.scored for s in encoded],
+    )
+    results = gradients.batch_statistics(model, batch)
+    worst = 0.0
+    for result, sample in zip(results, encoded):
+        expected = plain.reference_statistics(model, sample)
+        assert result.loss == pytest.approx(expected.loss, rel=1e-5)
+        rows = runner.sample_rows(result, preparation.PreparedSample(0, sample), {}, model.config.num_hidden_layers)
+        assert (rows["n_response_tokens"] == sample.n_response_tokens).all()
+        worst = max(worst, plain.largest_relative_difference(rows, expected))
+    assert worst < 1e-4
+    assert [s.n_response_tokens for s in encoded] == [2, whole[1].n_response_tokens, 5]
+    assert set(encoded[0].scored) <= set(whole[0].scored_tokens())
+    alone = gradients.make_batch([whole[0].input_ids], [whole[0].prompt_length], 0, torch.device("cpu"))
+    assert results[0].loss != pytest.approx(gradients.batch_statistics(model, alone)[0].loss, rel=1e-6)
+
+
+def test_a_subset_is_drawn_from_the_response_tokens_and_never_larger_than_they_are():
+    sample = prompts.EncodedSample(list(range(20)), 15)
+    drawn = prompts.scored_subset(sample, 3, np.random.default_rng(1))
+    assert len(drawn.scored) == 3 and all(15 <= t < 20 for t in drawn.scored) and list(drawn.scored) == sorted(drawn.scored)
+    assert prompts.scored_subset(sample, 50, np.random.default_rng(1)).scored == tuple(range(15, 20))
+    assert drawn.input_ids == sample.input_ids  # the text is whole: only what is scored changes

@@ -147,6 +147,11 @@ def add_data_parsers(commands) -> None:
         action="store_true",
         help="include the answer-scored conditions (the final answer's tokens scored alone; built from two files)",
     )
+    listing.add_argument(
+        "--scored-subset",
+        action="store_true",
+        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its None-CoT answer)",
+    )
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")
     fetch.add_argument(
@@ -340,7 +345,8 @@ def run_data(args: argparse.Namespace) -> int:
         return 0
     directory = data.data_dir(args.data_dir)
     print(f"{'condition':42} {'samples':>7}  file")
-    for condition in data.conditions_matching(length_control=args.length_control, answer_scored=args.answer_scored):
+    views = dict(length_control=args.length_control, answer_scored=args.answer_scored, scored_subset=args.scored_subset)
+    for condition in data.conditions_matching(**views):
         path = directory / condition.relative_path
         count = len(data.load_records(path)) if path.is_file() else "missing"
         print(f"{condition.key:42} {count!s:>7}  {condition.relative_path}")

@@ -26,9 +26,12 @@ LENGTH_CONTROL_SETTINGS = {"detailed_cut_simplified": "simplified", "detailed_cu
 # nothing, the Simplified-CoT rationale, the Detailed CoT, another instruction's Detailed CoT.
 ANSWER_PHRASE = "The final answer is "
 ANSWER_SETTINGS = ("none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer")
+# The scored-subset settings of correct responses: the whole Detailed CoT read as it is, its loss on a
+# seeded random subset of its response tokens as large as the setting's response: setting -> that setting.
+SCORED_SUBSET_SETTINGS = {"detailed_scored_none": "none"}
 STUDY_SETTINGS = (*COT_SETTINGS, *WIKI_SETTINGS)
 CUT_SETTINGS = tuple(LENGTH_CONTROL_SETTINGS)
-SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS + ANSWER_SETTINGS
+SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS + tuple(SCORED_SUBSET_SETTINGS) + ANSWER_SETTINGS
 WIKI_DATASET = "wiki"
 
 MATH = "math_reasoning"
@@ -49,6 +52,7 @@ SETTING_LABELS = {
     "unpopular": "Wiki unpopular",
     "detailed_cut_simplified": "Detailed CoT cut to simplified length",
     "detailed_cut_none": "Detailed CoT cut to no-CoT length",
+    "detailed_scored_none": "Detailed CoT scored on as many tokens as None CoT",
     "none_answer": "answer after the phrase alone",
     "simplified_answer": "answer after Simplified CoT",
     "detailed_answer": "answer after Detailed CoT",

@@ -71,30 +71,46 @@ def capture_factors(projections: dict[tuple[int, str], nn.Linear]) -> Iterator[C
 
 @dataclass
 class Batch:
-    """Right-padded token ids of several samples with their prompt lengths."""
+    """Right-padded token ids of several samples with their prompt lengths, and for a sample whose
+    loss scores only some of its response tokens, their indices (``prompts.EncodedSample.scored``)."""
 
     input_ids: torch.Tensor  # (B, T_max)
     attention_mask: torch.Tensor  # (B, T_max)
     prompt_lengths: list[int]
     lengths: list[int]
+    scored: list[tuple[int, ...] | None] = field(default_factory=list)
+
+    def scored_tokens(self, row: int) -> range | tuple[int, ...]:
+        """The indices of the tokens of sample ``row`` whose prediction enters its loss."""
+        chosen = self.scored[row] if row < len(self.scored) else None
+        return chosen if chosen is not None else range(max(self.prompt_lengths[row], 1), self.lengths[row])
 
 
-def make_batch(sequences: list[list[int]], prompt_lengths: list[int], pad_id: int, device: torch.device) -> Batch:
-    """Pad token sequences on the right into one batch."""
+def make_batch(
+    sequences: list[list[int]],
+    prompt_lengths: list[int],
+    pad_id: int,
+    device: torch.device,
+    *,
+    scored: list[tuple[int, ...] | None] | None = None,
+) -> Batch:
+    """Pad token sequences on the right into one batch (``scored``: per sample, the response tokens
+    its loss scores where not all of them)."""
     longest = max(len(s) for s in sequences)
     input_ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
     for row, sequence in enumerate(sequences):
         input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
         attention_mask[row, : len(sequence)] = 1
-    return Batch(input_ids.to(device), attention_mask.to(device), list(prompt_lengths), [len(s) for s in sequences])
+    lengths = [len(s) for s in sequences]
+    return Batch(input_ids.to(device), attention_mask.to(device), list(prompt_lengths), lengths, list(scored or []))
 
 
 def loss_positions(batch: Batch) -> torch.Tensor:
     """Positions whose next-token prediction is part of some sample's loss, sorted."""
     positions: set[int] = set()
-    for prompt_length, length in zip(batch.prompt_lengths, batch.lengths):
-        positions.update(range(max(prompt_length, 1) - 1, length - 1))
+    for row in range(len(batch.lengths)):
+        positions.update(token - 1 for token in batch.scored_tokens(row))
     return torch.tensor(sorted(positions), dtype=torch.long)
 
 
@@ -133,9 +149,9 @@ def token_losses(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
     ).view(targets.shape)
     mask = torch.zeros_like(losses, dtype=torch.bool)
-    for row, (prompt_length, length) in enumerate(zip(batch.prompt_lengths, batch.lengths)):
-        first, last = max(prompt_length, 1) - 1, length - 1
-        mask[row] = (positions >= first) & (positions < last)
+    for row in range(len(batch.lengths)):
+        predicting = torch.tensor([token - 1 for token in batch.scored_tokens(row)], dtype=torch.long)
+        mask[row] = torch.isin(positions, predicting.to(positions.device))
     return losses, mask
 
 

@@ -90,6 +90,7 @@ class HalvingRetry:
             [s.encoded.prompt_length for s in samples],
             self.pad_id,
             self.loaded.device,
+            scored=[s.encoded.scored for s in samples],
         )
         return gradients.batch_statistics(
             self.loaded.model,

@@ -86,16 +86,17 @@ def reference_statistics(
     returns float64 copies of the gradients.
     """
     if isinstance(sample, prompts.EncodedSample):
-        ids, prompt_length = sample.input_ids, sample.prompt_length
+        encoded = sample
     elif prompt_length is None:
         raise ValueError("token ids need a prompt_length")
     else:
-        ids = list(sample)
+        encoded = prompts.EncodedSample(list(sample), prompt_length)
     device = model.get_input_embeddings().weight.device
     with trainable_projections(model) as projections:
-        input_ids = torch.tensor([ids], device=device)
-        labels = input_ids.clone()
-        labels[0, :prompt_length] = -100
+        input_ids = torch.tensor([encoded.input_ids], device=device)
+        labels = torch.full_like(input_ids, -100)  # the label of every token that is not scored
+        scored = list(encoded.scored_tokens())
+        labels[0, scored] = input_ids[0, scored]
         loss = model(input_ids, labels=labels).loss
         loss.backward()
         statistics = {}

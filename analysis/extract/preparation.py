@@ -4,9 +4,11 @@ with no scored token left is a skip), and grouped into batches of similar length
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from analysis import data
@@ -31,8 +33,10 @@ def prepare_samples(
 ) -> tuple[list[PreparedSample], dict[int, str]]:
     """Encode the chosen samples; those with no scored token left are returned as skips (an
     answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer)."""
-    records = data.condition_records(resolved.condition, resolved.path, data_dir)
-    limits = response_limits(loaded, resolved.condition, indices, max_length, data_dir=data_dir)
+    condition = resolved.condition
+    records = data.condition_records(condition, resolved.path, data_dir)
+    counts = reference_counts(loaded, condition, indices, max_length, data_dir=data_dir)
+    limits = counts if condition.length_reference is not None else {}
     prepared, skips = [], {}
     for index in indices:
         record = records[index]
@@ -42,6 +46,8 @@ def prepare_samples(
             encoded = prompts.encode(
                 loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
             )
+            if condition.scored_reference is not None:
+                encoded = prompts.scored_subset(encoded, counts[index], subset_rng(condition.key, index))
             truncated = f"response truncated away: prompt has {encoded.prompt_length} tokens"
         else:
             encoded = prompts.encode_answer(
@@ -55,11 +61,22 @@ def prepare_samples(
     return prepared, skips
 
 
-def response_limits(loaded, condition: data.Condition, indices, max_length, *, data_dir=None) -> dict[int, int]:
-    """For a length-control condition, each sample's response token cap (its reference's count)."""
-    if condition.length_reference is None:
+# The seed of the scored subsets' draws: each sample's subset is drawn by a generator seeded by it,
+# the condition and the sample's index, so that a run, a resumed run and a shard draw the same tokens.
+SUBSET_SEED = 0
+
+
+def subset_rng(condition: str, index: int) -> np.random.Generator:
+    """The generator that draws sample ``index``'s scored tokens in a scored-subset condition."""
+    return np.random.default_rng([SUBSET_SEED, zlib.crc32(condition.encode()), index])
+
+
+def reference_counts(loaded, condition: data.Condition, indices, max_length, *, data_dir=None) -> dict[int, int]:
+    """For a length-control or scored-subset condition, each sample's reference's response token
+    count (a cut's cap, a subset's size); empty for the other conditions."""
+    if condition.token_reference is None:
         return {}
-    reference = data.resolve(condition.length_reference, data_dir)
+    reference = data.resolve(condition.token_reference, data_dir)
     records = data.load_records(reference.path)
     limits = {}
     for index in indices:

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from analysis.core.errors import StudyError
 
 TEMPLATES = ("base", "instruct")
@@ -46,15 +48,35 @@ def prompt_text(tokenizer, instruction: str, template: str, system_message: bool
 @dataclass(frozen=True)
 class EncodedSample:
     """Token ids of one sample and how many of its leading tokens are not scored: the prompt's
-    (an answer-scored sample's: every token before its answer's first, ``encode_answer``)."""
+    (an answer-scored sample's: every token before its answer's first, ``encode_answer``).
+
+    ``scored``: where only some of the tokens after the prompt enter the loss (``scored_subset``),
+    their indices in ``input_ids``, sorted; None: every token after the prompt does.
+    """
 
     input_ids: list[int]
     prompt_length: int
+    scored: tuple[int, ...] | None = None
 
     @property
     def n_response_tokens(self) -> int:
         """Tokens whose prediction enters the loss (the first token is never predicted)."""
+        if self.scored is not None:
+            return len(self.scored)
         return max(0, len(self.input_ids) - max(self.prompt_length, 1))
+
+    def scored_tokens(self) -> range | tuple[int, ...]:
+        """The indices in ``input_ids`` of the tokens whose prediction enters the loss."""
+        return self.scored if self.scored is not None else range(max(self.prompt_length, 1), len(self.input_ids))
+
+
+def scored_subset(sample: EncodedSample, size: int, rng: np.random.Generator) -> EncodedSample:
+    """The same text with only ``size`` of its response tokens scored, drawn at random by ``rng``
+    without replacement (all of them where it has no more): the number of scored tokens changes,
+    the text and the model's reading of it do not."""
+    tokens = np.asarray(sample.scored_tokens())
+    chosen = np.sort(rng.choice(tokens, size=min(size, tokens.size), replace=False)) if tokens.size else tokens
+    return EncodedSample(sample.input_ids, sample.prompt_length, tuple(int(t) for t in chosen))
 
 
 def encode(

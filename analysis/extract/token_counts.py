@@ -225,6 +225,8 @@ def _records(labels: dict, data_dir) -> tuple[list[data.Record] | None, str | No
         return None, f"{condition}: a length-control condition (its responses are cut by token count)"
     if resolved.condition.answer is not None:
         return None, f"{condition}: an answer-scored condition (its extraction stores R, the answer's token count)"
+    if resolved.condition.scored_reference is not None:
+        return None, f"{condition}: a scored-subset condition (its extraction stores R, the subset's size)"
     if labels.get("data_sha256") and resolved.sha256 != labels["data_sha256"]:
         return None, f"{resolved.path} is not the data file the rows of {condition} were stored from (sha256 differs)"
     return data.load_records(resolved.path), None

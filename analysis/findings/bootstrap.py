@@ -121,6 +121,9 @@ class Estimate:
     ``null``: the quantity recomputed under a permutation of the data that makes its claim false
     (G1's sign flips of whole pairs); where given, ``draws`` are those values too, the estimate has
     no interval, and a part on it decides by its one-sided permutation p-value (``p_value``).
+    ``parameters``: how many parameters each dataset's value is fitted with (1 for a mean, 2 for the
+    intercept of a line): its bootstrap variance is multiplied by n / (n - parameters) and its t
+    quantile takes n - parameters degrees of freedom.
     """
 
     value: float
@@ -130,6 +133,7 @@ class Estimate:
     bounded: bool = False
     _: KW_ONLY
     null: np.ndarray | None = None
+    parameters: int = 1
 
     def p_value(self) -> float:
         """One-sided permutation p-value, (1 + number of null values at or above the value) /
@@ -159,17 +163,18 @@ class Estimate:
 
     def _corrected(self) -> tuple[float, float]:
         """(variance, Welch-Satterthwaite degrees of freedom), each dataset's bootstrap variance
-        multiplied by n / (n - 1), its exact bias."""
+        multiplied by n / (n - p), p its ``parameters``: its exact bias for a mean (p = 1)."""
         counts = np.array([n for _, n in self.strata], dtype=float)
-        if counts.size == 0 or np.any(counts < 2):
+        left = counts - self.parameters
+        if counts.size == 0 or np.any(left < 1):
             return math.nan, math.nan
-        corrected = self.stratum_variances() * counts / (counts - 1)
+        corrected = self.stratum_variances() * counts / left
         total = float(corrected.sum())
         if not np.isfinite(total):
             return math.nan, math.nan
         if total <= 0:
-            return 0.0, float(counts.sum() - counts.size)
-        return total, float(total**2 / np.sum(corrected**2 / (counts - 1)))
+            return 0.0, float(left.sum())
+        return total, float(total**2 / np.sum(corrected**2 / left))
 
     @property
     def df(self) -> float:
@@ -206,6 +211,7 @@ class Estimate:
                 self.strata,
                 self.variances,
                 self.bounded,
+                parameters=self.parameters,
             )
 
 
@@ -254,7 +260,8 @@ def combine(fn: Callable[..., np.ndarray], *estimates: Estimate) -> Estimate:
         value = float(fn(*(np.asarray(e.value) for e in estimates)))
         draws = np.asarray(fn(*(e.draws for e in estimates)), dtype=float)
     strata = _merged_strata(estimates)
-    return Estimate(value, draws, strata, _combined_variances(fn, estimates, strata))
+    parameters = max(e.parameters for e in estimates)
+    return Estimate(value, draws, strata, _combined_variances(fn, estimates, strata), parameters=parameters)
 
 
 def difference(a: Estimate, b: Estimate) -> Estimate:
@@ -295,6 +302,7 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
             tuple(parts.values()) if len(strata) > 1 else None,
             all(e.bounded for e in estimates),
             null=np.mean(np.stack(nulls), axis=0) if same_size else None,
+            parameters=max(e.parameters for e in estimates),
         )
 
 

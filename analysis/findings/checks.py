@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable
 
 from analysis.core.errors import StudyError
-from analysis.findings import averaging, beyond_loss, same_tokens, training
+from analysis.findings import averaging, beyond_loss, same_tokens, scored_tokens, training
 from analysis.findings import check_parts as cp
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.rules import SAME_MARGIN, Finding, Role
@@ -393,13 +393,38 @@ REGISTRY: Registry = registry_of(
             claim=(
                 "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
                 "the answer's gradient is still larger without reasoning (the intercept of the paired regression of "
-                "A2's log nuclear-norm gap on the gap in the answer tokens' mean log(1 - p))"
+                "A2's log nuclear-norm gap on the gap in the answer tokens' mean log(1 - p), its interval with the "
+                "n - 2 degrees of freedom of a line; no verdict where the resamples leave the line undetermined)"
             ),
             parts=same_tokens.a3_parts,
             chapters=_GAP,
             calibrated_by=("equal loss",),
             reads=same_tokens.READS,
             note=same_tokens.extrapolation_note,
+            gate=same_tokens.line_determined,
+        ),
+        # --- A4: F1 on the same text, scored on as few tokens as the bare answer has
+        PerModelCheck(
+            id="A4",
+            plain="Scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half of F1's gap",
+            lead=1,
+            headline=Role.F1_SHARE,
+            says=((Role.SUBSET_GAP, "larger with fewer tokens scored"), (Role.F1_SHARE, "at least half of F1's gap")),
+            words=Words(
+                holds="scoring fewer tokens of the same text reproduces most of F1's gap",
+                fails="scoring fewer tokens of the same text reproduces less than half of F1's gap",
+                unresolved="these instructions do not decide how much of F1's gap scoring fewer tokens reproduces",
+            ),
+            claim=(
+                "F1 on the same text: scoring a seeded random subset of the Detailed CoT's response tokens, as many "
+                "as the instruction's None-CoT response has, gives larger nuclear norms than scoring all of them "
+                "(geometric mean over the instructions the conditions share, paired), and that log gap is at least "
+                f"{scored_tokens.SHARE_MARGIN:.0%} of F1's (None over Detailed CoT on the same instructions)"
+            ),
+            parts=scored_tokens.a4_parts,
+            chapters=_GAP,
+            calibrated_by=("gap", "gap share"),
+            reads=scored_tokens.READS,
         ),
     )
 )

@@ -243,6 +243,7 @@ class Why(Enum):
     NOT_STORED = "a statistic the check reads is not stored"
     LOSS_SEPARATES = "the loss alone separates the responses"
     NOT_TRAINED = "an arm the check compares was not trained"
+    UNDETERMINED = "the fit the check decides on is not determined by these instructions"
 
 
 @dataclass(frozen=True)

@@ -23,13 +23,13 @@ and the phrase is held fixed (it alone moves the bare answer's gradient).
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
 from analysis.findings.quantities import log_level
-from analysis.findings.rules import Note, NoteKind, Part, Role, Unit
+from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Role, Unit, Why
 
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
 NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
@@ -114,14 +114,25 @@ def per_instruction(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) 
     return np.mean(values, axis=0)
 
 
+# A resample whose covariate gaps spread less than this share of the observed spread (their variance)
+# leaves the line undetermined: its intercept is NaN, not an extreme value that decides the interval.
+DEGENERATE = 0.05
+# Where more than this share of resamples leave the line undetermined, A3 has no verdict.
+UNDETERMINED_SHARE = 0.10
+
+
 def weighted_intercepts(y: np.ndarray, x: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Intercepts and slopes of the least-squares line of ``y`` on ``x`` under each row of ``weights``
-    (resample counts, (R, n)): (R,) each; NaN where a resample's x are all equal."""
+    (resample counts, (R, n)): (R,) each; NaN where a resample's x spread less than ``DEGENERATE``
+    times the observed (all equal, or nearly)."""
     total = weights.sum(axis=1)
     x_mean, y_mean = (weights @ x) / total, (weights @ y) / total
     dx, dy = x[None, :] - x_mean[:, None], y[None, :] - y_mean[:, None]
+    spread = (weights * dx * dx).sum(axis=1)
     with np.errstate(invalid="ignore", divide="ignore"):
-        slope = (weights * dx * dy).sum(axis=1) / (weights * dx * dx).sum(axis=1)
+        slope = (weights * dx * dy).sum(axis=1) / spread
+    degenerate = spread / total < DEGENERATE * float(np.var(x))
+    slope[degenerate] = np.nan
     return y_mean - slope * x_mean, slope
 
 
@@ -131,7 +142,10 @@ def equal_loss_regression(y: np.ndarray, x: np.ndarray, weights: np.ndarray, dat
     (intercept,), (slope,) = weighted_intercepts(y, x, np.ones((1, y.size)))
     intercepts, slopes = weighted_intercepts(y, x, weights)
     strata = ((dataset, int(y.size)),)
-    return Estimate(float(intercept), intercepts, strata), Estimate(float(slope), slopes, strata)
+    return (
+        Estimate(float(intercept), intercepts, strata, parameters=2),
+        Estimate(float(slope), slopes, strata, parameters=2),
+    )
 
 
 def covariate_gaps(cd: CurveDraws, dataset: str) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
@@ -183,6 +197,24 @@ def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         ),
         Part(LOSS_CHANGE_PART, change, "above", 0.0, Unit.LOSS, role=Role.ANSWER_LOSS_CHANGE, decides=False),
     ]
+
+
+def line_determined(parts: Sequence[Part]) -> NotApplicable | None:
+    """Why A3 has no verdict where its line is not determined (None where it is): more than
+    ``UNDETERMINED_SHARE`` of the resamples spread the answer-loss gaps too little to fit a line
+    (``weighted_intercepts``), or none was fitted."""
+    intercept = next((p for p in parts if p.role is Role.EQUAL_LOSS_GAP), None)
+    if intercept is None or intercept.estimate is None:
+        return None
+    draws = np.asarray(intercept.estimate.draws, dtype=float)
+    share = float(np.mean(~np.isfinite(draws))) if draws.size else 1.0
+    if share <= UNDETERMINED_SHARE and np.isfinite(intercept.value):
+        return None
+    return NotApplicable(
+        Why.UNDETERMINED,
+        "the line is not determined",
+        f"in {share:.0%} of the resamples the answer-loss gaps are (nearly) all equal, so no line is fitted",
+    )
 
 
 def extrapolation_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> Note | None:

@@ -227,6 +227,16 @@ def loss_convention_table(page: Page) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def token_sum_ratios(page: Page) -> list[float]:
+    """F1's gap (None over Detailed CoT) under a per-token sum loss, one ratio per family pooled (per
+    dataset where no family has two)."""
+    table = loss_convention_table(page)
+    if table.empty:
+        return []
+    family = table[table["scope"].isin(vocabulary.FAMILY_LABELS.values())]
+    return [float(np.exp(v)) for v in (family if not family.empty else table)["_sum"]]
+
+
 def _convention_row(model: str, scope: str, mean: Estimate, total: Estimate) -> dict:
     def shown(estimate: Estimate) -> str:
         return voice.sized(Part("", estimate, "above", 0.0, Unit.RATIO, role=Role.F1_GAP))

@@ -19,7 +19,18 @@ from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
 from analysis.profiles import PAPER_SAMPLES
-from analysis.report import beyond, coverage, curve_tables, figures, plots, reproduction, verdicts, voice
+from analysis.report import (
+    answer_tokens,
+    beyond,
+    coverage,
+    curve_tables,
+    figures,
+    plots,
+    reproduction,
+    takeaway,
+    verdicts,
+    voice,
+)
 from analysis.report.blocks import Blocks, Figure, Html, Markdown, PageEnd, Table, fold
 from analysis.report.blocks import figures as figure_blocks
 from analysis.report.load import NOT_IMPORTED, figure_note, imported_models, lacks, offline_models
@@ -72,6 +83,22 @@ def answers(page: Page, *, scope: str | None = None) -> Blocks:
     if unknown:
         out.append(Markdown(unknown))  # unfolded: why a check's cells are n/a, and the command
     return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS])
+
+
+def finding(page: Page) -> Blocks:
+    """What was found, first: at most three sentences with sizes (``takeaway.found``), then the figure
+    that shows it, F1's gap per layer with every response token scored and with the answer's tokens
+    alone (``answer_tokens.layer_gap_figure``)."""
+    if page.empty:
+        return []
+    text = takeaway.found(page.findings(), token_sum=answer_tokens.token_sum_ratios(page))
+    table = answer_tokens.layer_gaps(page)
+    figure = answer_tokens.layer_gap_figure(table, page.note()) if not table.empty else None
+    out: Blocks = [Markdown(text)] if text else []
+    if figure is not None:
+        alt = "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone"
+        out.append(Figure(figure, alt))
+    return out
 
 
 def summary(page: ChecksPage) -> Blocks:

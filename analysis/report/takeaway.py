@@ -1,0 +1,103 @@
+"""What was found, in at most three sentences, for the top of a book's first page.
+
+Generated from the page's pooled findings and its store, each clause only where the store holds what
+it reads: F1's gap beside how many more tokens the Detailed CoT's loss averages over and what that
+averaging alone predicts (A1, with what is left of F1's own nuclear norm beyond it); the same text
+scored on as few tokens as the bare answer (A4); and the answer's own tokens scored with and without
+reasoning before them (A2), with F1's gap under a loss summed over tokens. Every size is the value of
+the part named beside it, over the cells a summary reads (``cells.answers``), worded by ``voice``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+import numpy as np
+
+from analysis.findings.rules import HOLDS, Finding, Part, Role, Unit
+from analysis.report import cells, voice
+
+
+def _parts(findings: Sequence[Finding], check: str, role: Role) -> list[Part]:
+    """The parts of one role of a check's cells that a summary reads (pooled where there are any)."""
+    found = cells.answers(cells.of_check(findings, check))
+    return [p for f in found if (p := f.part(role)) is not None and p.estimate is not None]
+
+
+def _range(parts: Sequence[Part]) -> str:
+    return voice.sized_range(parts, interval=False)
+
+
+def _counts(averaging: Sequence[Part]) -> str:
+    """How many times more tokens the Detailed CoT's loss averages over, from A1's averaging part
+    (sqrt(R_Detailed / R_None)): "126 to 580"."""
+    ratios = sorted(math.exp(2 * p.value) for p in averaging)
+    low, high = (f"{r:.0f}" if r >= 10 else f"{r:.2g}" for r in (ratios[0], ratios[-1]))
+    return low if low == high else f"{low} to {high}"
+
+
+def f1_sentence(findings: Sequence[Finding]) -> str:
+    """F1's gap, how many more tokens the slower loss averages over, what averaging alone predicts,
+    and what is left of F1's nuclear norm beyond it ("" without F1's cells)."""
+    gap = _parts(findings, "F1", Role.F1_GAP)
+    if not gap:
+        return ""
+    text = f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT, F1)"
+    averaging = _parts(findings, "A1", Role.AVERAGING)
+    rest = _parts(findings, "A1", Role.NUCLEAR_BEYOND_AVERAGING)
+    if averaging:
+        text += (
+            f", and the Detailed CoT's loss averages over {_counts(averaging)} times more tokens, which alone "
+            f"predicts {_range(averaging)} (A1)"
+        )
+    if rest:
+        text += f"; beyond that averaging, None CoT's nuclear norm is {_range(rest)} Detailed CoT's"
+    return text + "."
+
+
+def a4_sentence(findings: Sequence[Finding]) -> str:
+    """The same Detailed-CoT text scored on as few tokens as the bare answer: its gradient over the
+    all-token one and the share of F1's gap that reproduces ("" without A4's cells)."""
+    gap, share = _parts(findings, "A4", Role.SUBSET_GAP), _parts(findings, "A4", Role.F1_SHARE)
+    if not gap:
+        return ""
+    found = cells.answers(cells.of_check(findings, "A4"))
+    holds = sum(f.verdict is HOLDS for f in found)
+    text = (
+        f"On the same Detailed-CoT text, scoring only as many of its tokens as the bare answer has makes the "
+        f"gradient {_range(gap)} larger"
+    )
+    if share:
+        text += f", {_range(share)} of F1's log gap"
+    return text + f" (A4 holds in {holds} of {voice.plural(len(found), 'cell')})."
+
+
+def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
+    """The answer's own tokens scored with and without reasoning before them (A2), and F1's gap under
+    a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT); "" without either."""
+    gap = _parts(findings, "A2", Role.SAME_TOKEN_GAP)
+    pieces = []
+    if gap:
+        larger = sum(p.value < 0 for p in gap)
+        pieces.append(
+            f"scoring only the final answer's own tokens, the answer's gradient is larger after the reasoning "
+            f"than without it in {larger} of {voice.plural(len(gap), 'cell')} (without over with reasoning "
+            f"{_range(gap)}, A2)"
+        )
+    sums = [v for v in token_sum if np.isfinite(v)]
+    if sums:
+        low, high = voice.size(min(sums), Unit.RATIO, times=True), voice.size(max(sums), Unit.RATIO, times=True)
+        reverses = "reverses" if max(sums) < 1 else "stays" if min(sums) > 1 else "goes either way"
+        pieces.append(
+            f"under a loss summed over tokens F1's gap {reverses} ({low if low == high else f'{low} to {high}'})"
+        )
+    if not pieces:
+        return ""
+    text = "; ".join(pieces)
+    return text[0].upper() + text[1:] + "."
+
+
+def found(findings: Sequence[Finding], *, token_sum: Sequence[float] = ()) -> str:
+    """At most three sentences of what was found, with sizes ("" where the store holds none of it)."""
+    return " ".join(s for s in (f1_sentence(findings), a4_sentence(findings), a2_sentence(findings, token_sum)) if s)
