@@ -61,17 +61,19 @@ class AnswerView:
     """How an answer-scored condition builds each instruction's response from the study's files.
 
     The response is the ``context`` condition's response (another instruction's with
-    ``other_instruction``: the next record of the file, the last taking the first; no context:
-    nothing), a new line where there is a context, ``ANSWER_PHRASE`` and the answer, which is the
-    same instruction's response in the ``answer`` condition (None CoT). Only the answer's tokens
-    are scored. ``appended`` False: the context's response already ends with the phrase and the
-    answer (Simplified CoT), which is checked, and is taken as it is.
+    ``other_instruction``: the next record of the file, the last taking the first; with ``shuffled``
+    its words in a seeded random order, ``shuffled_words``; no context: nothing), a new line where
+    there is a context, ``ANSWER_PHRASE`` and the answer, which is the same instruction's response in
+    the ``answer`` condition (None CoT). Only the answer's tokens are scored. ``appended`` False: the
+    context's response already ends with the phrase and the answer (Simplified CoT), which is
+    checked, and is taken as it is.
     """
 
     answer: str
     context: str | None = None
     appended: bool = True
     other_instruction: bool = False
+    shuffled: bool = False
 
 
 @dataclass(frozen=True)
@@ -179,6 +181,9 @@ def _answer_conditions(registry: dict[str, Condition]) -> list[Condition]:
         "detailed_answer": lambda d: AnswerView(f"{d}/none/{CORRECT}", f"{d}/detailed/{CORRECT}"),
         "detailed_other_answer": lambda d: AnswerView(
             f"{d}/none/{CORRECT}", f"{d}/detailed/{CORRECT}", other_instruction=True
+        ),
+        "detailed_shuffled_answer": lambda d: AnswerView(
+            f"{d}/none/{CORRECT}", f"{d}/detailed/{CORRECT}", shuffled=True
         ),
     }
     datasets = [c.dataset for c in registry.values() if c.setting == "none" and c.responses == CORRECT]
@@ -503,8 +508,20 @@ def _answer_record(view: AnswerView, contexts: list[Record], index: int, *, answ
             )
         return Record(own.instruction, own.input, own.output, len(own.output) - len(answer.output))
     context = contexts[(index + 1) % len(contexts)] if view.other_instruction else own
-    before = context.output + "\n" + ANSWER_PHRASE
+    text = shuffled_words(context.output, seed=index) if view.shuffled else context.output
+    before = text + "\n" + ANSWER_PHRASE
     return Record(own.instruction, own.input, before + answer.output, len(before))
+
+
+SHUFFLE_SEED = 0
+
+
+def shuffled_words(text: str, *, seed: int) -> str:
+    """``text``'s words (split at white space) in a random order drawn by a generator seeded by
+    ``seed``, joined by single spaces: the same words, no reasoning order."""
+    words = text.split()
+    order = np.random.default_rng([SHUFFLE_SEED, seed]).permutation(len(words))
+    return " ".join(words[i] for i in order)
 
 
 @dataclass(frozen=True)

@@ -23,9 +23,16 @@ WIKI_SETTINGS = ("len100", "len500", "len1000", "unpopular")
 LENGTH_CONTROL_SETTINGS = {"detailed_cut_simplified": "simplified", "detailed_cut_none": "none"}
 # The answer-scored settings of correct responses: the loss on the final answer's tokens only, the
 # answer being the same instruction's None-CoT response after ANSWER_PHRASE; what precedes the phrase:
-# nothing, the Simplified-CoT rationale, the Detailed CoT, another instruction's Detailed CoT.
+# nothing, the Simplified-CoT rationale, the Detailed CoT, another instruction's Detailed CoT, the
+# instruction's own Detailed CoT with its words shuffled (the same words, no reasoning order).
 ANSWER_PHRASE = "The final answer is "
-ANSWER_SETTINGS = ("none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer")
+ANSWER_SETTINGS = (
+    "none_answer",
+    "simplified_answer",
+    "detailed_answer",
+    "detailed_other_answer",
+    "detailed_shuffled_answer",
+)
 # The scored-subset settings of correct responses: the whole Detailed CoT read as it is, its loss on a
 # seeded random subset of its response tokens as large as the setting's response: setting -> that setting.
 SCORED_SUBSET_SETTINGS = {"detailed_scored_none": "none"}
@@ -57,6 +64,7 @@ SETTING_LABELS = {
     "simplified_answer": "answer after Simplified CoT",
     "detailed_answer": "answer after Detailed CoT",
     "detailed_other_answer": "answer after another instruction's Detailed CoT",
+    "detailed_shuffled_answer": "answer after its own Detailed CoT, words shuffled",
 }
 STAT_LABELS = layer_stats.labels()  # declared with each statistic in analysis.core.layer_stats
 
