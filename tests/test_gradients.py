@@ -112,6 +112,10 @@ def test_a_scored_subset_in_a_batch_equals_the_plain_procedure_on_those_tokens(k
 def test_a_subset_is_drawn_from_the_response_tokens_and_never_larger_than_they_are():
     sample = prompts.EncodedSample(list(range(20)), 15)
     drawn = prompts.scored_subset(sample, 3, np.random.default_rng(1))
-    assert len(drawn.scored) == 3 and all(15 <= t < 20 for t in drawn.scored) and list(drawn.scored) == sorted(drawn.scored)
+    assert (
+        len(drawn.scored) == 3
+        and all(15 <= t < 20 for t in drawn.scored)
+        and list(drawn.scored) == sorted(drawn.scored)
+    )
     assert prompts.scored_subset(sample, 50, np.random.default_rng(1)).scored == tuple(range(15, 20))
     assert drawn.input_ids == sample.input_ids  # the text is whole: only what is scored changes

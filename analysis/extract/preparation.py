@@ -13,6 +13,7 @@ import torch
 
 from analysis import data
 from analysis.extract import models, prompts
+from analysis.records import load_records
 
 
 @dataclass
@@ -77,7 +78,7 @@ def reference_counts(loaded, condition: data.Condition, indices, max_length, *, 
     if condition.token_reference is None:
         return {}
     reference = data.resolve(condition.token_reference, data_dir)
-    records = data.load_records(reference.path)
+    records = load_records(reference.path)
     limits = {}
     for index in indices:
         record = records[index]
