@@ -9,6 +9,7 @@ download are in :mod:`analysis.data_files`; how a file's records are read and va
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -347,3 +348,34 @@ def _identical_outputs(correct: tuple, irrelevant: tuple) -> frozenset[int]:
     so that a file changed on disk is read again (every run plans each dataset's files many times)."""
     a, b = load_records(correct[0]), load_records(irrelevant[0])
     return frozenset(i for i, (x, y) in enumerate(zip(a, b)) if x.output.strip() == y.output.strip())
+
+
+def verbatim_answer_ids(dataset: str, directory: str | os.PathLike | None = None) -> frozenset[int]:
+    """Instructions whose Detailed CoT (correct responses) states their None-CoT answer word for word
+    (case-insensitive): where the answer-scored conditions append an answer the chain itself gives,
+    rather than a label it never wrote ("no", "pantry"). Empty when a file is missing."""
+    pair = [f"{dataset}/{setting}/{CORRECT}" for setting in ("none", "detailed")]
+    if not all(key in CONDITIONS for key in pair):
+        return frozenset()
+    paths = [data_dir(directory) / CONDITIONS[key].relative_path for key in pair]
+    try:
+        stamps = [(str(path), path.stat().st_mtime_ns, path.stat().st_size) for path in paths]
+        return _verbatim(*stamps)
+    except (OSError, DataError):
+        return frozenset()
+
+
+@lru_cache(maxsize=64)
+def _verbatim(answers: tuple, chains: tuple) -> frozenset[int]:
+    """Indices where the chain's text holds the answer's as a whole word or phrase, case-insensitive
+    ("no" in "... so the answer is no.", not in "not"; files as in ``_identical_outputs``)."""
+    a, b = load_records(answers[0]), load_records(chains[0])
+    return frozenset(i for i, (answer, chain) in enumerate(zip(a, b)) if states(chain.output, answer.output))
+
+
+def states(text: str, answer: str) -> bool:
+    """Whether ``text`` holds ``answer`` (stripped) as a whole word or phrase, case-insensitive."""
+    answer = answer.strip()
+    if not answer:
+        return False
+    return re.search(rf"(?<!\w){re.escape(answer)}(?!\w)", text, flags=re.IGNORECASE) is not None

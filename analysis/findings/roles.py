@@ -62,6 +62,9 @@ class Role(Enum):
     SLOPE = "the slope of the log nuclear gap on the log(1 - p) gap (A3)"
     ANSWER_LOSS = "the answer's mean loss under one condition (A3; facet: the condition)"
     ANSWER_LOSS_CHANGE = "the answer's loss after Detailed CoT less after the phrase alone (A3)"
+    # A5: reasoning or context
+    CONTEXT_ORDER = "the answer's gradient after its own chain over after the same words shuffled (A5)"
+    CONTEXT_FOREIGN = "the answer's gradient after its own chain over after another instruction's chain (A5)"
     # A4: the same Detailed-CoT text scored on fewer tokens
     SUBSET_GAP = "Detailed CoT scored on as many tokens as None CoT over scored on all of them (A4)"
     F1_SHARE = "the share of F1's log gap that scoring fewer tokens of the same text reproduces (A4)"

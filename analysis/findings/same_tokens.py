@@ -32,11 +32,14 @@ from analysis.findings.quantities import log_level
 from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Role, Unit, Why
 
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
+SHUFFLED = "detailed_shuffled_answer"
 NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
 READS = (FROBENIUS, LOG_MISS, LOSS)  # what A2 and A3 read per sample beyond the nuclear norm
 
 A2_PART = "None / Detailed on the answer tokens (all layers)"
 A3_PART = "None / Detailed on the answer tokens at equal answer loss"
+VERBATIM = "verbatim"  # the facet of A2's gap on the chains that state the answer word for word
+VERBATIM_PART = "the same where the Detailed CoT states the answer word for word"
 SLOPE_PART = "slope: log nuclear gap per unit of the log(1 - p) gap"
 LOSS_PARTS = {NONE: "answer loss after the phrase alone", DETAILED: "answer loss after Detailed CoT"}
 LOSS_CHANGE_PART = "answer loss, after Detailed CoT - after the phrase alone"
@@ -44,6 +47,7 @@ LOSS_CHANGE_PART = "answer loss, after Detailed CoT - after the phrase alone"
 BESIDE = {
     SIMPLIFIED: "None / Simplified on the answer tokens",
     OTHER: "None / another instruction's Detailed CoT on the answer tokens",
+    SHUFFLED: "None / its own Detailed CoT with the words shuffled, on the answer tokens",
 }
 
 
@@ -66,23 +70,38 @@ def shared_instructions(
     return np.asarray(sorted(set.intersection(*held)), dtype=int)  # type: ignore[arg-type]
 
 
-def _gap(cd: CurveDraws, dataset: str, fast: str, slow: str, *, segment: str = "all", stat: str = NUCLEAR):
-    """Mean log ``stat`` of ``fast`` less that of ``slow`` on the instructions both hold (paired)."""
+def answer_gap(
+    cd: CurveDraws,
+    dataset: str,
+    fast: str,
+    slow: str,
+    *,
+    segment: str = "all",
+    stat: str = NUCLEAR,
+    within: frozenset[int] | None = None,
+):
+    """Mean log ``stat`` of ``fast`` less that of ``slow`` on the instructions both hold (paired;
+    ``within``: of those, only these)."""
     shared = shared_instructions(cd, dataset, (fast, slow), (stat,))
     if shared is None or shared.size == 0:
         return None
+    kept = set(shared.tolist()) if within is None else set(shared.tolist()) & set(within)
+    if not kept:
+        return None
     held = set().union(*(_ids(cd, cd.condition_key(dataset, s), stat) or set() for s in (fast, slow)))
-    excluded = held - set(shared.tolist())
+    excluded = held - kept
     a = log_level(cd, dataset, fast, segment, excluded=excluded, stat=stat)
     b = log_level(cd, dataset, slow, segment, excluded=excluded, stat=stat)
     return None if a is None or b is None else combine(np.subtract, a, b)
 
 
-def a2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def a2_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozenset(), **_) -> list[Part] | None:
     """A2: the answer's gradient without the reasoning over that after the Detailed CoT (geometric
     mean of nuclear norms, all layers) > 1, and that ratio larger early than late; beside it the
-    Frobenius norm and the other contexts."""
-    gaps = {segment: _gap(cd, dataset, NONE, DETAILED, segment=segment) for segment in ("all", "early", "late")}
+    Frobenius norm, the other contexts, and the same gap on the instructions whose Detailed CoT
+    states the answer word for word (``verbatim``, ``data.verbatim_answer_ids``): is it surprise at
+    a label the chain never wrote?"""
+    gaps = {segment: answer_gap(cd, dataset, NONE, DETAILED, segment=segment) for segment in ("all", "early", "late")}
     if any(g is None for g in gaps.values()):
         return None
     early_late = combine(np.subtract, gaps["early"], gaps["late"])
@@ -90,13 +109,27 @@ def a2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         Part(A2_PART, gaps["all"], "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_GAP),
         Part("early / late of that ratio", early_late, "above", 0.0, Unit.RATIO, role=Role.EARLY_LATE),
     ]
-    frobenius = _gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
+    frobenius = answer_gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
     if frobenius is not None:
         name = "the same in Frobenius norm"
         parts.append(Part(name, frobenius, "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_FROBENIUS, decides=False))
+    stated = answer_gap(cd, dataset, NONE, DETAILED, within=verbatim)
+    if stated is not None:
+        parts.append(
+            Part(
+                VERBATIM_PART,
+                stated,
+                "above",
+                0.0,
+                Unit.RATIO,
+                role=Role.SAME_TOKEN_GAP,
+                facet=(VERBATIM,),
+                decides=False,
+            )
+        )
     for setting, name in BESIDE.items():
         if cd.has(cd.condition_key(dataset, setting)):
-            gap = _gap(cd, dataset, NONE, setting)
+            gap = answer_gap(cd, dataset, NONE, setting)
             parts.append(
                 Part(name, gap, "above", 0.0, Unit.RATIO, role=Role.CONTEXT_GAP, facet=(setting,), decides=False)
             )

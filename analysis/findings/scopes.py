@@ -38,11 +38,13 @@ PER_TRAINING_RUN = "per training run"  # one base model's fine-tuning runs, per 
 @dataclass
 class Inputs:
     """What the checks read: every model's curves, the None-CoT instructions whose irrelevant answer
-    equals the correct one (per dataset), reasoning curves for Wiki-only data (per model), the
-    instruct -> base pairs and the pairs the user declares."""
+    equals the correct one and those whose Detailed CoT states the answer word for word (per dataset),
+    reasoning curves for Wiki-only data (per model), the instruct -> base pairs and the pairs the user
+    declares."""
 
     draws: dict[str, CurveDraws]
     identical: dict[str, frozenset] = field(default_factory=dict)
+    verbatim: dict[str, frozenset] = field(default_factory=dict)  # per dataset, ``data.verbatim_answer_ids``
     reference: dict[str, CurveDraws] = field(default_factory=dict)
     pairs: dict[str, str] = field(default_factory=dict)
     declared: dict[str, str] | None = None
@@ -125,7 +127,9 @@ class Check(ABC):
 class ModelParts(Protocol):
     """One model's curves and one dataset -> the parts (None: a condition it needs is missing)."""
 
-    def __call__(self, cd: CurveDraws, dataset: str, *, identical: Iterable[int]) -> list[Part] | None: ...
+    def __call__(
+        self, cd: CurveDraws, dataset: str, *, identical: Iterable[int], verbatim: frozenset[int]
+    ) -> list[Part] | None: ...
 
 
 PairParts = Callable[[CurveDraws, CurveDraws, str], "list[Part] | None"]  # instruct, base curves, dataset
@@ -164,7 +168,12 @@ class PerModelCheck(Check):
             by_dataset: dict[str, list[Part]] = {}
             unknown: dict[str, NotApplicable] = {}
             for dataset in reasoning_datasets(cd):
-                parts = self.parts(cd, dataset, identical=inputs.identical.get(dataset, ()))
+                parts = self.parts(
+                    cd,
+                    dataset,
+                    identical=inputs.identical.get(dataset, ()),
+                    verbatim=inputs.verbatim.get(dataset, frozenset()),
+                )
                 if parts is not None:
                     by_dataset[dataset] = parts
                 elif self.unknown is not None:

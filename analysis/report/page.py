@@ -80,6 +80,7 @@ class Page:
     curves: pd.DataFrame
     bands: pd.DataFrame
     identical: dict[str, frozenset] = field(default_factory=dict)
+    verbatim: dict[str, frozenset] = field(default_factory=dict)  # ``data.verbatim_answer_ids`` per dataset
     reference: dict[str, CurveDraws] = field(default_factory=dict)
     registry: Registry = REGISTRY  # the checks the page may show
     _found: dict = field(default_factory=dict, repr=False)
@@ -130,7 +131,8 @@ class Page:
             for d in results.rows["dataset"].unique()
             if d != vocabulary.WIKI_DATASET
         }
-        page = cls(params, results, draws, curves, bands, identical, registry=registry)
+        verbatim = {d: data.verbatim_answer_ids(d, params.data_dir) for d in identical}
+        page = cls(params, results, draws, curves, bands, identical, verbatim, registry=registry)
         page.reference = page._f5_reference()
         return page
 
@@ -197,6 +199,7 @@ class Page:
                 self.draws,
                 key,
                 identical=self.identical,
+                verbatim=self.verbatim,
                 reference=self.reference,
                 pairs=self.pairs,
                 registry=self.registry,
