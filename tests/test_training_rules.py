@@ -7,7 +7,8 @@ import numpy as np
 
 from analysis.findings import calibration, checks, stated_rates, training
 from analysis.findings.calibration import training_calibration
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, decide
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Role, Why, decide
+from analysis.report import voice
 from analysis.train.naming import TrainingRunId
 
 
@@ -144,7 +145,8 @@ def test_t2_is_not_applicable_without_the_cut_arm():
     keep = ~rows["model"].str.contains("detailed_cut_none")
     found = run(rows[keep], change[change["arm"] != "detailed_cut_none"])
     t2 = [f for f in found if f.check == "T2"]
-    assert [f.verdict for f in t2] == [NOT_APPLICABLE] and "detailed_cut_none" in t2[0].not_applicable
+    assert [f.verdict for f in t2] == [NOT_APPLICABLE] and t2[0].not_applicable.why is Why.NOT_TRAINED
+    assert "detailed_cut_none" in t2[0].not_applicable.reason
 
 
 def test_findings_from_store_rows_name_their_run_and_step():
@@ -154,16 +156,23 @@ def test_findings_from_store_rows_name_their_run_and_step():
             rng, 6, 5, 8, effects=training_calibration.Effects(arm_effect=0.5, training_set=0.0)
         )
     )
-    found = checks.findings_table(run(rows, change))
-    assert found["check"].tolist() == ["T1", "T1", "T2", "T3", "T3", "T3"]
-    assert found["claim"].tolist() == [checks.claim(c) for c in found["check"]]
-    assert set(found["model"]) == {"m"}
-    t3 = found[found["check"] == "T3"]
-    assert (t3["verdict"] == HOLDS).all() and t3["numbers"].str.contains("at step 10").all()
-    assert t3["numbers"].str.contains("at step 0").all()  # the step-0 gap is shown beside it
-    assert t3["numbers"].str.contains("step 10 / step 0 of that ratio").all()  # the change decides
-    t2 = found[found["check"] == "T2"]["numbers"].iloc[0]
-    assert "vs Detailed:" in t2 and "vs Detailed cut to None length:" in t2  # both contrasts shown
+    found = run(rows, change)
+    assert [f.check for f in found] == ["T1", "T1", "T2", "T3", "T3", "T3"]
+    assert all(checks.claim(f.check) == checks.get(f.check).claim for f in found)
+    assert {f.model for f in found} == {"m"}
+    t3 = [f for f in found if f.check == "T3"]
+    assert all(f.verdict == HOLDS for f in t3)
+    for f in t3:
+        numbers = voice.numbers(f)
+        after, start, change_ = (f.part(r) for r in (Role.GAP_AFTER, Role.GAP_AT_START, Role.GAP_CHANGE))
+        assert after.name == "None / Detailed at step 10" and "at step 10" in numbers
+        assert not start.decides and "at step 0" in numbers  # the step-0 gap is shown beside it
+        assert change_.decides and change_.name == "step 10 / step 0 of that ratio"  # the change decides
+        assert "step 10 / step 0 of that ratio" in numbers
+    t2 = next(f for f in found if f.check == "T2")
+    assert all(t2.part(Role.ARM_EARLY, facet=(arm,)).decides for arm in training.T2_SLOW_ARMS)
+    numbers = voice.numbers(t2)
+    assert "vs Detailed:" in numbers and "vs Detailed cut to None length:" in numbers  # both contrasts shown
 
 
 def test_spearman_rows_matches_scipy():
