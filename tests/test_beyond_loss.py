@@ -12,7 +12,7 @@ from synthetic import make_results, reasoning_conditions
 
 from analysis.findings import beyond_loss, calibration, checks, classifier
 from analysis.findings.bootstrap import Estimate, all_curve_draws, pooled
-from analysis.findings.calibration import gap_calibration
+from analysis.findings.calibration import gap_calibration, rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, NoteKind, Part, Role, Why, decide
 from analysis.report import voice
 
@@ -143,7 +143,7 @@ def test_g1_keeps_its_rate_where_the_curves_are_non_linear_in_the_token_losses_u
     reps = 100
     bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
     design = replace(calibration.study_designs(5)["4 datasets"], skew=skew)
-    assert calibration.false_holds("beyond loss", design, reps=reps, seed=31 + int(skew)) <= bound
+    assert calibration.false_holds(rule.BEYOND_LOSS, design, reps=reps, seed=31 + int(skew)) <= bound
 
 
 def test_g1_finds_a_planted_effect_at_the_paper_size():

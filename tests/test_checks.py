@@ -20,6 +20,7 @@ from analysis.core import vocabulary
 from analysis.core.errors import StudyError
 from analysis.findings import calibration, checks, quantities
 from analysis.findings.bootstrap import Estimate, all_curve_draws
+from analysis.findings.calibration import rule
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Role, Unit
 from analysis.report import figures, sections, verdicts
 from analysis.report.blocks import Html
@@ -41,7 +42,7 @@ TOY = checks.PerModelCheck(
     claim="Simplified CoT gives larger nuclear norms than Detailed CoT",
     parts=toy_parts,
     chapters=("math_reasoning",),
-    calibrated_by=("gap",),
+    calibrated_by=(rule.GAP,),
     figure=checks.PartFigure(Role.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
 )
 
@@ -78,7 +79,7 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     assert f"**T9**: {TOY.plain} (rule: {TOY.claim})." in text and "**T9** " in text
     assert "Toy: the gap" in [b.alt for b in figures_of(shown)]
     assert any(isinstance(b, Html) and "T9" in b.html for b in walk(shown))  # the matrix the chapter shows
-    assert "T9" in calibration.checks_by_rule(registry)["gap"] and "T9" not in calibration.checks_by_rule()["gap"]
+    assert "T9" in calibration.checks_by_rule(registry)[rule.GAP] and "T9" not in calibration.checks_by_rule()[rule.GAP]
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
 
@@ -113,7 +114,6 @@ def test_the_methods_page_states_every_registered_claim():
     methods = "".join(
         (ROOT / "book" / f"{page}.md").read_text() for page in ("methods", "checks", "gap_methods", "training_methods")
     )
-    assert verdicts.claims_markdown() in (ROOT / "book" / "checks.md").read_text()
     assert [verdicts.anchor(c) for c in ("F1", "L2", "A3")] == ["check-f1", "check-l2", "check-a3"]
     for check in checks.REGISTRY:
         entry = verdicts.claims_markdown((check,))

@@ -10,6 +10,7 @@ from synthetic import make_results
 from analysis.core import vocabulary
 from analysis.findings import checks, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.calibration import rule
 from analysis.findings.rules import FAILS, HOLDS, NoteKind, Role, decide
 
 MODEL = {"m": ("base", 12)}
@@ -113,7 +114,7 @@ def test_a2_and_a3_are_registered_per_model_on_the_gap_chapter_and_read_what_the
     for check_id in ("A2", "A3"):
         check = checks.get(check_id)
         assert checks.GAP_CHAPTER in check.chapters and set(same_tokens.READS) <= set(check.reads)
-    assert checks.get("A3").calibrated_by == ("equal loss",)
+    assert checks.get("A3").calibrated_by == (rule.EQUAL_LOSS,)
     found = checks.run_checks({"m": curves(answer_rows(n=12, gap=0.5))}, ["A2", "A3"])
     assert {(f.check, f.scope) for f in found} >= {("A2", "gsm8k"), ("A3", "gsm8k")}
 
@@ -133,7 +134,9 @@ def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():
     bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
     for i, design in enumerate(calibration.study_designs(5).values()):
         for skew in (-2.0, 2.0):
-            rate = calibration.false_holds("equal loss", replace(design, skew=skew), reps=reps, n_resamples=200, seed=i)
+            rate = calibration.false_holds(
+                rule.EQUAL_LOSS, replace(design, skew=skew), reps=reps, n_resamples=200, seed=i
+            )
             assert rate <= bound, (design, skew, rate)
     rng = np.random.default_rng(5)
     design = calibration.study_designs(20)["4 datasets"]

@@ -5,7 +5,8 @@ A check is data: a frozen dataclass of its scope (``analysis.findings.scopes``: 
 ``PairCheck``, ``WikiCheck``, ``TrainingRunCheck``) built with keyword arguments: its id, its claim
 in plain words and as its estimand and rule, the function that computes its parts
 (``analysis.findings.check_parts``), the chapters that show it, the simulated rules that measure
-its error rates (``calibrated_by``, in ``analysis.findings.calibration``), the figure that shows
+its error rates (``calibrated_by``: rules of ``analysis.findings.calibration.rule``, each with its
+stated rate and its simulation), the figure that shows
 one of its parts beyond the verdict matrix. The findings engine (``run_checks``), the verdict
 matrix, the pages' paragraphs and figures, the checks page's claims and the calibration tables all
 iterate over a registry: an immutable tuple of checks, ``REGISTRY`` unless another is passed.
@@ -25,6 +26,7 @@ from analysis.core.errors import StudyError
 from analysis.findings import averaging, beyond_loss, same_tokens, training
 from analysis.findings import check_parts as cp
 from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.calibration import rule
 from analysis.findings.rules import SAME_MARGIN, Finding, Role
 from analysis.findings.scopes import (
     PER_MODEL,
@@ -64,13 +66,17 @@ _MARGIN = f"{math.exp(SAME_MARGIN) - 1:.0%}"
 
 
 def registry_of(checks: Iterable[Check]) -> Registry:
-    """A registry of ``checks`` (in that order): each a check of one scope, each id once."""
+    """A registry of ``checks`` (in that order): each a check of one scope, each id once, each
+    calibrated by rules (``calibration.rule.Rule`` objects)."""
     out: list[Check] = []
     for check in checks:
         if not isinstance(check, Check):
             raise StudyError(f"{check!r} is not a check of a scope (a subclass of scopes.Check)")
         if check.id in {c.id for c in out}:
             raise StudyError(f"check {check.id!r} is declared twice")
+        strays = [r for r in check.calibrated_by if not isinstance(r, rule.Rule)]
+        if strays:
+            raise StudyError(f"check {check.id!r}: calibrated by {strays!r}, not rules (calibration.rule.Rule)")
         out.append(check)
     return tuple(out)
 
@@ -112,7 +118,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f1_parts,
             chapters=_READING,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
         ),
         PerModelCheck(
             id="F2",
@@ -136,7 +142,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f2_parts,
             chapters=_READING,
-            calibrated_by=("roughness", "paper MAD"),
+            calibrated_by=(rule.ROUGHNESS, rule.PAPER_MAD),
             adjust=cp.spread_decides,
         ),
         PerModelCheck(
@@ -161,7 +167,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f3_parts,
             chapters=_READING,
-            calibrated_by=("gap", "same"),
+            calibrated_by=(rule.GAP, rule.SAME),
             note=cp.identical_note,
         ),
         PairCheck(
@@ -183,7 +189,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f4_parts,
             chapters=_READING,
-            calibrated_by=("not better",),
+            calibrated_by=(rule.NOT_BETTER,),
         ),
         WikiCheck(
             id="F5",
@@ -208,7 +214,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f5_parts,
             chapters=(*SUMMARY_CHAPTERS, "wiki_knowledge"),
-            calibrated_by=("share", "same"),
+            calibrated_by=(rule.SHARE, rule.SAME),
         ),
         PerModelCheck(
             id="L",
@@ -227,7 +233,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.length_parts,
             chapters=_LENGTH,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
             figure=LENGTH_FIGURE,
             after_pooling=cp.with_share,
             gate=cp.gap_established,
@@ -249,7 +255,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.length_effect_parts,
             chapters=_LENGTH,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
             after_pooling=cp.with_share,
             gate=cp.gap_established,
         ),
@@ -269,7 +275,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=training.t1,
             chapters=_TRAINING,
-            calibrated_by=("rank correlation",),
+            calibrated_by=(rule.RANK_CORRELATION,),
         ),
         TrainingRunCheck(
             id="T2",
@@ -287,7 +293,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=training.t2,
             chapters=_TRAINING,
-            calibrated_by=("arm change",),
+            calibrated_by=(rule.ARM_CHANGE,),
         ),
         TrainingRunCheck(
             id="T3",
@@ -304,7 +310,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=training.t3,
             chapters=_TRAINING,
-            calibrated_by=("probe gap",),
+            calibrated_by=(rule.PROBE_GAP,),
         ),
         # --- A1 and G1: F1 against what averaging over the response tokens predicts, F3 against the loss
         PerModelCheck(
@@ -325,7 +331,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=averaging.a1_parts,
             chapters=_GAP,
-            calibrated_by=("averaging",),
+            calibrated_by=(rule.AVERAGING,),
             reads=averaging.READS,
             unknown=averaging.a1_unknown,
         ),
@@ -351,7 +357,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=beyond_loss.g1_parts,
             chapters=_GAP,
-            calibrated_by=("beyond loss",),
+            calibrated_by=(rule.BEYOND_LOSS,),
             reads=beyond_loss.READS,
             after_pooling=beyond_loss.after_pooling,
             note=beyond_loss.covariates_note,
@@ -376,7 +382,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=same_tokens.a2_parts,
             chapters=_GAP,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
             reads=same_tokens.READS,
         ),
         PerModelCheck(
@@ -397,7 +403,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=same_tokens.a3_parts,
             chapters=_GAP,
-            calibrated_by=("equal loss",),
+            calibrated_by=(rule.EQUAL_LOSS,),
             reads=same_tokens.READS,
             note=same_tokens.extrapolation_note,
         ),
