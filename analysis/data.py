@@ -1,28 +1,18 @@
-"""The study's 56 data files as conditions, found locally or downloaded, and validated.
+"""The study's 56 data files as conditions, and the views of them: length-controlled and answer-scored.
 
 A condition is (dataset, setting, responses): e.g. ``aqua/detailed/correct`` is the AQuA file
-with GPT-4o chains of thought and correct responses. Files are looked up in ``--data-dir``, else
-in ``$LAYER_GRADIENT_DATA``, else in ``./data/layer_gradient``. ``python -m analysis data fetch``
-downloads them from the original study's repository at a pinned commit and checks their sha256.
+with GPT-4o chains of thought and correct responses. Where the files are, their sha256 and their
+download are in :mod:`analysis.data_files`; how a file's records are read and validated in
+:mod:`analysis.records`; the seeded sample a run takes of them in :mod:`analysis.sample_draws`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
-import logging
 import os
-import zlib
-from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import IO
 
-import numpy as np
-
-from analysis.core.errors import StudyError
 from analysis.core.vocabulary import (
     ANSWER_PHRASE,
     ANSWER_SETTINGS,
@@ -33,13 +23,9 @@ from analysis.core.vocabulary import (
     REASONING_DATASETS,
     RESPONSES,
 )
-
-DATA_ENV = "LAYER_GRADIENT_DATA"
-DEFAULT_DATA_DIR = Path("data/layer_gradient")
-SOURCE_REPOSITORY = "MingLiiii/Layer_Gradient"
-SOURCE_COMMIT = "e2072e8daa9f250cea025b2d3fa9590a901ca766"
-SOURCE_URL = f"https://raw.githubusercontent.com/{SOURCE_REPOSITORY}/{SOURCE_COMMIT}/data"
-DOWNLOAD_TIMEOUT = 60  # seconds without an answer from the server
+from analysis.data_errors import DataError
+from analysis.data_files import DATA_ENV, data_dir, expected_sha256, file_sha256
+from analysis.records import RECORD_SUFFIXES, Record, load_records
 
 MATH_DATASETS = {"math-algebra": "algebra", "math-counting": "counting_probability", "math-geometry": "geometry"}
 _COT_SUFFIX = {"none": "no_cot", "simplified": "with_cot", "detailed": "with_cot_gpt4o"}
@@ -49,10 +35,6 @@ _WIKI_STEM = {
     "len1000": "popular_wikipedia_1000",
     "unpopular": "long_tail_wikipedia",
 }
-
-
-class DataError(StudyError, ValueError):
-    """A data file, a record or a condition key that the study cannot use."""
 
 
 @dataclass(frozen=True)
@@ -202,224 +184,6 @@ def conditions_matching(
     return chosen
 
 
-def data_dir(explicit: str | os.PathLike | None = None) -> Path:
-    """Where the data files are: the argument, else $LAYER_GRADIENT_DATA, else ./data/layer_gradient."""
-    if explicit:
-        return Path(explicit)
-    if os.environ.get(DATA_ENV):
-        return Path(os.environ[DATA_ENV])
-    return DEFAULT_DATA_DIR
-
-
-@lru_cache(maxsize=1)
-def expected_sha256() -> dict[str, str]:
-    """The published sha256 of every data file, keyed by relative path."""
-    table = {}
-    for line in (Path(__file__).with_name("SHA256SUMS")).read_text().splitlines():
-        digest, path = line.split(maxsplit=1)
-        table[path.removeprefix("./")] = digest
-    return table
-
-
-def file_sha256(path: Path, chunk: int = 1 << 22) -> str:
-    """sha256 hex digest of a file's bytes, read in chunks (the original study's files are large)."""
-    with open(path, "rb") as handle:
-        return stream_sha256(handle, chunk)
-
-
-def stream_sha256(handle: IO[bytes], chunk: int = 1 << 22) -> str:
-    """sha256 hex digest of an open binary stream's remaining bytes, read in chunks."""
-    digest = hashlib.sha256()
-    while block := handle.read(chunk):
-        digest.update(block)
-    return digest.hexdigest()
-
-
-@dataclass(frozen=True)
-class Record:
-    """One instruction and its response; ``answer_start``: where in ``output`` the scored answer
-    begins (answer-scored conditions only; None: the whole response is scored)."""
-
-    instruction: str
-    input: str
-    output: str
-    answer_start: int | None = None
-
-
-RECORD_SUFFIXES = (".json", ".jsonl")
-CHAT_DROPPED_ROLES = ("system", "developer", "tool")
-
-
-def validate_records(payload, source: str) -> list[Record]:
-    """Records of a parsed data file, or a DataError naming the file, the record and the field.
-
-    A record is the study's ``{instruction, input?, output}`` or a chat record ``{messages: [...]}``
-    (see :func:`chat_record`).
-    """
-    if not isinstance(payload, list):
-        raise DataError(f"{source}: expected a JSON list of records, found {type(payload).__name__}")
-    if not payload:
-        raise DataError(f"{source}: no records (the file holds an empty list)")
-    return [parse_record(item, f"{source}: record {index}") for index, item in enumerate(payload)]
-
-
-def parse_record(item, where: str) -> Record:
-    """One record in the study's format or the chat format; ``where`` prefixes every error."""
-    if not isinstance(item, dict):
-        raise DataError(f"{where}: expected an object, found {type(item).__name__}")
-    if "messages" in item:
-        return chat_record(item["messages"], where)
-    for field in ("instruction", "output"):
-        if field not in item:
-            raise DataError(f"{where}: missing field {field!r}")
-    for field in ("instruction", "input", "output"):
-        if field in item and not isinstance(item[field], str):
-            raise DataError(f"{where}: field {field!r} must be a string, found {type(item[field]).__name__}")
-    if not item["instruction"].strip():
-        raise DataError(f"{where}: field 'instruction' is empty")
-    if not item["output"]:
-        raise DataError(f"{where}: field 'output' is empty (no response to take a gradient of)")
-    return Record(item["instruction"], item.get("input", ""), item["output"])
-
-
-def _message_text(message, where: str) -> tuple[str, str]:
-    """(role, text) of one chat message; content is a string or a list of text parts."""
-    if not isinstance(message, dict):
-        raise DataError(f"{where}: expected an object with 'role' and 'content', found {type(message).__name__}")
-    role, content = message.get("role"), message.get("content")
-    if not isinstance(role, str):
-        raise DataError(f"{where}: field 'role' must be a string, found {type(role).__name__}")
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if not (isinstance(part, dict) and part.get("type") == "text" and isinstance(part.get("text"), str)):
-                raise DataError(f"{where}: field 'content' holds a part that is not text")
-            parts.append(part["text"])
-        content = "".join(parts)
-    if not isinstance(content, str):
-        raise DataError(f"{where}: field 'content' must be a string, found {type(content).__name__}")
-    return role, content
-
-
-def chat_record(messages, where: str) -> Record:
-    """A chat record as a study record: the last assistant message is the output, the user
-    messages of the same turn (after the assistant message before it) joined by a blank line are
-    the instruction. System, developer and tool messages, earlier turns and anything after the
-    last assistant message are dropped: the model's own prompt template supplies the rest."""
-    if not isinstance(messages, list) or not messages:
-        raise DataError(f"{where}: field 'messages' must be a non-empty list of messages")
-    turns = [_message_text(m, f"{where}: field 'messages', message {i}") for i, m in enumerate(messages)]
-    assistant = [i for i, (role, _) in enumerate(turns) if role == "assistant"]
-    if not assistant:
-        raise DataError(f"{where}: field 'messages' has no assistant message (the response to take a gradient of)")
-    last = assistant[-1]
-    start = assistant[-2] + 1 if len(assistant) > 1 else 0
-    users = [text for role, text in turns[start:last] if role == "user"]
-    unknown = sorted({role for role, _ in turns[start:last]} - {"user", *CHAT_DROPPED_ROLES})
-    if unknown:
-        raise DataError(f"{where}: field 'messages': unknown role {unknown[0]!r} (expected user, assistant, system)")
-    if not any(text.strip() for text in users):
-        raise DataError(f"{where}: field 'messages' has no user message before the last assistant message")
-    if not turns[last][1]:
-        raise DataError(
-            f"{where}: field 'messages': the last assistant message is empty (no response to take a gradient of)"
-        )
-    return Record("\n\n".join(users), "", turns[last][1])
-
-
-def _read_text(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except UnicodeDecodeError as error:
-        raise DataError(f"{path}: not UTF-8 text ({error.reason} at byte {error.start})") from None
-
-
-def _json_lines(path: Path, text: str) -> list[Record]:
-    """Records of a JSON Lines file, one object per non-blank line; errors name the line."""
-    records: list[Record] = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}: line {number} (record {len(records)})"
-        try:
-            item = json.loads(line)
-        except json.JSONDecodeError as error:
-            raise DataError(f"{where}: malformed JSON at column {error.colno}: {error.msg}") from None
-        records.append(parse_record(item, where))
-    if not records:
-        raise DataError(f"{path}: no records (the file has no non-blank line)")
-    return records
-
-
-# The seed of the instructions a profile takes from each file (a fixed, stated seed: every run
-# takes the same ones).
-SAMPLE_SEED = 0
-
-
-def sample_ranks(dataset: str, count: int, seed: int = SAMPLE_SEED) -> np.ndarray:
-    """A random rank for each record index 0..count-1 of a dataset's files, the same for every
-    file of the dataset (and for index i whatever the file's length): the first of a seeded
-    stream of uniform numbers, one per index."""
-    rng = np.random.default_rng([int(seed), zlib.crc32(dataset.encode())])
-    return rng.random(int(count))
-
-
-def sample_ids(
-    dataset: str, count: int, limit: int | None, *, seed: int = SAMPLE_SEED, excluded: Iterable[int] = ()
-) -> list[int]:
-    """The record indices a run with ``limit`` samples per file takes from a file of ``count``
-    records: a seeded random sample (all of them without a limit), sorted.
-
-    The first N records of a file are not a random sample of it (StrategyQA's None-CoT pairs
-    whose irrelevant answer equals the correct one begin at index 58, for one). Every file of a
-    dataset gets the same ids: the same questions under every setting, with correct and
-    irrelevant responses, and on every model. Indices in ``excluded`` are passed over in the
-    seeded order (the draw topped up with the next ranked ones), and taken last only when too few
-    others are left.
-    """
-    if limit is None or limit >= count:
-        return list(range(int(count)))
-    return sorted(int(i) for i in sample_order(dataset, count, seed, excluded)[: int(limit)])
-
-
-def sample_order(dataset: str, count: int, seed: int = SAMPLE_SEED, excluded: Iterable[int] = ()) -> np.ndarray:
-    """Every record index of a file of ``count`` records in the seeded order that ``sample_ids``
-    draws from (it takes the first ``limit``), the indices in ``excluded`` moved to the end."""
-    order = np.argsort(sample_ranks(dataset, count, seed), kind="stable")
-    skipped = np.isin(order, np.fromiter((int(i) for i in excluded), dtype=int))
-    return np.concatenate([order[~skipped], order[skipped]])
-
-
-def dataset_sample_ids(
-    dataset: str, count: int, limit: int | None, *, directory: str | os.PathLike | None = None, seed: int = SAMPLE_SEED
-) -> list[int]:
-    """``sample_ids`` of a study dataset, drawn from the instructions whose None-CoT irrelevant
-    response differs from the correct one (``identical_response_ids``) for every file of the
-    dataset: so that F3's None-CoT comparison has the profile's n, and every setting keeps the
-    same questions. Datasets without such pairs (or without None-CoT files) keep the plain draw;
-    a run of all records takes all of them."""
-    if limit is None or limit >= count:
-        return list(range(int(count)))
-    return sample_ids(dataset, count, limit, seed=seed, excluded=identical_response_ids(dataset, "none", directory))
-
-
-def load_records(path: str | os.PathLike) -> list[Record]:
-    """The validated records of one data file: a JSON list (``.json``) or JSON Lines (``.jsonl``)."""
-    path = Path(path)
-    if not path.is_file():
-        raise DataError(
-            f"{path}: data file not found (set --data-dir or ${DATA_ENV}, or run `python -m analysis data fetch`)"
-        )
-    text = _read_text(path)
-    if path.suffix == ".jsonl":
-        return _json_lines(path, text)
-    try:
-        payload = json.loads(text)
-    except json.JSONDecodeError as error:
-        raise DataError(f"{path}: malformed JSON at line {error.lineno}, column {error.colno}: {error.msg}") from None
-    return validate_records(payload, str(path))
-
-
 def condition_records(condition: Condition, path: Path, directory: str | os.PathLike | None = None) -> list[Record]:
     """The records of a condition: those of its file at ``path``, or for an answer-scored view the
     responses it builds (``answer_records``)."""
@@ -496,75 +260,6 @@ def resolve(spec: str, directory: str | os.PathLike | None = None) -> ResolvedDa
         )
     digest = file_sha256(path)
     return ResolvedData(condition, path, digest, digest == expected_sha256()[condition.relative_path])
-
-
-def fetch(directory: str | os.PathLike | None = None, base_url: str = SOURCE_URL, force: bool = False) -> list[Path]:
-    """Download every data file of the study into ``directory`` and verify its sha256.
-
-    Files already present with the right hash are kept (all are downloaded again with
-    ``force``); a present file with another hash is replaced; a download with a wrong hash is
-    removed and reported. Returns the files written.
-    """
-    import pooch  # only a download needs it (a machine without it can still read the data)
-
-    target = data_dir(directory)
-    written = []
-    with _quiet(pooch.get_logger()):
-        for relative, digest in sorted(expected_sha256().items()):
-            path = target / relative
-            url = f"{base_url}/{relative}"
-            if force:
-                scratch = path.with_name(f".{path.name}.part")
-                scratch.unlink(missing_ok=True)
-                download(url, scratch, digest)
-                os.replace(scratch, path)
-                written.append(path)
-            elif download(url, path, digest):
-                written.append(path)
-    return written
-
-
-def download(url: str, path: Path, digest: str) -> bool:
-    """Make ``path`` the file at ``url`` whose sha256 is ``digest``; False when it already was.
-
-    pooch streams the download into a temporary file beside ``path`` and moves it into place only
-    when its hash matches, so a failed or wrong download leaves nothing behind.
-    """
-    import pooch
-    import requests
-
-    actions = []
-
-    def record(fname: str, action: str, _pooch) -> str:
-        actions.append(action)
-        return fname
-
-    try:
-        pooch.retrieve(
-            url,
-            known_hash=f"sha256:{digest}",
-            fname=path.name,
-            path=path.parent,
-            processor=record,
-            downloader=pooch.HTTPDownloader(timeout=DOWNLOAD_TIMEOUT),
-            progressbar=False,
-        )
-    except requests.RequestException:
-        raise  # an OSError: the server or the network, not the file
-    except ValueError as error:  # pooch's hash mismatch
-        raise DataError(f"{url}: downloaded file does not match its published sha256 {digest}") from error
-    return actions != ["fetch"]
-
-
-@contextmanager
-def _quiet(logger: logging.Logger) -> Iterator[None]:
-    """Only warnings from ``logger`` while the block runs (pooch logs every download)."""
-    level = logger.level
-    logger.setLevel(logging.WARNING)
-    try:
-        yield
-    finally:
-        logger.setLevel(level)
 
 
 def identical_response_ids(dataset: str, setting: str, directory: str | os.PathLike | None = None) -> frozenset[int]:

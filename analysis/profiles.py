@@ -41,7 +41,7 @@ REFERENCE_DATASETS = ("aqua", "gsm8k")
 # 44 min 37 s to extract on the 2-core CPU (profile cpu-full); the default cpu profile spends its
 # time on the conditions that decide a verdict (``deciding_conditions``) and fits 30 minutes
 # (book/checks.md, "The default profile"). The samples are a seeded random sample of each file
-# (data.dataset_sample_ids).
+# (sample_draws.dataset_sample_ids).
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
 

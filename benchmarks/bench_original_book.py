@@ -37,6 +37,7 @@ from analysis import data, runlog  # noqa: E402
 from analysis.core import registry
 from analysis.extract import original, original_sources  # noqa: E402
 from analysis.extract.original_report import FileReport  # noqa: E402
+from analysis.records import load_records
 from analysis.store import ResultsStore  # noqa: E402
 
 RELEASED_SAMPLES = 500
@@ -81,7 +82,7 @@ def generate(out: Path, folders: list[str], samples: int, data_dir=None, seed: i
             target = original.target_for(
                 model, info.template, condition.key, data_dir, relative=relative, sha256=f"generated-{relative}"
             )
-            n = min(samples, len(data.load_records(target.resolved.path)))
+            n = min(samples, len(load_records(target.resolved.path)))
             parsed = original.ParsedFile(
                 indices=list(range(n)),
                 losses=rng.uniform(0.5, 3, n).tolist(),

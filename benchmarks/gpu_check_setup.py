@@ -145,12 +145,14 @@ def study_texts(data_dir, spec: str = DATA_SPEC) -> tuple[list[tuple[str, str]],
     """(prompt, response) texts of a study condition under the base template, and a note saying
     where they come from; no texts (and the reason) when the data are absent."""
     from analysis import data
+    from analysis.data_errors import DataError
     from analysis.extract import prompts
+    from analysis.records import load_records
 
     try:
         resolved = data.resolve(spec, data_dir)
-        records = data.load_records(resolved.path)
-    except (data.DataError, OSError) as error:
+        records = load_records(resolved.path)
+    except (DataError, OSError) as error:
         return [], f"synthesized token ids (seeded): the study's data are absent ({str(error).splitlines()[0]})"
     texts = [
         (prompts.prompt_text(None, prompts.instruction_text(r.instruction, r.input), "base"), r.output) for r in records

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import data
+from analysis.records import Record, load_records
 
 STAT_COLUMNS = {
     "S_sum": "nuclear_norm",
@@ -40,11 +41,11 @@ def tree_path(root: Path, model_folder: str, condition: str) -> Path:
     return Path(root) / "grads_exp" / relative.parent / model_folder / f"grads_{relative.stem}.jsonl"
 
 
-def instruction_of(record: data.Record) -> str:
+def instruction_of(record: Record) -> str:
     return record.instruction + "\n" + record.input if record.input else record.instruction
 
 
-def line_from_rows(record: data.Record, sample_rows: pd.DataFrame) -> dict:
+def line_from_rows(record: Record, sample_rows: pd.DataFrame) -> dict:
     """One line of the original format from one sample's extracted rows (with entry statistics)."""
     line = {"instruction": instruction_of(record), "output": record.output, "loss": float(sample_rows["loss"].iloc[0])}
     for row in sample_rows.itertuples():
@@ -58,7 +59,7 @@ def write_from_rows(root: Path, model_folder: str, rows: pd.DataFrame, data_dir:
     """Write every condition of ``rows`` (extracted rows of one model) as a file of the original tree."""
     written = []
     for condition, group in rows.groupby("condition"):
-        records = data.load_records(Path(data_dir) / data.get_condition(condition).relative_path)
+        records = load_records(Path(data_dir) / data.get_condition(condition).relative_path)
         path = tree_path(root, model_folder, condition)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w") as handle:
@@ -68,7 +69,7 @@ def write_from_rows(root: Path, model_folder: str, rows: pd.DataFrame, data_dir:
     return written
 
 
-def random_line(record: data.Record, n_layers: int, rng: np.random.Generator) -> dict:
+def random_line(record: Record, n_layers: int, rng: np.random.Generator) -> dict:
     """A line with random but well-formed statistics (sizes as the original's float reprs)."""
     line = {"instruction": instruction_of(record), "output": record.output, "loss": float(rng.uniform(0.5, 3))}
     for layer in range(n_layers):
@@ -94,7 +95,7 @@ def write_random(
     rng = np.random.default_rng(seed)
     written = []
     for condition in conditions:
-        records = data.load_records(Path(data_dir) / data.get_condition(condition).relative_path)
+        records = load_records(Path(data_dir) / data.get_condition(condition).relative_path)
         path = tree_path(root, model_folder, condition)
         path.parent.mkdir(parents=True, exist_ok=True)
         with open(path, "w") as handle:

@@ -12,14 +12,16 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import data
+from analysis import data, data_files, sample_draws
 from analysis.core import vocabulary
+from analysis.data_errors import DataError
+from analysis.records import load_records
 
 
 def test_registry_covers_the_56_study_files():
     conditions = data.study_conditions()
     assert len(conditions) == 56
-    assert {c.relative_path for c in conditions} == set(data.expected_sha256())
+    assert {c.relative_path for c in conditions} == set(data_files.expected_sha256())
     assert sum(c.responses == "irrelevant" for c in conditions) == 28
     assert {c.setting for c in conditions if c.dataset == "wiki"} == set(vocabulary.WIKI_SETTINGS)
     assert {c.setting for c in conditions if c.dataset == "math-geometry"} == {"simplified", "detailed"}
@@ -33,7 +35,7 @@ def test_length_control_conditions_reference_shorter_settings():
 
 
 def test_unknown_condition_names_the_key():
-    with pytest.raises(data.DataError, match="unknown condition 'aqua/slow/correct'"):
+    with pytest.raises(DataError, match="unknown condition 'aqua/slow/correct'"):
         data.get_condition("aqua/slow/correct")
 
 
@@ -41,7 +43,7 @@ def test_study_files_validate_and_match_hashes(study_data_dir):
     for condition in data.study_conditions():
         resolved = data.resolve(condition.key, study_data_dir)
         assert resolved.sha256_ok, condition.key
-        records = data.load_records(resolved.path)
+        records = load_records(resolved.path)
         assert len(records) == (454 if condition.setting == "unpopular" else 500)
 
 
@@ -62,8 +64,8 @@ def test_study_files_validate_and_match_hashes(study_data_dir):
 def test_bad_files_and_records_name_file_record_and_field(tmp_path, payload, message):
     path = tmp_path / "bad.json"
     path.write_text(payload)
-    with pytest.raises(data.DataError) as error:
-        data.load_records(path)
+    with pytest.raises(DataError) as error:
+        load_records(path)
     assert str(path) in str(error.value)
     assert message in str(error.value)
 
@@ -90,9 +92,9 @@ def test_extracting_an_empty_file_says_it_has_no_records_and_keeps_what_is_store
 
 
 def test_data_dir_prefers_argument_then_environment(monkeypatch, tmp_path):
-    monkeypatch.setenv(data.DATA_ENV, str(tmp_path))
-    assert data.data_dir() == tmp_path
-    assert data.data_dir("elsewhere") == data.Path("elsewhere")
+    monkeypatch.setenv(data_files.DATA_ENV, str(tmp_path))
+    assert data_files.data_dir() == tmp_path
+    assert data_files.data_dir("elsewhere") == Path("elsewhere")
 
 
 def test_file_outside_registry_has_no_published_hash(tmp_path):
@@ -133,7 +135,7 @@ def small_registry(tmp_path, monkeypatch) -> dict[str, bytes]:
         (tmp_path / "server" / relative).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / "server" / relative).write_bytes(content)
     table = {relative: hashlib.sha256(content).hexdigest() for relative, content in files.items()}
-    monkeypatch.setattr(data, "expected_sha256", lambda: table)
+    monkeypatch.setattr(data_files, "expected_sha256", lambda: table)
     return files
 
 
@@ -144,31 +146,31 @@ def all_files(directory: Path) -> set[str]:
 def test_fetch_downloads_verifies_and_keeps_verified_files(small_registry, tmp_path):
     mirror = tmp_path / "mirror"
     with served(tmp_path / "server") as base:
-        assert data.fetch(mirror, base_url=base) == [mirror / "cot_500/a.json", mirror / "wiki/b.json"]
+        assert data_files.fetch(mirror, base_url=base) == [mirror / "cot_500/a.json", mirror / "wiki/b.json"]
         assert all_files(mirror) == set(small_registry)
         assert all((mirror / r).read_bytes() == content for r, content in small_registry.items())
-        assert data.fetch(mirror, base_url=base) == []  # already verified: nothing downloaded
+        assert data_files.fetch(mirror, base_url=base) == []  # already verified: nothing downloaded
 
         (mirror / "wiki/b.json").write_text("changed")
-        assert data.fetch(mirror, base_url=base) == [mirror / "wiki/b.json"]
+        assert data_files.fetch(mirror, base_url=base) == [mirror / "wiki/b.json"]
         assert (mirror / "wiki/b.json").read_bytes() == b"[]"
 
-        assert len(data.fetch(mirror, base_url=base, force=True)) == 2
+        assert len(data_files.fetch(mirror, base_url=base, force=True)) == 2
         assert all_files(mirror) == set(small_registry)
 
 
 def test_fetch_of_a_file_with_another_hash_names_it_and_leaves_nothing(small_registry, tmp_path, monkeypatch):
-    table = {**data.expected_sha256(), "wiki/b.json": "0" * 64}
-    monkeypatch.setattr(data, "expected_sha256", lambda: table)
+    table = {**data_files.expected_sha256(), "wiki/b.json": "0" * 64}
+    monkeypatch.setattr(data_files, "expected_sha256", lambda: table)
     mirror = tmp_path / "mirror"
     with served(tmp_path / "server") as base:
-        with pytest.raises(data.DataError) as error:
-            data.fetch(mirror, base_url=base)
+        with pytest.raises(DataError) as error:
+            data_files.fetch(mirror, base_url=base)
         assert str(error.value) == f"{base}/wiki/b.json: downloaded file does not match its published sha256 {'0' * 64}"
         assert all_files(mirror) == {"cot_500/a.json"}
 
-        with pytest.raises(data.DataError, match="does not match its published sha256"):
-            data.fetch(mirror, base_url=base, force=True)
+        with pytest.raises(DataError, match="does not match its published sha256"):
+            data_files.fetch(mirror, base_url=base, force=True)
         assert all_files(mirror) == {"cot_500/a.json"}
 
 
@@ -176,41 +178,47 @@ def test_fetch_of_a_missing_file_is_an_os_error_and_leaves_nothing(small_registr
     (tmp_path / "server/wiki/b.json").unlink()
     mirror = tmp_path / "mirror"
     with served(tmp_path / "server") as base, pytest.raises(OSError, match="404"):
-        data.fetch(mirror, base_url=base)
+        data_files.fetch(mirror, base_url=base)
     assert all_files(mirror) == {"cot_500/a.json"}
 
 
 def test_fetch_of_the_study_files_from_a_mirror(study_data_dir, tmp_path):
     with served(study_data_dir) as base:
-        written = data.fetch(tmp_path / "mirror", base_url=base)
+        written = data_files.fetch(tmp_path / "mirror", base_url=base)
     assert len(written) == 56
     assert all(
-        data.file_sha256(path) == data.expected_sha256()[str(path.relative_to(tmp_path / "mirror"))] for path in written
+        data_files.file_sha256(path) == data_files.expected_sha256()[str(path.relative_to(tmp_path / "mirror"))]
+        for path in written
     )
 
 
 def test_a_profile_takes_a_seeded_random_sample_the_same_for_every_file_of_a_dataset():
-    ids = data.sample_ids("strategyqa", 500, 5)
+    ids = sample_draws.sample_ids("strategyqa", 500, 5)
     assert len(ids) == 5 and ids == sorted(ids) and ids != list(range(5))  # not the first N records
-    assert ids == data.sample_ids("strategyqa", 500, 5)  # the same on every run
-    assert set(data.sample_ids("strategyqa", 500, 3)) <= set(ids)  # a smaller run takes a subset
+    assert ids == sample_draws.sample_ids("strategyqa", 500, 5)  # the same on every run
+    assert set(sample_draws.sample_ids("strategyqa", 500, 3)) <= set(ids)  # a smaller run takes a subset
     # a record's rank does not depend on the file's length: a shorter file of the dataset takes
     # the same order, less the indices it lacks
-    order = [int(i) for i in np.argsort(data.sample_ranks("wiki", 500), kind="stable")]
-    assert data.sample_ids("wiki", 454, 5) == sorted([i for i in order if i < 454][:5])
-    assert data.sample_ids("aqua", 4, 10) == [0, 1, 2, 3] and data.sample_ids("aqua", 4, None) == [0, 1, 2, 3]
-    assert data.sample_ids("aqua", 500, 5) != ids  # datasets are drawn independently
+    order = [int(i) for i in np.argsort(sample_draws.sample_ranks("wiki", 500), kind="stable")]
+    assert sample_draws.sample_ids("wiki", 454, 5) == sorted([i for i in order if i < 454][:5])
+    assert sample_draws.sample_ids("aqua", 4, 10) == [0, 1, 2, 3] and sample_draws.sample_ids("aqua", 4, None) == [
+        0,
+        1,
+        2,
+        3,
+    ]
+    assert sample_draws.sample_ids("aqua", 500, 5) != ids  # datasets are drawn independently
 
 
 def test_excluded_records_are_passed_over_in_the_seeded_order_and_taken_last():
-    order = [int(i) for i in np.argsort(data.sample_ranks("creak", 50), kind="stable")]
-    plain = data.sample_ids("creak", 50, 5)
+    order = [int(i) for i in np.argsort(sample_draws.sample_ranks("creak", 50), kind="stable")]
+    plain = sample_draws.sample_ids("creak", 50, 5)
     assert plain == sorted(order[:5])
     skip = set(order[:2])
-    assert data.sample_ids("creak", 50, 5, excluded=skip) == sorted(order[2:7])  # topped up with the next two
+    assert sample_draws.sample_ids("creak", 50, 5, excluded=skip) == sorted(order[2:7])  # topped up with the next two
     nearly_all = set(order[:48])
-    assert data.sample_ids("creak", 50, 5, excluded=nearly_all) == sorted(order[48:] + order[:3])
-    assert data.sample_ids("creak", 50, None, excluded=skip) == list(range(50))  # all records: nothing left out
+    assert sample_draws.sample_ids("creak", 50, 5, excluded=nearly_all) == sorted(order[48:] + order[:3])
+    assert sample_draws.sample_ids("creak", 50, None, excluded=skip) == list(range(50))  # all records: nothing left out
 
 
 def test_every_f3_cell_of_the_cpu_profile_has_its_n_usable_none_cot_pairs(study_data_dir):
@@ -224,13 +232,13 @@ def test_every_f3_cell_of_the_cpu_profile_has_its_n_usable_none_cot_pairs(study_
     assert datasets == set(vocabulary.REASONING_DATASETS)  # the six datasets with None-CoT files
     with_pairs = 0
     for dataset in sorted(datasets):
-        count = len(data.load_records(data.resolve(f"{dataset}/none/correct", study_data_dir).path))
+        count = len(load_records(data.resolve(f"{dataset}/none/correct", study_data_dir).path))
         identical = data.identical_response_ids(dataset, "none", study_data_dir)
-        ids = data.dataset_sample_ids(dataset, count, n, directory=study_data_dir)
+        ids = sample_draws.dataset_sample_ids(dataset, count, n, directory=study_data_dir)
         assert len(ids) == n and not set(ids) & identical, (dataset, ids)
         if not identical:
-            assert ids == data.sample_ids(dataset, count, n)  # datasets without such pairs keep the plain draw
-        with_pairs += bool(set(data.sample_ids(dataset, count, n)) & identical)
+            assert ids == sample_draws.sample_ids(dataset, count, n)  # datasets without such pairs keep the plain draw
+        with_pairs += bool(set(sample_draws.sample_ids(dataset, count, n)) & identical)
     assert with_pairs >= 4  # AQuA, StrategyQA, CREAK, Sensemaking: the plain draw would leave fewer than n
 
 
@@ -287,5 +295,5 @@ def test_answer_records_place_the_answer_by_construction(tmp_path):
 
 def test_a_simplified_response_without_the_answer_ending_names_the_file_and_record(tmp_path):
     root, *_ = _answer_files(tmp_path, simplified_ending=" The final answer is ")
-    with pytest.raises(data.DataError, match=r"aqua_train_with_cot\.json: record 0: the response does not end with"):
+    with pytest.raises(DataError, match=r"aqua_train_with_cot\.json: record 0: the response does not end with"):
         data.answer_records(data.get_condition("aqua/simplified_answer/correct"), root)

@@ -10,7 +10,7 @@ from synthetic import make_results, reasoning_conditions
 
 from analysis.findings import averaging, calibration, checks
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.calibration import gap_calibration, rule
+from analysis.findings.calibration import rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Role, Verdict, Why
 from analysis.report import voice
 from analysis.report.blocks import Figure, Markdown

@@ -10,10 +10,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import cli, data, runlog
+from analysis import cli, data_files, runlog
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, original, original_sources, runner
+from analysis.records import load_records
 from analysis.store import ResultsStore, read_results, read_skipped
 from tests import original_format as fmt
 
@@ -97,7 +98,7 @@ def test_imported_values_equal_the_files_values(tree, study_data_dir, tmp_path):
     imported = read_results(tmp_path / "out").set_index(KEY)
     path = fmt.tree_path(tree, FOLDER, "aqua/none/irrelevant")
     records = original.sample_lookup(
-        original.data.load_records(study_data_dir / original.data.get_condition("aqua/none/irrelevant").relative_path)
+        load_records(study_data_dir / original.data.get_condition("aqua/none/irrelevant").relative_path)
     )
     for item in fmt.read_lines(path):
         index = records[(item["instruction"], item["output"])][0]
@@ -199,7 +200,7 @@ def test_one_file_with_model_and_condition_through_the_command(tree, study_data_
     assert cli.main([*args, "--model", "Qwen/Qwen2-1.5B-Instruct", "--condition", "wiki/len100/correct"]) == 0
     assert set(read_results(out, model="Qwen/Qwen2-1.5B-Instruct")["template"]) == {"instruct"}
     log = runlog.latest(out)
-    assert log.profile["name"] == "import-original" and log.imports[0]["sha256"] == data.file_sha256(path)
+    assert log.profile["name"] == "import-original" and log.imports[0]["sha256"] == data_files.file_sha256(path)
     assert log.finished is not None
 
 

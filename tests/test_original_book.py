@@ -22,10 +22,11 @@ from conftest import char_tokenizer
 from made_findings import finding
 from synthetic import make_results
 
-from analysis import cli, data, profiles
+from analysis import cli, data, profiles, sample_draws
 from analysis.core import registry
 from analysis.findings.checks import REGISTRY
 from analysis.findings.rules import UNRESOLVED
+from analysis.records import load_records
 from analysis.report import figures, provenance
 from analysis.store import ResultsStore, RunKey
 from analysis.store_files import export_parquet
@@ -184,10 +185,12 @@ def quick_store(root: Path) -> Path:
     models = {m: (registry.known_model(m).template, 6) for m in profile.models}
     rows = make_results(triples, models, n_samples=profile.extraction.n_samples)
     rows["max_length"] = profile.extraction.max_length
-    for condition in profile.conditions:  # the samples the profile takes: data.dataset_sample_ids, as a run draws them
+    for (
+        condition
+    ) in profile.conditions:  # the samples the profile takes: sample_draws.dataset_sample_ids, as a run draws them
         dataset = data.get_condition(condition).dataset
-        n = len(data.load_records(data.resolve(condition).path))
-        ids = sorted(data.dataset_sample_ids(dataset, n, profile.extraction.n_samples))
+        n = len(load_records(data.resolve(condition).path))
+        ids = sorted(sample_draws.dataset_sample_ids(dataset, n, profile.extraction.n_samples))
         chosen = rows["condition"] == condition
         rows.loc[chosen, "sample_index"] = rows.loc[chosen, "sample_index"].map(dict(enumerate(ids)))
     store = ResultsStore(root)

@@ -181,7 +181,7 @@ def test_extraction_is_resumable_and_logged(tiny_profile, study_data_dir, tmp_pa
 
 
 def test_missing_data_stops_before_any_compute(tiny_profile, tmp_path):
-    from analysis.data import DataError
+    from analysis.data_errors import DataError
 
     with pytest.raises(DataError, match="not found"):
         pipeline.run_profile(tiny_profile, tmp_path / "r", tmp_path / "no-data", book=False, say=lambda _: None)

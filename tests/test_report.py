@@ -26,7 +26,7 @@ from synthetic import (
     write_store,
 )
 
-from analysis import data, profiles, runlog
+from analysis import profiles, runlog, sample_draws
 from analysis.core import vocabulary
 from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
@@ -339,7 +339,7 @@ def test_load_results_reports_missing_and_skipped(tmp_path):
     results = load_results(root, [BASE, INSTRUCT], conditions, n_samples=3, data_dir=tmp_path / "no-data")
     assert results.models == (BASE,)
     # without the data file, the 3 ids of highest rank in the seeded random order among those stored
-    ranks = data.sample_ranks("aqua", 4)
+    ranks = sample_draws.sample_ranks("aqua", 4)
     assert set(results.rows["sample_index"]) == set(np.argsort(ranks, kind="stable")[:3].tolist())
     cpu = profiles.get_profile("cpu")
     message = coverage_text(results, cpu, root, [BASE, INSTRUCT])

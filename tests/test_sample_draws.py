@@ -7,6 +7,7 @@ from synthetic import make_results, write_store
 from analysis import data, sample_draws
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models, runner
+from analysis.records import load_records
 from analysis.report.load import load_results
 from analysis.store import ResultsStore
 
@@ -31,7 +32,7 @@ def test_the_pages_read_the_samples_the_run_kept_not_a_new_draw(tmp_path):
     root = write_store(tmp_path, rows)
     conditions = ["aqua/none/correct", "aqua/detailed/correct"]
     seeded = load_results(root, [MODEL], conditions, n_samples=3, data_dir=tmp_path / "no-data")
-    ranks = data.sample_ranks("aqua", 8)
+    ranks = sample_draws.sample_ranks("aqua", 8)
     assert set(seeded.rows["sample_index"]) == set(np.argsort(ranks, kind="stable")[:3].tolist())
     kept = sorted(set(range(8)) - set(seeded.rows["sample_index"]))[:3]  # three other ids, as another draw took
     for condition in conditions:
@@ -58,6 +59,6 @@ def test_an_extraction_keeps_the_seeded_draw_it_computed(tiny, study_data_dir, t
     store = ResultsStore(tmp_path / "r")
     settings = ExtractionSettings(n_samples=3, max_length=256)
     runner.extract(tiny, "aqua/none/correct", store, settings=settings, data_dir=study_data_dir, progress=False)
-    records = len(data.load_records(data.resolve("aqua/none/correct", study_data_dir).path))
-    expected = list(data.dataset_sample_ids("aqua", records, 3, directory=study_data_dir))
+    records = len(load_records(data.resolve("aqua/none/correct", study_data_dir).path))
+    expected = list(sample_draws.dataset_sample_ids("aqua", records, 3, directory=study_data_dir))
     assert sample_draws.read(store.root) == {("aqua/none/correct", 3): expected}

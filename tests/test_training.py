@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import data
+from analysis import sample_draws
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import models, runner
@@ -64,7 +64,9 @@ def reference(tiny_model_dir, study_data_dir, tmp_path_factory):
 
 def test_each_seed_trains_on_its_own_instructions_and_never_on_a_probe(study_data_dir):
     probes, trained = loop.split_instructions("aqua", 500, 8, 64, seed=0, data_dir=study_data_dir)
-    assert probes == data.dataset_sample_ids("aqua", 500, 8, directory=study_data_dir)  # what the extraction draws
+    assert probes == sample_draws.dataset_sample_ids(
+        "aqua", 500, 8, directory=study_data_dir
+    )  # what the extraction draws
     assert len(trained) == len(set(trained)) == 64 and not set(probes) & set(trained)
     other_probes, other = loop.split_instructions("aqua", 500, 8, 64, seed=1, data_dir=study_data_dir)
     assert other_probes == probes and len(other) == 64 and not set(probes) & set(other)

@@ -5,7 +5,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, stated_rates, training
+from analysis.findings import calibration, checks, training
 from analysis.findings.calibration import rule, training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Role, Why, decide
 from analysis.report import voice

@@ -12,7 +12,9 @@ import torch
 from analysis import data
 from analysis.core import registry
 from analysis.core.settings import ExtractionSettings
+from analysis.data_errors import DataError
 from analysis.extract import models, runner
+from analysis.records import Record, chat_record, load_records
 from analysis.report.notebook_parameters import YOUR_DATA, DataParameters, ParameterError, validate_data
 from analysis.store import ResultsStore, read_results
 
@@ -44,11 +46,11 @@ def test_study_chat_and_jsonl_formats_give_the_same_records(tmp_path):
             ]
         },
     ]
-    expected = [data.Record("What is 2+2?", "", "4"), data.Record("Name a colour.", "", "Blue.")]
-    assert data.load_records(_write(tmp_path / "a.json", json.dumps(study))) == expected
-    assert data.load_records(_write(tmp_path / "b.json", json.dumps(chat))) == expected
+    expected = [Record("What is 2+2?", "", "4"), Record("Name a colour.", "", "Blue.")]
+    assert load_records(_write(tmp_path / "a.json", json.dumps(study))) == expected
+    assert load_records(_write(tmp_path / "b.json", json.dumps(chat))) == expected
     lines = "\n".join(json.dumps(r) for r in [study[0], chat[1]]) + "\n\n"
-    assert data.load_records(_write(tmp_path / "c.jsonl", lines)) == expected
+    assert load_records(_write(tmp_path / "c.jsonl", lines)) == expected
     assert data.resolve(str(tmp_path / "c.jsonl")).condition.dataset == "c"
 
 
@@ -61,8 +63,8 @@ def test_chat_record_takes_the_last_turn_and_drops_the_system_message():
         {"role": "user", "content": "part two"},
         {"role": "assistant", "content": "final answer"},
     ]
-    record = data.chat_record(messages, "f: record 0")
-    assert record == data.Record("part one\n\npart two", "", "final answer")
+    record = chat_record(messages, "f: record 0")
+    assert record == Record("part one\n\npart two", "", "final answer")
 
 
 @pytest.mark.parametrize(
@@ -110,8 +112,8 @@ def test_chat_record_takes_the_last_turn_and_drops_the_system_message():
 )
 def test_bad_records_name_the_file_the_record_and_the_field(tmp_path, name, text, message):
     path = _write(tmp_path / name, text)
-    with pytest.raises(data.DataError) as error:
-        data.load_records(path)
+    with pytest.raises(DataError) as error:
+        load_records(path)
     assert str(path) in str(error.value)
     assert message in str(error.value)
 

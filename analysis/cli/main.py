@@ -8,11 +8,12 @@ import sys
 import threading
 from contextlib import contextmanager
 
-from analysis import data
+from analysis import data, data_files
 from analysis.cli import calibration, original, publish, training
 from analysis.core import registry, settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
+from analysis.records import load_records
 
 
 def _positive_int(text: str) -> int:
@@ -122,7 +123,9 @@ def add_extract_parser(commands) -> None:
         "pinned in the registry for the paper's models, else the default branch); hub models only",
     )
     add_extraction_arguments(extract, n_samples=None)
-    extract.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    extract.add_argument(
+        "--data-dir", help=f"data directory (default: ${data_files.DATA_ENV} or ./data/layer_gradient)"
+    )
     extract.add_argument(
         "--trust-remote-code", action="store_true", help="allow model code from the hub (off by default)"
     )
@@ -150,7 +153,7 @@ def add_data_parsers(commands) -> None:
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")
     fetch.add_argument(
-        "--base-url", default=data.SOURCE_URL, help="where to download from (default: the pinned commit)"
+        "--base-url", default=data_files.SOURCE_URL, help="where to download from (default: the pinned commit)"
     )
 
 
@@ -168,7 +171,7 @@ def add_run_parser(commands) -> None:
     run.add_argument(
         "--results-dir", "--results", dest="results_dir", help="results store directory (default: results/<profile>)"
     )
-    run.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    run.add_argument("--data-dir", help=f"data directory (default: ${data_files.DATA_ENV} or ./data/layer_gradient)")
     run.add_argument("--no-book", action="store_true", help="only extract; do not execute notebooks or build the book")
     add_executor_argument(run)
     run.add_argument(
@@ -227,7 +230,7 @@ def add_profile_data_parser(commands) -> None:
     sub.add_argument("--notebook", help="the executed notebook, for a book (default: <out>/your_data.ipynb)")
     sub.add_argument("--no-scratch", action="store_true", help="skip the randomly initialised control")
     sub.add_argument(
-        "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
+        "--data-dir", help=f"the study's data directory (default: ${data_files.DATA_ENV} or ./data/layer_gradient)"
     )
     sub.add_argument("--seed", type=int, default=0, help="seed of the scratch model, the folds and the bootstrap")
     sub.add_argument("--n-resamples", type=_positive_int, default=1000, help="bootstrap resamples")
@@ -269,7 +272,7 @@ def run_extract(args: argparse.Namespace) -> int:
     chosen = extraction_settings(args)
     specs = [data.resolve(spec, args.data_dir) for spec in args.data]  # every input is checked before any compute
     for resolved in specs:
-        data.load_records(resolved.path)
+        load_records(resolved.path)
         if resolved.sha256_ok is False:
             print(
                 f"warning: {resolved.path}: sha256 {resolved.sha256[:12]}… differs from the published file; "
@@ -333,16 +336,17 @@ def run_extract_on_ray(args: argparse.Namespace, chosen: ExtractionSettings) -> 
 
 def run_data(args: argparse.Namespace) -> int:
     if args.data_command == "fetch":
-        written = data.fetch(args.data_dir, args.base_url)
+        written = data_files.fetch(args.data_dir, args.base_url)
         print(
-            f"{len(written)} files downloaded into {data.data_dir(args.data_dir)}, all {len(data.expected_sha256())} verified"
+            f"{len(written)} files downloaded into {data_files.data_dir(args.data_dir)}, "
+            f"all {len(data_files.expected_sha256())} verified"
         )
         return 0
-    directory = data.data_dir(args.data_dir)
+    directory = data_files.data_dir(args.data_dir)
     print(f"{'condition':42} {'samples':>7}  file")
     for condition in data.conditions_matching(length_control=args.length_control, answer_scored=args.answer_scored):
         path = directory / condition.relative_path
-        count = len(data.load_records(path)) if path.is_file() else "missing"
+        count = len(load_records(path)) if path.is_file() else "missing"
         print(f"{condition.key:42} {count!s:>7}  {condition.relative_path}")
     return 0
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import data
+from analysis import data_files
 
 
 def _tokenizer_folder(text: str) -> tuple[str, str]:
@@ -70,7 +70,7 @@ def add_parsers(commands) -> None:
     sub.add_argument("--models", nargs="+", help="only these models (folder names or registry ids; default: all)")
     sub.add_argument("--conditions", nargs="+", help="only these conditions (default: all 56 study files)")
     sub.add_argument(
-        "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
+        "--data-dir", help=f"the study's data directory (default: ${data_files.DATA_ENV} or ./data/layer_gradient)"
     )
     sub.add_argument("--cache-dir", help="hub sources: huggingface_hub's cache folder (default: its own)")
     sub.add_argument(
@@ -87,7 +87,7 @@ def add_parsers(commands) -> None:
     fill.add_argument("--store", required=True, help="the results store")
     fill.add_argument("--model", action="append", dest="models", help="only this model (repeatable; default: all)")
     fill.add_argument(
-        "--data-dir", help=f"the study's data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)"
+        "--data-dir", help=f"the study's data directory (default: ${data_files.DATA_ENV} or ./data/layer_gradient)"
     )
     add_tokenizer_arguments(fill)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import data
+from analysis import data, data_files
 from analysis.core import settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
@@ -41,7 +41,7 @@ def add_train_parser(commands, positive_int) -> None:
     sub.add_argument("--template", choices=["base", "instruct"], help="default: from the model registry")
     sub.add_argument("--device", default="auto", help="auto (CUDA if available), cpu or cuda[:N]")
     sub.add_argument("--threads", type=positive_int, help="CPU threads for torch")
-    sub.add_argument("--data-dir", help=f"data directory (default: ${data.DATA_ENV} or ./data/layer_gradient)")
+    sub.add_argument("--data-dir", help=f"data directory (default: ${data_files.DATA_ENV} or ./data/layer_gradient)")
     sub.add_argument("--keep-checkpoint", action="store_true", help="keep the last checkpoint of a finished run")
     sub.add_argument("--no-progress", action="store_true", help="hide the progress bars")
 

@@ -21,7 +21,7 @@ class ExtractionSettings:
     """The settings of one extraction; every stage reads them from here, under these names.
 
     ``n_samples``: N samples of each condition, a seeded random sample of its records, the same
-    indices for every file of a dataset (``data.sample_ids``; None: all). ``template``: "base" or
+    indices for every file of a dataset (``sample_draws.sample_ids``; None: all). ``template``: "base" or
     "instruct" (None: the model registry's). ``batch_size``: samples per forward pass (None: 1 on
     a CPU, 8 on a GPU, fitted to the free memory there). ``device``: auto, cpu or cuda[:N].
     ``threads``: torch CPU threads (None: the cores free when a run starts, ``extract.threads``); on Ray,

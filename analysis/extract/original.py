@@ -52,6 +52,7 @@ from analysis.extract.original_sources import (
     streamed,
 )
 from analysis.extract.token_counts import TokenCounter
+from analysis.records import Record, load_records
 from analysis.store import ResultsStore, RunKey, run_labels, skip_record
 from analysis.store_errors import StoreError
 
@@ -64,7 +65,7 @@ NON_FINITE_REASON = f"non-finite values in the {ORIGIN}"  # how a skip record of
 # --------------------------------------------------------------------------- one file
 
 
-def sample_lookup(records: Iterable[data.Record]) -> dict[tuple[str, str], list[int]]:
+def sample_lookup(records: Iterable[Record]) -> dict[tuple[str, str], list[int]]:
     """(instruction as the original script wrote it, output) -> sample indices, in file order."""
     lookup: dict[tuple[str, str], list[int]] = {}
     for index, record in enumerate(records):
@@ -351,7 +352,7 @@ def import_file(
     with store.lock(target.key):
         if report.sha256 and _already_imported(store, target, report, on_bytes, size=size):
             return _recalled(report, earlier)
-        records = data.load_records(target.resolved.path)
+        records = load_records(target.resolved.path)
         lookup = sample_lookup(records)
         done = store.done_samples(target.key)
         repairable = done - store.done_samples(target.key, retry_reasons=(NON_FINITE_REASON,))

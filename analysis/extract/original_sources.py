@@ -18,7 +18,7 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from analysis import data
+from analysis import data, data_files
 from analysis.core import registry
 from analysis.core.errors import StudyError
 
@@ -88,7 +88,7 @@ class OriginalFile:
     def sha256(self) -> str:
         """sha256 of the file's bytes, read in chunks (the files are large)."""
         with self.open() as handle:
-            return data.stream_sha256(handle)
+            return data_files.stream_sha256(handle)
 
 
 class HashingLines:

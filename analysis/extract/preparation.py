@@ -11,6 +11,7 @@ import torch
 
 from analysis import data
 from analysis.extract import models, prompts
+from analysis.records import load_records
 
 
 @dataclass
@@ -60,7 +61,7 @@ def response_limits(loaded, condition: data.Condition, indices, max_length, *, d
     if condition.length_reference is None:
         return {}
     reference = data.resolve(condition.length_reference, data_dir)
-    records = data.load_records(reference.path)
+    records = load_records(reference.path)
     limits = {}
     for index in indices:
         record = records[index]

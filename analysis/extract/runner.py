@@ -28,6 +28,7 @@ from analysis.extract import batching, gradients, models
 from analysis.extract.halving import OUT_OF_MEMORY, HalvingRetry
 from analysis.extract.preparation import PreparedSample, batch_size_for, length_sorted_batches, prepare_samples
 from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
+from analysis.records import load_records
 from analysis.store import ResultsStore, RunKey, run_labels, skip_record
 from analysis.store_errors import StoreError
 
@@ -164,10 +165,10 @@ def plan_run(
     resolved = data.resolve(spec, data_dir)
     condition = resolved.condition
     max_length = settings.max_length
-    records = len(data.load_records(resolved.path))
+    records = len(load_records(resolved.path))
     is_file = condition.setting == ""
     # a seeded random sample, not the first N; a study dataset's drawn from its usable None-CoT pairs
-    draw = data.sample_ids if is_file else partial(data.dataset_sample_ids, directory=data_dir)
+    draw = sample_draws.sample_ids if is_file else partial(sample_draws.dataset_sample_ids, directory=data_dir)
     chosen = draw(condition.dataset, records, settings.n_samples)
     key, identity = run_labels(model_name, template, resolved, max_length)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
@@ -280,7 +281,7 @@ def extract(
     progress: bool = True,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
-    file), a seeded random sample of its records (``data.dataset_sample_ids``), writing to the store every
+    file), a seeded random sample of its records (``sample_draws.dataset_sample_ids``), writing to the store every
     ``settings.shard_size`` samples.
 
     ``settings`` None: the defaults of ``ExtractionSettings``, the one way to pass settings

@@ -24,7 +24,9 @@ import pyarrow.parquet as pq
 
 from analysis import data, store_files
 from analysis.core import registry
+from analysis.data_errors import DataError
 from analysis.extract import architectures, prompts
+from analysis.records import Record, load_records
 from analysis.store import ResultsStore, RunKey
 from analysis.store_errors import StoreError
 
@@ -76,9 +78,7 @@ class TokenCounter:
                 self.offline, self.offline_model = str(error), model
         return self.tokenizers.get(model)
 
-    def counts(
-        self, model: str, template: str, records: Sequence[data.Record], *, indices: Iterable[int], max_length: int
-    ):
+    def counts(self, model: str, template: str, records: Sequence[Record], *, indices: Iterable[int], max_length: int):
         """R of each sample index (as the extraction counts it), or None when the tokenizer is unavailable."""
         tokenizer = self.tokenizer(model)
         if tokenizer is None:
@@ -214,12 +214,12 @@ def _add_to_run(parts: list[Path], key: RunKey, labels: dict, counter: TokenCoun
         report.counted += len(samples)
 
 
-def _records(labels: dict, data_dir) -> tuple[list[data.Record] | None, str | None]:
+def _records(labels: dict, data_dir) -> tuple[list[Record] | None, str | None]:
     """The records of a stored condition's study file, or why R cannot be counted from them."""
     condition = labels["condition"]
     try:
         resolved = data.resolve(condition, data_dir)
-    except (data.DataError, KeyError) as error:
+    except (DataError, KeyError) as error:
         return None, f"{condition}: {error}"
     if resolved.condition.length_reference is not None:
         return None, f"{condition}: a length-control condition (its responses are cut by token count)"
@@ -227,4 +227,4 @@ def _records(labels: dict, data_dir) -> tuple[list[data.Record] | None, str | No
         return None, f"{condition}: an answer-scored condition (its extraction stores R, the answer's token count)"
     if labels.get("data_sha256") and resolved.sha256 != labels["data_sha256"]:
         return None, f"{resolved.path} is not the data file the rows of {condition} were stored from (sha256 differs)"
-    return data.load_records(resolved.path), None
+    return load_records(resolved.path), None

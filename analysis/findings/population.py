@@ -1,7 +1,7 @@
 """Whom the sampled instructions represent: the answers of the instructions a profile draws from.
 
 A profile that samples the files draws every setting's instructions from those whose None-CoT
-irrelevant answer differs from the correct one (``data.dataset_sample_ids``), so F3's None-CoT
+irrelevant answer differs from the correct one (``sample_draws.dataset_sample_ids``), so F3's None-CoT
 comparison has the profile's n. That changes the population of every other check too: where the
 answers are yes/no or "Sentence A/B", about half of the instructions are passed over, and which
 ones depends on the answer the spliced-in response happens to carry. ``population_text`` says
@@ -13,8 +13,9 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from analysis import data
+from analysis import data, data_files
 from analysis.core import vocabulary
+from analysis.records import load_records
 
 NAMES = {"aqua": "AQuA", "gsm8k": "GSM8K", "strategyqa": "StrategyQA", "ecqa": "ECQA", "creak": "CREAK"}
 FEWEST_SHOWN = 5  # answers listed one by one only for datasets with at most this many distinct answers
@@ -26,7 +27,7 @@ def answer_counts(dataset: str, directory: str | os.PathLike | None = None) -> t
     key = f"{dataset}/none/correct"
     if key not in data.CONDITIONS:
         return None
-    records = data.load_records(data.data_dir(directory) / data.CONDITIONS[key].relative_path)
+    records = load_records(data_files.data_dir(directory) / data.CONDITIONS[key].relative_path)
     identical = data.identical_response_ids(dataset, "none", directory)
     every = Counter(r.output.strip() for r in records)
     kept = Counter(r.output.strip() for i, r in enumerate(records) if i not in identical)

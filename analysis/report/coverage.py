@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import data, profiles, runlog
+from analysis import data, profiles, runlog, sample_draws
 from analysis.core import registry, vocabulary
 from analysis.profiles import Profile
 from analysis.report.load import StudyResults
@@ -141,7 +141,7 @@ def sample_sentence(results: StudyResults, profile) -> str:
     if results.n_samples is None:
         return "Every record of each file is a sample."
     return (
-        f"The {results.n_samples} instructions per file are a random sample of it (seed {data.SAMPLE_SEED}), "
+        f"The {results.n_samples} instructions per file are a random sample of it (seed {sample_draws.SAMPLE_SEED}), "
         "the same instructions under every setting, for correct and irrelevant responses, and on every model; "
         "not the file's first records."
     )

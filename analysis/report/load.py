@@ -9,10 +9,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, sample_draws
+from analysis import data, data_files, sample_draws
 from analysis.core import layer_stats
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
+from analysis.data_errors import DataError
+from analysis.records import load_records
 from analysis.store import ResultsStore
 from analysis.store_errors import StoreError
 from analysis.store_files import is_exported_file, null_columns, read_exported
@@ -81,16 +83,16 @@ def _registry_template(model: str) -> str | None:
 def _expected_count(condition: str, n_samples: int | None, data_dir) -> int | None:
     """Samples a complete run holds for a condition: n_samples, or fewer if the file is shorter."""
     try:
-        records = len(data.load_records(data.data_dir(data_dir) / data.get_condition(condition).relative_path))
-    except data.DataError:
+        records = len(load_records(data_files.data_dir(data_dir) / data.get_condition(condition).relative_path))
+    except DataError:
         return n_samples
     return records if n_samples is None else min(n_samples, records)
 
 
 def _record_count(condition: str, data_dir) -> int | None:
     try:
-        return len(data.load_records(data.data_dir(data_dir) / data.get_condition(condition).relative_path))
-    except (data.DataError, KeyError):
+        return len(load_records(data_files.data_dir(data_dir) / data.get_condition(condition).relative_path))
+    except (DataError, KeyError):
         return None
 
 
@@ -98,7 +100,7 @@ def sampled_ids(
     frames: Sequence[pd.DataFrame], n_samples: int, data_dir=None, drawn: sample_draws.Drawn | None = None
 ) -> dict[str, set[int]]:
     """Per condition, the ids a run of ``n_samples`` per condition takes: those the run kept
-    (``drawn``, ``sample_draws.read``), else ``data.dataset_sample_ids`` of its file (a seeded random
+    (``drawn``, ``sample_draws.read``), else ``sample_draws.dataset_sample_ids`` of its file (a seeded random
     sample, the same ids for every file of a dataset, drawn from the instructions whose None-CoT
     irrelevant answer differs from the correct one). Where neither is at hand, the ``n_samples`` ids
     of highest rank in the same random order among those stored for the dataset (in any of ``frames``)."""
@@ -115,10 +117,10 @@ def sampled_ids(
             continue
         count = _record_count(condition, data_dir)
         if count is not None:
-            wanted[condition] = set(data.dataset_sample_ids(dataset, count, n_samples, directory=data_dir))
+            wanted[condition] = set(sample_draws.dataset_sample_ids(dataset, count, n_samples, directory=data_dir))
         else:
             ids = stored[dataset]
-            ranks = data.sample_ranks(dataset, int(ids.max()) + 1)[ids]
+            ranks = sample_draws.sample_ranks(dataset, int(ids.max()) + 1)[ids]
             wanted[condition] = set(ids[np.argsort(ranks, kind="stable")[:n_samples]].tolist())
     return wanted
 
@@ -153,7 +155,7 @@ def load_results(
 
     Which of a store's rows and columns a page reads: ``max_length`` (which truncation length,
     where several are stored), ``n_samples`` (of each condition, the seeded random sample
-    ``data.dataset_sample_ids`` takes; None: all), ``data_dir`` (the data that sample is drawn
+    ``sample_draws.dataset_sample_ids`` takes; None: all), ``data_dir`` (the data that sample is drawn
     from), ``unread`` (statistics the page does not show, left on disk: ten models' rows are 36
     million) and ``read`` (statistics otherwise left on disk, ``UNREAD_STATISTICS``, that the page's
     checks read).

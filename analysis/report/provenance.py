@@ -12,6 +12,7 @@ import pandas as pd
 
 from analysis import data
 from analysis.core.registry import OFFLINE_MODELS, known_model
+from analysis.data_errors import DataError
 from analysis.report.display import column_parts
 from analysis.runlog import RunRecord
 
@@ -115,7 +116,7 @@ def data_check_table(conditions: Sequence[str], data_dir=None) -> pd.DataFrame:
             resolved = data.resolve(key, data_dir)
             status = "matches" if resolved.sha256_ok else "DIFFERS from the published file"
             digest = resolved.sha256[:16]
-        except data.DataError:
+        except DataError:
             status, digest = "file not found", ""
         out.append({"condition": key, "file": condition.relative_path, "sha256 (first 16)": digest, "status": status})
     return pd.DataFrame(out)

@@ -28,6 +28,7 @@ from analysis.findings.bootstrap import (
     combine,
     pooled,
 )
+from analysis.records import load_records
 from analysis.report.load import ReportError, sampled
 from analysis.report.notebook_parameters import DataParameters, validate_data
 from analysis.store import ResultsStore
@@ -84,7 +85,7 @@ def user_files(paths: Sequence[str], reference_datasets: Sequence[str]) -> list[
     found = []
     for spec in paths:
         resolved = data.resolve(str(spec))
-        records = data.load_records(resolved.path)
+        records = load_records(resolved.path)
         label = user_label(resolved.path, taken)
         taken.add(label)
         found.append(UserFile(resolved.path, resolved.sha256, label, len(records)))

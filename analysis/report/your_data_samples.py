@@ -10,11 +10,11 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt
 from analysis.core.registry import model_slug
 from analysis.findings import closest_setting
+from analysis.records import load_records
 from analysis.report.your_data import TOP_K, UserFile, YourData
 
 # --------------------------------------------------------------------------- placement
@@ -122,7 +122,7 @@ def sample_scores(page: YourData, file: UserFile) -> pd.DataFrame:
         for setting in page.placement.classes:
             scores[f"p_{setting}"] = assigned[setting]
         scores["closest_setting"] = assigned["assigned"]
-    records = data.load_records(file.path)
+    records = load_records(file.path)
     scores["instruction"] = [records[i].instruction for i in scores.index]
     scores["output"] = [records[i].output for i in scores.index]
     scores = scores.sort_values("mean_nuclear_norm").reset_index()

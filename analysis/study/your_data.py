@@ -53,7 +53,7 @@ class ExtractionJob:
 
     model: str
     spec: str
-    settings: ExtractionSettings  # its n_samples: a seeded random sample of the file (data.sample_ids; None: all)
+    settings: ExtractionSettings  # n_samples: a seeded random sample of the file (sample_draws.sample_ids; None: all)
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from pathlib import Path
 from analysis import data
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import models, runner
+from analysis.records import load_records
 from analysis.train import loop
 from analysis.train.naming import TrainingRunId
 
@@ -27,7 +28,7 @@ def check_conditions(settings: TrainingSettings, data_dir=None) -> None:
     before any model is loaded."""
     trained = [f"{settings.dataset}/{arm}/{settings.responses}" for arm in settings.arms]
     for spec in trained + loop.probe_conditions(settings):
-        data.load_records(data.resolve(spec, data_dir).path)
+        load_records(data.resolve(spec, data_dir).path)
 
 
 def train_model(

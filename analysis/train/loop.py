@@ -4,7 +4,7 @@ The samples are encoded exactly as the extraction encodes them (``preparation.pr
 same templates, ``max_length`` and, for a length-control arm, the same response caps), and the
 loss is the extraction's (``gradients.per_sample_losses``: response tokens only, each sample's
 mean), averaged over the batch. Every weight is trained with AdamW. The probe instructions are
-the first ``n_probes`` of the dataset's seeded random order (``data.dataset_sample_ids``, what an
+the first ``n_probes`` of the dataset's seeded random order (``sample_draws.dataset_sample_ids``, what an
 extraction of ``n_probes`` samples takes); the training instructions are a seeded draw of ``n_train``
 from the rest of the dataset (the pool: never a probe), one draw per seed and shared by the arms of
 that seed, so the seeds replicate the training set as well as the order of the batches while the
@@ -33,10 +33,11 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data
+from analysis import data, sample_draws
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
 from analysis.extract import gradients, models, preparation, runner
+from analysis.records import load_records
 from analysis.store import ResultsStore
 from analysis.train import checkpoint, run_tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId
@@ -70,7 +71,7 @@ def split_instructions(
     """(probe ids, training ids of ``seed``), disjoint, each sorted.
 
     The probes are the first ``n_probes`` records of the order the extraction draws a study
-    dataset's samples in (``data.dataset_sample_ids``: seeded, None-CoT pairs whose irrelevant
+    dataset's samples in (``sample_draws.dataset_sample_ids``: seeded, None-CoT pairs whose irrelevant
     response equals the correct one last), the same for every seed. The training instructions are
     ``n_train`` records drawn without replacement from the others (the pool), by a generator
     seeded by the dataset and ``seed`` alone: each seed trains on its own instructions, and every
@@ -79,11 +80,11 @@ def split_instructions(
         raise StudyError(
             f"{dataset}: {n_probes} probe and {n_train} training instructions asked for, but its files hold {count}"
         )
-    order = data.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
-    probes = data.dataset_sample_ids(dataset, count, n_probes, directory=data_dir)
+    order = sample_draws.sample_order(dataset, count, excluded=data.identical_response_ids(dataset, "none", data_dir))
+    probes = sample_draws.dataset_sample_ids(dataset, count, n_probes, directory=data_dir)
     assert probes == sorted(int(i) for i in order[:n_probes])  # the extraction's sample of n_probes
     pool = np.sort(order[n_probes:])
-    rng = np.random.default_rng([data.SAMPLE_SEED, int(seed), zlib.crc32(f"{dataset}/train".encode())])
+    rng = np.random.default_rng([sample_draws.SAMPLE_SEED, int(seed), zlib.crc32(f"{dataset}/train".encode())])
     return probes, sorted(int(i) for i in rng.choice(pool, size=n_train, replace=False))
 
 
@@ -214,7 +215,7 @@ def train(
     run_dir = run_directory(Path(results_dir), run)
     started = time.perf_counter()
     resolved = data.resolve(run.condition, data_dir)
-    count = len(data.load_records(resolved.path))
+    count = len(load_records(resolved.path))
     _, train_ids = split_instructions(
         run.dataset, count, settings.n_probes, settings.n_train, seed=run.seed, data_dir=data_dir
     )

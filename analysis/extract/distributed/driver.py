@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, sample_draws
+from analysis import data_files, sample_draws
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
@@ -202,7 +202,7 @@ def _run_on_ray(ray, work: Dispatch) -> None:
             settings.but(
                 device=layout.device, batch_size=preparation.batch_size_for(layout.device, settings.batch_size)
             ),
-            str(data.data_dir(options.data_dir).resolve()),
+            str(data_files.data_dir(options.data_dir).resolve()),
             options.trust_remote_code,
         )
         _Dispatcher(ray, work, WorkerLayout(count, layout.num_cpus, layout.num_gpus), worker).run()

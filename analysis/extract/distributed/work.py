@@ -19,6 +19,7 @@ from analysis import data
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
+from analysis.data_errors import DataError
 from analysis.extract import models, preparation, runner
 from analysis.store import RunKey
 
@@ -211,7 +212,7 @@ class ShardWorker:
         identity = task.run.identity
         resolved = data.resolve(task.run.spec, self.settings.data_dir)
         if resolved.sha256 != identity["data_sha256"]:
-            raise data.DataError(
+            raise DataError(
                 f"{resolved.path}: on host {socket.gethostname()} this file's sha256 is {resolved.sha256[:12]}…, "
                 f"not {identity['data_sha256'][:12]}… as where the run was planned; give every node the same data"
             )
