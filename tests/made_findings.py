@@ -7,6 +7,7 @@ import math
 
 import numpy as np
 
+from analysis.findings import roles
 from analysis.findings.bootstrap import Estimate
 from analysis.findings.checks import get
 from analysis.findings.rules import (
@@ -44,7 +45,7 @@ def estimate(value: float, sd: float = 0.05, n: int = 12, datasets: tuple[str, .
 def part(
     value: float,
     *,
-    role: Role = Role.F1_GAP,
+    role: Role = roles.F1_GAP,
     sd: float = 0.05,
     n: int = 12,
     side: str = "above",
@@ -61,7 +62,7 @@ def ratio_part(
     shown: float,
     factor: float,
     *,
-    role: Role = Role.F1_GAP,
+    role: Role = roles.F1_GAP,
     n: int = 12,
     bound: float = 1.0,
     datasets: tuple[str, ...] = ("aqua",),
@@ -75,10 +76,10 @@ def ratio_part(
     return part(math.log(shown), role=role, sd=half, n=n, bound=math.log(bound), datasets=datasets, **keywords)
 
 
-def verdict_part(verdict: Verdict, *, role: Role = Role.F1_GAP, name: str | None = None, **keywords) -> Part:
+def verdict_part(verdict: Verdict, *, role: Role = roles.F1_GAP, name: str | None = None, **keywords) -> Part:
     """A part "above 0" that decides ``verdict`` alone (``VALUES``)."""
     value, sd, n = VALUES[verdict]
-    return part(value, role=role, sd=sd, n=n, name=name or role.name.lower().replace("_", " "), **keywords)
+    return part(value, role=role, sd=sd, n=n, name=name or role.description, **keywords)
 
 
 def finding(

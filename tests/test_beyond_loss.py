@@ -10,10 +10,10 @@ import pytest
 from sklearn.linear_model import RidgeClassifier
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings import beyond_loss, calibration, checks, classifier
+from analysis.findings import beyond_loss, calibration, checks, classifier, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws, pooled
 from analysis.findings.calibration import gap_calibration, rule
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, NoteKind, Part, Role, Why, decide
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, NoteKind, Part, Why, decide
 from analysis.report import voice
 
 MODEL = {"m": ("instruct", 8)}
@@ -53,14 +53,14 @@ def test_curves_carrying_more_than_the_token_losses_give_g1_holds():
     assert all(f.verdict == HOLDS for f in found.values()), [voice.numbers(f) for f in found.values()]
     family = found["math_reasoning"]
     deciding = (beyond_loss.DECIDING,)
-    assert [(p.role, p.facet) for p in family.deciding] == [(Role.BEYOND_LOSS, deciding)]
+    assert [(p.role, p.facet) for p in family.deciding] == [(roles.BEYOND_LOSS, deciding)]
     assert [voice.part_label(p) for p in family.deciding] == [f"Detailed CoT {beyond_loss.STATISTIC}"]
     # the family's p-value is the pooled null's, not the mean of the datasets' p-values
-    statistic = family.part(Role.BEYOND_LOSS, facet=deciding).estimate
-    assert family.part(Role.P_VALUE, facet=deciding).estimate.value == statistic.p_value()
+    statistic = family.part(roles.BEYOND_LOSS, facet=deciding).estimate
+    assert family.part(roles.P_VALUE, facet=deciding).estimate.value == statistic.p_value()
     assert statistic.p_value() == pytest.approx(1 / (1 + beyond_loss.N_FLIPS))
     assert "None CoT" in {p.group for p in found["aqua"].parts}
-    assert found["aqua"].part(Role.BEYOND_LOSS, facet=("none",)) is not None
+    assert found["aqua"].part(roles.BEYOND_LOSS, facet=("none",)) is not None
     covariates = found["aqua"].note(NoteKind.COVARIATES)
     assert "covariates: mean token loss, largest token loss" in covariates.text
     assert covariates.items[:2] == ("mean token loss", "largest token loss")
@@ -131,8 +131,8 @@ def test_a_permutation_part_decides_by_its_p_value_and_never_says_does_not_hold(
     high = Estimate(0.9, null, (("d", 20),), null=null)
     low = Estimate(0.1, null, (("d", 20),), null=null)
     assert high.p_value() == pytest.approx(1 / 201) and low.p_value() == 1.0
-    assert decide([Part("x", high, "above", 0.5, role=Role.SIMULATED)]) == HOLDS
-    assert decide([Part("x", low, "above", 0.5, role=Role.SIMULATED)]) == UNRESOLVED
+    assert decide([Part("x", high, "above", 0.5, role=roles.SIMULATED)]) == HOLDS
+    assert decide([Part("x", low, "above", 0.5, role=roles.SIMULATED)]) == UNRESOLVED
     assert math.isnan(high.interval()[0])
     family = pooled([high, low])
     assert np.allclose(family.null, null) and family.value == pytest.approx(0.5)

@@ -18,10 +18,10 @@ from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions
 
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, checks, quantities
+from analysis.findings import calibration, checks, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
-from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Role, Unit
+from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit
 from analysis.report import figures, sections, verdicts
 from analysis.report.blocks import Html
 from analysis.report.page import Page
@@ -32,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def toy_parts(cd, dataset, **_):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
     gap = quantities.log_gap(cd, dataset, "simplified", "detailed", segment="all")
-    return None if gap is None else [Part("Simplified / Detailed", gap, "above", 0.0, Unit.RATIO, role=Role.GAP)]
+    return None if gap is None else [Part("Simplified / Detailed", gap, "above", 0.0, Unit.RATIO, role=roles.GAP)]
 
 
 # A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is).
@@ -43,7 +43,7 @@ TOY = checks.PerModelCheck(
     parts=toy_parts,
     chapters=("math_reasoning",),
     calibrated_by=(rule.GAP,),
-    figure=checks.PartFigure(Role.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
+    figure=checks.PartFigure(roles.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
 )
 
 
@@ -104,7 +104,7 @@ def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
         checks.PerModelCheck("F9", "a claim", toy_parts, ("summary",), ("gap",))
     with pytest.raises(TypeError):  # a check has a scope: the base class is abstract
         checks.Check(id="F9", plain="a claim", claim="a claim", chapters=(), calibrated_by=())
-    assert checks.get("L").figure.part is Role.SHARE
+    assert checks.get("L").figure.part is roles.SHARE
 
 
 def test_the_methods_page_states_every_registered_claim():
@@ -162,7 +162,7 @@ def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table():
     def parts(values):
         draws = np.asarray(values)
         return [
-            Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0, role=Role.SIMULATED)
+            Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0, role=roles.SIMULATED)
         ]
 
     toy = PerToyRunCheck(
@@ -236,7 +236,7 @@ def test_parts_are_found_by_their_role_never_by_their_display_label():
     )
     assert [_outcome(f) for f in renamed] == [_outcome(f) for f in plain]
     assert all(p.name.startswith("renamed ") for f in renamed if not f.pooled for p in f.parts)
-    assert any(p.role is Role.SHARE and p.estimate is not None for f in plain for p in f.parts)
+    assert any(p.role is roles.SHARE and p.estimate is not None for f in plain for p in f.parts)
     assert any(f.check in checks.LENGTH_CHECKS and f.verdict == NOT_APPLICABLE for f in plain)
     notes = [f.note(NoteKind.DECIDED_OTHERWISE) for f in plain if f.check == "F2"]
     assert any(n is not None and "log-scale spread changes" in n.text for n in notes)

@@ -10,9 +10,9 @@ from made_findings import finding, part, ratio_part, verdict_part
 from synthetic import MODELS, make_results
 from test_report import CONDITIONS, paper_like
 
-from analysis.findings import checks
+from analysis.findings import checks, roles
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, Role
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED
 from analysis.report import cells, display, figures, sections, verdicts, voice
 
 
@@ -120,14 +120,14 @@ def test_a_matrix_cell_prints_the_size_that_decided_it_and_its_title_each_part(t
     pooled = next(f for f in found if f.pooled)
     cell = table[table["pooled"]].iloc[0]
     printed = cells.printed(pooled)
-    assert cell["verdict"] == "holds" and printed is pooled.part(Role.F1_GAP)
+    assert cell["verdict"] == "holds" and printed is pooled.part(roles.F1_GAP)
     assert printed.name == "None / Detailed (all layers)"
     assert 9 < printed.shown()[0] < 11 and cell["text"] == voice.sized(printed, interval=False)
     assert cell["text"].startswith("x") and not cell["text"].endswith(" x")
     value, low, high = printed.shown()
     times = voice.reads_as_times([value, low, high])
     interval = f"[{voice.size(low, printed.unit, times=times)}, {voice.size(high, printed.unit, times=times)}]"
-    early = pooled.part(Role.EARLY_LATE)
+    early = pooled.part(roles.EARLY_LATE)
     beside = ", ".join(f"{voice.part_label(p)} {voice.sized(p)}" for p in pooled.parts if not p.decides)
     assert cell["title"] == (
         f"F1, math reasoning (pooled): holds; larger: holds, {voice.size(value, printed.unit)} {interval}; "
@@ -142,9 +142,9 @@ def test_a_matrix_cell_prints_the_size_that_decided_it_and_its_title_each_part(t
 
 
 def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_one():
-    paper = part(0.5, role=Role.F3_GAP, paper=True, decides=False, opposite=True)
-    unsized = part(0.1, role=Role.F1_GAP)
-    unsized = type(unsized)(unsized.name, None, "above", 0.0, unsized.unit, role=Role.F1_GAP)
+    paper = part(0.5, role=roles.F3_GAP, paper=True, decides=False, opposite=True)
+    unsized = part(0.1, role=roles.F1_GAP)
+    unsized = type(unsized)(unsized.name, None, "above", 0.0, unsized.unit, role=roles.F1_GAP)
     table = [
         finding("F4", NOT_APPLICABLE, scope="aqua", pooled=False),
         finding("F1", "too few samples", scope="aqua", pooled=False),
@@ -153,7 +153,7 @@ def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_on
             UNRESOLVED,
             scope="aqua",
             pooled=False,
-            parts=(verdict_part(UNRESOLVED, role=Role.F3_GAP), paper),
+            parts=(verdict_part(UNRESOLVED, role=roles.F3_GAP), paper),
         ),
         finding("F1", UNRESOLVED, scope="gsm8k", pooled=False, parts=(unsized,)),
     ]

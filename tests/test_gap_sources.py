@@ -8,10 +8,10 @@ import pytest
 from blocks_read import tables_of, walk
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings import averaging, calibration, checks
+from analysis.findings import averaging, calibration, checks, roles
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Role, Verdict, Why
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why
 from analysis.report import voice
 from analysis.report.blocks import Figure, Markdown
 
@@ -56,12 +56,12 @@ def test_a_real_per_token_gap_gives_a1_holds_and_its_parts_add_up():
     a1 = {f.scope: f for f in found if f.check == "A1"}
     assert set(a1) == {*DATASETS, "math_reasoning"} and all(f.verdict == HOLDS for f in a1.values())
     parts = {p.role: p.estimate.value for p in a1["aqua"].parts}
-    assert a1["aqua"].part(Role.BEYOND_AVERAGING).name == averaging.A1_PART
-    frobenius, averaged = parts[Role.FROBENIUS_GAP], parts[Role.AVERAGING]
-    assert parts[Role.BEYOND_AVERAGING] == pytest.approx(frobenius - averaged)
-    assert parts[Role.BEYOND_AVERAGING] == pytest.approx(0.5, abs=0.25)
-    scaled = parts[Role.NUCLEAR_BEYOND_AVERAGING]
-    assert scaled == pytest.approx(parts[Role.BEYOND_AVERAGING] + parts[Role.SHAPE])
+    assert a1["aqua"].part(roles.BEYOND_AVERAGING).name == averaging.A1_PART
+    frobenius, averaged = parts[roles.FROBENIUS_GAP], parts[roles.AVERAGING]
+    assert parts[roles.BEYOND_AVERAGING] == pytest.approx(frobenius - averaged)
+    assert parts[roles.BEYOND_AVERAGING] == pytest.approx(0.5, abs=0.25)
+    scaled = parts[roles.NUCLEAR_BEYOND_AVERAGING]
+    assert scaled == pytest.approx(parts[roles.BEYOND_AVERAGING] + parts[roles.SHAPE])
     assert averaged == pytest.approx(0.5 * math.log(300 / 4), abs=0.4)
 
 
@@ -146,7 +146,7 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     assert gap_sources.ENERGY_COMMAND in text
     # A1 in the Frobenius norm it decides on and in F1's nuclear norm beside it
     assert "in the Frobenius norm" in text and "in F1's nuclear norm" in text
-    assert voice.sized(pooled[0].part(Role.NUCLEAR_BEYOND_AVERAGING)) in text
+    assert voice.sized(pooled[0].part(roles.NUCLEAR_BEYOND_AVERAGING)) in text
     # the means over layers: the gaps and the parts in two tables narrow enough for the page
     gaps, parts = tables_of(split)[:2]
     assert list(gaps.columns) == ["model", averaging.LOG_NUCLEAR, averaging.LOG_FROBENIUS, averaging.SCALED_NUCLEAR]
@@ -269,7 +269,7 @@ def test_a1_shows_token_size_and_alignment_where_the_energy_is_stored(tmp_path, 
     found = page.findings(["A1"])
     names = {p.name for f in found for p in f.parts}
     assert {averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART, averaging.A1_PART} <= names
-    assert all(f.part(Role.TOKEN_SIZE) is not None and f.part(Role.ALIGNMENT) is not None for f in found)
+    assert all(f.part(roles.TOKEN_SIZE) is not None and f.part(roles.ALIGNMENT) is not None for f in found)
     assert len(found) and all(isinstance(f.verdict, Verdict) for f in found)
     from analysis.report import gap_sources
 

@@ -8,8 +8,8 @@ from made_findings import finding, ratio_part
 from synthetic import MODELS, make_results, record_run, write_store
 from test_report import CONDITIONS, paper_like
 
-from analysis.findings import checks
-from analysis.findings.rules import FAILS, HOLDS, UNRESOLVED, Role, Unit
+from analysis.findings import checks, roles
+from analysis.findings.rules import FAILS, HOLDS, UNRESOLVED, Unit
 from analysis.report import cells, reproduction, sections, voice
 from analysis.report.page import Page
 
@@ -106,10 +106,10 @@ def test_an_undecided_cell_gives_its_interval_and_how_many_instructions_would_de
 def test_a_cell_decided_by_another_part_than_the_headline_gives_that_part_in_the_claim_s_words():
     gap = ratio_part(4.0, 1.2)
     found = [
-        finding("F1", FAILS, parts=(gap, ratio_part(v, 1.05, role=Role.EARLY_LATE, name="early / late of that ratio")))
+        finding("F1", FAILS, parts=(gap, ratio_part(v, 1.05, role=roles.EARLY_LATE, name="early / late of that ratio")))
         for v in (0.38, 0.69)
     ]
-    assert [cells.printed(f) for f in found] == [f.part(Role.EARLY_LATE) for f in found]
+    assert [cells.printed(f) for f in found] == [f.part(roles.EARLY_LATE) for f in found]
     assert reproduction.verdict_phrase("F1", found) == (
         "does not hold in either cell (more so in early layers: x0.38 to x0.69)"
     )

@@ -8,9 +8,9 @@ import pandas as pd
 import pytest
 from synthetic import BASE, INSTRUCT, LEVEL, MODELS, REASONING_WIGGLE, make_results, reasoning_conditions
 
-from analysis.findings import check_parts, checks, pooling, quantities, rules
+from analysis.findings import check_parts, checks, pooling, quantities, roles, rules
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, NoteKind, Role, Why
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, NoteKind, Why
 from analysis.report import figures, voice
 
 WIGGLE = {**REASONING_WIGGLE, "len100": 0.3, "len500": 0.3, "len1000": 0.3, "unpopular": 0.3}
@@ -144,17 +144,17 @@ def test_the_length_share_is_shown_only_where_the_gap_is_established():
     rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, sample_sd=0.3, seed=3)
     draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     for parts in (check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")):
-        gap = next(p for p in parts if p.key == (Role.GAP, (), False))
+        gap = next(p for p in parts if p.key == (roles.GAP, (), False))
         assert gap.name == "Simplified / Detailed"
-        assert any(p.role is Role.SHARE for p in parts) == gap.supports()
+        assert any(p.role is roles.SHARE for p in parts) == gap.supports()
     paper = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=3)
     draws = all_curve_draws(paper, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     content, length = check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")
-    shares = [next(p for p in parts if p.role is Role.SHARE).estimate.value for parts in (content, length)]
+    shares = [next(p for p in parts if p.role is roles.SHARE).estimate.value for parts in (content, length)]
     # the same share both ways: log(Simplified / cut) / log(Simplified / Detailed) = log(2 / 1.4) / log 2
     assert shares[0] == pytest.approx(shares[1]) and shares[0] == pytest.approx(np.log(2 / 1.4) / np.log(2), abs=0.05)
-    assert {Role.SHARE, Role.SECOND_VIEW} <= {p.role for p in content}
-    assert not any(p.decides for p in content if p.role in (Role.SHARE, Role.SECOND_VIEW))
+    assert {roles.SHARE, roles.SECOND_VIEW} <= {p.role for p in content}
+    assert not any(p.decides for p in content if p.role in (roles.SHARE, roles.SECOND_VIEW))
 
 
 def test_too_few_samples_get_no_verdict():
@@ -201,7 +201,7 @@ def test_f3_leaves_identical_answers_out_of_the_none_rd():
     mixed = _findings(rows, ("F3",))
     distinct = _findings(rows, ("F3",), identical={"aqua": frozenset(range(6))})
     assert distinct[0].verdict == FAILS  # irrelevant None answers are far from the correct ones
-    none_ratio = [found[0].part(Role.NONE_RD).shown()[0] for found in (mixed, distinct)]
+    none_ratio = [found[0].part(roles.NONE_RD).shown()[0] for found in (mixed, distinct)]
     assert none_ratio[0] < 0.8 * none_ratio[1]  # the identical pairs had pulled the ratio toward 1
     assert distinct[0].n == 6
 
@@ -214,7 +214,7 @@ def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
     declared = {INSTRUCT: BASE}
     found = _findings(pd.concat([base, same]), ("F4",), declared=declared)
     assert _verdicts(found, "F4") == {HOLDS}
-    assert found[0].part(Role.SIGNED_RATIO).shown() == (1.0, 1.0, 1.0)
+    assert found[0].part(roles.SIGNED_RATIO).shown() == (1.0, 1.0, 1.0)
     assert "instruct / base of Detailed irrelevant / correct +0% [+0%, +0%]" in voice.numbers(found[0])
 
     def sharper(model, dataset, setting, responses, proj, layers):
@@ -289,8 +289,8 @@ def test_f5_does_not_count_wiki_curves_already_smooth_at_100_words_as_not_smooth
     simplified = quantities.mean_roughness(cd, "aqua", "simplified")
     detailed = quantities.mean_roughness(cd, "aqua", "detailed")
     assert simplified.value - detailed.value > 10 * abs(short.value - long.value)  # the former rule's "holds"
-    assert parts[Role.SHARES].estimate is None
-    assert not parts[Role.WIKI_ROUGHNESS].supports()
+    assert parts[roles.SHARES].estimate is None
+    assert not parts[roles.WIKI_ROUGHNESS].supports()
     assert _verdicts(_findings(rows, ("F5",)), "F5") == {UNRESOLVED}
 
 
@@ -314,7 +314,7 @@ def test_verdict_rule_on_parts():
 
     def part(center, spread, side="above", bound=0.0, n=20):
         draws = center + spread * np.random.default_rng(0).standard_normal(1000)
-        return rules.Part("q", Estimate(center, draws, (("d", n),)), side, bound, role=Role.SIMULATED)
+        return rules.Part("q", Estimate(center, draws, (("d", n),)), side, bound, role=roles.SIMULATED)
 
     assert rules.decide([part(1.0, 0.1), part(2.0, 0.1)]) == HOLDS
     assert rules.decide([part(1.0, 0.1), part(0.0, 0.1)]) == UNRESOLVED
@@ -322,14 +322,14 @@ def test_verdict_rule_on_parts():
     assert rules.decide([part(0.05, 0.01, "below", 0.1)]) == HOLDS
     assert rules.decide([part(0.5, 0.01, "below", 0.1)]) == FAILS
     assert rules.decide([part(1.0, 0.1, n=4)]) == TOO_FEW
-    assert rules.decide([rules.Part("q", None, "above", 0.0, role=Role.SIMULATED)]) == UNRESOLVED
+    assert rules.decide([rules.Part("q", None, "above", 0.0, role=roles.SIMULATED)]) == UNRESOLVED
     # within a margin: two one-sided tests
     assert rules.decide([part(0.01, 0.01, "within", 0.1)]) == HOLDS
     assert rules.decide([part(0.08, 0.05, "within", 0.1)]) == UNRESOLVED
     assert rules.decide([part(-0.5, 0.01, "within", 0.1)]) == FAILS
     # a part shown beside the verdict does not decide it
     shown = rules.Part(
-        "paper", Estimate(-1.0, np.full(1000, -1.0), (("d", 20),)), "above", 0.0, role=Role.SIMULATED, decides=False
+        "paper", Estimate(-1.0, np.full(1000, -1.0), (("d", 20),)), "above", 0.0, role=roles.SIMULATED, decides=False
     )
     assert rules.decide([part(1.0, 0.1), shown]) == HOLDS
 
@@ -391,13 +391,13 @@ def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_nam
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=200)
     parts = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
     f4 = rules.Finding("F4", INSTRUCT, "aqua", False, tuple(parts))
-    signed, paper = f4.part(Role.SIGNED_RATIO), f4.part(Role.SIGNED_RATIO, paper=True)
-    assert [p.decides for p in parts] == [True, False, False, False] and f4.deciding == (f4.part(Role.SIZE_EXCESS),)
+    signed, paper = f4.part(roles.SIGNED_RATIO), f4.part(roles.SIGNED_RATIO, paper=True)
+    assert [p.decides for p in parts] == [True, False, False, False] and f4.deciding == (f4.part(roles.SIZE_EXCESS),)
     assert voice.part_label(paper).startswith(voice.PAPER_QUANTITY)
     # the same irrelevant/correct ratio in both models: the signed difference and the paper's near 0,
     # and near each other; the sizes too
     assert abs(signed.estimate.value) < 0.1 and paper.estimate.value == pytest.approx(signed.estimate.value, abs=0.02)
-    assert abs(f4.part(Role.SIZE_RATIO).estimate.value) < 0.1
+    assert abs(f4.part(roles.SIZE_RATIO).estimate.value) < 0.1
     assert "geometric means" in checks.claim("F4") and "mean log curve" in checks.claim("F2")
     assert _verdicts(paper_findings, "F1") == {HOLDS}  # the parts beside decide nothing
 
@@ -431,7 +431,7 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     assert paper.value == pytest.approx(np.log(matrix["none"].mean() / matrix["detailed"].mean()))
     assert geometric.value < 0 < paper.value  # the data are built so
     f1 = [f for f in checks.run_checks({BASE: cd}, ("F1",)) if f.scope == "aqua"][0]
-    paper_part = f1.part(Role.F1_GAP, paper=True)
+    paper_part = f1.part(roles.F1_GAP, paper=True)
     assert paper_part.opposite
     assert voice.part_label(paper_part) == f"{voice.PAPER_QUANTITY}None / Detailed (all layers){voice.OPPOSITE_SIGN}"
     note = f1.note(NoteKind.OPPOSITE_SIGN)
@@ -444,14 +444,14 @@ def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_laye
     def f2_of(rows):
         cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
         f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
-        assert f2.part(Role.LOG_SPREAD_CHANGE) is not None
+        assert f2.part(roles.LOG_SPREAD_CHANGE) is not None
         return f2
 
     def mean_curve(f2):
-        return f2.part(Role.NONE_MEAN_CURVE_ROUGHNESS, facet=("none", "simplified"))
+        return f2.part(roles.NONE_MEAN_CURVE_ROUGHNESS, facet=("none", "simplified"))
 
     def none_q(f2):
-        return f2.part(Role.NONE_ROUGHNESS, facet=("none", "simplified", "q"))
+        return f2.part(roles.NONE_ROUGHNESS, facet=("none", "simplified", "q"))
 
     changing = f2_of(_skewed_none(trend=True))
     assert "log-scale spread changes across layers" in changing.note(NoteKind.DECIDED_OTHERWISE).text
@@ -459,7 +459,7 @@ def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_laye
     assert voice.part_label(mean_curve(changing)) == f"roughness None - Simplified {check_parts.MEAN_CURVE_ROUGHNESS}"
     assert not none_q(changing).decides
     # Simplified vs Detailed keeps the log curve
-    assert changing.part(Role.ROUGHNESS, facet=("simplified", "detailed", "q")).decides
+    assert changing.part(roles.ROUGHNESS, facet=("simplified", "detailed", "q")).decides
     steady = f2_of(_skewed_none(trend=False))
     assert steady.note(NoteKind.DECIDED_OTHERWISE) is None and not any(
         "log-scale spread" in n.text for n in steady.notes
@@ -504,10 +504,10 @@ def test_f3_does_not_call_cancelling_none_curves_nearly_the_same():
     for seed in (31, 32):
         cd = all_curve_draws(_ratio_store(_cancelling, seed=seed), [BASE], ("nuclear_norm",), n_resamples=200)[BASE]
         f3 = [f for f in checks.run_checks({BASE: cd}, ("F3",)) if f.scope == "aqua"][0]
-        assert f3.part(Role.NONE_RD).supports()  # what the former rule decided on
-        assert not f3.part(Role.NONE_RD).decides
+        assert f3.part(roles.NONE_RD).supports()  # what the former rule decided on
+        assert not f3.part(roles.NONE_RD).decides
         assert f3.verdict == FAILS  # the root-mean-square (log 1.3 / sqrt 3 = 0.15) lies above log 1.1
-        assert f3.part(Role.NONE_SAME).contradicts()
+        assert f3.part(roles.NONE_SAME).contradicts()
 
 
 def test_the_nearly_same_rule_holds_its_rate_where_the_curves_cancel():
@@ -548,9 +548,9 @@ def test_f4_decides_on_the_size_of_the_separation_whatever_its_direction():
     signed; by size it separates better (log 1/0.7 - log 1.1 > log 1.1): not "holds". Equal sizes in
     opposite directions (0.8 against 1.25) separate equally well: "no better" is true and holds."""
     not_separating = _f4_of(1.0, 0.8)
-    assert not_separating.part(Role.SIGNED_RATIO).contradicts()  # the former rule: fails
+    assert not_separating.part(roles.SIGNED_RATIO).contradicts()  # the former rule: fails
     assert not_separating.verdict == HOLDS
     stronger_opposite = _f4_of(0.7, 1.1)
-    assert stronger_opposite.part(Role.SIGNED_RATIO).supports()  # the former rule: holds
+    assert stronger_opposite.part(roles.SIGNED_RATIO).supports()  # the former rule: holds
     assert stronger_opposite.verdict == FAILS
     assert _f4_of(0.8, 1.25).verdict == HOLDS

@@ -8,10 +8,10 @@ import pytest
 from synthetic import make_results
 
 from analysis.core import vocabulary
-from analysis.findings import checks, same_tokens
+from analysis.findings import checks, roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
-from analysis.findings.rules import FAILS, HOLDS, NoteKind, Role, decide
+from analysis.findings.rules import FAILS, HOLDS, NoteKind, decide
 
 MODEL = {"m": ("base", 12)}
 
@@ -49,13 +49,13 @@ def curves(rows):
 
 def test_a2_finds_a_planted_gap_and_its_early_excess_and_shows_the_other_contexts():
     parts = same_tokens.a2_parts(curves(answer_rows(gap=0.5, early=0.3)), "gsm8k")
-    gap = by_role(parts, Role.SAME_TOKEN_GAP)
+    gap = by_role(parts, roles.SAME_TOKEN_GAP)
     assert gap.decides and gap.name == same_tokens.A2_PART
     assert np.log(gap.shown()[0]) == pytest.approx(0.5 + 0.3 * 3 / 12, abs=0.05)
     assert decide(parts) == HOLDS
     shown = {p.key[:2] for p in parts if not p.decides}
-    assert {(Role.SAME_TOKEN_FROBENIUS, ()), *((Role.CONTEXT_GAP, (s,)) for s in same_tokens.BESIDE)} <= shown
-    assert by_role(parts, Role.SAME_TOKEN_FROBENIUS).name == "the same in Frobenius norm"
+    assert {(roles.SAME_TOKEN_FROBENIUS, ()), *((roles.CONTEXT_GAP, (s,)) for s in same_tokens.BESIDE)} <= shown
+    assert by_role(parts, roles.SAME_TOKEN_FROBENIUS).name == "the same in Frobenius norm"
 
 
 def test_a2_does_not_hold_where_reasoning_makes_the_answers_gradient_larger():
@@ -66,16 +66,16 @@ def test_a2_pairs_the_instructions_both_conditions_hold():
     rows = answer_rows(gap=0.5)
     dropped = (rows["setting"] == same_tokens.DETAILED) & (rows["sample_index"] < 3)
     parts = same_tokens.a2_parts(curves(rows[~dropped]), "gsm8k")
-    assert by_role(parts, Role.SAME_TOKEN_GAP).estimate.n == 12 - 3
+    assert by_role(parts, roles.SAME_TOKEN_GAP).estimate.n == 12 - 3
 
 
 def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
     cd = curves(answer_rows(n=40, gap=0.4, slope=0.8))
     parts = same_tokens.a3_parts(cd, "gsm8k")
-    intercept = by_role(parts, Role.EQUAL_LOSS_GAP).estimate
+    intercept = by_role(parts, roles.EQUAL_LOSS_GAP).estimate
     assert intercept.value == pytest.approx(0.4, abs=0.1)
-    assert by_role(parts, Role.SLOPE).estimate.value == pytest.approx(0.8, abs=0.1)
-    assert by_role(parts, Role.ANSWER_LOSS_CHANGE).estimate.value == pytest.approx(0.5)
+    assert by_role(parts, roles.SLOPE).estimate.value == pytest.approx(0.8, abs=0.1)
+    assert by_role(parts, roles.ANSWER_LOSS_CHANGE).estimate.value == pytest.approx(0.5)
     assert decide(parts) == HOLDS
 
 
@@ -84,7 +84,7 @@ def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
     parts = same_tokens.a3_parts(cd, "gsm8k")
     assert decide(parts) != HOLDS
     assert (
-        by_role(same_tokens.a2_parts(cd, "gsm8k"), Role.SAME_TOKEN_GAP).estimate.value > 0.5
+        by_role(same_tokens.a2_parts(cd, "gsm8k"), roles.SAME_TOKEN_GAP).estimate.value > 0.5
     )  # A2 alone would credit it
 
 
@@ -148,7 +148,7 @@ def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():
                     gap_calibration.equal_loss_estimate(rng, design, 200, centre=0.0, effect=0.5),
                     "above",
                     0.0,
-                    role=Role.SIMULATED,
+                    role=roles.SIMULATED,
                 )
             ]
         )

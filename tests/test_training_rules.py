@@ -5,9 +5,9 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, training
+from analysis.findings import calibration, checks, roles, training
 from analysis.findings.calibration import rule, training_calibration
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Role, Why, decide
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Why, decide
 from analysis.report import voice
 from analysis.train.naming import TrainingRunId
 
@@ -165,13 +165,13 @@ def test_findings_from_store_rows_name_their_run_and_step():
     assert all(f.verdict == HOLDS for f in t3)
     for f in t3:
         numbers = voice.numbers(f)
-        after, start, change_ = (f.part(r) for r in (Role.GAP_AFTER, Role.GAP_AT_START, Role.GAP_CHANGE))
+        after, start, change_ = (f.part(r) for r in (roles.GAP_AFTER, roles.GAP_AT_START, roles.GAP_CHANGE))
         assert after.name == "None / Detailed at step 10" and "at step 10" in numbers
         assert not start.decides and "at step 0" in numbers  # the step-0 gap is shown beside it
         assert change_.decides and change_.name == "step 10 / step 0 of that ratio"  # the change decides
         assert "step 10 / step 0 of that ratio" in numbers
     t2 = next(f for f in found if f.check == "T2")
-    assert all(t2.part(Role.ARM_EARLY, facet=(arm,)).decides for arm in training.T2_SLOW_ARMS)
+    assert all(t2.part(roles.ARM_EARLY, facet=(arm,)).decides for arm in training.T2_SLOW_ARMS)
     numbers = voice.numbers(t2)
     assert "vs Detailed:" in numbers and "vs Detailed cut to None length:" in numbers  # both contrasts shown
 

@@ -23,11 +23,11 @@ import math
 from collections.abc import Iterable
 
 from analysis.core.errors import StudyError
-from analysis.findings import averaging, beyond_loss, same_tokens, training
+from analysis.findings import averaging, beyond_loss, roles, same_tokens, training
 from analysis.findings import check_parts as cp
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration import rule
-from analysis.findings.rules import SAME_MARGIN, Finding, Role
+from analysis.findings.rules import SAME_MARGIN, Finding
 from analysis.findings.scopes import (
     PER_MODEL,
     PER_PAIR,
@@ -87,7 +87,7 @@ def extended(registry: Registry, *checks: Check) -> Registry:
 
 
 LENGTH_FIGURE = PartFigure(
-    Role.SHARE,
+    roles.SHARE,
     "share of the Simplified vs Detailed gap left at equal length",
     "Length: share of the Simplified vs Detailed gap left at equal length, with intervals",
     "No Simplified vs Detailed gap is established here, so no share is shown.",
@@ -104,14 +104,14 @@ REGISTRY: Registry = registry_of(
             id="F1",
             paper=True,
             lead=1,
-            says=((Role.F1_GAP, "larger"), (Role.EARLY_LATE, "more so in early layers")),
+            says=((roles.F1_GAP, "larger"), (roles.EARLY_LATE, "more so in early layers")),
             words=Words(
                 holds="None CoT gives larger gradients than Detailed CoT, more so in the early layers",
                 fails="None CoT's gradients are not larger, or not more so in the early layers",
                 unresolved="these instructions do not decide whether None CoT's gradients are larger, more so early",
             ),
             plain="Fast thinking gives larger gradients than slow thinking, more so in early layers",
-            headline=Role.F1_GAP,
+            headline=roles.F1_GAP,
             claim=(
                 "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
                 "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones"
@@ -124,9 +124,9 @@ REGISTRY: Registry = registry_of(
             id="F2",
             paper=True,
             says=(
-                (Role.NONE_ROUGHNESS, "None rougher than Simplified"),
-                (Role.NONE_MEAN_CURVE_ROUGHNESS, "None's mean curve rougher than Simplified's"),
-                (Role.ROUGHNESS, "Simplified rougher than Detailed"),
+                (roles.NONE_ROUGHNESS, "None rougher than Simplified"),
+                (roles.NONE_MEAN_CURVE_ROUGHNESS, "None's mean curve rougher than Simplified's"),
+                (roles.ROUGHNESS, "Simplified rougher than Detailed"),
             ),
             words=Words(
                 holds="the curves vary more from layer to layer the faster the thinking",
@@ -134,7 +134,7 @@ REGISTRY: Registry = registry_of(
                 unresolved="these instructions do not decide how the roughness orders",
             ),
             plain="The faster the thinking, the more the gradient varies from layer to layer",
-            headline=Role.MAD_RATIO,
+            headline=roles.MAD_RATIO,
             claim=(
                 "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
                 "each of Q, K, V and O (roughness of the mean log curve; None vs Simplified on the mean curve's roughness "
@@ -150,8 +150,8 @@ REGISTRY: Registry = registry_of(
             paper=True,
             lead=3,
             says=(
-                (Role.F3_GAP, "irrelevant larger under Detailed CoT"),
-                (Role.NONE_SAME, "nearly the same under None CoT"),
+                (roles.F3_GAP, "irrelevant larger under Detailed CoT"),
+                (roles.NONE_SAME, "nearly the same under None CoT"),
             ),
             words=Words(
                 holds="under Detailed CoT irrelevant responses give larger gradients, under None CoT nearly the same",
@@ -159,7 +159,7 @@ REGISTRY: Registry = registry_of(
                 unresolved="these instructions do not decide the two settings' separations",
             ),
             plain="Slow thinking, not fast, gives irrelevant responses larger gradients than correct ones",
-            headline=Role.F3_GAP,
+            headline=roles.F3_GAP,
             claim=(
                 "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
                 f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
@@ -173,14 +173,14 @@ REGISTRY: Registry = registry_of(
         PairCheck(
             id="F4",
             paper=True,
-            says=((Role.SIZE_EXCESS, "instruct no better than base"),),
+            says=((roles.SIZE_EXCESS, "instruct no better than base"),),
             words=Words(
                 holds="the instruct model separates correct from irrelevant no better than its base",
                 fails="the instruct model separates them better than its base",
                 unresolved="these instructions do not decide which model separates them better",
             ),
             plain="Instruction tuning does not sharpen how gradients tell irrelevant from correct responses",
-            headline=Role.SIZE_RATIO,
+            headline=roles.SIZE_RATIO,
             claim=(
                 "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
                 "model: the size of its separation (root-mean-square over layers of the per-layer log ratio of geometric "
@@ -195,8 +195,8 @@ REGISTRY: Registry = registry_of(
             id="F5",
             paper=True,
             says=(
-                (Role.SHARES, "Wiki keeps more of its roughness"),
-                (Role.WIKI_SAME, "Wiki correct and irrelevant nearly the same"),
+                (roles.SHARES, "Wiki keeps more of its roughness"),
+                (roles.WIKI_SAME, "Wiki correct and irrelevant nearly the same"),
             ),
             words=Words(
                 holds="longer Wiki responses do not smooth the curves as slow thinking does",
@@ -204,7 +204,7 @@ REGISTRY: Registry = registry_of(
                 unresolved="these instructions do not decide how much longer Wiki responses smooth the curves",
             ),
             plain="Longer knowledge responses do not smooth the layer curves as slow thinking does",
-            headline=Role.SHARES,
+            headline=roles.SHARES,
             claim=(
                 "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
                 "CoT: the share of its noise-corrected roughness a curve keeps from 100 to 1000 Wiki words exceeds the "
@@ -218,14 +218,14 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="L",
-            says=((Role.CONTENT, "smaller at equal length"),),
+            says=((roles.CONTENT, "smaller at equal length"),),
             words=Words(
                 holds="a Detailed CoT cut to the Simplified length still gives smaller gradients",
                 fails="at equal length the Detailed CoT's gradients are not smaller",
                 unresolved="these instructions do not decide the gap at equal length",
             ),
             plain="Content matters beyond length: a Detailed CoT cut to the Simplified length still gives smaller gradients",
-            headline=Role.CONTENT,
+            headline=roles.CONTENT,
             claim=(
                 "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
                 "nuclear norms (geometric mean; the paper's mean nuclear norm shown beside) than Simplified CoT, where the "
@@ -240,14 +240,14 @@ REGISTRY: Registry = registry_of(
         ),
         PerModelCheck(
             id="L2",
-            says=((Role.LENGTH, "larger when cut"),),
+            says=((roles.LENGTH, "larger when cut"),),
             words=Words(
                 holds="cutting a Detailed CoT to the Simplified length makes its gradients larger",
                 fails="cutting a Detailed CoT does not make its gradients larger",
                 unresolved="these instructions do not decide what cutting does",
             ),
             plain="Length matters: cutting a Detailed CoT to the Simplified length gives larger gradients",
-            headline=Role.LENGTH,
+            headline=roles.LENGTH,
             claim=(
                 "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms (geometric "
                 "mean; the paper's mean nuclear norm shown beside) than the full Detailed CoT, where the Simplified vs "
@@ -261,7 +261,7 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T1",
-            says=((Role.BEYOND_DEPTH, "beyond depth"),),
+            says=((roles.BEYOND_DEPTH, "beyond depth"),),
             words=Words(
                 holds="the step-0 curve predicts the weight change beyond depth",
                 fails="depth predicts the weight change better than the step-0 curve",
@@ -279,7 +279,7 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T2",
-            says=((Role.ARM_EARLY, "early layers change more"), (Role.ARM_EARLY_LATE, "more early than late")),
+            says=((roles.ARM_EARLY, "early layers change more"), (roles.ARM_EARLY_LATE, "more early than late")),
             words=Words(
                 holds="training on None CoT changes the early layers more",
                 fails="training on None CoT does not change the early layers more",
@@ -297,7 +297,7 @@ REGISTRY: Registry = registry_of(
         ),
         TrainingRunCheck(
             id="T3",
-            says=((Role.GAP_CHANGE, "persists"),),
+            says=((roles.GAP_CHANGE, "persists"),),
             words=Words(
                 holds="F1's gap persists through training",
                 fails="F1's gap shrinks by more than the margin",
@@ -316,14 +316,14 @@ REGISTRY: Registry = registry_of(
         PerModelCheck(
             id="A1",
             lead=1,
-            says=((Role.BEYOND_AVERAGING, "more than averaging predicts"),),
+            says=((roles.BEYOND_AVERAGING, "more than averaging predicts"),),
             words=Words(
                 holds="more than averaging over more tokens predicts",
                 fails="smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or less aligned than Detailed CoT's",
                 unresolved="not told apart from what averaging predicts",
             ),
             plain="Fast thinking's larger gradient is more than averaging over fewer tokens",
-            headline=Role.BEYOND_AVERAGING,
+            headline=roles.BEYOND_AVERAGING,
             claim=(
                 "F1 beyond averaging: None CoT's gap over Detailed CoT in mean log Frobenius norm exceeds what averaging "
                 "over more response tokens alone predicts (1/2 log of R_Detailed / R_None): None CoT's sqrt(R)-scaled "
@@ -338,7 +338,7 @@ REGISTRY: Registry = registry_of(
         PerModelCheck(
             id="G1",
             lead=3,
-            says=((Role.BEYOND_LOSS, "beyond the loss"),),
+            says=((roles.BEYOND_LOSS, "beyond the loss"),),
             words=Words(
                 holds="carry information on which response is irrelevant that the token losses lack",
                 fails="carry nothing beyond the token losses",
@@ -346,7 +346,7 @@ REGISTRY: Registry = registry_of(
                 "that they carry nothing more)",
             ),
             plain="The layer curves tell irrelevant from correct responses beyond the loss",
-            headline=Role.BEYOND_LOSS,
+            headline=roles.BEYOND_LOSS,
             claim=(
                 "F3 beyond the loss: under Detailed CoT the layer curves (log nuclear norms) carry information on which "
                 "response of a pair is irrelevant that the token losses lack: with the pair differences of the mean, "
@@ -367,14 +367,14 @@ REGISTRY: Registry = registry_of(
         PerModelCheck(
             id="A2",
             lead=2,
-            says=((Role.SAME_TOKEN_GAP, "smaller after reasoning"), (Role.EARLY_LATE, "more so in early layers")),
+            says=((roles.SAME_TOKEN_GAP, "smaller after reasoning"), (roles.EARLY_LATE, "more so in early layers")),
             words=Words(
                 holds="the answer's gradient is smaller after the reasoning, more so in the early layers",
                 fails="the answer's gradient is not smaller after the reasoning, or not more so early",
                 unresolved="these instructions do not decide how reasoning changes the answer's gradient",
             ),
             plain="On the answer tokens alone, reasoning before them makes their gradient smaller",
-            headline=Role.SAME_TOKEN_GAP,
+            headline=roles.SAME_TOKEN_GAP,
             claim=(
                 "F1 on the same tokens: scoring only the final answer, after the same phrase, the answer's gradient "
                 "without reasoning has larger nuclear norms than after the Detailed CoT (geometric mean over the "
@@ -388,14 +388,14 @@ REGISTRY: Registry = registry_of(
         PerModelCheck(
             id="A3",
             lead=2,
-            says=((Role.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
+            says=((roles.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
             words=Words(
                 holds="at equal answer loss the answer's gradient is still smaller after the reasoning",
                 fails="at equal answer loss the answer's gradient is not smaller after the reasoning",
                 unresolved="these instructions do not decide the gap at equal answer loss",
             ),
             plain="A2 holds also at equal answer loss",
-            headline=Role.EQUAL_LOSS_GAP,
+            headline=roles.EQUAL_LOSS_GAP,
             claim=(
                 "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
                 "the answer's gradient is still larger without reasoning (the intercept of the paired regression of "

@@ -32,19 +32,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.findings import check_parts, metrics
+from analysis.findings import check_parts, metrics, roles
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
-from analysis.findings.rules import (
-    FAILS,
-    HOLDS,
-    SAME_MARGIN,
-    Part,
-    Role,
-    Verdict,
-    decide,
-)
+from analysis.findings.rules import FAILS, HOLDS, SAME_MARGIN, Part, Verdict, decide
 
 N_LAYERS = 18
 
@@ -162,7 +154,7 @@ def _share_part(rng, design: Design, n_resamples: int) -> Part:
     ]
     simplified, detailed = pooled([a for a, _ in reasoning]), pooled([b for _, b in reasoning])
     return Part(
-        "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=Role.SIMULATED
+        "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=roles.SIMULATED
     )
 
 
@@ -203,12 +195,12 @@ def _says(part: Part, verdict: Verdict) -> bool:
 
 def gap_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast > slow" with no true difference."""
-    return _says(Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0, role=Role.SIMULATED), HOLDS)
+    return _says(Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0, role=roles.SIMULATED), HOLDS)
 
 
 def gap_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast > slow" with a true log difference of 0.2."""
-    return _says(Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0, role=Role.SIMULATED), FAILS)
+    return _says(Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0, role=roles.SIMULATED), FAILS)
 
 
 def same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
@@ -239,13 +231,13 @@ def not_better_fails(rng: np.random.Generator, design: Design, *, n_resamples: i
 def roughness_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast rougher" with equally smooth true curves (None noisier)."""
     corrected, _paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-    return _says(Part("roughness", corrected, "above", 0.0, role=Role.SIMULATED), HOLDS)
+    return _says(Part("roughness", corrected, "above", 0.0, role=roles.SIMULATED), HOLDS)
 
 
 def roughness_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast rougher" with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
     corrected, _paper = _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)
-    return _says(Part("roughness", corrected, "above", 0.0, role=Role.SIMULATED), FAILS)
+    return _says(Part("roughness", corrected, "above", 0.0, role=roles.SIMULATED), FAILS)
 
 
 def share_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
@@ -257,10 +249,10 @@ def share_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, *
 def paper_mad_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """The former F2 rule (log MAD ratio > 0) on the data of ``roughness_holds``."""
     _corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-    return _says(Part("paper MAD", paper, "above", 0.0, role=Role.SIMULATED), HOLDS)
+    return _says(Part("paper MAD", paper, "above", 0.0, role=roles.SIMULATED), HOLDS)
 
 
 def old_same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """The former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the claim is true: this
     measures how often it was found, its power)."""
-    return _says(Part("old same", _old_abs_rd(rng, design, n_resamples), "below", 0.1, role=Role.SIMULATED), HOLDS)
+    return _says(Part("old same", _old_abs_rd(rng, design, n_resamples), "below", 0.1, role=roles.SIMULATED), HOLDS)

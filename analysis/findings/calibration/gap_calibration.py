@@ -32,12 +32,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.findings import averaging, beyond_loss, same_tokens
+from analysis.findings import averaging, beyond_loss, roles, same_tokens
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
 from analysis.findings.calibration.designs import Design
 from analysis.findings.pooling import pool_parts
-from analysis.findings.rules import HOLDS, Part, Role, decide
+from analysis.findings.rules import HOLDS, Part, decide
 
 TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
 TOKEN_SD = 0.5  # spread of log token counts over instructions
@@ -123,7 +123,7 @@ def equal_loss_estimate(rng, design, n_resamples: int, *, centre: float, effect:
 
 def averaging_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """Whether one simulated run of A1, the Frobenius gap averaging alone, says "holds"."""
-    part = Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0, role=Role.SIMULATED)
+    part = Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0, role=roles.SIMULATED)
     return decide([part]) == HOLDS
 
 
@@ -132,7 +132,7 @@ def equal_loss_holds(rng: np.random.Generator, design: Design, *, n_resamples: i
     covariate's gaps centred at ``COVARIATE_CENTRES``, in turn by ``repetition``)."""
     centre = COVARIATE_CENTRES[repetition % len(COVARIATE_CENTRES)]
     estimate = equal_loss_estimate(rng, design, n_resamples, centre=centre)
-    return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0, role=Role.SIMULATED)]) == HOLDS
+    return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0, role=roles.SIMULATED)]) == HOLDS
 
 
 def beyond_loss_null_holds(rng: np.random.Generator, design: Design, *, repetition: int, **_: object) -> bool:

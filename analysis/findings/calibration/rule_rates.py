@@ -20,6 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.errors import StudyError
+from analysis.findings import roles
 from analysis.findings.bootstrap import LEVEL, Estimate, resample_counts
 from analysis.findings.calibration import ratio_sizes, training_calibration
 from analysis.findings.calibration.designs import (
@@ -31,7 +32,7 @@ from analysis.findings.calibration.designs import (
     true_roughness,
 )
 from analysis.findings.calibration.rule import GAP, RULES, SAME, Rule, SimulatedIn, false_fails, false_holds
-from analysis.findings.rules import HOLDS, Part, Role, decide, instructions_for_power
+from analysis.findings.rules import HOLDS, Part, decide, instructions_for_power
 
 if TYPE_CHECKING:
     from analysis.findings.checks import Registry
@@ -267,7 +268,7 @@ def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int =
     """Share of "holds" for "fast > slow" (the rule ``rule.GAP``) at a true log difference ``effect``."""
     rng = np.random.default_rng(seed)
     hits = sum(
-        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0, role=Role.SIMULATED)])
+        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0, role=roles.SIMULATED)])
         == HOLDS
         for _ in range(reps)
     )
@@ -298,7 +299,7 @@ def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_
         tuple((d, design.counts[0]) for d, _ in estimate.strata),
         estimate.variances,
     )
-    return instructions_for_power(Part("gap", scaled, "above", 0.0, role=Role.SIMULATED), assumed=effect)
+    return instructions_for_power(Part("gap", scaled, "above", 0.0, role=roles.SIMULATED), assumed=effect)
 
 
 def power_table(
