@@ -21,11 +21,9 @@ _.hf_quantizer
 read_results
 read_skipped
 
-# Named by the book: the registry's extension point (findings.checks' docstring), the generator of
-# the checks page's claims (book/code_map.md, kept equal by a test), the source of the
+# Named by the book: the registry's extension point (findings.checks' docstring), the source of the
 # population numbers of book/methods.md.
 extended
-claims_markdown
 population_text
 
 # Write simulated training runs as the store's rows and decide the rules on them, for the training

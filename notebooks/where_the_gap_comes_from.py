@@ -72,7 +72,7 @@ show(answer_tokens.same_token_section(page))
 # makes that part is in the other bars. The table gives each part's mean over layers.
 
 # %% tags=["remove-input"]
-gap_sources.f1_gap(page)
+show(gap_sources.f1_gap(page))
 
 # %% [markdown]
 # ## F3's gap, layer by layer
@@ -80,7 +80,7 @@ gap_sources.f1_gap(page)
 # The same for irrelevant against correct responses under Detailed CoT, where F3 sees a gap.
 
 # %% tags=["remove-input"]
-gap_sources.f3_gap(page)
+show(gap_sources.f3_gap(page))
 
 # %% [markdown]
 # ## F1 under another loss convention

@@ -10,10 +10,11 @@ import pytest
 from sklearn.linear_model import RidgeClassifier
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings import beyond_loss, calibration, checks, classifier
+from analysis.findings import beyond_loss, calibration, checks, classifier, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws, pooled
-from analysis.findings.calibration import gap_calibration
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, Part, decide
+from analysis.findings.calibration import gap_calibration, rule
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, NoteKind, Part, Why, decide
+from analysis.report import voice
 
 MODEL = {"m": ("instruct", 8)}
 DATASETS = ("aqua", "gsm8k")
@@ -49,15 +50,20 @@ def _g1(rows, seed: int = 0, stats=beyond_loss.READS):
 def test_curves_carrying_more_than_the_token_losses_give_g1_holds():
     found = _g1(_rows(1.0, seed=0))
     assert set(found) == {*DATASETS, "math_reasoning"}
-    assert all(f.verdict == HOLDS for f in found.values()), [f.numbers() for f in found.values()]
-    pooled_parts = {p.label: p for p in found["math_reasoning"].parts}
-    assert [p.label for p in found["math_reasoning"].parts if p.decides] == [f"Detailed CoT {beyond_loss.STATISTIC}"]
+    assert all(f.verdict == HOLDS for f in found.values()), [voice.numbers(f) for f in found.values()]
+    family = found["math_reasoning"]
+    deciding = (beyond_loss.DECIDING,)
+    assert [(p.role, p.facet) for p in family.deciding] == [(roles.BEYOND_LOSS, deciding)]
+    assert [voice.part_label(p) for p in family.deciding] == [f"Detailed CoT {beyond_loss.STATISTIC}"]
     # the family's p-value is the pooled null's, not the mean of the datasets' p-values
-    statistic = pooled_parts[f"Detailed CoT {beyond_loss.STATISTIC}"].estimate
-    assert pooled_parts[f"Detailed CoT {beyond_loss.P_VALUE}"].estimate.value == statistic.p_value()
+    statistic = family.part(roles.BEYOND_LOSS, facet=deciding).estimate
+    assert family.part(roles.P_VALUE, facet=deciding).estimate.value == statistic.p_value()
     assert statistic.p_value() == pytest.approx(1 / (1 + beyond_loss.N_FLIPS))
     assert "None CoT" in {p.group for p in found["aqua"].parts}
-    assert "covariates: mean token loss, largest token loss" in found["aqua"].note
+    assert found["aqua"].part(roles.BEYOND_LOSS, facet=("none",)) is not None
+    covariates = found["aqua"].note(NoteKind.COVARIATES)
+    assert "covariates: mean token loss, largest token loss" in covariates.text
+    assert covariates.items[:2] == ("mean token loss", "largest token loss")
 
 
 def test_curves_that_are_the_token_losses_through_a_non_linear_function_do_not_give_g1_holds():
@@ -67,7 +73,9 @@ def test_curves_that_are_the_token_losses_through_a_non_linear_function_do_not_g
 
 def test_an_imported_store_without_the_token_losses_uses_the_mean_loss_only():
     found = _g1(_rows(1.0, seed=1), stats=("loss",))
-    assert all(f.note.startswith("covariates: the mean token loss only") for f in found.values())
+    notes = [f.note(NoteKind.COVARIATES) for f in found.values()]
+    assert all(n.text.startswith("covariates: the mean token loss only") for n in notes)
+    assert all(n.items == (beyond_loss.COVARIATES[beyond_loss.LOSS],) for n in notes)
     draws = all_curve_draws(_rows(0.0, 1), list(MODEL), ("nuclear_norm",), n_resamples=5, sample_stats=("loss",))
     assert beyond_loss.paired(draws["m"], "aqua", "detailed").names == (beyond_loss.LOSS,)
 
@@ -75,7 +83,8 @@ def test_an_imported_store_without_the_token_losses_uses_the_mean_loss_only():
 def test_where_the_loss_separates_every_pair_g1_is_not_applicable_and_says_so():
     found = _g1(_rows(0.0, seed=2, n=12, loss_gap=6.0))
     assert all(f.verdict == NOT_APPLICABLE for f in found.values())
-    assert all(f.numbers().startswith(beyond_loss.SEPARATED) for f in found.values())
+    assert all(f.not_applicable.why is Why.LOSS_SEPARATES for f in found.values())
+    assert all(voice.explained(f.not_applicable).startswith(beyond_loss.SEPARATED) for f in found.values())
 
 
 def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling():
@@ -122,8 +131,8 @@ def test_a_permutation_part_decides_by_its_p_value_and_never_says_does_not_hold(
     high = Estimate(0.9, null, (("d", 20),), null=null)
     low = Estimate(0.1, null, (("d", 20),), null=null)
     assert high.p_value() == pytest.approx(1 / 201) and low.p_value() == 1.0
-    assert decide([Part("x", high, "above", 0.5)]) == HOLDS
-    assert decide([Part("x", low, "above", 0.5)]) == UNRESOLVED
+    assert decide([Part("x", high, "above", 0.5, role=roles.SIMULATED)]) == HOLDS
+    assert decide([Part("x", low, "above", 0.5, role=roles.SIMULATED)]) == UNRESOLVED
     assert math.isnan(high.interval()[0])
     family = pooled([high, low])
     assert np.allclose(family.null, null) and family.value == pytest.approx(0.5)
@@ -134,7 +143,7 @@ def test_g1_keeps_its_rate_where_the_curves_are_non_linear_in_the_token_losses_u
     reps = 100
     bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
     design = replace(calibration.study_designs(5)["4 datasets"], skew=skew)
-    assert calibration.false_holds("beyond loss", design, reps=reps, seed=31 + int(skew)) <= bound
+    assert calibration.false_holds(rule.BEYOND_LOSS, design, reps=reps, seed=31 + int(skew)) <= bound
 
 
 def test_g1_finds_a_planted_effect_at_the_paper_size():
@@ -150,16 +159,16 @@ def test_the_chapter_states_the_statistic_its_p_value_and_the_covariates():
         _rows(1.0, seed=0), list(MODEL), ("nuclear_norm",), n_resamples=20, sample_stats=beyond_loss.READS
     )
     findings = checks.run_checks(draws, ["G1"])
-    found, parts = checks.findings_table(findings), checks.part_table(findings)
-    text = gap_sources.g1_paragraph(found, parts)
+    text = gap_sources.g1_paragraph(findings)
     assert (
         "AUROC of the curves with the loss partialled out" in text
         and "p = 0.00498 by sign flips of whole pairs" in text
     )
     assert "G1 **holds**" in text and "covariates: mean token loss, largest token loss" in text
-    table = gap_sources.auroc_table(parts, found)
-    assert {beyond_loss.STATISTIC, beyond_loss.P_VALUE, beyond_loss.LOSS_ALONE, "covariates"} <= set(table.columns)
+    table = gap_sources.auroc_table(findings)
+    assert {beyond_loss.STATISTIC, beyond_loss.P_VALUE, beyond_loss.LOSS_ALONE} <= set(table.columns)
+    assert "mean token loss, largest token loss" in gap_sources.covariates_note(findings)  # the line under it
     assert set(table["setting"]) == {"Detailed CoT", "None CoT"}
-    separated = _g1(_rows(0.0, seed=2, n=12, loss_gap=6.0)).values()
-    text = gap_sources.g1_paragraph(checks.findings_table(separated), checks.part_table(separated))
+    separated = list(_g1(_rows(0.0, seed=2, n=12, loss_gap=6.0)).values())
+    text = gap_sources.g1_paragraph(separated)
     assert "G1 **not applicable** (the loss separates them" in text

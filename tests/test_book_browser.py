@@ -131,11 +131,12 @@ return Array.from(document.querySelectorAll('article a[href*="checks.html#"]')).
 
 def test_the_claims_link_to_their_rules_on_the_checks_page(quick_book, browser):
     from analysis.findings import checks
+    from analysis.report import verdicts
 
     _open(browser, _page(quick_book, "summary"))
     links = browser.execute_script(RULE_LINKS)
     anchors = {link.split("#", 1)[1] for link in links}
-    assert {checks.anchor(c) for c in checks.on_chapter("summary")} <= anchors, anchors
+    assert {verdicts.anchor(c) for c in checks.on_chapter("summary")} <= anchors, anchors
     _open(browser, Path(links[0].removeprefix("file://").split("#")[0]))
     missing = [a for a in anchors if not browser.execute_script(f"return document.getElementById('{a}') !== null")]
     assert missing == [], missing

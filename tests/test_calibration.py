@@ -2,14 +2,16 @@
 through the book's own functions (fixed seeds: the same numbers on every run). Each test names the
 rule it would have failed on before."""
 
+import dataclasses
 import math
 
 import numpy as np
 import pytest
 
-from analysis.findings import calibration, skew, stated_rates
+from analysis.core.errors import StudyError
+from analysis.findings import calibration, checks, skew, stated_rates
 from analysis.findings.bootstrap import Estimate
-from analysis.findings.calibration import scenarios
+from analysis.findings.calibration import rule, scenarios
 
 REPS = 600
 RESAMPLES = 200
@@ -20,34 +22,49 @@ COVERAGE_REPS = 4000
 PROMISED_AT_REPS = stated_rates.PROMISED + 2 * math.sqrt(stated_rates.PROMISED * (1 - stated_rates.PROMISED) / REPS)
 
 
+def test_each_rule_is_declared_once_with_its_stated_rate_and_checks_name_rules_not_names():
+    """A rule is an object (``calibration.rule.Rule``) with its name, stated rate and simulation; a
+    check's stated rate is the largest of its rules'; a check naming a rule by a string is refused."""
+    assert len({r.name for r in calibration.RULES}) == len(calibration.RULES)
+    above = {r.name: r.stated for r in calibration.RULES if r.stated != stated_rates.PROMISED}
+    assert above == {"gap": 0.10, "not better": 0.05, "arm change": 0.035}
+    assert stated_rates.check_rate("F3") == max(rule.GAP.stated, rule.SAME.stated) == 0.10
+    assert stated_rates.check_rate("T2") == rule.ARM_CHANGE.stated and stated_rates.check_rate("A1") == 0.025
+    with pytest.raises(StudyError, match="not rules"):
+        checks.extended(checks.REGISTRY, dataclasses.replace(checks.get("F1"), id="F9", calibrated_by=("gap",)))
+    with pytest.raises(StudyError, match="training run's design"):
+        calibration.false_holds(rule.ARM_CHANGE, calibration.study_designs(5)["one dataset"], reps=1)
+
+
 @pytest.fixture(scope="module")
 def false_holds():
     # G1's permutation rule ("beyond loss") is simulated by test_gap_sources.py and test_beyond_loss.py
-    rules = tuple(r for r in calibration.checks_by_rule() if r != "beyond loss")
+    rules = tuple(r for r in calibration.checks_by_rule() if r is not rule.BEYOND_LOSS)
     return calibration.false_holds_table(n=5, rules=rules, reps=REPS, n_resamples=RESAMPLES, seed=11)
 
 
-@pytest.mark.parametrize("rule", ["gap", "same", "not better", "roughness"])
-def test_no_rule_says_holds_more_than_its_stated_rate_when_its_claim_is_false(false_holds, rule):
-    """2.5% for every rule but F4's "not better", whose stated rate (``stated_rates.STATED_RATES``) is
-    what it reaches in the study's designs with normal logs."""
-    rows = false_holds[false_holds["rule"] == rule]
+@pytest.mark.parametrize("simulated", calibration.FAILS_RULES, ids=lambda r: r.name)
+def test_no_rule_says_holds_more_than_its_stated_rate_when_its_claim_is_false(false_holds, simulated):
+    """2.5% for every rule but F4's "not better", whose stated rate (``Rule.stated``) is what it
+    reaches in the study's designs with normal logs."""
+    assert calibration.FAILS_RULES == (rule.GAP, rule.SAME, rule.NOT_BETTER, rule.ROUGHNESS)
+    rows = false_holds[false_holds["rule"] == simulated.name]
     assert len(rows) == 3
-    allowed = PROMISED_AT_REPS - stated_rates.PROMISED + stated_rates.stated_rate(rule)
+    allowed = PROMISED_AT_REPS - stated_rates.PROMISED + simulated.stated
     assert (rows["holds when false"] <= allowed).all(), rows
     assert (rows["does not hold when true"] <= PROMISED_AT_REPS).all(), rows
 
 
 def test_the_papers_mad_rule_would_fail_that_test(false_holds):
     """MAD of a noisy mean curve grows with the samples' noise: None CoT looks rougher on noise alone."""
-    rows = false_holds[false_holds["rule"] == "paper MAD"]
+    rows = false_holds[false_holds["rule"] == rule.PAPER_MAD.name]
     assert (rows["holds when false"] > 0.3).all(), rows
 
 
 def test_the_former_nearly_same_rule_could_not_hold_at_5_instructions():
     """Mean |RD| < 0.1 on truly equal curves with None-CoT noise: its noise floor lies above 0.1."""
     design = calibration.study_designs(5)["4 datasets"]
-    assert calibration.false_holds("old same", design, reps=200, n_resamples=RESAMPLES, seed=3) < 0.05
+    assert calibration.false_holds(rule.OLD_SAME, design, reps=200, n_resamples=RESAMPLES, seed=3) < 0.05
 
 
 @pytest.fixture(scope="module")
@@ -219,13 +236,13 @@ def test_at_20_instructions_the_same_holds():
 
 def test_every_rule_keeps_its_stated_rate_at_skewness_minus_2_and_plus_2():
     """The per-sample logs skewed either way (a long lower tail: bare answers with a near-zero
-    loss): each rule's false "holds" stays within the rate it states (``stated_rates.STATED_RATES``), and
+    loss): each rule's false "holds" stays within the rate it states (``Rule.stated``), and
     the gap rule's stated rate above 2.5% is needed (left skew), not a margin for nothing."""
     reps = 200
     table = skew.false_holds_by_skew(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
     allowed = table["stated"] + 2 * np.sqrt(table["stated"] * (1 - table["stated"]) / reps)
     assert (table["holds when false"] <= allowed).all(), table
-    left_gap = table[(table["rule"] == "gap") & (table["skewness"] == -2.0)]
+    left_gap = table[(table["rule"] == rule.GAP.name) & (table["skewness"] == -2.0)]
     assert left_gap["holds when false"].max() > _bound(reps), table
 
 

@@ -2,7 +2,6 @@
 is run, shown on its chapter with a verdict in the matrix, and calibrated."""
 
 import dataclasses
-import math
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -14,14 +13,17 @@ matplotlib.use("Agg")
 
 import numpy as np
 import pytest
+from blocks_read import figures_of, text_of, walk
 from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions, record_run, write_store
 
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, checks, quantities
+from analysis.findings import calibration, checks, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
-from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, Part, Role
-from analysis.report import figures, sections
+from analysis.findings.calibration import rule
+from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit
+from analysis.report import figures, sections, verdicts
+from analysis.report.blocks import Html
 from analysis.report.page import Page
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,7 +32,7 @@ ROOT = Path(__file__).resolve().parents[1]
 def toy_parts(cd, dataset, **_):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
     gap = quantities.log_gap(cd, dataset, "simplified", "detailed", segment="all")
-    return None if gap is None else [Part("Simplified / Detailed x", gap, "above", 0.0, math.exp, role=Role.GAP)]
+    return None if gap is None else [Part("Simplified / Detailed", gap, "above", 0.0, Unit.RATIO, role=roles.GAP)]
 
 
 # A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is).
@@ -40,8 +42,8 @@ TOY = checks.PerModelCheck(
     claim="Simplified CoT gives larger nuclear norms than Detailed CoT",
     parts=toy_parts,
     chapters=("math_reasoning",),
-    calibrated_by=("gap",),
-    figure=checks.PartFigure(Role.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
+    calibrated_by=(rule.GAP,),
+    figure=checks.PartFigure(roles.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
 )
 
 
@@ -58,28 +60,26 @@ def _math_page(tmp_path, study_data_dir, registry=checks.REGISTRY):
     return Page.open("math_reasoning", given, stats=("nuclear_norm",), registry=registry)
 
 
-def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, study_data_dir, monkeypatch):
+def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, study_data_dir):
     study = checks.REGISTRY
     registry = checks.extended(study, TOY)
     assert checks.REGISTRY is study and "T9" not in checks.all_ids()  # no global registry changed
     page = _math_page(tmp_path, study_data_dir, registry)
     assert "T9" in page.checks() and "T9" not in checks.on_chapter("summary", registry=registry)
     assert "T9" not in _math_page(tmp_path / "study", study_data_dir).checks()
-    found = page.findings_table()
-    toy = found[found["check"] == "T9"]
-    assert set(toy["model"]) == set(MODELS) and toy["pooled"].any()
-    assert set(toy["verdict"]) <= set(DECIDED) and toy["claim"].iloc[0] == TOY.claim
-    matrix = figures.verdict_figure(found, registry=registry)
-    assert "T9" in [t.get_text() for t in matrix.axes[0].get_yticklabels()]
+    found = page.findings()
+    toy = [f for f in found if f.check == "T9"]
+    assert {f.model for f in toy} == set(MODELS) and any(f.pooled for f in toy)
+    assert {f.verdict for f in toy} <= set(DECIDED) and checks.claim(toy[0].check, registry) == TOY.claim
+    matrix = figures.verdict_svg(found, registry=registry)
+    assert re.search(r'aria-label="Verdict matrix of [^"]*\bT9\b', matrix)  # a row of the matrix
     # the chapter's sections show it: its claim, its row in the matrix's paragraphs, its figure
-    shown = []
-    monkeypatch.setattr(sections, "show_markdown", lambda text: shown.append(text))
-    monkeypatch.setattr(sections, "show_figure", lambda fig, alt, empty="": shown.append(alt))
-    sections.claims(page)
-    sections.answers(page)
-    text = "\n".join(shown)
-    assert f"**T9**: {TOY.plain} (rule: {TOY.claim})." in text and "**T9** " in text and "Toy: the gap" in text
-    assert "T9" in calibration.checks_by_rule(registry)["gap"] and "T9" not in calibration.checks_by_rule()["gap"]
+    shown = [*sections.claims(page), *sections.answers(page)]
+    text = text_of(shown)
+    assert f"**T9**: {TOY.plain} (rule: {TOY.claim})." in text and "**T9** " in text
+    assert "Toy: the gap" in [b.alt for b in figures_of(shown)]
+    assert any(isinstance(b, Html) and "T9" in b.html for b in walk(shown))  # the matrix the chapter shows
+    assert "T9" in calibration.checks_by_rule(registry)[rule.GAP] and "T9" not in calibration.checks_by_rule()[rule.GAP]
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
 
@@ -104,21 +104,20 @@ def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
         checks.PerModelCheck("F9", "a claim", toy_parts, ("summary",), ("gap",))
     with pytest.raises(TypeError):  # a check has a scope: the base class is abstract
         checks.Check(id="F9", plain="a claim", claim="a claim", chapters=(), calibrated_by=())
-    assert checks.get("L").figure.part is Role.SHARE
+    assert checks.get("L").figure.part is roles.SHARE
 
 
 def test_the_methods_page_states_every_registered_claim():
-    """The claims on the checks page are the registry's (``checks.claims_markdown``): each check's plain
+    """The claims on the checks page are the registry's (``verdicts.claims_markdown``): each check's plain
     words under its anchor, its estimand and rule folded under them; and each check has its paragraph
     on the methods pages."""
     methods = "".join(
         (ROOT / "book" / f"{page}.md").read_text() for page in ("methods", "checks", "gap_methods", "training_methods")
     )
-    assert checks.claims_markdown() in (ROOT / "book" / "checks.md").read_text()
-    assert [checks.anchor(c) for c in ("F1", "L2", "A3")] == ["check-f1", "check-l2", "check-a3"]
+    assert [verdicts.anchor(c) for c in ("F1", "L2", "A3")] == ["check-f1", "check-l2", "check-a3"]
     for check in checks.REGISTRY:
-        entry = checks.claims_markdown([check])
-        assert entry.startswith(f"({checks.anchor(check.id)})=\n**{check.id}** ({check.scope}): {check.plain}.")
+        entry = verdicts.claims_markdown((check,))
+        assert entry.startswith(f"({verdicts.anchor(check.id)})=\n**{check.id}** ({check.scope}): {check.plain}.")
         assert f"<summary>Estimand and rule</summary>\n\n{check.claim}.\n\n</details>" in entry
     for check in checks.REGISTRY:
         assert re.search(rf"\*\*{check.id}[: ]", methods) or f"**L and {check.id}" in methods, check.id
@@ -162,7 +161,9 @@ def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table():
 
     def parts(values):
         draws = np.asarray(values)
-        return [Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0)]
+        return [
+            Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0, role=roles.SIMULATED)
+        ]
 
     toy = PerToyRunCheck(
         id="X1",
@@ -175,9 +176,10 @@ def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table():
     registry = checks.extended(checks.REGISTRY, toy)
     runs = {"runs": {"run-a": np.linspace(0.5, 1.5, 400)}}
     found = checks.run_checks({}, ("X1",), extra=runs, registry=registry)
-    table = checks.findings_table(found, registry)
+    assert [f.check for f in found] == ["X1"] and found[0].verdict == "holds"
+    table = verdicts.findings_frame(found)
     assert list(table["check"]) == ["X1"] and table["verdict"].iloc[0] == "holds"
-    assert table["claim"].iloc[0] == toy.claim and toy.scope in checks.claims_markdown(registry)
+    assert checks.claim(found[0].check, registry) == toy.claim and toy.scope in verdicts.claims_markdown(registry)
     assert checks.run_checks({}, ("X1",), extra=runs) == []  # the study's registry has no X1
     with pytest.raises(StudyError, match="not a check of a scope"):
         checks.extended(registry, parts)
@@ -234,9 +236,10 @@ def test_parts_are_found_by_their_role_never_by_their_display_label():
     )
     assert [_outcome(f) for f in renamed] == [_outcome(f) for f in plain]
     assert all(p.name.startswith("renamed ") for f in renamed if not f.pooled for p in f.parts)
-    assert any(p.role is Role.SHARE and p.estimate is not None for f in plain for p in f.parts)
+    assert any(p.role is roles.SHARE and p.estimate is not None for f in plain for p in f.parts)
     assert any(f.check in checks.LENGTH_CHECKS and f.verdict == NOT_APPLICABLE for f in plain)
-    assert any("log-scale spread changes" in f.note for f in plain if f.check == "F2")
+    notes = [f.note(NoteKind.DECIDED_OTHERWISE) for f in plain if f.check == "F2"]
+    assert any(n is not None and "log-scale spread changes" in n.text for n in notes)
     assert any(p.opposite for f in plain for p in f.parts)
 
 
@@ -256,10 +259,8 @@ def test_every_check_says_its_claim_in_plain_words_and_names_a_headline_part_its
     conditions = [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d)]
     rows = make_results(conditions, MODELS, n_samples=6, curve=_curve, noise=0.02, sample_sd=0.1, seed=3)
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=50)
-    parts = checks.part_table(checks.run_checks(draws, ("F1", "F2", "F3")))
+    found = checks.run_checks(draws, ("F1", "F2", "F3"))
     for check in ("F1", "F2", "F3"):
         role = checks.get(check).headline
-        mine = parts[parts["check"] == check]
-        cells = mine.groupby(["model", "scope", "pooled"]).size()
-        headed = mine[mine["role"] == role.name].groupby(["model", "scope", "pooled"]).size()
-        assert len(cells) and set(cells.index) == set(headed.index), check
+        mine = [f for f in found if f.check == check]
+        assert mine and all(f.part(role) is not None for f in mine), check

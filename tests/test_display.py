@@ -5,7 +5,7 @@ import sys
 import pandas as pd
 import pytest
 
-from analysis.report import display
+from analysis.report import blocks, display
 
 LONG = pd.DataFrame({"scope": [f"dataset {i}" for i in range(40)], "numbers": ["<= 0.1"] * 40})
 
@@ -24,31 +24,47 @@ def test_with_itables_a_long_table_is_interactive_and_needs_no_network(monkeypat
     assert "unpkg.com" not in html and "cdn." not in html
 
 
-def test_a_collapsed_block_folds_its_tables_and_figures_under_one_line(monkeypatch):
+def test_a_fold_renders_its_tables_figures_and_markdown_inside_one_details(monkeypatch):
     import IPython.display as ipd
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    shown = []
-    monkeypatch.setattr(ipd, "display", lambda obj: shown.append(obj))
     monkeypatch.setitem(sys.modules, "itables", None)
     fig, _ = plt.subplots()
-    with display.collapsed("The numbers & more"):
-        display.show_table(pd.DataFrame({"model": ["m", "m"], "scope": ["a", "b"], "numbers": ["<= 1", "2"]}))
-        display.show_figures([("one figure", fig)])
-        display.show_markdown("*a note*")
-    assert len(shown) == 1 and isinstance(shown[0], ipd.HTML)
-    html = shown[0].data
+    folded = blocks.fold(
+        "The numbers & more",
+        [
+            blocks.Table(pd.DataFrame({"model": ["m", "m"], "scope": ["a", "b"], "numbers": ["<= 1", "2"]})),
+            *blocks.figures([("one figure", fig)]),
+            blocks.Markdown("*a note*"),
+        ],
+    )
+    outputs = display.outputs(folded)
+    assert len(outputs) == 1 and outputs[0][0] == "html"
+    html = outputs[0][1]
     assert html.startswith("<details><summary>The numbers &amp; more</summary>") and html.endswith("</details>")
     assert "<strong>m</strong>" in html and "&lt;= 1" in html and "<em>a note</em>" in html
     assert 'src="data:image/png;base64,' in html and "<strong>one figure</strong>" in html
-    with display.collapsed("nothing"):
-        pass
-    assert len(shown) == 1  # an empty block shows nothing
-    display.show_markdown("after")
-    assert isinstance(shown[-1], ipd.Markdown)  # outside a block, outputs show as before
+    assert not plt.fignum_exists(fig.number)  # a figure is closed once drawn
+    # an empty fold, or one whose blocks show nothing, shows nothing
+    assert display.outputs(blocks.fold("nothing", [])) == []
+    assert display.outputs(blocks.fold("nothing shown", [blocks.Markdown(""), blocks.Table(None, empty="")])) == []
+
+    shown = []
+    monkeypatch.setattr(ipd, "display", lambda obj, **keywords: shown.append((obj, keywords)))
+    display.show([blocks.fold("nothing", []), folded, blocks.Markdown("after"), blocks.PageEnd("the end")])
+    assert [type(obj) for obj, _ in shown] == [ipd.HTML, ipd.Markdown, ipd.Markdown]
+    shown_html = shown[0][0].data  # the one renderer shows what ``outputs`` gives (a styled table's id aside)
+    assert (
+        shown_html.startswith("<details><summary>The numbers &amp; more</summary>") and "<em>a note</em>" in shown_html
+    )
+    assert shown[1][0].data == "after" and shown[1][1] == {}  # outside a fold, Markdown shows as Markdown
+    assert shown[2][0].data == "the end" and shown[2][1] == {"metadata": {display.PAGE_ENDS: True}}
+    display.show(None)
+    display.show(blocks.Markdown("one block"))
+    assert len(shown) == 4 and shown[-1][0].data == "one block"
 
 
 def test_a_table_wraps_to_the_column_but_never_inside_an_interval_or_a_short_cell():

@@ -5,32 +5,26 @@ import re
 from xml.etree import ElementTree
 
 import numpy as np
-import pandas as pd
 import pytest
+from made_findings import finding, part, ratio_part, verdict_part
 from synthetic import MODELS, make_results
 from test_report import CONDITIONS, paper_like
 
-from analysis.findings import checks
+from analysis.findings import checks, roles
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.report import display, figures, sections, verdicts
-from analysis.report.reproduction import size_text
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED
+from analysis.report import cells, display, figures, sections, verdicts, voice
 
 
 @pytest.fixture(scope="module")
-def found_and_parts():
+def found():
     rows = make_results(CONDITIONS, MODELS, n_samples=12, curve=paper_like, noise=0.02, sample_sd=0.1, seed=1)
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm", "sigma1_ratio", "effective_rank"), n_resamples=200)
-    found = checks.run_checks(draws)
-    return checks.findings_table(found), checks.part_table(found)
+    return checks.run_checks(draws)
 
 
 def _cells(rows):
-    return pd.DataFrame(
-        [
-            {"check": c, "model": "m", "scope": "math_reasoning", "pooled": True, "verdict": v, "numbers": ""}
-            for c, v in rows
-        ]
-    )
+    return [finding(c, v) for c, v in rows]
 
 
 def test_the_plain_summary_counts_what_holds_fails_and_is_undecided():
@@ -51,17 +45,15 @@ def test_the_plain_summary_on_nothing_decided():
     assert text.startswith("Pooled over each family of datasets, no claim holds in any cell. No claim is contradicted.")
 
 
-def test_the_plain_summary_of_real_findings_is_three_short_sentences(found_and_parts):
-    found, _ = found_and_parts
+def test_the_plain_summary_of_real_findings_is_three_short_sentences(found):
     text = verdicts.plain_summary(found)
     assert len(re.findall(r"\.(?: |$)", text)) == 3 and len(text.split()) <= 80
-    for check in set(found.loc[found["pooled"] & (found["verdict"] == "holds"), "check"]):
+    for check in {f.check for f in found if f.pooled and f.verdict is HOLDS}:
         assert check in text.split(";")[0]
 
 
-def test_the_pooled_answers_are_one_row_per_part(found_and_parts):
-    found, parts = found_and_parts
-    shown = verdicts.format_parts(parts, found, pooled_only=True)
+def test_the_pooled_answers_are_one_row_per_part(found):
+    shown = verdicts.parts_frame(found, pooled_only=True)
     assert list(shown.columns[:8]) == [
         "model",
         "check",
@@ -72,9 +64,9 @@ def test_the_pooled_answers_are_one_row_per_part(found_and_parts):
         "claim",
         "decides",
     ]
-    pooled_parts = parts[parts["pooled"]]
-    with_parts = found[found["pooled"]].merge(pooled_parts[["check", "model", "scope"]].drop_duplicates())
-    assert len(shown) == len(pooled_parts) + (found["pooled"].sum() - len(with_parts))
+    pooled = [f for f in found if f.pooled]
+    with_parts = [f for f in pooled if f.parts and f.not_applicable is None]
+    assert len(shown) == sum(len(f.parts) for f in with_parts) + (len(pooled) - len(with_parts))
     assert set(shown["scope"]) == {"math reasoning (pooled)", "wiki"} & set(shown["scope"])
     row = shown[shown["decides"] == "yes"].iloc[0]
     assert re.fullmatch(r"\S+ \[\S+, \S+\]", row["estimate [95% interval]"]) and row["claim"].split()[0] in (
@@ -86,9 +78,10 @@ def test_the_pooled_answers_are_one_row_per_part(found_and_parts):
 
 
 def test_a_folded_list_stays_a_list():
-    html = display._markdown_html("- **F1**: a `code` claim\n- **F2**: another")
+    html = display.markdown_html("- **F1**: a `code` claim\n- **F2**: another")
     assert (
-        html == "<ul><li><strong>F1</strong>: a <code>code</code> claim</li><li><strong>F2</strong>: another</li></ul>"
+        html
+        == "<ul>\n<li><strong>F1</strong>: a <code>code</code> claim</li>\n<li><strong>F2</strong>: another</li>\n</ul>"
     )
 
 
@@ -99,7 +92,7 @@ def test_a_list_of_claims_says_each_in_plain_words_and_links_its_rule_folded_or_
         f"- **L2**: {checks.get('L2').plain} ([rule](../checks.html#check-l2)).",
     ]
     assert checks.get("F1").claim not in text
-    html = display._markdown_html(text)
+    html = display.markdown_html(text)
     assert html.count('<a href="../checks.html#check-') == 2 and "[rule]" not in html
 
 
@@ -118,50 +111,89 @@ def ten_times_faster(model, dataset, setting, responses, proj, layers):
 def ten_times():
     conditions = [(d, s, "correct") for d in ("aqua", "gsm8k") for s in ("none", "detailed")]
     rows = make_results(conditions, {"m": ("base", 18)}, n_samples=12, curve=ten_times_faster, sample_sd=0.1)
-    found = checks.run_checks(all_curve_draws(rows, ["m"], ("nuclear_norm",), n_resamples=200), ["F1"])
-    return checks.findings_table(found), checks.part_table(found)
+    return checks.run_checks(all_curve_draws(rows, ["m"], ("nuclear_norm",), n_resamples=200), ["F1"])
 
 
-def test_a_matrix_cell_prints_its_headline_size_and_its_title_the_rest(ten_times):
-    found, parts = ten_times
-    cells = figures.verdict_cells(found, parts)
-    pooled = cells[cells["pooled"]].iloc[0]
-    assert pooled["verdict"] == "holds" and pooled["part"] == "None / Detailed (all layers) x"
-    assert 9 < pooled["value"] < 11 and pooled["text"] == size_text(pooled["value"], ratio=True)
-    assert pooled["text"].startswith("x")
-    low, high = size_text(pooled["low"], ratio=True), size_text(pooled["high"], ratio=True)
-    assert pooled["title"] == (
-        f"F1, math reasoning (pooled): holds; None / Detailed (all layers) {pooled['text']} [{low}, {high}]; "
-        f"n = {pooled['n']}"
+def test_a_matrix_cell_prints_the_size_that_decided_it_and_its_title_each_part(ten_times):
+    found = ten_times
+    table = figures.verdict_cells(found)
+    pooled = next(f for f in found if f.pooled)
+    cell = table[table["pooled"]].iloc[0]
+    printed = cells.printed(pooled)
+    assert cell["verdict"] == "holds" and printed is pooled.part(roles.F1_GAP)
+    assert printed.name == "None / Detailed (all layers)"
+    assert 9 < printed.shown()[0] < 11 and cell["text"] == voice.sized(printed, interval=False)
+    assert cell["text"].startswith("x") and not cell["text"].endswith(" x")
+    value, low, high = printed.shown()
+    times = voice.reads_as_times([value, low, high])
+    interval = f"[{voice.size(low, printed.unit, times=times)}, {voice.size(high, printed.unit, times=times)}]"
+    early = pooled.part(roles.EARLY_LATE)
+    beside = ", ".join(f"{voice.part_label(p)} {voice.sized(p)}" for p in pooled.parts if not p.decides)
+    assert cell["title"] == (
+        f"F1, math reasoning (pooled): holds; larger: holds, {voice.size(value, printed.unit)} {interval}; "
+        f"more so in early layers: holds, {voice.sized(early)}; beside: {beside}; n = {pooled.n}"
     )
-    svg = ElementTree.fromstring(figures.verdict_svg(found, parts=parts))
+    assert "paper's mean nuclear norm: None / Detailed (all layers)" in beside
+    assert "its datasets disagree" not in cell["title"]  # both datasets ten times faster
+    svg = ElementTree.fromstring(figures.verdict_svg(found))
     titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
-    assert sorted(titles) == sorted(cells["title"]) and len(titles) == len(found)
-    assert svg.get("aria-label") == figures.matrix_label(found) and svg.get("aria-label").startswith("Verdict matrix")
+    assert sorted(titles) == sorted(table["title"]) and len(titles) == len(found)
+    assert svg.get("aria-label") == figures.matrix_label(table) and svg.get("aria-label").startswith("Verdict matrix")
 
 
-def test_a_cell_without_a_size_says_why_and_keeps_its_n():
-    table = pd.DataFrame(
-        [
-            {"check": "F4", "model": "m", "scope": "aqua", "pooled": False, "verdict": "not applicable", "n": 5}
-            | {"numbers": "not applicable: m is not an instruct model", "opposite_sign": False},
-            {"check": "F1", "model": "m", "scope": "aqua", "pooled": False, "verdict": "too few samples", "n": 3}
-            | {"numbers": "", "opposite_sign": False},
-            {"check": "F3", "model": "m", "scope": "aqua", "pooled": False, "verdict": "not resolved", "n": 12}
-            | {"numbers": "", "opposite_sign": True},
-        ]
+def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_one():
+    paper = part(0.5, role=roles.F3_GAP, paper=True, decides=False, opposite=True)
+    unsized = part(0.1, role=roles.F1_GAP)
+    unsized = type(unsized)(unsized.name, None, "above", 0.0, unsized.unit, role=roles.F1_GAP)
+    table = [
+        finding("F4", NOT_APPLICABLE, scope="aqua", pooled=False),
+        finding("F1", "too few samples", scope="aqua", pooled=False),
+        finding(
+            "F3",
+            UNRESOLVED,
+            scope="aqua",
+            pooled=False,
+            parts=(verdict_part(UNRESOLVED, role=roles.F3_GAP), paper),
+        ),
+        finding("F1", UNRESOLVED, scope="gsm8k", pooled=False, parts=(unsized,)),
+    ]
+    shown = figures.verdict_cells(table)
+    few, open_ = cells.printed(table[1]), cells.printed(table[2])
+    assert list(shown["text"]) == [
+        "n/a",
+        voice.sized(few, interval=False),  # a grey cell prints its size, not "n=3"
+        voice.sized(open_, interval=False) + "±",
+        "n=0",  # no size: its n
+    ]
+    assert shown["text"].iloc[1] == "x4" and shown["text"].iloc[2] == "+11%±"
+    titles = list(shown["title"])
+    assert titles[0] == "F4, aqua: not applicable; m is not an instruct model; n = 0"
+    assert titles[1].startswith("F1, aqua: too few samples; larger: ")
+    assert titles[1].endswith(f", {voice.sized(few)}; n = 3")
+    opened = f"F3, aqua: not resolved; irrelevant larger under Detailed CoT: not resolved, {voice.sized(open_)}; "
+    assert titles[2].startswith(opened + "beside: ")
+    assert titles[2].endswith("; n = 12; ± the paper's mean nuclear norm and the geometric mean differ in sign")
+
+
+def test_a_pooled_cell_s_title_names_its_datasets_where_they_lie_on_opposite_sides():
+    pooled = finding("F1", HOLDS, parts=(ratio_part(2.0, 1.2),))
+    aqua = finding("F1", HOLDS, scope="aqua", pooled=False, parts=(ratio_part(5.54, 1.2),))
+    gsm8k = finding("F1", "does not hold", scope="gsm8k", pooled=False, parts=(ratio_part(0.71, 1.1),))
+    table = figures.verdict_cells([pooled, aqua, gsm8k])
+    title = table["title"].iloc[0]
+    assert title == (
+        f"F1, math reasoning (pooled): holds; larger: holds, {voice.sized(pooled.parts[0])}; "
+        "its datasets disagree: aqua x5.54, gsm8k x0.71; n = 12"
     )
-    cells = figures.verdict_cells(table, None)
-    assert list(cells["text"]) == ["n/a", "n=3", "n=12±"]
-    assert cells["title"].iloc[0] == "F4, aqua: not applicable; m is not an instruct model; n = 5"
-    assert cells["title"].iloc[2].startswith("F3, aqua: not resolved; n = 12; ± ")
+    assert "disagree" not in table["title"].iloc[1] and "disagree" not in table["title"].iloc[2]
 
 
-def test_the_fold_names_each_headline_and_gives_n_per_cell(ten_times):
-    found, parts = ten_times
-    note = verdicts.matrix_note(found, "test", None, parts=parts)
-    assert "Number in a cell: the size of its check's headline part (F1: None / Detailed (all layers))" in note
-    assert "hovering over a cell" in note and "the table below gives n" in note
+def test_the_fold_says_what_a_cell_prints_and_gives_n_per_cell(ten_times):
+    found = ten_times
+    note = verdicts.matrix_note(found, profile="test", note=None)
+    assert note.startswith("Number in a cell: the size of the part that decided its colour: its check's headline part")
+    assert "Hovering over a cell" in note and "the table below gives n" in note and "Profile: test." in note
     counts = figures.instruction_counts(found)
     assert list(counts.columns) == ["model", "check", "math reasoning (pooled)", "aqua", "gsm8k"]
-    assert counts.iloc[0].tolist() == ["m", "F1", *[str(n) for n in found["n"]]]
+    by_scope = {f.scope: f.n for f in found}
+    assert counts.iloc[0].tolist() == ["m", "F1", *[str(by_scope[s]) for s in ("math_reasoning", "aqua", "gsm8k")]]

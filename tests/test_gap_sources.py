@@ -5,12 +5,15 @@ import math
 
 import numpy as np
 import pytest
+from blocks_read import tables_of, walk
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings import averaging, calibration, checks
+from analysis.findings import averaging, calibration, checks, roles
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.calibration import gap_calibration
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE
+from analysis.findings.calibration import rule
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why
+from analysis.report import voice
+from analysis.report.blocks import Figure, Markdown
 
 MODEL = {"m": ("instruct", 8)}
 STATS = ("nuclear_norm",)
@@ -52,17 +55,13 @@ def test_a_real_per_token_gap_gives_a1_holds_and_its_parts_add_up():
     found = _a1(0.5, seed=3, n=20)
     a1 = {f.scope: f for f in found if f.check == "A1"}
     assert set(a1) == {*DATASETS, "math_reasoning"} and all(f.verdict == HOLDS for f in a1.values())
-    parts = {p.name: p.estimate.value for p in a1["aqua"].parts}
-    frobenius, averaged = (
-        parts["None / Detailed Frobenius norm x"],
-        parts["averaging alone: sqrt(R_Detailed / R_None) x"],
-    )
-    assert parts[averaging.A1_PART] == pytest.approx(frobenius - averaged)
-    assert parts[averaging.A1_PART] == pytest.approx(0.5, abs=0.25)
-    scaled = parts["None / Detailed of sqrt(R) x nuclear norm x"]
-    assert scaled == pytest.approx(
-        parts[averaging.A1_PART] + parts["shape: None / Detailed of nuclear / Frobenius norm x"]
-    )
+    parts = {p.role: p.estimate.value for p in a1["aqua"].parts}
+    assert a1["aqua"].part(roles.BEYOND_AVERAGING).name == averaging.A1_PART
+    frobenius, averaged = parts[roles.FROBENIUS_GAP], parts[roles.AVERAGING]
+    assert parts[roles.BEYOND_AVERAGING] == pytest.approx(frobenius - averaged)
+    assert parts[roles.BEYOND_AVERAGING] == pytest.approx(0.5, abs=0.25)
+    scaled = parts[roles.NUCLEAR_BEYOND_AVERAGING]
+    assert scaled == pytest.approx(parts[roles.BEYOND_AVERAGING] + parts[roles.SHAPE])
     assert averaged == pytest.approx(0.5 * math.log(300 / 4), abs=0.4)
 
 
@@ -74,8 +73,9 @@ def test_a1_says_token_counts_unknown_with_the_command_where_r_is_not_stored():
     assert {(f.scope, f.pooled) for f in found} == {("aqua", False), ("gsm8k", False), ("math_reasoning", True)}
     for finding in found:
         assert finding.verdict == NOT_APPLICABLE and finding.parts == ()
-        assert finding.numbers().startswith(averaging.TOKENS_UNKNOWN)
-        assert "`python -m analysis add-token-counts --store results/original --model m`" in finding.numbers()
+        assert finding.not_applicable.why is Why.NOT_STORED
+        assert voice.numbers(finding).startswith(averaging.TOKENS_UNKNOWN)
+        assert "`python -m analysis add-token-counts --store results/original --model m`" in voice.numbers(finding)
     # with R stored the same curves give A1's parts; without the Frobenius norm A1 is not about R: no cell
     with_r = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius", "n_response_tokens"))
     assert all(f.parts and f.verdict != NOT_APPLICABLE for f in checks.run_checks(with_r, ["A1"]))
@@ -85,41 +85,42 @@ def test_a1_says_token_counts_unknown_with_the_command_where_r_is_not_stored():
     stats = ("frobenius", "n_response_tokens", "loss")
     draws = all_curve_draws(unknown, list(MODEL), STATS, n_resamples=50, sample_stats=stats)
     assert ("aqua/none/correct", "q", "n_response_tokens") not in draws["m"].samples
-    assert [f.numbers().split(":")[0] for f in checks.run_checks(draws, ["A1"])] == [averaging.TOKENS_UNKNOWN] * 3
+    unknown_cells = checks.run_checks(draws, ["A1"])
+    assert [f.not_applicable.reason for f in unknown_cells] == [averaging.TOKENS_UNKNOWN] * 3
+    assert all(voice.numbers(f).startswith(averaging.TOKENS_UNKNOWN) for f in unknown_cells)
 
 
 def test_the_matrix_says_which_checks_lack_r_and_the_command():
     from analysis.findings.rules import Finding
     from analysis.report import verdicts
 
-    reason = f"{averaging.TOKENS_UNKNOWN}: the store holds no R"
-    found = checks.findings_table(
-        [
-            Finding("A1", "m", "aqua", False, (), not_applicable=reason),
-            Finding("A1", "m", "gsm8k", False, (), not_applicable=reason),
-        ]
-    )
+    reason = NotApplicable(Why.NOT_STORED, averaging.TOKENS_UNKNOWN, "the store holds no R")
+    found = [
+        Finding("A1", "m", "aqua", False, (), not_applicable=reason),
+        Finding("A1", "m", "gsm8k", False, (), not_applicable=reason),
+    ]
     assert "A1 is not computed (token counts unknown)" in verdicts.plain_summary(found)
     sentence = verdicts.unknown_sentence(found, "results/original")
     assert sentence.startswith("**Token counts unknown:** A1 is not computed for m")
     assert "`python -m analysis add-token-counts --store results/original --model m`" in sentence
-    assert verdicts.unknown_sentence(found.iloc[0:0], "x") == ""
-    assert "**A1** not computed: token counts unknown: the store holds no R." in verdicts.model_paragraph(found, "m")
+    assert verdicts.unknown_sentence([], "x") == ""
+    assert "**A1** not computed: token counts unknown; the store holds no R." in verdicts.model_paragraph(found, "m")
 
 
-@pytest.mark.parametrize("rule", gap_calibration.RULES)
-def test_a1_a3_and_g1_say_holds_wrongly_at_most_2_5_percent(rule):
-    reps = 90 if rule == "beyond loss" else 300
-    bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
+@pytest.mark.parametrize(
+    ("simulated", "check"), [(rule.AVERAGING, "A1"), (rule.BEYOND_LOSS, "G1"), (rule.EQUAL_LOSS, "A3")]
+)
+def test_a1_a3_and_g1_say_holds_wrongly_at_most_2_5_percent(simulated, check):
+    reps = 90 if simulated is rule.BEYOND_LOSS else 300  # a permutation test per run: slower
+    bound = simulated.stated + 2 * math.sqrt(simulated.stated * (1 - simulated.stated) / reps)
+    assert simulated.stated == 0.025
     for i, design in enumerate(calibration.study_designs(5).values()):
-        assert calibration.false_holds(rule, design, reps=reps, n_resamples=200, seed=20 + i) <= bound, rule
-    assert (
-        calibration.checks_by_rule()[rule]
-        == {"averaging": ("A1",), "beyond loss": ("G1",), "equal loss": ("A3",)}[rule]
-    )
+        rate = calibration.false_holds(simulated, design, reps=reps, n_resamples=200, seed=20 + i)
+        assert rate <= bound, simulated
+    assert calibration.checks_by_rule()[simulated] == (check,) and checks.get(check).calibrated_by == (simulated,)
 
 
-def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_path, study_data_dir, monkeypatch):
+def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_path, study_data_dir):
     from synthetic import MODELS, record_run, write_store
 
     from analysis.report import gap_sources
@@ -136,20 +137,18 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     assert set(table["model"]) == set(MODELS) and set(averaging.STACKED) <= set(table["term"])
     wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
     assert np.allclose(wide[list(averaging.STACKED)].sum(axis=1), wide[averaging.LOG_NUCLEAR])
-    shown = []
-    monkeypatch.setattr(gap_sources, "show_markdown", shown.append)
-    monkeypatch.setattr(gap_sources, "show_figure", lambda fig, alt, empty="": shown.append(alt if fig else empty))
-    monkeypatch.setattr(gap_sources, "show_table", lambda table, **_: shown.append(table))
-    gap_sources.decomposition_section(page, "F1")
-    gap_sources.verdicts(page)
-    text = "\n".join(s for s in shown if isinstance(s, str))
-    found = page.findings_table(["A1"])
-    pooled = found[found["pooled"]]
-    assert len(pooled) == len(MODELS) and f"A1 **{pooled['verdict'].iloc[0]}**" in text
+    split = gap_sources.decomposition_section(page, "F1")
+    returned = split + gap_sources.verdicts(page)
+    text = "\n".join(_said(returned))
+    pooled = [f for f in page.findings(["A1"]) if f.pooled]
+    assert len(pooled) == len(MODELS) and f"A1 **{pooled[0].verdict}**" in text
     assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.no_energy(list(MODELS)) in text
     assert gap_sources.ENERGY_COMMAND in text
+    # A1 in the Frobenius norm it decides on and in F1's nuclear norm beside it
+    assert "in the Frobenius norm" in text and "in F1's nuclear norm" in text
+    assert voice.sized(pooled[0].part(roles.NUCLEAR_BEYOND_AVERAGING)) in text
     # the means over layers: the gaps and the parts in two tables narrow enough for the page
-    gaps, parts = [s for s in shown if not isinstance(s, str)][:2]
+    gaps, parts = tables_of(split)[:2]
     assert list(gaps.columns) == ["model", averaging.LOG_NUCLEAR, averaging.LOG_FROBENIUS, averaging.SCALED_NUCLEAR]
     labels = {gap_sources.TERM_LABELS[t] for t in averaging.STACKED}
     assert labels <= set(parts.columns) and len(parts.columns) <= 6 and len(gaps) == len(parts) == len(MODELS)
@@ -198,19 +197,22 @@ def _energy_page(tmp_path, study_data_dir, **chosen):
     return Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",)), rows, powers
 
 
-def _shown(page, monkeypatch, contrast: str = "F1") -> list:
+def _said(blocks) -> list[str]:
+    """What a reader reads of ``blocks``: each Markdown text, and each figure's alternative text (or
+    the line shown where it has none)."""
+    return [b.text for b in walk(blocks) if isinstance(b, Markdown)] + [
+        b.alt if b.figure is not None else b.empty for b in walk(blocks) if isinstance(b, Figure)
+    ]
+
+
+def _shown(page, contrast: str = "F1") -> list[str]:
     from analysis.report import gap_sources
 
-    shown = []
-    monkeypatch.setattr(gap_sources, "show_markdown", shown.append)
-    monkeypatch.setattr(gap_sources, "show_figure", lambda fig, alt, empty="": shown.append(alt if fig else empty))
-    monkeypatch.setattr(gap_sources, "show_table", lambda table, **_: shown.append(table))
-    gap_sources.decomposition_section(page, contrast)
-    return shown
+    return _said(gap_sources.decomposition_section(page, contrast))
 
 
 @pytest.mark.parametrize("contrast", ["F1", "F3"])
-def test_with_the_token_energy_the_gap_is_four_parts_that_add_up_to_it(tmp_path, study_data_dir, monkeypatch, contrast):
+def test_with_the_token_energy_the_gap_is_four_parts_that_add_up_to_it(tmp_path, study_data_dir, contrast):
     from synthetic import MODELS
 
     from analysis.report import gap_sources
@@ -237,12 +239,11 @@ def test_with_the_token_energy_the_gap_is_four_parts_that_add_up_to_it(tmp_path,
     }
     expected = half_log_kappa[first] - half_log_kappa[second]
     assert np.allclose(wide.loc[(model, "aqua"), averaging.ALIGNMENT], expected, atol=1e-9)
-    shown = _shown(page, monkeypatch, contrast)
-    text = "\n".join(s for s in shown if isinstance(s, str))
+    text = "\n".join(_shown(page, contrast))
     assert "averaging, token size, alignment and shape" in text and "no token energy" not in text
 
 
-def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tmp_path, study_data_dir, monkeypatch):
+def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tmp_path, study_data_dir):
     from synthetic import MODELS
 
     from analysis.report import gap_sources
@@ -255,25 +256,24 @@ def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tm
     for model in MODELS:  # each model's stacked parts add up to its gap
         terms = averaging.stacked_terms(table.loc[table["model"] == model, "term"].unique())
         assert np.allclose(wide.loc[model, list(terms)].sum(axis=1), wide.loc[model, averaging.LOG_NUCLEAR])
-    assert gap_sources.no_energy([other]) in [s for s in _shown(page, monkeypatch) if isinstance(s, str)]
+    assert gap_sources.no_energy([other]) in _shown(page)
     # a model holding it for one dataset of two: the mean over datasets is not split
     page, _, _ = _energy_page(tmp_path / "one", study_data_dir, models=[first], datasets=[DATASETS[0]])
     table = gap_sources.decomposition(page, "F1")
     assert gap_sources.split_models(table) == []
-    shown = _shown(page, monkeypatch)
-    assert gap_sources.no_energy(list(MODELS)) in [s for s in shown if isinstance(s, str)]
+    assert gap_sources.no_energy(list(MODELS)) in _shown(page)
 
 
 def test_a1_shows_token_size_and_alignment_where_the_energy_is_stored(tmp_path, study_data_dir):
     page, _, _ = _energy_page(tmp_path, study_data_dir)
-    parts = page.part_table(["A1"])
-    names = set(parts["part"])
+    found = page.findings(["A1"])
+    names = {p.name for f in found for p in f.parts}
     assert {averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART, averaging.A1_PART} <= names
-    found = page.findings_table(["A1"])
-    assert len(found) and found["verdict"].notna().all()
+    assert all(f.part(roles.TOKEN_SIZE) is not None and f.part(roles.ALIGNMENT) is not None for f in found)
+    assert len(found) and all(isinstance(f.verdict, Verdict) for f in found)
     from analysis.report import gap_sources
 
-    assert "(token size " in gap_sources.a1_paragraph(found, parts)
+    assert "(token size " in gap_sources.a1_paragraph(found)
 
 
 def test_a_zero_token_energy_leaves_one_sample_out_of_the_split_not_the_condition(tmp_path, study_data_dir):

@@ -17,13 +17,15 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pandas as pd
 import pytest
 from conftest import char_tokenizer
+from made_findings import finding
 from synthetic import make_results
 
 from analysis import cli, data, profiles, sample_draws
 from analysis.core import registry
+from analysis.findings.checks import REGISTRY
+from analysis.findings.rules import UNRESOLVED
 from analysis.records import load_records
 from analysis.report import figures, provenance
 from analysis.store import ResultsStore, RunKey
@@ -73,16 +75,15 @@ def outputs(notebook: Path) -> str:
 
 
 def test_the_verdict_matrix_marks_the_base_models_f4_row():
-    table = pd.DataFrame(
-        [
-            {"check": "F1", "model": "base", "scope": "aqua", "verdict": "not resolved", "n": 5},
-            {"check": "F4", "model": "instruct", "scope": "aqua", "verdict": "not resolved", "n": 5},
-            {"check": "F1", "model": "instruct", "scope": "aqua", "verdict": "not resolved", "n": 5},
-        ]
-    )
-    fig = figures.verdict_figure(table, pairs={"instruct": "base"})
+    found = [
+        finding("F1", UNRESOLVED, model="base", scope="aqua", pooled=False),
+        finding("F4", UNRESOLVED, model="instruct", scope="aqua", pooled=False),
+        finding("F1", UNRESOLVED, model="instruct", scope="aqua", pooled=False),
+    ]
+    fig = figures._matrix(figures.verdict_cells(found), note=None, pairs={"instruct": "base"}, registry=REGISTRY)
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert "decided on its instruct model (instruct)" in texts
+    assert figures.verdict_svg(found, pairs={"instruct": "base"}).startswith("<svg")
 
 
 @pytest.mark.slow

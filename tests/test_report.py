@@ -13,7 +13,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import pytest
-from IPython.display import Markdown
+from blocks_read import figures_of, tables_of, text_of, walk
 from synthetic import (
     BASE,
     INSTRUCT,
@@ -32,7 +32,9 @@ from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
-from analysis.report import beyond, curve_tables, figures, provenance, sections, verdicts
+from analysis.report import beyond, curve_tables, display, figures, provenance, sections, verdicts
+from analysis.report.blocks import Fold, Html, PageEnd
+from analysis.report.blocks import Markdown as BlockMarkdown
 from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
@@ -171,16 +173,20 @@ def test_paper_figures_share_a_scale_per_row_and_carry_the_offline_note(paper_dr
 
 
 def test_verdict_matrix_has_a_panel_per_model(paper_draws):
+    from xml.etree import ElementTree
+
     from analysis.findings import checks
 
     found = checks.run_checks(paper_draws)
-    table = checks.findings_table(found)
-    fig = figures.verdict_figure(table, "note")
+    fig = figures._matrix(figures.verdict_cells(found), note="note", pairs=None, registry=checks.REGISTRY)
     assert len(fig.axes) == 2
     labels = [t.get_text() for t in fig.axes[0].get_xticklabels()]
     assert labels[0] == "math reasoning (pooled)" and "aqua" in labels
-    assert figures.verdict_figure(table.iloc[0:0]) is None
-    text = "\n\n".join(verdicts.model_paragraph(table, model) for model in MODELS)
+    svg = ElementTree.fromstring(figures.verdict_svg(found))  # the matrix as the page shows it: one panel per model
+    axes = [g for g in svg.iter("{http://www.w3.org/2000/svg}g") if g.get("id", "").startswith("axes_")]
+    assert len(axes) == 2
+    assert figures.verdict_svg([]) is None
+    text = "\n\n".join(verdicts.model_paragraph(found, model) for model in MODELS)
     assert text.count("**F1**") == 2 and "math reasoning (pooled)" in text
 
 
@@ -214,74 +220,65 @@ def test_effective_rank_and_length_regression_paragraphs(paper_rows, paper_draws
 # --------------------------------------------------------------------------- pages
 
 
-def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir, monkeypatch):
+def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, study_data_dir):
     root = write_store(tmp_path, paper_rows)
     conditions = sorted(paper_rows["condition"].unique())
     record_run(root, list(MODELS), conditions, n_resamples=100)
     page = Page.open("summary", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)})
     assert set(page.draws) == set(MODELS) and page.pairs == {INSTRUCT: BASE}
-    found = sections.findings_table(page)
-    assert {"F1", "F2", "F3", "F4", "F5", "L", "L2"} <= set(found["check"])
-    assert found[found["check"] == "F5"]["verdict"].iloc[0] in ("holds", "not resolved")
+    found = page.findings()
+    assert {"F1", "F2", "F3", "F4", "F5", "L", "L2"} <= {f.check for f in found}
+    assert next(f for f in found if f.check == "F5").verdict in ("holds", "not resolved")
     # the offline models are two families: F4 says "not applicable", and every page says why
-    assert set(found[found["check"] == "F4"]["verdict"]) == {"not applicable"}
-    assert "not applicable: smollm2-135m-instruct is not an instruct model of gemma-3-270m" in "\n\n".join(
-        verdicts.model_paragraph(found, model) for model in MODELS
-    )
-    note = verdicts.matrix_note(found, "cpu", None)
-    tested = int(found["verdict"].isin(["holds", "does not hold", "not resolved"]).sum())
+    assert {f.verdict for f in found if f.check == "F4"} == {"not applicable"}
+    paragraphs = "\n\n".join(verdicts.model_paragraph(found, model) for model in MODELS)
+    assert "**F4** not applicable: smollm2-135m-instruct is not an instruct model of gemma-3-270m" in paragraphs
+    assert "not applicable: not applicable" not in paragraphs  # a reason no longer starts with its verdict
+    note = verdicts.matrix_note(found, profile="cpu", note=None)
+    decided = [f for f in found if f.verdict in ("holds", "does not hold", "not resolved")]
     from analysis.findings.stated_rates import check_rate
 
-    expected = sum(
-        check_rate(c) for c in found.loc[found["verdict"].isin(["holds", "does not hold", "not resolved"]), "check"]
-    )
-    assert f"Of the {tested} tested cells" in note and f"at most {expected:.1f} would say so" in note
+    expected = sum(check_rate(f.check) for f in decided)
+    assert f"Of the {len(decided)} tested cells" in note and f"at most {expected:.1f} would say so" in note
     assert f"F1 {check_rate('F1'):.1%}" in note and check_rate("F1") > 0.025  # each check's measured rate
-    formatted = verdicts.format_findings(found, pooled_only=True)
+    formatted = verdicts.findings_frame(found, pooled_only=True)
     assert set(formatted["scope"]) == {"math reasoning (pooled)", "wiki"}
 
-    # each section shows what it promises on a page whose store holds every condition it reads
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, **_: shown.append(obj))
+    # each section returns what it promises on a page whose store holds every condition it reads
+    def html_of(blocks) -> list[str]:
+        return [b.html for b in walk(blocks) if isinstance(b, Html)]
 
-    def show(section) -> list:
-        shown.clear()
-        section(page)
-        return list(shown)
+    def names_every_model(text: str) -> bool:
+        return all(model in text for model in MODELS)
 
-    def text(obj) -> str:
-        return obj.to_html() if hasattr(obj, "to_html") else obj.data
-
-    def images(outputs) -> int:
-        return sum(text(o).count('<img src="data:image/png;base64,') for o in outputs)
-
-    def names_every_model(obj) -> bool:
-        return all(model in text(obj) for model in MODELS)
-
-    answers = show(sections.answers)  # the matrix, its plain summary, then what is folded under it
+    answers = sections.answers(page)  # the matrix, its plain summary, then what is folded under it
     matrix, plain = answers[:2]
-    assert text(matrix).startswith("<svg") and names_every_model(matrix)
-    assert all(check in text(matrix) for check in found["check"].unique())
-    assert text(plain) == verdicts.plain_summary(found, page.registry)
-    details = [o for o in answers if text(o).startswith(f"<details><summary>{sections.MATRIX_DETAILS}</summary>")]
-    assert len(details) == 1 and names_every_model(details[0])  # a paragraph per model among them
+    assert isinstance(matrix, Html) and matrix.html.startswith("<svg") and names_every_model(matrix.html)
+    assert all(check in matrix.html for check in {f.check for f in found})
+    assert isinstance(plain, BlockMarkdown) and plain.text == verdicts.plain_summary(found, page.registry)
+    details = [b for b in answers if isinstance(b, Fold) and b.summary == sections.MATRIX_DETAILS]
+    assert len(details) == 1 and names_every_model(text_of(details))  # a paragraph per model among them
+    rendered = [text for block in details for kind, text in display.outputs(block)]
+    assert len(rendered) == 1 and rendered[0].startswith(f"<details><summary>{sections.MATRIX_DETAILS}</summary>")
 
-    pooled = show(sections.pooled_findings)  # (itables' set-up may come first, once per kernel)
-    assert [o.data for o in pooled if isinstance(o, Markdown)] == [f"**{model}**" for model in MODELS]
-    tables = [text(o) for o in pooled if "<table" in text(o)]
-    assert len(tables) == len(MODELS) and all("math reasoning (pooled)" in table for table in tables)
+    pooled = sections.pooled_findings(page)
+    [table] = tables_of(pooled)
+    assert sorted(set(table["model"])) == sorted(MODELS) and "math reasoning (pooled)" in set(table["scope"])
+    shown = [o for b in pooled for o in display.outputs(b)]  # one table per model under its name
+    assert [text for kind, text in shown if kind == "markdown"] == [f"**{model}**" for model in MODELS]
+    assert sum("<table" in text for kind, text in shown if kind == "html") == len(MODELS)
 
-    every = show(sections.tables_findings)
-    assert [text(o) for o in every[::2]] == [f"**{model}**" for model in MODELS]
-    for model, table in zip(MODELS, every[1::2]):
-        assert sorted(table.data["check"]) == sorted(found.loc[found["model"] == model, "check"])
+    [every] = tables_of(sections.tables_findings(page))
+    for model in MODELS:
+        assert sorted(every.loc[every["model"] == model, "check"]) == sorted(f.check for f in found if f.model == model)
 
-    assert images(show(sections.headline)) == 1  # one reasoning dataset, three settings
+    assert len(figures_of(sections.headline(page))) == 1  # one reasoning dataset, three settings
     for section in (sections.length, sections.separability, sections.effective_rank):
-        outputs = show(section)  # a figure, a paragraph per model, the numbers folded
-        assert images(outputs) >= 1, section.__name__
-        assert any(names_every_model(o) for o in outputs if isinstance(o, Markdown)), section.__name__
-        assert any(text(o).startswith("<details><summary>") for o in outputs), section.__name__
+        returned = section(page)  # a figure, a paragraph per model, the numbers folded
+        assert len(figures_of(returned)) >= 1, section.__name__
+        assert names_every_model(text_of(returned, folded=False)), section.__name__
+        assert any(isinstance(b, Fold) and b.blocks for b in returned), section.__name__
+    assert html_of(answers) == [matrix.html]
 
 
 def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
@@ -297,22 +294,22 @@ def test_coverage_names_identical_answers_left_out(tmp_path, study_data_dir):
     assert "left out of every correct-vs-irrelevant comparison: strategyqa" in page.coverage()
 
 
-def test_a_page_s_provenance_is_one_folded_block(tmp_path, study_data_dir, monkeypatch):
+def test_a_page_s_provenance_is_one_folded_block(tmp_path, study_data_dir):
     """What a page read, its sample draw and the caveats of its models are shown once, folded under
     one line; the offline models' caveat is said there and nowhere else in the block."""
     rows = make_results(reasoning_conditions("aqua", settings=("none", "detailed")), MODELS, n_samples=4, seed=3)
     root = write_store(tmp_path, rows)
     record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=20)
     page = Page.open("math_reasoning", {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)})
-    shown = []
-    monkeypatch.setattr("IPython.display.display", lambda obj, **_: shown.append(obj))
-    sections.provenance(page)
-    assert len(shown) == 1
-    block = shown[0].data
-    assert block.startswith(f"<details><summary>{sections.PROVENANCE}</summary>")
-    assert "2 of the run's 2 models are in the store" in block and "No sample was skipped." in block
-    assert block.count("quantised (GGUF) then dequantised") == 1 and "two different families" in block
-    assert "generated from the stored results" in block and "<li>" in block
+    returned = sections.provenance(page)
+    assert len(returned) == 1 and isinstance(returned[0], Fold) and returned[0].summary == sections.PROVENANCE
+    text = text_of(returned)
+    assert "2 of the run's 2 models are in the store" in text and "No sample was skipped." in text
+    assert text.count("quantised (GGUF) then dequantised") == 1 and "two different families" in text
+    assert "generated from the stored results" in text
+    [(kind, block)] = display.outputs(returned[0])
+    assert kind == "html" and block.startswith(f"<details><summary>{sections.PROVENANCE}</summary>")
+    assert "<li>" in block and block.count("quantised (GGUF) then dequantised") == 1
 
 
 # --------------------------------------------------------------------------- loading from a store
@@ -510,30 +507,24 @@ def test_data_check_tables(tmp_path, study_data_dir):
     assert shown["condition: file"].iloc[0] == f"aqua/none/correct: {present['file'].iloc[0]}"
 
 
-def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(tmp_path, monkeypatch):
+def test_a_chapter_whose_family_the_profile_leaves_out_says_so_in_one_sentence(tmp_path):
     rows = make_results(reasoning_conditions("aqua", "gsm8k"), {BASE: ("base", 6)}, n_samples=3)
     root = write_store(tmp_path, rows)
     record_run(root, [BASE], sorted(rows["condition"].unique()), n_resamples=20, name="cpu")  # no Wiki condition
     page = Page.open("wiki_knowledge", {"profile": "cpu", "results_dir": str(root)})
     assert page.empty and page.params.conditions == ()
-    shown = []
-    monkeypatch.setattr(sections, "show_markdown", shown.append)
-    monkeypatch.setattr(sections, "show_last_markdown", shown.append)
-    for name in ("show_figure", "show_figures", "show_table"):
-        monkeypatch.setattr(sections, name, lambda *a, _name=name, **k: shown.append(_name))
     source = (ROOT / "notebooks" / "wiki_knowledge.py").read_text()
-    calls = re.findall(r"^sections\.(\w+)\(page\)$", source, re.MULTILINE)
+    calls = re.findall(r"^show\(sections\.(\w+)\(page\)\)$", source, re.MULTILINE)
     assert calls[0] == "provenance" and "findings" in calls
-    for call in calls:  # every section of the chapter, as its notebook calls them
-        getattr(sections, call)(page)
+    returned = [block for call in calls for block in getattr(sections, call)(page)]  # as its notebook calls them
     full = "cpu-full" in profiles.PROFILES  # a profile of every condition, when the project has one
     command = (
         "python -m analysis run --profile cpu-full"
         if full
         else f"python -m analysis run --profile cpu --results-dir {root}"
     )
-    assert shown == [
-        f"**The `cpu` profile computes no condition of this chapter (Wiki knowledge).** `{command}` would."
+    assert returned == [
+        PageEnd(f"**The `cpu` profile computes no condition of this chapter (Wiki knowledge).** `{command}` would.")
     ]
 
 

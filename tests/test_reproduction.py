@@ -3,26 +3,34 @@ headline part, its interval and its verdict, every number from the store."""
 
 import numpy as np
 import pytest
+from blocks_read import text_of
+from made_findings import finding, ratio_part
 from synthetic import MODELS, make_results, record_run, write_store
 from test_report import CONDITIONS, paper_like
 
-from analysis.findings import checks
-from analysis.report import reproduction
+from analysis.findings import checks, roles
+from analysis.findings.rules import FAILS, HOLDS, UNRESOLVED, Unit
+from analysis.report import cells, reproduction, sections, voice
 from analysis.report.page import Page
 
 
 def test_a_headline_size_is_written_as_a_reader_reads_it():
-    assert reproduction.size_text(10.43, ratio=True) == "x10.4"
-    assert reproduction.size_text(0.3, ratio=True) == "x0.3"
-    assert reproduction.size_text(1.13, ratio=True) == "+13%"
-    assert reproduction.size_text(0.98, ratio=True) == "-2%"
-    assert reproduction.size_text(0.624, ratio=False) == "0.624"
-    assert reproduction.size_text(float("nan"), ratio=True) == "nan"
+    assert voice.size(10.43, Unit.RATIO) == "x10.4"
+    assert voice.size(0.3, Unit.RATIO) == "x0.3"
+    assert voice.size(1.13, Unit.RATIO) == "+13%"
+    assert voice.size(0.98, Unit.RATIO) == "-2%"
+    assert voice.size(0.624, Unit.DIFFERENCE) == "0.624"
+    assert voice.size(float("nan"), Unit.RATIO) == "nan"
+    # one format for an estimate and its interval: never "4.78 [3.85, 5.95] times"
+    assert voice.sized(ratio_part(4.78, 1.25)) == "x4.78 [x3.82, x5.97]"
+    assert voice.sized(ratio_part(1.26, 1.1)) == "+26% [+15%, +39%]"
 
 
 def _intro_page(tmp_path, study_data_dir, *, none_level: float) -> Page:
     def curve(model, dataset, setting, responses, proj, layers):
-        scale = none_level if setting == "none" else 1.0
+        # None CoT ``none_level`` times as large, and more so in the early layers when it is larger
+        early = np.exp(0.05 * (none_level - 1.0) * (layers.mean() - layers))
+        scale = none_level * early if setting == "none" else 1.0
         return scale * paper_like(model, dataset, setting, responses, proj, layers)
 
     rows = make_results(CONDITIONS, MODELS, n_samples=8, curve=curve, noise=0.02, sample_sd=0.1, seed=4)
@@ -43,16 +51,22 @@ def two_pages(tmp_path_factory, study_data_dir):
     return [_intro_page(tmp_path_factory.mktemp(f"s{level}"), study_data_dir, none_level=level) for level in (1.0, 3.0)]
 
 
-def test_each_claim_gets_one_line_with_its_verdict_and_its_headline_size_from_the_store(two_pages):
+def test_each_claim_gets_one_line_with_its_verdict_and_the_sizes_that_decided_it_from_the_store(two_pages):
     lines = []
     for page in two_pages:
-        summary = reproduction.page_summary(page)
+        summary = text_of(sections.summary(page))
         f1 = _line(summary, "F1")
         assert f1.startswith(f"**F1** {checks.get('F1').plain}: ")
-        heads = checks.headline_parts(page.part_table(), checks.REGISTRY)
-        pooled = heads[(heads["check"] == "F1") & heads["pooled"]].sort_values("value")
-        for end in (pooled.iloc[0], pooled.iloc[-1]):  # the smallest and the largest pooled size, as written
-            assert reproduction.sized(end, interval=False) in f1
+        pooled = [f for f in page.findings() if f.check == "F1" and f.pooled]
+        assert pooled
+        for verdict in {f.verdict for f in pooled}:  # each verdict's group, with the sizes of the parts that decided it
+            group = [f for f in pooled if f.verdict is verdict]
+            assert f"{verdict} in " in f1
+            printed = [cells.printed(f) for f in group]
+            for role in {p.role for p in printed}:
+                parts = [p for p in printed if p.role is role]
+                assert voice.sized_range(parts, interval=verdict is UNRESOLVED) in f1
+        assert " times" not in f1
         lines.append(f1)
         # a check whose conditions the store lacks (the answer-scored ones) says so and what computes it
         a2 = _line(summary, "A2")
@@ -60,46 +74,70 @@ def test_each_claim_gets_one_line_with_its_verdict_and_its_headline_size_from_th
         assert summary.startswith("**Scope.**")
         assert len(summary.split()) <= 250, len(summary.split())
         # the checks outside the lead follow the matrix, each once
-        others = reproduction.other_claims(page)
+        others = text_of(sections.other_claims(page))
         assert "**F2** " in others and "**F2** " not in summary and "**F1** " not in others
     assert lines[0] != lines[1]  # None CoT's nuclear norms three times as large: another sentence
 
 
-def _cells(verdicts, values, n_for_power):
-    import pandas as pd
+def test_the_lead_groups_are_the_checks_declared_to_lead():
+    assert reproduction.lead_groups(checks.all_ids()) == [("F1", "A1"), ("A2", "A3"), ("F3", "G1")]
+    assert reproduction.lead_groups(("F1", "F2", "G1")) == [("F1",), ("G1",)]  # cut to the page's checks
 
-    return pd.DataFrame(
-        {
-            "verdict": verdicts,
-            "n_smallest": [5] * len(verdicts),
-            "n_for_power": n_for_power,
-            "numbers": [""] * len(verdicts),
-            "part": ["a / b x"] * len(verdicts),
-            "value": [v[0] for v in values],
-            "low": [v[1] for v in values],
-            "high": [v[2] for v in values],
-        }
-    )
+
+def _cells(verdict, sizes, *, bound=1.0):
+    """One F1 cell per (size, interval factor) whose headline part decides ``verdict``."""
+    made = [ratio_part(v, f, bound=bound) for v, f in sizes]
+    return [finding("F1", verdict, parts=(p,)) for p in made]
 
 
 def test_an_undecided_cell_gives_its_interval_and_how_many_instructions_would_decide_it():
-    cells = _cells(
-        ["not resolved", "holds", "holds"],
-        [(1.2, 0.8, 1.9), (4.0, 3.0, 6.0), (15.0, 9.0, 25.0)],
-        [40.0, np.nan, np.nan],
+    found = _cells(UNRESOLVED, [(1.2, 1.5)]) + _cells(HOLDS, [(4.0, 2.0), (15.0, 2.0)])
+    needed = voice.instructions(found[0].instructions_needed())
+    assert needed.startswith("about ")
+    assert reproduction.verdict_phrase("F1", found) == (
+        f"holds in 2 of 3 (x4 to x15), not resolved in 1 (+20% [-20%, +80%]; {needed} would decide)"
     )
-    assert reproduction.verdict_phrase(cells) == (
-        "holds in 2 of 3 (x4 to x15), not resolved in 1 (+20% [-20%, +90%]; about 40 would decide)"
+    every = _cells(HOLDS, [(4.0, 2.0), (15.0, 2.0)])
+    assert reproduction.verdict_phrase("F1", every) == "holds in both cells (x4 to x15)"
+    none = _cells(FAILS, [(0.4, 1.1), (0.9, 1.1), (1.1, 1.1)], bound=2.0)
+    assert reproduction.verdict_phrase("F1", none) == "does not hold in any of the 3 cells (x0.4 to x1.1)"
+
+
+def test_a_cell_decided_by_another_part_than_the_headline_gives_that_part_in_the_claim_s_words():
+    gap = ratio_part(4.0, 1.2)
+    found = [
+        finding("F1", FAILS, parts=(gap, ratio_part(v, 1.05, role=roles.EARLY_LATE, name="early / late of that ratio")))
+        for v in (0.38, 0.69)
+    ]
+    assert [cells.printed(f) for f in found] == [f.part(roles.EARLY_LATE) for f in found]
+    assert reproduction.verdict_phrase("F1", found) == (
+        "does not hold in either cell (more so in early layers: x0.38 to x0.69)"
     )
-    every = _cells(["holds", "holds"], [(4.0, 3.0, 6.0), (15.0, 9.0, 25.0)], [np.nan, np.nan])
-    assert reproduction.verdict_phrase(every) == "holds in both cells (x4 to x15)"
-    none = _cells(["does not hold"] * 3, [(0.4, 0.3, 0.6), (0.9, 0.8, 0.95), (1.1, 1.05, 1.2)], [np.nan] * 3)
-    assert reproduction.verdict_phrase(none) == "does not hold in any of the 3 cells (x0.4 to x1.1)"
+    alone = found[1:]  # a size near 1 alone reads as a change
+    assert reproduction.verdict_phrase("F1", alone) == "does not hold in 1 of 1 (more so in early layers: -31%)"
+
+
+def test_a_pooled_cell_whose_datasets_disagree_says_so():
+    pooled = finding("F1", HOLDS, parts=(ratio_part(2.0, 1.2),))
+    aqua = finding("F1", HOLDS, scope="aqua", pooled=False, parts=(ratio_part(5.54, 1.2),))
+    gsm8k = finding("F1", FAILS, scope="gsm8k", pooled=False, parts=(ratio_part(0.71, 1.1),))
+    every = [pooled, aqua, gsm8k]
+    assert [d for d, _ in cells.disagreeing(pooled, every)] == ["aqua", "gsm8k"]
+    sentence = reproduction.claim_sentence("F1", [pooled], every)
+    assert sentence == (
+        f"**F1** {checks.get('F1').plain}: holds in 1 of 1 (x2); its datasets disagree in m math reasoning "
+        "(aqua x5.54, gsm8k x0.71)."
+    )
+    agreeing = [pooled, aqua, finding("F1", HOLDS, scope="gsm8k", pooled=False, parts=(ratio_part(3.0, 1.2),))]
+    assert cells.disagreeing(pooled, agreeing) == [] and "disagree" not in reproduction.claim_sentence(
+        "F1", [pooled], agreeing
+    )
 
 
 def test_the_ends_of_a_range_read_in_one_style():
     """A range whose ends fall on both sides of the "x" threshold is written in "x" throughout."""
-    cells = _cells(["not resolved"] * 2, [(0.83, 0.05, 14.4), (1.05, 0.9, 1.2)], [np.nan] * 2)
+    found = _cells(UNRESOLVED, [(0.83, 16.6), (0.95, 1.2)])
     assert (
-        reproduction.verdict_phrase(cells) == "not resolved in both cells (x0.83 [x0.05, x14.4] to x1.05 [x0.9, x1.2])"
+        reproduction.verdict_phrase("F1", found)
+        == "not resolved in both cells (x0.83 [x0.05, x13.8] to x0.95 [x0.792, x1.14])"
     )

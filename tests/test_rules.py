@@ -1,14 +1,17 @@
 """Each check F1-F5 and L on synthetic results built for it: true claims hold, false ones do not,
 no effect with few samples stays unresolved, and too few samples get no verdict."""
 
+import math
+
 import numpy as np
 import pandas as pd
 import pytest
 from synthetic import BASE, INSTRUCT, LEVEL, MODELS, REASONING_WIGGLE, make_results, reasoning_conditions
 
-from analysis.findings import check_parts, checks, pooling, quantities, rules
+from analysis.findings import check_parts, checks, pooling, quantities, roles, rules
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, NoteKind, Why
+from analysis.report import figures, voice
 
 WIGGLE = {**REASONING_WIGGLE, "len100": 0.3, "len500": 0.3, "len1000": 0.3, "unpopular": 0.3}
 
@@ -56,35 +59,42 @@ def _conditions(datasets=("aqua", "gsm8k"), settings=SETTINGS):
 def _findings(rows, which=None, pairs=None, identical=None, n_resamples=400, declared=None):
     draws = all_curve_draws(rows, list(dict.fromkeys(rows["model"])), ("nuclear_norm",), n_resamples=n_resamples)
     pairs = pairs if pairs is not None else {INSTRUCT: BASE}
-    found = checks.run_checks(draws, which, identical=identical, pairs=pairs, declared=declared)
-    return checks.findings_table(found)
+    return _in_book_order(checks.run_checks(draws, which, identical=identical, pairs=pairs, declared=declared))
 
 
-def _verdicts(table, check, pooled=None):
-    rows = table[table["check"] == check]
-    if pooled is not None:
-        rows = rows[rows["pooled"] == pooled]
-    return set(rows["verdict"])
+def _in_book_order(found):
+    """The findings by check (the registry's order), model, then scope (families first)."""
+    order = {c: i for i, c in enumerate(checks.all_ids())}
+    return sorted(found, key=lambda f: (order[f.check], f.model, pooling.scope_rank(f.scope)))
+
+
+def _of(found, check, pooled=None):
+    return [f for f in found if f.check == check and (pooled is None or f.pooled == pooled)]
+
+
+def _verdicts(found, check, pooled=None):
+    return {f.verdict for f in _of(found, check, pooled)}
 
 
 @pytest.fixture(scope="module")
-def paper_table():
+def paper_findings():
     rows = make_results(_conditions(), MODELS, n_samples=12, curve=paper_like, noise=0.02, sample_sd=0.05, seed=1)
     return _findings(rows)
 
 
 @pytest.mark.parametrize("check", ["F1", "F2", "F3", "L", "L2"])
-def test_true_claims_hold(paper_table, check):
-    assert _verdicts(paper_table, check) == {HOLDS}
+def test_true_claims_hold(paper_findings, check):
+    assert _verdicts(paper_findings, check) == {HOLDS}
 
 
-def test_every_check_is_reported_per_dataset_and_per_family(paper_table):
-    f1 = paper_table[(paper_table["check"] == "F1") & (paper_table["model"] == BASE)]
-    assert list(f1["scope"]) == ["math_reasoning", "aqua", "gsm8k"]
-    assert list(f1["pooled"]) == [True, False, False]
-    assert list(f1["n"]) == [24, 12, 12]
-    assert "None / Detailed (all layers) x" in f1["numbers"].iloc[0] and "[" in f1["numbers"].iloc[0]
-    assert f1["claim"].iloc[0] == checks.claim("F1")
+def test_every_check_is_reported_per_dataset_and_per_family(paper_findings):
+    f1 = [f for f in _of(paper_findings, "F1") if f.model == BASE]
+    assert [f.scope for f in f1] == ["math_reasoning", "aqua", "gsm8k"]
+    assert [f.pooled for f in f1] == [True, False, False]
+    assert [f.n for f in f1] == [24, 12, 12]
+    numbers = voice.numbers(f1[0])
+    assert "None / Detailed (all layers) " in numbers and "[" in numbers
+    assert checks.claim(f1[0].check) == checks.get("F1").claim
 
 
 @pytest.mark.parametrize("check", ["F1", "F2", "F3"])
@@ -98,15 +108,16 @@ def test_a_reversed_gap_makes_the_length_checks_not_applicable(check):
     """Simplified CoT below Detailed CoT: L and L2 are claims about that gap, so they do not apply
     (with the reason), never "does not hold"; an unresolved gap likewise."""
     rows = make_results(_conditions(), MODELS, n_samples=12, curve=reversed_paper, noise=0.02, sample_sd=0.05, seed=2)
-    table = _findings(rows, (check,))
-    assert _verdicts(table, check) == {rules.NOT_APPLICABLE}
-    assert table["numbers"].str.contains("Simplified vs Detailed gap is reversed here").all()
+    found = _findings(rows, (check,))
+    assert _verdicts(found, check) == {rules.NOT_APPLICABLE}
+    assert all(f.not_applicable.why is Why.PRECONDITION for f in found)
+    assert all("Simplified vs Detailed gap is reversed here" in f.not_applicable.reason for f in found)
     no_gap = make_results(
         _conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, noise=0.3, sample_sd=0.5, seed=4
     )
-    table = _findings(no_gap, (check,))
-    assert _verdicts(table, check) == {rules.NOT_APPLICABLE}
-    assert table["numbers"].str.contains("gap is not resolved here").all()
+    found = _findings(no_gap, (check,))
+    assert _verdicts(found, check) == {rules.NOT_APPLICABLE}
+    assert all("gap is not resolved here" in f.not_applicable.reason for f in found)
 
 
 @pytest.mark.parametrize(("check", "cut"), [("L", 2.5), ("L2", 0.8)])
@@ -125,32 +136,31 @@ def test_no_effect_with_few_samples_is_not_resolved():
     rows = make_results(
         _conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, noise=0.3, sample_sd=0.5, seed=3
     )
-    table = _findings(rows, ("F1", "F2"))
-    assert set(table["verdict"]) == {UNRESOLVED}
+    found = _findings(rows, ("F1", "F2"))
+    assert {f.verdict for f in found} == {UNRESOLVED}
 
 
 def test_the_length_share_is_shown_only_where_the_gap_is_established():
     rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, sample_sd=0.3, seed=3)
     draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     for parts in (check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")):
-        gap = parts[0]
-        assert gap.name == "Simplified / Detailed x"
-        assert any(p.name == check_parts.SHARE_PART for p in parts) == gap.supports()
+        gap = next(p for p in parts if p.key == (roles.GAP, (), False))
+        assert gap.name == "Simplified / Detailed"
+        assert any(p.role is roles.SHARE for p in parts) == gap.supports()
     paper = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=3)
     draws = all_curve_draws(paper, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
     content, length = check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")
-    shares = [next(p for p in parts if p.name == check_parts.SHARE_PART).estimate.value for parts in (content, length)]
+    shares = [next(p for p in parts if p.role is roles.SHARE).estimate.value for parts in (content, length)]
     # the same share both ways: log(Simplified / cut) / log(Simplified / Detailed) = log(2 / 1.4) / log 2
     assert shares[0] == pytest.approx(shares[1]) and shares[0] == pytest.approx(np.log(2 / 1.4) / np.log(2), abs=0.05)
-    assert not any(
-        p.decides for p in content if p.name in (check_parts.SHARE_PART, "None / Detailed cut to None length x")
-    )
+    assert {roles.SHARE, roles.SECOND_VIEW} <= {p.role for p in content}
+    assert not any(p.decides for p in content if p.role in (roles.SHARE, roles.SECOND_VIEW))
 
 
 def test_too_few_samples_get_no_verdict():
     rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=4, curve=paper_like, seed=4)
-    table = _findings(rows, ("F1", "F2", "F3", "L", "L2"))
-    assert set(table["verdict"]) == {TOO_FEW}
+    found = _findings(rows, ("F1", "F2", "F3", "L", "L2"))
+    assert {f.verdict for f in found} == {TOO_FEW}
 
 
 def test_f1_needs_the_gap_to_be_larger_early():
@@ -166,8 +176,8 @@ def test_f1_needs_the_gap_to_be_larger_early():
         sample_sd=0.05,
         seed=5,
     )
-    table = _findings(rows, ("F1",))
-    assert set(table["verdict"]) == {FAILS}  # None > Detailed overall, but the gap is smaller early
+    found = _findings(rows, ("F1",))
+    assert {f.verdict for f in found} == {FAILS}  # None > Detailed overall, but the gap is smaller early
 
 
 def test_f3_leaves_identical_answers_out_of_the_none_rd():
@@ -190,12 +200,10 @@ def test_f3_leaves_identical_answers_out_of_the_none_rd():
     rows.loc[same, "nuclear_norm"] = correct["nuclear_norm"].to_numpy()
     mixed = _findings(rows, ("F3",))
     distinct = _findings(rows, ("F3",), identical={"aqua": frozenset(range(6))})
-    assert distinct["verdict"].iloc[0] == FAILS  # irrelevant None answers are far from the correct ones
-    none_ratio = [
-        float(t["numbers"].iloc[0].split("None irrelevant / correct x ")[1].split()[0]) for t in (mixed, distinct)
-    ]
+    assert distinct[0].verdict == FAILS  # irrelevant None answers are far from the correct ones
+    none_ratio = [found[0].part(roles.NONE_RD).shown()[0] for found in (mixed, distinct)]
     assert none_ratio[0] < 0.8 * none_ratio[1]  # the identical pairs had pulled the ratio toward 1
-    assert distinct["n"].iloc[0] == 6
+    assert distinct[0].n == 6
 
 
 def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
@@ -204,9 +212,10 @@ def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
     )
     same = base.assign(model=INSTRUCT, template="instruct")
     declared = {INSTRUCT: BASE}
-    table = _findings(pd.concat([base, same]), ("F4",), declared=declared)
-    assert _verdicts(table, "F4") == {HOLDS}
-    assert "instruct / base of Detailed irrelevant / correct x 1 [1, 1]" in table["numbers"].iloc[0]
+    found = _findings(pd.concat([base, same]), ("F4",), declared=declared)
+    assert _verdicts(found, "F4") == {HOLDS}
+    assert found[0].part(roles.SIGNED_RATIO).shown() == (1.0, 1.0, 1.0)
+    assert "instruct / base of Detailed irrelevant / correct +0% [+0%, +0%]" in voice.numbers(found[0])
 
     def sharper(model, dataset, setting, responses, proj, layers):
         curve = paper_like(model, dataset, setting, responses, proj, layers)
@@ -215,17 +224,18 @@ def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
     better = make_results(
         _conditions(), {INSTRUCT: ("instruct", 30)}, n_samples=8, curve=sharper, noise=0.02, sample_sd=0.05, seed=8
     )
-    table = _findings(pd.concat([base, better]), ("F4",), declared=declared)
-    assert _verdicts(table, "F4", pooled=True) == {FAILS}
+    found = _findings(pd.concat([base, better]), ("F4",), declared=declared)
+    assert _verdicts(found, "F4", pooled=True) == {FAILS}
 
 
 def test_f4_is_not_applicable_to_two_families():
     """The offline models are two families: F4 says so, in every scope, with its reason."""
     base = make_results(_conditions(), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=7)
     same = base.assign(model=INSTRUCT, template="instruct")
-    table = _findings(pd.concat([base, same]), ("F4",))
-    assert _verdicts(table, "F4") == {rules.NOT_APPLICABLE}
-    assert table["numbers"].str.contains("not an instruct model of").all()
+    found = _findings(pd.concat([base, same]), ("F4",))
+    assert _verdicts(found, "F4") == {rules.NOT_APPLICABLE}
+    assert all(f.not_applicable.why is Why.NOT_ITS_BASE for f in found)
+    assert all("not an instruct model of" in f.not_applicable.reason for f in found)
     assert pooling.is_own_base("Qwen/Qwen2-1.5B-Instruct", "Qwen/Qwen2-1.5B")
     assert not pooling.is_own_base(INSTRUCT, BASE)
     assert pooling.is_own_base(INSTRUCT, BASE, {INSTRUCT: BASE})
@@ -234,10 +244,9 @@ def test_f4_is_not_applicable_to_two_families():
 def test_a_pooled_verdict_needs_the_minimum_in_every_dataset():
     big = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=12, curve=paper_like, seed=12)
     small = make_results(_conditions(("gsm8k",)), {BASE: ("base", 18)}, n_samples=4, curve=paper_like, seed=13)
-    table = _findings(pd.concat([big, small]), ("F1",))
-    family = table[table["pooled"]]
-    assert family["n"].iloc[0] == 16 and family["n_smallest"].iloc[0] == 4
-    assert family["verdict"].iloc[0] == TOO_FEW
+    family = _of(_findings(pd.concat([big, small]), ("F1",)), "F1", pooled=True)
+    assert family[0].n == 16 and family[0].n_smallest == 4
+    assert family[0].verdict == TOO_FEW
 
 
 def test_f5_compares_wiki_with_a_reasoning_contrast_of_similar_length_ratio():
@@ -275,13 +284,13 @@ def test_f5_does_not_count_wiki_curves_already_smooth_at_100_words_as_not_smooth
         wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=wiki_smooth, noise=0.02, sample_sd=0.05, seed=9
     )
     cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=300)[BASE]
-    parts = {p.name: p for p in check_parts.f5_parts(cd)}
+    parts = {p.role: p for p in check_parts.f5_parts(cd)}
     short, long = quantities.mean_roughness(cd, "wiki", "len100"), quantities.mean_roughness(cd, "wiki", "len1000")
     simplified = quantities.mean_roughness(cd, "aqua", "simplified")
     detailed = quantities.mean_roughness(cd, "aqua", "detailed")
     assert simplified.value - detailed.value > 10 * abs(short.value - long.value)  # the former rule's "holds"
-    assert parts[check_parts.F5_SHARES].estimate is None
-    assert not parts["Wiki 100 words roughness"].supports()
+    assert parts[roles.SHARES].estimate is None
+    assert not parts[roles.WIKI_ROUGHNESS].supports()
     assert _verdicts(_findings(rows, ("F5",)), "F5") == {UNRESOLVED}
 
 
@@ -295,10 +304,9 @@ def test_pooling_answers_what_single_datasets_cannot():
         sample_sd=0.3,
         seed=11,
     )
-    table = _findings(rows, ("F1",))
-    pooled = table[table["pooled"]]
-    assert list(pooled["scope"]) == ["commonsense_reasoning"] and pooled["n"].iloc[0] == 20
-    assert pooled["verdict"].iloc[0] == HOLDS
+    pooled = _of(_findings(rows, ("F1",)), "F1", pooled=True)
+    assert [f.scope for f in pooled] == ["commonsense_reasoning"] and pooled[0].n == 20
+    assert pooled[0].verdict == HOLDS
 
 
 def test_verdict_rule_on_parts():
@@ -306,7 +314,7 @@ def test_verdict_rule_on_parts():
 
     def part(center, spread, side="above", bound=0.0, n=20):
         draws = center + spread * np.random.default_rng(0).standard_normal(1000)
-        return rules.Part("q", Estimate(center, draws, (("d", n),)), side, bound)
+        return rules.Part("q", Estimate(center, draws, (("d", n),)), side, bound, role=roles.SIMULATED)
 
     assert rules.decide([part(1.0, 0.1), part(2.0, 0.1)]) == HOLDS
     assert rules.decide([part(1.0, 0.1), part(0.0, 0.1)]) == UNRESOLVED
@@ -314,13 +322,15 @@ def test_verdict_rule_on_parts():
     assert rules.decide([part(0.05, 0.01, "below", 0.1)]) == HOLDS
     assert rules.decide([part(0.5, 0.01, "below", 0.1)]) == FAILS
     assert rules.decide([part(1.0, 0.1, n=4)]) == TOO_FEW
-    assert rules.decide([rules.Part("q", None, "above", 0.0)]) == UNRESOLVED
+    assert rules.decide([rules.Part("q", None, "above", 0.0, role=roles.SIMULATED)]) == UNRESOLVED
     # within a margin: two one-sided tests
     assert rules.decide([part(0.01, 0.01, "within", 0.1)]) == HOLDS
     assert rules.decide([part(0.08, 0.05, "within", 0.1)]) == UNRESOLVED
     assert rules.decide([part(-0.5, 0.01, "within", 0.1)]) == FAILS
     # a part shown beside the verdict does not decide it
-    shown = rules.Part("paper", Estimate(-1.0, np.full(1000, -1.0), (("d", 20),)), "above", 0.0, decides=False)
+    shown = rules.Part(
+        "paper", Estimate(-1.0, np.full(1000, -1.0), (("d", 20),)), "above", 0.0, role=roles.SIMULATED, decides=False
+    )
     assert rules.decide([part(1.0, 0.1), shown]) == HOLDS
 
 
@@ -359,34 +369,37 @@ def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
     rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=400)
     found = checks.run_checks(draws, pairs=pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
-    table = checks.findings_table(found)
-    assert set(table[table["check"] == "F4"]["verdict"]) == {rules.NOT_APPLICABLE}
-    assert TOO_FEW not in set(table["verdict"])
+    assert _verdicts(found, "F4") == {rules.NOT_APPLICABLE}
+    assert TOO_FEW not in {f.verdict for f in found}
     for check in ("F1", "L", "L2"):  # true here: never "does not hold"
-        assert FAILS not in set(table[table["check"] == check]["verdict"]), check
-    assert HOLDS not in set(table[table["check"] == "F3"]["verdict"])  # its Detailed part is false here
-    unresolved = table[table["verdict"] == UNRESOLVED]
-    assert unresolved["n_for_power"].notna().any()  # the pages can say what size would resolve them
+        assert FAILS not in _verdicts(found, check), check
+    assert HOLDS not in _verdicts(found, "F3")  # its Detailed part is false here
+    unresolved = [f for f in found if f.verdict == UNRESOLVED]
+    assert any(math.isfinite(f.instructions_needed()) for f in unresolved)  # the pages can say what would resolve them
 
 
 # --------------------------------------------------------------------------- the paper's quantity beside
 
 
-def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_names_its_quantity(paper_table):
+def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_names_its_quantity(paper_findings):
     for check in ("F1", "F3", "L", "L2"):
-        numbers = paper_table.loc[paper_table["check"] == check, "numbers"]
-        assert numbers.str.contains(rules.PAPER_QUANTITY, regex=False).all(), check
+        found = _of(paper_findings, check)
+        assert found and all(any(p.paper and not p.decides for p in f.parts) for f in found), check
+        assert all(voice.PAPER_QUANTITY in voice.numbers(f) for f in found), check
         assert "geometric mean" in checks.claim(check) and "mean nuclear norm" in checks.claim(check)
     rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=200)
-    f4 = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
-    assert [p.decides for p in f4] == [True, False, False, False] and f4[3].label.startswith(rules.PAPER_QUANTITY)
+    parts = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
+    f4 = rules.Finding("F4", INSTRUCT, "aqua", False, tuple(parts))
+    signed, paper = f4.part(roles.SIGNED_RATIO), f4.part(roles.SIGNED_RATIO, paper=True)
+    assert [p.decides for p in parts] == [True, False, False, False] and f4.deciding == (f4.part(roles.SIZE_EXCESS),)
+    assert voice.part_label(paper).startswith(voice.PAPER_QUANTITY)
     # the same irrelevant/correct ratio in both models: the signed difference and the paper's near 0,
     # and near each other; the sizes too
-    assert abs(f4[2].estimate.value) < 0.1 and f4[3].estimate.value == pytest.approx(f4[2].estimate.value, abs=0.02)
-    assert abs(f4[1].estimate.value) < 0.1
+    assert abs(signed.estimate.value) < 0.1 and paper.estimate.value == pytest.approx(signed.estimate.value, abs=0.02)
+    assert abs(f4.part(roles.SIZE_RATIO).estimate.value) < 0.1
     assert "geometric means" in checks.claim("F4") and "mean log curve" in checks.claim("F2")
-    assert _verdicts(paper_table, "F1") == {HOLDS}  # the parts beside decide nothing
+    assert _verdicts(paper_findings, "F1") == {HOLDS}  # the parts beside decide nothing
 
 
 def _skewed_none(n=40, seed=4, trend=False):
@@ -418,29 +431,40 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     assert paper.value == pytest.approx(np.log(matrix["none"].mean() / matrix["detailed"].mean()))
     assert geometric.value < 0 < paper.value  # the data are built so
     f1 = [f for f in checks.run_checks({BASE: cd}, ("F1",)) if f.scope == "aqua"][0]
-    shown = {p.label: p for p in f1.parts}
-    assert f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}" in shown
-    assert "differ in sign: None / Detailed (all layers) x" in f1.note
-    assert checks.findings_table([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
-    assert not shown[f"{rules.PAPER_QUANTITY}None / Detailed (all layers) x{rules.OPPOSITE_SIGN}"].decides
+    paper_part = f1.part(roles.F1_GAP, paper=True)
+    assert paper_part.opposite
+    assert voice.part_label(paper_part) == f"{voice.PAPER_QUANTITY}None / Detailed (all layers){voice.OPPOSITE_SIGN}"
+    note = f1.note(NoteKind.OPPOSITE_SIGN)
+    assert "differ in sign: None / Detailed (all layers)" in note.text and "None / Detailed (all layers)" in note.items
+    assert figures.verdict_cells([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
+    assert not paper_part.decides
 
 
 def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_layers():
     def f2_of(rows):
         cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
         f2 = [f for f in checks.run_checks({BASE: cd}, ("F2",)) if f.scope == "aqua"][0]
-        assert any(p.role is rules.Role.LOG_SPREAD_CHANGE for p in f2.parts)
-        return f2, {p.label: p for p in f2.parts}
+        assert f2.part(roles.LOG_SPREAD_CHANGE) is not None
+        return f2
 
-    mean_curve = f"roughness None - Simplified {check_parts.MEAN_CURVE_ROUGHNESS}"
-    changing, parts = f2_of(_skewed_none(trend=True))
-    assert "log-scale spread changes across layers" in changing.note
-    assert parts[mean_curve].decides and parts[mean_curve].role is rules.Role.NONE_MEAN_CURVE_ROUGHNESS
-    assert not parts["roughness None - Simplified Q"].decides
-    assert parts["roughness Simplified - Detailed Q"].decides  # Simplified vs Detailed keeps the log curve
-    steady, parts = f2_of(_skewed_none(trend=False))
-    assert "log-scale spread" not in steady.note
-    assert parts["roughness None - Simplified Q"].decides and not parts[mean_curve].decides
+    def mean_curve(f2):
+        return f2.part(roles.NONE_MEAN_CURVE_ROUGHNESS, facet=("none", "simplified"))
+
+    def none_q(f2):
+        return f2.part(roles.NONE_ROUGHNESS, facet=("none", "simplified", "q"))
+
+    changing = f2_of(_skewed_none(trend=True))
+    assert "log-scale spread changes across layers" in changing.note(NoteKind.DECIDED_OTHERWISE).text
+    assert mean_curve(changing).decides
+    assert voice.part_label(mean_curve(changing)) == f"roughness None - Simplified {check_parts.MEAN_CURVE_ROUGHNESS}"
+    assert not none_q(changing).decides
+    # Simplified vs Detailed keeps the log curve
+    assert changing.part(roles.ROUGHNESS, facet=("simplified", "detailed", "q")).decides
+    steady = f2_of(_skewed_none(trend=False))
+    assert steady.note(NoteKind.DECIDED_OTHERWISE) is None and not any(
+        "log-scale spread" in n.text for n in steady.notes
+    )
+    assert none_q(steady).decides and not mean_curve(steady).decides
 
 
 # --------------------------------------------------------------------------- "nearly the same" and "no better" on the curves
@@ -480,11 +504,10 @@ def test_f3_does_not_call_cancelling_none_curves_nearly_the_same():
     for seed in (31, 32):
         cd = all_curve_draws(_ratio_store(_cancelling, seed=seed), [BASE], ("nuclear_norm",), n_resamples=200)[BASE]
         f3 = [f for f in checks.run_checks({BASE: cd}, ("F3",)) if f.scope == "aqua"][0]
-        parts = {p.name: p for p in f3.parts}
-        assert parts["None irrelevant / correct x"].supports()  # what the former rule decided on
-        assert not parts["None irrelevant / correct x"].decides
+        assert f3.part(roles.NONE_RD).supports()  # what the former rule decided on
+        assert not f3.part(roles.NONE_RD).decides
         assert f3.verdict == FAILS  # the root-mean-square (log 1.3 / sqrt 3 = 0.15) lies above log 1.1
-        assert parts[check_parts.NONE_SAME].contradicts()
+        assert f3.part(roles.NONE_SAME).contradicts()
 
 
 def test_the_nearly_same_rule_holds_its_rate_where_the_curves_cancel():
@@ -525,11 +548,9 @@ def test_f4_decides_on_the_size_of_the_separation_whatever_its_direction():
     signed; by size it separates better (log 1/0.7 - log 1.1 > log 1.1): not "holds". Equal sizes in
     opposite directions (0.8 against 1.25) separate equally well: "no better" is true and holds."""
     not_separating = _f4_of(1.0, 0.8)
-    parts = {p.name: p for p in not_separating.parts}
-    assert parts["instruct / base of Detailed irrelevant / correct x"].contradicts()  # the former rule: fails
+    assert not_separating.part(roles.SIGNED_RATIO).contradicts()  # the former rule: fails
     assert not_separating.verdict == HOLDS
     stronger_opposite = _f4_of(0.7, 1.1)
-    parts = {p.name: p for p in stronger_opposite.parts}
-    assert parts["instruct / base of Detailed irrelevant / correct x"].supports()  # the former rule: holds
+    assert stronger_opposite.part(roles.SIGNED_RATIO).supports()  # the former rule: holds
     assert stronger_opposite.verdict == FAILS
     assert _f4_of(0.8, 1.25).verdict == HOLDS

@@ -8,9 +8,10 @@ import pytest
 from synthetic import make_results
 
 from analysis.core import vocabulary
-from analysis.findings import checks, same_tokens
+from analysis.findings import checks, roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.rules import FAILS, HOLDS, decide
+from analysis.findings.calibration import rule
+from analysis.findings.rules import FAILS, HOLDS, NoteKind, decide
 
 MODEL = {"m": ("base", 12)}
 
@@ -35,6 +36,12 @@ def answer_rows(n: int = 12, *, gap: float = 0.0, slope: float = 0.0, centre: fl
     return rows
 
 
+def by_role(parts, role, facet=()):
+    """The part of that role and facet among ``parts`` (each one of them)."""
+    (part,) = [p for p in parts if p.key == (role, facet, False)]
+    return part
+
+
 def curves(rows):
     stats = ("nuclear_norm", "frobenius")
     return all_curve_draws(rows, list(MODEL), stats, n_resamples=300, sample_stats=("log_miss", "loss"))["m"]
@@ -42,13 +49,13 @@ def curves(rows):
 
 def test_a2_finds_a_planted_gap_and_its_early_excess_and_shows_the_other_contexts():
     parts = same_tokens.a2_parts(curves(answer_rows(gap=0.5, early=0.3)), "gsm8k")
-    deciding = {p.name: p for p in parts if p.decides}
-    assert np.log(deciding[same_tokens.A2_PART].show(deciding[same_tokens.A2_PART].estimate.value)) == pytest.approx(
-        0.5 + 0.3 * 3 / 12, abs=0.05
-    )
+    gap = by_role(parts, roles.SAME_TOKEN_GAP)
+    assert gap.decides and gap.name == same_tokens.A2_PART
+    assert np.log(gap.shown()[0]) == pytest.approx(0.5 + 0.3 * 3 / 12, abs=0.05)
     assert decide(parts) == HOLDS
-    shown = {p.name for p in parts if not p.decides}
-    assert {"the same in Frobenius norm x", *same_tokens.BESIDE.values()} <= shown
+    shown = {p.key[:2] for p in parts if not p.decides}
+    assert {(roles.SAME_TOKEN_FROBENIUS, ()), *((roles.CONTEXT_GAP, (s,)) for s in same_tokens.BESIDE)} <= shown
+    assert by_role(parts, roles.SAME_TOKEN_FROBENIUS).name == "the same in Frobenius norm"
 
 
 def test_a2_does_not_hold_where_reasoning_makes_the_answers_gradient_larger():
@@ -59,31 +66,34 @@ def test_a2_pairs_the_instructions_both_conditions_hold():
     rows = answer_rows(gap=0.5)
     dropped = (rows["setting"] == same_tokens.DETAILED) & (rows["sample_index"] < 3)
     parts = same_tokens.a2_parts(curves(rows[~dropped]), "gsm8k")
-    assert parts[0].estimate.n == 12 - 3
+    assert by_role(parts, roles.SAME_TOKEN_GAP).estimate.n == 12 - 3
 
 
 def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
     cd = curves(answer_rows(n=40, gap=0.4, slope=0.8))
-    parts = {p.name: p for p in same_tokens.a3_parts(cd, "gsm8k")}
-    intercept = parts[same_tokens.A3_PART].estimate
+    parts = same_tokens.a3_parts(cd, "gsm8k")
+    intercept = by_role(parts, roles.EQUAL_LOSS_GAP).estimate
     assert intercept.value == pytest.approx(0.4, abs=0.1)
-    assert parts["slope: log nuclear gap per unit of the log(1 - p) gap"].estimate.value == pytest.approx(0.8, abs=0.1)
-    assert parts["answer loss, after Detailed CoT - after the phrase alone"].estimate.value == pytest.approx(0.5)
-    assert decide(list(parts.values())) == HOLDS
+    assert by_role(parts, roles.SLOPE).estimate.value == pytest.approx(0.8, abs=0.1)
+    assert by_role(parts, roles.ANSWER_LOSS_CHANGE).estimate.value == pytest.approx(0.5)
+    assert decide(parts) == HOLDS
 
 
 def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
     cd = curves(answer_rows(n=40, gap=0.0, slope=0.8, centre=1.0))
     parts = same_tokens.a3_parts(cd, "gsm8k")
     assert decide(parts) != HOLDS
-    assert same_tokens.a2_parts(cd, "gsm8k")[0].estimate.value > 0.5  # A2 alone would credit it
+    assert (
+        by_role(same_tokens.a2_parts(cd, "gsm8k"), roles.SAME_TOKEN_GAP).estimate.value > 0.5
+    )  # A2 alone would credit it
 
 
 def test_a3_says_where_its_intercept_extrapolates():
     cd = curves(answer_rows(n=12, slope=0.8, centre=5.0))
     note = same_tokens.extrapolation_note(cd, {}, {"gsm8k": []})
-    assert note.startswith("On gsm8k the answer's log(1 - p) gap has one sign for every instruction")
-    assert same_tokens.extrapolation_note(curves(answer_rows(n=12)), {}, {"gsm8k": []}) == ""
+    assert note.kind is NoteKind.EXTRAPOLATION and note.items == ("gsm8k",)
+    assert note.text.startswith("On gsm8k the answer's log(1 - p) gap has one sign for every instruction")
+    assert same_tokens.extrapolation_note(curves(answer_rows(n=12)), {}, {"gsm8k": []}) is None
 
 
 def test_the_intercept_of_unit_weights_is_least_squares():
@@ -104,7 +114,7 @@ def test_a2_and_a3_are_registered_per_model_on_the_gap_chapter_and_read_what_the
     for check_id in ("A2", "A3"):
         check = checks.get(check_id)
         assert checks.GAP_CHAPTER in check.chapters and set(same_tokens.READS) <= set(check.reads)
-    assert checks.get("A3").calibrated_by == ("equal loss",)
+    assert checks.get("A3").calibrated_by == (rule.EQUAL_LOSS,)
     found = checks.run_checks({"m": curves(answer_rows(n=12, gap=0.5))}, ["A2", "A3"])
     assert {(f.check, f.scope) for f in found} >= {("A2", "gsm8k"), ("A3", "gsm8k")}
 
@@ -124,13 +134,23 @@ def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():
     bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
     for i, design in enumerate(calibration.study_designs(5).values()):
         for skew in (-2.0, 2.0):
-            rate = calibration.false_holds("equal loss", replace(design, skew=skew), reps=reps, n_resamples=200, seed=i)
+            rate = calibration.false_holds(
+                rule.EQUAL_LOSS, replace(design, skew=skew), reps=reps, n_resamples=200, seed=i
+            )
             assert rate <= bound, (design, skew, rate)
     rng = np.random.default_rng(5)
     design = calibration.study_designs(20)["4 datasets"]
     found = [
         decide(
-            [Part("A3", gap_calibration.equal_loss_estimate(rng, design, 200, centre=0.0, effect=0.5), "above", 0.0)]
+            [
+                Part(
+                    "A3",
+                    gap_calibration.equal_loss_estimate(rng, design, 200, centre=0.0, effect=0.5),
+                    "above",
+                    0.0,
+                    role=roles.SIMULATED,
+                )
+            ]
         )
         for _ in range(200)
     ]

@@ -244,9 +244,13 @@ def test_the_train_command_runs_the_arms_and_the_cut_arm_matches_the_none_arm_s_
 def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, study_data_dir, tmp_path):
     from dataclasses import replace
 
+    from blocks_read import tables_of, text_of
+
     from analysis import profiles
     from analysis.findings.calibration import training_calibration
+    from analysis.report import sections
     from analysis.report import training as page_module
+    from analysis.report.blocks import Html
     from analysis.study import pipeline
 
     settings = SETTINGS.but(seeds=(0, 1))  # the three arms
@@ -261,13 +265,15 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     )
     result = pipeline.run_profile(profile, tmp_path, study_data_dir, book=False, progress=False, say=lambda _: None)
     assert len(result.extraction) == 6 and {r["kind"] for r in result.extraction} == {"training"}
-    page = page_module.TrainingPage.from_parameters({"profile": "tiny-training", "results_dir": str(tmp_path)})
+    chapter = page_module.CHAPTER
+    page = page_module.TrainingPage.open(chapter, {"profile": "tiny-training", "results_dir": str(tmp_path)})
     with pytest.raises(page_module.notebook_parameters.ParameterError, match="n_probe"):
-        page_module.TrainingPage.from_parameters({"profile": "tiny-training", "n_probe": 3})
+        page_module.TrainingPage.open(chapter, {"profile": "tiny-training", "n_probe": 3})
     with pytest.raises(page_module.TrainingPageError, match="not a training profile"):
-        page_module.TrainingPage.from_parameters({"profile": "cpu", "results_dir": str(tmp_path)})
+        page_module.TrainingPage.open(chapter, {"profile": "cpu", "results_dir": str(tmp_path)})
     assert page.last_step == 4 and "AdamW, learning rate 0.001" in page.setup()
-    verdicts = page_module.verdict_table(page)
+    section = page_module.verdicts_section(page)
+    (verdicts,) = tables_of(section)  # the verdicts with their numbers, as every page shows them
     assert verdicts["check"].tolist() == ["T1", "T1", "T2", "T3", "T3", "T3"]
     assert set(verdicts["verdict"]) == {"too few samples"}  # 2 probes, 2 seeds
     assert "vs Detailed cut to None length" in verdicts.loc[verdicts["check"] == "T2", "numbers"].iloc[0]
@@ -278,7 +284,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
         page_module.relative_change(page),
     ):
         assert len(figures) == 1
-    matrix = page_module.verdict_matrix(page)
+    (matrix,) = [b.html for b in section if isinstance(b, Html)]
     assert matrix.startswith("<svg") and 'aria-label="Verdict matrix' in matrix, matrix[:200]
     relative = page_module.relative_change_table(page)
     assert len(relative) == 3 and (relative["relative change (geometric mean)"] > 0).all()
@@ -286,7 +292,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     assert set(rates["checks"]) == {"T1", "T2", "T3"} and rates["scenario"].nunique() == len(
         training_calibration.SCENARIOS
     )
-    assert "**T2**: " in page_module.chapter_claims()
+    assert "**T2**: " in text_of(sections.claims(page))
 
 
 @pytest.mark.slow

@@ -5,9 +5,10 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, stated_rates, training
-from analysis.findings.calibration import training_calibration
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, decide
+from analysis.findings import calibration, checks, roles, training
+from analysis.findings.calibration import rule, training_calibration
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Why, decide
+from analysis.report import voice
 from analysis.train.naming import TrainingRunId
 
 
@@ -36,9 +37,9 @@ def test_effects_hold_and_two_seeds_are_too_few_for_t2():
     rng = np.random.default_rng(1)
     effects = training_calibration.Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
     probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
-    assert training_calibration.verdicts_of_tables(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
+    assert training_calibration.verdicts_of_tables(probes, change) == dict.fromkeys(("T1", "T2", "T3"), HOLDS)
     probes, change = training_calibration.simulated_tables(rng, 6, 2, 8, effects=effects)
-    assert training_calibration.verdicts_of_tables(probes, change)["arm change"] == TOO_FEW
+    assert training_calibration.verdicts_of_tables(probes, change)["T2"] == TOO_FEW
 
 
 def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_applicable():
@@ -47,11 +48,11 @@ def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_appl
     found = training_calibration.verdicts_of_tables(
         *training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_)
     )
-    assert found == {"rank correlation": FAILS, "arm change": FAILS, "probe gap": NOT_APPLICABLE}
+    assert found == {"T1": FAILS, "T2": FAILS, "T3": NOT_APPLICABLE}
     shrinking = training_calibration.simulated_tables(
         rng, 8, 5, 8, effects=training_calibration.Effects(gap=0.5, gap_change=-0.5)
     )
-    assert training_calibration.verdicts_of_tables(*shrinking)["probe gap"] == FAILS  # the gap shrank by 40%
+    assert training_calibration.verdicts_of_tables(*shrinking)["T3"] == FAILS  # the gap shrank by 40%
 
 
 def test_tables_without_the_step_0_probes_of_the_none_setting_leave_t1_and_t3_unresolved():
@@ -60,18 +61,19 @@ def test_tables_without_the_step_0_probes_of_the_none_setting_leave_t1_and_t3_un
     probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
     kept = probes[~((probes["setting"] == "none") & (probes["step"] == 0))]
     found = training_calibration.verdicts_of_tables(kept, change)
-    assert found == {"rank correlation": UNRESOLVED, "arm change": HOLDS, "probe gap": UNRESOLVED}
+    assert found == {"T1": UNRESOLVED, "T2": HOLDS, "T3": UNRESOLVED}
 
 
 SMALL_DESIGN = training_calibration.TrainingDesign(5, 5, 8)
 
 
-def _false_holds(effects, rule, design=SMALL_DESIGN, reps=300):
+def _false_holds(effects, simulated, design=SMALL_DESIGN, reps=300):
+    """The share of "holds" of a training rule: its check's simulated verdict (``Rule.verdict_of``)."""
     rng, hits = np.random.default_rng(7), 0
     for rep in range(reps):
         runs = training_calibration.simulate(rng, design, effects)
         resampling = training_calibration.resampling_of(design, 200, rep)
-        hits += training_calibration.simulated_verdicts(runs, resampling)[rule] == HOLDS
+        hits += training_calibration.simulated_verdicts(runs, resampling)[simulated.verdict_of] == HOLDS
     return hits / reps
 
 
@@ -81,9 +83,9 @@ def test_t2_with_a_training_set_effect_and_no_arm_effect_stays_at_its_level():
     level (2.5%, within the simulation's error). With one training set for every seed (the former
     design) the same effect is not averaged out and T2's false "holds" exceed that level."""
     scenarios = training_calibration.SCENARIOS
-    assert _false_holds(scenarios["training-set effect of the seed noise's size"], "arm change") <= 0.04
-    assert _false_holds(scenarios["training-set effect twice the seed noise"], "arm change") <= 0.04
-    assert _false_holds(scenarios["one training set for every seed (former design)"], "arm change") >= 0.05
+    assert _false_holds(scenarios["training-set effect of the seed noise's size"], rule.ARM_CHANGE) <= 0.04
+    assert _false_holds(scenarios["training-set effect twice the seed noise"], rule.ARM_CHANGE) <= 0.04
+    assert _false_holds(scenarios["one training set for every seed (former design)"], rule.ARM_CHANGE) >= 0.05
 
 
 def test_t2_true_against_detailed_cot_only_stays_within_its_stated_rate():
@@ -91,21 +93,21 @@ def test_t2_true_against_detailed_cot_only_stays_within_its_stated_rate():
     cut arm moves as it does, or leads the cut arm evenly over depth (one part at its null), T2's
     false "holds" stay within its stated rate (within the simulation's error at 300 runs)."""
     scenarios = training_calibration.SCENARIOS
-    allowed = stated_rates.stated_rate("arm change") + 0.02
+    allowed = rule.ARM_CHANGE.stated + 0.02
     assert (
-        _false_holds(scenarios["None arm ahead of Detailed CoT only, as the token-matched arm"], "arm change")
+        _false_holds(scenarios["None arm ahead of Detailed CoT only, as the token-matched arm"], rule.ARM_CHANGE)
         <= allowed
     )
     evenly = scenarios["None arm ahead of the token-matched arm evenly over depth"]
-    assert _false_holds(evenly, "arm change") <= allowed
+    assert _false_holds(evenly, rule.ARM_CHANGE) <= allowed
     # the same runs with the cut arm left behind in the early layers too: T2 is true and found
-    assert _false_holds(replace(evenly, cut_arm=(0.0, -1.5)), "arm change") > 0.3
+    assert _false_holds(replace(evenly, cut_arm=(0.0, -1.5)), rule.ARM_CHANGE) > 0.3
 
 
 def test_t3_at_its_margin_with_a_training_set_effect_stays_near_its_level():
     effects = training_calibration.SCENARIOS["training-set effect of the seed noise's size"]
     assert effects.gap_change == -training.T3_MARGIN  # the gap shrinks by exactly the margin
-    assert _false_holds(effects, "probe gap") <= 0.05
+    assert _false_holds(effects, rule.PROBE_GAP) <= 0.05
 
 
 def test_a_step_zero_curve_that_only_encodes_depth_does_not_pass_t1():
@@ -144,7 +146,8 @@ def test_t2_is_not_applicable_without_the_cut_arm():
     keep = ~rows["model"].str.contains("detailed_cut_none")
     found = run(rows[keep], change[change["arm"] != "detailed_cut_none"])
     t2 = [f for f in found if f.check == "T2"]
-    assert [f.verdict for f in t2] == [NOT_APPLICABLE] and "detailed_cut_none" in t2[0].not_applicable
+    assert [f.verdict for f in t2] == [NOT_APPLICABLE] and t2[0].not_applicable.why is Why.NOT_TRAINED
+    assert "detailed_cut_none" in t2[0].not_applicable.reason
 
 
 def test_findings_from_store_rows_name_their_run_and_step():
@@ -154,16 +157,23 @@ def test_findings_from_store_rows_name_their_run_and_step():
             rng, 6, 5, 8, effects=training_calibration.Effects(arm_effect=0.5, training_set=0.0)
         )
     )
-    found = checks.findings_table(run(rows, change))
-    assert found["check"].tolist() == ["T1", "T1", "T2", "T3", "T3", "T3"]
-    assert found["claim"].tolist() == [checks.claim(c) for c in found["check"]]
-    assert set(found["model"]) == {"m"}
-    t3 = found[found["check"] == "T3"]
-    assert (t3["verdict"] == HOLDS).all() and t3["numbers"].str.contains("at step 10").all()
-    assert t3["numbers"].str.contains("at step 0").all()  # the step-0 gap is shown beside it
-    assert t3["numbers"].str.contains("step 10 / step 0 of that ratio").all()  # the change decides
-    t2 = found[found["check"] == "T2"]["numbers"].iloc[0]
-    assert "vs Detailed:" in t2 and "vs Detailed cut to None length:" in t2  # both contrasts shown
+    found = run(rows, change)
+    assert [f.check for f in found] == ["T1", "T1", "T2", "T3", "T3", "T3"]
+    assert all(checks.claim(f.check) == checks.get(f.check).claim for f in found)
+    assert {f.model for f in found} == {"m"}
+    t3 = [f for f in found if f.check == "T3"]
+    assert all(f.verdict == HOLDS for f in t3)
+    for f in t3:
+        numbers = voice.numbers(f)
+        after, start, change_ = (f.part(r) for r in (roles.GAP_AFTER, roles.GAP_AT_START, roles.GAP_CHANGE))
+        assert after.name == "None / Detailed at step 10" and "at step 10" in numbers
+        assert not start.decides and "at step 0" in numbers  # the step-0 gap is shown beside it
+        assert change_.decides and change_.name == "step 10 / step 0 of that ratio"  # the change decides
+        assert "step 10 / step 0 of that ratio" in numbers
+    t2 = next(f for f in found if f.check == "T2")
+    assert all(t2.part(roles.ARM_EARLY, facet=(arm,)).decides for arm in training.T2_SLOW_ARMS)
+    numbers = voice.numbers(t2)
+    assert "vs Detailed:" in numbers and "vs Detailed cut to None length:" in numbers  # both contrasts shown
 
 
 def test_spearman_rows_matches_scipy():
@@ -186,7 +196,7 @@ def test_the_training_calibration_command_prints_each_scenario_and_rule(capsys):
 
     assert cli.main(["training-calibration", "--reps", "2", "--resamples", "20", "--design", "5", "5", "8"]) == 0
     table = capsys.readouterr().out
-    assert table.startswith("| rule") and all(rule in table for rule in training_calibration.RULES)
+    assert table.startswith("| rule") and all(r.name in table for r in training_calibration.RULES)
     assert all(name in table for name in training_calibration.SCENARIOS)
 
 
@@ -195,11 +205,9 @@ def test_the_training_checks_are_registered_with_their_rules_and_chapter():
     assert not set(checks.on_chapter("during_training")) & {
         c for n in ("intro", "summary") for c in checks.on_chapter(n)
     }
-    assert {r: calibration.checks_by_rule()[r] for r in training_calibration.RULES} == {
-        "rank correlation": ("T1",),
-        "arm change": ("T2",),
-        "probe gap": ("T3",),
-    }
+    assert training_calibration.RULES == (rule.RANK_CORRELATION, rule.ARM_CHANGE, rule.PROBE_GAP)
+    for simulated in training_calibration.RULES:  # each training rule reads the verdict of the one check it calibrates
+        assert calibration.checks_by_rule()[simulated] == (simulated.verdict_of,)
     table = calibration.false_holds_table(reps=2, n_resamples=20, rules=training_calibration.RULES)
     assert table["checks"].tolist() == ["T1", "T2", "T3"] and (table["design"] == "training runs").all()
     assert run(*as_store(*training_calibration.simulated_tables(np.random.default_rng(6), 5, 2, 8)))

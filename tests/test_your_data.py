@@ -15,7 +15,7 @@ from analysis.core.settings import ExtractionSettings
 from analysis.data_errors import DataError
 from analysis.extract import models, runner
 from analysis.records import Record, chat_record, load_records
-from analysis.report.notebook_parameters import DataParameters, ParameterError, validate_data
+from analysis.report.notebook_parameters import YOUR_DATA, DataParameters, ParameterError, validate_data
 from analysis.store import ResultsStore, read_results
 
 # --------------------------------------------------------------------------- input formats
@@ -321,7 +321,7 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
     from analysis.report import your_data, your_data_samples
 
     result, files, _ = tiny_profile
-    page = your_data.YourData.open(
+    page = your_data.YourData.read(
         DataParameters(
             tuple(str(f) for f in files),
             str(tiny_model_dir("llama")),
@@ -488,4 +488,4 @@ def test_a_misspelt_parameter_of_the_your_data_page_is_named():
     from analysis.report import your_data
 
     with pytest.raises(ParameterError, match="notebook parameter n_sample: your_data has no such parameter"):
-        your_data.YourData.from_parameters({"data_files": ["a.json"], "n_sample": 3})
+        your_data.YourData.open(YOUR_DATA, {"data_files": ["a.json"], "n_sample": 3})

@@ -27,8 +27,9 @@ import numpy as np
 
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
+from analysis.findings import roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean, rows_of
-from analysis.findings.rules import NotApplicable, Part, Role, Unit, Why
+from analysis.findings.rules import NotApplicable, Part, Unit, Why
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
 # the statistics A1 and its chapter read beyond the nuclear norm (A1 decides on the first two; the
@@ -187,14 +188,14 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         return term_contrast(cd, dataset, none, detailed, term=term)
 
     shown = (
-        ("None / Detailed Frobenius norm", LOG_FROBENIUS, Role.FROBENIUS_GAP),
-        ("averaging alone: sqrt(R_Detailed / R_None)", AVERAGING, Role.AVERAGING),
-        (NUCLEAR_PART, SCALED_NUCLEAR, Role.NUCLEAR_BEYOND_AVERAGING),
-        ("shape: None / Detailed of nuclear / Frobenius norm", SHAPE, Role.SHAPE),
-        (TOKEN_SIZE_PART, TOKEN_SIZE, Role.TOKEN_SIZE),  # where the token energy is stored
-        (ALIGNMENT_PART, ALIGNMENT, Role.ALIGNMENT),
+        ("None / Detailed Frobenius norm", LOG_FROBENIUS, roles.FROBENIUS_GAP),
+        ("averaging alone: sqrt(R_Detailed / R_None)", AVERAGING, roles.AVERAGING),
+        (NUCLEAR_PART, SCALED_NUCLEAR, roles.NUCLEAR_BEYOND_AVERAGING),
+        ("shape: None / Detailed of nuclear / Frobenius norm", SHAPE, roles.SHAPE),
+        (TOKEN_SIZE_PART, TOKEN_SIZE, roles.TOKEN_SIZE),  # where the token energy is stored
+        (ALIGNMENT_PART, ALIGNMENT, roles.ALIGNMENT),
     )
-    parts = [Part(A1_PART, gap(REST), "above", 0.0, Unit.RATIO, role=Role.BEYOND_AVERAGING)]
+    parts = [Part(A1_PART, gap(REST), "above", 0.0, Unit.RATIO, role=roles.BEYOND_AVERAGING)]
     beside = [(name, gap(term), role) for name, term, role in shown]
     return parts + [
         Part(n, e, "above", 0.0, Unit.RATIO, role=role, decides=False) for n, e, role in beside if e is not None

@@ -48,9 +48,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.core import vocabulary
-from analysis.findings import classifier
+from analysis.findings import classifier, roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
-from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Role, Unit, Why
+from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
 READS = (LOSS, LOSS_MAX, LOSS_SD, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves
@@ -204,7 +204,7 @@ def p_value_part(statistic: Part) -> Part:
         "below",
         0.025,
         Unit.P_VALUE,
-        role=Role.P_VALUE,
+        role=roles.P_VALUE,
         facet=statistic.facet,
         group=statistic.group,
         decides=False,
@@ -218,16 +218,16 @@ def dataset_parts(pairs: Pairs, dataset: str, setting: str, *, decides: bool) ->
     group, facet = vocabulary.setting_label(setting), (setting,)
     estimate = beyond_estimate(pairs, dataset, setting)
     statistic = Part(
-        STATISTIC, estimate, "above", 0.5, Unit.AUROC, role=Role.BEYOND_LOSS, facet=facet, group=group, decides=decides
+        STATISTIC, estimate, "above", 0.5, Unit.AUROC, role=roles.BEYOND_LOSS, facet=facet, group=group, decides=decides
     )
     one = np.ones((pairs.n, 1))
     alone = float(mean_aurocs(pairs.curves, one, None, splits=1)[0])
     loss = float(mean_aurocs(pairs.irrelevant - pairs.correct, one, None, splits=1)[0])
     above = float(np.mean(pairs.irrelevant[:, 0] > pairs.correct[:, 0]))
     beside = [
-        (CURVES_ALONE, alone, Role.AUROC_CURVES, Unit.AUROC),
-        (LOSS_ALONE, loss, Role.AUROC_LOSS, Unit.AUROC),
-        (ORDERED, max(above, 1 - above), Role.LOSS_ORDER, Unit.SHARE),
+        (CURVES_ALONE, alone, roles.AUROC_CURVES, Unit.AUROC),
+        (LOSS_ALONE, loss, roles.AUROC_LOSS, Unit.AUROC),
+        (ORDERED, max(above, 1 - above), roles.LOSS_ORDER, Unit.SHARE),
     ]
     parts = [statistic, p_value_part(statistic)]
     for name, value, role, unit in beside:
@@ -255,15 +255,17 @@ def g1_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
 
 def after_pooling(parts: list[Part]) -> list[Part]:
     """A family's p-values, from its pooled statistics' pooled nulls (not the mean of the p-values)."""
-    statistics = {p.facet: p for p in parts if p.role is Role.BEYOND_LOSS}
-    return [p_value_part(statistics[p.facet]) if p.role is Role.P_VALUE and p.facet in statistics else p for p in parts]
+    statistics = {p.facet: p for p in parts if p.role is roles.BEYOND_LOSS}
+    return [
+        p_value_part(statistics[p.facet]) if p.role is roles.P_VALUE and p.facet in statistics else p for p in parts
+    ]
 
 
 def separated(parts: Sequence[Part]) -> NotApplicable | None:
     """ "the loss separates them" where, under the deciding setting, every pair's mean-loss
     difference has one sign and the covariates alone reach an out-of-fold AUROC of 1 (None elsewhere)."""
     value = {p.role: p.value for p in parts if p.facet == (DECIDING,) and p.estimate is not None}
-    if value.get(Role.LOSS_ORDER, 0.0) >= 1.0 and value.get(Role.AUROC_LOSS, 0.0) >= 1.0:
+    if value.get(roles.LOSS_ORDER, 0.0) >= 1.0 and value.get(roles.AUROC_LOSS, 0.0) >= 1.0:
         return NotApplicable(
             Why.LOSS_SEPARATES,
             SEPARATED,

@@ -18,6 +18,7 @@ from dataclasses import replace
 import numpy as np
 
 from analysis.core import vocabulary
+from analysis.findings import roles
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, pooled
 from analysis.findings.quantities import (
     log_gap,
@@ -71,14 +72,14 @@ def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     if any(v is None for v in gaps.values()):
         return None
     parts = [
-        Part("None / Detailed (all layers)", gaps["all"], "above", 0.0, Unit.RATIO, role=Role.F1_GAP),
+        Part("None / Detailed (all layers)", gaps["all"], "above", 0.0, Unit.RATIO, role=roles.F1_GAP),
         Part(
             "early / late of that ratio",
             combine(np.subtract, gaps["early"], gaps["late"]),
             "above",
             0.0,
             Unit.RATIO,
-            role=Role.EARLY_LATE,
+            role=roles.EARLY_LATE,
         ),
     ]
     return parts + [
@@ -102,12 +103,17 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         for proj in vocabulary.PROJECTIONS:
             a, b = roughness(cd, dataset, fast, proj), roughness(cd, dataset, slow, proj)
             difference_ = None if a is None or b is None else combine(np.subtract, a, b)
-            role = Role.NONE_ROUGHNESS if none_pair else Role.ROUGHNESS
+            role = roles.NONE_ROUGHNESS if none_pair else roles.ROUGHNESS
             facet = (fast, slow, proj)
             parts.append(Part(proj.upper(), difference_, "above", 0.0, role=role, facet=facet, group=group))
-        mean_role = Role.NONE_MEAN_CURVE_ROUGHNESS if none_pair else Role.MEAN_CURVE_ROUGHNESS
+        mean_role = roles.NONE_MEAN_CURVE_ROUGHNESS if none_pair else roles.MEAN_CURVE_ROUGHNESS
         shown = (
-            ("paper's MAD ratio (Q, K, V, O mean)", log_mad_ratio(cd, dataset, fast, slow), Unit.RATIO, Role.MAD_RATIO),
+            (
+                "paper's MAD ratio (Q, K, V, O mean)",
+                log_mad_ratio(cd, dataset, fast, slow),
+                Unit.RATIO,
+                roles.MAD_RATIO,
+            ),
             (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), Unit.DIFFERENCE, mean_role),
         )
         parts += [
@@ -116,16 +122,16 @@ def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
         ]
     if settings[0] == "none":
         spread = log_variance_change(cd, dataset, "none")
-        parts.append(Part(LOG_SPREAD_CHANGE, spread, "within", 0.0, role=Role.LOG_SPREAD_CHANGE, decides=False))
+        parts.append(Part(LOG_SPREAD_CHANGE, spread, "within", 0.0, role=roles.LOG_SPREAD_CHANGE, decides=False))
     return parts
 
 
 def spread_decides(parts: Sequence[Part]) -> tuple[list[Part], Note | None]:
     """F2's parts and note where None's log-scale spread changes across layers (the interval of
-    ``Role.LOG_SPREAD_CHANGE`` away from 0): the mean log curve's roughness is not the paper's mean
+    ``roles.LOG_SPREAD_CHANGE`` away from 0): the mean log curve's roughness is not the paper's mean
     curve's then, so None vs Simplified is decided on the mean curve's roughness
     (``mean_curve_decides``); elsewhere the parts unchanged and no note."""
-    spread = [p for p in parts if p.role is Role.LOG_SPREAD_CHANGE and p.estimate is not None]
+    spread = [p for p in parts if p.role is roles.LOG_SPREAD_CHANGE and p.estimate is not None]
     if not (spread and (spread[0].interval()[0] > 0 or spread[0].interval()[1] < 0)):
         return list(parts), None
     return mean_curve_decides(parts), Note(
@@ -142,9 +148,9 @@ def mean_curve_decides(parts: Sequence[Part]) -> list[Part]:
     ``scenarios`` (tests/test_calibration.py)."""
     out = []
     for p in parts:
-        if p.role is Role.NONE_ROUGHNESS and p.decides:
+        if p.role is roles.NONE_ROUGHNESS and p.decides:
             p = replace(p, decides=False)
-        elif p.role is Role.NONE_MEAN_CURVE_ROUGHNESS:
+        elif p.role is roles.NONE_MEAN_CURVE_ROUGHNESS:
             p = replace(p, decides=True)
         out.append(p)
     return out
@@ -160,9 +166,9 @@ def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -
     if detailed is None or none is None:
         return None
     parts = [
-        Part("Detailed irrelevant / correct", detailed, "above", SAME_MARGIN, Unit.RATIO, role=Role.F3_GAP),
-        nearly_same(NONE_SAME, size, role=Role.NONE_SAME),
-        Part("None irrelevant / correct", none, "within", SAME_MARGIN, Unit.RATIO, role=Role.NONE_RD, decides=False),
+        Part("Detailed irrelevant / correct", detailed, "above", SAME_MARGIN, Unit.RATIO, role=roles.F3_GAP),
+        nearly_same(NONE_SAME, size, role=roles.NONE_SAME),
+        Part("None irrelevant / correct", none, "within", SAME_MARGIN, Unit.RATIO, role=roles.NONE_RD, decides=False),
     ]
     return parts + [
         beside(parts[0], mean_rd(cd, dataset, "detailed")),
@@ -189,17 +195,17 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
         "below",
         SAME_MARGIN,
         Unit.RATIO,
-        role=Role.SIGNED_RATIO,
+        role=roles.SIGNED_RATIO,
     )
     return [
-        Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0, role=Role.SIZE_EXCESS),
+        Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0, role=roles.SIZE_EXCESS),
         Part(
             "instruct / base of Detailed size",
             sizes,
             "below",
             SAME_MARGIN,
             Unit.RATIO,
-            role=Role.SIZE_RATIO,
+            role=roles.SIZE_RATIO,
             decides=False,
         ),
         replace(signed, decides=False),
@@ -211,17 +217,17 @@ def with_share(parts: list[Part]) -> list[Part]:
     """The length parts with the share of the gap left at equal length, (gap - length effect) / gap
     or content / gap, in place of any earlier one: shown only where the gap itself is established
     (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
-    parts = [p for p in parts if p.role is not Role.SHARE]
-    gap = next(p for p in parts if p.role is Role.GAP and not p.paper)
-    effect = next(p for p in parts if p.role in (Role.CONTENT, Role.LENGTH) and not p.paper)
+    parts = [p for p in parts if p.role is not roles.SHARE]
+    gap = next(p for p in parts if p.role is roles.GAP and not p.paper)
+    effect = next(p for p in parts if p.role in (roles.CONTENT, roles.LENGTH) and not p.paper)
     if gap.estimate is None or effect.estimate is None or not gap.supports():
         return parts
-    if effect.role is Role.CONTENT:
+    if effect.role is roles.CONTENT:
         share = combine(np.divide, effect.estimate, gap.estimate)
     else:
         share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
     after = next(i for i, p in enumerate(parts) if p is effect) + 1  # the share is shown after the effect
-    shown = Part(SHARE_PART, share, "above", 0.0, Unit.SHARE, role=Role.SHARE, decides=False)
+    shown = Part(SHARE_PART, share, "above", 0.0, Unit.SHARE, role=roles.SHARE, decides=False)
     return [*parts[:after], shown, *parts[after:]]
 
 
@@ -241,14 +247,14 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
     if main is None:
         return None
-    gap = Part(GAP_PART, main["gap"], "above", 0.0, Unit.RATIO, role=Role.GAP, decides=False)
+    gap = Part(GAP_PART, main["gap"], "above", 0.0, Unit.RATIO, role=roles.GAP, decides=False)
     if claim == "content":
         name = "Simplified / Detailed cut to its length"
-        effect = Part(name, main["content"], "above", 0.0, Unit.RATIO, role=Role.CONTENT)
+        effect = Part(name, main["content"], "above", 0.0, Unit.RATIO, role=roles.CONTENT)
         paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
     else:
         name = "Detailed cut to Simplified length / Detailed"
-        effect = Part(name, main["length"], "above", 0.0, Unit.RATIO, role=Role.LENGTH)
+        effect = Part(name, main["length"], "above", 0.0, Unit.RATIO, role=roles.LENGTH)
         paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
     parts = with_share([gap, effect])
     parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
@@ -261,7 +267,7 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
                 "above",
                 0.0,
                 Unit.RATIO,
-                role=Role.SECOND_VIEW,
+                role=roles.SECOND_VIEW,
                 group="second view",
                 decides=False,
             )
@@ -274,7 +280,7 @@ def gap_established(parts: Sequence[Part]) -> NotApplicable | None:
     Simplified vs Detailed gap, so where its interval does not lie above 0 (reversed, or not
     resolved) the claim has nothing to apply to; the gap is its evidence. Too few instructions or a
     missing gap are left to the verdict rule (``rules.decide``)."""
-    gap = next((p for p in parts if p.role is Role.GAP and not p.paper), None)
+    gap = next((p for p in parts if p.role is roles.GAP and not p.paper), None)
     if gap is None or gap.estimate is None or gap.n_smallest < MIN_VERDICT_SAMPLES or gap.supports():
         return None
     state = "reversed" if gap.contradicts() else "not resolved"
@@ -299,7 +305,7 @@ def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
 
 
 def _established(estimate: Estimate | None) -> bool:
-    return estimate is not None and Part("", estimate, "above", 0.0, role=Role.SIMULATED).supports()
+    return estimate is not None and Part("", estimate, "above", 0.0, role=roles.SIMULATED).supports()
 
 
 def share_contrast(short: Estimate, long: Estimate, simplified: Estimate, detailed: Estimate) -> Estimate | None:
@@ -337,15 +343,22 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
-        Part(F5_SHARES, contrast, "above", 0.0, role=Role.SHARES),
-        Part("Wiki 100 words roughness", short, "above", 0.0, role=Role.WIKI_ROUGHNESS, decides=False),
+        Part(F5_SHARES, contrast, "above", 0.0, role=roles.SHARES),
+        Part("Wiki 100 words roughness", short, "above", 0.0, role=roles.WIKI_ROUGHNESS, decides=False),
         Part(
-            "reasoning Simplified CoT roughness", simplified, "above", 0.0, role=Role.REASONING_ROUGHNESS, decides=False
+            "reasoning Simplified CoT roughness",
+            simplified,
+            "above",
+            0.0,
+            role=roles.REASONING_ROUGHNESS,
+            decides=False,
         ),
-        nearly_same(WIKI_SAME, wiki_square, role=Role.WIKI_SAME),
-        Part("Wiki irrelevant / correct", wiki_rd, "within", SAME_MARGIN, Unit.RATIO, role=Role.WIKI_RD, decides=False),
+        nearly_same(WIKI_SAME, wiki_square, role=roles.WIKI_SAME),
         Part(
-            "paper's Wiki MAD 1000 / 100 words", wiki_mad, "above", 0.0, Unit.RATIO, role=Role.WIKI_MAD, decides=False
+            "Wiki irrelevant / correct", wiki_rd, "within", SAME_MARGIN, Unit.RATIO, role=roles.WIKI_RD, decides=False
+        ),
+        Part(
+            "paper's Wiki MAD 1000 / 100 words", wiki_mad, "above", 0.0, Unit.RATIO, role=roles.WIKI_MAD, decides=False
         ),
     ]
 

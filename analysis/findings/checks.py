@@ -5,7 +5,8 @@ A check is data: a frozen dataclass of its scope (``analysis.findings.scopes``: 
 ``PairCheck``, ``WikiCheck``, ``TrainingRunCheck``) built with keyword arguments: its id, its claim
 in plain words and as its estimand and rule, the function that computes its parts
 (``analysis.findings.check_parts``), the chapters that show it, the simulated rules that measure
-its error rates (``calibrated_by``, in ``analysis.findings.calibration``), the figure that shows
+its error rates (``calibrated_by``: rules of ``analysis.findings.calibration.rule``, each with its
+stated rate and its simulation), the figure that shows
 one of its parts beyond the verdict matrix. The findings engine (``run_checks``), the verdict
 matrix, the pages' paragraphs and figures, the checks page's claims and the calibration tables all
 iterate over a registry: an immutable tuple of checks, ``REGISTRY`` unless another is passed.
@@ -22,10 +23,11 @@ import math
 from collections.abc import Iterable
 
 from analysis.core.errors import StudyError
-from analysis.findings import averaging, beyond_loss, context, same_tokens, scored_tokens, training
+from analysis.findings import averaging, beyond_loss, context, roles, same_tokens, scored_tokens, training
 from analysis.findings import check_parts as cp
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.rules import SAME_MARGIN, Finding, Role
+from analysis.findings.calibration import rule
+from analysis.findings.rules import SAME_MARGIN, Finding
 from analysis.findings.scopes import (
     PER_MODEL,
     PER_PAIR,
@@ -64,13 +66,17 @@ _MARGIN = f"{math.exp(SAME_MARGIN) - 1:.0%}"
 
 
 def registry_of(checks: Iterable[Check]) -> Registry:
-    """A registry of ``checks`` (in that order): each a check of one scope, each id once."""
+    """A registry of ``checks`` (in that order): each a check of one scope, each id once, each
+    calibrated by rules (``calibration.rule.Rule`` objects)."""
     out: list[Check] = []
     for check in checks:
         if not isinstance(check, Check):
             raise StudyError(f"{check!r} is not a check of a scope (a subclass of scopes.Check)")
         if check.id in {c.id for c in out}:
             raise StudyError(f"check {check.id!r} is declared twice")
+        strays = [r for r in check.calibrated_by if not isinstance(r, rule.Rule)]
+        if strays:
+            raise StudyError(f"check {check.id!r}: calibrated by {strays!r}, not rules (calibration.rule.Rule)")
         out.append(check)
     return tuple(out)
 
@@ -81,7 +87,7 @@ def extended(registry: Registry, *checks: Check) -> Registry:
 
 
 LENGTH_FIGURE = PartFigure(
-    Role.SHARE,
+    roles.SHARE,
     "share of the Simplified vs Detailed gap left at equal length",
     "Length: share of the Simplified vs Detailed gap left at equal length, with intervals",
     "No Simplified vs Detailed gap is established here, so no share is shown.",
@@ -98,29 +104,29 @@ REGISTRY: Registry = registry_of(
             id="F1",
             paper=True,
             lead=1,
-            says=((Role.F1_GAP, "larger"), (Role.EARLY_LATE, "more so in early layers")),
+            says=((roles.F1_GAP, "larger"), (roles.EARLY_LATE, "more so in early layers")),
             words=Words(
                 holds="None CoT gives larger gradients than Detailed CoT, more so in the early layers",
                 fails="None CoT's gradients are not larger, or not more so in the early layers",
                 unresolved="these instructions do not decide whether None CoT's gradients are larger, more so early",
             ),
             plain="Fast thinking gives larger gradients than slow thinking, more so in early layers",
-            headline=Role.F1_GAP,
+            headline=roles.F1_GAP,
             claim=(
                 "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
                 "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones"
             ),
             parts=cp.f1_parts,
             chapters=_READING,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
         ),
         PerModelCheck(
             id="F2",
             paper=True,
             says=(
-                (Role.NONE_ROUGHNESS, "None rougher than Simplified"),
-                (Role.NONE_MEAN_CURVE_ROUGHNESS, "None's mean curve rougher than Simplified's"),
-                (Role.ROUGHNESS, "Simplified rougher than Detailed"),
+                (roles.NONE_ROUGHNESS, "None rougher than Simplified"),
+                (roles.NONE_MEAN_CURVE_ROUGHNESS, "None's mean curve rougher than Simplified's"),
+                (roles.ROUGHNESS, "Simplified rougher than Detailed"),
             ),
             words=Words(
                 holds="the curves vary more from layer to layer the faster the thinking",
@@ -128,7 +134,7 @@ REGISTRY: Registry = registry_of(
                 unresolved="these instructions do not decide how the roughness orders",
             ),
             plain="The faster the thinking, the more the gradient varies from layer to layer",
-            headline=Role.MAD_RATIO,
+            headline=roles.MAD_RATIO,
             claim=(
                 "Curves vary more from layer to layer the faster the thinking (None > Simplified > Detailed CoT), for "
                 "each of Q, K, V and O (roughness of the mean log curve; None vs Simplified on the mean curve's roughness "
@@ -136,7 +142,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f2_parts,
             chapters=_READING,
-            calibrated_by=("roughness", "paper MAD"),
+            calibrated_by=(rule.ROUGHNESS, rule.PAPER_MAD),
             adjust=cp.spread_decides,
         ),
         PerModelCheck(
@@ -144,8 +150,8 @@ REGISTRY: Registry = registry_of(
             paper=True,
             lead=3,
             says=(
-                (Role.F3_GAP, "irrelevant larger under Detailed CoT"),
-                (Role.NONE_SAME, "nearly the same under None CoT"),
+                (roles.F3_GAP, "irrelevant larger under Detailed CoT"),
+                (roles.NONE_SAME, "nearly the same under None CoT"),
             ),
             words=Words(
                 holds="under Detailed CoT irrelevant responses give larger gradients, under None CoT nearly the same",
@@ -153,7 +159,7 @@ REGISTRY: Registry = registry_of(
                 unresolved="these instructions do not decide the two settings' separations",
             ),
             plain="Slow thinking, not fast, gives irrelevant responses larger gradients than correct ones",
-            headline=Role.F3_GAP,
+            headline=roles.F3_GAP,
             claim=(
                 "Under Detailed CoT irrelevant responses give curves (geometric mean of nuclear norms; the paper's mean "
                 f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
@@ -161,20 +167,20 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f3_parts,
             chapters=_READING,
-            calibrated_by=("gap", "same"),
+            calibrated_by=(rule.GAP, rule.SAME),
             note=cp.identical_note,
         ),
         PairCheck(
             id="F4",
             paper=True,
-            says=((Role.SIZE_EXCESS, "instruct no better than base"),),
+            says=((roles.SIZE_EXCESS, "instruct no better than base"),),
             words=Words(
                 holds="the instruct model separates correct from irrelevant no better than its base",
                 fails="the instruct model separates them better than its base",
                 unresolved="these instructions do not decide which model separates them better",
             ),
             plain="Instruction tuning does not sharpen how gradients tell irrelevant from correct responses",
-            headline=Role.SIZE_RATIO,
+            headline=roles.SIZE_RATIO,
             claim=(
                 "The instruct model separates correct from irrelevant Detailed-CoT responses no better than its own base "
                 "model: the size of its separation (root-mean-square over layers of the per-layer log ratio of geometric "
@@ -183,14 +189,14 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f4_parts,
             chapters=_READING,
-            calibrated_by=("not better",),
+            calibrated_by=(rule.NOT_BETTER,),
         ),
         WikiCheck(
             id="F5",
             paper=True,
             says=(
-                (Role.SHARES, "Wiki keeps more of its roughness"),
-                (Role.WIKI_SAME, "Wiki correct and irrelevant nearly the same"),
+                (roles.SHARES, "Wiki keeps more of its roughness"),
+                (roles.WIKI_SAME, "Wiki correct and irrelevant nearly the same"),
             ),
             words=Words(
                 holds="longer Wiki responses do not smooth the curves as slow thinking does",
@@ -198,7 +204,7 @@ REGISTRY: Registry = registry_of(
                 unresolved="these instructions do not decide how much longer Wiki responses smooth the curves",
             ),
             plain="Longer knowledge responses do not smooth the layer curves as slow thinking does",
-            headline=Role.SHARES,
+            headline=roles.SHARES,
             claim=(
                 "Longer Wiki responses do not smooth the curves as much as slow thinking does (Detailed vs Simplified "
                 "CoT: the share of its noise-corrected roughness a curve keeps from 100 to 1000 Wiki words exceeds the "
@@ -208,18 +214,18 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.f5_parts,
             chapters=(*SUMMARY_CHAPTERS, "wiki_knowledge"),
-            calibrated_by=("share", "same"),
+            calibrated_by=(rule.SHARE, rule.SAME),
         ),
         PerModelCheck(
             id="L",
-            says=((Role.CONTENT, "smaller at equal length"),),
+            says=((roles.CONTENT, "smaller at equal length"),),
             words=Words(
                 holds="a Detailed CoT cut to the Simplified length still gives smaller gradients",
                 fails="at equal length the Detailed CoT's gradients are not smaller",
                 unresolved="these instructions do not decide the gap at equal length",
             ),
             plain="Content matters beyond length: a Detailed CoT cut to the Simplified length still gives smaller gradients",
-            headline=Role.CONTENT,
+            headline=roles.CONTENT,
             claim=(
                 "Content matters beyond length: Detailed CoT cut to the Simplified-CoT length still gives smaller "
                 "nuclear norms (geometric mean; the paper's mean nuclear norm shown beside) than Simplified CoT, where the "
@@ -227,21 +233,21 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.length_parts,
             chapters=_LENGTH,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
             figure=LENGTH_FIGURE,
             after_pooling=cp.with_share,
             gate=cp.gap_established,
         ),
         PerModelCheck(
             id="L2",
-            says=((Role.LENGTH, "larger when cut"),),
+            says=((roles.LENGTH, "larger when cut"),),
             words=Words(
                 holds="cutting a Detailed CoT to the Simplified length makes its gradients larger",
                 fails="cutting a Detailed CoT does not make its gradients larger",
                 unresolved="these instructions do not decide what cutting does",
             ),
             plain="Length matters: cutting a Detailed CoT to the Simplified length gives larger gradients",
-            headline=Role.LENGTH,
+            headline=roles.LENGTH,
             claim=(
                 "Length matters: Detailed CoT cut to the Simplified-CoT length gives larger nuclear norms (geometric "
                 "mean; the paper's mean nuclear norm shown beside) than the full Detailed CoT, where the Simplified vs "
@@ -249,13 +255,13 @@ REGISTRY: Registry = registry_of(
             ),
             parts=cp.length_effect_parts,
             chapters=_LENGTH,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
             after_pooling=cp.with_share,
             gate=cp.gap_established,
         ),
         TrainingRunCheck(
             id="T1",
-            says=((Role.BEYOND_DEPTH, "beyond depth"),),
+            says=((roles.BEYOND_DEPTH, "beyond depth"),),
             words=Words(
                 holds="the step-0 curve predicts the weight change beyond depth",
                 fails="depth predicts the weight change better than the step-0 curve",
@@ -269,11 +275,11 @@ REGISTRY: Registry = registry_of(
             ),
             parts=training.t1,
             chapters=_TRAINING,
-            calibrated_by=("rank correlation",),
+            calibrated_by=(rule.RANK_CORRELATION,),
         ),
         TrainingRunCheck(
             id="T2",
-            says=((Role.ARM_EARLY, "early layers change more"), (Role.ARM_EARLY_LATE, "more early than late")),
+            says=((roles.ARM_EARLY, "early layers change more"), (roles.ARM_EARLY_LATE, "more early than late")),
             words=Words(
                 holds="training on None CoT changes the early layers more",
                 fails="training on None CoT does not change the early layers more",
@@ -287,11 +293,11 @@ REGISTRY: Registry = registry_of(
             ),
             parts=training.t2,
             chapters=_TRAINING,
-            calibrated_by=("arm change",),
+            calibrated_by=(rule.ARM_CHANGE,),
         ),
         TrainingRunCheck(
             id="T3",
-            says=((Role.GAP_CHANGE, "persists"),),
+            says=((roles.GAP_CHANGE, "persists"),),
             words=Words(
                 holds="F1's gap persists through training",
                 fails="F1's gap shrinks by more than the margin",
@@ -304,20 +310,21 @@ REGISTRY: Registry = registry_of(
             ),
             parts=training.t3,
             chapters=_TRAINING,
-            calibrated_by=("probe gap",),
+            calibrated_by=(rule.PROBE_GAP,),
         ),
         # --- A1 and G1: F1 against what averaging over the response tokens predicts, F3 against the loss
         PerModelCheck(
             id="A1",
             lead=1,
-            says=((Role.BEYOND_AVERAGING, "more than averaging predicts"),),
+            says=((roles.BEYOND_AVERAGING, "more than averaging predicts"),),
             words=Words(
                 holds="more than averaging over more tokens predicts",
                 fails="smaller than averaging over more tokens predicts: None CoT's token gradients are smaller or less aligned than Detailed CoT's",
                 unresolved="not told apart from what averaging predicts",
             ),
-            plain="Fast thinking's larger gradient is more than averaging over fewer tokens",
-            headline=Role.BEYOND_AVERAGING,
+            plain="In the Frobenius norm, fast thinking's larger gradient is more than averaging over fewer tokens",
+            headline=roles.BEYOND_AVERAGING,
+            beside=(roles.NUCLEAR_BEYOND_AVERAGING, "in F1's nuclear norm"),
             claim=(
                 "F1 beyond averaging: None CoT's gap over Detailed CoT in mean log Frobenius norm exceeds what averaging "
                 "over more response tokens alone predicts (1/2 log of R_Detailed / R_None): None CoT's sqrt(R)-scaled "
@@ -325,14 +332,14 @@ REGISTRY: Registry = registry_of(
             ),
             parts=averaging.a1_parts,
             chapters=_GAP,
-            calibrated_by=("averaging",),
+            calibrated_by=(rule.AVERAGING,),
             reads=averaging.READS,
             unknown=averaging.a1_unknown,
         ),
         PerModelCheck(
             id="G1",
             lead=3,
-            says=((Role.BEYOND_LOSS, "beyond the loss"),),
+            says=((roles.BEYOND_LOSS, "beyond the loss"),),
             words=Words(
                 holds="carry information on which response is irrelevant that the token losses lack",
                 fails="carry nothing beyond the token losses",
@@ -340,7 +347,7 @@ REGISTRY: Registry = registry_of(
                 "that they carry nothing more)",
             ),
             plain="The layer curves tell irrelevant from correct responses beyond the loss",
-            headline=Role.BEYOND_LOSS,
+            headline=roles.BEYOND_LOSS,
             claim=(
                 "F3 beyond the loss: under Detailed CoT the layer curves (log nuclear norms) carry information on which "
                 "response of a pair is irrelevant that the token losses lack: with the pair differences of the mean, "
@@ -351,7 +358,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=beyond_loss.g1_parts,
             chapters=_GAP,
-            calibrated_by=("beyond loss",),
+            calibrated_by=(rule.BEYOND_LOSS,),
             reads=beyond_loss.READS,
             after_pooling=beyond_loss.after_pooling,
             note=beyond_loss.covariates_note,
@@ -361,14 +368,14 @@ REGISTRY: Registry = registry_of(
         PerModelCheck(
             id="A2",
             lead=2,
-            says=((Role.SAME_TOKEN_GAP, "smaller after reasoning"), (Role.EARLY_LATE, "more so in early layers")),
+            says=((roles.SAME_TOKEN_GAP, "smaller after reasoning"), (roles.EARLY_LATE, "more so in early layers")),
             words=Words(
                 holds="the answer's gradient is smaller after the reasoning, more so in the early layers",
                 fails="the answer's gradient is not smaller after the reasoning, or not more so early",
                 unresolved="these instructions do not decide how reasoning changes the answer's gradient",
             ),
             plain="On the answer tokens alone, reasoning before them makes their gradient smaller",
-            headline=Role.SAME_TOKEN_GAP,
+            headline=roles.SAME_TOKEN_GAP,
             claim=(
                 "F1 on the same tokens: scoring only the final answer, after the same phrase, the answer's gradient "
                 "without reasoning has larger nuclear norms than after the Detailed CoT (geometric mean over the "
@@ -376,20 +383,20 @@ REGISTRY: Registry = registry_of(
             ),
             parts=same_tokens.a2_parts,
             chapters=_GAP,
-            calibrated_by=("gap",),
+            calibrated_by=(rule.GAP,),
             reads=same_tokens.READS,
         ),
         PerModelCheck(
             id="A3",
             lead=2,
-            says=((Role.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
+            says=((roles.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
             words=Words(
                 holds="at equal answer loss the answer's gradient is still smaller after the reasoning",
                 fails="at equal answer loss the answer's gradient is not smaller after the reasoning",
                 unresolved="these instructions do not decide the gap at equal answer loss",
             ),
             plain="A2 holds also at equal answer loss",
-            headline=Role.EQUAL_LOSS_GAP,
+            headline=roles.EQUAL_LOSS_GAP,
             claim=(
                 "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
                 "the answer's gradient is still larger without reasoning (the intercept of the paired regression of "
@@ -398,7 +405,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=same_tokens.a3_parts,
             chapters=_GAP,
-            calibrated_by=("equal loss",),
+            calibrated_by=(rule.EQUAL_LOSS,),
             reads=same_tokens.READS,
             note=same_tokens.extrapolation_note,
             gate=same_tokens.line_determined,
@@ -408,10 +415,10 @@ REGISTRY: Registry = registry_of(
             id="A5",
             plain="The answer's gradient after its own chain is nearly what the same words shuffled, or another chain, give",
             lead=2,
-            headline=Role.CONTEXT_ORDER,
+            headline=context.ORDER,
             says=(
-                (Role.CONTEXT_ORDER, "nearly the same as after its words shuffled"),
-                (Role.CONTEXT_FOREIGN, "nearly the same as after another chain"),
+                (context.ORDER, "nearly the same as after its words shuffled"),
+                (context.FOREIGN, "nearly the same as after another chain"),
             ),
             words=Words(
                 holds="any long context of the chain's words does what the reasoning does: the context, not the reasoning",
@@ -426,7 +433,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=context.a5_parts,
             chapters=_GAP,
-            calibrated_by=("within",),
+            calibrated_by=(rule.WITHIN,),
             reads=same_tokens.READS,
         ),
         # --- A4: F1 on the same text, scored on as few tokens as the bare answer has
@@ -434,8 +441,11 @@ REGISTRY: Registry = registry_of(
             id="A4",
             plain="Scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half of F1's gap",
             lead=1,
-            headline=Role.F1_SHARE,
-            says=((Role.SUBSET_GAP, "larger with fewer tokens scored"), (Role.F1_SHARE, "at least half of F1's gap")),
+            headline=scored_tokens.F1_SHARE,
+            says=(
+                (scored_tokens.SUBSET_GAP, "larger with fewer tokens scored"),
+                (scored_tokens.F1_SHARE, "at least half of F1's gap"),
+            ),
             words=Words(
                 holds="scoring fewer tokens of the same text reproduces most of F1's gap",
                 fails="scoring fewer tokens of the same text reproduces less than half of F1's gap",
@@ -449,7 +459,7 @@ REGISTRY: Registry = registry_of(
             ),
             parts=scored_tokens.a4_parts,
             chapters=_GAP,
-            calibrated_by=("gap", "gap share"),
+            calibrated_by=(rule.GAP, rule.GAP_SHARE),
             reads=scored_tokens.READS,
         ),
     )

@@ -8,10 +8,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.core import vocabulary
-from analysis.findings import quantities, rules
+from analysis.findings import quantities, roles, rules
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine, pooled
 from analysis.findings.pooling import scope_rank
-from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part, Role
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
 
 
 def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
@@ -55,7 +55,7 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
 
 
 def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, *, estimate: Estimate) -> dict:
-    part = Part("effective rank difference", estimate, "above", 0.0, role=Role.SIMULATED)
+    part = Part("effective rank difference", estimate, "above", 0.0, role=roles.SIMULATED)
     low, high = part.interval()
     verdict = rules.decide([part])
     word = {

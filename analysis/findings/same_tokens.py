@@ -27,9 +27,10 @@ from collections.abc import Iterable, Sequence
 
 import numpy as np
 
+from analysis.findings import roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
 from analysis.findings.quantities import log_level
-from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Role, Unit, Why
+from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
 
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
 SHUFFLED = "detailed_shuffled_answer"
@@ -106,13 +107,13 @@ def a2_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozens
         return None
     early_late = combine(np.subtract, gaps["early"], gaps["late"])
     parts = [
-        Part(A2_PART, gaps["all"], "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_GAP),
-        Part("early / late of that ratio", early_late, "above", 0.0, Unit.RATIO, role=Role.EARLY_LATE),
+        Part(A2_PART, gaps["all"], "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP),
+        Part("early / late of that ratio", early_late, "above", 0.0, Unit.RATIO, role=roles.EARLY_LATE),
     ]
     frobenius = answer_gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
     if frobenius is not None:
         name = "the same in Frobenius norm"
-        parts.append(Part(name, frobenius, "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_FROBENIUS, decides=False))
+        parts.append(Part(name, frobenius, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_FROBENIUS, decides=False))
     stated = answer_gap(cd, dataset, NONE, DETAILED, within=verbatim)
     if stated is not None:
         parts.append(
@@ -122,7 +123,7 @@ def a2_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozens
                 "above",
                 0.0,
                 Unit.RATIO,
-                role=Role.SAME_TOKEN_GAP,
+                role=roles.SAME_TOKEN_GAP,
                 facet=(VERBATIM,),
                 decides=False,
             )
@@ -131,7 +132,7 @@ def a2_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozens
         if cd.has(cd.condition_key(dataset, setting)):
             gap = answer_gap(cd, dataset, NONE, setting)
             parts.append(
-                Part(name, gap, "above", 0.0, Unit.RATIO, role=Role.CONTEXT_GAP, facet=(setting,), decides=False)
+                Part(name, gap, "above", 0.0, Unit.RATIO, role=roles.CONTEXT_GAP, facet=(setting,), decides=False)
             )
     return parts
 
@@ -213,10 +214,10 @@ def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     loss = {s: _mean(losses[s], weights, dataset) for s in (NONE, DETAILED)}
     change = _mean(losses[DETAILED] - losses[NONE], weights, dataset)
     return [
-        Part(A3_PART, intercept, "above", 0.0, Unit.RATIO, role=Role.EQUAL_LOSS_GAP),
-        Part(SLOPE_PART, slope, "above", 0.0, role=Role.SLOPE, decides=False),
+        Part(A3_PART, intercept, "above", 0.0, Unit.RATIO, role=roles.EQUAL_LOSS_GAP),
+        Part(SLOPE_PART, slope, "above", 0.0, role=roles.SLOPE, decides=False),
         Part(
-            LOSS_PARTS[NONE], loss[NONE], "above", 0.0, Unit.LOSS, role=Role.ANSWER_LOSS, facet=(NONE,), decides=False
+            LOSS_PARTS[NONE], loss[NONE], "above", 0.0, Unit.LOSS, role=roles.ANSWER_LOSS, facet=(NONE,), decides=False
         ),
         Part(
             LOSS_PARTS[DETAILED],
@@ -224,11 +225,11 @@ def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
             "above",
             0.0,
             Unit.LOSS,
-            role=Role.ANSWER_LOSS,
+            role=roles.ANSWER_LOSS,
             facet=(DETAILED,),
             decides=False,
         ),
-        Part(LOSS_CHANGE_PART, change, "above", 0.0, Unit.LOSS, role=Role.ANSWER_LOSS_CHANGE, decides=False),
+        Part(LOSS_CHANGE_PART, change, "above", 0.0, Unit.LOSS, role=roles.ANSWER_LOSS_CHANGE, decides=False),
     ]
 
 
@@ -236,7 +237,7 @@ def line_determined(parts: Sequence[Part]) -> NotApplicable | None:
     """Why A3 has no verdict where its line is not determined (None where it is): more than
     ``UNDETERMINED_SHARE`` of the resamples spread the answer-loss gaps too little to fit a line
     (``weighted_intercepts``), or none was fitted."""
-    intercept = next((p for p in parts if p.role is Role.EQUAL_LOSS_GAP), None)
+    intercept = next((p for p in parts if p.role is roles.EQUAL_LOSS_GAP), None)
     if intercept is None or intercept.estimate is None:
         return None
     draws = np.asarray(intercept.estimate.draws, dtype=float)

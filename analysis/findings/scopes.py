@@ -18,6 +18,7 @@ from typing import ClassVar, Protocol
 from analysis.core import vocabulary
 from analysis.findings import training
 from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.calibration.rule import Rule
 from analysis.findings.pooling import (
     Adjust,
     Gate,
@@ -95,7 +96,8 @@ class Check(ABC):
     the claim holds (None: the cell's first deciding part; ``rules.Finding.decided_by``).
     ``lead``: the group of checks read together at the top of a book's first page (1 first); None:
     among the other claims after the verdict matrix.
-    ``calibrated_by``: the simulated rules of ``calibration`` whose error rates are this check's.
+    ``calibrated_by``: the simulated rules (``calibration.rule.Rule``) whose error rates are this
+    check's; its stated rate is the largest of theirs (``stated_rates.check_rate``).
     ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
     ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
     (a page that shows the check reads them, ``checks.statistics_read``).
@@ -111,7 +113,7 @@ class Check(ABC):
     headline: Role | None = None
     lead: int | None = None
     chapters: tuple[str, ...]
-    calibrated_by: tuple[str, ...]
+    calibrated_by: tuple[Rule, ...]
     figure: PartFigure | None = None
     reads: tuple[str, ...] = ()
 

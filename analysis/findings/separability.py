@@ -13,12 +13,12 @@ from scipy import stats as sps
 from threadpoolctl import threadpool_limits
 
 from analysis.core import vocabulary
-from analysis.findings import bootstrap, rules
+from analysis.findings import bootstrap, roles, rules
 from analysis.findings.bootstrap import Estimate, pooled
 from analysis.findings.classifier import out_of_fold_fits, weighted_auroc
 from analysis.findings.metrics import CORRECT, IRRELEVANT
 from analysis.findings.pooling import scope_rank
-from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part, Role
+from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Part
 
 
 def _group_bootstrap_weights(groups: np.ndarray, n_resamples: int, seed) -> np.ndarray:
@@ -267,4 +267,4 @@ def _pooled_row(model: str, setting: str, family: str, members: pd.DataFrame) ->
 def _separability_verdict(row) -> str:
     if row.estimate is None or not np.isfinite(row.auroc):
         return "not computed"
-    return SEPARABLE[rules.decide([Part("AUROC", row.estimate, "above", 0.5, role=Role.SIMULATED)])]
+    return SEPARABLE[rules.decide([Part("AUROC", row.estimate, "above", 0.5, role=roles.SIMULATED)])]

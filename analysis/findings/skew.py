@@ -5,7 +5,7 @@ The study's simulations (``calibration.Design``) draw normal noise on the log sc
 with a near-zero loss make a long lower tail as plausible as the long upper tail of the scenarios.
 ``false_holds_by_skew`` reruns ``calibration.false_holds`` with the noise of ``ratio_sizes.log_noise`` at
 each skewness. Where a rule cannot keep the promised 2.5% there, the rate it reaches is stated
-(``stated_rates.STATED_RATES``, held by tests/test_calibration.py) and the verdict matrix's note
+(``calibration.rule.Rule.stated``, held by tests/test_calibration.py) and the verdict matrix's note
 prints each check's (``stated_rates.check_rate``). ``measured_skew`` says how skewed a store's values are.
 """
 
@@ -20,7 +20,7 @@ from scipy import stats as sps
 from analysis.core import vocabulary
 from analysis.findings import calibration
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.stated_rates import stated_rate
+from analysis.findings.calibration.rule import Rule
 
 SKEWS = (-2.0, -1.0, 1.0, 2.0)
 
@@ -32,7 +32,7 @@ def false_holds_by_skew(
     n_resamples: int = 400,
     seed: int = 0,
     skews: tuple[float, ...] = SKEWS,
-    rules: tuple[str, ...] = calibration.FAILS_RULES,
+    rules: tuple[Rule, ...] = calibration.FAILS_RULES,
 ) -> pd.DataFrame:
     """``calibration.false_holds`` of each rule in each design of ``calibration.study_designs(n)``
     with per-sample logs of each skewness, beside the rate the rule states."""
@@ -50,13 +50,13 @@ def false_holds_by_skew(
                 )
                 rows.append(
                     {
-                        "rule": rule,
+                        "rule": rule.name,
                         "checks": ", ".join(by_rule.get(rule, ())),
                         "design": name,
                         "skewness": skew,
                         "reps": reps,
                         "holds when false": rate,
-                        "stated": stated_rate(rule),
+                        "stated": rule.stated,
                     }
                 )
     return pd.DataFrame(rows)

@@ -38,7 +38,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.findings import metrics
+from analysis.findings import metrics, roles
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, Estimate, _stable_seed, resample_counts
 from analysis.findings.rules import SAME_MARGIN, Finding, NotApplicable, Part, Role, Unit, Why
 from analysis.train.naming import is_probe_model, parse_probe_model
@@ -183,9 +183,11 @@ def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResa
         )
 
     return [
-        correlation(f"Spearman(step-0 curve, change after {step} steps)", by_curve, Role.SPEARMAN_CURVE, decides=False),
-        correlation("|Spearman(layer index, change)|", by_depth, Role.SPEARMAN_DEPTH, decides=False),
-        correlation("step-0 curve beyond layer index", beyond, Role.BEYOND_DEPTH, decides=True),
+        correlation(
+            f"Spearman(step-0 curve, change after {step} steps)", by_curve, roles.SPEARMAN_CURVE, decides=False
+        ),
+        correlation("|Spearman(layer index, change)|", by_depth, roles.SPEARMAN_DEPTH, decides=False),
+        correlation("step-0 curve beyond layer index", beyond, roles.BEYOND_DEPTH, decides=True),
     ]
 
 
@@ -225,7 +227,7 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
                 "above",
                 0.0,
                 Unit.RATIO,
-                role=Role.ARM_EARLY,
+                role=roles.ARM_EARLY,
                 facet=(slow,),
                 group=f"vs {label}",
             ),
@@ -235,7 +237,7 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
                 "above",
                 0.0,
                 Unit.RATIO,
-                role=Role.ARM_EARLY_LATE,
+                role=roles.ARM_EARLY_LATE,
                 facet=(slow,),
                 group=f"vs {label}",
             ),
@@ -282,9 +284,9 @@ def t3_from_cubes(
 
     # after training the probes differ by seed too: the fewer of probes and seeds counts
     return [
-        ratio("None / Detailed at step 0", gap0, n, role=Role.GAP_AT_START, decides=False),
-        ratio(f"None / Detailed at step {step}", gap, units, role=Role.GAP_AFTER, decides=False),
-        ratio(f"step {step} / step 0 of that ratio", gap - gap0, units, role=Role.GAP_CHANGE, bound=-T3_MARGIN),
+        ratio("None / Detailed at step 0", gap0, n, role=roles.GAP_AT_START, decides=False),
+        ratio(f"None / Detailed at step {step}", gap, units, role=roles.GAP_AFTER, decides=False),
+        ratio(f"step {step} / step 0 of that ratio", gap - gap0, units, role=roles.GAP_CHANGE, bound=-T3_MARGIN),
     ]
 
 
@@ -303,7 +305,7 @@ def t3_parts(probes, resampling: TrainingResampling, arm: str, step: int) -> lis
 def t3_applicable(parts: list[Part]) -> list[Part] | NotApplicable:
     """T3's parts, or why T3 does not apply: the step-0 gap decided (enough probes)
     but not above 0."""
-    start = next(p for p in parts if p.role is Role.GAP_AT_START)
+    start = next(p for p in parts if p.role is roles.GAP_AT_START)
     if start.n_smallest >= MIN_VERDICT_SAMPLES and not start.supports():
         return NotApplicable(
             Why.PRECONDITION,

@@ -23,10 +23,10 @@ from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
-from analysis.findings import averaging, same_tokens
+from analysis.findings import averaging, roles, same_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
 from analysis.findings.pooling import reasoning_datasets
-from analysis.findings.rules import Finding, Part, Role, Unit
+from analysis.findings.rules import Finding, Part, Unit
 from analysis.report import blocks, cells, plots, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import imported_models
@@ -119,7 +119,7 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
 def _same_tokens_in_words(found: Sequence[Finding]) -> str:
     """A2's and A3's pooled (else per dataset) findings of one model in words."""
     pieces = []
-    for check, role in (("A2", Role.SAME_TOKEN_GAP), ("A3", Role.EQUAL_LOSS_GAP)):
+    for check, role in (("A2", roles.SAME_TOKEN_GAP), ("A3", roles.EQUAL_LOSS_GAP)):
         for f in cells.answers(cells.of_check(found, check)):
             scope = vocabulary.scope_label(f.scope)
             if f.not_applicable is not None:
@@ -136,10 +136,10 @@ def _same_tokens_in_words(found: Sequence[Finding]) -> str:
 
 # The columns of the same-token table: what each shows, by the part's role and facet
 SAME_TOKEN_COLUMNS = (
-    ("None / Detailed, answer tokens", Role.SAME_TOKEN_GAP, None),
-    ("at equal answer loss", Role.EQUAL_LOSS_GAP, None),
-    ("answer loss, no reasoning", Role.ANSWER_LOSS, (same_tokens.NONE,)),
-    ("answer loss, after Detailed CoT", Role.ANSWER_LOSS, (same_tokens.DETAILED,)),
+    ("None / Detailed, answer tokens", roles.SAME_TOKEN_GAP, None),
+    ("at equal answer loss", roles.EQUAL_LOSS_GAP, None),
+    ("answer loss, no reasoning", roles.ANSWER_LOSS, (same_tokens.NONE,)),
+    ("answer loss, after Detailed CoT", roles.ANSWER_LOSS, (same_tokens.DETAILED,)),
 )
 
 
@@ -239,7 +239,7 @@ def token_sum_ratios(page: Page) -> list[float]:
 
 def _convention_row(model: str, scope: str, mean: Estimate, total: Estimate) -> dict:
     def shown(estimate: Estimate) -> str:
-        return voice.sized(Part("", estimate, "above", 0.0, Unit.RATIO, role=Role.F1_GAP))
+        return voice.sized(Part("", estimate, "above", 0.0, Unit.RATIO, role=roles.F1_GAP))
 
     return {
         "model": model,

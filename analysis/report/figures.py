@@ -244,7 +244,11 @@ def cell_title(finding: Finding, findings: Sequence[Finding] = (), registry: Reg
         pieces.append("beside: " + ", ".join(beside))
     split = cells.disagreeing(finding, findings, registry)
     if split:
-        pieces.append("its datasets disagree: " + ", ".join(f"{d} {voice.sized(p, interval=False)}" for d, p in split))
+        times = voice.reads_as_times([p.shown()[0] for _, p in split])  # the datasets' sizes in one style
+        pieces.append(
+            "its datasets disagree: "
+            + ", ".join(f"{d} {voice.sized(p, interval=False, times=times)}" for d, p in split)
+        )
     pieces.append(f"n = {finding.n}")
     if any(p.opposite for p in finding.parts):
         pieces.append("± the paper's mean nuclear norm and the geometric mean differ in sign")

@@ -17,7 +17,7 @@ from analysis import profiles
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, per_model
 from analysis.extract.token_counts import fill_command
-from analysis.findings import averaging, beyond_loss, energy_noise
+from analysis.findings import averaging, beyond_loss, energy_noise, roles
 from analysis.findings.checks import REGISTRY, Registry, get
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import Finding, NoteKind, Role
@@ -250,9 +250,9 @@ def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None
 
 def _split(finding: Finding) -> str:
     """ " (token size ..., alignment ...)" where the token energy is stored, else nothing."""
-    if finding.part(Role.TOKEN_SIZE) is None:
+    if finding.part(roles.TOKEN_SIZE) is None:
         return ""
-    return f" (token size {_value(finding, Role.TOKEN_SIZE)}, alignment {_value(finding, Role.ALIGNMENT)})"
+    return f" (token size {_value(finding, roles.TOKEN_SIZE)}, alignment {_value(finding, roles.ALIGNMENT)})"
 
 
 def _per_model(findings: Sequence[Finding], say, *, empty: str) -> str:
@@ -277,10 +277,10 @@ def _a1_in_words(found: Sequence[Finding], registry: Registry) -> str:
     for f in shown:
         said = words.of(f.verdict) if words is not None else ""
         pieces.append(
-            f"{vocabulary.scope_label(f.scope)}: None CoT's Frobenius norm is {_value(f, Role.FROBENIUS_GAP)} "
-            f"Detailed CoT's; averaging alone predicts {_value(f, Role.AVERAGING)}; what is left, token size and "
-            f"alignment, is {_value(f, Role.BEYOND_AVERAGING)} in the Frobenius norm{_split(f)} and "
-            f"{_value(f, Role.NUCLEAR_BEYOND_AVERAGING)} in F1's nuclear norm: A1 **{f.verdict}**"
+            f"{vocabulary.scope_label(f.scope)}: None CoT's Frobenius norm is {_value(f, roles.FROBENIUS_GAP)} "
+            f"Detailed CoT's; averaging alone predicts {_value(f, roles.AVERAGING)}; what is left, token size and "
+            f"alignment, is {_value(f, roles.BEYOND_AVERAGING)} in the Frobenius norm{_split(f)} and "
+            f"{_value(f, roles.NUCLEAR_BEYOND_AVERAGING)} in F1's nuclear norm: A1 **{f.verdict}**"
             + (f" (the gap is {said})" if said else "")
         )
     return "; ".join(pieces) + "."
@@ -304,9 +304,9 @@ def _g1_in_words(found: Sequence[Finding], registry: Registry) -> str:
             continue
         said = words.of(f.verdict) if words is not None else ""
         pieces.append(
-            f"{scope}: AUROC of the curves with the loss partialled out {_value(f, Role.BEYOND_LOSS, facet=deciding)} "
-            f"(p = {_value(f, Role.P_VALUE, facet=deciding)} by sign flips of whole pairs; the curves alone "
-            f"{_value(f, Role.AUROC_CURVES, facet=deciding)}, the loss alone {_value(f, Role.AUROC_LOSS, facet=deciding)}): "
+            f"{scope}: AUROC of the curves with the loss partialled out {_value(f, roles.BEYOND_LOSS, facet=deciding)} "
+            f"(p = {_value(f, roles.P_VALUE, facet=deciding)} by sign flips of whole pairs; the curves alone "
+            f"{_value(f, roles.AUROC_CURVES, facet=deciding)}, the loss alone {_value(f, roles.AUROC_LOSS, facet=deciding)}): "
             f"G1 **{f.verdict}**" + (f" (the curves {said})" if said else "")
         )
     covariates = next((n.text for f in shown if (n := f.note(NoteKind.COVARIATES)) is not None), "")

@@ -95,7 +95,8 @@ def split_sentence(found: Sequence[Finding], every: Sequence[Finding], registry:
     for finding in found:
         split = cells.disagreeing(finding, every, registry)
         if split:
-            sizes = ", ".join(f"{d} {voice.sized(p, interval=False)}" for d, p in split)
+            times = voice.reads_as_times([p.shown()[0] for _, p in split])  # the datasets' sizes in one style
+            sizes = ", ".join(f"{d} {voice.sized(p, interval=False, times=times)}" for d, p in split)
             pieces.append(f"{finding.model} {voice.scope(finding.scope, False)} ({sizes})")
     return f"its datasets disagree in {'; '.join(pieces)}" if pieces else ""
 

@@ -277,12 +277,13 @@ def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
 
 
 def error_rates(page: TrainingPage, reps: int = 200) -> pd.DataFrame:
-    """Share of false "holds" of the rules of the chapter's checks in each null scenario of
-    ``training_calibration`` (a training-set effect among them), simulated in this run's design
-    (probes, seeds, layers) by the functions the checks call."""
+    """Share of false "holds" of the rules of the chapter's checks (``training_calibration.RULES``)
+    in each null scenario of ``training_calibration`` (a training-set effect among them), simulated
+    in this run's design (probes, seeds, layers) by the functions the checks call, with the checks
+    each rule stands for (``calibration.checks_by_rule``)."""
     s = page.profile.training
     design = training_calibration.TrainingDesign(s.n_probes, len(s.seeds), int(page.change["layer"].max()) + 1)
-    table = training_calibration.false_holds_by_scenario(design, reps, n_resamples=200, seed=page.profile.seed)
-    by_rule = calibration.checks_by_rule()
-    table.insert(1, "checks", table["rule"].map(lambda rule: ", ".join(by_rule.get(rule, ()))))
+    table = training_calibration.false_holds_by_scenario(
+        design, reps, n_resamples=200, seed=page.profile.seed, checks_of=calibration.checks_by_rule()
+    )
     return table[["rule", "checks", "scenario", "runs' design", "instructions", "reps", "holds when false"]]

@@ -3,7 +3,9 @@
 ``notebooks/<name>.py`` (jupytext percent format) is converted to a notebook with the kernel
 papermill will use, executed with a profile's parameters, and its code cells tagged so that the
 pages show results only. The book is built over the project's ``_config.yml`` and ``_toc.yml``
-with warnings as errors, HTML into ``book/_build/html``.
+with warnings as errors, HTML into ``book/_build/html``. Before it builds, ``build_book`` writes
+what the pages include from the code (``write_generated``: the checks page's claims, from the
+registry, into ``book/_generated``, which git ignores), so that no page holds a pasted copy.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from analysis import profiles
 from analysis.core import chapters
 from analysis.core.errors import StudyError
 from analysis.profiles import Profile
+from analysis.report import verdicts
 from analysis.report.display import PAGE_ENDS
 
 PROJECT_ROOT = chapters.PROJECT_ROOT
@@ -36,6 +39,10 @@ NOTEBOOK_FOLDER = chapters.NOTEBOOK_FOLDER
 BOOK_EXPORT = Path("book", "_extra", "results.parquet")
 # The bibliography of a book without the landing page (``table_of_contents(only=...)``).
 REFERENCES_PAGE = "book/references"
+# What the book's pages include from the code, written by every build (``write_generated``; git
+# ignores the folder): the checks page's claims, ``{include}``d by book/checks.md.
+GENERATED_FOLDER = Path("book", "_generated")
+CLAIMS_FILE = GENERATED_FOLDER / "claims.md"
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -251,7 +258,7 @@ def copy_book_sources(root: Path, book_root: Path) -> None:
                 source,
                 target,
                 dirs_exist_ok=True,
-                ignore=shutil.ignore_patterns("_build", "notebooks", ".ipynb_checkpoints"),
+                ignore=shutil.ignore_patterns("_build", "notebooks", ".ipynb_checkpoints", GENERATED_FOLDER.name),
             )
         elif source.is_file():
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -310,14 +317,28 @@ def table_of_contents(book_root: Path, say: Callable[[str], None] = print, only:
     return target
 
 
+def write_generated(book_root: Path) -> list[Path]:
+    """Write what the pages of ``book_root`` include from the code, as the registry has it now: the
+    claims of the checks page (``verdicts.claims_markdown``: each check's anchor, plain words, estimand
+    and rule), included by book/checks.md, whose anchors (``verdicts.anchor``) the other pages link to.
+    The files written."""
+    claims = book_root / CLAIMS_FILE
+    claims.parent.mkdir(parents=True, exist_ok=True)
+    claims.write_text(verdicts.claims_markdown() + "\n")
+    return [claims]
+
+
 def build_book(
     book_root: Path, strict: bool = True, say: Callable[[str], None] = print, only: Sequence[str] | None = None
 ) -> float:
     """``jupyter-book build`` of ``book_root`` into ``book_root/book/_build/html``; seconds taken.
+    The generated pages are written first (``write_generated``), so that a plain ``jupyter-book
+    build`` of the same folder afterwards finds them too.
 
     ``strict`` turns warnings (a missing figure, a broken reference) into a failed build; ``only``:
     see :func:`table_of_contents`.
     """
+    write_generated(book_root)
     command = [
         jupyter_book_command(),
         "build",

@@ -1,25 +1,32 @@
 """The simulations of the rules' error rates, in the study's own design and under harder noise.
 
-``designs``: the simulated designs of the study and one simulated run of each rule (its false
-"holds" and false "does not hold"); ``rule_rates``: the tables the methods page quotes (error rates,
-coverage, skew, shares, power); ``scenarios``: one-sided misses of the intervals under harder
-noise; ``ratio_sizes``: the sizes of per-layer log ratios for "nearly the same" and F4;
-``gap_calibration`` and ``training_calibration``: the rules of A1 and G1 and of the training
-checks. The engine they simulate (checks, parts, rules, pooling, quantities) is ``analysis.findings``.
+``rule``: the simulated rules, each declared once (``Rule``: its name, stated rate, one simulated
+run and design; the checks of the registry point at them); ``designs``: the simulated designs of
+the study and one simulated run of each of its rules (their false "holds" and false "does not
+hold"); ``rule_rates``: the tables the methods page quotes (error rates, coverage, skew, shares,
+power); ``scenarios``: one-sided misses of the intervals under harder noise; ``ratio_sizes``: the
+sizes of per-layer log ratios for "nearly the same" and F4; ``gap_calibration`` and
+``training_calibration``: the rules of A1, A3 and G1 and of the training checks. The engine they
+simulate (checks, parts, rules, pooling, quantities) is ``analysis.findings``. ``checks`` imports
+``rule``; nothing here imports the registry when imported (``rule_rates.checks_by_rule`` reads it
+when called).
 """
 
 from analysis.findings.calibration.designs import (
-    FAILS_RULES,
     N_LAYERS,
-    RULES,
     Design,
-    checks_by_rule,
-    false_fails,
-    false_holds,
     study_designs,
     true_roughness,
 )
+from analysis.findings.calibration.rule import (
+    FAILS_RULES,
+    RULES,
+    Rule,
+    false_fails,
+    false_holds,
+)
 from analysis.findings.calibration.rule_rates import (
+    checks_by_rule,
     coverage_table,
     equivalence_power,
     false_holds_table,
@@ -35,6 +42,7 @@ __all__ = [
     "N_LAYERS",
     "RULES",
     "Design",
+    "Rule",
     "checks_by_rule",
     "coverage_table",
     "equivalence_power",

@@ -9,18 +9,20 @@ the functions the book uses: the quantities of ``quantities`` (``log_mean_curve`
 ``rules.decide``. Every number the methods page quotes about error rates, coverage and power comes
 from here (the tables are in ``calibration.rule_rates``), run by the tests and by the reproducibility page.
 
-The designs (``Design``) are named after the checks whose quantity they simulate:
+The simulated quantities are named after the checks whose quantity they simulate:
 
-- ``gap``: a paired difference of mean logs between a noisy fast setting and a quiet slow one
+- the gap: a paired difference of mean logs between a noisy fast setting and a quiet slow one
   (F1, the length control L and L2, F3 under Detailed CoT, F4);
-- ``same``: the same quantity tested for lying within the margin (F3 under None CoT, F5's Wiki part);
-- ``roughness``: the noise-corrected roughness of a noisy and a quiet log curve (F2);
-- ``share``: F5's contrast of the shares of roughness two pairs of curves keep;
-- the rules of the training checks (``training_calibration.RULES``), in a training run's design.
+- "nearly the same": the same quantity tested for lying within the margin (F3 under None CoT, F5's Wiki part);
+- the roughness: the noise-corrected roughness of a noisy and a quiet log curve (F2);
+- the share: F5's contrast of the shares of roughness two pairs of curves keep.
 
-``false_holds`` gives the share of "holds" when the claim is false at its boundary (no effect, or a
-true value exactly at the margin), for the rules of this book and, for comparison, the rules they
-replace; ``false_fails`` the share of "does not hold" when the claim is true.
+One run of each rule of ``calibration.rule`` that is simulated in the study's design is a function
+here (``gap_holds``, ``gap_fails``, ...; A1's, A3's and G1's are in ``gap_calibration``): the
+rule's false "holds" when its claim is false at its boundary (no effect, or a true value exactly at
+the margin), for the rules of this book and, for comparison, the rules they replace, and its false
+"does not hold" when its claim is true. The rules of the training checks are simulated in a
+training run's design (``training_calibration``).
 """
 
 from __future__ import annotations
@@ -30,48 +32,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from analysis.core.errors import StudyError
-from analysis.findings import check_parts, checks, metrics
+from analysis.findings import check_parts, metrics, roles
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
-from analysis.findings.calibration import gap_calibration, ratio_sizes, training_calibration
+from analysis.findings.calibration import ratio_sizes
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
-from analysis.findings.rules import (
-    FAILS,
-    HOLDS,
-    SAME_MARGIN,
-    Part,
-    Role,
-    decide,
-)
+from analysis.findings.rules import FAILS, HOLDS, SAME_MARGIN, Part, Verdict, decide
 
 N_LAYERS = 18
-# The simulated rules, in the order of the tables; each registered check names those that measure
-# its error rates (``checks.Check.calibrated_by``). "paper MAD" is the former F2 rule, for comparison.
-# The rules of the training checks are simulated in a training run's design (``training_calibration``).
-RULES = (
-    "gap",
-    "same",
-    "not better",
-    "roughness",
-    "share",
-    "paper MAD",
-    *gap_calibration.RULES,
-    *training_calibration.RULES,
-)
-# the rules whose claim can be made true in the simulation (for the false "does not hold" rate)
-FAILS_RULES = ("gap", "same", "not better", "roughness")
-
-
-def checks_by_rule(registry: checks.Registry = checks.REGISTRY) -> dict[str, tuple[str, ...]]:
-    """rule -> the checks of the registry whose error rates it measures, in ``RULES`` order (rules
-    no check names left out)."""
-    named = {}
-    for check in registry:
-        for rule in check.calibrated_by:
-            if rule not in RULES:
-                raise StudyError(f"check {check.id!r}: no simulation of rule {rule!r}; rules: {', '.join(RULES)}")
-            named.setdefault(rule, []).append(check.id)
-    return {rule: tuple(named[rule]) for rule in RULES if rule in named}
 
 
 @dataclass(frozen=True)
@@ -187,7 +154,7 @@ def _share_part(rng, design: Design, n_resamples: int) -> Part:
     ]
     simplified, detailed = pooled([a for a, _ in reasoning]), pooled([b for _, b in reasoning])
     return Part(
-        "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=Role.SIMULATED
+        "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=roles.SIMULATED
     )
 
 
@@ -212,79 +179,80 @@ def _old_abs_rd(rng, design: Design, n_resamples: int) -> Estimate:
     return pooled(per_dataset)
 
 
-# --------------------------------------------------------------------------- error rates and coverage
+# --------------------------------------------------------------------------- one run of each rule
+# Each rule of ``calibration.rule`` runs one of these per simulated repetition (``rule.false_holds``,
+# ``rule.false_fails``): whether one run on data drawn from ``rng`` in ``design`` says "holds" when
+# its claim is false at its boundary, or "does not hold" when its claim is true.
 
 
 def _rate(hits: int, reps: int) -> float:
     return hits / reps
 
 
-def false_holds(check: str, design: Design, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
-    """Share of "holds" when the claim is false at its boundary, for the rule of ``check``:
-
-    - ``gap``: "fast > slow" with no true difference;
-    - ``same``: "nearly the same" with the true per-layer log ratio's root-mean-square over layers
-      exactly at the margin, running from + to - across the layers (its signed mean 0);
-    - ``not better``: F4's "no better" with the instruct model's separation exactly the margin
-      larger than its base model's (the base separating, ``ratio_sizes.SEPARATING``);
-    - ``roughness``: "fast rougher" with equally smooth true curves (None noisier);
-    - ``share``: F5's "Wiki keeps more of its roughness" with both shares exactly a quarter (not
-      resolved, so never "holds", where a shorter curve's roughness is not established);
-    - ``paper MAD``: the former F2 rule (log MAD ratio > 0) on the same data;
-    - ``old same``: the former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the
-      claim is true: this measures how often it was found, its power).
-    """
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for rep in range(reps):
-        if check in gap_calibration.RULES:  # A1 and G1 (``gap_calibration``)
-            hits += gap_calibration.holds(check, rng, design, n_resamples, repetition=rep)
-            continue
-        if check == "gap":
-            part = Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0, role=Role.SIMULATED)
-        elif check == "same":
-            part = ratio_sizes.same_part(rng, design, SAME_MARGIN, n_resamples)
-        elif check == "not better":
-            separating = ratio_sizes.SEPARATING
-            part = ratio_sizes.not_better_part(
-                rng, design, separating + SAME_MARGIN, separating, n_resamples=n_resamples
-            )
-        elif check == "share":
-            part = _share_part(rng, design, n_resamples)
-        elif check in ("roughness", "paper MAD"):
-            corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-            part = Part(check, corrected if check == "roughness" else paper, "above", 0.0, role=Role.SIMULATED)
-        elif check == "old same":
-            part = Part(check, _old_abs_rd(rng, design, n_resamples), "below", 0.1, role=Role.SIMULATED)
-        else:
-            raise ValueError(f"unknown check {check!r}")
-        hits += decide([part]) == HOLDS
-    return _rate(hits, reps)
+def _says(part: Part, verdict: Verdict) -> bool:
+    return decide([part]) == verdict
 
 
-def false_fails(check: str, design: Design, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
-    """Share of "does not hold" when the claim is true: ``gap`` with a true log difference of 0.2,
-    ``same`` with equal curves, ``not better`` with separations of equal size, ``roughness``
-    with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
-    rng = np.random.default_rng(seed)
-    hits = 0
-    for _ in range(reps):
-        if check == "gap":
-            part = Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0, role=Role.SIMULATED)
-        elif check == "same":
-            part = ratio_sizes.same_part(rng, design, 0.0, n_resamples)
-        elif check == "not better":
-            separating = ratio_sizes.SEPARATING
-            part = ratio_sizes.not_better_part(rng, design, separating, separating, n_resamples=n_resamples)
-        elif check == "roughness":
-            part = Part(
-                check,
-                _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0],
-                "above",
-                0.0,
-                role=Role.SIMULATED,
-            )
-        else:
-            raise ValueError(f"unknown check {check!r}")
-        hits += decide([part]) == FAILS
-    return _rate(hits, reps)
+def gap_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """ "fast > slow" with no true difference."""
+    return _says(Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0, role=roles.SIMULATED), HOLDS)
+
+
+def gap_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """ "fast > slow" with a true log difference of 0.2."""
+    return _says(Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0, role=roles.SIMULATED), FAILS)
+
+
+def same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """ "nearly the same" with the true per-layer log ratio's root-mean-square over layers exactly
+    at the margin, running from + to - across the layers (its signed mean 0)."""
+    return _says(ratio_sizes.same_part(rng, design, SAME_MARGIN, n_resamples), HOLDS)
+
+
+def same_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """ "nearly the same" with equal curves."""
+    return _says(ratio_sizes.same_part(rng, design, 0.0, n_resamples), FAILS)
+
+
+def not_better_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """F4's "no better" with the instruct model's separation exactly the margin larger than its base
+    model's (the base separating, ``ratio_sizes.SEPARATING``)."""
+    separating = ratio_sizes.SEPARATING
+    part = ratio_sizes.not_better_part(rng, design, separating + SAME_MARGIN, separating, n_resamples=n_resamples)
+    return _says(part, HOLDS)
+
+
+def not_better_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """F4's "no better" with separations of equal size."""
+    separating = ratio_sizes.SEPARATING
+    return _says(ratio_sizes.not_better_part(rng, design, separating, separating, n_resamples=n_resamples), FAILS)
+
+
+def roughness_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """ "fast rougher" with equally smooth true curves (None noisier)."""
+    corrected, _paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
+    return _says(Part("roughness", corrected, "above", 0.0, role=roles.SIMULATED), HOLDS)
+
+
+def roughness_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """ "fast rougher" with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
+    corrected, _paper = _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)
+    return _says(Part("roughness", corrected, "above", 0.0, role=roles.SIMULATED), FAILS)
+
+
+def share_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """F5's "Wiki keeps more of its roughness" with both shares exactly a quarter (not resolved, so
+    never "holds", where a shorter curve's roughness is not established)."""
+    return _says(_share_part(rng, design, n_resamples), HOLDS)
+
+
+def paper_mad_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """The former F2 rule (log MAD ratio > 0) on the data of ``roughness_holds``."""
+    _corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
+    return _says(Part("paper MAD", paper, "above", 0.0, role=roles.SIMULATED), HOLDS)
+
+
+def old_same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """The former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the claim is true: this
+    measures how often it was found, its power)."""
+    return _says(Part("old same", _old_abs_rd(rng, design, n_resamples), "below", 0.1, role=roles.SIMULATED), HOLDS)

@@ -23,20 +23,22 @@
   say "holds" at most 2.5% of the time, where the covariate's gaps straddle 0 and, in every other
   repetition, where they all lie on one side of it (``COVARIATE_CENTRES``: the intercept extrapolates).
 
-``calibration.false_holds`` runs these rules in its designs (``calibration.Design``).
+One run of each is ``averaging_holds``, ``beyond_loss_null_holds`` and ``equal_loss_holds``, the
+simulations of the rules ``rule.AVERAGING``, ``rule.BEYOND_LOSS`` and ``rule.EQUAL_LOSS``, which
+``calibration.false_holds`` runs in its designs (``calibration.Design``).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.findings import averaging, beyond_loss, same_tokens
+from analysis.findings import averaging, beyond_loss, roles, same_tokens
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
+from analysis.findings.calibration.designs import Design
 from analysis.findings.pooling import pool_parts
-from analysis.findings.rules import HOLDS, Part, Role, decide
+from analysis.findings.rules import HOLDS, Part, decide
 
-RULES = ("averaging", "beyond loss", "equal loss")
 TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
 TOKEN_SD = 0.5  # spread of log token counts over instructions
 GAP_LAYERS = 6
@@ -119,27 +121,22 @@ def equal_loss_estimate(rng, design, n_resamples: int, *, centre: float, effect:
     return pooled(per_dataset)
 
 
-def holds(rule: str, rng, design, n_resamples: int, *, repetition: int = 0) -> bool:
-    """Whether one simulated run of ``rule``, its claim false, says "holds"."""
-    if rule == "averaging":
-        return (
-            decide(
-                [
-                    Part(
-                        averaging.A1_PART,
-                        _averaging_estimate(rng, design, n_resamples),
-                        "above",
-                        0.0,
-                        role=Role.SIMULATED,
-                    )
-                ]
-            )
-            == HOLDS
-        )
-    if rule == "equal loss":
-        centre = COVARIATE_CENTRES[repetition % len(COVARIATE_CENTRES)]
-        estimate = equal_loss_estimate(rng, design, n_resamples, centre=centre)
-        return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0, role=Role.SIMULATED)]) == HOLDS
-    if rule == "beyond loss":  # a permutation test: no bootstrap resamples
-        return beyond_loss_holds(rng, design, noise=CURVE_NOISE[repetition % len(CURVE_NOISE)])
-    raise ValueError(f"unknown rule {rule!r}; rules: {', '.join(RULES)}")
+def averaging_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
+    """Whether one simulated run of A1, the Frobenius gap averaging alone, says "holds"."""
+    part = Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0, role=roles.SIMULATED)
+    return decide([part]) == HOLDS
+
+
+def equal_loss_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, repetition: int) -> bool:
+    """Whether one simulated run of A3, the log-nuclear gap the loss gap alone, says "holds" (the
+    covariate's gaps centred at ``COVARIATE_CENTRES``, in turn by ``repetition``)."""
+    centre = COVARIATE_CENTRES[repetition % len(COVARIATE_CENTRES)]
+    estimate = equal_loss_estimate(rng, design, n_resamples, centre=centre)
+    return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0, role=roles.SIMULATED)]) == HOLDS
+
+
+def beyond_loss_null_holds(rng: np.random.Generator, design: Design, *, repetition: int, **_: object) -> bool:
+    """Whether one simulated run of G1, the curves carrying nothing beyond the token losses, says
+    "holds" (the curves' noise ``CURVE_NOISE``, in turn by ``repetition``; a permutation test: no
+    bootstrap resamples)."""
+    return beyond_loss_holds(rng, design, noise=CURVE_NOISE[repetition % len(CURVE_NOISE)])

@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from analysis.findings import roles
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.quantities import corrected_mean_square, size_excess
-from analysis.findings.rules import SAME_MARGIN, Part, Role
+from analysis.findings.rules import SAME_MARGIN, Part
 
 if TYPE_CHECKING:
     from analysis.findings.calibration.designs import Design
@@ -74,7 +75,7 @@ def same_part(rng: np.random.Generator, design: Design, size: float, n_resamples
     """F3's None-CoT part on simulated noisy None-CoT responses whose true per-layer ratio has a
     root-mean-square ``size`` over layers (``shape``)."""
     per_dataset = mean_squares(rng, design, (size,), (shape,), sds=design.fast_sd, n_resamples=n_resamples)
-    return Part("same", pooled([row[0] for row in per_dataset]), "below", SAME_MARGIN**2, role=Role.SIMULATED)
+    return Part("same", pooled([row[0] for row in per_dataset]), "below", SAME_MARGIN**2, role=roles.SIMULATED)
 
 
 def not_better_part(
@@ -91,5 +92,5 @@ def not_better_part(
         pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]),
         "below",
         0.0,
-        role=Role.SIMULATED,
+        role=roles.SIMULATED,
     )

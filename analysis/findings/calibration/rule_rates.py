@@ -1,9 +1,9 @@
 """The tables of the rules' error rates that the methods page quotes, from the simulated runs of
-``calibration.designs``.
+the rules of ``calibration.rule`` (in the designs of ``calibration.designs``).
 
-``false_holds_table`` gives the share of "holds" when the claim is false at its boundary (no effect,
-or a true value exactly at the margin), for the rules of this book and, for comparison, the rules
-they replace; ``coverage_table`` the coverage of the 95% intervals with each one-sided miss;
+``checks_by_rule`` says which checks of a registry each rule stands for; ``false_holds_table``
+gives the share of "holds" when the claim is false at its boundary (no effect, or a true value
+exactly at the margin), for the rules of this book and, for comparison, the rules they replace; ``coverage_table`` the coverage of the 95% intervals with each one-sided miss;
 ``log_ratio_coverage_table`` the coverage that chose logs of per-sample values over logs of mean values and the
 exact bias factor over its square; ``share_table`` the coverage of intervals for an accuracy;
 ``power_table`` the share of "holds" at true effects and the instructions needed for 80% power.
@@ -14,58 +14,80 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 
-from analysis.findings import checks
+from analysis.core.errors import StudyError
+from analysis.findings import roles
 from analysis.findings.bootstrap import LEVEL, Estimate, resample_counts
 from analysis.findings.calibration import ratio_sizes, training_calibration
 from analysis.findings.calibration.designs import (
-    FAILS_RULES,
     Design,
     _gap_estimate,
     _rate,
     _rough_estimates,
-    checks_by_rule,
-    false_fails,
-    false_holds,
     study_designs,
     true_roughness,
 )
-from analysis.findings.rules import HOLDS, Part, Role, decide, instructions_for_power
+from analysis.findings.calibration.rule import GAP, RULES, SAME, Rule, SimulatedIn, false_fails, false_holds
+from analysis.findings.rules import HOLDS, Part, decide, instructions_for_power
+
+if TYPE_CHECKING:
+    from analysis.findings.checks import Registry
+
+
+def checks_by_rule(registry: Registry | None = None) -> dict[Rule, tuple[str, ...]]:
+    """rule -> the checks of ``registry`` (None: the study's, ``checks.REGISTRY``) whose error rates
+    it measures, in ``rule.RULES`` order and then the rules only that registry declares (rules no
+    check names left out)."""
+    if registry is None:
+        # here, not at the top: ``checks`` imports the rules of this package
+        from analysis.findings.checks import REGISTRY
+
+        registry = REGISTRY
+    named: dict[Rule, list[str]] = {}
+    for check in registry:
+        for rule in check.calibrated_by:
+            if not isinstance(rule, Rule):
+                raise StudyError(f"check {check.id!r}: {rule!r} is not a rule (a calibration.rule.Rule)")
+            named.setdefault(rule, []).append(check.id)
+    order = [*(r for r in RULES if r in named), *(r for r in named if r not in RULES)]
+    return {rule: tuple(named[rule]) for rule in order}
 
 
 def false_holds_table(
     n: int = 5,
-    rules: Sequence[str] | None = None,
+    rules: Sequence[Rule] | None = None,
     training: training_calibration.TrainingDesign | None = None,
-    registry: checks.Registry = checks.REGISTRY,
+    registry: Registry | None = None,
     *,
     reps: int = 1000,
     n_resamples: int = 400,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """``false_holds`` of every rule that a check of the registry names (``checks_by_rule``; or of
-    ``rules``) in every design of ``study_designs(n)`` (nominal: 2.5%), and ``false_fails`` of the
-    book's rules (nominal: at most 2.5%), with the checks each rule stands for. The rules of the
-    training checks are simulated in ``training`` (default: ``n`` probes, five seeds, eight layers).
+    """``false_holds`` of every rule that a check of the registry (None: the study's) names
+    (``checks_by_rule``; or of ``rules``) in every design of ``study_designs(n)`` (nominal: 2.5%),
+    and ``false_fails`` of the rules whose claim is also made true (``Rule.fails``; nominal: at
+    most 2.5%), with the checks each rule stands for. The rules of the training checks are
+    simulated in ``training`` (default: ``n`` probes, five seeds, eight layers).
     Each rule in each design: ``reps`` simulated runs of ``n_resamples`` bootstrap resamples, from
     ``seed``."""
     by_rule = checks_by_rule(registry)
     rules = rules or tuple(by_rule)
     rows = []
     for i, (name, design) in enumerate(study_designs(n).items()):
-        for j, rule in enumerate(r for r in rules if r not in training_calibration.RULES):
+        for j, rule in enumerate(r for r in rules if r.simulated_in is SimulatedIn.STUDY):
             rate = false_holds(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 100 * i + j)
             wrong_fails = (
                 false_fails(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 100 * i + j + 50)
-                if rule in FAILS_RULES
+                if rule.fails is not None
                 else None
             )
             rows.append(
                 {
-                    "rule": rule,
+                    "rule": rule.name,
                     "checks": ", ".join(by_rule.get(rule, ())),
                     "design": name,
                     "instructions": design.label,
@@ -80,16 +102,16 @@ def false_holds_table(
 
 def _training_rows(rules, by_rule, n, *, design, reps: int, n_resamples: int, seed: int) -> list[dict]:
     """The rows of the training rules among ``rules``, from one set of simulations they share."""
-    simulated = [r for r in rules if r in training_calibration.RULES]
+    simulated = [r for r in rules if r.simulated_in is SimulatedIn.TRAINING_RUNS]
     if not simulated:
         return []
     design = design or training_calibration.TrainingDesign(n=n)
     rates = training_calibration.largest_false_holds(design, reps, n_resamples, seed)
     return [
         {
-            "rule": rule,
+            "rule": rule.name,
             "checks": ", ".join(by_rule.get(rule, ())),
-            "design": "training runs",
+            "design": rule.simulated_in.value,
             "instructions": design.label,
             "reps": reps,
             "holds when false": rates[rule],
@@ -243,10 +265,10 @@ def share_table(
 
 
 def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
-    """Share of "holds" for "fast > slow" (the ``gap`` rule) at a true log difference ``effect``."""
+    """Share of "holds" for "fast > slow" (the rule ``rule.GAP``) at a true log difference ``effect``."""
     rng = np.random.default_rng(seed)
     hits = sum(
-        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0, role=Role.SIMULATED)])
+        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0, role=roles.SIMULATED)])
         == HOLDS
         for _ in range(reps)
     )
@@ -254,7 +276,8 @@ def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int =
 
 
 def equivalence_power(design: Design, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
-    """Share of "holds" for "nearly the same" (F3 under None CoT, F5) when the curves are equal."""
+    """Share of "holds" for "nearly the same" (the rule ``rule.SAME``: F3 under None CoT, F5) when the
+    curves are equal."""
     rng = np.random.default_rng(seed)
     hits = sum(decide([ratio_sizes.same_part(rng, design, 0.0, n_resamples)]) == HOLDS for _ in range(reps))
     return _rate(hits, reps)
@@ -276,7 +299,7 @@ def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_
         tuple((d, design.counts[0]) for d, _ in estimate.strata),
         estimate.variances,
     )
-    return instructions_for_power(Part("gap", scaled, "above", 0.0, role=Role.SIMULATED), assumed=effect)
+    return instructions_for_power(Part("gap", scaled, "above", 0.0, role=roles.SIMULATED), assumed=effect)
 
 
 def power_table(
@@ -295,7 +318,7 @@ def power_table(
         for j, effect in enumerate([*effects, None]):
             rows.append(
                 {
-                    "rule": "same (truth 0)" if effect is None else "gap",
+                    "rule": f"{SAME.name} (truth 0)" if effect is None else GAP.name,
                     "design": name,
                     "instructions": design.label,
                     "effect": math.nan if effect is None else effect,

@@ -40,8 +40,8 @@ import pandas as pd
 
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration.designs import N_LAYERS, _true_curve, true_roughness
+from analysis.findings.calibration.rule import PROMISED
 from analysis.findings.quantities import corrected_roughness, mean_curve_roughness
-from analysis.findings.stated_rates import PROMISED
 from analysis.findings.studentized import log_mean_contrast, mean_contrast, pooled_studentized
 
 EFFECT = 0.2  # true log difference of fast over slow (geometric)

@@ -12,13 +12,16 @@ the training-set effects and, in one scenario, a trend over depth that the step-
 Every claim is false in every scenario: the step-0 curve does not predict the weight change beyond
 depth (T1), the arms' weight changes do not differ (T2), the gap shrinks by exactly T3's margin
 (T3). The simulated arrays go through ``training.t1_from_cubes`` / ``t2_from_cubes`` /
-``t3_from_cubes`` and ``rules.decide``, the functions the chapter's checks call; ``simulated_tables``
-writes them as the store's rows for the end-to-end tests. The rules are named by what they decide
-(``RULES``); each training check names its rule in the registry (``checks.Check.calibrated_by``).
+``t3_from_cubes`` and ``rules.decide``, the functions the chapter's checks call, one verdict per
+check (``simulated_verdicts``); ``simulated_tables`` writes them as the store's rows for the
+end-to-end tests. The rules (``RULES``: ``rule.RANK_CORRELATION``, ``rule.ARM_CHANGE``,
+``rule.PROBE_GAP``) share each simulation and each reads its check's verdict (``Rule.verdict_of``);
+each training check names its rule in the registry (``checks.Check.calibrated_by``).
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -26,7 +29,8 @@ import pandas as pd
 
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, decide
+from analysis.findings.calibration.rule import TRAINING_RULES, Rule
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, Verdict, decide
 from analysis.findings.training import (
     T3_MARGIN,
     NotApplicable,
@@ -43,10 +47,7 @@ from analysis.findings.training import (
 STEP = 10
 ARMS = ("none", "detailed", "detailed_cut_none")
 SETTINGS = ("none", "detailed")
-# The simulated rules: the step-0 curve's rank correlation with the weight change beyond depth
-# (T1's), the None arm's weight change against the Detailed and the cut arms' (T2's) and the change
-# of the None / Detailed probe gap since step 0 (T3's).
-RULES = ("rank correlation", "arm change", "probe gap")
+RULES = TRAINING_RULES  # the rules simulated here, in the order of the tables
 SEED_NOISE = 0.3  # sd of the log weight change per layer and projection from the batch order
 GAP_NOISE = 0.03  # sd of the change of the probes' log None / Detailed gap per run from the batch order
 
@@ -182,50 +183,72 @@ def resampling_of(design: TrainingDesign, n_resamples: int, seed: int) -> Traini
     )
 
 
-def simulated_verdicts(runs: SimulatedRuns, resampling: TrainingResampling) -> dict[str, str]:
-    """The verdict of each rule on simulated runs (the None arm for the rules per arm)."""
+def simulated_verdicts(runs: SimulatedRuns, resampling: TrainingResampling) -> dict[str, Verdict]:
+    """The verdict of each training check on simulated runs, by check id (the None arm for the checks
+    per arm): what its rule says (``Rule.verdict_of``)."""
     t3 = t3_applicable(t3_from_cubes(runs.start, runs.after["none"], resampling, STEP))
     return {
-        "rank correlation": decide(t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, STEP)),
-        "arm change": decide(t2_from_cubes(runs.moved, resampling)),
-        "probe gap": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
+        "T1": decide(t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, STEP)),
+        "T2": decide(t2_from_cubes(runs.moved, resampling)),
+        "T3": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
 
 
-def false_holds_by_scenario(
-    design: TrainingDesign = TrainingDesign(), reps: int = 2000, n_resamples: int = 400, seed: int = 0
-) -> pd.DataFrame:
-    """Share of "holds" of each rule over ``reps`` simulations of ``design`` in each null scenario
-    (``SCENARIOS``; the rules share a scenario's simulations): one row per scenario and rule."""
-    rows = []
+def _false_holds_by_scenario(
+    design: TrainingDesign, reps: int, n_resamples: int, seed: int
+) -> dict[str, dict[Rule, float]]:
+    """scenario -> rule -> share of "holds" over ``reps`` simulations of ``design`` (the rules share
+    a scenario's simulations)."""
+    rates = {}
     for k, (name, effects) in enumerate(SCENARIOS.items()):
         rng = np.random.default_rng([seed, k])
         hits = dict.fromkeys(RULES, 0)
         for rep in range(reps):
             runs = simulate(rng, design, effects)
-            for rule, verdict in simulated_verdicts(runs, resampling_of(design, n_resamples, seed + rep)).items():
-                hits[rule] += verdict == HOLDS
-        rows += [
-            {
-                "rule": rule,
-                "scenario": name,
-                "runs' design": name in RUNS_DESIGN,
-                "instructions": design.label,
-                "reps": reps,
-                "holds when false": hits[rule] / reps,
-            }
-            for rule in RULES
-        ]
+            verdicts = simulated_verdicts(runs, resampling_of(design, n_resamples, seed + rep))
+            for rule in RULES:
+                hits[rule] += verdicts[rule.verdict_of] == HOLDS
+        rates[name] = {rule: hits[rule] / reps for rule in RULES}
+    return rates
+
+
+def false_holds_by_scenario(
+    design: TrainingDesign = TrainingDesign(),
+    reps: int = 2000,
+    n_resamples: int = 400,
+    seed: int = 0,
+    *,
+    checks_of: Mapping[Rule, Sequence[str]] | None = None,
+) -> pd.DataFrame:
+    """Share of "holds" of each rule over ``reps`` simulations of ``design`` in each null scenario
+    (``SCENARIOS``; the rules share a scenario's simulations): one row per scenario and rule, with
+    the checks each rule stands for after its name where ``checks_of`` says them
+    (``rule_rates.checks_by_rule``)."""
+    rows = []
+    for name, rates in _false_holds_by_scenario(design, reps, n_resamples, seed).items():
+        for rule, rate in rates.items():
+            named = {} if checks_of is None else {"checks": ", ".join(checks_of.get(rule, ()))}
+            rows.append(
+                {
+                    "rule": rule.name,
+                    **named,
+                    "scenario": name,
+                    "runs' design": name in RUNS_DESIGN,
+                    "instructions": design.label,
+                    "reps": reps,
+                    "holds when false": rate,
+                }
+            )
     return pd.DataFrame(rows)
 
 
 def largest_false_holds(
     design: TrainingDesign = TrainingDesign(), reps: int = 2000, n_resamples: int = 400, seed: int = 0
-) -> dict[str, float]:
+) -> dict[Rule, float]:
     """Each rule's largest share of false "holds" over the null scenarios of the runs' design
     (``false_holds_by_scenario``)."""
-    table = false_holds_by_scenario(design, reps, n_resamples, seed)
-    return table[table["runs' design"]].groupby("rule")["holds when false"].max().reindex(RULES).to_dict()
+    rates = _false_holds_by_scenario(design, reps, n_resamples, seed)
+    return {rule: max(rates[name][rule] for name in RUNS_DESIGN) for rule in RULES}
 
 
 # ----------------------------------------------------------------------------- as the store holds them
@@ -257,9 +280,9 @@ def simulated_tables(
     return pd.concat(probes, ignore_index=True), pd.concat(change, ignore_index=True)
 
 
-def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, str]:
-    """The verdict of each rule on simulated tables, through the chapter's table functions (the
-    None arm for the rules per arm)."""
+def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, Verdict]:
+    """The verdict of each training check on simulated tables, by check id, through the chapter's
+    table functions (the None arm for the checks per arm)."""
     resampling = TrainingResampling.of(
         "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples=n_resamples, seed=seed
     )
@@ -267,7 +290,7 @@ def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) ->
     # no parts where the tables lack a cube, as the chapter's checks read them (``training.t1``, ``training.t3``)
     t3 = t3_parts(probes, resampling, "none", STEP) or []
     return {
-        "rank correlation": decide(t1_parts(probes, change, resampling, "none", step=STEP) or []),
-        "arm change": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
-        "probe gap": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
+        "T1": decide(t1_parts(probes, change, resampling, "none", step=STEP) or []),
+        "T2": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
+        "T3": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
