@@ -220,6 +220,32 @@ def quick_conditions() -> tuple[str, ...]:
     return tuple(c.key for c in chosen)
 
 
+# The deciding run: two math and two commonsense datasets with None CoT (ecqa has no None-CoT pair
+# whose two answers are one text, creak about half: its draw keeps the usable ones).
+DECIDE_DATASETS = ("aqua", "gsm8k", "ecqa", "creak")
+DECIDE_SAMPLES = 30
+# What F1, A1, F3, A2, A3, A4 and A5 read: None and Detailed CoT with both responses, the answer
+# scored after the phrase alone, after the Detailed CoT, after its words shuffled and after another
+# instruction's chain, and the Detailed CoT scored on as many tokens as None CoT.
+DECIDE_SETTINGS = (
+    "none",
+    "detailed",
+    "none_answer",
+    "detailed_answer",
+    "detailed_shuffled_answer",
+    "detailed_other_answer",
+    *vocabulary.SCORED_SUBSET_SETTINGS,
+)
+
+
+def decide_conditions(datasets=DECIDE_DATASETS) -> tuple[str, ...]:
+    """The conditions of the deciding run (``DECIDE_SETTINGS`` of ``datasets``), in registry order."""
+    chosen = data.conditions_matching(
+        datasets=datasets, settings=DECIDE_SETTINGS, answer_scored=True, scored_subset=True
+    )
+    return tuple(c.key for c in chosen)
+
+
 def training_conditions(settings: TrainingSettings) -> tuple[str, ...]:
     """The conditions a training profile reads: each arm trained on and each probe setting."""
     settings_ = dict.fromkeys((*settings.arms, *settings.probe_settings))
@@ -329,6 +355,15 @@ PROFILES: dict[str, Profile] = {
         "5 seeds, 200 steps, on a GPU",
         source="training",
         training=TRAINING_PAPER,
+    ),
+    "decide": Profile(
+        name="decide",
+        models=OFFLINE_MODEL_NAMES,
+        conditions=decide_conditions(),
+        extraction=ExtractionSettings(n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu"),
+        n_resamples=1000,
+        description=f"both offline models, {DECIDE_SAMPLES} samples of the {len(decide_conditions())} conditions "
+        f"that decide F1, A1, F3, A2, A3, A4 and A5 on {', '.join(DECIDE_DATASETS)}",
     ),
     "decompose": Profile(
         name="decompose",

@@ -12,7 +12,10 @@ bootstrap variance of a mean over n instructions is exactly (n - 1) / n times it
 variance, so each dataset's bootstrap variance is multiplied by n / (n - 1); the t quantile takes
 the Welch-Satterthwaite degrees of freedom of the datasets behind the quantity (n - 1 for one
 dataset), so that a pooled family with one noisy small dataset is not credited with the
-instructions of the others. Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
+instructions of the others. Where a family's datasets disagree beyond their own noise, the family's
+interval also carries that spread (a random-effects component with one degree of freedom fewer than
+datasets, ``between_datasets``): two datasets on opposite sides do not make a confident family
+answer. Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
 stays inside [0, 1]. Skewed values are handled where the quantities are built: the checks work on
 the logs of per-sample values (``analysis.findings.rules``). ``analysis.findings.calibration``
 measures coverage, false "holds" and power of this engine in the study's design.
@@ -124,6 +127,9 @@ class Estimate:
     ``parameters``: how many parameters each dataset's value is fitted with (1 for a mean, 2 for the
     intercept of a line): its bootstrap variance is multiplied by n / (n - parameters) and its t
     quantile takes n - parameters degrees of freedom.
+    ``between``: for a family's mean over its datasets, the part of its variance that the datasets'
+    disagreement beyond their own noise adds (``pooled``), with one degree of freedom fewer than
+    datasets; 0 where they agree.
     """
 
     value: float
@@ -134,6 +140,7 @@ class Estimate:
     _: KW_ONLY
     null: np.ndarray | None = None
     parameters: int = 1
+    between: float = 0.0
 
     def p_value(self) -> float:
         """One-sided permutation p-value, (1 + number of null values at or above the value) /
@@ -169,12 +176,14 @@ class Estimate:
         if counts.size == 0 or np.any(left < 1):
             return math.nan, math.nan
         corrected = self.stratum_variances() * counts / left
-        total = float(corrected.sum())
+        within = float(corrected.sum())
+        total = within + self.between
         if not np.isfinite(total):
             return math.nan, math.nan
         if total <= 0:
             return 0.0, float(left.sum())
-        return total, float(total**2 / np.sum(corrected**2 / left))
+        spread = np.sum(corrected**2 / left) + (self.between**2 / (counts.size - 1) if self.between > 0 else 0.0)
+        return total, float(total**2 / spread)
 
     @property
     def df(self) -> float:
@@ -303,7 +312,23 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
             all(e.bounded for e in estimates),
             null=np.mean(np.stack(nulls), axis=0) if same_size else None,
             parameters=max(e.parameters for e in estimates),
+            between=between_datasets(estimates),
         )
+
+
+def between_datasets(estimates: Sequence[Estimate]) -> float:
+    """The variance a family's mean over its datasets gains from their disagreement beyond their own
+    noise: tau^2 / K, tau^2 the moment estimate max(0, variance of the K datasets' values less the
+    mean of their own variances) (the random-effects spread of the datasets' true values); 0 for one
+    dataset, a permutation statistic, or where the datasets agree within their noise."""
+    if len(estimates) < 2 or any(e.null is not None for e in estimates):
+        return 0.0
+    values = np.array([e.value for e in estimates], dtype=float)
+    own = np.array([e._corrected()[0] for e in estimates], dtype=float)
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(own))):
+        return 0.0
+    tau2 = max(0.0, float(values.var(ddof=1) - own.mean()))
+    return tau2 / len(estimates)
 
 
 # --------------------------------------------------------------------------- resampling

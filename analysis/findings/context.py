@@ -13,8 +13,13 @@ matters beyond its length and words. A2's own gap is shown beside.
 
 from __future__ import annotations
 
-from analysis.findings.rules import SAME_MARGIN, Part, Role, Unit
+from analysis.findings import roles
+from analysis.findings.roles import Role
+from analysis.findings.rules import SAME_MARGIN, Part, Unit
 from analysis.findings.same_tokens import DETAILED, NONE, OTHER, SHUFFLED, answer_gap
+
+ORDER = Role("the answer's gradient after its own chain over after the same words shuffled (A5)")
+FOREIGN = Role("the answer's gradient after its own chain over after another instruction's chain (A5)")
 
 ORDER_PART = "own Detailed CoT / its words shuffled, on the answer tokens"
 FOREIGN_PART = "own Detailed CoT / another instruction's, on the answer tokens"
@@ -29,10 +34,10 @@ def a5_parts(cd, dataset: str, **_) -> list[Part] | None:
     if order is None or foreign is None:
         return None
     parts = [
-        Part(ORDER_PART, order, "within", SAME_MARGIN, Unit.RATIO, role=Role.CONTEXT_ORDER),
-        Part(FOREIGN_PART, foreign, "within", SAME_MARGIN, Unit.RATIO, role=Role.CONTEXT_FOREIGN),
+        Part(ORDER_PART, order, "within", SAME_MARGIN, Unit.RATIO, role=ORDER),
+        Part(FOREIGN_PART, foreign, "within", SAME_MARGIN, Unit.RATIO, role=FOREIGN),
     ]
     gap = answer_gap(cd, dataset, NONE, DETAILED)
     if gap is not None:
-        parts.append(Part(A2_PART, gap, "above", 0.0, Unit.RATIO, role=Role.SAME_TOKEN_GAP, decides=False))
+        parts.append(Part(A2_PART, gap, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP, decides=False))
     return parts

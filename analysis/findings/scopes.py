@@ -94,6 +94,9 @@ class Check(ABC):
     ``paper``: whether it is one of the paper's claims (else a question beyond it).
     ``headline``: the role of the part whose size a verdict-matrix cell and the summary print where
     the claim holds (None: the cell's first deciding part; ``rules.Finding.decided_by``).
+    ``beside``: a part shown beside the sizes that decided the cells wherever the summary prints them
+    (its role, and the words that name it), e.g. A1's remainder in F1's own nuclear norm beside the
+    Frobenius norm that decides (None: none).
     ``lead``: the group of checks read together at the top of a book's first page (1 first); None:
     among the other claims after the verdict matrix.
     ``calibrated_by``: the simulated rules (``calibration.rule.Rule``) whose error rates are this
@@ -111,6 +114,7 @@ class Check(ABC):
     says: tuple[tuple[Role, str], ...] = ()
     paper: bool = False
     headline: Role | None = None
+    beside: tuple[Role, str] | None = None
     lead: int | None = None
     chapters: tuple[str, ...]
     calibrated_by: tuple[Rule, ...]

@@ -23,11 +23,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from analysis.findings import averaging
+from analysis.findings import averaging, roles
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine
 from analysis.findings.quantities import log_level
-from analysis.findings.rules import Part, Role, Unit
+from analysis.findings.roles import Role
+from analysis.findings.rules import Part, Unit
 from analysis.findings.same_tokens import shared_instructions
+
+SUBSET_GAP = Role("Detailed CoT scored on as many tokens as None CoT over scored on all of them (A4)")
+F1_SHARE = Role("the share of F1's log gap that scoring fewer tokens of the same text reproduces (A4)")
 
 SUBSET = "detailed_scored_none"  # Detailed CoT scored on as many of its tokens as None CoT's response has
 NUCLEAR = "nuclear_norm"
@@ -72,13 +76,13 @@ def a4_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     gap = combine(np.subtract, levels[SUBSET], levels["detailed"])
     f1 = combine(np.subtract, levels["none"], levels["detailed"])
     parts = [
-        Part(SUBSET_PART, gap, "above", 0.0, Unit.RATIO, role=Role.SUBSET_GAP),
-        Part(SHARE_PART, combine(np.divide, gap, f1), "above", SHARE_MARGIN, Unit.SHARE, role=Role.F1_SHARE),
-        Part(F1_PART, f1, "above", 0.0, Unit.RATIO, role=Role.F1_GAP, decides=False),
+        Part(SUBSET_PART, gap, "above", 0.0, Unit.RATIO, role=SUBSET_GAP),
+        Part(SHARE_PART, combine(np.divide, gap, f1), "above", SHARE_MARGIN, Unit.SHARE, role=F1_SHARE),
+        Part(F1_PART, f1, "above", 0.0, Unit.RATIO, role=roles.F1_GAP, decides=False),
     ]
     predicted = _averaging(cd, dataset)
     if predicted is not None:
-        parts.append(Part(AVERAGING_PART, predicted, "above", 0.0, Unit.RATIO, role=Role.AVERAGING, decides=False))
+        parts.append(Part(AVERAGING_PART, predicted, "above", 0.0, Unit.RATIO, role=roles.AVERAGING, decides=False))
     return parts
 
 

@@ -112,6 +112,10 @@ def claim_sentence(
         why = found[0].not_applicable
         return f"**{check.id}** {check.plain}: no verdict, {why.reason if why else 'not applicable'}."
     said = verdict_phrase(check_id, applicable, registry)
+    if check.beside is not None:
+        role, words = check.beside
+        shown = voice.sized_range([p for f in applicable if (p := f.part(role)) is not None], interval=False)
+        said += f" ({words}: {shown})" if shown else ""
     split = split_sentence(applicable, every, registry)
     return f"**{check.id}** {check.plain}: {said}" + (f"; {split}" if split else "") + "."
 

@@ -15,7 +15,9 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.findings.rules import HOLDS, Finding, Part, Role, Unit
+from analysis.findings import roles, scored_tokens
+from analysis.findings.roles import Role
+from analysis.findings.rules import HOLDS, Finding, Part, Unit
 from analysis.report import cells, voice
 
 
@@ -40,12 +42,12 @@ def _counts(averaging: Sequence[Part]) -> str:
 def f1_sentence(findings: Sequence[Finding]) -> str:
     """F1's gap, how many more tokens the slower loss averages over, what averaging alone predicts,
     and what is left of F1's nuclear norm beyond it ("" without F1's cells)."""
-    gap = _parts(findings, "F1", Role.F1_GAP)
+    gap = _parts(findings, "F1", roles.F1_GAP)
     if not gap:
         return ""
     text = f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT, F1)"
-    averaging = _parts(findings, "A1", Role.AVERAGING)
-    rest = _parts(findings, "A1", Role.NUCLEAR_BEYOND_AVERAGING)
+    averaging = _parts(findings, "A1", roles.AVERAGING)
+    rest = _parts(findings, "A1", roles.NUCLEAR_BEYOND_AVERAGING)
     if averaging:
         text += (
             f", and the Detailed CoT's loss averages over {_counts(averaging)} times more tokens, which alone "
@@ -59,7 +61,7 @@ def f1_sentence(findings: Sequence[Finding]) -> str:
 def a4_sentence(findings: Sequence[Finding]) -> str:
     """The same Detailed-CoT text scored on as few tokens as the bare answer: its gradient over the
     all-token one and the share of F1's gap that reproduces ("" without A4's cells)."""
-    gap, share = _parts(findings, "A4", Role.SUBSET_GAP), _parts(findings, "A4", Role.F1_SHARE)
+    gap, share = _parts(findings, "A4", scored_tokens.SUBSET_GAP), _parts(findings, "A4", scored_tokens.F1_SHARE)
     if not gap:
         return ""
     found = cells.answers(cells.of_check(findings, "A4"))
@@ -76,7 +78,7 @@ def a4_sentence(findings: Sequence[Finding]) -> str:
 def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
     """The answer's own tokens scored with and without reasoning before them (A2), and F1's gap under
     a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT); "" without either."""
-    gap = _parts(findings, "A2", Role.SAME_TOKEN_GAP)
+    gap = _parts(findings, "A2", roles.SAME_TOKEN_GAP)
     pieces = []
     if gap:
         larger = sum(p.value < 0 for p in gap)

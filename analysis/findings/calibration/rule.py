@@ -24,7 +24,7 @@ from typing import Protocol
 import numpy as np
 
 from analysis.core.errors import StudyError
-from analysis.findings.calibration import designs, gap_calibration
+from analysis.findings.calibration import control_calibration, designs, gap_calibration
 from analysis.findings.calibration.designs import Design
 
 PROMISED = 0.025  # the most an interval may miss on one side (book/methods.md): a rule's rate unless stated
@@ -96,6 +96,9 @@ OLD_SAME = Rule("old same", holds=designs.old_same_holds)
 AVERAGING = Rule("averaging", holds=gap_calibration.averaging_holds)
 BEYOND_LOSS = Rule("beyond loss", holds=gap_calibration.beyond_loss_null_holds)
 EQUAL_LOSS = Rule("equal loss", holds=gap_calibration.equal_loss_holds)
+# A4 and A5 (``control_calibration``)
+GAP_SHARE = Rule("gap share", holds=control_calibration.gap_share_holds)
+WITHIN = Rule("within", holds=control_calibration.within_holds, fails=control_calibration.within_fails)
 # T1-T3: the step-0 curve's rank correlation with the weight change beyond depth, the None arm's
 # weight change against the Detailed and the cut arms', the change of the None / Detailed probe gap
 # since step 0 (``training_calibration``)
@@ -116,6 +119,8 @@ RULES = (
     AVERAGING,
     BEYOND_LOSS,
     EQUAL_LOSS,
+    GAP_SHARE,
+    WITHIN,
     RANK_CORRELATION,
     ARM_CHANGE,
     PROBE_GAP,
