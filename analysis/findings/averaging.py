@@ -125,7 +125,7 @@ def log_terms(cd: CurveDraws, condition: str) -> LogTerms | None:
 
     log_f = np.stack([np.log(aligned(m, i)) for m, i in frobenius]).mean(axis=0) if ids.size else None
     counts = np.nanmax(aligned(*tokens[0]), axis=1) if ids.size else None
-    if log_f is None or not np.all(np.isfinite(log_f)) or not np.all(counts > 0):
+    if log_f is None or counts is None or not np.all(np.isfinite(log_f)) or not np.all(counts > 0):
         return None
     log_n = log_mean(nuclear) if nuclear is not None else None
     energy = _per_sample(cd, condition, ENERGY)

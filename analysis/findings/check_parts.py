@@ -65,11 +65,17 @@ def _short(setting: str) -> str:
     return vocabulary.setting_label(setting).split()[0]
 
 
+def _all_known(estimates: dict[str, Estimate | None]) -> dict[str, Estimate] | None:
+    """The estimates when every one is known, else None."""
+    known = {key: e for key, e in estimates.items() if e is not None}
+    return known if len(known) == len(estimates) else None
+
+
 def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
     larger early than late."""
-    gaps = {seg: log_gap(cd, dataset, "none", "detailed", segment=seg) for seg in ("all", "early", "late")}
-    if any(v is None for v in gaps.values()):
+    gaps = _all_known({seg: log_gap(cd, dataset, "none", "detailed", segment=seg) for seg in ("all", "early", "late")})
+    if gaps is None:
         return None
     parts = [
         Part("None / Detailed (all layers)", gaps["all"], "above", 0.0, Unit.RATIO, role=roles.F1_GAP),
@@ -184,11 +190,11 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
     irrelevant/correct log ratio of the instruct model exceeds its base model's by less than the
     margin (``size_excess`` below 0; paired by instruction); the sizes' difference, the signed
     ratios' difference and the paper's quantity shown beside."""
-    squares = [log_rd_mean_square(cd, dataset, "detailed") for cd in (instruct, base)]
+    square_a, square_b = (log_rd_mean_square(cd, dataset, "detailed") for cd in (instruct, base))
     a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
-    if a is None or b is None or any(s is None for s in squares):
+    if a is None or b is None or square_a is None or square_b is None:
         return None
-    sizes = combine(np.subtract, *(root_mean_square(s) for s in squares))
+    sizes = combine(np.subtract, root_mean_square(square_a), root_mean_square(square_b))
     signed = Part(
         "instruct / base of Detailed irrelevant / correct",
         combine(np.subtract, a, b),
@@ -198,7 +204,7 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
         role=roles.SIGNED_RATIO,
     )
     return [
-        Part(F4_SIZE, size_excess(*squares, SAME_MARGIN), "below", 0.0, role=roles.SIZE_EXCESS),
+        Part(F4_SIZE, size_excess(square_a, square_b, SAME_MARGIN), "below", 0.0, role=roles.SIZE_EXCESS),
         Part(
             "instruct / base of Detailed size",
             sizes,
@@ -233,8 +239,8 @@ def with_share(parts: list[Part]) -> list[Part]:
 
 def _length_view(cd: CurveDraws, dataset: str, fast: str, cut: str) -> dict[str, Estimate] | None:
     """Gap fast vs Detailed, fast vs the cut (content at equal length), cut vs Detailed (length)."""
-    levels = {s: log_level(cd, dataset, s) for s in (fast, "detailed", cut)}
-    if any(v is None for v in levels.values()):
+    levels = _all_known({s: log_level(cd, dataset, s) for s in (fast, "detailed", cut)})
+    if levels is None:
         return None
     return {
         "gap": combine(np.subtract, levels[fast], levels["detailed"]),
@@ -336,7 +342,7 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
         and (b := mean_roughness(ref, dataset, "detailed")) is not None
     ]
     simplified, detailed = pooled([a for a, _ in pairs]), pooled([b for _, b in pairs])
-    contrast = share_contrast(short, long, simplified, detailed)
+    contrast = None if simplified is None or detailed is None else share_contrast(short, long, simplified, detailed)
     rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
     wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
     squares = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd_mean_square(cd, wiki, s)) is not None]

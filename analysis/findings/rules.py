@@ -347,9 +347,10 @@ class Finding:
         if self.verdict != UNRESOLVED:
             return math.nan
         sizes = [instructions_for_power(p) for p in self.parts if p.decides and not p.supports()]
-        if not sizes or any(n is None for n in sizes):
+        known = [n for n in sizes if n is not None]
+        if not sizes or len(known) < len(sizes):
             return math.nan
-        return float(max(sizes))  # type: ignore[type-var]
+        return float(max(known))
 
 
 # --------------------------------------------------------------------------- the paper's quantity beside

@@ -268,7 +268,12 @@ T3_MARGIN = SAME_MARGIN
 
 
 def t3_from_cubes(
-    start: dict[str, np.ndarray], after: dict[str, np.ndarray], resampling, step: int, *, group: str = ""
+    start: dict[str, np.ndarray],
+    after: dict[str, np.ndarray],
+    resampling: TrainingResampling,
+    step: int,
+    *,
+    group: str = "",
 ):
     """T3's parts from the log probe norms of the None and Detailed settings (S, n, L, 4) at step 0
     (``start``) and after ``step`` steps (``after``): the change since step 0 of the None / Detailed

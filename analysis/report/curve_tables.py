@@ -230,7 +230,7 @@ def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -
                     continue
                 row = {"dataset": dataset, "setting": vocabulary.setting_label(setting)}
                 for label, cd in (("base", cb), ("instruct", ci)):
-                    mads = [quantities.mad(cd, dataset, setting, p) for p in PROJECTIONS]
+                    mads = [m for p in PROJECTIONS if (m := quantities.mad(cd, dataset, setting, p)) is not None]
                     mad = combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
                     row[f"MAD {label}"] = fmt_interval(mad.value, *mad.interval())
                     rd = quantities.rd_level(cd, dataset, setting)

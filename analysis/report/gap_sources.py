@@ -71,10 +71,10 @@ def decomposition(page: Page, contrast: str) -> pd.DataFrame:
     for model, cd in page.draws.items():
         for dataset in reasoning_datasets(cd):
             first, second = averaging.conditions_of(settings, responses, dataset)
-            terms = [averaging.log_terms(cd, c) if c in cd.conditions else None for c in (first, second)]
-            if terms[0] is None or terms[1] is None:
+            of_first, of_second = (averaging.log_terms(cd, c) if c in cd.conditions else None for c in (first, second))
+            if of_first is None or of_second is None:
                 continue
-            for term, values in averaging.layer_decomposition(*terms).items():
+            for term, values in averaging.layer_decomposition(of_first, of_second).items():
                 rows += [
                     {"model": model, "dataset": dataset, "layer": layer, "term": term, "value": float(v)}
                     for layer, v in enumerate(values)

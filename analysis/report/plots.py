@@ -10,6 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 import seaborn as sns
+from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
@@ -73,7 +74,7 @@ def legend_below(fig: Figure, *, title: str | None = None, note: str | None = No
     """Lay out a figure with one legend of its panels' labelled lines and bars (each label once)
     under the panels and over the note, and its title above them, the figure grown by their height:
     a legend inside a narrow panel would hide its bars or lines."""
-    named: dict[str, object] = {}
+    named: dict[str, Artist] = {}
     for ax in fig.axes:
         for handle, label in zip(*ax.get_legend_handles_labels()):
             named.setdefault(label, handle)
@@ -401,7 +402,7 @@ def forest(
     ax.set_xlabel(x_label)
     if groups != [None]:
         handles = [plt.Line2D([], [], color=palette[g], marker="o", lw=1.6) for g in groups]
-        ax.legend(handles, groups, fontsize=8, loc="best", frameon=False)
+        ax.legend(handles, [str(g) for g in groups], fontsize=8, loc="best", frameon=False)
     if title:
         ax.set_title(title, fontsize=9)
     bottom = add_note(fig, note)

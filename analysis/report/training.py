@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
+from analysis.core.settings import TrainingSettings
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training
 from analysis.findings.calibration import training_calibration
@@ -76,13 +77,19 @@ class TrainingPage:
         return cls(chosen, results, probes, losses, change)
 
     @property
+    def training_settings(self) -> TrainingSettings:
+        """The profile's training settings (``read`` opens only a training profile)."""
+        assert self.profile.training is not None, "a training page's profile is a training profile"
+        return self.profile.training
+
+    @property
     def last_step(self) -> int:
         """The last step every run reached."""
         return int(self.change.groupby(["model", "run"])["step"].max().min())
 
     def setup(self) -> str:
         """The settings of the runs, as the run log recorded them."""
-        s = self.profile.training
+        s = self.training_settings
         runs = self.losses.groupby("model")["run"].nunique().to_dict()
         return (
             f"Models: {', '.join(f'{m} ({n} runs)' for m, n in runs.items())}. Data: {s.dataset}, "
@@ -137,7 +144,7 @@ class TrainingPage:
 
     def scope(self) -> str:
         """The summary's scope: what was trained, on which arms and seeds, and where the verdicts are read."""
-        s = self.profile.training
+        s = self.training_settings
         return (
             f"**Scope.** The questions {', '.join(self.checks())} beyond the paper: {', '.join(self.models)} "
             f"fine-tuned on {s.dataset} under {len(s.arms)} arms x {len(s.seeds)} seeds, {s.steps} steps; "
@@ -167,7 +174,7 @@ def probe_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
     and q, k, v, o), one panel per arm and probe setting, one line per checkpoint step."""
     figures = []
     for model, rows in page.probes.groupby("base_model"):
-        arms, settings = sorted(rows["arm"].unique()), list(page.profile.training.probe_settings)
+        arms, settings = sorted(rows["arm"].unique()), list(page.training_settings.probe_settings)
         fig, axes = plt.subplots(
             len(arms), len(settings), figsize=(plots.GRID_PANEL[0] * len(settings), 2.4 * len(arms)), squeeze=False
         )
@@ -265,7 +272,7 @@ def loss_curves(page: TrainingPage) -> list[tuple[str, Figure]]:
     figures = []
     for model, rows in page.losses.groupby("model"):
         fig, ax = plt.subplots(figsize=(6, 3))
-        colors = dict(zip(sorted(rows["arm"].unique()), plt.cm.tab10.colors))
+        colors = dict(zip(sorted(rows["arm"].unique()), plt.color_sequences["tab10"]))
         for (arm, seed), run in rows.groupby(["arm", "seed"]):
             ax.plot(run["step"], run["loss"], color=colors[arm], label=f"{ARM_LABELS.get(arm, arm)}, seed {seed}")
         ax.set_xlabel("step")
@@ -281,7 +288,7 @@ def error_rates(page: TrainingPage, reps: int = 200) -> pd.DataFrame:
     in each null scenario of ``training_calibration`` (a training-set effect among them), simulated
     in this run's design (probes, seeds, layers) by the functions the checks call, with the checks
     each rule stands for (``calibration.checks_by_rule``)."""
-    s = page.profile.training
+    s = page.training_settings
     design = training_calibration.TrainingDesign(s.n_probes, len(s.seeds), int(page.change["layer"].max()) + 1)
     table = training_calibration.false_holds_by_scenario(
         design, reps, n_resamples=200, seed=page.profile.seed, checks_of=calibration.checks_by_rule()

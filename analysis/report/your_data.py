@@ -241,7 +241,8 @@ def _shown(estimate: Estimate | None) -> str:
 
 def _group_estimate(page: YourData, setting: str, responses: str, stat: str, *, summary: str) -> Estimate | None:
     cd = page.draws[page.model]
-    return pooled([condition_estimate(cd, c, stat, summary) for c in page.reference_condition_list(setting, responses)])
+    estimates = [condition_estimate(cd, c, stat, summary) for c in page.reference_condition_list(setting, responses)]
+    return pooled([e for e in estimates if e is not None])
 
 
 def level_table(page: YourData) -> pd.DataFrame:

@@ -28,6 +28,7 @@ training run's design (``training_calibration``).
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -79,6 +80,13 @@ def _paired_logs(rng, n: int, fast_sd: float, slow_sd: float, *, design: Design,
     return level + effect + fast_sd * noise(rng, design.skew, n), level + slow_sd * noise(rng, design.skew, n)
 
 
+def _pooled(per_dataset: Sequence[Estimate]) -> Estimate:
+    """``pooled`` over a design's datasets, of which there is at least one."""
+    estimate = pooled(per_dataset)
+    assert estimate is not None, "a design has at least one dataset"
+    return estimate
+
+
 def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estimate:
     """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
     per_dataset = []
@@ -88,7 +96,7 @@ def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estim
         (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
         (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
         per_dataset.append(Estimate(value_f - value_s, draws_f[:, 0] - draws_s[:, 0], ((f"d{h}", n),)))
-    return pooled(per_dataset)
+    return _pooled(per_dataset)
 
 
 def _true_curve(layers: np.ndarray, wiggle: float) -> np.ndarray:
@@ -118,7 +126,7 @@ def _rough_estimates(
                 (metrics.mean_absolute_difference(values.mean(axis=0)), metrics.mean_absolute_difference(means))
             )
         paper.append(Estimate(math.log(mads[0][0] / mads[1][0]), np.log(mads[0][1] / mads[1][1]), strata))
-    return pooled(corrected), pooled(paper)
+    return _pooled(corrected), _pooled(paper)
 
 
 # F5's share at its boundary: the shorter and the longer response's true log curves of these wiggles,
@@ -152,7 +160,7 @@ def _share_part(rng, design: Design, n_resamples: int) -> Part:
         _roughness_pair(rng, design, n, (fast_sd, slow_sd), n_resamples=n_resamples, stratum=f"d{h}")
         for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd))
     ]
-    simplified, detailed = pooled([a for a, _ in reasoning]), pooled([b for _, b in reasoning])
+    simplified, detailed = _pooled([a for a, _ in reasoning]), _pooled([b for _, b in reasoning])
     return Part(
         "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=roles.SIMULATED
     )
@@ -176,7 +184,7 @@ def _old_abs_rd(rng, design: Design, n_resamples: int) -> Estimate:
         per_dataset.append(
             Estimate(float(np.mean(np.abs((b - a) / a))), np.mean(np.abs((db - da) / da), axis=1), ((f"d{h}", n),))
         )
-    return pooled(per_dataset)
+    return _pooled(per_dataset)
 
 
 # --------------------------------------------------------------------------- one run of each rule

@@ -218,7 +218,9 @@ def _one_run(rng, scenario: Scenario, n_resamples: int, intervals: tuple[str, ..
         "roughness": pooled(rough),
         "mean-curve roughness": pooled(mean_rough),
     }
-    return {key: found[key] for key in intervals}
+    chosen = {key: estimate for key in intervals if (estimate := found[key]) is not None}
+    assert len(chosen) == len(set(intervals)), "a scenario has at least one dataset"
+    return chosen
 
 
 def truths(scenario: Scenario) -> dict[str, float]:
