@@ -311,7 +311,7 @@ PROFILES: dict[str, Profile] = {
         CPU,
         name="cpu-full",
         conditions=all_conditions(),
-        description=f"both offline models, all 56 study and 30 length-control conditions, {CPU_SAMPLES} samples each",
+        description=f"both offline models, all {len(all_conditions())} conditions (the study files and every view of them), {CPU_SAMPLES} samples each",
     ),
     "paper": Profile(
         name="paper",

@@ -30,6 +30,9 @@ LEVEL = {
     "simplified_answer": 1.0,
     "detailed_answer": 1.0,
     "detailed_other_answer": 1.0,
+    "detailed_shuffled_answer": 1.0,
+    # the Detailed CoT scored on as few tokens as None CoT: None CoT's level (averaging is the gap)
+    "detailed_scored_none": 3.0,
 }
 # ... and in bumpiness from layer to layer (the reasoning settings; each test sets the Wiki ones)
 REASONING_WIGGLE = {
@@ -53,6 +56,8 @@ TYPICAL_TOKENS = {
     "simplified_answer": 2,
     "detailed_answer": 2,
     "detailed_other_answer": 2,
+    "detailed_shuffled_answer": 2,
+    "detailed_scored_none": 4,
 }
 
 Curve = Callable[[str, str, str, str, str, np.ndarray], np.ndarray]

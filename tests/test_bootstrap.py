@@ -86,10 +86,35 @@ def test_estimates_combine_and_pool_over_datasets():
     c = Estimate(4.0, np.full(10, 4.0), (("gsm8k", 5),))
     diff = combine(np.subtract, a, b)
     assert diff.value == 1.0 and diff.strata == (("aqua", 4),) and diff.n == 4 and diff.df == 3
-    family = pooled([a, c])
-    assert family.value == 3.0 and family.n == 10 and family.df == 8 and family.n_smallest == 5
+    same = Estimate(2.0, np.full(10, 2.0), (("gsm8k", 5),))
+    family = pooled([a, same])
+    assert family.value == 2.0 and family.n == 10 and family.df == 8 and family.n_smallest == 5
+    assert pooled([a, c]).value == 3.0
     assert pooled([]) is None
     assert bootstrap.MIN_VERDICT_SAMPLES == 5
+
+
+def test_a_family_whose_datasets_disagree_beyond_their_noise_carries_that_spread():
+    """Two datasets on opposite sides of 0, each sure of its sign, do not make a confident family:
+    the pooled variance gains tau^2 / K (DerSimonian-Laird, K - 1 degrees of freedom for it) where
+    Cochran's Q rejects one shared value; datasets that agree within their noise gain nothing."""
+    rng = np.random.default_rng(0)
+
+    def noisy(value, dataset, sd=0.1):
+        return Estimate(value, value + sd * rng.standard_normal(400), ((dataset, 10),))
+
+    apart = [noisy(1.0, "aqua"), noisy(-0.6, "gsm8k")]
+    assert all(e.interval()[0] > 0 or e.interval()[1] < 0 for e in apart)
+    family = pooled(apart)
+    low, high = family.interval()
+    assert low < 0 < high and family.df < 3
+    own = np.array([e.standard_error() ** 2 for e in apart])
+    w = 1 / own
+    q = np.sum(w * (np.array([1.0, -0.6]) - np.sum(w * [1.0, -0.6]) / w.sum()) ** 2)
+    tau2 = (q - 1) / (w.sum() - np.sum(w**2) / w.sum())  # DerSimonian-Laird
+    assert bootstrap.between_datasets(apart) == pytest.approx(tau2 / 2, rel=1e-6)
+    agree = [noisy(0.5, "aqua"), noisy(0.52, "gsm8k")]
+    assert bootstrap.between_datasets(agree) == 0.0 and pooled(agree).df > 10
 
 
 def test_map_keeps_a_share_bounded():

@@ -27,7 +27,7 @@ def test_each_rule_is_declared_once_with_its_stated_rate_and_checks_name_rules_n
     check's stated rate is the largest of its rules'; a check naming a rule by a string is refused."""
     assert len({r.name for r in calibration.RULES}) == len(calibration.RULES)
     above = {r.name: r.stated for r in calibration.RULES if r.stated != stated_rates.PROMISED}
-    assert above == {"gap": 0.10, "not better": 0.05, "arm change": 0.035}
+    assert above == {"gap": 0.10, "not better": 0.05, "equal loss": 0.05, "arm change": 0.035}
     assert stated_rates.check_rate("F3") == max(rule.GAP.stated, rule.SAME.stated) == 0.10
     assert stated_rates.check_rate("T2") == rule.ARM_CHANGE.stated and stated_rates.check_rate("A1") == 0.025
     with pytest.raises(StudyError, match="not rules"):
@@ -47,7 +47,7 @@ def false_holds():
 def test_no_rule_says_holds_more_than_its_stated_rate_when_its_claim_is_false(false_holds, simulated):
     """2.5% for every rule but F4's "not better", whose stated rate (``Rule.stated``) is what it
     reaches in the study's designs with normal logs."""
-    assert calibration.FAILS_RULES == (rule.GAP, rule.SAME, rule.NOT_BETTER, rule.ROUGHNESS)
+    assert calibration.FAILS_RULES == (rule.GAP, rule.SAME, rule.NOT_BETTER, rule.ROUGHNESS, rule.WITHIN)
     rows = false_holds[false_holds["rule"] == simulated.name]
     assert len(rows) == 3
     allowed = PROMISED_AT_REPS - stated_rates.PROMISED + simulated.stated

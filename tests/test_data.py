@@ -268,10 +268,10 @@ def test_answer_views_are_registered_apart_from_the_study_files():
     views = [c for c in data.CONDITIONS.values() if c.answer is not None]
     assert {c.setting for c in views} == set(vocabulary.ANSWER_SETTINGS)
     assert {c.dataset for c in views} == {"aqua", "gsm8k", "strategyqa", "ecqa", "creak", "sensemaking"}
-    assert all(c.responses == "correct" for c in views) and len(views) == 6 * 4
+    assert all(c.responses == "correct" for c in views) and len(views) == 6 * len(vocabulary.ANSWER_SETTINGS)
     assert len(data.study_conditions()) == 56 and not any(c.is_view for c in data.study_conditions())
     assert not data.conditions_matching(settings=vocabulary.ANSWER_SETTINGS)
-    assert len(data.conditions_matching(settings=vocabulary.ANSWER_SETTINGS, answer_scored=True)) == 24
+    assert len(data.conditions_matching(settings=vocabulary.ANSWER_SETTINGS, answer_scored=True)) == len(views)
 
 
 def test_answer_records_place_the_answer_by_construction(tmp_path):
@@ -297,3 +297,28 @@ def test_a_simplified_response_without_the_answer_ending_names_the_file_and_reco
     root, *_ = _answer_files(tmp_path, simplified_ending=" The final answer is ")
     with pytest.raises(DataError, match=r"aqua_train_with_cot\.json: record 0: the response does not end with"):
         data.answer_records(data.get_condition("aqua/simplified_answer/correct"), root)
+
+
+def test_states_finds_an_answer_as_a_whole_word_in_any_case():
+    assert data.states("... so the answer is No.", "no")
+    assert not data.states("it is not there", "no")
+    assert data.states("The Pantry, of course", " pantry ")
+    assert not data.states("anything", "  ")
+
+
+def test_shuffled_words_keeps_the_words_and_changes_their_order_by_seed():
+    text = "first we add two and three then we multiply the sum by four to get twenty"
+    shuffled = data.shuffled_words(text, seed=3)
+    assert sorted(shuffled.split()) == sorted(text.split()) and shuffled != text
+    assert shuffled == data.shuffled_words(text, seed=3) != data.shuffled_words(text, seed=4)
+
+
+def test_verbatim_answer_ids_are_the_chains_that_state_their_answer():
+    """Each id names an instruction whose Detailed CoT states its None-CoT answer, and every other
+    instruction's does not (read from the study's files)."""
+    none, detailed = (data.CONDITIONS[f"gsm8k/{s}/correct"] for s in ("none", "detailed"))
+    answers, chains = (load_records(data.data_dir() / c.relative_path) for c in (none, detailed))
+    ids = data.verbatim_answer_ids("gsm8k")
+    assert 0 < len(ids) < len(answers)
+    assert ids == {i for i, (a, c) in enumerate(zip(answers, chains)) if data.states(c.output, a.output)}
+    assert data.verbatim_answer_ids("wiki") == frozenset()

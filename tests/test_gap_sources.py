@@ -132,7 +132,7 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
     given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
     page = Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",))
-    assert set(page.checks()) == {"A1", "G1", "A2", "A3"}
+    assert set(page.checks()) == {"A1", "G1", "A2", "A3", "A4", "A5"}
     table = gap_sources.decomposition(page, "F1")
     assert set(table["model"]) == set(MODELS) and set(averaging.STACKED) <= set(table["term"])
     wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")

@@ -109,9 +109,8 @@ def test_a_partial_release_builds_the_original_book_and_every_sentence_fits_it(s
     # the summary: on the released statistics, and the answer-scored checks say what computes them
     assert "**Scope.**" in pages["intro"] and "the original study's released statistics" in pages["intro"]
     assert (
-        "**A2** On the answer tokens alone, reasoning before them makes their gradient smaller: no verdict, the "
-        "released statistics hold none of its conditions (`python -m analysis run --profile paper` on a GPU"
-        in pages["intro"]
+        "**A2** no verdict: the released statistics hold none of its conditions "
+        "(`python -m analysis run --profile paper` on a GPU" in pages["intro"]
     )
     assert (
         f"The samples are the original study's files: {SAMPLES} samples per file "

@@ -182,9 +182,9 @@ def _site_folders() -> dict[str, str]:
     return {d["name"]: d["path"].removeprefix("site").strip("/") for d in downloads if "name" in d}
 
 
-def test_the_workflow_publishes_the_cpu_original_and_training_books_each_in_its_folder():
+def test_the_workflow_publishes_the_cpu_original_training_and_decide_books_each_in_its_folder():
     books = _book_jobs()
-    assert sorted(b["profile"] for b in books.values()) == ["cpu", "original", "training"]
+    assert sorted(b["profile"] for b in books.values()) == ["cpu", "decide", "original", "training"]
     folders = _site_folders()
     deploy = _workflow()["jobs"]["deploy"]
     assert set(books) <= set(deploy["needs"])
@@ -197,7 +197,7 @@ def test_the_workflow_publishes_the_cpu_original_and_training_books_each_in_its_
         assert f"{folder}/book/notebooks".lstrip("/") in published.split()
 
 
-def test_every_published_book_links_the_other_two():
+def test_every_published_book_links_the_others():
     books = _book_jobs()
     addresses = {name: _options(book["config"], "--book-url")[0] for name, book in books.items()}
     for name, book in books.items():
@@ -206,18 +206,22 @@ def test_every_published_book_links_the_other_two():
         assert len(_options(book["config"], "--other-title")) == len(others), name
 
 
-def test_the_training_store_is_cached_under_the_hash_of_the_stages_that_make_it():
-    job = _workflow()["jobs"]["training-book"]
+@pytest.mark.parametrize(
+    ("job_name", "store", "top"),
+    [("training-book", "results/training", "train"), ("decide-book", "results/decide", "extract")],
+)
+def test_a_cached_store_is_keyed_by_the_hash_of_the_stages_that_make_it(job_name, store, top):
+    job = _workflow()["jobs"][job_name]
     hashed = next(s["run"] for s in job["steps"] if s.get("id") == "code")
     patterns = set(re.findall(r"'([^']+)'", hashed))
     listed = re.search(r"^layers = \[(.*?)^\]", (ROOT / "pyproject.toml").read_text(), re.MULTILINE | re.DOTALL)
     layers = re.findall(r'"([^"]+)"', listed.group(1))  # import-linter's stages, top first
-    below = [m.strip() for layer in layers[layers.index("train") :] for m in layer.split(":")]
+    below = [m.strip() for layer in layers[layers.index(top) :] for m in layer.split(":")]
     for module in below:
         assert {f"analysis/{module}/**", f"analysis/{module}.py"} & patterns, module
     assert {"analysis/SHA256SUMS", "pyproject.toml", "Makefile"} <= patterns
     caches = [s["with"] for s in job["steps"] if s.get("uses", "").startswith("actions/cache/")]
-    assert {c["path"] for c in caches} == {"results/training"}
+    assert {c["path"] for c in caches} == {store}
     assert all("steps.code.outputs.hash" in c["key"] for c in caches)
 
 

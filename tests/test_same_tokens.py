@@ -131,7 +131,8 @@ def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():
     from analysis.findings.rules import Part
 
     reps = 300
-    bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
+    stated = rule.EQUAL_LOSS.stated
+    bound = stated + 2 * math.sqrt(stated * (1 - stated) / reps)
     for i, design in enumerate(calibration.study_designs(5).values()):
         for skew in (-2.0, 2.0):
             rate = calibration.false_holds(
@@ -155,3 +156,28 @@ def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():
         for _ in range(200)
     ]
     assert found.count(HOLDS) / len(found) > 0.95
+
+
+def test_a3_gives_no_verdict_where_the_resamples_leave_its_line_undetermined():
+    """With one instruction's loss gap apart from four equal ones, a third of the resamples hold only
+    the equal ones: no line is fitted there (NaN, not an extreme intercept), and A3 says why it has
+    no verdict instead of an interval those resamples decide."""
+    from analysis.findings.rules import Why
+
+    x = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
+    weights = np.array([[1, 1, 1, 2, 0], [1, 1, 1, 1, 1]], dtype=float)
+    intercepts, slopes = same_tokens.weighted_intercepts(x + 0.3, x, weights)
+    assert np.isnan(slopes[0]) and np.isnan(intercepts[0]) and intercepts[1] == pytest.approx(0.3)
+    rows = answer_rows(n=5, gap=0.5)
+    none = rows["setting"] == same_tokens.NONE
+    rows.loc[none, "log_miss"] = -1.0 + (rows.loc[none, "sample_index"] == 4)
+    (finding,) = [f for f in checks.run_checks({"m": curves(rows)}, ["A3"]) if f.scope == "gsm8k"]
+    assert finding.not_applicable is not None and finding.not_applicable.why is Why.UNDETERMINED
+    assert finding.not_applicable.reason == "the line is not determined"
+    assert same_tokens.line_determined(same_tokens.a3_parts(curves(answer_rows(n=12, slope=0.8)), "gsm8k")) is None
+
+
+def test_a3s_interval_takes_the_degrees_of_freedom_of_a_line():
+    cd = curves(answer_rows(n=12, gap=0.4, slope=0.8))
+    intercept = by_role(same_tokens.a3_parts(cd, "gsm8k"), roles.EQUAL_LOSS_GAP).estimate
+    assert intercept.parameters == 2 and intercept.df == 12 - 2

@@ -12,10 +12,10 @@ bootstrap variance of a mean over n instructions is exactly (n - 1) / n times it
 variance, so each dataset's bootstrap variance is multiplied by n / (n - 1); the t quantile takes
 the Welch-Satterthwaite degrees of freedom of the datasets behind the quantity (n - 1 for one
 dataset), so that a pooled family with one noisy small dataset is not credited with the
-instructions of the others. Where a family's datasets disagree beyond their own noise, the family's
-interval also carries that spread (a random-effects component with one degree of freedom fewer than
-datasets, ``between_datasets``): two datasets on opposite sides do not make a confident family
-answer. Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
+instructions of the others. Where a family's datasets disagree beyond their own noise (Cochran's Q
+at 1%), the family's interval also carries that spread (the DerSimonian-Laird random-effects
+component, with one degree of freedom fewer than datasets, ``between_datasets``): two datasets on
+opposite sides do not make a confident family answer. Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
 stays inside [0, 1]. Skewed values are handled where the quantities are built: the checks work on
 the logs of per-sample values (``analysis.findings.rules``). ``analysis.findings.calibration``
 measures coverage, false "holds" and power of this engine in the study's design.
@@ -316,19 +316,31 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
         )
 
 
+# Datasets disagree beyond their own noise where Cochran's Q rejects their sharing one value at this
+# level: strict, so that datasets of one true value keep the pooled interval's coverage (the calibration).
+HETEROGENEITY_LEVEL = 0.01
+
+
 def between_datasets(estimates: Sequence[Estimate]) -> float:
     """The variance a family's mean over its datasets gains from their disagreement beyond their own
-    noise: tau^2 / K, tau^2 the moment estimate max(0, variance of the K datasets' values less the
-    mean of their own variances) (the random-effects spread of the datasets' true values); 0 for one
-    dataset, a permutation statistic, or where the datasets agree within their noise."""
+    noise: tau^2 / K, tau^2 the DerSimonian-Laird estimate of the spread of the datasets' true
+    values, where Cochran's Q (inverse-variance weights) rejects one shared value at
+    ``HETEROGENEITY_LEVEL``; 0 for one dataset, for a permutation statistic, and where the datasets
+    agree within their noise (so that datasets with one true value keep the interval's coverage)."""
     if len(estimates) < 2 or any(e.null is not None for e in estimates):
         return 0.0
     values = np.array([e.value for e in estimates], dtype=float)
     own = np.array([e._corrected()[0] for e in estimates], dtype=float)
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(own))):
+    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(own)) and np.all(own > 0)):
         return 0.0
-    tau2 = max(0.0, float(values.var(ddof=1) - own.mean()))
-    return tau2 / len(estimates)
+    weights = 1.0 / own
+    centre = float(np.sum(weights * values) / weights.sum())
+    q = float(np.sum(weights * (values - centre) ** 2))
+    k = len(estimates)
+    if sps.chi2.sf(q, k - 1) >= HETEROGENEITY_LEVEL:
+        return 0.0
+    tau2 = max(0.0, (q - (k - 1)) / float(weights.sum() - np.sum(weights**2) / weights.sum()))
+    return tau2 / k
 
 
 # --------------------------------------------------------------------------- resampling

@@ -410,32 +410,6 @@ REGISTRY: Registry = registry_of(
             note=same_tokens.extrapolation_note,
             gate=same_tokens.line_determined,
         ),
-        # --- A5: A2's controls, the same answer after a context without the reasoning
-        PerModelCheck(
-            id="A5",
-            plain="The answer's gradient after its own chain is nearly what the same words shuffled, or another chain, give",
-            lead=2,
-            headline=context.ORDER,
-            says=(
-                (context.ORDER, "nearly the same as after its words shuffled"),
-                (context.FOREIGN, "nearly the same as after another chain"),
-            ),
-            words=Words(
-                holds="any long context of the chain's words does what the reasoning does: the context, not the reasoning",
-                fails="the chain's order or content changes the answer's gradient beyond its words and length",
-                unresolved="these instructions do not tell the reasoning's effect from the context's",
-            ),
-            claim=(
-                "A2 against its controls: scoring only the final answer after the same phrase, its gradient after the "
-                "instruction's own Detailed CoT is nearly the same as after the same words shuffled and as after "
-                "another instruction's Detailed CoT (each paired log ratio of nuclear norms, geometric mean over the "
-                f"instructions both hold, within {_MARGIN}: two one-sided tests); A2's gap shown beside"
-            ),
-            parts=context.a5_parts,
-            chapters=_GAP,
-            calibrated_by=(rule.WITHIN,),
-            reads=same_tokens.READS,
-        ),
         # --- A4: F1 on the same text, scored on as few tokens as the bare answer has
         PerModelCheck(
             id="A4",
@@ -461,6 +435,32 @@ REGISTRY: Registry = registry_of(
             chapters=_GAP,
             calibrated_by=(rule.GAP, rule.GAP_SHARE),
             reads=scored_tokens.READS,
+        ),
+        # --- A5: A2's controls, the same answer after a context without the reasoning
+        PerModelCheck(
+            id="A5",
+            plain="The answer's gradient after its own chain is nearly what the same words shuffled, or another chain, give",
+            lead=2,
+            headline=context.ORDER,
+            says=(
+                (context.ORDER, "nearly the same as after its words shuffled"),
+                (context.FOREIGN, "nearly the same as after another chain"),
+            ),
+            words=Words(
+                holds="any long context of the chain's words does what the reasoning does: the context, not the reasoning",
+                fails="the chain's order or content changes the answer's gradient beyond its words and length",
+                unresolved="these instructions do not tell the reasoning's effect from the context's",
+            ),
+            claim=(
+                "A2 against its controls: scoring only the final answer after the same phrase, its gradient after the "
+                "instruction's own Detailed CoT is nearly the same as after the same words shuffled and as after "
+                "another instruction's Detailed CoT (each paired log ratio of nuclear norms, geometric mean over the "
+                f"instructions both hold, within {_MARGIN}: two one-sided tests); A2's gap shown beside"
+            ),
+            parts=context.a5_parts,
+            chapters=_GAP,
+            calibrated_by=(rule.WITHIN,),
+            reads=same_tokens.READS,
         ),
     )
 )

@@ -121,10 +121,11 @@ def claim_sentence(
 
 
 def absent_sentence(check_id: str, *, released: bool, registry: Registry = REGISTRY) -> str:
-    """The sentence for a check without a cell: the store holds none of what it reads, and what computes it."""
+    """The sentence for a check without a cell: the store holds none of what it reads, and what computes it
+    (its claim is on the checks page: a summary spends its words on the checks that have cells)."""
     check = get(check_id, registry)
     store = "the released statistics hold" if released else "this run stores"
-    return f"**{check.id}** {check.plain}: no verdict, {store} none of its conditions ({COMPUTED_BY[released]})."
+    return f"**{check.id}** no verdict: {store} none of its conditions ({COMPUTED_BY[released]})."
 
 
 def scope_sentence(

@@ -17,7 +17,7 @@ import numpy as np
 
 from analysis.findings import roles, scored_tokens
 from analysis.findings.roles import Role
-from analysis.findings.rules import HOLDS, Finding, Part, Unit
+from analysis.findings.rules import Finding, Part, Unit
 from analysis.report import cells, voice
 
 
@@ -65,14 +65,18 @@ def a4_sentence(findings: Sequence[Finding]) -> str:
     if not gap:
         return ""
     found = cells.answers(cells.of_check(findings, "A4"))
-    holds = sum(f.verdict is HOLDS for f in found)
     text = (
         f"On the same Detailed-CoT text, scoring only as many of its tokens as the bare answer has makes the "
         f"gradient {_range(gap)} larger"
     )
     if share:
         text += f", {_range(share)} of F1's log gap"
-    return text + f" (A4 holds in {holds} of {voice.plural(len(found), 'cell')})."
+    return text + f" (A4, at least half of F1's gap: {_verdicts(found)})."
+
+
+def _verdicts(found: Sequence[Finding]) -> str:
+    """ "1 holds, 1 not resolved" over the cells named."""
+    return voice.verdict_counts(f.verdict for f in found)
 
 
 def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
@@ -81,11 +85,10 @@ def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) ->
     gap = _parts(findings, "A2", roles.SAME_TOKEN_GAP)
     pieces = []
     if gap:
-        larger = sum(p.value < 0 for p in gap)
+        found = cells.answers(cells.of_check(findings, "A2"))
         pieces.append(
-            f"scoring only the final answer's own tokens, the answer's gradient is larger after the reasoning "
-            f"than without it in {larger} of {voice.plural(len(gap), 'cell')} (without over with reasoning "
-            f"{_range(gap)}, A2)"
+            f"scoring only the final answer's own tokens, its gradient without reasoning before it over with "
+            f"reasoning is {_range(gap)} (A2, smaller after reasoning: {_verdicts(found)})"
         )
     sums = [v for v in token_sum if np.isfinite(v)]
     if sums:

@@ -45,10 +45,20 @@ def claims_markdown(registry: Registry = REGISTRY) -> str:
     """The claims on the checks page (MyST Markdown), generated from the registry when the book is
     built: each check's id, scope and plain words under its anchor, its estimand and rule folded under it."""
     entries = [
-        f"({anchor(c.id)})=\n**{c.id}** ({c.scope}): {c.plain}.\n\n{_RULE_FOLD}\n\n{c.claim}.\n\n</details>"
+        f"({anchor(c.id)})=\n**{c.id}** ({c.scope}): {c.plain}.\n\n{_RULE_FOLD}\n\n{c.claim}.{_rates(c)}\n\n</details>"
         for c in registry
     ]
     return "\n\n".join(entries)
+
+
+def _rates(check) -> str:
+    """ " Error rates: ..." for a check's rules, each with its stated rate (the registry's)."""
+    if not check.calibrated_by:
+        return ""
+    rules = ", ".join(
+        f'rule `{r.name}` (its "holds" wrong at most {voice.rate(r.stated)})' for r in check.calibrated_by
+    )
+    return f" Error rates: {rules}."
 
 
 def model_paragraph(findings: Sequence[Finding], model: str, registry: Registry = REGISTRY) -> str:
@@ -148,7 +158,7 @@ def false_holds_note(findings: Sequence[Finding], rate: float | None = None, reg
         return "No cell was tested."
     rates = {c: rate if rate is not None else check_rate(c, registry) for c in dict.fromkeys(f.check for f in tested)}
     expected = sum(rates[f.check] for f in tested)
-    each = ", ".join(f"{c} {r:.1%}" for c, r in rates.items())
+    each = ", ".join(f"{c} {voice.rate(r)}" for c, r in rates.items())
     return (
         f'Of the {len(tested)} tested cells, {holds} say "holds"; were no claim true, at most {expected:.1f} would '
         f"say so by chance (each cell at most its check's rate, measured with per-sample logs of skewness -2 to 2: "

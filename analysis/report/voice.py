@@ -137,6 +137,11 @@ def instruction_count(size_: float) -> str:
     return f"over {LARGEST_SIZE_SHOWN}" if size_ > LARGEST_SIZE_SHOWN else str(int(size_))
 
 
+def rate(value: float) -> str:
+    """An error rate as every page prints it: "2.5%", "10.0%"."""
+    return f"{value:.1%}"
+
+
 def verdict(value: Verdict | str) -> str:
     """A verdict as the book prints it."""
     return str(Verdict(value).value)

@@ -81,7 +81,7 @@ class Rule:
 # 4 to 5% at skewness -1, 5 to 9% at -2; within 2.5% for a right skew); "not better" reaches 3 to
 # 4.5% with any skew, normal logs included. T2's "arm change", in the training runs' design, reaches
 # 2.8% (2,000 runs, standard error 0.37 points) where one of its four parts is at its null and the
-# other three clearly true (``training_calibration.SCENARIOS``). Every other rule keeps PROMISED at
+# other three clearly true (``training_calibration.SCENARIOS``); A3's "equal loss" below. Every other rule keeps PROMISED at
 # every skewness.
 GAP = Rule("gap", holds=designs.gap_holds, fails=designs.gap_fails, stated=0.10)
 SAME = Rule("same", holds=designs.same_holds, fails=designs.same_fails)
@@ -95,7 +95,10 @@ OLD_SAME = Rule("old same", holds=designs.old_same_holds)
 # A1, G1 and A3 (``gap_calibration``)
 AVERAGING = Rule("averaging", holds=gap_calibration.averaging_holds)
 BEYOND_LOSS = Rule("beyond loss", holds=gap_calibration.beyond_loss_null_holds)
-EQUAL_LOSS = Rule("equal loss", holds=gap_calibration.equal_loss_holds)
+# A3's intercept, a line through five instructions, misses as the gap rule does under a long lower
+# tail: 3.6% at skewness -2 on one dataset (1,000 runs; 2.0% on the unequal family, at most 1.2%
+# otherwise), so it states 5%.
+EQUAL_LOSS = Rule("equal loss", holds=gap_calibration.equal_loss_holds, stated=0.05)
 # A4 and A5 (``control_calibration``)
 GAP_SHARE = Rule("gap share", holds=control_calibration.gap_share_holds)
 WITHIN = Rule("within", holds=control_calibration.within_holds, fails=control_calibration.within_fails)
