@@ -113,6 +113,12 @@ def test_a_family_whose_datasets_disagree_beyond_their_noise_carries_that_spread
     q = np.sum(w * (np.array([1.0, -0.6]) - np.sum(w * [1.0, -0.6]) / w.sum()) ** 2)
     tau2 = (q - 1) / (w.sum() - np.sum(w**2) / w.sum())  # DerSimonian-Laird
     assert bootstrap.between_datasets(apart) == pytest.approx(tau2 / 2, rel=1e-6)
+    # more instructions per dataset do not shrink that spread: no size decides where it alone is too wide
+    from analysis.findings import roles
+    from analysis.findings.rules import Part, instructions_for_power
+
+    assert instructions_for_power(Part("family", family, "above", 0.0, role=roles.SIMULATED)) is None
+    assert instructions_for_power(Part("one", noisy(0.05, "aqua"), "above", 0.0, role=roles.SIMULATED)) > 10
     agree = [noisy(0.5, "aqua"), noisy(0.52, "gsm8k")]
     assert bootstrap.between_datasets(agree) == 0.0 and pooled(agree).df > 10
 
