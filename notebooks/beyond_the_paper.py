@@ -79,7 +79,12 @@ show(sections.length(page))
 # ## 3. Effective rank under fast and slow thinking
 #
 # Mean effective rank over all layers and the four projections, fastest setting minus slowest
-# setting of each dataset (correct responses), pooled per family.
+# setting of each dataset (correct responses), pooled per family. A sample's gradient of a
+# projection is a sum of one rank-one term per position whose output reaches the loss, so its rank,
+# and its effective rank, cannot exceed the number of tokens up to the last scored one, the prompt's
+# included (for the last layer's Q and O projections, whose outputs reach only their own position's
+# prediction, the scored tokens alone). A short answer after a short prompt is bounded well below a
+# long chain, whatever the layers do.
 
 # %% tags=["remove-input"]
 show(sections.effective_rank(page))

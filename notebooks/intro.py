@@ -47,8 +47,10 @@ show(sections.answers(page))
 # Each cell is one claim for one model and one scope: a family of datasets pooled (first columns)
 # or one dataset. Green: the claim holds (every interval on the claim's side); red: it does not
 # hold; grey: the intervals do not decide; orange: too few samples for a verdict; hatched: the check
-# does not apply to these models. The number in a cell is the size of the claim's headline part
-# (x3.2: 3.2 times); hovering over a cell shows its interval and the instructions behind the verdict.
+# does not apply to these models. The number in a cell is the size of the part that decided its
+# colour (x3.2: 3.2 times): the claim's headline where it holds, the part on the wrong side where it
+# does not hold, the undecided part where it is not resolved; hovering over a cell shows every part
+# with its interval and verdict, and the instructions behind the cell.
 
 # %% tags=["remove-input"]
 show(sections.other_claims(page))

@@ -59,8 +59,9 @@ show(sections.curves(page))
 #
 # The claims checked, in plain words with a link to each one's rule, then the verdict matrix: each
 # cell one check for one model, on a family of datasets pooled or on one dataset; the number is the
-# size of the check's headline part (hovering over a cell shows its interval and the instructions
-# behind the verdict).
+# size of the part that decided
+# its colour (hovering over a cell shows every part with its interval, and the instructions behind
+# the verdict).
 
 # %% tags=["remove-input"]
 show(sections.findings(page))

@@ -60,8 +60,9 @@ show(sections.curves(page))
 # ## The finding on these data
 #
 # The claim checked, in plain words with a link to its rule, then the verdict matrix: each cell one
-# check for one model; the number is the size of the check's headline part (hovering over a cell
-# shows its interval and the instructions behind the verdict).
+# check for one model; the number is the size of the part that decided
+# its colour (hovering over a cell shows every part with its interval, and the instructions behind
+# the verdict).
 
 # %% tags=["remove-input"]
 show(sections.findings(page))

@@ -172,3 +172,29 @@ def record_run(root: Path, models: Iterable[str], conditions: Iterable[str], n_r
 
     profile = profiles.Profile(name, tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
     runlog.RunLog.start(root, profile.as_dict(), "local", []).save()
+
+
+def cpu_design_findings(seed: int = 21):
+    """Every check's findings on a synthetic store in the default profile's design: both offline
+    models (two families), every ``cpu`` condition, 5 samples, None CoT far noisier than the rest.
+    The paper's picture is true except that correct and irrelevant responses differ under no
+    setting (F3's Detailed part is false)."""
+    from analysis import profiles
+    from analysis.findings import checks, pooling
+    from analysis.findings.bootstrap import all_curve_draws
+
+    conditions = [tuple(c.split("/")) for c in profiles.get_profile("cpu").conditions]
+    levels = {**LEVEL, "detailed_cut_none": 2.5}
+
+    def curve(model, dataset, setting, responses, proj, layers):
+        wobble = 1 + (0.3 if setting == "none" else 0.02) * np.sin(1.7 * layers)
+        return levels[setting] * wobble * np.where(layers < 5, 1.2 if setting == "none" else 1.0, 1.0)
+
+    rows = make_results(conditions, MODELS, n_samples=5, curve=curve, noise=0.05, sample_sd=0.15, seed=seed)
+    rng = np.random.default_rng(seed + 1)
+    none = rows["setting"].isin(["none", "detailed_cut_none"]).to_numpy()
+    sample = (rows["model"] + rows["condition"] + rows["sample_index"].astype(str)).to_numpy()
+    keys, inverse = np.unique(sample[none], return_inverse=True)
+    rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
+    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=400)
+    return checks.run_checks(draws, pairs=pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))

@@ -336,3 +336,50 @@ def test_the_first_screen_holds_the_title_and_a_first_result_with_a_number(quick
         browser.set_window_size(WIDTH, 1000)
     assert any(ch.isdigit() for ch in sentence.split(":", 1)[-1]), sentence
     assert title_bottom <= height and sentence_bottom <= height, (title_bottom, sentence_bottom, height, sentence)
+
+
+def test_no_page_prints_a_warning_a_traceback_or_a_broken_local_link(quick_book):
+    """What a reader sees holds no warning or traceback text (an executed notebook's stderr, error
+    outputs, or "Warning" in what it printed), and every local link of every page names a file of
+    the built book."""
+    import json
+    import re
+    from html.parser import HTMLParser
+
+    site = quick_book.book_index.parent  # the built HTML
+    executed = sorted((quick_book.book_index.parents[2] / "notebooks").glob("*.ipynb"))
+    assert executed
+    for notebook in executed:
+        for cell in json.loads(notebook.read_text())["cells"]:
+            for output in cell.get("outputs", []):
+                assert output.get("output_type") != "error", notebook.name
+                assert output.get("name") != "stderr", (notebook.name, "".join(output.get("text", ""))[:300])
+                text = "".join(output.get("text", "")) + "".join(output.get("data", {}).get("text/plain", ""))
+                assert not re.search(r"\w*Warning:|Traceback \(most recent call last\)", text), (
+                    notebook.name,
+                    text[:300],
+                )
+
+    class Links(HTMLParser):
+        def __init__(self):
+            super().__init__()
+            self.found = []
+
+        def handle_starttag(self, tag, attrs):
+            for key, value in attrs:
+                if key in ("href", "src") and value:
+                    self.found.append(value)
+
+    broken = []
+    for page in sorted(site.rglob("*.html")):
+        if "_static" in page.parts or "_sources" in page.parts:
+            continue
+        parser = Links()
+        parser.feed(page.read_text(errors="replace"))
+        for link in parser.found:
+            target = link.split("#", 1)[0].split("?", 1)[0]
+            if not target or re.match(r"^[a-z][a-z0-9+.-]*:", target) or target.startswith("//"):
+                continue
+            if not (page.parent / target).resolve().exists():
+                broken.append((str(page.relative_to(site)), link))
+    assert not broken, broken[:20]

@@ -12,7 +12,7 @@ from test_report import CONDITIONS, paper_like
 
 from analysis.findings import checks, roles
 from analysis.findings.bootstrap import all_curve_draws
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, UNRESOLVED
 from analysis.report import cells, display, figures, sections, verdicts, voice
 
 
@@ -172,7 +172,9 @@ def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_on
     assert titles[1].endswith(f", {voice.sized(few)}; n = 3")
     opened = f"F3, aqua: not resolved; irrelevant larger under Detailed CoT: not resolved, {voice.sized(open_)}; "
     assert titles[2].startswith(opened + "beside: ")
-    assert titles[2].endswith("; n = 12; ± the paper's mean nuclear norm and the geometric mean differ in sign")
+    assert titles[2].endswith(
+        "; n = 12; ± the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)"
+    )
 
 
 def test_a_pooled_cell_s_title_names_its_datasets_where_they_lie_on_opposite_sides():
@@ -197,3 +199,23 @@ def test_the_fold_says_what_a_cell_prints_and_gives_n_per_cell(ten_times):
     assert list(counts.columns) == ["model", "check", "math reasoning (pooled)", "aqua", "gsm8k"]
     by_scope = {f.scope: f.n for f in found}
     assert counts.iloc[0].tolist() == ["m", "F1", *[str(by_scope[s]) for s in ("math_reasoning", "aqua", "gsm8k")]]
+
+
+def test_no_cell_prints_a_size_that_did_not_decide_its_colour():
+    """In the default profile's design (every check, both models, 5 samples): a red cell prints a part
+    whose interval is not on its claim's side, a grey one a part neither on it nor against it, a
+    green one a part on it; the text is that part's size and the hover title gives it with its
+    interval and its own verdict, beside every other deciding part."""
+    from synthetic import cpu_design_findings
+
+    found = [f for f in cpu_design_findings() if f.verdict in (HOLDS, FAILS, UNRESOLVED)]
+    table = figures.verdict_cells(found)
+    assert {HOLDS, FAILS, UNRESOLVED} <= {f.verdict for f in found}
+    for found_cell, (_, cell) in zip(found, table.iterrows()):
+        shown = cells.printed(found_cell)
+        assert cells.part_verdict(shown, found_cell) is found_cell.verdict, (found_cell.check, found_cell.scope)
+        assert shown.supports() is (found_cell.verdict is HOLDS)  # a red or grey cell's interval is not on its side
+        assert cell["text"].removesuffix("±") == voice.sized(shown, interval=False)
+        assert f"{cells.part_verdict(shown, found_cell)}, {voice.sized(shown)}" in cell["title"]
+        for deciding in found_cell.deciding:
+            assert voice.sized(deciding) in cell["title"]

@@ -119,3 +119,18 @@ def test_a_subset_is_drawn_from_the_response_tokens_and_never_larger_than_they_a
     )
     assert prompts.scored_subset(sample, 50, np.random.default_rng(1)).scored == tuple(range(15, 20))
     assert drawn.input_ids == sample.input_ids  # the text is whole: only what is scored changes
+
+
+def test_a_gradients_rank_is_bounded_by_the_tokens_up_to_its_last_scored_one():
+    """The bound the effective-rank section states: a projection's per-sample gradient is a sum of one
+    rank-one term per position whose output reaches the loss, so its rank is at most the tokens up to
+    the last scored one (prompt included), and for the last layer's Q and O at most the scored tokens.
+    Here 3 scored tokens after a prompt of 5: the earlier layers' gradients exceed rank 3."""
+    model = tiny_model("llama", layers=3)
+    ids, prompt_length = list(range(5, 13)), 5
+    grads = plain.reference_statistics(model, ids, prompt_length, keep_gradients=True).gradients
+    last = model.config.num_hidden_layers - 1
+    ranks = {key: int(torch.linalg.matrix_rank(g, rtol=1e-6)) for key, g in grads.items()}
+    assert all(rank <= len(ids) - 1 for rank in ranks.values())  # positions 0 .. 6 predict the scored 5 .. 7
+    assert ranks[(last, "q")] <= 3 and ranks[(last, "o")] <= 3
+    assert max(ranks[(0, p)] for p in "qkvo") > 3

@@ -6,7 +6,16 @@ import math
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import BASE, INSTRUCT, LEVEL, MODELS, REASONING_WIGGLE, make_results, reasoning_conditions
+from synthetic import (
+    BASE,
+    INSTRUCT,
+    LEVEL,
+    MODELS,
+    REASONING_WIGGLE,
+    cpu_design_findings,
+    make_results,
+    reasoning_conditions,
+)
 
 from analysis.findings import check_parts, checks, pooling, quantities, roles, rules
 from analysis.findings.bootstrap import all_curve_draws
@@ -352,23 +361,7 @@ def test_the_cpu_design_gives_no_false_verdict_and_f4_does_not_apply():
     every condition, 5 samples, None CoT far noisier than the rest. The paper's picture is true
     here except that correct and irrelevant responses differ under no setting, so F3's Detailed
     part is false; every verdict is right or unresolved, and F4 is not applicable."""
-    from analysis import profiles
-
-    conditions = [tuple(c.split("/")) for c in profiles.get_profile("cpu").conditions]
-    levels = {**LEVEL, "detailed_cut_none": 2.5}
-
-    def curve(model, dataset, setting, responses, proj, layers):
-        wobble = 1 + (0.3 if setting == "none" else 0.02) * np.sin(1.7 * layers)
-        return levels[setting] * wobble * np.where(layers < 5, 1.2 if setting == "none" else 1.0, 1.0)
-
-    rows = make_results(conditions, MODELS, n_samples=5, curve=curve, noise=0.05, sample_sd=0.15, seed=21)
-    rng = np.random.default_rng(22)
-    none = rows["setting"].isin(["none", "detailed_cut_none"]).to_numpy()
-    sample = (rows["model"] + rows["condition"] + rows["sample_index"].astype(str)).to_numpy()
-    keys, inverse = np.unique(sample[none], return_inverse=True)
-    rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
-    draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=400)
-    found = checks.run_checks(draws, pairs=pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
+    found = cpu_design_findings()
     assert _verdicts(found, "F4") == {rules.NOT_APPLICABLE}
     assert TOO_FEW not in {f.verdict for f in found}
     for check in ("F1", "L", "L2"):  # true here: never "does not hold"
@@ -435,7 +428,10 @@ def test_a_cell_where_the_two_means_disagree_in_sign_is_marked():
     assert paper_part.opposite
     assert voice.part_label(paper_part) == f"{voice.PAPER_QUANTITY}None / Detailed (all layers){voice.OPPOSITE_SIGN}"
     note = f1.note(NoteKind.OPPOSITE_SIGN)
-    assert "differ in sign: None / Detailed (all layers)" in note.text and "None / Detailed (all layers)" in note.items
+    assert (
+        "point opposite ways (one ratio above 1, the other below): None / Detailed (all layers)" in note.text
+        and "None / Detailed (all layers)" in note.items
+    )
     assert figures.verdict_cells([f1])["opposite_sign"].iloc[0]  # the verdict matrix marks the cell
     assert not paper_part.decides
 

@@ -3,7 +3,7 @@
 Every check runs per dataset and per family: the family's value of a part is the mean of its
 datasets' values, its interval a stratified bootstrap (instructions resampled within each dataset;
 a bootstrap-t one for the paper's mean nuclear norm, ``studentized.pool_any``). Each finding's
-parts are marked where the paper's mean nuclear norm and the geometric mean differ in sign
+parts are marked where the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)
 (``marked``).
 """
 
@@ -85,7 +85,8 @@ def marked(
         notes.append(
             Note(
                 NoteKind.OPPOSITE_SIGN,
-                "the paper's mean nuclear norm and the geometric mean differ in sign: " + ", ".join(names),
+                "the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below): "
+                + ", ".join(names),
                 names,
             )
         )

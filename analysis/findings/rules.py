@@ -16,7 +16,7 @@ levels, gaps and correct-vs-irrelevant differences are means of the logs of per-
 mean squared step of the log curve with its noise term removed. The paper's own numbers (MAD of
 the mean curve, the ratio of mean nuclear norms) are shown beside them and do not decide; a part
 on the paper's mean nuclear norm has the role and facet of the part it accompanies and
-``paper=True`` (``beside``), and a cell where the two differ in sign is marked
+``paper=True`` (``beside``), and a cell where the two point opposite ways is marked
 (``sign_disagreements``).
 
 Verdicts:
@@ -277,7 +277,7 @@ class NoteKind(Enum):
 
     IDENTICAL_LEFT_OUT = "instructions left out as one input twice"
     DECIDED_OTHERWISE = "the check decided on another of its parts"
-    OPPOSITE_SIGN = "the paper's quantity and the geometric mean differ in sign"
+    OPPOSITE_SIGN = "the paper's quantity and the geometric mean point opposite ways"
     COVARIATES = "the covariates partialled out"
     EXTRAPOLATION = "the datasets where a fit extrapolates"
     BASE_MODEL = "the base model an instruct model is compared with"

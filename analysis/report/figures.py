@@ -218,7 +218,7 @@ def verdict_cells(findings: Sequence[Finding], registry: Registry = REGISTRY) ->
 def cell_text(finding: Finding, registry: Registry = REGISTRY) -> str:
     """A cell's text: "n/a" where the check does not apply; else the size of the part that decided
     its colour (``cells.printed``; its n where that part has no value); "±" after it where the paper's
-    mean nuclear norm and the geometric mean differ in sign."""
+    mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)."""
     if finding.not_applicable is not None:
         return "n/a"
     part = cells.printed(finding, registry)
@@ -251,7 +251,9 @@ def cell_title(finding: Finding, findings: Sequence[Finding] = (), registry: Reg
         )
     pieces.append(f"n = {finding.n}")
     if any(p.opposite for p in finding.parts):
-        pieces.append("± the paper's mean nuclear norm and the geometric mean differ in sign")
+        pieces.append(
+            "± the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)"
+        )
     return "; ".join(pieces)
 
 

@@ -238,7 +238,7 @@ def verdict_matrix(
     """One panel per model, one above the other: a check x scope grid coloured by verdict (blank:
     not covered), each cell's text in it (column text, e.g. its headline size; else the number of
     instructions behind the verdict, followed by "±" where the paper's mean nuclear norm and the
-    geometric mean differ in sign, column opposite_sign). Each cell's patch has the SVG id
+    geometric mean point opposite ways, column opposite_sign). Each cell's patch has the SVG id
     ``CELL_ID`` of its row's position in ``table`` (``cell_titles``).
 
     `table`: findings with columns check, model, scope, verdict, n. `row_notes`: (model, check) ->

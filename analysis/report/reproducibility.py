@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from analysis import runlog
-from analysis.findings import calibration, skew
+from analysis.findings import calibration, power_tested, skew
 from analysis.findings.calibration import scenarios
-from analysis.report import coverage, gpu_check, provenance
+from analysis.report import coverage, gpu_check, provenance, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import optional_path
@@ -30,6 +30,7 @@ class Reproducibility:
     runs: list
     benchmarks: Path | None
     export: Path | None
+    deciding: Path | None = None
 
     @classmethod
     def open(cls, notebook: str, given: dict | None = None) -> Reproducibility:
@@ -42,6 +43,7 @@ class Reproducibility:
             runlog.read(page.params.results_dir),
             optional_path("benchmarks_file", extra["benchmarks_file"]),
             optional_path("export_file", extra["export_file"]),
+            optional_path("deciding_dir", extra["deciding_dir"]),
         )
 
     @property
@@ -168,3 +170,42 @@ def gpu(r: Reproducibility) -> Blocks:
     """What ``make gpu-check`` measured, where its results lie beside the benchmarks."""
     results = gpu_check.results_path(r.benchmarks)
     return [Markdown(gpu_check.sentence(results)), Table(gpu_check.table(results), empty="", by=None)]
+
+
+def power_statements(r: Reproducibility) -> Blocks:
+    """This run's "about N would decide" tested against the deciding run (profile ``decide``): of the
+    open cells for which this run names at most ``power_tested.LIMIT`` instructions per dataset, how
+    many the deciding run decided, cell by cell."""
+    if r.page.params.profile.name == "decide":
+        return [Markdown("This is the deciding run: its own open cells say what would decide them.")]
+    store = r.deciding
+    if store is None or not (store / "run_log.json").exists():
+        return [
+            Markdown(
+                "The deciding run's store is not here, so this run's power statements are not tested "
+                "(`make book PROFILE=decide` makes it; this page then reads it)."
+            )
+        ]
+    params = r.page.params
+    data_dir = str(params.data_dir) if params.data_dir else None
+    mine = Page.open(
+        "intro",
+        {"profile": params.profile.name, "results_dir": str(params.results_dir), "data_dir": data_dir},
+        stats=("nuclear_norm",),
+    ).findings()
+    theirs = Page.open(
+        "intro", {"profile": "decide", "results_dir": str(store), "data_dir": data_dir}, stats=("nuclear_norm",)
+    ).findings()
+    table = power_tested.power_table(mine, theirs)
+    stated = len(power_tested.stated_sizes(mine))
+    left = power_tested.untested(mine, theirs)
+    decided = int(table["decided"].sum()) if not table.empty else 0
+    text = (
+        f"This run says about {power_tested.LIMIT} instructions per dataset or fewer would decide "
+        f"{voice.plural(stated, 'open cell')}; the deciding run holds {len(table)} of them "
+        f"({left} are outside its datasets or checks) and decided {decided} of those."
+    )
+    return [
+        Markdown(text),
+        Table(table.drop(columns="decided") if not table.empty else table, empty="No statement to test."),
+    ]

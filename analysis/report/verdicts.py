@@ -205,7 +205,7 @@ def matrix_note(
         f"at least {MIN_VERDICT_SAMPLES} instructions in every dataset behind a part. A hatched cell (n/a): the "
         "check does not apply here (to these models, or where its precondition is not established), or cannot "
         "be computed (a statistic it reads is not stored); its hover text says why. A number followed by ±: the "
-        "paper's mean nuclear norm and the geometric mean (which decides) differ in sign in some part of the "
+        "paper's mean nuclear norm and the geometric mean (which decides) point opposite ways (one ratio above 1, the other below) in some part of the "
         f"cell. {false_holds_note(findings, registry=registry)}"
     )
     power = power_note(findings)

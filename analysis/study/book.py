@@ -79,6 +79,8 @@ def notebook_parameters(
     if notebook == "reproducibility":
         parameters["benchmarks_file"] = str((root / "benchmarks" / "results.json").resolve())
         parameters["export_file"] = str(((book_root or root) / BOOK_EXPORT).resolve())
+        if profile.name != "decide":  # the deciding run's store beside this one, where it exists
+            parameters["deciding_dir"] = str(Path(results_dir).resolve().parent / "decide")
     if notebook == "original_comparison":  # the stores of the imported and the GPU profiles beside this one
         parameters["compare_dirs"] = [str(Path(results_dir).resolve().parent / name) for name in ("original", "paper")]
     return parameters
