@@ -62,6 +62,20 @@ show(sections.provenance(page))
 show(answer_tokens.same_token_section(page))
 
 # %% [markdown]
+# ## The same text scored two ways, and the answer's context
+#
+# A4 keeps the instruction's own Detailed CoT, read by the model as it is, and scores only a seeded
+# random subset of its tokens, as many as the bare answer has: only the number of scored tokens
+# changes. Its gradient over the all-token one is F1's gap without any change in how the model
+# thinks. A5 asks whether the answer's gradient after its own chain (A2) is the reasoning's doing
+# or any long text's: the same answer after the chain's words shuffled, and after another
+# instruction's chain. The table counts the instructions whose Detailed CoT states the appended
+# answer word for word, on which A2 is shown beside the whole (its table above).
+
+# %% tags=["remove-input"]
+show(answer_tokens.controls_section(page))
+
+# %% [markdown]
 # ## F1's gap, layer by layer
 #
 # Per layer, the gap of mean log nuclear norm between None and Detailed CoT (correct responses,

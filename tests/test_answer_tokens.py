@@ -51,3 +51,21 @@ def pd_concat(*frames):
     import pandas as pd
 
     return pd.concat(frames, ignore_index=True)
+
+
+def test_the_verbatim_table_counts_the_run_s_instructions_whose_chain_states_the_answer():
+    page = _page(answer_rows(n=12))
+    page.verbatim = {"gsm8k": frozenset({0, 3, 5, 40})}  # 40: not among the run's instructions
+    table = answer_tokens.verbatim_table(page)
+    assert table.to_dict("records") == [
+        {"model": "m", "dataset": "gsm8k", "instructions": 12, "whose Detailed CoT states the answer": 3}
+    ]
+
+
+def test_the_controls_section_says_when_a4_and_a5_are_not_computed():
+    page = _page(answer_rows(n=12))
+    page.verbatim = {}
+    page.findings = lambda checks: []
+    said, counts = answer_tokens.controls_section(page)
+    assert said.text == "A4 and A5 not computed: this run stores none of their conditions."
+    assert counts.table["whose Detailed CoT states the answer"].tolist() == [0]

@@ -9,7 +9,8 @@ import pytest
 from synthetic import make_results, reasoning_conditions
 
 from analysis.findings import bootstrap, metrics
-from analysis.findings.bootstrap import Estimate, all_curve_draws, combine, pooled, t_interval
+from analysis.findings.bootstrap import Estimate, all_curve_draws, combine, pooled
+from analysis.findings.intervals import t_interval
 
 
 def test_estimates_equal_the_layer_curves():

@@ -80,6 +80,7 @@ DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 # difference of 10% of the curve's size, the size the paper calls a clear difference in its RD
 # figures (F3, F5; F4 compares the sizes of two models' separations on it).
 SAME_MARGIN = math.log(1.10)
+SAME_MARGIN_PERCENT = f"{math.exp(SAME_MARGIN) - 1:.0%}"  # that margin as the claims word it
 
 
 class Unit(Enum):

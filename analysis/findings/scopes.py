@@ -35,6 +35,8 @@ from analysis.findings.rules import Finding, NotApplicable, Note, NoteKind, Part
 PER_MODEL, PER_PAIR, WIKI_FILES = "per model", "per base-instruct pair", "Wiki files"
 PER_TRAINING_RUN = "per training run"  # one base model's fine-tuning runs, per arm trained on
 
+SUMMARY_CHAPTERS = ("intro", "summary")  # the pages that show every check
+
 
 @dataclass
 class Inputs:

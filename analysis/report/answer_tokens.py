@@ -23,9 +23,10 @@ from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
-from analysis.findings import averaging, roles, same_tokens
+from analysis.findings import averaging, context, roles, same_tokens, scored_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
 from analysis.findings.pooling import reasoning_datasets
+from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Part, Unit
 from analysis.report import blocks, cells, plots, voice
 from analysis.report.blocks import Blocks, Markdown, Table
@@ -118,8 +119,18 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
 
 def _same_tokens_in_words(found: Sequence[Finding]) -> str:
     """A2's and A3's pooled (else per dataset) findings of one model in words."""
+    pieces = _sized_verdicts(found, (("A2", roles.SAME_TOKEN_GAP), ("A3", roles.EQUAL_LOSS_GAP)))
+    return (
+        "The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear "
+        "norms; at equal answer loss for A3): " + "; ".join(pieces) + "."
+    )
+
+
+def _sized_verdicts(found: Sequence[Finding], shown: Sequence[tuple[str, Role]]) -> list[str]:
+    """Per check and its pooled (else per dataset) cells: "scope: size (check **verdict**)", the size
+    the part of the role named (or why the check was not computed)."""
     pieces = []
-    for check, role in (("A2", roles.SAME_TOKEN_GAP), ("A3", roles.EQUAL_LOSS_GAP)):
+    for check, role in shown:
         for f in cells.answers(cells.of_check(found, check)):
             scope = vocabulary.scope_label(f.scope)
             if f.not_applicable is not None:
@@ -128,15 +139,66 @@ def _same_tokens_in_words(found: Sequence[Finding]) -> str:
             part = f.part(role)
             size = voice.sized(part) if part is not None and part.estimate is not None else "not computed"
             pieces.append(f"{scope}: {size} ({check} **{f.verdict}**)")
-    return (
-        "The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear "
-        "norms; at equal answer loss for A3): " + "; ".join(pieces) + "."
-    )
+    return pieces
+
+
+def controls_section(page: Page) -> Blocks:
+    """A4 (the same Detailed-CoT text scored on as few tokens as None CoT) and A5 (the answer after its
+    own chain against after a context without the reasoning) in words, per model, and how many
+    Detailed CoTs state the appended answer word for word (A2's subset beside it)."""
+    found = page.findings(["A4", "A5"])
+    models = list(dict.fromkeys(f.model for f in found))
+    out: Blocks = []
+    for model in models:
+        mine = [f for f in found if f.model == model]
+        a4 = _sized_verdicts(mine, (("A4", scored_tokens.SUBSET_GAP),))
+        a5 = _sized_verdicts(mine, (("A5", context.ORDER),))
+        text = f"**{model}.** "
+        text += (
+            "Scoring as few Detailed-CoT tokens as None CoT has over scoring all of them: " + "; ".join(a4) + "."
+            if a4
+            else "A4 not computed (this run stores no scored subset)."
+        )
+        text += (
+            " The answer after its own chain over after the same words shuffled: " + "; ".join(a5) + "."
+            if a5
+            else " A5 not computed (this run stores no shuffled chain)."
+        )
+        out.append(Markdown(text))
+    if not out:
+        out.append(Markdown("A4 and A5 not computed: this run stores none of their conditions."))
+    counts = verbatim_table(page)
+    if not counts.empty:
+        out.append(Table(counts, by=None))
+    return out
+
+
+def verbatim_table(page: Page) -> pd.DataFrame:
+    """Per dataset with answer-scored rows: how many of the run's instructions have a Detailed CoT that
+    states the appended answer word for word (``data.verbatim_answer_ids``), of those it holds."""
+    rows = []
+    for model, cd in page.draws.items():
+        for dataset in reasoning_datasets(cd):
+            key = (cd.condition_key(dataset, same_tokens.DETAILED), "q", "nuclear_norm")
+            if key not in cd.samples:
+                continue
+            held = set(cd.samples[key][1].tolist())
+            stated = held & set(page.verbatim.get(dataset, frozenset()))
+            rows.append(
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "instructions": len(held),
+                    "whose Detailed CoT states the answer": len(stated),
+                }
+            )
+    return pd.DataFrame(rows)
 
 
 # The columns of the same-token table: what each shows, by the part's role and facet
 SAME_TOKEN_COLUMNS = (
     ("None / Detailed, answer tokens", roles.SAME_TOKEN_GAP, None),
+    ("the same where the chain states the answer", roles.SAME_TOKEN_GAP, (same_tokens.VERBATIM,)),
     ("at equal answer loss", roles.EQUAL_LOSS_GAP, None),
     ("answer loss, no reasoning", roles.ANSWER_LOSS, (same_tokens.NONE,)),
     ("answer loss, after Detailed CoT", roles.ANSWER_LOSS, (same_tokens.DETAILED,)),

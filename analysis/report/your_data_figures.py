@@ -10,7 +10,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
-from analysis.findings.bootstrap import t_band
+from analysis.findings.intervals import t_band
 from analysis.report import plots
 from analysis.report.figures import curves_and_bands
 from analysis.report.load import figure_note
