@@ -31,6 +31,17 @@ def _range(parts: Sequence[Part]) -> str:
     return voice.sized_range(parts, interval=False)
 
 
+def _part_verdicts(findings: Sequence[Finding], check: str, role: Role) -> str:
+    """How the parts of that role went, cell by cell: "3 holds, 1 not resolved" (each part's own
+    verdict, ``cells.part_verdict``: the number beside it is the one that decided it)."""
+    found = cells.answers(cells.of_check(findings, check))
+    return voice.verdict_counts(
+        cells.part_verdict(p, f)
+        for f in found
+        if (p := f.part(role)) is not None and p.estimate is not None and p.decides
+    )
+
+
 def _counts(averaging: Sequence[Part]) -> str:
     """How many times more tokens the Detailed CoT's loss averages over, from A1's averaging part
     (sqrt(R_Detailed / R_None)): "126 to 580"."""
@@ -45,7 +56,10 @@ def f1_sentence(findings: Sequence[Finding]) -> str:
     gap = _parts(findings, "F1", roles.F1_GAP)
     if not gap:
         return ""
-    text = f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT, F1)"
+    text = (
+        f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT; F1's \"larger\": "
+        f"{_part_verdicts(findings, 'F1', roles.F1_GAP)})"
+    )
     averaging = _parts(findings, "A1", roles.AVERAGING)
     rest = _parts(findings, "A1", roles.NUCLEAR_BEYOND_AVERAGING)
     if averaging:
@@ -64,19 +78,16 @@ def a4_sentence(findings: Sequence[Finding]) -> str:
     gap, share = _parts(findings, "A4", scored_tokens.SUBSET_GAP), _parts(findings, "A4", scored_tokens.F1_SHARE)
     if not gap:
         return ""
-    found = cells.answers(cells.of_check(findings, "A4"))
     text = (
         f"On the same Detailed-CoT text, scoring only as many of its tokens as the bare answer has makes the "
         f"gradient {_range(gap)} larger"
     )
     if share:
-        text += f", {_range(share)} of F1's log gap"
-    return text + f" (A4, at least half of F1's gap: {_verdicts(found)})."
-
-
-def _verdicts(found: Sequence[Finding]) -> str:
-    """ "1 holds, 1 not resolved" over the cells named."""
-    return voice.verdict_counts(f.verdict for f in found)
+        text += (
+            f", {_range(share)} of F1's log gap (A4's \"at least half of F1's gap\": "
+            f"{_part_verdicts(findings, 'A4', scored_tokens.F1_SHARE)})"
+        )
+    return text + "."
 
 
 def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
@@ -85,10 +96,10 @@ def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) ->
     gap = _parts(findings, "A2", roles.SAME_TOKEN_GAP)
     pieces = []
     if gap:
-        found = cells.answers(cells.of_check(findings, "A2"))
         pieces.append(
             f"scoring only the final answer's own tokens, its gradient without reasoning before it over with "
-            f"reasoning is {_range(gap)} (A2, smaller after reasoning: {_verdicts(found)})"
+            f'reasoning is {_range(gap)} (A2\'s "smaller after reasoning": '
+            f"{_part_verdicts(findings, 'A2', roles.SAME_TOKEN_GAP)})"
         )
     sums = [v for v in token_sum if np.isfinite(v)]
     if sums:
