@@ -125,6 +125,16 @@ def test_rd_table_pairs_correct_with_irrelevant():
     assert (detailed["n_correct"] == 8).all() and (detailed["n_irrelevant"] == 8).all()
 
 
+def test_intervals_of_quantities_that_cannot_be_negative_stay_at_or_above_zero():
+    """Mean |RD| and MAD near 0 with noisy samples: their intervals never reach below 0."""
+    df = make_results(reasoning_conditions("ecqa", settings=("none",)), n_samples=5, noise=0.3, sample_sd=0.5, seed=3)
+    draws = all_curve_draws(df, ["base-model"], ("nuclear_norm",), n_resamples=100)
+    rd = curve_tables.rd_interval_table(draws)
+    mad = curve_tables.mad_interval_table(draws, responses=("correct", "irrelevant"))
+    assert (rd["mean_abs_rd_low"] >= 0).all()
+    assert all((mad[f"{s}_low"] >= 0).all() for s in curve_tables.SEGMENTS)
+
+
 def test_mad_and_rd_tables_match_metrics_with_intervals_around_them(paper_rows, paper_draws):
     mads = curve_tables.mad_interval_table(paper_draws, responses=("correct", "irrelevant"))
     expected = _mad_of_mean_curves(paper_rows[paper_rows["setting"].isin(vocabulary.STUDY_SETTINGS)])

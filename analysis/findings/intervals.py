@@ -71,3 +71,9 @@ def t_band(values: np.ndarray, draws: np.ndarray, n: int, level: float = LEVEL) 
         spread = np.nanstd(draws, axis=0, ddof=1)
     half = math.sqrt(n / (n - 1)) * t_quantile(n - 1, level) * spread
     return values - half, values + half
+
+
+def nonnegative(value: float, low: float, high: float) -> tuple[float, float, float]:
+    """(value, low, high) of a quantity that cannot be negative (a MAD, a mean |RD|): the low end
+    clipped at 0, where a symmetric t interval of a few instructions would reach below it."""
+    return value, (max(0.0, low) if np.isfinite(low) else low), high

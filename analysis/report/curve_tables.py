@@ -12,6 +12,7 @@ from analysis.core.formatting import fmt_interval
 from analysis.core.registry import PAPER_PAIRS
 from analysis.findings import metrics, quantities
 from analysis.findings.bootstrap import CurveDraws
+from analysis.findings.intervals import nonnegative
 
 SEGMENTS = (*vocabulary.SEGMENTS, "all")
 PROJECTIONS = vocabulary.PROJECTIONS
@@ -53,8 +54,12 @@ def _segment_table(
                             "n_layers": cd.n_layers,
                         }
                         for segment in SEGMENTS:
-                            est, low, high = cd.interval(
-                                summary(cd.estimate[key], segment), summary(cd.draws[key], segment), cd.n_samples[key]
+                            est, low, high = nonnegative(
+                                *cd.interval(
+                                    summary(cd.estimate[key], segment),
+                                    summary(cd.draws[key], segment),
+                                    cd.n_samples[key],
+                                )
                             )
                             row.update({segment: est, f"{segment}_low": low, f"{segment}_high": high})
                         out.append(row)
@@ -122,7 +127,7 @@ def rd_interval_table(
             n = min(cd.n_samples[a], cd.n_samples[b])
             summary = metrics.rd_summary(cd.estimate[a], cd.estimate[b], top=top)
             rd = metrics.relative_difference(cd.draws[a], cd.draws[b])
-            abs_ = cd.interval(summary["mean_abs_rd"], metrics.finite_mean(np.abs(rd)), n)
+            abs_ = nonnegative(*cd.interval(summary["mean_abs_rd"], metrics.finite_mean(np.abs(rd)), n))
             signed = cd.interval(summary["mean_rd"], metrics.finite_mean(rd), n)
             out.append(
                 {
@@ -232,9 +237,9 @@ def pair_comparison_table(draws: dict[str, CurveDraws], pairs: dict[str, str]) -
                 for label, cd in (("base", cb), ("instruct", ci)):
                     mads = [m for p in PROJECTIONS if (m := quantities.mad(cd, dataset, setting, p)) is not None]
                     mad = combine(lambda *m: np.mean(np.stack(m), axis=0), *mads)
-                    row[f"MAD {label}"] = fmt_interval(mad.value, *mad.interval())
+                    row[f"MAD {label}"] = fmt_interval(*nonnegative(mad.value, *mad.interval()))
                     rd = quantities.rd_level(cd, dataset, setting)
-                    row[f"mean |RD| {label}"] = fmt_interval(rd.value, *rd.interval()) if rd else ""
+                    row[f"mean |RD| {label}"] = fmt_interval(*nonnegative(rd.value, *rd.interval())) if rd else ""
                 out.append({"model": f"{base} vs {instruct}", **row})
     return pd.DataFrame(out)
 
@@ -262,8 +267,10 @@ def reported_mad_comparison(draws: dict[str, CurveDraws]) -> pd.DataFrame:
                 key = (condition, proj, "nuclear_norm")
                 if key not in cd.estimate:
                     continue
-                est, low, high = cd.interval(
-                    segment_mad(cd.estimate[key], "all"), segment_mad(cd.draws[key], "all"), cd.n_samples[key]
+                est, low, high = nonnegative(
+                    *cd.interval(
+                        segment_mad(cd.estimate[key], "all"), segment_mad(cd.draws[key], "all"), cd.n_samples[key]
+                    )
                 )
                 inside = "yes" if np.isfinite(low) and low <= reported <= high else "no"
                 out.append(
