@@ -8,6 +8,7 @@ or a third-party library reaches. vulture reads this file with analysis/, notebo
 # (report.notebook_parameters.given_parameters).
 compare_dirs  # notebooks/original_comparison.py
 export_file  # notebooks/reproducibility.py
+deciding_dir  # notebooks/reproducibility.py
 
 # The gpu check's parts: benchmarks/gpu_check.py names them in PARTS and calls them by getattr.
 exactness

@@ -48,7 +48,7 @@ def test_the_chapters_are_the_toc_s(tmp_path):
         "pretrained_vs_instruct",
     )
     assert STANDALONE == ("your_data",) and "profile-data" in book.optional_chapters()["your_data"]
-    assert notebook_parameters.page_parameters("reproducibility") == ("benchmarks_file", "export_file")
+    assert notebook_parameters.page_parameters("reproducibility") == ("benchmarks_file", "export_file", "deciding_dir")
     assert notebook_parameters.page_parameters("original_comparison") == ("compare_dirs",)
     assert notebook_parameters.page_parameters("summary") == ()
     parse_toc_yaml(str(PROJECT / "_toc.yml"))  # what jupyter-book 1.x reads it with: the meta keys pass

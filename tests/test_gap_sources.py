@@ -110,10 +110,11 @@ def test_the_matrix_says_which_checks_lack_r_and_the_command():
 @pytest.mark.parametrize(
     ("simulated", "check"), [(rule.AVERAGING, "A1"), (rule.BEYOND_LOSS, "G1"), (rule.EQUAL_LOSS, "A3")]
 )
-def test_a1_a3_and_g1_say_holds_wrongly_at_most_2_5_percent(simulated, check):
+def test_a1_a3_and_g1_say_holds_wrongly_at_most_their_stated_rates(simulated, check):
+    """2.5% for A1's and G1's rules; A3's states 5% (it reaches 3.6% at skewness -2, ``rule.EQUAL_LOSS``)."""
     reps = 90 if simulated is rule.BEYOND_LOSS else 300  # a permutation test per run: slower
     bound = simulated.stated + 2 * math.sqrt(simulated.stated * (1 - simulated.stated) / reps)
-    assert simulated.stated == 0.025
+    assert simulated.stated == (0.05 if simulated is rule.EQUAL_LOSS else 0.025)
     for i, design in enumerate(calibration.study_designs(5).values()):
         rate = calibration.false_holds(simulated, design, reps=reps, n_resamples=200, seed=20 + i)
         assert rate <= bound, simulated

@@ -81,7 +81,7 @@ def test_unknown_notebook():
 
 def test_page_parameters_belong_to_their_page(tmp_path):
     params = validate("reproducibility", {"benchmarks_file": "b.json", "results_dir": tmp_path})
-    assert params.extra == {"benchmarks_file": "b.json", "export_file": None}
+    assert params.extra == {"benchmarks_file": "b.json", "export_file": None, "deciding_dir": None}
     with pytest.raises(ParameterError, match="benchmarks_file"):
         validate("summary", {"benchmarks_file": "b.json"})
 
