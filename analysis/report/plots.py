@@ -35,6 +35,7 @@ VERDICT_HATCHES = {"not applicable": "////"}
 COLUMN_INCHES = 6.7
 PANEL_INCHES = 3.7  # the widest a panel is drawn
 NOTE_POINTS = 8
+NOTE_LINE_INCHES = 0.14  # the height of a line of a figure's note
 
 
 def _note_lines(fig: Figure, note: str | None) -> list[str]:
@@ -48,7 +49,7 @@ def add_note(fig: Figure, note: str | None) -> float:
     if not lines:
         return 0.0
     fig.text(0.01, 0.005, "\n".join(lines), fontsize=NOTE_POINTS, va="bottom")
-    return min(0.3, 0.14 * len(lines) / fig.get_size_inches()[1] + 0.01)
+    return min(0.3, NOTE_LINE_INCHES * len(lines) / fig.get_size_inches()[1] + 0.01)
 
 
 def panel_rows(n: int, *, per_row: int = 2) -> tuple[int, int]:
@@ -223,6 +224,7 @@ MATRIX_FONT = {"cell": 9, "check": 10, "scope": 9, "title": 10, "legend": 9, "ro
 COLUMN_INCHES = 7.0
 ROW_INCHES = 0.42  # the height of a row of cells
 LEGEND_INCHES = 0.35  # the legend's row above the panels
+MATRIX_MIN_ROWS = 3  # a matrix of fewer checks is as tall as this many rows: its scope labels need the room
 CELL_ID = "verdict-cell-{}"  # the SVG id of a cell: its row's position in the matrix's table
 
 
@@ -247,8 +249,10 @@ def verdict_matrix(
     table = table.assign(_id=[CELL_ID.format(k) for k in range(len(table))])
     models = list(dict.fromkeys(table["model"]))
     labels = [(scope_labels or {}).get(s, s) for s in scopes]
-    height = (ROW_INCHES * len(checks) + 2.0) * len(models) + 0.4
+    height = (ROW_INCHES * max(len(checks), MATRIX_MIN_ROWS) + 2.0) * len(models) + 0.4
     fig, axes = plt.subplots(len(models), 1, figsize=(COLUMN_INCHES, height), squeeze=False)
+    height += NOTE_LINE_INCHES * len(_note_lines(fig, note))  # room for the note, so the panels keep theirs
+    fig.set_size_inches(COLUMN_INCHES, height)
     for ax, model in zip(axes[:, 0], models):
         _verdict_cells(ax, table[table["model"] == model].set_index(["check", "scope"]), checks, scopes)
         for i, check in enumerate(checks):
