@@ -15,7 +15,8 @@ CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
 WIDTH = 1280
 MAX_WORDS = 4000  # reading text of a page: prose and lists, not tables, code or collapsed outputs
-MAX_RESULTS_WORDS = 2500  # the same on a results page (a notebook's): what it shows unfolded
+MAX_RESULTS_WORDS = 2500  # the same on a results page (a notebook's): what it shows unfolded (a figure's
+# hover titles, shown one at a time under the pointer, are not counted)
 MAX_LIST_ITEMS = 12
 # Sentences of what a page read and of its models' caveats (``sections.provenance``): folded once
 # per page, never repeated in its body.
@@ -28,7 +29,7 @@ PROVENANCE_PHRASES = (
 READING_TEXT = """
 const article = document.querySelector('article') || document.body;
 const copy = article.cloneNode(true);
-copy.querySelectorAll('table, pre, script, style, details, .toggle-details, .cell_output details')
+copy.querySelectorAll('table, pre, script, style, details, .toggle-details, .cell_output details, svg title')
     .forEach(e => e.remove());
 return copy.innerText;
 """

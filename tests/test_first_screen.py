@@ -88,9 +88,15 @@ def test_a_folded_list_stays_a_list():
 def test_a_list_of_claims_says_each_in_plain_words_and_links_its_rule_folded_or_not():
     text = verdicts.claims_text(("F1", "L2"))
     assert text.splitlines() == [
+        "The paper's claims:",
+        "",
         f"- **F1**: {checks.get('F1').plain} ([rule](../checks.html#check-f1)).",
+        "",
+        "Beyond the paper:",
+        "",
         f"- **L2**: {checks.get('L2').plain} ([rule](../checks.html#check-l2)).",
-    ]
+    ]  # two lists, none longer than a reader scans
+    assert verdicts.claims_text(("F1", "F2")).startswith("- **F1**")
     assert checks.get("F1").claim not in text
     html = display.markdown_html(text)
     assert html.count('<a href="../checks.html#check-') == 2 and "[rule]" not in html

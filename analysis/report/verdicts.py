@@ -29,12 +29,14 @@ def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGIST
     """Markdown list of the claims checked (None: every check of the registry) in plain words, each
     linked to its estimand and rule on the checks page, which states them once (a check of another
     registry, not on that page: its rule beside it)."""
-    items = []
+    paper, beyond = [], []
     for check_id in all_ids(registry) if checks is None else checks:
         check = get(check_id, registry)
         rule = f"[rule]({CHECKS_PAGE}#{anchor(check_id)})" if check in REGISTRY else f"rule: {check.claim}"
-        items.append(f"- **{check_id}**: {check.plain} ({rule}).")
-    return "\n".join(items)
+        (paper if check.paper else beyond).append(f"- **{check_id}**: {check.plain} ({rule}).")
+    if paper and beyond:  # two short lists, the paper's claims first, rather than one long one
+        return "The paper's claims:\n\n" + "\n".join(paper) + "\n\nBeyond the paper:\n\n" + "\n".join(beyond)
+    return "\n".join(paper or beyond)
 
 
 # The fold under a check's plain words on the checks page, set apart from the next check's.
