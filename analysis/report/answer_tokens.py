@@ -68,14 +68,15 @@ def _layer_gap(cd: CurveDraws, dataset: str, fast: str, slow: str) -> np.ndarray
     return gap if np.all(np.isfinite(gap)) else None
 
 
-def layer_gaps(page: Page) -> pd.DataFrame:
-    """Per model, dataset and layer: F1's full-response gap and the same-token gap (where stored)."""
+def layer_gaps(page: Page, *, every_token_alone: bool = False) -> pd.DataFrame:
+    """Per model, dataset and layer: F1's full-response gap and the same-token gap, for the datasets
+    where the same-token gap is stored (``every_token_alone``: also F1's gap alone where it is not)."""
     rows = []
     for model, cd in page.draws.items():
         for dataset in reasoning_datasets(cd):
             pairs = {FULL: ("none", "detailed"), SAME: (same_tokens.NONE, same_tokens.DETAILED)}
             gaps = {name: _layer_gap(cd, dataset, *pair) for name, pair in pairs.items()}
-            if gaps[SAME] is None:
+            if gaps[SAME] is None and not every_token_alone:
                 continue
             for name, gap in gaps.items():
                 if gap is not None:
@@ -99,11 +100,13 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
     for ax, model in zip(axes.flat, models):
         mine = table[table["model"] == model]
         for dataset in dict.fromkeys(mine["dataset"]):
-            for gap, style in ((FULL, "--"), (SAME, "-")):
+            named = False  # each dataset named once in the legend, by its first line
+            for gap, style in ((SAME, "-"), (FULL, "--")):
                 line = mine[(mine["dataset"] == dataset) & (mine["gap"] == gap)]
                 if not line.empty:
-                    colour, label = colours(datasets.index(dataset)), dataset if gap == SAME else None
+                    colour, label = colours(datasets.index(dataset)), None if named else dataset
                     ax.plot(line["layer"], line["value"], style, color=colour, label=label, linewidth=1.4)
+                    named = True
         ax.axhline(0.0, color="black", linewidth=0.8)
         ax.set_title(model, fontsize=9)
         ax.set_xlabel("layer", fontsize=9)
@@ -111,7 +114,8 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
     for ax in axes[:, 0]:
         ax.set_ylabel("log(None / Detailed), nuclear norm", fontsize=9)
     first = axes.flat[0]  # the line styles, named once in the legend beside the datasets' colours
-    first.plot([], [], "-", color="black", linewidth=1.4, label="answer tokens alone")
+    if SAME in set(table["gap"]):
+        first.plot([], [], "-", color="black", linewidth=1.4, label="answer tokens alone")
     first.plot([], [], "--", color="black", linewidth=1.4, label="every response token")
     plots.drop_unused(axes, len(models))
     return plots.legend_below(fig, note=note)

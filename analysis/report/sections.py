@@ -92,11 +92,13 @@ def finding(page: Page) -> Blocks:
     if page.empty:
         return []
     text = takeaway.found(page.findings(), token_sum=answer_tokens.token_sum_ratios(page))
-    table = answer_tokens.layer_gaps(page)
+    table = answer_tokens.layer_gaps(page, every_token_alone=True)
     figure = answer_tokens.layer_gap_figure(table, page.note()) if not table.empty else None
     out: Blocks = [Markdown(text)] if text else []
     if figure is not None:
-        alt = "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone"
+        alt = "Per layer, F1's gap with every response token scored"
+        if answer_tokens.SAME in set(table["gap"]):
+            alt += " and with the answer's tokens scored alone"
         out.append(Figure(figure, alt))
     return out
 
