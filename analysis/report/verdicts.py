@@ -29,7 +29,8 @@ def claims_text(checks: Sequence[str] | None = None, registry: Registry = REGIST
     """Markdown list of the claims checked (None: every check of the registry) in plain words, each
     linked to its estimand and rule on the checks page, which states them once (a check of another
     registry, not on that page: its rule beside it)."""
-    paper, beyond = [], []
+    paper: list[str] = []
+    beyond: list[str] = []
     for check_id in all_ids(registry) if checks is None else checks:
         check = get(check_id, registry)
         rule = f"[rule]({CHECKS_PAGE}#{anchor(check_id)})" if check in REGISTRY else f"rule: {check.claim}"
