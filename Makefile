@@ -1,4 +1,4 @@
-# make book [PROFILE=quick|cpu|cpu-full|paper|original|training|training-paper]   run the study and build the book (default PROFILE=cpu; original: after import-original)
+# make book [PROFILE=quick|cpu|cpu-full|paper|original|training|training-paper|decompose|decide]   run the study and build the book (default PROFILE=cpu; original: after import-original)
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser
 # make lint                             ruff (lint and format check), ShellCheck on the shell scripts, actionlint

@@ -52,9 +52,17 @@ def test_curves_carrying_more_than_the_token_losses_give_g1_holds():
     assert set(found) == {*DATASETS, "math_reasoning"}
     assert all(f.verdict == HOLDS for f in found.values()), [voice.numbers(f) for f in found.values()]
     family = found["math_reasoning"]
-    deciding = (beyond_loss.DECIDING,)
+    # at a loss gap of 0.3 nats (spread 0.5) enough pairs lie within the caliper: they decide
+    deciding = (beyond_loss.DECIDING, beyond_loss.MATCHED)
     assert [(p.role, p.facet) for p in family.deciding] == [(roles.BEYOND_LOSS, deciding)]
-    assert [voice.part_label(p) for p in family.deciding] == [f"Detailed CoT {beyond_loss.STATISTIC}"]
+    assert [voice.part_label(p) for p in family.deciding] == [f"Detailed CoT {beyond_loss.MATCHED_STATISTIC}"]
+    matched = family.note(NoteKind.LOSS_MATCHED)
+    assert matched is not None and matched.items == DATASETS
+    close = dict(family.part(roles.BEYOND_LOSS, facet=deciding).estimate.strata)
+    assert matched.text.endswith(f"(aqua {close['aqua']} of 30, gsm8k {close['gsm8k']} of 30)")
+    assert min(close.values()) >= beyond_loss.MIN_MATCHED
+    share = found["aqua"].part(roles.MATCHED_SHARE, facet=(beyond_loss.DECIDING,)).value
+    assert share == pytest.approx(close["aqua"] / 30)
     # the family's p-value is the pooled null's, not the mean of the datasets' p-values
     statistic = family.part(roles.BEYOND_LOSS, facet=deciding).estimate
     assert family.part(roles.P_VALUE, facet=deciding).estimate.value == statistic.p_value()
@@ -85,6 +93,20 @@ def test_where_the_loss_separates_every_pair_g1_is_not_applicable_and_says_so():
     assert all(f.verdict == NOT_APPLICABLE for f in found.values())
     assert all(f.not_applicable.why is Why.LOSS_SEPARATES for f in found.values())
     assert all(voice.explained(f.not_applicable).startswith(beyond_loss.SEPARATED) for f in found.values())
+    # and it says how many pairs matched, per dataset
+    assert "within 0.25 nats: aqua under 2 of 12, gsm8k under 2 of 12" in found["math_reasoning"].not_applicable.detail
+
+
+def test_g1_decides_on_all_pairs_where_a_dataset_has_too_few_matched_pairs():
+    rows = _rows(1.0, seed=0, loss_gap=0.3)
+    gsm8k_irrelevant = rows["condition"].str.startswith("gsm8k/detailed/irrelevant")
+    rows.loc[gsm8k_irrelevant, "loss"] += 3.0  # gsm8k's pairs no longer match; aqua's still do
+    found = _g1(rows)
+    assert found["aqua"].note(NoteKind.LOSS_MATCHED) is not None
+    for scope in ("gsm8k", "math_reasoning"):
+        assert found[scope].note(NoteKind.LOSS_MATCHED) is None
+        assert [p.facet for p in found[scope].deciding] == [(beyond_loss.DECIDING,)]
+    assert "gsm8k under 2 of 30" in beyond_loss.matched_counts(found["math_reasoning"].parts)
 
 
 def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling():
@@ -146,6 +168,16 @@ def test_g1_keeps_its_rate_where_the_curves_are_non_linear_in_the_token_losses_u
     assert calibration.false_holds(rule.BEYOND_LOSS, design, reps=reps, seed=31 + int(skew)) <= bound
 
 
+def test_g1_keeps_its_rate_where_it_decides_on_matched_pairs():
+    reps = 100
+    bound = 0.025 + 2 * math.sqrt(0.025 * 0.975 / reps)
+    design = calibration.Design((40, 40), (0.6, 0.6), (0.15, 0.15))
+    rng = np.random.default_rng(7)
+    pairs = gap_calibration._token_pairs(rng, design, 40, noise=gap_calibration.CURVE_NOISE[0], effect=0.0)
+    assert pairs.within_caliper().sum() >= beyond_loss.MIN_MATCHED  # the matched route is the one taken
+    assert calibration.false_holds(rule.BEYOND_LOSS, design, reps=reps, seed=41) <= bound
+
+
 def test_g1_finds_a_planted_effect_at_the_paper_size():
     rng = np.random.default_rng(4)
     design = calibration.Design((40, 40), (0.6, 0.6), (0.15, 0.15))
@@ -168,7 +200,8 @@ def test_the_chapter_states_the_statistic_its_p_value_and_the_covariates():
     table = gap_sources.auroc_table(findings)
     assert {beyond_loss.STATISTIC, beyond_loss.P_VALUE, beyond_loss.LOSS_ALONE} <= set(table.columns)
     assert "mean token loss, largest token loss" in gap_sources.covariates_note(findings)  # the line under it
-    assert set(table["setting"]) == {"Detailed CoT", "None CoT"}
+    assert set(table["setting"]) == {"Detailed CoT", "Detailed CoT, matched pairs", "None CoT"}
+    assert "partialled out on the pairs matched on the loss (aqua " in text  # it decided on them
     separated = list(_g1(_rows(0.0, seed=2, n=12, loss_gap=6.0)).values())
     text = gap_sources.g1_paragraph(separated)
     assert "G1 **not applicable** (the loss separates them" in text

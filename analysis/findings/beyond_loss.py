@@ -31,19 +31,26 @@ correct and one irrelevant response (None-CoT pairs whose two answers are the sa
   combination of per-dataset p-values was not chosen: at five pairs a dataset has 16 distinct
   flips, its p-value at least 1/16, and a combination of such coarse p-values loses what the
   mean of the statistics keeps.
+- **Matched loss.** Partialling extrapolates where the two responses' losses do not overlap. So the
+  same statistic is also computed on the matched pairs alone, those whose two mean token losses
+  lie within ``CALIPER`` nats (caliper matching on the covariate, within each instruction), and
+  it decides in place of the statistic on all pairs wherever every dataset of a cell has at least
+  ``MIN_MATCHED`` matched pairs (``matched_decides``); the share of pairs within the caliper is
+  shown beside.
 - **Not applicable.** Where the covariates alone already separate every pair (every pair's mean
-  loss difference of one sign, and the covariates' own out-of-fold AUROC 1), there is nothing left
-  for the curves to add: "not applicable: the loss separates them" (``separated``).
+  loss difference of one sign, and the covariates' own out-of-fold AUROC 1) and too few pairs
+  match, there is nothing left for the curves to add that this design can identify: "not
+  applicable: the loss separates them", with the share of pairs within the caliper (``separated``).
 
 Its false "holds" where the curves depend on the token losses non-linearly, and its power, are
-measured by ``calibration.gap_calibration`` (rule ``beyond loss``).
+measured by ``calibration.gap_calibration`` (rule ``beyond loss``), through the matched route too.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -65,11 +72,16 @@ N_SPLITS = 3  # repeated splits into folds of the statistic, seeds 0 .. N_SPLITS
 N_FLIPS = 200
 PAIRS_PER_COLUMN = 3  # the partialling fits at most one covariate column per this many training pairs
 FLIP_SEED = 0
+CALIPER = 0.25  # nats: a pair is matched where its two responses' mean token losses differ by at most this
+MIN_MATCHED = 5  # matched pairs every dataset of a cell needs for G1 to decide at matched loss
+MATCHED = "matched"  # the facet's second item on the statistic of the matched pairs
 
 STATISTIC = "AUROC of the curves beyond the loss"
+MATCHED_STATISTIC = f"{STATISTIC}, matched pairs"
 P_VALUE = "p (sign flips)"
 CURVES_ALONE, LOSS_ALONE, ORDERED = "AUROC of the curves alone", "AUROC of the loss alone", "pairs the loss orders"
 SEPARATED = "the loss separates them"
+WITHIN_CALIPER = f"pairs within {CALIPER} nats"
 DECIDING = "detailed"  # the setting whose pairs decide; None CoT's are shown beside
 
 
@@ -91,6 +103,14 @@ class Pairs:
     def basis(self) -> np.ndarray:
         """(n, 2k) differences of the covariates, then of their squares, the mean loss's first."""
         return np.hstack([self.irrelevant - self.correct, self.irrelevant**2 - self.correct**2])
+
+    def within_caliper(self, caliper: float = CALIPER) -> np.ndarray:
+        """(n,) bool: the pairs whose two mean token losses differ by at most ``caliper`` nats."""
+        return np.abs(self.irrelevant[:, 0] - self.correct[:, 0]) <= caliper
+
+    def subset(self, keep: np.ndarray) -> Pairs:
+        """The pairs where ``keep`` is true."""
+        return Pairs(self.ids[keep], self.curves[keep], self.correct[keep], self.irrelevant[keep], self.names)
 
 
 def _samples(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndarray, np.ndarray]] | None:
@@ -233,7 +253,77 @@ def dataset_parts(pairs: Pairs, dataset: str, setting: str, *, decides: bool) ->
     for name, value, role, unit in beside:
         shown = _shown(value, dataset, pairs.n)
         parts.append(Part(name, shown, "above", 0.5, unit, role=role, facet=facet, group=group, decides=False))
+    return parts + (matched_parts(pairs, dataset, setting) if setting == DECIDING else [])
+
+
+def matched_parts(pairs: Pairs, dataset: str, setting: str) -> list[Part]:
+    """The share of pairs within the caliper, and, where at least two pairs match, the statistic on
+    those pairs alone with its p-value (not deciding; ``matched_decides`` makes it decide)."""
+    group, keep = vocabulary.setting_label(setting), pairs.within_caliper()
+    share = _shown(float(np.mean(keep)), dataset, pairs.n)
+    parts = [
+        Part(
+            WITHIN_CALIPER,
+            share,
+            "above",
+            0.0,
+            Unit.SHARE,
+            role=roles.MATCHED_SHARE,
+            facet=(setting,),
+            group=group,
+            decides=False,
+        )
+    ]
+    if int(keep.sum()) >= 2:
+        close = pairs.subset(keep)
+        estimate = beyond_estimate(close, dataset, f"{setting} {MATCHED}")
+        statistic = Part(
+            MATCHED_STATISTIC,
+            estimate,
+            "above",
+            0.5,
+            Unit.AUROC,
+            role=roles.BEYOND_LOSS,
+            facet=(setting, MATCHED),
+            group=group,
+            decides=False,
+        )
+        parts += [statistic, p_value_part(statistic)]
     return parts
+
+
+def matched_decides(parts: Sequence[Part]) -> tuple[list[Part], Note | None]:
+    """G1's parts where every dataset of the cell has at least ``MIN_MATCHED`` pairs within the
+    caliper: the statistic on the matched pairs decides in place of the one on all pairs, with a
+    note; elsewhere the parts unchanged and no note."""
+    everyone = _statistic(parts, (DECIDING,))
+    close = _statistic(parts, (DECIDING, MATCHED))
+    if everyone is None or close is None or everyone.estimate is None or close.estimate is None:
+        return list(parts), None
+    datasets = {d for d, _ in everyone.estimate.strata}
+    matched = dict(close.estimate.strata)
+    if set(matched) != datasets or min(matched.values()) < MIN_MATCHED:
+        return list(parts), None
+    out = [replace(p, decides=p is close) if p is everyone or p is close else p for p in parts]
+    return out, Note(
+        NoteKind.LOSS_MATCHED,
+        f"decided at matched loss: the pairs whose mean token losses lie within {CALIPER} nats ({matched_counts(parts)})",
+        tuple(sorted(datasets)),
+    )
+
+
+def matched_counts(parts: Sequence[Part]) -> str:
+    """ "aqua 7 of 30, gsm8k under 2 of 30": per dataset, the pairs within the caliper of all pairs
+    (the statistic on matched pairs, whose count this reads, needs two of them)."""
+    everyone, close = _statistic(parts, (DECIDING,)), _statistic(parts, (DECIDING, MATCHED))
+    if everyone is None or everyone.estimate is None:
+        return ""
+    matched = dict(close.estimate.strata) if close is not None and close.estimate is not None else {}
+    return ", ".join(f"{d} {matched.get(d, 'under 2')} of {n}" for d, n in everyone.estimate.strata)
+
+
+def _statistic(parts: Sequence[Part], facet: tuple[str, ...]) -> Part | None:
+    return next((p for p in parts if p.role is roles.BEYOND_LOSS and p.facet == facet), None)
 
 
 def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, excluded=()) -> list[Part] | None:
@@ -263,13 +353,19 @@ def after_pooling(parts: list[Part]) -> list[Part]:
 
 def separated(parts: Sequence[Part]) -> NotApplicable | None:
     """ "the loss separates them" where, under the deciding setting, every pair's mean-loss
-    difference has one sign and the covariates alone reach an out-of-fold AUROC of 1 (None elsewhere)."""
+    difference has one sign and the covariates alone reach an out-of-fold AUROC of 1, and the
+    statistic on matched pairs does not decide (None elsewhere)."""
+    close = _statistic(parts, (DECIDING, MATCHED))
+    if close is not None and close.decides:
+        return None
     value = {p.role: p.value for p in parts if p.facet == (DECIDING,) and p.estimate is not None}
     if value.get(roles.LOSS_ORDER, 0.0) >= 1.0 and value.get(roles.AUROC_LOSS, 0.0) >= 1.0:
         return NotApplicable(
             Why.LOSS_SEPARATES,
             SEPARATED,
-            "every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1",
+            "every pair's mean loss is higher for the same response, and the loss alone scores AUROC 1; "
+            f"pairs whose two mean token losses lie within {CALIPER} nats: {matched_counts(parts)}, too few for "
+            f"a test at matched loss (at least {MIN_MATCHED} in every dataset)",
         )
     return None
 

@@ -57,14 +57,17 @@ GAP_CHECKS = (
             "response of a pair is irrelevant that the token losses lack: with the pair differences of the mean, "
             "largest and spread of the token losses and of log R partialled out inside each training fold, the "
             "out-of-fold AUROC of the residual curves exceeds what sign flips of whole pairs give (one-sided "
-            "p < 2.5%; a permutation test, so never 'does not hold'); 'not applicable' where the loss alone "
-            "separates every pair; None CoT shown beside"
+            "p < 2.5%; a permutation test, so never 'does not hold'); decided on the pairs whose two mean token "
+            f"losses lie within {beyond_loss.CALIPER} nats wherever every dataset has at least "
+            f"{beyond_loss.MIN_MATCHED} of them; 'not applicable' where the loss alone separates every pair and "
+            "too few match; None CoT shown beside"
         ),
         parts=beyond_loss.g1_parts,
         chapters=_GAP,
         calibrated_by=(rule.BEYOND_LOSS,),
         reads=beyond_loss.READS,
         after_pooling=beyond_loss.after_pooling,
+        adjust=beyond_loss.matched_decides,
         note=beyond_loss.covariates_note,
         gate=beyond_loss.separated,
     ),

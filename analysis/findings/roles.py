@@ -64,6 +64,7 @@ P_VALUE = Role("the one-sided sign-flip p-value of that AUROC (G1)")
 AUROC_LOSS = Role("the AUROC of the loss covariates alone (G1)")
 AUROC_CURVES = Role("the AUROC of the layer curves alone (G1)")
 LOSS_ORDER = Role("the share of pairs whose mean-loss difference has the majority sign (G1)")
+MATCHED_SHARE = Role("the share of pairs whose two mean losses lie within the caliper (G1)")
 # A2 and A3
 SAME_TOKEN_GAP = Role("None over Detailed CoT on the answer tokens, all layers (A2)")
 SAME_TOKEN_FROBENIUS = Role("the same in Frobenius norm (A2)")

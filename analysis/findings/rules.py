@@ -280,6 +280,7 @@ class NoteKind(Enum):
     DECIDED_OTHERWISE = "the check decided on another of its parts"
     OPPOSITE_SIGN = "the paper's quantity and the geometric mean point opposite ways"
     COVARIATES = "the covariates partialled out"
+    LOSS_MATCHED = "the check decided on the pairs matched on the loss"
     EXTRAPOLATION = "the datasets where a fit extrapolates"
     BASE_MODEL = "the base model an instruct model is compared with"
 

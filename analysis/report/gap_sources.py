@@ -303,10 +303,14 @@ def _g1_in_words(found: Sequence[Finding], registry: Registry) -> str:
             pieces.append(f"{scope}: G1 **{f.verdict}** ({voice.explained(f.not_applicable)})")
             continue
         said = words.of(f.verdict) if words is not None else ""
+        matched = f.note(NoteKind.LOSS_MATCHED)
+        decided = (beyond_loss.DECIDING, beyond_loss.MATCHED) if matched is not None else deciding
+        where = f" on the pairs matched on the loss ({beyond_loss.matched_counts(f.parts)})" if matched else ""
         pieces.append(
-            f"{scope}: AUROC of the curves with the loss partialled out {_value(f, roles.BEYOND_LOSS, facet=deciding)} "
-            f"(p = {_value(f, roles.P_VALUE, facet=deciding)} by sign flips of whole pairs; the curves alone "
-            f"{_value(f, roles.AUROC_CURVES, facet=deciding)}, the loss alone {_value(f, roles.AUROC_LOSS, facet=deciding)}): "
+            f"{scope}: AUROC of the curves with the loss partialled out{where} {_value(f, roles.BEYOND_LOSS, facet=decided)} "
+            f"(p = {_value(f, roles.P_VALUE, facet=decided)} by sign flips of whole pairs; on all pairs the curves alone "
+            f"{_value(f, roles.AUROC_CURVES, facet=deciding)}, the loss alone {_value(f, roles.AUROC_LOSS, facet=deciding)}, "
+            f"{_value(f, roles.MATCHED_SHARE, facet=deciding)} of them within the caliper): "
             f"G1 **{f.verdict}**" + (f" (the curves {said})" if said else "")
         )
     covariates = next((n.text for f in shown if (n := f.note(NoteKind.COVARIATES)) is not None), "")
@@ -323,9 +327,17 @@ def auroc_table(findings: Sequence[Finding]) -> pd.DataFrame:
         for facet in dict.fromkeys(p.facet for p in f.parts):
             row = {"model": f.model, "scope": vocabulary.scope_label(f.scope)}
             row["setting"] = vocabulary.setting_label(facet[0]) if facet else ""
-            row |= {p.name: voice.sized(p) if p.estimate is not None else "" for p in f.parts if p.facet == facet}
+            row["setting"] += ", matched pairs" if beyond_loss.MATCHED in facet else ""
+            row |= {
+                _column(p.name): voice.sized(p) if p.estimate is not None else "" for p in f.parts if p.facet == facet
+            }
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _column(name: str) -> str:
+    """A G1 part's column: the statistic on matched pairs shares the statistic's (its row says matched)."""
+    return beyond_loss.STATISTIC if name == beyond_loss.MATCHED_STATISTIC else name
 
 
 def verdicts(page: Page) -> Blocks:

@@ -12,8 +12,9 @@
   1/2 log sum_t (1 - exp(-loss_t))^2 - log R (orthogonal token gradients, each scaling with 1 - p),
   plus a term in sqrt(largest token loss) x (their standard deviation), plus noise of the design's
   skewness (``CURVE_NOISE``, in turn). Neither term is a function of G1's covariates that its
-  partialling fits exactly. G1's statistic (``beyond_loss.beyond_estimate``, pooled, the gate
-  ``beyond_loss.separated``) must then say "holds" at most 2.5% of the time; with ``effect`` added
+  partialling fits exactly. G1's statistic (``beyond_loss.beyond_estimate``, pooled, on the matched
+  pairs where ``beyond_loss.matched_decides`` says so, the gate ``beyond_loss.separated``) must then
+  say "holds" at most 2.5% of the time; with ``effect`` added
   to the irrelevant response's curves in half the features, the same runs give its power
   (``beyond_loss_holds``).
 
@@ -106,6 +107,7 @@ def beyond_loss_holds(rng, design, *, noise: float, effect: float = 0.0) -> bool
         for h, n in enumerate(design.counts)
     ]
     parts = per_dataset[0] if len(per_dataset) == 1 else beyond_loss.after_pooling(pool_parts(per_dataset))
+    parts, _ = beyond_loss.matched_decides(parts)
     return not beyond_loss.separated(parts) and decide(parts) == HOLDS
 
 
