@@ -36,6 +36,7 @@ from conftest import SHARED_DATA, tiny_model
 from faults.injection import WRITE_HOLD_ENV, WRITE_PAUSE_ENV, child_environment
 
 from analysis import cli
+from analysis.core import cache
 from analysis.extract import gradients, models
 from analysis.store import read_results, read_skipped
 from analysis.store_errors import StoreError
@@ -892,7 +893,7 @@ def test_remote_code_is_trusted_only_when_asked(monkeypatch, model_dir, data_fil
 
 def test_offline_models_are_loaded_without_remote_code(monkeypatch, tmp_path):
     seen = _capture_loading_kwargs(monkeypatch)
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path))
     monkeypatch.setattr(models, "offline_gguf_file", lambda name: tmp_path / "model.gguf")
     with pytest.raises(_Stop):
         models.cached_offline_folder("gemma-3-270m")

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import torch
 
+from analysis.core.cache import cache_root
 from analysis.core.registry import (
     OFFLINE_MODELS,
     PAPER_MODELS,
@@ -32,8 +33,6 @@ from analysis.core.registry import (
     scratch_name,
 )
 from analysis.extract import architectures
-
-CACHE_ENV = "LAYER_GRADIENT_CACHE"
 
 
 def pick_device(device: str = "auto") -> torch.device:
@@ -47,11 +46,6 @@ def pick_device(device: str = "auto") -> torch.device:
     if device not in ("cpu",) and not device.startswith("cuda"):
         raise ModelError(f"--device must be auto, cpu or cuda[:N], not {device!r}")
     return torch.device(device)
-
-
-def cache_root() -> Path:
-    """Where dequantised offline models are cached ($LAYER_GRADIENT_CACHE or ~/.cache/layer-gradient)."""
-    return Path(os.environ.get(CACHE_ENV) or Path.home() / ".cache" / "layer-gradient")
 
 
 def offline_gguf_file(name: str) -> Path:

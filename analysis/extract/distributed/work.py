@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import data
-from analysis.core import registry
+from analysis.core import cache, registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.data_errors import DataError
@@ -255,7 +255,7 @@ def _offline_cache_lock(source: str) -> Iterator[None]:
     if source not in registry.OFFLINE_MODELS:
         yield
         return
-    root = models.cache_root()
+    root = cache.cache_root()
     root.mkdir(parents=True, exist_ok=True)
     with open(root / f".{registry.model_slug(source)}.lock", "a+") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
