@@ -224,6 +224,9 @@ def quick_conditions() -> tuple[str, ...]:
 # whose two answers are one text, creak about half: its draw keeps the usable ones).
 DECIDE_DATASETS = ("aqua", "gsm8k", "ecqa", "creak")
 DECIDE_SAMPLES = 30
+# Instructions each model's loss screen reads per dataset beyond the draw, at most, for G1's matched
+# pairs (``analysis.extract.screen``): as many again as the draw, what fits the run's time.
+DECIDE_SCREEN = 30
 # What F1, A1, F3, A2, A3, A4 and A5 read: None and Detailed CoT with both responses, the answer
 # scored after the phrase alone, after the Detailed CoT, after its words shuffled and after another
 # instruction's chain, and the Detailed CoT scored on as many tokens as None CoT.
@@ -360,10 +363,11 @@ PROFILES: dict[str, Profile] = {
         name="decide",
         models=OFFLINE_MODEL_NAMES,
         conditions=decide_conditions(),
-        extraction=ExtractionSettings(n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu"),
+        extraction=ExtractionSettings(n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu", loss_screen=DECIDE_SCREEN),
         n_resamples=1000,
         description=f"both offline models, {DECIDE_SAMPLES} samples of the {len(decide_conditions())} conditions "
-        f"that decide F1, A1, F3, A2, A3, A4 and A5 on {', '.join(DECIDE_DATASETS)}",
+        f"that decide F1, A1, F3, A2, A3, A4 and A5 on {', '.join(DECIDE_DATASETS)}, and a loss screen of up to "
+        f"{DECIDE_SCREEN} more instructions per dataset for G1's matched pairs",
     ),
     "decompose": Profile(
         name="decompose",

@@ -226,6 +226,13 @@ class ResultsStore:
         table = store_files._read_dir(self.run_dir("rows", key), columns=[column])
         return set() if table is None else set(table.column(column).unique().to_pylist())
 
+    def sample_values(self, key: RunKey, column: str) -> dict[int, float]:
+        """One value per stored sample of this run, of a per-sample column such as the loss."""
+        table = store_files._read_dir(self.run_dir("rows", key), columns=["sample_index", column])
+        if table is None:
+            return {}
+        return dict(zip(table.column("sample_index").to_pylist(), table.column(column).to_pylist()))
+
     def write(self, key: RunKey, rows: pd.DataFrame | None, skipped: pd.DataFrame | None) -> None:
         """Append one part of results (and of skipped samples) atomically. Stored rows of the same
         samples (computed again, for a column they lacked) are removed first (:meth:`remove_samples`):

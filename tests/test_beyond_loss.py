@@ -205,3 +205,59 @@ def test_the_chapter_states_the_statistic_its_p_value_and_the_covariates():
     separated = list(_g1(_rows(0.0, seed=2, n=12, loss_gap=6.0)).values())
     text = gap_sources.g1_paragraph(separated)
     assert "G1 **not applicable** (the loss separates them" in text
+
+
+def _screened(rows):
+    """The ``rows``' Detailed-CoT pairs as a loss screen's (ids from 100, every pair matched), and the
+    screens of both datasets that found them (one more instruction screened, unmatched)."""
+    from analysis.screens import Screen, Screened
+
+    moved = rows[rows["condition"].str.contains("/detailed/")].copy()
+    moved["sample_index"] += 100
+    correct = moved[moved["responses"] == "correct"].groupby(["dataset", "sample_index"])["loss"].first()
+    irrelevant = moved["responses"] == "irrelevant"
+    keys = list(zip(moved.loc[irrelevant, "dataset"], moved.loc[irrelevant, "sample_index"]))
+    shifts = np.random.default_rng(4).uniform(-0.2, 0.2, len(correct))
+    shift = dict(zip(correct.index, shifts))
+    moved.loc[irrelevant, "loss"] = [correct[k] + shift[k] for k in keys]  # every screened pair matches
+    made = []
+    for dataset in DATASETS:
+        ids = sorted(moved.loc[moved["dataset"] == dataset, "sample_index"].unique())
+        losses = moved[moved["dataset"] == dataset].groupby(["sample_index", "responses"])["loss"].first()
+        entries = [Screened(int(i), float(losses[i, "correct"]), float(losses[i, "irrelevant"])) for i in ids]
+        made.append(
+            Screen("m", dataset, "instruct", 1024, 0.25, 5, 60, 400, 12, 0, entries + [Screened(999, 1.0, 9.0)])
+        )
+    return moved, made
+
+
+def test_the_loss_screens_matched_pairs_decide_g1_beside_the_drawn_ones_and_nothing_else():
+    drawn = _rows(1.0, seed=2, n=12, loss_gap=6.0)  # no drawn pair matches
+    extra, made = _screened(_rows(2.0, seed=3, n=10, loss_gap=0.0))
+    stats = ("nuclear_norm",)
+    alone = all_curve_draws(drawn, list(MODEL), stats, n_resamples=20, sample_stats=beyond_loss.READS)
+    screened = all_curve_draws(
+        drawn, list(MODEL), stats, n_resamples=20, sample_stats=beyond_loss.READS, screened=extra, screens=made
+    )
+    before = {f.scope: f for f in checks.run_checks(alone, ["G1"])}
+    after = {f.scope: f for f in checks.run_checks(screened, ["G1"])}
+    assert all(f.verdict == NOT_APPLICABLE for f in before.values())
+    family = after["math_reasoning"]
+    deciding = (beyond_loss.DECIDING, beyond_loss.MATCHED)
+    close = dict(family.part(roles.BEYOND_LOSS, facet=deciding).estimate.strata)
+    within = {d: int((np.abs(e.irrelevant[:, 0] - e.correct[:, 0]) <= 0.25).sum()) for d, e in _pairs_of(extra).items()}
+    assert close == within and min(close.values()) >= beyond_loss.MIN_MATCHED
+    assert family.verdict == HOLDS and [p.facet for p in family.deciding] == [deciding]
+    counts = f"aqua {close['aqua']} of 12 drawn and 11 screened, gsm8k {close['gsm8k']} of 12 drawn and 11 screened"
+    assert family.note(NoteKind.LOSS_MATCHED).text.endswith(f"({counts})")
+    share = after["aqua"].part(roles.MATCHED_SHARE, facet=(beyond_loss.DECIDING, beyond_loss.SCREENED))
+    assert share.value == pytest.approx(close["aqua"] / 11)
+    # the statistic on the drawn pairs and every other part read the drawn pairs only
+    for scope in before:
+        for part in before[scope].parts:
+            assert after[scope].part(part.role, facet=part.facet).value == pytest.approx(part.value)
+
+
+def _pairs_of(rows):
+    draws = all_curve_draws(rows, list(MODEL), ("nuclear_norm",), n_resamples=5, sample_stats=beyond_loss.READS)
+    return {d: beyond_loss.paired(draws["m"], d, "detailed") for d in DATASETS}

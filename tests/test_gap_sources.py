@@ -8,12 +8,14 @@ import pytest
 from blocks_read import tables_of, walk
 from synthetic import make_results, reasoning_conditions
 
+from analysis import screens
 from analysis.findings import averaging, calibration, checks, roles
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why
 from analysis.report import voice
 from analysis.report.blocks import Figure, Markdown
+from analysis.screens import Screen, Screened
 
 MODEL = {"m": ("instruct", 8)}
 STATS = ("nuclear_norm",)
@@ -153,6 +155,17 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     assert list(gaps.columns) == ["model", averaging.LOG_NUCLEAR, averaging.LOG_FROBENIUS, averaging.SCALED_NUCLEAR]
     labels = {gap_sources.TERM_LABELS[t] for t in averaging.STACKED}
     assert labels <= set(parts.columns) and len(parts.columns) <= 6 and len(gaps) == len(parts) == len(MODELS)
+    # a run without a loss screen says nothing of one; with one, the chapter tabulates it
+    assert "The loss screen" not in text and gap_sources.screen_blocks(page) == []
+    model = next(iter(MODELS))
+    entries = [Screened(100, 1.0, 1.1), Screened(101, 1.0, 3.0), Screened(102, None, 2.0, "correct: truncated")]
+    screens.record(root, Screen(model, DATASETS[0], "instruct", 1024, 0.25, 5, 3, 40, 8, 0, entries))
+    screened = gap_sources.screen_blocks(Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",)))
+    assert "**The loss screen.**" in _said(screened)[0]
+    table = tables_of(screened)[0]
+    assert table[["model", "dataset", "screened", "skipped", "screened matched", "stopped"]].values.tolist() == [
+        [model, DATASETS[0], 3, 1, 1, screens.BUDGET]
+    ]
 
 
 def _with_energy(rows, seed: int = 0, models=None, datasets=None):

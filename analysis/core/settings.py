@@ -14,6 +14,12 @@ MAX_LENGTH = 1024  # this project's default, the paper's: prompt and response cu
 ORIGINAL_MAX_LENGTH = 1024
 TOKEN_BUDGET = 2048  # at most this many tokens in one batch (padding included)
 SHARD_SIZE = 32  # samples between two writes to the store (and per Ray shard)
+# G1 at matched loss (methods, "Beyond the loss"): a pair of one instruction's correct and irrelevant
+# responses is matched where their two mean token losses lie within this many nats, and a dataset
+# needs this many matched pairs for the statistic on them to decide; the loss screen
+# (``ExtractionSettings.loss_screen``) stops once a dataset has them.
+LOSS_CALIPER = 0.25
+MATCHED_PAIRS = 5
 
 
 @dataclass(frozen=True)
@@ -33,6 +39,9 @@ class ExtractionSettings:
     gradients' squared norms, ``analysis.extract.token_energy``): exactly in R backward passes when
     its R response tokens are at most k, else estimated from k random-sign passes; 0: off.
     ``token_energy_conditions``: the condition keys it is computed for (empty: every condition).
+    ``loss_screen``: k > 0 screens up to k instructions per dataset beyond the draw, forward passes
+    only, for pairs of Detailed-CoT responses within ``LOSS_CALIPER`` of each other, and computes the
+    gradients of those pairs (``analysis.extract.screen``); 0: off.
     """
 
     n_samples: int | None = None
@@ -48,6 +57,7 @@ class ExtractionSettings:
     retry_out_of_memory: bool = False
     token_energy_passes: int = 0
     token_energy_conditions: tuple[str, ...] = ()
+    loss_screen: int = 0
 
     def __post_init__(self) -> None:
         if self.token_energy_passes < 0 or self.token_energy_passes == 1:
@@ -55,6 +65,8 @@ class ExtractionSettings:
                 f"token_energy_passes is {self.token_energy_passes}: 0 (off) or at least 2 "
                 "(an estimate's variance needs two passes)"
             )
+        if self.loss_screen < 0:
+            raise StudyError(f"loss_screen is {self.loss_screen}: 0 (off) or the instructions screened at most")
         object.__setattr__(self, "token_energy_conditions", tuple(self.token_energy_conditions))
 
     def energy_passes(self, condition: str) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 
@@ -156,8 +156,10 @@ def plan_run(
     *,
     settings: ExtractionSettings,
     data_dir=None,
+    ids: Sequence[int] | None = None,
 ) -> RunPlan:
-    """What extracting ``spec`` with this model would store, and which samples are not stored yet.
+    """What extracting ``spec`` with this model would store, and which samples are not stored yet:
+    its draw, or with ``ids`` those samples (beside the draw, e.g. a loss screen's matched pairs).
 
     A stored sample whose rows lack a column that this run computes (a statistic declared after it
     was stored, or entry statistics asked for now) is to be computed again; with
@@ -169,13 +171,14 @@ def plan_run(
     is_file = condition.setting == ""
     # a seeded random sample, not the first N; a study dataset's drawn from its usable None-CoT pairs
     draw = sample_draws.sample_ids if is_file else partial(sample_draws.dataset_sample_ids, directory=data_dir)
-    chosen = draw(condition.dataset, records, settings.n_samples)
+    chosen = list(ids) if ids is not None else draw(condition.dataset, records, settings.n_samples)
     key, identity = run_labels(model_name, template, resolved, max_length)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
     energy = settings.energy_passes(identity["condition"]) > 0
     required = layer_stats.computed_columns(entry_stats=settings.entry_stats, token_energy=energy)
     done = store.done_samples(key, retry_reasons=retried, required_columns=required)
-    return RunPlan(spec, resolved, key, identity, len(chosen), [i for i in chosen if i not in done], tuple(chosen))
+    todo = [i for i in chosen if i not in done]
+    return RunPlan(spec, resolved, key, identity, len(chosen), todo, tuple(chosen) if ids is None else ())
 
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
@@ -279,10 +282,12 @@ def extract(
     settings: ExtractionSettings | None = None,
     data_dir=None,
     progress: bool = True,
+    ids: Sequence[int] | None = None,
 ) -> ConditionSummary:
     """Compute and store the statistics of ``settings.n_samples`` samples of one condition (or
     file), a seeded random sample of its records (``sample_draws.dataset_sample_ids``), writing to the store every
-    ``settings.shard_size`` samples.
+    ``settings.shard_size`` samples; with ``ids``, of those samples instead, kept beside the draw
+    (the draw kept with the store is not changed).
 
     ``settings`` None: the defaults of ``ExtractionSettings``, the one way to pass settings
     (``extract(loaded, spec, store, ExtractionSettings(n_samples=3))``). ``settings.keep_spectra``
@@ -290,11 +295,12 @@ def extract(
     computed by this call).
     """
     settings = settings or ExtractionSettings()
-    first_plan = plan_run(loaded.name, loaded.template, spec, store, settings=settings, data_dir=data_dir)
+    first_plan = plan_run(loaded.name, loaded.template, spec, store, settings=settings, data_dir=data_dir, ids=ids)
     with store.lock(first_plan.key):
-        plan = plan_run(loaded.name, loaded.template, spec, store, settings=settings, data_dir=data_dir)
+        plan = plan_run(loaded.name, loaded.template, spec, store, settings=settings, data_dir=data_dir, ids=ids)
         check_same_data(store, plan)
-        sample_draws.record(store.root, plan.identity["condition"], settings.n_samples, plan.drawn)
+        if ids is None:
+            sample_draws.record(store.root, plan.identity["condition"], settings.n_samples, plan.drawn)
         summary = ConditionSummary(
             loaded.name,
             plan.identity["condition"],

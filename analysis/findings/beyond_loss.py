@@ -55,9 +55,11 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from analysis.core import vocabulary
+from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS
 from analysis.findings import classifier, roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
 from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
+from analysis.screens import Screen
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
 READS = (LOSS, LOSS_MAX, LOSS_SD, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves
@@ -72,9 +74,10 @@ N_SPLITS = 3  # repeated splits into folds of the statistic, seeds 0 .. N_SPLITS
 N_FLIPS = 200
 PAIRS_PER_COLUMN = 3  # the partialling fits at most one covariate column per this many training pairs
 FLIP_SEED = 0
-CALIPER = 0.25  # nats: a pair is matched where its two responses' mean token losses differ by at most this
-MIN_MATCHED = 5  # matched pairs every dataset of a cell needs for G1 to decide at matched loss
+CALIPER = LOSS_CALIPER  # nats: a pair is matched where its two responses' mean token losses differ by at most this
+MIN_MATCHED = MATCHED_PAIRS  # matched pairs every dataset of a cell needs for G1 to decide at matched loss
 MATCHED = "matched"  # the facet's second item on the statistic of the matched pairs
+SCREENED = "screened"  # the facet's second item on the share of the loss screen's pairs that matched
 
 STATISTIC = "AUROC of the curves beyond the loss"
 MATCHED_STATISTIC = f"{STATISTIC}, matched pairs"
@@ -82,6 +85,7 @@ P_VALUE = "p (sign flips)"
 CURVES_ALONE, LOSS_ALONE, ORDERED = "AUROC of the curves alone", "AUROC of the loss alone", "pairs the loss orders"
 SEPARATED = "the loss separates them"
 WITHIN_CALIPER = f"pairs within {CALIPER} nats"
+SCREENED_WITHIN = f"screened pairs within {CALIPER} nats"
 DECIDING = "detailed"  # the setting whose pairs decide; None CoT's are shown beside
 
 
@@ -112,10 +116,31 @@ class Pairs:
         """The pairs where ``keep`` is true."""
         return Pairs(self.ids[keep], self.curves[keep], self.correct[keep], self.irrelevant[keep], self.names)
 
+    def joined(self, other: Pairs) -> Pairs:
+        """These pairs, then ``other``'s (the same curve columns and covariates)."""
+        return Pairs(
+            np.concatenate([self.ids, other.ids]),
+            np.vstack([self.curves, other.curves]),
+            np.vstack([self.correct, other.correct]),
+            np.vstack([self.irrelevant, other.irrelevant]),
+            self.names,
+        )
 
-def _samples(cd: CurveDraws, condition: str, stat: str) -> list[tuple[np.ndarray, np.ndarray]] | None:
+    def finite_columns(self) -> np.ndarray:
+        """(p,) bool: the curve columns finite in every pair (a zero gradient's log is not)."""
+        return np.isfinite(self.curves).all(axis=0)
+
+    def with_columns(self, keep: np.ndarray) -> Pairs:
+        """The pairs with the curve columns where ``keep`` is true."""
+        return Pairs(self.ids, self.curves[:, keep], self.correct, self.irrelevant, self.names)
+
+
+def _samples(
+    cd: CurveDraws, condition: str, stat: str, *, screened: bool = False
+) -> list[tuple[np.ndarray, np.ndarray]] | None:
     keys = [(condition, proj, stat) for proj in PROJECTIONS]
-    return [cd.samples[k] for k in keys] if all(k in cd.samples for k in keys) else None
+    source = cd.screened if screened else cd.samples
+    return [source[k] for k in keys] if all(k in source for k in keys) else None
 
 
 def _rows(pieces: list[tuple[np.ndarray, np.ndarray]], ids: np.ndarray) -> list[np.ndarray]:
@@ -128,20 +153,42 @@ def covariates_of(cd: CurveDraws, conditions: Sequence[str]) -> tuple[str, ...]:
     return READS if stored else (LOSS,)
 
 
-def _per_sample(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) -> np.ndarray:
-    values = np.nanmax(_rows(_samples(cd, condition, stat)[:1], ids)[0], axis=1)  # type: ignore[index]
+def _per_sample(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray, *, screened: bool = False) -> np.ndarray:
+    values = np.nanmax(_rows(_samples(cd, condition, stat, screened=screened)[:1], ids)[0], axis=1)  # type: ignore[index]
     return np.log(np.maximum(values, 1)) if stat == TOKENS else values
 
 
 def paired(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] = ()) -> Pairs | None:
-    """The pairs of instructions with both responses stored (not in ``excluded``); None when the
-    nuclear norms or the loss are not stored."""
+    """The pairs of instructions with both responses stored (not in ``excluded``), the curve
+    columns finite in every pair; None when the nuclear norms or the loss are not stored."""
+    pairs = _all_columns(cd, dataset, setting, excluded)
+    return pairs.with_columns(pairs.finite_columns()) if pairs is not None and pairs.n else pairs
+
+
+def screened_pairs(cd: CurveDraws, dataset: str, setting: str, names: tuple[str, ...]) -> Pairs | None:
+    """The loss screen's pairs of ``dataset`` (``CurveDraws.screened``), every curve column kept,
+    with the covariates ``names``; None where the screen computed none or lacks one of them."""
     conditions = [cd.condition_key(dataset, setting, r) for r in vocabulary.RESPONSES]
-    nuclear = [_samples(cd, c, NUCLEAR) for c in conditions]
-    if any(v is None for v in nuclear) or any(_samples(cd, c, LOSS) is None for c in conditions):
+    if any(_samples(cd, c, s, screened=True) is None for c in conditions for s in (NUCLEAR, *names)):
         return None
-    names = covariates_of(cd, conditions)
-    pieces = [p for c in conditions for s in (NUCLEAR, *names) for p in _samples(cd, c, s)]  # type: ignore[union-attr]
+    return _all_columns(cd, dataset, setting, (), names=names, screened=True)
+
+
+def _all_columns(
+    cd: CurveDraws,
+    dataset: str,
+    setting: str,
+    excluded: Iterable[int],
+    *,
+    names: tuple[str, ...] | None = None,
+    screened: bool = False,
+) -> Pairs | None:
+    conditions = [cd.condition_key(dataset, setting, r) for r in vocabulary.RESPONSES]
+    nuclear = [_samples(cd, c, NUCLEAR, screened=screened) for c in conditions]
+    if any(v is None for v in nuclear) or any(_samples(cd, c, LOSS, screened=screened) is None for c in conditions):
+        return None
+    names = names or covariates_of(cd, conditions)
+    pieces = [p for c in conditions for s in (NUCLEAR, *names) for p in _samples(cd, c, s, screened=screened)]  # type: ignore[union-attr]
     ids = np.asarray(sorted(set.intersection(*(set(i.tolist()) for _, i in pieces)) - set(excluded)), dtype=int)
     if ids.size == 0:
         return Pairs(ids, np.empty((0, 0)), np.empty((0, len(names))), np.empty((0, len(names))), names)
@@ -150,10 +197,8 @@ def paired(cd: CurveDraws, dataset: str, setting: str, excluded: Iterable[int] =
         values = np.concatenate(_rows(curves, ids), axis=1)  # type: ignore[arg-type]
         with np.errstate(divide="ignore", invalid="ignore"):
             logs.append(np.log(values))
-    difference = logs[1] - logs[0]
-    difference = difference[:, np.isfinite(difference).all(axis=0)]
-    covariates = [np.column_stack([_per_sample(cd, c, s, ids) for s in names]) for c in conditions]
-    return Pairs(ids, difference, covariates[0], covariates[1], names)
+    covariates = [np.column_stack([_per_sample(cd, c, s, ids, screened=screened) for s in names]) for c in conditions]
+    return Pairs(ids, logs[1] - logs[0], covariates[0], covariates[1], names)
 
 
 def _residuals(curves: np.ndarray, basis: np.ndarray | None, train: np.ndarray) -> np.ndarray:
@@ -231,10 +276,19 @@ def p_value_part(statistic: Part) -> Part:
     )
 
 
-def dataset_parts(pairs: Pairs, dataset: str, setting: str, *, decides: bool) -> list[Part]:
+def dataset_parts(
+    pairs: Pairs,
+    dataset: str,
+    setting: str,
+    *,
+    decides: bool,
+    screened: Pairs | None = None,
+    screen: Screen | None = None,
+) -> list[Part]:
     """G1's parts of one dataset and setting: the statistic (deciding where ``decides``), its
     p-value, the AUROC of the curves alone and of the covariates alone, and the share of pairs
-    whose mean-loss difference has the majority sign."""
+    whose mean-loss difference has the majority sign; under the deciding setting, the matched
+    route's parts (``matched_parts``, with the loss screen's pairs and screen where there is one)."""
     group, facet = vocabulary.setting_label(setting), (setting,)
     estimate = beyond_estimate(pairs, dataset, setting)
     statistic = Part(
@@ -253,29 +307,42 @@ def dataset_parts(pairs: Pairs, dataset: str, setting: str, *, decides: bool) ->
     for name, value, role, unit in beside:
         shown = _shown(value, dataset, pairs.n)
         parts.append(Part(name, shown, "above", 0.5, unit, role=role, facet=facet, group=group, decides=False))
-    return parts + (matched_parts(pairs, dataset, setting) if setting == DECIDING else [])
+    matched = matched_parts(pairs, dataset, setting, screened=screened, screen=screen) if setting == DECIDING else []
+    return parts + matched
 
 
-def matched_parts(pairs: Pairs, dataset: str, setting: str) -> list[Part]:
-    """The share of pairs within the caliper, and, where at least two pairs match, the statistic on
-    those pairs alone with its p-value (not deciding; ``matched_decides`` makes it decide)."""
+def _share(name: str, value: float, *, dataset: str, n: int, facet: tuple[str, ...], group: str) -> Part:
+    shown = _shown(value, dataset, n)
+    return Part(
+        name, shown, "above", 0.0, Unit.SHARE, role=roles.MATCHED_SHARE, facet=facet, group=group, decides=False
+    )
+
+
+def matched_parts(
+    pairs: Pairs, dataset: str, setting: str, *, screened: Pairs | None = None, screen: Screen | None = None
+) -> list[Part]:
+    """The share of pairs within the caliper (of the drawn pairs, and of the instructions a loss
+    screen read where there is one), and, where at least two pairs match, drawn and screened
+    together, the statistic on those pairs alone with its p-value (not deciding;
+    ``matched_decides`` makes it decide)."""
     group, keep = vocabulary.setting_label(setting), pairs.within_caliper()
-    share = _shown(float(np.mean(keep)), dataset, pairs.n)
-    parts = [
-        Part(
-            WITHIN_CALIPER,
-            share,
-            "above",
-            0.0,
-            Unit.SHARE,
-            role=roles.MATCHED_SHARE,
-            facet=(setting,),
-            group=group,
-            decides=False,
+    parts = [_share(WITHIN_CALIPER, float(np.mean(keep)), dataset=dataset, n=pairs.n, facet=(setting,), group=group)]
+    close = pairs.subset(keep)
+    if screen is not None and screen.screened:
+        found = screened.subset(screened.within_caliper()) if screened is not None else None
+        n_found = found.n if found is not None else 0
+        parts.append(
+            _share(
+                SCREENED_WITHIN,
+                n_found / len(screen.screened),
+                dataset=dataset,
+                n=len(screen.screened),
+                facet=(setting, SCREENED),
+                group=group,
+            )
         )
-    ]
-    if int(keep.sum()) >= 2:
-        close = pairs.subset(keep)
+        close = close.joined(found) if found is not None and found.n else close
+    if close.n >= 2:
         estimate = beyond_estimate(close, dataset, f"{setting} {MATCHED}")
         statistic = Part(
             MATCHED_STATISTIC,
@@ -314,12 +381,18 @@ def matched_decides(parts: Sequence[Part]) -> tuple[list[Part], Note | None]:
 
 def matched_counts(parts: Sequence[Part]) -> str:
     """ "aqua 7 of 30, gsm8k under 2 of 30": per dataset, the pairs within the caliper of all pairs
-    (the statistic on matched pairs, whose count this reads, needs two of them)."""
+    (the statistic on matched pairs, whose count this reads, needs two of them); where a loss screen
+    read more instructions, "aqua 6 of 30 drawn and 41 screened"."""
     everyone, close = _statistic(parts, (DECIDING,)), _statistic(parts, (DECIDING, MATCHED))
     if everyone is None or everyone.estimate is None:
         return ""
     matched = dict(close.estimate.strata) if close is not None and close.estimate is not None else {}
-    return ", ".join(f"{d} {matched.get(d, 'under 2')} of {n}" for d, n in everyone.estimate.strata)
+    share = next((p for p in parts if p.role is roles.MATCHED_SHARE and p.facet == (DECIDING, SCREENED)), None)
+    screened = dict(share.estimate.strata) if share is not None and share.estimate is not None else {}
+    return ", ".join(
+        f"{d} {matched.get(d, 'under 2')} of {n}" + (f" drawn and {screened[d]} screened" if d in screened else "")
+        for d, n in everyone.estimate.strata
+    )
 
 
 def _statistic(parts: Sequence[Part], facet: tuple[str, ...]) -> Part | None:
@@ -327,11 +400,21 @@ def _statistic(parts: Sequence[Part], facet: tuple[str, ...]) -> Part | None:
 
 
 def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, excluded=()) -> list[Part] | None:
-    """G1's parts of one setting; None with fewer than two pairs or nothing stored."""
-    pairs = paired(cd, dataset, setting, excluded)
-    if pairs is None or pairs.n < 2 or pairs.curves.shape[1] == 0:
+    """G1's parts of one setting, with the loss screen's pairs under the deciding setting; None with
+    fewer than two pairs or nothing stored. The curve columns are those finite in every pair."""
+    pairs = _all_columns(cd, dataset, setting, excluded)
+    if pairs is None or pairs.n < 2:
         return None
-    return dataset_parts(pairs, dataset, setting, decides=decides)
+    screened = screened_pairs(cd, dataset, setting, pairs.names) if setting == DECIDING else None
+    screened = screened if screened is not None and screened.n else None
+    columns = pairs.finite_columns()
+    if screened is not None:
+        columns &= screened.finite_columns()
+        screened = screened.with_columns(columns)
+    if not columns.any():
+        return None
+    pairs = pairs.with_columns(columns)
+    return dataset_parts(pairs, dataset, setting, decides=decides, screened=screened, screen=cd.screens.get(dataset))
 
 
 def g1_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:

@@ -38,6 +38,7 @@ from analysis.core.memory import release_freed_memory
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
 from analysis.findings.intervals import LEVEL, t_interval, t_quantile, wilson_interval
+from analysis.screens import Screen
 
 # Fewest instructions of each dataset behind a quantity for a verdict. A bootstrap over fewer
 # instructions (35 distinct resamples at 4) is not relied on; from 5 on, coverage and false
@@ -368,6 +369,10 @@ class CurveDraws:
     draws: dict[Key, np.ndarray] = field(default_factory=dict)
     n_samples: dict[Key, int] = field(default_factory=dict)
     samples: dict[Key, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # (matrix, ids)
+    # the loss screen's matched pairs beside the draw, per sample only, keyed like ``samples`` (G1
+    # reads them at matched loss, nothing else does), and each dataset's screen (``analysis.screens``)
+    screened: dict[Key, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
+    screens: dict[str, Screen] = field(default_factory=dict)
 
     def has(self, condition: str, stat: str = "nuclear_norm") -> bool:
         return all((condition, p, stat) in self.estimate for p in PROJECTIONS)
@@ -423,6 +428,8 @@ def curve_draws(
     *,
     level: float = LEVEL,
     sample_stats: Sequence[str] = (),
+    screened: pd.DataFrame | None = None,
+    screens: Sequence[Screen] = (),
 ) -> CurveDraws:
     """Bootstrap the mean curves of one model under a shared resampling of the instructions.
 
@@ -455,6 +462,9 @@ def curve_draws(
                     result.estimate[key] = matrix.mean(axis=0)
                     result.draws[key] = resampled_mean(matrix, resampling.weights(dataset, kept))
                     result.n_samples[key] = int(matrix.shape[0])
+    result.screens = {s.dataset: s for s in screens if s.model == model}
+    if screened is not None and len(screened):
+        result.screened = metrics.per_sample(screened[screened["model"] == model], [*stats_, *sample_stats])
     return result
 
 
@@ -466,13 +476,18 @@ def all_curve_draws(
     n_resamples: int = 1000,
     seed: int = 0,
     sample_stats: Sequence[str] = (),
+    screened: pd.DataFrame | None = None,
+    screens: Sequence[Screen] = (),
 ) -> dict[str, CurveDraws]:
     """``curve_draws`` of every model with rows, all under one resampling and the study's ``LEVEL``,
-    keyed by model name (``sample_stats``: kept per sample only, see ``curve_draws``)."""
+    keyed by model name (``sample_stats``: kept per sample only, see ``curve_draws``; ``screened``:
+    the rows of the loss screen's matched pairs, ``screens`` the screens, ``StudyResults``)."""
     resampling = Resampling.of(rows, n_resamples, seed)
     present = [m for m in models if len(rows) and (rows["model"] == m).any()]
     draws = {}
     for model in present:
-        draws[model] = curve_draws(rows, model, stats_, resampling, level=LEVEL, sample_stats=sample_stats)
+        draws[model] = curve_draws(
+            rows, model, stats_, resampling, sample_stats=sample_stats, screened=screened, screens=screens
+        )
         release_freed_memory()  # the model's copied rows, before the next model's
     return draws

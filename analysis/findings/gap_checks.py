@@ -59,7 +59,8 @@ GAP_CHECKS = (
             "out-of-fold AUROC of the residual curves exceeds what sign flips of whole pairs give (one-sided "
             "p < 2.5%; a permutation test, so never 'does not hold'); decided on the pairs whose two mean token "
             f"losses lie within {beyond_loss.CALIPER} nats wherever every dataset has at least "
-            f"{beyond_loss.MIN_MATCHED} of them; 'not applicable' where the loss alone separates every pair and "
+            f"{beyond_loss.MIN_MATCHED} of them (drawn, or found by a run's loss screen); 'not applicable' where "
+            "the loss alone separates every pair and "
             "too few match; None CoT shown beside"
         ),
         parts=beyond_loss.g1_parts,

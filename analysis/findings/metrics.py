@@ -136,6 +136,19 @@ def sample_matrix(df: pd.DataFrame, stat: str, proj: str) -> tuple[np.ndarray, n
     return _pivot_samples(rows, stat, _n_layers(df))
 
 
+def per_sample(rows: pd.DataFrame, stats_: Sequence[str]) -> dict[tuple[str, str, str], tuple[np.ndarray, np.ndarray]]:
+    """The per-sample matrices (samples x layers) and sample ids of one model's rows, keyed
+    (condition, proj, stat); a statistic with no value for a condition is left out."""
+    out = {}
+    for condition, condition_rows in rows.groupby("condition", sort=True, observed=True):
+        for stat in dict.fromkeys(stats_):
+            for proj in PROJECTIONS:
+                matrix, kept, _ = sample_matrix(condition_rows, stat, proj)
+                if matrix.shape[0] and np.isfinite(matrix).any():
+                    out[(str(condition), proj, stat)] = (matrix, np.asarray(kept, dtype=int))
+    return out
+
+
 def layer_curves(df: pd.DataFrame, stat: str = "nuclear_norm") -> pd.DataFrame:
     """Sample-mean layer curve of `stat` for every (model, condition, projection).
 

@@ -13,7 +13,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import profiles
+from analysis import profiles, screens
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, per_model
 from analysis.extract.token_counts import fill_command
@@ -349,7 +349,25 @@ def verdicts(page: Page) -> Blocks:
         Table(auroc_table(found), empty="No AUROC is computed here."),
     ]
     note = covariates_note(found)
-    return out + ([Markdown(note)] if note else [])
+    return out + ([Markdown(note)] if note else []) + screen_blocks(page)
+
+
+def screen_blocks(page: Page) -> Blocks:
+    """Where the run screened instructions for G1's matched pairs: what the screen read, matched
+    and why it stopped, per model and dataset (``analysis.screens``); nothing where it did not."""
+    table = screens.summary([s for s in page.results.screens if s.model in page.models])
+    if table.empty:
+        return []
+    caliper, target = beyond_loss.CALIPER, beyond_loss.MIN_MATCHED
+    words = (
+        f"**The loss screen.** The drawn pairs rarely lie within {caliper} nats of each other, so the run read "
+        "the mean token losses of further instructions' correct and irrelevant Detailed-CoT responses with forward "
+        f"passes only, in the draw's seeded order, until a dataset had {target} matched pairs (the drawn ones "
+        "included) or its budget was spent, and computed the gradients of the screened pairs that matched. "
+        "G1's statistic at matched loss reads the drawn and the screened matched pairs together; no other "
+        "finding reads the screened ones."
+    )
+    return [Markdown(words), Table(table, empty="No screen.")]
 
 
 def covariates_note(findings: Sequence[Finding]) -> str:

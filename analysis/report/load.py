@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from analysis import data, data_files, sample_draws
-from analysis.core import layer_stats
+from analysis import data, data_files, sample_draws, screens
+from analysis.core import layer_stats, vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
 from analysis.data_errors import DataError
 from analysis.records import load_records
+from analysis.screens import Screen
 from analysis.store import ResultsStore
 from analysis.store_errors import StoreError
 from analysis.store_files import is_exported_file, null_columns, read_exported
@@ -69,6 +70,9 @@ class StudyResults:
     models: tuple[str, ...]  # requested models that have rows, in the requested order
     conditions: tuple[str, ...]  # requested conditions
     n_samples: int | None
+    # the loss screen's matched pairs, read beside the draw (``screened_rows``), and every screen kept
+    screened: pd.DataFrame = field(default_factory=pd.DataFrame)
+    screens: tuple[Screen, ...] = ()
 
     @property
     def templates(self) -> dict[str, str]:
@@ -188,13 +192,34 @@ def load_results(
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
     rows, skipped = _one_run_per_model(rows, skipped)
     drawn = sample_draws.read(root)
+    kept = tuple(screens.read(root))
+    screened = screened_rows(rows, kept)
     if n_samples is not None and len(rows):
         wanted = sampled_ids([rows, skipped], n_samples, data_dir, drawn)
         rows = sampled(rows, n_samples, data_dir, wanted)
         skipped = sampled(skipped, n_samples, data_dir, wanted)
     coverage = _coverage(rows, skipped, models, conditions, n_samples=n_samples, data_dir=data_dir, drawn=drawn)
     present = tuple(m for m in models if len(rows) and (rows["model"] == m).any())
-    return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples)
+    return StudyResults(rows, skipped, coverage, present, tuple(conditions), n_samples, screened, kept)
+
+
+def screened_rows(rows: pd.DataFrame, kept: Sequence[Screen]) -> pd.DataFrame:
+    """The rows of the loss screens' matched pairs (``analysis.screens``): per screen, its model's
+    rows of the dataset's Detailed CoT, both responses, of the instructions it matched (those are
+    never drawn, so a page's draw leaves them out of every other finding)."""
+    if rows.empty or not kept:
+        return rows.iloc[0:0]
+    keys = {
+        (s.model, f"{s.dataset}/{screens.SETTING}/{r}", i)
+        for s in kept
+        for r in vocabulary.RESPONSES
+        for i in s.matched_ids
+    }
+    if not keys:
+        return rows.iloc[0:0]
+    labels = zip(rows["model"].astype(str), rows["condition"].astype(str), rows["sample_index"].astype(int))
+    keep = np.fromiter(((m, c, i) in keys for m, c, i in labels), dtype=bool, count=len(rows))
+    return rows[keep].reset_index(drop=True)
 
 
 def _load_exported(

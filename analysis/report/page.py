@@ -121,6 +121,8 @@ class Page:
                 n_resamples=params.n_resamples,
                 seed=params.seed,
                 sample_stats=per_sample,
+                screened=results.screened,
+                screens=results.screens,
             )
             if stats and len(results.rows)
             else {}

@@ -5,6 +5,8 @@
 1. extraction: every (model, condition) of the profile into the results store, each model
    loaded once and only if some of its conditions still lack samples. Every notebook reads
    the same store, so nothing is computed twice, and a re-run computes only what is missing.
+   A profile with a loss screen then screens each model's Detailed-CoT pairs for G1's matched
+   pairs (``analysis.extract.screen``).
 2. notebooks: each ``notebooks/<name>.py`` executed by papermill with the profile's parameters
    into ``book/notebooks/<name>.ipynb``, one after the other in this process (``analysis.study.book``).
 3. book: ``jupyter-book build`` over the project's ``_config.yml`` and ``_toc.yml``, warnings
@@ -29,7 +31,7 @@ from pathlib import Path
 from analysis import data, profiles, runlog
 from analysis.core import registry
 from analysis.core.errors import StudyError
-from analysis.extract import models, runner
+from analysis.extract import models, runner, screen
 from analysis.extract.threads import ThreadChoice
 from analysis.profiles import Profile
 from analysis.report.coverage import HUB_SOURCE
@@ -113,12 +115,20 @@ def _extract_models(
 ) -> list[dict]:
     store = ResultsStore(results_dir)
     records = []
+    screened = screen.screened_datasets(profile.conditions) if profile.extraction.loss_screen else ()
     for model in profile.models:
         todo = pending_conditions(model, profile, store, data_dir)
-        if not todo:
-            say(f"{model}: all {len(profile.conditions)} conditions already stored")
+        template = registry.resolve_template(model, profile.extraction.template)
+        to_screen = screen.pending(model, template, screened, store, settings=profile.extraction, data_dir=data_dir)
+        if not todo and not to_screen:
+            say(
+                f"{model}: all {len(profile.conditions)} conditions already stored"
+                + (" and screened" if screened else "")
+            )
             continue
-        say(f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute")
+        say(
+            f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute, {len(to_screen)} datasets to screen"
+        )
         loaded = models.load(model, template=profile.extraction.template, device=profile.extraction.device)
         if log is not None:
             with log.changing() as record:
@@ -132,6 +142,9 @@ def _extract_models(
             if log is not None:
                 with log.changing() as record:
                     record.extraction.append(records[-1])
+        screen.screen_model(
+            loaded, to_screen, store, settings=profile.extraction, data_dir=data_dir, progress=progress, say=say
+        )
         del loaded
     return records
 
@@ -155,8 +168,8 @@ def extract_with_ray(
     say: Callable[[str], None] = print,
 ) -> list[dict]:
     """Extraction spread over a Ray cluster by ``analysis.extract.distributed``: an embedded Ray on this
-    machine, or the cluster that ``RAY_ADDRESS`` names (``say``: unused, the report is printed with
-    ``progress``; the runners share one signature)."""
+    machine, or the cluster that ``RAY_ADDRESS`` names (the report is printed with ``progress``;
+    ``say``: the line that a profile's loss screen was not run)."""
     if importlib.util.find_spec("analysis.extract.distributed") is None:
         raise StudyError(
             "--executor ray needs the module analysis.extract.distributed, which this installation does not "
@@ -176,6 +189,8 @@ def extract_with_ray(
         raise StudyError(
             "some samples failed on the Ray workers; the notebooks were not executed:\n" + report.describe()
         )
+    if profile.extraction.loss_screen:
+        say("the loss screen runs with the local executor only: not run (run again with --executor local to add it)")
     return records
 
 
