@@ -210,7 +210,7 @@ def test_the_chapter_states_the_statistic_its_p_value_and_the_covariates():
 def _screened(rows):
     """The ``rows``' Detailed-CoT pairs as a loss screen's (ids from 100, every pair matched), and the
     screens of both datasets that found them (one more instruction screened, unmatched)."""
-    from analysis.screens import Screen, Screened
+    from analysis.extract.screens import Screen, Screened
 
     moved = rows[rows["condition"].str.contains("/detailed/")].copy()
     moved["sample_index"] += 100

@@ -8,14 +8,14 @@ import pytest
 from blocks_read import tables_of, walk
 from synthetic import make_results, reasoning_conditions
 
-from analysis import screens
+from analysis.extract import screens
+from analysis.extract.screens import Screen, Screened
 from analysis.findings import averaging, calibration, checks, roles
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why
 from analysis.report import voice
 from analysis.report.blocks import Figure, Markdown
-from analysis.screens import Screen, Screened
 
 MODEL = {"m": ("instruct", 8)}
 STATS = ("nuclear_norm",)

@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from analysis import screens
-from analysis.screens import Screen, Screened
+from analysis.extract import screens
+from analysis.extract.screens import Screen, Screened
 
 
 def _screen(**changes) -> Screen:

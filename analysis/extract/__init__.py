@@ -9,5 +9,6 @@ of the attention projections, ``spectra`` their singular values and one function
 reads the original study's released statistics instead (``token_counts`` adds their response
 token counts from each model's tokenizer), ``plain`` is the original study's plain procedure (for
 checks), ``threads`` chooses torch's CPU threads from the cores free when a run starts,
-``distributed`` the same extraction over Ray.
+``distributed`` the same extraction over Ray; ``screen`` reads the losses of further instructions
+for G1's matched pairs, and ``screens`` keeps what it read beside the store.
 """

@@ -9,7 +9,7 @@ the drawn ones included, or ``ExtractionSettings.loss_screen`` instructions are 
 computes the gradients of the matched pairs like any sample (``runner.extract`` with their ids).
 The losses are those of the gradient pass (``gradients.token_losses``, float32), so G1 finds the
 same pairs within the caliper from the stored rows. What was screened is kept beside the store
-(``analysis.screens``) after each instruction: an interrupted screen goes on where it stopped.
+(``analysis.extract.screens``) after each instruction: an interrupted screen goes on where it stopped.
 """
 
 from __future__ import annotations
@@ -19,11 +19,11 @@ from collections.abc import Callable, Sequence
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, screens
+from analysis import data
 from analysis.core import registry
 from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS, ExtractionSettings
 from analysis.core.vocabulary import CORRECT, IRRELEVANT, RESPONSES
-from analysis.extract import gradients, models, runner
+from analysis.extract import gradients, models, runner, screens
 from analysis.extract.preparation import prepare_samples
 from analysis.records import load_records
 from analysis.sample_draws import sample_order

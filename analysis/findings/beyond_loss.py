@@ -56,10 +56,10 @@ import numpy as np
 
 from analysis.core import vocabulary
 from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS
+from analysis.extract.screens import Screen
 from analysis.findings import classifier, roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
 from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
-from analysis.screens import Screen
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
 READS = (LOSS, LOSS_MAX, LOSS_SD, TOKENS)  # the per-sample statistics G1 reads beyond the nuclear norm curves

@@ -36,9 +36,9 @@ from scipy import stats as sps
 from analysis.core import vocabulary
 from analysis.core.memory import release_freed_memory
 from analysis.core.vocabulary import PROJECTIONS
+from analysis.extract.screens import Screen
 from analysis.findings import metrics
 from analysis.findings.intervals import LEVEL, t_interval, t_quantile, wilson_interval
-from analysis.screens import Screen
 
 # Fewest instructions of each dataset behind a quantity for a verdict. A bootstrap over fewer
 # instructions (35 distinct resamples at 4) is not relied on; from 5 on, coverage and false
@@ -370,7 +370,7 @@ class CurveDraws:
     n_samples: dict[Key, int] = field(default_factory=dict)
     samples: dict[Key, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)  # (matrix, ids)
     # the loss screen's matched pairs beside the draw, per sample only, keyed like ``samples`` (G1
-    # reads them at matched loss, nothing else does), and each dataset's screen (``analysis.screens``)
+    # reads them at matched loss, nothing else does), and each dataset's screen (``analysis.extract.screens``)
     screened: dict[Key, tuple[np.ndarray, np.ndarray]] = field(default_factory=dict)
     screens: dict[str, Screen] = field(default_factory=dict)
 

@@ -13,9 +13,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis import profiles, screens
+from analysis import profiles
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, per_model
+from analysis.extract import screens
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging, beyond_loss, energy_noise, roles
 from analysis.findings.checks import REGISTRY, Registry, get
@@ -354,7 +355,7 @@ def verdicts(page: Page) -> Blocks:
 
 def screen_blocks(page: Page) -> Blocks:
     """Where the run screened instructions for G1's matched pairs: what the screen read, matched
-    and why it stopped, per model and dataset (``analysis.screens``); nothing where it did not."""
+    and why it stopped, per model and dataset (``analysis.extract.screens``); nothing where it did not."""
     table = screens.summary([s for s in page.results.screens if s.model in page.models])
     if table.empty:
         return []

@@ -9,13 +9,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, data_files, sample_draws, screens
+from analysis import data, data_files, sample_draws
 from analysis.core import layer_stats, vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
 from analysis.data_errors import DataError
+from analysis.extract import screens
+from analysis.extract.screens import Screen
 from analysis.records import load_records
-from analysis.screens import Screen
 from analysis.store import ResultsStore
 from analysis.store_errors import StoreError
 from analysis.store_files import is_exported_file, null_columns, read_exported
@@ -204,7 +205,7 @@ def load_results(
 
 
 def screened_rows(rows: pd.DataFrame, kept: Sequence[Screen]) -> pd.DataFrame:
-    """The rows of the loss screens' matched pairs (``analysis.screens``): per screen, its model's
+    """The rows of the loss screens' matched pairs (``analysis.extract.screens``): per screen, its model's
     rows of the dataset's Detailed CoT, both responses, of the instructions it matched (those are
     never drawn, so a page's draw leaves them out of every other finding)."""
     if rows.empty or not kept:
