@@ -252,6 +252,13 @@ def test_the_loss_screens_matched_pairs_decide_g1_beside_the_drawn_ones_and_noth
     assert family.note(NoteKind.LOSS_MATCHED).text.endswith(f"({counts})")
     share = after["aqua"].part(roles.MATCHED_SHARE, facet=(beyond_loss.DECIDING, beyond_loss.SCREENED))
     assert share.value == pytest.approx(close["aqua"] / 11)
+    # the chapter's table shows that share on the matched pairs' row, one row per scope and setting
+    from analysis.report import gap_sources
+
+    table = gap_sources.auroc_table(list(after.values()))
+    assert not table.duplicated(["model", "scope", "setting"]).any()
+    matched_row = table[(table["scope"] == "aqua") & (table["setting"] == "Detailed CoT, matched pairs")]
+    assert matched_row[beyond_loss.SCREENED_WITHIN].tolist() == [voice.sized(share)]
     # the statistic on the drawn pairs and every other part read the drawn pairs only
     for scope in before:
         for part in before[scope].parts:

@@ -15,6 +15,7 @@ same pairs within the caliper from the stored rows. What was screened is kept be
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 import torch
 from tqdm.auto import tqdm
@@ -24,7 +25,7 @@ from analysis.core import registry
 from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS, ExtractionSettings
 from analysis.core.vocabulary import CORRECT, IRRELEVANT, RESPONSES
 from analysis.extract import gradients, models, runner, screens
-from analysis.extract.preparation import prepare_samples
+from analysis.extract.preparation import PreparedSample, prepare_samples
 from analysis.records import load_records
 from analysis.sample_draws import sample_order
 from analysis.store import ResultsStore
@@ -51,16 +52,29 @@ def mean_loss(loaded: models.LoadedModel, encoded) -> float:
         return float(gradients.per_sample_losses(loaded.model, batch)[0])
 
 
+def encoded_pairs(
+    loaded: models.LoadedModel, dataset: str, indices: Sequence[int], *, max_length: int, data_dir
+) -> dict[str, tuple[list[PreparedSample], dict[int, str]]]:
+    """Per response type, the encoded Detailed-CoT responses of ``indices`` and the skipped ones with
+    why (``prepare_samples``), each data file resolved once."""
+    out = {}
+    for responses in RESPONSES:
+        resolved = data.resolve(condition_key(dataset, responses), data_dir)
+        out[responses] = prepare_samples(loaded, resolved, list(indices), max_length, data_dir=data_dir)
+    return out
+
+
 def screened_pair(
-    loaded: models.LoadedModel, dataset: str, index: int, *, max_length: int, data_dir
+    loaded: models.LoadedModel, encoded: dict[str, tuple[list[PreparedSample], dict[int, str]]], index: int
 ) -> screens.Screened:
-    """The two mean token losses of instruction ``index`` of ``dataset`` (None for a response skipped)."""
+    """The two mean token losses of instruction ``index`` (None for a response skipped) from its
+    ``encoded_pairs``."""
     losses: dict[str, float | None] = {}
     reasons = []
     for responses in RESPONSES:
-        resolved = data.resolve(condition_key(dataset, responses), data_dir)
-        prepared, skips = prepare_samples(loaded, resolved, [index], max_length, data_dir=data_dir)
-        losses[responses] = mean_loss(loaded, prepared[0].encoded) if prepared else None
+        prepared, skips = encoded[responses]
+        sample = next((p for p in prepared if p.index == index), None)
+        losses[responses] = mean_loss(loaded, sample.encoded) if sample is not None else None
         reasons += [f"{responses}: {skips[index]}"] if index in skips else []
     return screens.Screened(index, losses[CORRECT], losses[IRRELEVANT], "; ".join(reasons) or None)
 
@@ -130,14 +144,13 @@ def screen_dataset(
     screen, order = started_screen(loaded, dataset, store, settings=settings, data_dir=data_dir)
     read = {s.index for s in screen.screened}
     todo = [i for i in order[: settings.loss_screen] if i not in read]
+    encoded = encoded_pairs(loaded, dataset, todo, max_length=settings.max_length, data_dir=data_dir)
     bar = tqdm(total=len(todo), desc=f"{registry.model_slug(loaded.name)} {dataset} loss screen", disable=not progress)
     try:
         for index in todo:
             if screen.done:
                 break
-            screen.screened.append(
-                screened_pair(loaded, dataset, index, max_length=settings.max_length, data_dir=data_dir)
-            )
+            screen.screened.append(screened_pair(loaded, encoded, index))
             screens.record(store.root, screen)
             bar.update(1)
     finally:
@@ -191,8 +204,7 @@ def pending(
 
 def _stopped(kept: screens.Screen, settings: ExtractionSettings) -> bool:
     """Whether a kept screen has stopped under these settings (its budget and the study's caliper and target)."""
-    again = dict(kept.__dict__, budget=settings.loss_screen, caliper=LOSS_CALIPER, target=MATCHED_PAIRS)
-    return screens.Screen(**again).done
+    return replace(kept, budget=settings.loss_screen, caliper=LOSS_CALIPER, target=MATCHED_PAIRS).done
 
 
 def screen_model(

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import pandas as pd
 
+from analysis import store_files
 from analysis.core.errors import StudyError
 from analysis.core.registry import model_slug
 
@@ -120,9 +120,7 @@ def record(root, screen: Screen) -> None:
     payload["screened"] = [
         {**s, "correct": _finite(s["correct"]), "irrelevant": _finite(s["irrelevant"])} for s in payload["screened"]
     ]
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(json.dumps(payload))
-    os.replace(temporary, path)
+    store_files._atomic_write_bytes(path, json.dumps(payload).encode())
 
 
 def _screen_of(payload: dict) -> Screen:

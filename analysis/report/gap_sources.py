@@ -325,15 +325,22 @@ def auroc_table(findings: Sequence[Finding]) -> pd.DataFrame:
     the loss orders."""
     rows = []
     for f in cells.of_check(findings, G1_ID):
-        for facet in dict.fromkeys(p.facet for p in f.parts):
+        for facet in dict.fromkeys(_row_facet(p.facet) for p in f.parts):
             row = {"model": f.model, "scope": vocabulary.scope_label(f.scope)}
             row["setting"] = vocabulary.setting_label(facet[0]) if facet else ""
             row["setting"] += ", matched pairs" if beyond_loss.MATCHED in facet else ""
             row |= {
-                _column(p.name): voice.sized(p) if p.estimate is not None else "" for p in f.parts if p.facet == facet
+                _column(p.name): voice.sized(p) if p.estimate is not None else ""
+                for p in f.parts
+                if _row_facet(p.facet) == facet
             }
             rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _row_facet(facet: tuple[str, ...]) -> tuple[str, ...]:
+    """A G1 part's row: the share of the loss screen's pairs that matched sits with the matched pairs."""
+    return (facet[0], beyond_loss.MATCHED) if beyond_loss.SCREENED in facet else facet
 
 
 def _column(name: str) -> str:
