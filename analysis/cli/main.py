@@ -7,13 +7,15 @@ import signal
 import sys
 import threading
 from contextlib import contextmanager
+from pathlib import Path
 
 from analysis import data, data_files
 from analysis.cli import calibration, original, publish, training
-from analysis.core import registry, settings
+from analysis.core import chapters, registry, settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.records import load_records
+from analysis.study import measured, screenshot
 
 
 def _positive_int(text: str) -> int:
@@ -100,6 +102,8 @@ def build_parser() -> argparse.ArgumentParser:
     commands.add_parser("models", help="list the offline and paper models")
     add_run_parser(commands)
     add_profile_data_parser(commands)
+    add_measured_parser(commands)
+    add_screenshot_parser(commands)
     original.add_parsers(commands)
     training.add_train_parser(commands, _positive_int)
     publish.add_parsers(commands)
@@ -240,6 +244,47 @@ def add_profile_data_parser(commands) -> None:
     sub.add_argument("--seed", type=int, default=0, help="seed of the scratch model, the folds and the bootstrap")
     sub.add_argument("--n-resamples", type=_positive_int, default=1000, help="bootstrap resamples")
     sub.add_argument("--no-progress", action="store_true", help="hide the progress bars")
+
+
+def add_measured_parser(commands) -> None:
+    """``measured``: a finished run's row appended to the measured runs."""
+    sub = commands.add_parser(
+        "measured", help="append a store's latest finished run to the measured runs (the execution statistics)"
+    )
+    sub.add_argument("results_dir", help="the results store whose run log holds the run")
+    sub.add_argument(
+        "--file",
+        default=str(chapters.PROJECT_ROOT / measured.MEASURED_FILE),
+        help="the measured runs' file (default: %(default)s)",
+    )
+
+
+def run_measured(args: argparse.Namespace) -> int:
+    file = Path(args.file)
+    row = measured.append_run(Path(args.results_dir), file=file)
+    print(", ".join(f"{k}={v}" for k, v in row.items()))
+    cells = measured.profile_cells(measured.read_measured(file))
+    if row["profile"] in cells:
+        print(f"the README states {row['profile']}: {cells[row['profile']]}")
+    else:
+        print("not a whole run (install not part of it, a store resumed or local changes): not in the README")
+    return 0
+
+
+def add_screenshot_parser(commands) -> None:
+    """``screenshot``: the README's picture of a built book's first page."""
+    sub = commands.add_parser("screenshot", help="render a built book's first page for the README (make screenshot)")
+    sub.add_argument(
+        "--book",
+        default=str(chapters.PROJECT_ROOT / "book" / "_build" / "html" / "index.html"),
+        help="the built book's first page (default: %(default)s)",
+    )
+
+
+def run_screenshot(args: argparse.Namespace) -> int:
+    image, digest = screenshot.write_screenshot(Path(args.book))
+    print(f"wrote {image} and {digest}")
+    return 0
 
 
 def run_profile_data(args: argparse.Namespace) -> int:
@@ -419,6 +464,8 @@ def main(argv: list[str] | None = None) -> int:
         "models": run_models,
         "run": run_pipeline,
         "profile-data": run_profile_data,
+        "measured": run_measured,
+        "screenshot": run_screenshot,
         **original.HANDLERS,
         "train": training.run_train,
         **publish.HANDLERS,

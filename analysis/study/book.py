@@ -29,6 +29,8 @@ from analysis.core.errors import StudyError
 from analysis.profiles import Profile
 from analysis.report import verdicts
 from analysis.report.display import PAGE_ENDS
+from analysis.runlog import RunRecord
+from analysis.study import measured
 
 PROJECT_ROOT = chapters.PROJECT_ROOT
 KERNEL_NAME = "python3"
@@ -43,6 +45,8 @@ REFERENCES_PAGE = "book/references"
 # ignores the folder): the checks page's claims, ``{include}``d by book/checks.md.
 GENERATED_FOLDER = Path("book", "_generated")
 CLAIMS_FILE = GENERATED_FOLDER / "claims.md"
+# ... and the measured runs with this build's run, ``{include}``d by book/execution_statistics.md.
+MEASURED_RUNS_FILE = GENERATED_FOLDER / "measured_runs.md"
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -319,28 +323,36 @@ def table_of_contents(book_root: Path, say: Callable[[str], None] = print, only:
     return target
 
 
-def write_generated(book_root: Path) -> list[Path]:
+def write_generated(book_root: Path, *, run: RunRecord | None = None) -> list[Path]:
     """Write what the pages of ``book_root`` include from the code, as the registry has it now: the
     claims of the checks page (``verdicts.claims_markdown``: each check's anchor, plain words, estimand
-    and rule), included by book/checks.md, whose anchors (``verdicts.anchor``) the other pages link to.
-    The files written."""
+    and rule), included by book/checks.md, whose anchors (``verdicts.anchor``) the other pages link to;
+    the measured runs of ``book/_data/measured.csv`` beside ``run``, the run that made this book
+    (``measured.page_markdown``), included by book/execution_statistics.md. The files written."""
     claims = book_root / CLAIMS_FILE
     claims.parent.mkdir(parents=True, exist_ok=True)
     claims.write_text(verdicts.claims_markdown() + "\n")
-    return [claims]
+    runs = book_root / MEASURED_RUNS_FILE
+    runs.write_text(measured.page_markdown(measured.read_measured(book_root / measured.MEASURED_FILE), run) + "\n")
+    return [claims, runs]
 
 
 def build_book(
-    book_root: Path, strict: bool = True, say: Callable[[str], None] = print, only: Sequence[str] | None = None
+    book_root: Path,
+    strict: bool = True,
+    say: Callable[[str], None] = print,
+    only: Sequence[str] | None = None,
+    *,
+    run: RunRecord | None = None,
 ) -> float:
     """``jupyter-book build`` of ``book_root`` into ``book_root/book/_build/html``; seconds taken.
     The generated pages are written first (``write_generated``), so that a plain ``jupyter-book
     build`` of the same folder afterwards finds them too.
 
     ``strict`` turns warnings (a missing figure, a broken reference) into a failed build; ``only``:
-    see :func:`table_of_contents`.
+    see :func:`table_of_contents`; ``run``: the run that made the book, for its execution statistics.
     """
-    write_generated(book_root)
+    write_generated(book_root, run=run)
     command = [
         jupyter_book_command(),
         "build",

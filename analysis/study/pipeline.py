@@ -436,7 +436,7 @@ def run_book(
         record.notebooks_seconds = time.perf_counter() - notebooks_started
     include_your_data(root, target, say)
     say("building the book")
-    seconds = build_book(target, strict=strict, say=say, only=profile.notebooks())
+    seconds = build_book(target, strict=strict, say=say, only=profile.notebooks(), run=log.record)
     index = book_index(target)
     with log.changing() as record:
         record.book = {"seconds": seconds, "index": str(index)}

@@ -1,0 +1,83 @@
+"""The README's picture of the book: a screenshot of a built book's first page, and the digest of
+that page's text kept beside it, so that a test notices a picture older than the page.
+
+``make screenshot`` builds the quick profile's book and calls ``write_screenshot``: headless
+Chromium renders the first page into ``book/_static/first_page.png`` and ``page_digest`` writes
+the sha256 of the page's text, numbers masked (``page_text``), into ``first_page.sha256``. A
+browser test compares the digest with the quick book it builds: when the first page's words change,
+the test fails until the picture is made again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+from bs4 import BeautifulSoup
+
+from analysis.core.chapters import PROJECT_ROOT
+from analysis.core.errors import StudyError
+
+SCREENSHOT = Path("book", "_static", "first_page.png")
+DIGEST = SCREENSHOT.with_suffix(".sha256")
+WINDOW = (1280, 1600)  # pixels: the first page's opening, as a reader's screen shows it
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+
+
+def page_text(index: Path) -> str:
+    """The words of a built page's article, whitespace collapsed and every number masked ("#"): the
+    page as a picture shows it, whatever numbers a run gave."""
+    soup = BeautifulSoup(Path(index).read_text(encoding="utf-8"), "html.parser")
+    article = soup.find("article") or soup.body or soup
+    for hidden in article.find_all(["script", "style"]):
+        hidden.decompose()
+    text = " ".join(article.get_text(" ").split())
+    return re.sub(r"\d+", "#", text)
+
+
+def page_digest(index: Path) -> str:
+    """The sha256 of ``page_text``."""
+    return hashlib.sha256(page_text(index).encode()).hexdigest()
+
+
+def chromium() -> str:
+    """The headless browser's command (``make setup-browser`` installs Debian's chromium)."""
+    for name in CHROMIUM_NAMES:
+        found = shutil.which(name)
+        if found:
+            return found
+    raise StudyError("no Chromium found for the screenshot: `make setup-browser` installs it")
+
+
+def write_screenshot(index: Path, *, root: Path = PROJECT_ROOT) -> tuple[Path, Path]:
+    """Render the built page ``index`` into ``root/SCREENSHOT`` and its digest into ``root/DIGEST``."""
+    index = Path(index).resolve()
+    if not index.is_file():
+        raise StudyError(f"{index}: no built page (make screenshot builds the quick book first)")
+    image, digest = root / SCREENSHOT, root / DIGEST
+    image.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as profile:
+        command = [
+            chromium(),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={profile}",
+            f"--window-size={WINDOW[0]},{WINDOW[1]}",
+            f"--screenshot={image}",
+            index.as_uri(),
+        ]
+        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
+    if done.returncode != 0 or not image.is_file():
+        raise StudyError(f"Chromium made no screenshot of {index}: {done.stderr.strip()[-500:]}")
+    digest.write_text(page_digest(index) + "\n")
+    return image, digest
