@@ -84,6 +84,15 @@ def test_gap_intervals_cover_95_percent_with_balanced_misses(coverage):
     assert (rows[["miss below", "miss above"]] <= _bound(COVERAGE_REPS)).all().all(), rows
 
 
+def test_a_familys_interval_covers_the_mean_of_datasets_that_differ():
+    """Datasets whose true effects lie far apart (opposite sides of the family's mean): the family's
+    interval covers their mean at the stated rate, each side's misses within the promised 2.5%."""
+    rows = calibration.conditional_coverage_table(n=5, reps=COVERAGE_REPS, n_resamples=RESAMPLES, seed=21)
+    assert len(rows) == 2
+    assert rows["coverage"].between(0.93, 0.97).all(), rows
+    assert (rows[["miss below", "miss above"]] <= _bound(COVERAGE_REPS)).all().all(), rows
+
+
 def test_roughness_intervals_never_undercover(coverage):
     """The roughness difference is a U-statistic; its bootstrap spread overstates its error when the
     noise dwarfs the curve's steps, so its intervals are conservative, never liberal."""

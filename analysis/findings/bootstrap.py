@@ -12,10 +12,10 @@ bootstrap variance of a mean over n instructions is exactly (n - 1) / n times it
 variance, so each dataset's bootstrap variance is multiplied by n / (n - 1); the t quantile takes
 the Welch-Satterthwaite degrees of freedom of the datasets behind the quantity (n - 1 for one
 dataset), so that a pooled family with one noisy small dataset is not credited with the
-instructions of the others. Where a family's datasets disagree beyond their own noise (Cochran's Q
-at 1%), the family's interval also carries that spread (the DerSimonian-Laird random-effects
-component, with one degree of freedom fewer than datasets, ``between_datasets``): two datasets on
-opposite sides do not make a confident family answer. Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
+instructions of the others. A family's value is the mean over the datasets it names, conditional
+on them (the paper's claims are about its datasets): its interval carries the datasets' own
+sampling noise and nothing else, so it says nothing of other datasets of the family (the calibration
+measures its coverage where the datasets' true values differ). Shares in [0, 1] (AUROC, accuracy) get a Wilson score interval, which
 stays inside [0, 1]. Skewed values are handled where the quantities are built: the checks work on
 the logs of per-sample values (``analysis.findings.rules``). ``analysis.findings.calibration``
 measures coverage, false "holds" and power of this engine in the study's design.
@@ -31,7 +31,6 @@ from dataclasses import KW_ONLY, dataclass, field
 
 import numpy as np
 import pandas as pd
-from scipy import stats as sps
 
 from analysis.core import vocabulary
 from analysis.core.memory import release_freed_memory
@@ -67,9 +66,6 @@ class Estimate:
     ``parameters``: how many parameters each dataset's value is fitted with (1 for a mean, 2 for the
     intercept of a line): its bootstrap variance is multiplied by n / (n - parameters) and its t
     quantile takes n - parameters degrees of freedom.
-    ``between``: for a family's mean over its datasets, the part of its variance that the datasets'
-    disagreement beyond their own noise adds (``pooled``), with one degree of freedom fewer than
-    datasets; 0 where they agree.
     """
 
     value: float
@@ -80,7 +76,6 @@ class Estimate:
     _: KW_ONLY
     null: np.ndarray | None = None
     parameters: int = 1
-    between: float = 0.0
 
     def p_value(self) -> float:
         """One-sided permutation p-value, (1 + number of null values at or above the value) /
@@ -116,14 +111,12 @@ class Estimate:
         if counts.size == 0 or np.any(left < 1):
             return math.nan, math.nan
         corrected = self.stratum_variances() * counts / left
-        within = float(corrected.sum())
-        total = within + self.between
+        total = float(corrected.sum())
         if not np.isfinite(total):
             return math.nan, math.nan
         if total <= 0:
             return 0.0, float(left.sum())
-        spread = np.sum(corrected**2 / left) + (self.between**2 / (counts.size - 1) if self.between > 0 else 0.0)
-        return total, float(total**2 / spread)
+        return total, float(total**2 / np.sum(corrected**2 / left))
 
     @property
     def df(self) -> float:
@@ -252,35 +245,7 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
             all(e.bounded for e in estimates),
             null=np.mean(np.stack(nulls), axis=0) if same_size else None,
             parameters=max(e.parameters for e in estimates),
-            between=between_datasets(estimates),
         )
-
-
-# Datasets disagree beyond their own noise where Cochran's Q rejects their sharing one value at this
-# level: strict, so that datasets of one true value keep the pooled interval's coverage (the calibration).
-HETEROGENEITY_LEVEL = 0.01
-
-
-def between_datasets(estimates: Sequence[Estimate]) -> float:
-    """The variance a family's mean over its datasets gains from their disagreement beyond their own
-    noise: tau^2 / K, tau^2 the DerSimonian-Laird estimate of the spread of the datasets' true
-    values, where Cochran's Q (inverse-variance weights) rejects one shared value at
-    ``HETEROGENEITY_LEVEL``; 0 for one dataset, for a permutation statistic, and where the datasets
-    agree within their noise (so that datasets with one true value keep the interval's coverage)."""
-    if len(estimates) < 2 or any(e.null is not None for e in estimates):
-        return 0.0
-    values = np.array([e.value for e in estimates], dtype=float)
-    own = np.array([e._corrected()[0] for e in estimates], dtype=float)
-    if not (np.all(np.isfinite(values)) and np.all(np.isfinite(own)) and np.all(own > 0)):
-        return 0.0
-    weights = 1.0 / own
-    centre = float(np.sum(weights * values) / weights.sum())
-    q = float(np.sum(weights * (values - centre) ** 2))
-    k = len(estimates)
-    if sps.chi2.sf(q, k - 1) >= HETEROGENEITY_LEVEL:
-        return 0.0
-    tau2 = max(0.0, (q - (k - 1)) / float(weights.sum() - np.sum(weights**2) / weights.sum()))
-    return tau2 / k
 
 
 # --------------------------------------------------------------------------- resampling

@@ -1,8 +1,11 @@
 """Pooling a check over a family of datasets, and pairing instruct models with their base models.
 
 Every check runs per dataset and per family: the family's value of a part is the mean of its
-datasets' values, its interval a stratified bootstrap (instructions resampled within each dataset;
-a bootstrap-t one for the paper's mean nuclear norm, ``studentized.pool_any``). Each finding's
+datasets' values, conditional on the datasets it names (the paper's claims are about its
+datasets), its interval a stratified bootstrap (instructions resampled within each dataset; a
+bootstrap-t one for the paper's mean nuclear norm, ``studentized.pool_any``) that carries the
+datasets' own noise only: it says nothing of other datasets of the family (the report says where
+a family's datasets lie on opposite sides, ``report.cells.disagreeing``). Each finding's
 parts are marked where the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)
 (``marked``).
 """

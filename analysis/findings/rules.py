@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass, replace
+from dataclasses import KW_ONLY, dataclass
 from enum import Enum
 from functools import cached_property
 
@@ -210,11 +210,8 @@ def instructions_for_power(
 
     The usual normal-theory size, n = ((t(df) + z(power')) sd / distance)^2, with t taken at the
     size found (a few fixed-point steps) and, for a margin on both sides, z at (1 + power) / 2.
-    A family's spread between its datasets (``Estimate.between``) does not shrink with more
-    instructions: the size is the one at which the within-dataset variance, shrunk by n / size,
-    plus that spread fits; None where that spread alone is too wide (more datasets, not more
-    instructions, would decide). None also when the assumed value lies on the wrong side of the
-    bound (no size would do), or the spread is unknown.
+    None when the assumed value lies on the wrong side of the bound (no size would do), or the
+    spread is unknown.
     """
     estimate = part.estimate
     if estimate is None or not part.decides or estimate.null is not None:
@@ -232,20 +229,12 @@ def instructions_for_power(
         return None
     if se == 0:
         return n
-    between = estimate.between
-    within = max(se**2 - between, 0.0)
-    within_df = replace(estimate, between=0.0).df if between > 0 else estimate.df
-    datasets = len(estimate.strata)
+    variance, df_now = se**2, estimate.df
     size = float(n)
     for _ in range(20):
-        shrunk = within * n / size
-        spread = shrunk**2 / max(within_df * size / n, 1.0) + (between**2 / (datasets - 1) if between > 0 else 0.0)
-        df = (shrunk + between) ** 2 / spread if spread > 0 else max(within_df * size / n, 1.0)
-        t = sps.t.ppf(1 - (1 - level) / 2, max(df, 1.0))
-        room = (distance / (t + z)) ** 2 - between
-        if room <= 0:
-            return None
-        size = max(2.0, within * n / room)
+        df = max(df_now * size / n, 1.0)
+        t = sps.t.ppf(1 - (1 - level) / 2, df)
+        size = max(2.0, variance * n * ((t + z) / distance) ** 2)
     return int(math.ceil(size))
 
 

@@ -15,6 +15,7 @@ when called).
 from analysis.findings.calibration.designs import (
     N_LAYERS,
     Design,
+    differing_designs,
     study_designs,
     true_roughness,
 )
@@ -27,6 +28,7 @@ from analysis.findings.calibration.rule import (
 )
 from analysis.findings.calibration.rule_rates import (
     checks_by_rule,
+    conditional_coverage_table,
     coverage_table,
     equivalence_power,
     false_holds_table,
@@ -44,6 +46,7 @@ __all__ = [
     "Design",
     "Rule",
     "checks_by_rule",
+    "conditional_coverage_table",
     "coverage_table",
     "equivalence_power",
     "false_fails",
@@ -54,6 +57,7 @@ __all__ = [
     "power_table",
     "share_table",
     "log_ratio_coverage_table",
+    "differing_designs",
     "study_designs",
     "true_roughness",
 ]

@@ -45,14 +45,21 @@ N_LAYERS = 18
 @dataclass(frozen=True)
 class Design:
     """One simulated design: instructions per dataset, per-sample noise (log scale) of the fast
-    and the slow condition per dataset, the spread of the instructions' own levels, and the
-    skewness of the per-sample noise (0: normal; else ``ratio_sizes.log_noise``)."""
+    and the slow condition per dataset, the spread of the instructions' own levels, the
+    skewness of the per-sample noise (0: normal; else ``ratio_sizes.log_noise``), and each
+    dataset's own true effect beside the design's (``offsets``, summing to 0; none: one shared
+    value), so that the family's mean over its datasets is the design's effect."""
 
     counts: tuple[int, ...] = (5,)
     fast_sd: tuple[float, ...] = (0.6,)
     slow_sd: tuple[float, ...] = (0.15,)
     instruction_sd: float = 0.3
     skew: float = 0.0
+    offsets: tuple[float, ...] = ()
+
+    def offset(self, h: int) -> float:
+        """Dataset ``h``'s true effect beside the design's."""
+        return self.offsets[h] if self.offsets else 0.0
 
     @property
     def label(self) -> str:
@@ -66,6 +73,16 @@ def study_designs(n: int = 5) -> dict[str, Design]:
         "one dataset": Design((n,), (0.6,), (0.15,)),
         "4 datasets": Design((n,) * 4, (0.6,) * 4, (0.15,) * 4),
         "unequal datasets": Design((n, n, n + 3, 2 * n), (0.6, 0.6, 0.6, 3.6), (0.15, 0.15, 0.15, 0.9)),
+    }
+
+
+def differing_designs(n: int = 5) -> dict[str, Design]:
+    """Families whose datasets differ in their true effect, each dataset far from the family's
+    mean: two datasets on opposite sides of it, as the study's math family; four, as its commonsense
+    family. A family's interval estimates their mean (conditional on the datasets)."""
+    return {
+        "2 datasets apart": Design((n, n), (0.6, 0.6), (0.15, 0.15), offsets=(0.6, -0.6)),
+        "4 datasets apart": Design((n,) * 4, (0.6,) * 4, (0.15,) * 4, offsets=(0.6, -0.6, 0.3, -0.3)),
     }
 
 
@@ -91,7 +108,7 @@ def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estim
     """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
     per_dataset = []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
-        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design=design, effect=effect)
+        fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design=design, effect=effect + design.offset(h))
         weights = resample_counts(n, n_resamples, rng)
         (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
         (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
