@@ -50,7 +50,16 @@ def test_the_measurement_patterns_catch_what_a_page_might_type():
     typed = "47 min 13 s, 6.4 GB, 1.3 GB, 417 MB, 20.4 MB/s, 7.5 s, 15 ms, about 30 minutes, 1 h, 2026-12-05"
     assert ISO_DATE.findall(typed) == ["2026-12-05"]
     assert [m.group(0) for m in MEASURED.finditer(typed)] == [
-        "47 min", "13 s", "6.4 GB", "1.3 GB", "417 MB", "20.4 MB", "7.5 s", "15 ms", "30 minutes", "1 h",
+        "47 min",
+        "13 s",
+        "6.4 GB",
+        "1.3 GB",
+        "417 MB",
+        "20.4 MB",
+        "7.5 s",
+        "15 ms",
+        "30 minutes",
+        "1 h",
     ]
     fine = "5 samples, 30 layers, 1.5B and 2B models, SmolLM2-135M, $s_1$, 16 bytes per weight, 2 s.e., F1's"
     assert not MEASURED.findall(PER_WEIGHT.sub("", fine))
