@@ -124,6 +124,32 @@ def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling():
         assert np.allclose(scores[:, column], reference.decision_function(scaled))
 
 
+def test_at_matched_loss_the_covariates_the_caliper_did_not_match_are_partialled_first():
+    rng = np.random.default_rng(2)
+    n = 8
+    correct, irrelevant = rng.standard_normal((n, 4)), rng.standard_normal((n, 4))
+    pairs = beyond_loss.Pairs(np.arange(n), rng.standard_normal((n, 6)), correct, irrelevant, beyond_loss.READS)
+    column = {name: irrelevant[:, i] - correct[:, i] for i, name in enumerate(beyond_loss.READS)}
+    matched = pairs.basis(matched=True)
+    assert np.allclose(matched[:, 0], column[beyond_loss.TOKENS])  # log R first
+    assert np.allclose(matched[:, 1], column[beyond_loss.LOSS_SD])  # then the spread
+    assert np.allclose(matched[:, 3], column[beyond_loss.LOSS])  # the mean loss the caliper matched last
+    assert np.allclose(pairs.basis()[:, 0], column[beyond_loss.LOSS])  # on all pairs, the mean loss first
+
+
+@pytest.mark.parametrize(("n", "can_decide"), [(5, False), (beyond_loss.MIN_MATCHED, True)])
+def test_a_dataset_needs_seven_matched_pairs_for_its_sign_flips_to_reach_the_level(n, can_decide):
+    """Pairs whose curves tell irrelevant from correct perfectly: at 5 pairs the sign flips'
+    p-value cannot fall under 2.5% (16 distinct statistics); at ``MIN_MATCHED`` = 7 it can."""
+    rng = np.random.default_rng(3)
+    pairs = beyond_loss.Pairs(
+        np.arange(n), 3.0 + 0.1 * rng.standard_normal((n, 6)), np.zeros((n, 1)), np.zeros((n, 1)), ("loss",)
+    )
+    estimate = beyond_loss.beyond_estimate(pairs, "d", "detailed")
+    assert estimate.value == pytest.approx(1.0)
+    assert (estimate.p_value() < 0.025) is can_decide, estimate.p_value()
+
+
 def test_a_flip_of_every_pair_leaves_the_statistic_and_the_partialling_fits_training_pairs_only():
     rng = np.random.default_rng(1)
     n = 12

@@ -33,10 +33,12 @@ correct and one irrelevant response (None-CoT pairs whose two answers are the sa
   mean of the statistics keeps.
 - **Matched loss.** Partialling extrapolates where the two responses' losses do not overlap. So the
   same statistic is also computed on the matched pairs alone, those whose two mean token losses
-  lie within ``CALIPER`` nats (caliper matching on the covariate, within each instruction), and
-  it decides in place of the statistic on all pairs wherever every dataset of a cell has at least
-  ``MIN_MATCHED`` matched pairs (``matched_decides``); the share of pairs within the caliper is
-  shown beside.
+  lie within ``CALIPER`` nats (caliper matching on the covariate, within each instruction), the
+  covariates the caliper did not match (log R, the spread of the token losses) partialled first,
+  and it decides in place of the statistic on all pairs wherever every dataset of a cell has at
+  least ``MIN_MATCHED`` matched pairs (``matched_decides``: 7, whose 2^7 sign flips can reach a
+  p-value under 2.5%, where 5 pairs' 16 distinct statistics cannot); the share of pairs within
+  the caliper is shown beside.
 - **Not applicable.** Where the covariates alone already separate every pair (every pair's mean
   loss difference of one sign, and the covariates' own out-of-fold AUROC 1) and too few pairs
   match, there is nothing left for the curves to add that this design can identify: "not
@@ -69,6 +71,8 @@ COVARIATES = {
     LOSS_MAX: "largest token loss",
     LOSS_SD: "standard deviation of the token losses",
 }
+# The covariates' order in the partialling at matched loss: those the caliper did not match first.
+MATCHED_ORDER = (TOKENS, LOSS_SD, LOSS_MAX, LOSS)
 N_FOLDS = 5
 N_SPLITS = 3  # repeated splits into folds of the statistic, seeds 0 .. N_SPLITS - 1 (one for what is shown beside)
 N_FLIPS = 200
@@ -104,9 +108,16 @@ class Pairs:
     def n(self) -> int:
         return int(self.ids.size)
 
-    def basis(self) -> np.ndarray:
-        """(n, 2k) differences of the covariates, then of their squares, the mean loss's first."""
-        return np.hstack([self.irrelevant - self.correct, self.irrelevant**2 - self.correct**2])
+    def basis(self, *, matched: bool = False) -> np.ndarray:
+        """(n, 2k) differences of the covariates, then of their squares, the mean loss's first; for
+        pairs matched on the mean loss (``matched``), the covariates the caliper did not match first
+        (log R, the spread of the token losses, ...), the mean loss last: at a few pairs the fit
+        takes only the first columns."""
+        order = np.arange(len(self.names))
+        if matched:
+            order = np.array(sorted(order, key=lambda i: MATCHED_ORDER.index(self.names[i])))
+        correct, irrelevant = self.correct[:, order], self.irrelevant[:, order]
+        return np.hstack([irrelevant - correct, irrelevant**2 - correct**2])
 
     def within_caliper(self, caliper: float = CALIPER) -> np.ndarray:
         """(n,) bool: the pairs whose two mean token losses differ by at most ``caliper`` nats."""
@@ -249,9 +260,12 @@ def mean_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, spli
     return np.mean([split_aurocs(x, signs, basis, seed) for seed in range(splits)], axis=0)
 
 
-def beyond_estimate(pairs: Pairs, dataset: str, setting: str, n_flips: int = N_FLIPS) -> Estimate:
-    """G1's statistic with its sign-flip null (``Estimate.null``)."""
-    values = mean_aurocs(pairs.curves, flips(pairs.n, dataset, setting, n_flips), pairs.basis())
+def beyond_estimate(
+    pairs: Pairs, dataset: str, setting: str, n_flips: int = N_FLIPS, *, matched: bool = False
+) -> Estimate:
+    """G1's statistic with its sign-flip null (``Estimate.null``); ``matched``: on pairs matched on
+    the mean loss (``Pairs.basis``)."""
+    values = mean_aurocs(pairs.curves, flips(pairs.n, dataset, setting, n_flips), pairs.basis(matched=matched))
     return Estimate(float(values[0]), values[1:], ((dataset, pairs.n),), bounded=True, null=values[1:])
 
 
@@ -343,7 +357,7 @@ def matched_parts(
         )
         close = close.joined(found) if found is not None and found.n else close
     if close.n >= 2:
-        estimate = beyond_estimate(close, dataset, f"{setting} {MATCHED}")
+        estimate = beyond_estimate(close, dataset, f"{setting} {MATCHED}", matched=True)
         statistic = Part(
             MATCHED_STATISTIC,
             estimate,
