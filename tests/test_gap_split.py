@@ -1,11 +1,19 @@
 """F1's gap split exactly into four steps: the phrase, the reasoning, which tokens, how many tokens."""
 
-import numpy as np
-import pytest
-from synthetic import make_results
+import json
+import re
+import warnings
 
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic import make_results, record_run, write_store
+
+from analysis.cli import split as split_command
+from analysis.cli.main import main
 from analysis.findings import gap_split, quantities
 from analysis.findings.bootstrap import all_curve_draws, pooled
+from analysis.report import gap_split as split_report
 
 MODEL = "m"
 MODELS = {MODEL: ("base", 12)}
@@ -142,3 +150,59 @@ def test_the_step_intervals_cover_the_true_step():
 def test_the_split_refuses_another_statistic():
     with pytest.raises(ValueError, match="nuclear_norm or frobenius"):
         gap_split.gap_split(curves(chain_rows()), stat="sigma_max")
+    assert split_command.STATS == gap_split.STATS
+
+
+def stored(tmp_path, rows):
+    root = write_store(tmp_path, rows.assign(model="gemma-3-270m"))
+    record_run(root, ["gemma-3-270m"], sorted(set(rows["condition"])), n_resamples=200)
+    return root
+
+
+def test_the_split_command_prints_the_table_and_its_json(tmp_path, capsys):
+    root = stored(tmp_path, chain_rows(("aqua", "gsm8k")))
+    assert main(["split", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert all(c in out.splitlines()[0] for c in split_command.COLUMNS)
+    assert "math_reasoning" in out and "how many tokens" in out and "No condition dropped an instruction." in out
+    assert main(["split", str(root), "--stat", "frobenius", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    table = pd.DataFrame(payload["rows"])
+    assert payload["stat"] == "frobenius" and gap_split.PREDICTED in set(table["step"])
+    assert set(table["scope"]) == {"math_reasoning", "aqua", "gsm8k"}
+
+
+def test_the_split_command_names_the_missing_conditions_and_the_command_once(tmp_path, capsys):
+    rows = chain_rows(("aqua", "gsm8k"))
+    lacking = rows["setting"].isin(["none_answer", "detailed_scored_none"]) & (rows["dataset"] == "gsm8k")
+    root = stored(tmp_path, rows[~lacking])
+    assert main(["split", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "gemma-3-270m: gsm8k/none_answer/correct, gsm8k/detailed_scored_none/correct" in err[0]
+    command = "python -m analysis extract --model gemma-3-270m --data gsm8k/none_answer/correct "
+    assert command + f"gsm8k/detailed_scored_none/correct --out {root}" in err[0]
+
+
+def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
+    import matplotlib.pyplot as plt
+
+    root = stored(tmp_path, chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa")))
+    split = split_report.load_split(root).split
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = split_report.split_figure(split, note="synthetic numbers")
+    try:
+        assert [ax.get_title().split("\n")[1] for ax in fig.axes] == [
+            "math reasoning",
+            "commonsense reasoning",
+        ]
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert re.fullmatch(r"F1's gap\n[-\d.]+ \[[-\d.]+, [-\d.]+\]", labels[0])
+        assert len(labels) == 5 and all("[" in label for label in labels)
+    finally:
+        plt.close(fig)
+    caption = split_report.split_caption(split)
+    assert "add up to it exactly" in caption and "95%" in caption
+    words = split_report.in_words(split)
+    assert 1 <= len(words) <= 3 and not any(c in " ".join(words) for c in ("F1", "A1", "A2", "A4"))

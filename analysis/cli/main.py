@@ -9,7 +9,7 @@ import threading
 from contextlib import contextmanager
 
 from analysis import data, data_files
-from analysis.cli import calibration, original, publish, training
+from analysis.cli import calibration, original, publish, split, training
 from analysis.core import registry, settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
@@ -104,6 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_train_parser(commands, _positive_int)
     publish.add_parsers(commands)
     calibration.add_parsers(commands)
+    split.add_parsers(commands)
     return parser
 
 
@@ -423,6 +424,7 @@ def main(argv: list[str] | None = None) -> int:
         "train": training.run_train,
         **publish.HANDLERS,
         **calibration.HANDLERS,
+        **split.HANDLERS,
     }
     try:
         with _sigterm_as_interrupt():
