@@ -3,6 +3,7 @@
 import json
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from analysis.findings import gap_split, quantities
 from analysis.findings.bootstrap import all_curve_draws, pooled
 from analysis.report import gap_split as split_report
 
+ROOT = Path(__file__).resolve().parents[1]
 MODEL = "m"
 MODELS = {MODEL: ("base", 12)}
 STEPS = [s.name for s in gap_split.STEPS]
@@ -206,3 +208,24 @@ def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
     assert "add up to it exactly" in caption and "95%" in caption
     words = split_report.in_words(split)
     assert 1 <= len(words) <= 3 and not any(c in " ".join(words) for c in ("F1", "A1", "A2", "A4"))
+
+
+def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_how_to_read_it():
+    import matplotlib.pyplot as plt
+
+    from analysis.report.blocks import Figure, Fold, Markdown
+
+    draws = curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa")))
+    blocks = split_report.split_blocks(draws, note="synthetic numbers")
+    try:
+        assert [type(b) for b in blocks] == [Markdown, Figure, Fold]
+        words = blocks[0].text
+        assert len(re.findall(r"\.(?: |$)", words)) == 3 and not re.search(r"\b[FAG]\d", words)
+        assert "32 instructions of m" in words and "how many tokens" in words and "The reasoning step" in words
+        assert blocks[2].blocks[0].text == split_report.split_caption(gap_split.gap_split(draws))
+    finally:
+        plt.close(blocks[1].figure)
+    lacking = chain_rows()
+    assert split_report.split_blocks(curves(lacking[lacking["setting"] != "none_answer"])) == []
+    intro = (ROOT / "notebooks" / "intro.py").read_text()
+    assert intro.index("sections.split(page)") < intro.index("sections.finding(page)")

@@ -4,7 +4,7 @@ with intervals, and the caption that says how to read them."""
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -18,9 +18,11 @@ from analysis import runlog
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt_interval
 from analysis.findings import gap_split
-from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.intervals import LEVEL
 from analysis.report import plots
+from analysis.report.blocks import Blocks, Markdown, fold
+from analysis.report.blocks import Figure as FigureBlock
 from analysis.report.load import ReportError, load_results
 from analysis.store import ResultsStore
 from analysis.store_files import is_exported_file, read_exported
@@ -180,6 +182,21 @@ def split_figure(split: gap_split.Split, *, note: str | None = None) -> Figure |
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
+
+
+def split_blocks(draws: Mapping[str, CurveDraws], *, note: str | None = None) -> Blocks:
+    """What opens a book's first page: the split in at most three sentences, its figure (``note``
+    under it) and how to read it, folded; nothing where no dataset holds the five conditions."""
+    split = gap_split.gap_split(draws)
+    figure = split_figure(split, note=note)
+    if figure is None:
+        return []
+    alt = "F1's gap and its four steps (the phrase, the reasoning, which tokens, how many tokens) per model and family"
+    return [
+        Markdown(" ".join(in_words(split))),
+        FigureBlock(figure, alt),
+        fold("How to read the figure", [Markdown(split_caption(split))]),
+    ]
 
 
 def split_caption(split: gap_split.Split) -> str:
