@@ -186,6 +186,12 @@ def test_the_split_command_names_the_missing_conditions_and_the_command_once(tmp
     assert command + f"gsm8k/detailed_scored_none/correct --out {root}" in err[0]
 
 
+def test_the_split_command_says_when_the_store_holds_no_frobenius_norm(tmp_path, capsys):
+    root = stored(tmp_path, chain_rows(("aqua", "gsm8k")).assign(frobenius=np.nan))
+    assert main(["split", str(root), "--stat", "frobenius"]) == 2
+    assert "holds no Frobenius norm (frobenius)" in capsys.readouterr().err
+
+
 def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
     import matplotlib.pyplot as plt
 

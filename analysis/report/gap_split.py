@@ -97,6 +97,8 @@ def load_split(results_dir, *, stat: str = gap_split.NUCLEAR, n_resamples: int |
             f"{root}: the split reads five conditions of correct responses per dataset "
             f"({', '.join(gap_split.CHAIN)}); the store {lacks}. Compute them with {commands}"
         )
+    if stat not in results.rows or results.rows[stat].isna().all():
+        raise ReportError(f"{root}: the store holds no {NORM_LABELS[stat]} ({stat}) of the split's conditions")
     draws = all_curve_draws(
         results.rows,
         list(results.models),
