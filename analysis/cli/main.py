@@ -10,7 +10,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from analysis import data, data_files
-from analysis.cli import calibration, original, publish, training
+from analysis.cli import calibration, original, publish, split, training
 from analysis.core import chapters, registry, settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
@@ -108,6 +108,7 @@ def build_parser() -> argparse.ArgumentParser:
     training.add_train_parser(commands, _positive_int)
     publish.add_parsers(commands)
     calibration.add_parsers(commands)
+    split.add_parsers(commands)
     return parser
 
 
@@ -470,6 +471,7 @@ def main(argv: list[str] | None = None) -> int:
         "train": training.run_train,
         **publish.HANDLERS,
         **calibration.HANDLERS,
+        **split.HANDLERS,
     }
     try:
         with _sigterm_as_interrupt():

@@ -25,6 +25,7 @@ from analysis.report import (
     coverage,
     curve_tables,
     figures,
+    gap_split,
     plots,
     reproduction,
     takeaway,
@@ -83,6 +84,11 @@ def answers(page: Page, *, scope: str | None = None) -> Blocks:
     if unknown:
         out.append(Markdown(unknown))  # unfolded: why a check's cells are n/a, and the command
     return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS])
+
+
+def split(page: Page) -> Blocks:
+    """F1's gap split into its four steps (``gap_split.split_blocks``): sentences, figure, how to read it."""
+    return [] if page.empty else gap_split.split_blocks(page.draws, note=page.note())
 
 
 def finding(page: Page) -> Blocks:

@@ -1,0 +1,270 @@
+"""F1's gap split into its four steps (``findings.gap_split``): read from a store, drawn as bars
+with intervals, and the caption that says how to read them."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from analysis import runlog
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt_interval
+from analysis.findings import gap_split
+from analysis.findings.bootstrap import CurveDraws, all_curve_draws
+from analysis.findings.intervals import LEVEL
+from analysis.report import plots
+from analysis.report.blocks import Blocks, Markdown, fold
+from analysis.report.blocks import Figure as FigureBlock
+from analysis.report.load import ReportError, load_results
+from analysis.store import ResultsStore
+from analysis.store_files import is_exported_file, read_exported
+
+BARS = (gap_split.TOTAL, *(s.name for s in gap_split.STEPS))  # top to bottom
+EXTRACT = "python -m analysis extract"
+NORM_LABELS = {gap_split.NUCLEAR: "nuclear norm", gap_split.FROBENIUS: "Frobenius norm"}
+
+
+@dataclass(frozen=True)
+class StoredSplit:
+    """The split of a store, and the samples its five conditions skipped: model, condition, reason, samples."""
+
+    split: gap_split.Split
+    skipped: pd.DataFrame
+
+
+def split_conditions(datasets: Sequence[str] = vocabulary.REASONING_DATASETS) -> list[str]:
+    """The condition keys the split reads: the chain's five settings of correct responses per dataset."""
+    return [f"{d}/{s}/{vocabulary.CORRECT}" for d in datasets for s in gap_split.CHAIN]
+
+
+def _models(root: Path) -> list[str]:
+    if is_exported_file(root):
+        return sorted(map(str, read_exported(root, None, ["model"])["model"].unique()))
+    if not (root / "store.json").is_file():
+        raise ReportError(f"{root}: no results store here; pass the results directory of a run")
+    return sorted(map(str, ResultsStore(root, create=False).distinct("model")))
+
+
+def _run_profile(root: Path) -> dict:
+    """The profile of the store's last recorded run ({} where none is recorded)."""
+    record = runlog.latest(root) if root.is_dir() else None
+    return dict(record.profile) if record is not None else {}
+
+
+def extract_commands(root: Path, missing: dict[str, list[str]], n_samples: int | None) -> str:
+    """The commands that compute each model's ``missing`` conditions into the store at ``root``."""
+    count = f" --n-samples {n_samples}" if n_samples else ""
+    return "; ".join(
+        f"`{EXTRACT} --model {model} --data {' '.join(keys)} --out {root}{count}`" for model, keys in missing.items()
+    )
+
+
+def missing_conditions(coverage: pd.DataFrame) -> dict[str, list[str]]:
+    """Per model, the chain's conditions with no stored nor skipped sample, on the datasets where the
+    model holds any of them."""
+    held = coverage.assign(held=(coverage["stored"] + coverage["skipped"]) > 0)
+    held["dataset"] = held["condition"].str.split("/").str[0]
+    out: dict[str, list[str]] = {}
+    for (model, _), group in held.groupby(["model", "dataset"], sort=False):
+        if group["held"].any() and not group["held"].all():
+            out.setdefault(str(model), []).extend(group.loc[~group["held"], "condition"])
+    return out
+
+
+def load_split(results_dir, *, stat: str = gap_split.NUCLEAR, n_resamples: int | None = None) -> StoredSplit:
+    """The split of every model of a store (its last run's draw of instructions, resamples and seed);
+    one ``ReportError`` naming the conditions the store lacks and the commands that compute them."""
+    root = Path(results_dir)
+    models = _models(root)
+    profile = _run_profile(root)
+    n_samples = profile.get("extraction", {}).get("n_samples")
+    conditions = split_conditions()
+    results = load_results(root, models, conditions, n_samples=n_samples, read=(stat, gap_split.TOKENS))
+    missing = missing_conditions(results.coverage)
+    if missing or results.rows.empty:
+        listed = "; ".join(f"{m}: {', '.join(keys)}" for m, keys in missing.items())
+        lacks = f"lacks {listed}" if missing else "holds none of them"
+        commands = extract_commands(root, missing, n_samples) if missing else "`python -m analysis run --profile cpu`"
+        raise ReportError(
+            f"{root}: the split reads five conditions of correct responses per dataset "
+            f"({', '.join(gap_split.CHAIN)}); the store {lacks}. Compute them with {commands}"
+        )
+    if stat not in results.rows or results.rows[stat].isna().all():
+        raise ReportError(f"{root}: the store holds no {NORM_LABELS[stat]} ({stat}) of the split's conditions")
+    draws = all_curve_draws(
+        results.rows,
+        list(results.models),
+        (stat,),
+        n_resamples=n_resamples or profile.get("n_resamples", 1000),
+        seed=profile.get("seed", 0),
+        sample_stats=(gap_split.TOKENS,) if stat == gap_split.FROBENIUS else (),
+    )
+    skipped = results.skipped
+    if len(skipped):
+        skipped = (
+            skipped.assign(reason=skipped["reason"].astype(str).str.split(":").str[0])
+            .groupby(["model", "condition", "reason"], observed=True)["sample_index"]
+            .nunique()
+            .rename("samples")
+            .reset_index()
+        )
+    else:
+        skipped = pd.DataFrame(columns=["model", "condition", "reason", "samples"])
+    return StoredSplit(gap_split.gap_split(draws, stat=stat), skipped)
+
+
+def figure_scopes(table: pd.DataFrame, model: str) -> list[str]:
+    """The scopes a model's panels show: its families, else (no family of two datasets) its datasets."""
+    mine = table[table["model"] == model]
+    families = [s for s in vocabulary.REASONING_FAMILIES if (mine["scope"] == s).any()]
+    return families or list(dict.fromkeys(mine["scope"]))
+
+
+def _datasets(table: pd.DataFrame, model: str, scope: str) -> list[str]:
+    """The datasets behind a scope of a model's split (a dataset: itself)."""
+    if scope not in vocabulary.FAMILY_DATASETS:
+        return [scope]
+    mine = table[(table["model"] == model) & (table["step"] == gap_split.TOTAL)]
+    return [d for d in mine["scope"] if d in vocabulary.FAMILY_DATASETS[scope]]
+
+
+def panel_title(table: pd.DataFrame, model: str, scope: str) -> str:
+    """A panel's title: model, scope, its datasets and instructions."""
+    (n,) = table.loc[
+        (table["model"] == model) & (table["scope"] == scope) & (table["step"] == gap_split.TOTAL), "instructions"
+    ]
+    named = f"{', '.join(_datasets(table, model, scope))}: " if scope in vocabulary.FAMILY_DATASETS else ""
+    return f"{model}\n{vocabulary.scope_label(scope)}\n{named}{int(n)} instructions"
+
+
+def _panel(ax, rows: pd.DataFrame, colours: dict[str, tuple]) -> None:
+    """One panel: F1's gap and its steps as horizontal bars with intervals, each labelled with its numbers."""
+    rows = rows.set_index("step").reindex(list(BARS))
+    y = np.arange(len(BARS))
+    for i, (step, row) in enumerate(rows.iterrows()):
+        if not np.isfinite(row["estimate"]):
+            continue
+        alpha = 1.0 if row["decided"] else 0.35
+        ax.barh(i, row["estimate"], color=colours[str(step)], alpha=alpha, height=0.6)
+        if np.isfinite(row["low"]) and np.isfinite(row["high"]):
+            ax.plot([row["low"], row["high"]], [i, i], color="k", lw=1.2)
+    ax.axvline(0.0, color="k", lw=0.7)
+    labels = [f"{step}\n{fmt_interval(r['estimate'], r['low'], r['high'])}" for step, r in rows.iterrows()]
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_ylim(len(BARS) - 0.5, -0.5)
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def split_figure(split: gap_split.Split, *, note: str | None = None) -> Figure | None:
+    """Per model and family (or dataset where no family has two), F1's gap and its four steps as
+    bars with their intervals, the numbers beside each bar's name; None without a row."""
+    table = split.table()
+    if table.empty:
+        return None
+    panels = [(m, s) for m in dict.fromkeys(table["model"]) for s in figure_scopes(table, m)]
+    rows, columns = plots.panel_rows(len(panels))
+    fig, axes = plt.subplots(rows, columns, figsize=plots.panels_size(rows, columns, height=2.6), squeeze=False)
+    palette = sns.color_palette("colorblind", len(BARS))
+    colours = {step: (0.3, 0.3, 0.3) if step == gap_split.TOTAL else palette[i] for i, step in enumerate(BARS)}
+    for ax, (model, scope) in zip(axes.flat, panels):
+        _panel(ax, table[(table["model"] == model) & (table["scope"] == scope)], colours)
+        ax.set_title(panel_title(table, model, scope), fontsize=7)
+    for ax in axes[-1, :]:
+        ax.set_xlabel(f"gap of mean log {NORM_LABELS[split.stat]}", fontsize=8)
+    plots.drop_unused(axes, len(panels))
+    bottom = plots.add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    return fig
+
+
+def split_blocks(draws: Mapping[str, CurveDraws], *, note: str | None = None) -> Blocks:
+    """What opens a book's first page: the split in at most three sentences, its figure (``note``
+    under it) and how to read it, folded; nothing where no dataset holds the five conditions."""
+    split = gap_split.gap_split(draws)
+    figure = split_figure(split, note=note)
+    if figure is None:
+        return []
+    alt = "F1's gap and its four steps (the phrase, the reasoning, which tokens, how many tokens) per model and family"
+    return [
+        Markdown(" ".join(in_words(split))),
+        FigureBlock(figure, alt),
+        fold("How to read the figure", [Markdown(split_caption(split))]),
+    ]
+
+
+def split_caption(split: gap_split.Split) -> str:
+    """How to read ``split_figure``."""
+    norm = NORM_LABELS[split.stat]
+    return (
+        f"Each panel is one model on one family of datasets (the mean over the datasets named in its title, each "
+        f"dataset weighing the same) or one dataset. The top bar is F1's gap: the mean log {norm} (over Q, K, V, O "
+        "and the layers, then over instructions) of fast thinking (None CoT) less that of slow thinking (Detailed "
+        "CoT), on the instructions that hold all five conditions. The four bars under it add up to it exactly, "
+        "in a fixed order from fast to slow (a step's size depends on its place): the phrase (the bare answer "
+        'against "The final answer is " and the answer), the reasoning (the same answer tokens after the '
+        "Detailed CoT), which tokens (the answer's tokens against as many tokens of the chain) and how many "
+        "tokens (those few against all the chain's tokens: averaging). Positive: that step makes fast thinking's "
+        f"gradient larger. Black lines: {LEVEL:.0%} intervals, instructions resampled within each dataset; a pale "
+        "bar's interval reaches 0 (not decided). A family's value holds for the datasets named, not for others."
+    )
+
+
+def in_words(split: gap_split.Split) -> list[str]:
+    """At most three sentences on a split: its instructions and models; how much of F1's gap each
+    step is; the direction of the reasoning step."""
+    table = split.table()
+    if table.empty:
+        return []
+    datasets = table[~table["scope"].isin(list(vocabulary.FAMILY_DATASETS)) & (table["step"] == gap_split.TOTAL)]
+    models = list(dict.fromkeys(table["model"]))
+    counts = datasets.groupby("model", sort=False)["instructions"].sum()
+    first = (
+        f"The gap of fast over slow thinking (mean log {NORM_LABELS[split.stat]}, None CoT less Detailed CoT) "
+        "is split into four steps on "
+        f"{' and '.join(f'{int(counts[m])} instructions of {m}' for m in models)}, each holding all five conditions."
+    )
+    shares: list[str] = []
+    reasoning: dict[str, list[str]] = {}
+    for model in models:
+        scopes = figure_scopes(table, model)
+        mine = table[(table["model"] == model) & (table["scope"].isin(scopes))]
+        for scope in scopes:
+            rows = mine[mine["scope"] == scope].set_index("step")
+            parts = ", ".join(
+                f"{name} {_share(rows, name)}"
+                for name in ("how many tokens", "which tokens", "the phrase", "the reasoning")
+            )
+            shares.append(f"{model} on {vocabulary.scope_label(scope)}: {parts}")
+            reasoning.setdefault(_direction(rows.loc["the reasoning"]), []).append(
+                f"{model} on {vocabulary.scope_label(scope)}"
+            )
+    second = "As shares of that gap: " + "; ".join(shares) + "."
+    third = "The reasoning step " + "; ".join(f"{how} for {' and '.join(where)}" for how, where in reasoning.items())
+    return [first, second, third + "."]
+
+
+def _share(rows: pd.DataFrame, step: str) -> str:
+    name = gap_split.share_name(step)
+    if name not in rows.index or not math.isfinite(rows.loc[name, "estimate"]):
+        return "undefined"
+    row = rows.loc[name]
+    low, high = row["low"], row["high"]
+    interval = f" [{low:.0%}, {high:.0%}]" if math.isfinite(low) and math.isfinite(high) else ""
+    return f"{row['estimate']:.0%}{interval}"
+
+
+def _direction(row: pd.Series) -> str:
+    """Which way the reasoning step points, in words."""
+    if not row["decided"]:
+        return "is not decided (its interval reaches 0)"
+    side = "larger" if row["estimate"] > 0 else "smaller"
+    return f"leaves the answer's own gradient {side} without the reasoning than after it"

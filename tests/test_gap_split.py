@@ -1,0 +1,236 @@
+"""F1's gap split exactly into four steps: the phrase, the reasoning, which tokens, how many tokens."""
+
+import json
+import re
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from synthetic import make_results, record_run, write_store
+
+from analysis.cli import split as split_command
+from analysis.cli.main import main
+from analysis.findings import gap_split, quantities
+from analysis.findings.bootstrap import all_curve_draws, pooled
+from analysis.report import gap_split as split_report
+
+ROOT = Path(__file__).resolve().parents[1]
+MODEL = "m"
+MODELS = {MODEL: ("base", 12)}
+STEPS = [s.name for s in gap_split.STEPS]
+# per condition, its mean log nuclear norm above Detailed CoT's: F1's gap is 2.0, the phrase 0.5,
+# the reasoning 0.3, which tokens -0.2 and how many tokens 1.4
+SHIFT = {"none": 2.0, "none_answer": 1.5, "detailed_answer": 1.2, "detailed_scored_none": 1.4, "detailed": 0.0}
+TRUE = {"the phrase": 0.5, "the reasoning": 0.3, "which tokens": -0.2, "how many tokens": 1.4}
+
+
+def chain_rows(datasets=("gsm8k",), *, n=8, shift=SHIFT, seed=0, sample_sd=0.3, **keywords):
+    """Rows of the chain's five conditions of each dataset, each condition's log norms ``shift[c]``
+    above a common rising curve; ``shift`` may map a dataset to its own shifts."""
+    conditions = [(d, s, "correct") for d in datasets for s in gap_split.CHAIN]
+    rows = make_results(conditions, models=MODELS, n_samples=n, noise=0.05, sample_sd=sample_sd, seed=seed, **keywords)
+    for dataset in datasets:
+        own = shift.get(dataset, shift)
+        for setting, value in own.items():
+            chosen = (rows["dataset"] == dataset) & (rows["setting"] == setting)
+            for column in ("nuclear_norm", "frobenius"):
+                rows.loc[chosen, column] *= np.exp(value)
+    return rows
+
+
+def curves(rows, n_resamples=300):
+    stats = ("nuclear_norm", "frobenius")
+    return all_curve_draws(rows, [MODEL], stats, n_resamples=n_resamples, sample_stats=(gap_split.TOKENS,))
+
+
+def rows_of(split, scope):
+    return {r.step: r for r in split.rows if r.scope == scope}
+
+
+def test_the_steps_add_up_to_f1_recomputed_on_the_same_instructions():
+    rows = chain_rows()
+    skipped = (rows["setting"] == "detailed_answer") & rows["sample_index"].isin([1, 4])  # too long
+    rows = rows[~skipped].reset_index(drop=True)
+    split = gap_split.gap_split(curves(rows))
+    found = rows_of(split, "gsm8k")
+    total = found[gap_split.TOTAL].estimate
+    assert sum(found[s].estimate.value for s in STEPS) == pytest.approx(total.value, abs=1e-9)
+    assert np.allclose(sum(found[s].estimate.draws for s in STEPS), total.draws, atol=1e-9)
+    # F1's own gap (quantities.log_gap) on the rows of the instructions every condition holds
+    shared = rows[~rows["sample_index"].isin([1, 4])]
+    f1 = quantities.log_gap(curves(shared)[MODEL], "gsm8k", "none", "detailed")
+    assert total.value == pytest.approx(f1.value, abs=1e-9) and total.n == f1.n == 6
+    on_all = quantities.log_gap(curves(rows)[MODEL], "gsm8k", "none", "detailed")
+    assert abs(on_all.value - total.value) > 1e-6  # the instructions the split drops change F1's number
+
+
+def test_each_step_estimates_its_own_difference_of_conditions():
+    split = gap_split.gap_split(curves(chain_rows(n=10, sample_sd=0.1)))
+    found = rows_of(split, "gsm8k")
+    for step, true in TRUE.items():
+        assert found[step].estimate.value == pytest.approx(true, abs=0.15)
+        low, high = found[step].interval
+        assert low < true < high
+    assert found[gap_split.share_name("how many tokens")].estimate.value == pytest.approx(0.7, abs=0.05)
+    assert found["how many tokens"].decided and found["the phrase"].decided and found[gap_split.TOTAL].decided
+
+
+def test_dropped_instructions_are_counted_per_condition():
+    rows = chain_rows()
+    too_long = (rows["setting"] == "detailed_answer") & rows["sample_index"].isin([1, 4])
+    absent = (rows["setting"] == "none_answer") & (rows["sample_index"] == 6)
+    zero = (rows["setting"] == "detailed_scored_none") & (rows["sample_index"] == 7) & (rows["proj"] == "q")
+    rows.loc[zero & (rows["layer"] == 3), "nuclear_norm"] = 0.0  # a zero gradient in one layer
+    split = gap_split.gap_split(curves(rows[~(too_long | absent)]))
+    counts = {d.condition: (d.dropped, d.of) for d in split.dropped}
+    assert counts == {
+        "none": (0, 8),
+        "none_answer": (1, 8),
+        "detailed_answer": (2, 8),
+        "detailed_scored_none": (1, 8),
+        "detailed": (0, 8),
+    }
+    assert rows_of(split, "gsm8k")[gap_split.TOTAL].estimate.n == 4
+    assert set(split.dropped_table()["condition"]) == {"none_answer", "detailed_answer", "detailed_scored_none"}
+
+
+def test_the_family_mean_is_the_mean_of_its_dataset_means_with_within_dataset_intervals():
+    opposite = {**SHIFT, "none_answer": 2.0 + 0.8, "detailed_answer": 1.2}  # the phrase -0.8, the reasoning 1.6
+    rows = chain_rows(("aqua", "gsm8k"), n=10, shift={"aqua": SHIFT, "gsm8k": opposite}, sample_sd=0.1)
+    split = gap_split.gap_split(curves(rows))
+    family, aqua, gsm8k = (rows_of(split, s) for s in ("math_reasoning", "aqua", "gsm8k"))
+    for step in (gap_split.TOTAL, *STEPS):
+        assert family[step].pooled
+        assert family[step].estimate.value == pytest.approx(
+            (aqua[step].estimate.value + gsm8k[step].estimate.value) / 2
+        )
+    phrase = family["the phrase"]
+    said = f"aqua {aqua['the phrase'].estimate.value:+.3g} (10 instructions), gsm8k {gsm8k['the phrase'].estimate.value:+.3g}"
+    assert phrase.note.startswith("datasets on opposite sides of 0: " + said)
+    assert family["how many tokens"].note == ""
+    # the datasets disagree far beyond their noise: the family's interval is still their own noise's,
+    # the study's pooled one (the mean of the datasets named, conditional on them)
+    study = pooled([aqua["the phrase"].estimate, gsm8k["the phrase"].estimate])
+    assert phrase.interval == pytest.approx(study.interval())
+    low, high = phrase.interval
+    assert low < -0.15 < high  # the mean of 0.5 and -0.8
+
+
+def test_a_family_needs_two_datasets_and_a_dataset_without_a_condition_has_no_split():
+    rows = chain_rows(("aqua", "gsm8k"))
+    lacking = (rows["dataset"] == "gsm8k") & (rows["setting"] == "detailed_scored_none")
+    cd = curves(rows[~lacking])[MODEL]
+    split = gap_split.gap_split({MODEL: cd})
+    assert {r.scope for r in split.rows} == {"aqua"}
+    assert gap_split.missing_conditions(cd) == ["gsm8k/detailed_scored_none/correct"]
+
+
+def test_the_frobenius_split_sets_the_averaging_step_beside_what_averaging_predicts():
+    """Norms that fall as 1/sqrt(R) and nothing else: the averaging step is what averaging predicts."""
+    flat = dict.fromkeys(gap_split.CHAIN, 0.0)
+    rows = chain_rows(n=10, shift=flat, length_exponent=-0.5, sample_sd=0.0)
+    found = rows_of(gap_split.gap_split(curves(rows), stat="frobenius"), "gsm8k")
+    step, predicted = found["how many tokens"].estimate, found[gap_split.PREDICTED].estimate
+    assert predicted.value > 1.0 and step.value == pytest.approx(predicted.value, abs=0.02)
+    shares = [found[gap_split.share_name(n)].estimate.value for n in ("how many tokens", gap_split.PREDICTED)]
+    assert shares[0] == pytest.approx(shares[1], abs=0.02)
+    assert gap_split.PREDICTED not in rows_of(gap_split.gap_split(curves(rows)), "gsm8k")  # nuclear: not shown
+
+
+def test_the_step_intervals_cover_the_true_step():
+    reps, covered = 30, 0
+    for seed in range(reps):
+        found = rows_of(gap_split.gap_split(curves(chain_rows(n=6, seed=seed), n_resamples=200)), "gsm8k")
+        low, high = found["the reasoning"].interval
+        covered += low < TRUE["the reasoning"] < high
+    assert covered / reps >= 0.8  # 95% intervals: fewer than 24 of 30 has a chance of 0.3%
+
+
+def test_the_split_refuses_another_statistic():
+    with pytest.raises(ValueError, match="nuclear_norm or frobenius"):
+        gap_split.gap_split(curves(chain_rows()), stat="sigma_max")
+    assert split_command.STATS == gap_split.STATS
+
+
+def stored(tmp_path, rows):
+    root = write_store(tmp_path, rows.assign(model="gemma-3-270m"))
+    record_run(root, ["gemma-3-270m"], sorted(set(rows["condition"])), n_resamples=200)
+    return root
+
+
+def test_the_split_command_prints_the_table_and_its_json(tmp_path, capsys):
+    root = stored(tmp_path, chain_rows(("aqua", "gsm8k")))
+    assert main(["split", str(root)]) == 0
+    out = capsys.readouterr().out
+    assert all(c in out.splitlines()[0] for c in split_command.COLUMNS)
+    assert "math_reasoning" in out and "how many tokens" in out and "No condition dropped an instruction." in out
+    assert main(["split", str(root), "--stat", "frobenius", "--json"]) == 0
+    payload = json.loads(capsys.readouterr().out)
+    table = pd.DataFrame(payload["rows"])
+    assert payload["stat"] == "frobenius" and gap_split.PREDICTED in set(table["step"])
+    assert set(table["scope"]) == {"math_reasoning", "aqua", "gsm8k"}
+
+
+def test_the_split_command_names_the_missing_conditions_and_the_command_once(tmp_path, capsys):
+    rows = chain_rows(("aqua", "gsm8k"))
+    lacking = rows["setting"].isin(["none_answer", "detailed_scored_none"]) & (rows["dataset"] == "gsm8k")
+    root = stored(tmp_path, rows[~lacking])
+    assert main(["split", str(root)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: ")
+    assert "gemma-3-270m: gsm8k/none_answer/correct, gsm8k/detailed_scored_none/correct" in err[0]
+    command = "python -m analysis extract --model gemma-3-270m --data gsm8k/none_answer/correct "
+    assert command + f"gsm8k/detailed_scored_none/correct --out {root}" in err[0]
+
+
+def test_the_split_command_says_when_the_store_holds_no_frobenius_norm(tmp_path, capsys):
+    root = stored(tmp_path, chain_rows(("aqua", "gsm8k")).assign(frobenius=np.nan))
+    assert main(["split", str(root), "--stat", "frobenius"]) == 2
+    assert "holds no Frobenius norm (frobenius)" in capsys.readouterr().err
+
+
+def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
+    import matplotlib.pyplot as plt
+
+    root = stored(tmp_path, chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa")))
+    split = split_report.load_split(root).split
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fig = split_report.split_figure(split, note="synthetic numbers")
+    try:
+        assert [ax.get_title().split("\n")[1] for ax in fig.axes] == [
+            "math reasoning",
+            "commonsense reasoning",
+        ]
+        labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+        assert re.fullmatch(r"F1's gap\n[-\d.]+ \[[-\d.]+, [-\d.]+\]", labels[0])
+        assert len(labels) == 5 and all("[" in label for label in labels)
+    finally:
+        plt.close(fig)
+    caption = split_report.split_caption(split)
+    assert "add up to it exactly" in caption and "95%" in caption
+    words = split_report.in_words(split)
+    assert 1 <= len(words) <= 3 and not any(c in " ".join(words) for c in ("F1", "A1", "A2", "A4"))
+
+
+def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_how_to_read_it():
+    import matplotlib.pyplot as plt
+
+    from analysis.report.blocks import Figure, Fold, Markdown
+
+    draws = curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa")))
+    blocks = split_report.split_blocks(draws, note="synthetic numbers")
+    try:
+        assert [type(b) for b in blocks] == [Markdown, Figure, Fold]
+        words = blocks[0].text
+        assert len(re.findall(r"\.(?: |$)", words)) == 3 and not re.search(r"\b[FAG]\d", words)
+        assert "32 instructions of m" in words and "how many tokens" in words and "The reasoning step" in words
+        assert blocks[2].blocks[0].text == split_report.split_caption(gap_split.gap_split(draws))
+    finally:
+        plt.close(blocks[1].figure)
+    lacking = chain_rows()
+    assert split_report.split_blocks(curves(lacking[lacking["setting"] != "none_answer"])) == []
+    intro = (ROOT / "notebooks" / "intro.py").read_text()
+    assert intro.index("sections.split(page)") < intro.index("sections.finding(page)")
