@@ -220,25 +220,21 @@ def quick_conditions() -> tuple[str, ...]:
     return tuple(c.key for c in chosen)
 
 
-# The deciding run: two math and two commonsense datasets with None CoT (ecqa has no None-CoT pair
-# whose two answers are one text, creak about half: its draw keeps the usable ones).
-DECIDE_DATASETS = ("aqua", "gsm8k", "ecqa", "creak")
-DECIDE_SAMPLES = 30
-# Instructions each model's loss screen reads per dataset beyond the draw, at most, for G1's matched
-# pairs (``analysis.extract.screen``): as many again as the draw, what fits the run's time.
-DECIDE_SCREEN = 30
-# What F1, A1, F3, A2, A3, A4 and A5 read: None and Detailed CoT with both responses, the answer
-# scored after the phrase alone, after the Detailed CoT, after its words shuffled and after another
-# instruction's chain, and the Detailed CoT scored on as many tokens as None CoT.
-DECIDE_SETTINGS = (
-    "none",
-    "detailed",
-    "none_answer",
-    "detailed_answer",
-    "detailed_shuffled_answer",
-    "detailed_other_answer",
-    *vocabulary.SCORED_SUBSET_SETTINGS,
+# The deciding run: every reasoning dataset with None CoT (aqua, gsm8k; strategyqa, ecqa, creak,
+# sensemaking), its draw keeping the usable pairs (ecqa has no None-CoT pair whose two answers are
+# one text, creak about half).
+DECIDE_DATASETS = tuple(
+    d for d in vocabulary.REASONING_DATASETS if data.conditions_matching(datasets=(d,), settings=("none",))
 )
+DECIDE_SAMPLES = 30
+# Instructions a loss screen reads per dataset beyond the draw, at most, for G1's matched pairs
+# (``analysis.extract.screen``): run by ``cpu-full``, where G1 and A5, which cannot decide at the
+# deciding run's size, are computed.
+LOSS_SCREEN = 30
+# What the split of F1's gap and F3 read: None and Detailed CoT with both responses, the answer
+# scored after the phrase alone and after the Detailed CoT, and the Detailed CoT scored on as many
+# tokens as None CoT.
+DECIDE_SETTINGS = ("none", "detailed", *ANSWER_DECIDING, *vocabulary.SCORED_SUBSET_SETTINGS)
 
 
 def decide_conditions(datasets=DECIDE_DATASETS) -> tuple[str, ...]:
@@ -314,7 +310,9 @@ PROFILES: dict[str, Profile] = {
         CPU,
         name="cpu-full",
         conditions=all_conditions(),
-        description=f"both offline models, all {len(all_conditions())} conditions (the study files and every view of them), {CPU_SAMPLES} samples each",
+        extraction=CPU.extraction.but(loss_screen=LOSS_SCREEN),
+        description=f"both offline models, all {len(all_conditions())} conditions (the study files and every view of them), {CPU_SAMPLES} samples each, "
+        f"and a loss screen of up to {LOSS_SCREEN} more instructions per dataset for G1's matched pairs",
     ),
     "paper": Profile(
         name="paper",
@@ -363,11 +361,10 @@ PROFILES: dict[str, Profile] = {
         name="decide",
         models=OFFLINE_MODEL_NAMES,
         conditions=decide_conditions(),
-        extraction=ExtractionSettings(n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu", loss_screen=DECIDE_SCREEN),
+        extraction=ExtractionSettings(n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu"),
         n_resamples=1000,
         description=f"both offline models, {DECIDE_SAMPLES} samples of the {len(decide_conditions())} conditions "
-        f"that decide F1, A1, F3, A2, A3, A4 and A5 on {', '.join(DECIDE_DATASETS)}, and a loss screen of up to "
-        f"{DECIDE_SCREEN} more instructions per dataset for G1's matched pairs",
+        f"of the split of F1's gap and of F3 on {', '.join(DECIDE_DATASETS)}",
     ),
     "decompose": Profile(
         name="decompose",
