@@ -2,7 +2,7 @@
 that page's text kept beside it, so that a test notices a picture older than the page.
 
 ``make screenshot`` builds the quick profile's book and calls ``write_screenshot``: headless
-Chromium renders the first page into ``book/_static/first_page.png`` and ``page_digest`` writes
+Chromium (through Selenium, a test dependency) renders the first page into ``book/_static/first_page.png`` and ``page_digest`` writes
 the sha256 of the page's text, numbers masked (``page_text``), into ``first_page.sha256``. A
 browser test compares the digest with the quick book it builds: when the first page's words change,
 the test fails until the picture is made again.
@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-import shutil
-import subprocess
-import tempfile
 from pathlib import Path
 
 from bs4 import BeautifulSoup
@@ -24,8 +21,8 @@ from analysis.core.errors import StudyError
 
 SCREENSHOT = Path("book", "_static", "first_page.png")
 DIGEST = SCREENSHOT.with_suffix(".sha256")
-WINDOW = (1280, 1600)  # pixels: the first page's opening, as a reader's screen shows it
-CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
+WINDOW = (1280, 1400)  # pixels: the first page's opening, as a reader's screen shows it
+CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")  # make setup-browser
 
 
 def page_text(index: Path) -> str:
@@ -44,40 +41,33 @@ def page_digest(index: Path) -> str:
     return hashlib.sha256(page_text(index).encode()).hexdigest()
 
 
-def chromium() -> str:
-    """The headless browser's command (``make setup-browser`` installs Debian's chromium)."""
-    for name in CHROMIUM_NAMES:
-        found = shutil.which(name)
-        if found:
-            return found
-    raise StudyError("no Chromium found for the screenshot: `make setup-browser` installs it")
-
-
 def write_screenshot(index: Path, *, root: Path = PROJECT_ROOT) -> tuple[Path, Path]:
-    """Render the built page ``index`` into ``root/SCREENSHOT`` and its digest into ``root/DIGEST``."""
+    """Render the built page ``index`` into ``root/SCREENSHOT`` (headless Chromium through Selenium,
+    as the browser tests drive it) and its digest into ``root/DIGEST``."""
     index = Path(index).resolve()
     if not index.is_file():
         raise StudyError(f"{index}: no built page (make screenshot builds the quick book first)")
+    if not (CHROMIUM.is_file() and CHROMEDRIVER.is_file()):
+        raise StudyError("no headless Chromium for the screenshot: `make setup-browser` installs it")
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    options = webdriver.ChromeOptions()
+    options.binary_location = str(CHROMIUM)
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu", "--hide-scrollbars"):
+        options.add_argument(argument)
+    options.add_argument(f"--window-size={WINDOW[0]},{WINDOW[1]}")
     image, digest = root / SCREENSHOT, root / DIGEST
     image.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.TemporaryDirectory() as profile:
-        command = [
-            chromium(),
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--hide-scrollbars",
-            "--disable-background-networking",
-            "--disable-component-update",
-            "--disable-sync",
-            "--no-first-run",
-            f"--user-data-dir={profile}",
-            f"--window-size={WINDOW[0]},{WINDOW[1]}",
-            f"--screenshot={image}",
-            index.as_uri(),
-        ]
-        done = subprocess.run(command, capture_output=True, text=True, timeout=120)
-    if done.returncode != 0 or not image.is_file():
-        raise StudyError(f"Chromium made no screenshot of {index}: {done.stderr.strip()[-500:]}")
+    driver = webdriver.Chrome(service=Service(str(CHROMEDRIVER)), options=options)
+    try:
+        driver.set_page_load_timeout(60)
+        driver.get(index.as_uri())
+        WebDriverWait(driver, 30).until(lambda d: d.execute_script("return document.readyState") == "complete")
+        if not driver.save_screenshot(str(image)):
+            raise StudyError(f"Chromium made no screenshot of {index}")
+    finally:
+        driver.quit()
     digest.write_text(page_digest(index) + "\n")
     return image, digest
