@@ -116,6 +116,12 @@ def test_the_family_mean_is_the_mean_of_its_dataset_means_with_within_dataset_in
     assert phrase.interval == pytest.approx(study.interval())
     low, high = phrase.interval
     assert low < -0.15 < high  # the mean of 0.5 and -0.8
+    # the first page's sentence on the reasoning step names its datasets where they lie on opposite sides
+    assert "opposite sides" not in split_report.in_words(split)[2]  # here both lie above 0
+    backwards = {**SHIFT, "detailed_answer": SHIFT["none_answer"] + 1.0}  # gsm8k's reasoning step -1
+    rows = chain_rows(("aqua", "gsm8k"), n=10, shift={"aqua": SHIFT, "gsm8k": backwards}, sample_sd=0.1)
+    reasoning = split_report.in_words(gap_split.gap_split(curves(rows)))[2]
+    assert reasoning.startswith("The reasoning step") and "datasets on opposite sides of 0: aqua" in reasoning
 
 
 def test_a_family_needs_two_datasets_and_a_dataset_without_a_condition_has_no_split():

@@ -263,8 +263,10 @@ def _share(rows: pd.DataFrame, step: str) -> str:
 
 
 def _direction(row: pd.Series) -> str:
-    """Which way the reasoning step points, in words."""
+    """Which way the reasoning step points, in words, with the datasets of a family where they lie on
+    opposite sides (the family's mean then holds for those datasets together, not for each)."""
+    apart = f" ({row['note']})" if isinstance(row.get("note"), str) and row["note"] else ""
     if not row["decided"]:
-        return "is not decided (its interval reaches 0)"
+        return f"is not decided (its interval reaches 0){apart}"
     side = "larger" if row["estimate"] > 0 else "smaller"
-    return f"leaves the answer's own gradient {side} without the reasoning than after it"
+    return f"leaves the answer's own gradient {side} without the reasoning than after it{apart}"
