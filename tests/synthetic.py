@@ -167,8 +167,9 @@ def write_store(root: Path, rows: pd.DataFrame, skipped: pd.DataFrame | None = N
 
 def record_run(root: Path, models: Iterable[str], conditions: Iterable[str], n_resamples: int, name: str = "test"):
     """A run log in ``root`` that records a profile of these models and conditions (what a page shows)."""
-    from analysis import profiles, runlog
+    from analysis import profiles
     from analysis.core.settings import ExtractionSettings
+    from analysis.store import runlog
 
     profile = profiles.Profile(name, tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
     runlog.RunLog.start(root, profile.as_dict(), "local", []).save()

@@ -36,9 +36,9 @@ def test_package_initialisers_hold_no_logic():
 def test_the_pages_and_the_findings_do_not_import_torch():
     code = (
         "import sys\n"
-        "import analysis.report.page, analysis.report.sections, analysis.report.your_data, analysis.findings.rules\n"
-        "import analysis.profiles, analysis.core.registry, analysis.runlog\n"
-        "import analysis.report.training, analysis.findings.training, analysis.findings.calibration.training_calibration\n"
+        "import analysis.report.page, analysis.report.sections, analysis.report.your_data_page, analysis.findings.rules\n"
+        "import analysis.profiles, analysis.core.registry, analysis.store.runlog\n"
+        "import analysis.report.training_chapter, analysis.findings.training_checks, analysis.findings.calibration.training_calibration\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -26,8 +26,9 @@ from synthetic import (
     write_store,
 )
 
-from analysis import profiles, runlog, sample_draws
+from analysis import profiles
 from analysis.core import vocabulary
+from analysis.data import sample_draws
 from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.effective_rank import effective_rank_table
@@ -39,6 +40,7 @@ from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
 from analysis.report.page import Page
+from analysis.store import runlog
 
 ROOT = Path(__file__).resolve().parents[1]
 WIGGLE = {**REASONING_WIGGLE, "len100": 0.05, "len1000": 0.05}
@@ -398,7 +400,7 @@ def test_pairs_confound_statement_and_comparison(paper_draws):
 
 
 def test_run_log_tables():
-    from analysis.runlog import RunRecord
+    from analysis.store.runlog import RunRecord
 
     finished = RunRecord.from_dict(
         {

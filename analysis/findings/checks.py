@@ -15,7 +15,7 @@ iterate over a registry: an immutable tuple of checks, ``REGISTRY`` unless anoth
 To add a check: write its parts function and add one check to ``REGISTRY`` (or build a new
 registry, ``extended(REGISTRY, check)``). A check of a new scope is one more subclass of
 ``scopes.Check`` with its own ``run``; what it reads comes in ``Inputs.extra``, as for the
-questions T1-T3 of the training runs (``TrainingRunCheck``, inputs ``extra[training.TRAINING_RUNS]``).
+questions T1-T3 of the training runs (``TrainingRunCheck``, inputs ``extra[training_checks.TRAINING_RUNS]``).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from collections.abc import Iterable
 
 from analysis.core.errors import StudyError
 from analysis.findings import check_parts as cp
-from analysis.findings import roles, training
+from analysis.findings import roles, training_checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration import rule
 from analysis.findings.gap_checks import GAP_CHAPTER, GAP_CHECKS
@@ -274,7 +274,7 @@ REGISTRY: Registry = registry_of(
                 "than depth alone: its Spearman correlation across layers with the weight change after K steps exceeds "
                 "the layer index's (in absolute value); that difference decides"
             ),
-            parts=training.t1,
+            parts=training_checks.t1,
             chapters=_TRAINING,
             calibrated_by=(rule.RANK_CORRELATION,),
         ),
@@ -292,7 +292,7 @@ REGISTRY: Registry = registry_of(
                 "late layers; the full Detailed CoT arm and the arm cut to the None-CoT token count (token-matched) both "
                 "decide"
             ),
-            parts=training.t2,
+            parts=training_checks.t2,
             chapters=_TRAINING,
             calibrated_by=(rule.ARM_CHANGE,),
         ),
@@ -309,7 +309,7 @@ REGISTRY: Registry = registry_of(
                 "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm: "
                 "its change since step 0 decides (the gap shrinks by less than 10%), where the gap is established at step 0"
             ),
-            parts=training.t3,
+            parts=training_checks.t3,
             chapters=_TRAINING,
             calibrated_by=(rule.PROBE_GAP,),
         ),

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import ClassVar, Protocol
 
 from analysis.core import vocabulary
-from analysis.findings import training
+from analysis.findings import training_checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.rule import Rule
 from analysis.findings.pooling import (
@@ -142,7 +142,7 @@ class ModelParts(Protocol):
 
 PairParts = Callable[[CurveDraws, CurveDraws, str], "list[Part] | None"]  # instruct, base curves, dataset
 WikiParts = Callable[[CurveDraws, "CurveDraws | None"], "list[Part] | None"]  # curves, reasoning reference
-RunParts = Callable[[training.ModelRuns, "str | None"], "list[Part] | NotApplicable | None"]
+RunParts = Callable[[training_checks.ModelRuns, "str | None"], "list[Part] | NotApplicable | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -257,10 +257,10 @@ class WikiCheck(Check):
 @dataclass(frozen=True, kw_only=True)
 class TrainingRunCheck(Check):
     """A check of one base model's fine-tuning runs, as a whole and per arm trained on; it reads
-    ``inputs.extra[training.TRAINING_RUNS]`` (``training.per_training_run``)."""
+    ``inputs.extra[training_checks.TRAINING_RUNS]`` (``training_checks.per_training_run``)."""
 
     scope: ClassVar[str] = PER_TRAINING_RUN
     parts: RunParts
 
     def run(self, inputs: Inputs) -> list[Finding]:
-        return training.per_training_run(self, inputs)
+        return training_checks.per_training_run(self, inputs)

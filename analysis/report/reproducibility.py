@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis import runlog
 from analysis.core.cache import simulated_table
 from analysis.findings import calibration, power_tested, skew
 from analysis.findings.calibration import scenarios
@@ -18,6 +17,7 @@ from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import optional_path
 from analysis.report.page import Page
+from analysis.store import runlog
 
 CALIBRATION_REPS = 400  # simulated runs per rate on this page: a Monte Carlo standard error of about 0.8 points
 NOTHING_COMPUTED = "Nothing was computed: the numbers are imported (the files are listed above)."

@@ -5,7 +5,7 @@ papermill will use, executed with a profile's parameters, and its code cells tag
 pages show results only. The book is built over the project's ``_config.yml`` and ``_toc.yml``
 with warnings as errors, HTML into ``book/_build/html``. Before it builds, ``build_book`` writes
 what the pages include from the code (``write_generated``: the checks page's claims, from the
-registry, into ``book/_generated``, which git ignores), so that no page holds a pasted copy.
+registry, and the code map's tables, from the packages' docstrings, into ``book/_generated``, which git ignores), so that no page holds a pasted copy.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from analysis.core.errors import StudyError
 from analysis.profiles import Profile
 from analysis.report import verdicts
 from analysis.report.display import PAGE_ENDS
+from analysis.study import code_map
 
 PROJECT_ROOT = chapters.PROJECT_ROOT
 KERNEL_NAME = "python3"
@@ -43,6 +44,7 @@ REFERENCES_PAGE = "book/references"
 # ignores the folder): the checks page's claims, ``{include}``d by book/checks.md.
 GENERATED_FOLDER = Path("book", "_generated")
 CLAIMS_FILE = GENERATED_FOLDER / "claims.md"
+CODE_MAP_FILE = GENERATED_FOLDER / "code_map.md"  # the code map's module tables (``code_map.stage_tables``)
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -322,12 +324,15 @@ def table_of_contents(book_root: Path, say: Callable[[str], None] = print, only:
 def write_generated(book_root: Path) -> list[Path]:
     """Write what the pages of ``book_root`` include from the code, as the registry has it now: the
     claims of the checks page (``verdicts.claims_markdown``: each check's anchor, plain words, estimand
-    and rule), included by book/checks.md, whose anchors (``verdicts.anchor``) the other pages link to.
-    The files written."""
+    and rule), included by book/checks.md, whose anchors (``verdicts.anchor``) the other pages link to;
+    and the code map's module tables (``code_map.stage_tables``, from the packages' docstrings),
+    included by book/code_map.md. The files written."""
     claims = book_root / CLAIMS_FILE
     claims.parent.mkdir(parents=True, exist_ok=True)
     claims.write_text(verdicts.claims_markdown() + "\n")
-    return [claims]
+    tables = book_root / CODE_MAP_FILE
+    tables.write_text(code_map.stage_tables())
+    return [claims, tables]
 
 
 def build_book(

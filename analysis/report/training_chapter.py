@@ -20,7 +20,7 @@ from analysis.core import vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.settings import TrainingSettings
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.findings import calibration, checks, training
+from analysis.findings import calibration, checks, training_checks
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import Finding
 from analysis.profiles import Profile
@@ -65,7 +65,7 @@ class TrainingPage:
             raise TrainingPageError(f"profile {profile!r} is not a training profile; run make book PROFILE=training")
         store = ResultsStore(results, create=False)
         rows = store.read("rows", filters=[("model", "in", _probe_models(store))], columns=PROBE_COLUMNS)
-        probes = training.with_run_columns(rows)
+        probes = training_checks.with_run_columns(rows)
         losses, change = (
             run_tables.read_table(results, run_tables.LOSSES),
             run_tables.read_table(results, run_tables.WEIGHT_CHANGE),
@@ -122,10 +122,10 @@ class TrainingPage:
     def findings(self, shown=None) -> list[Finding]:
         """The findings of the chapter's checks on these runs, at the last step every run reached, computed once."""
         if self._found is None:
-            runs = training.TrainingRuns(
+            runs = training_checks.TrainingRuns(
                 self.probes, self.change, self.last_step, self.profile.n_resamples, self.profile.seed
             )
-            self._found = checks.run_checks({}, self.checks(), extra={training.TRAINING_RUNS: runs})
+            self._found = checks.run_checks({}, self.checks(), extra={training_checks.TRAINING_RUNS: runs})
         return [f for f in self._found if shown is None or f.check in shown]
 
     @property
@@ -153,7 +153,7 @@ class TrainingPage:
 
 
 def _probe_models(store: ResultsStore) -> list[str]:
-    return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
+    return sorted(m for m in store.distinct("model") if training_checks.is_probe_model(m))
 
 
 def verdicts_section(page: TrainingPage) -> Blocks:
