@@ -264,3 +264,19 @@ def test_every_check_says_its_claim_in_plain_words_and_names_a_headline_part_its
         role = checks.get(check).headline
         mine = [f for f in found if f.check == check]
         assert mine and all(f.part(role) is not None for f in mine), check
+
+
+def test_a_part_refuses_a_side_that_is_none_of_the_three():
+    from analysis.findings.rules import SIDES
+
+    assert SIDES == ("above", "below", "within")
+    with pytest.raises(ValueError, match="side 'abvoe' is none of above, below, within"):
+        Part("x", None, "abvoe", 0.0, role=roles.F1_GAP)  # type: ignore[arg-type]
+
+
+def test_a_check_id_is_one_the_registry_holds():
+    assert checks.check_id("A5") == "A5" and all(checks.check_id(i) == i for i in checks.all_ids())
+    with pytest.raises(StudyError, match="unknown check 'F9'; checks: F1, F2"):
+        checks.check_id("F9")
+    with pytest.raises(StudyError, match="unknown check 'F1'"):
+        checks.check_id("F1", checks.registry_of([checks.get("A5")]))

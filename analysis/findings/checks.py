@@ -28,7 +28,7 @@ from analysis.findings import roles, training_checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration import rule
 from analysis.findings.gap_checks import GAP_CHAPTER, GAP_CHECKS
-from analysis.findings.rules import SAME_MARGIN_PERCENT, Finding
+from analysis.findings.rules import SAME_MARGIN_PERCENT, CheckId, Finding
 from analysis.findings.scopes import (
     PER_MODEL,
     PER_PAIR,
@@ -41,6 +41,7 @@ from analysis.findings.scopes import (
     PairCheck,
     PartFigure,
     PerModelCheck,
+    Scope,
     TrainingRunCheck,
     WikiCheck,
     Words,
@@ -52,6 +53,7 @@ __all__ = [
     "PER_MODEL",
     "PER_PAIR",
     "PER_TRAINING_RUN",
+    "Scope",
     "WIKI_FILES",
     "STORE",
     "Check",
@@ -102,7 +104,7 @@ _TRAINING = ("during_training",)  # only a training profile's book has rows thes
 REGISTRY: Registry = registry_of(
     (
         PerModelCheck(
-            id="F1",
+            id=CheckId("F1"),
             paper=True,
             lead=1,
             says=((roles.F1_GAP, "larger"), (roles.EARLY_LATE, "more so in early layers")),
@@ -122,7 +124,7 @@ REGISTRY: Registry = registry_of(
             calibrated_by=(rule.GAP,),
         ),
         PerModelCheck(
-            id="F2",
+            id=CheckId("F2"),
             paper=True,
             says=(
                 (roles.NONE_ROUGHNESS, "None rougher than Simplified"),
@@ -147,7 +149,7 @@ REGISTRY: Registry = registry_of(
             adjust=cp.spread_decides,
         ),
         PerModelCheck(
-            id="F3",
+            id=CheckId("F3"),
             paper=True,
             lead=3,
             says=(
@@ -172,7 +174,7 @@ REGISTRY: Registry = registry_of(
             note=cp.identical_note,
         ),
         PairCheck(
-            id="F4",
+            id=CheckId("F4"),
             paper=True,
             says=((roles.SIZE_EXCESS, "instruct no better than base"),),
             words=Words(
@@ -193,7 +195,7 @@ REGISTRY: Registry = registry_of(
             calibrated_by=(rule.NOT_BETTER,),
         ),
         WikiCheck(
-            id="F5",
+            id=CheckId("F5"),
             paper=True,
             says=(
                 (roles.SHARES, "Wiki keeps more of its roughness"),
@@ -218,7 +220,7 @@ REGISTRY: Registry = registry_of(
             calibrated_by=(rule.SHARE, rule.SAME),
         ),
         PerModelCheck(
-            id="L",
+            id=CheckId("L"),
             says=((roles.CONTENT, "smaller at equal length"),),
             words=Words(
                 holds="a Detailed CoT cut to the Simplified length still gives smaller gradients",
@@ -240,7 +242,7 @@ REGISTRY: Registry = registry_of(
             gate=cp.gap_established,
         ),
         PerModelCheck(
-            id="L2",
+            id=CheckId("L2"),
             says=((roles.LENGTH, "larger when cut"),),
             words=Words(
                 holds="cutting a Detailed CoT to the Simplified length makes its gradients larger",
@@ -261,7 +263,7 @@ REGISTRY: Registry = registry_of(
             gate=cp.gap_established,
         ),
         TrainingRunCheck(
-            id="T1",
+            id=CheckId("T1"),
             says=((roles.BEYOND_DEPTH, "beyond depth"),),
             words=Words(
                 holds="the step-0 curve predicts the weight change beyond depth",
@@ -279,7 +281,7 @@ REGISTRY: Registry = registry_of(
             calibrated_by=(rule.RANK_CORRELATION,),
         ),
         TrainingRunCheck(
-            id="T2",
+            id=CheckId("T2"),
             says=((roles.ARM_EARLY, "early layers change more"), (roles.ARM_EARLY_LATE, "more early than late")),
             words=Words(
                 holds="training on None CoT changes the early layers more",
@@ -297,7 +299,7 @@ REGISTRY: Registry = registry_of(
             calibrated_by=(rule.ARM_CHANGE,),
         ),
         TrainingRunCheck(
-            id="T3",
+            id=CheckId("T3"),
             says=((roles.GAP_CHANGE, "persists"),),
             words=Words(
                 holds="F1's gap persists through training",
@@ -316,20 +318,25 @@ REGISTRY: Registry = registry_of(
         *GAP_CHECKS,
     )
 )
-LENGTH_CHECKS = ("L", "L2")  # the length question (beyond the paper), answered together
+LENGTH_CHECKS = (CheckId("L"), CheckId("L2"))  # the length question (beyond the paper), answered together
 
 
-def all_ids(registry: Registry = REGISTRY) -> tuple[str, ...]:
+def all_ids(registry: Registry = REGISTRY) -> tuple[CheckId, ...]:
     """Every check of the registry, in the book's order."""
     return tuple(c.id for c in registry)
 
 
-def get(check_id: str, registry: Registry = REGISTRY) -> Check:
-    """The check of that id."""
-    for check in registry:
-        if check.id == check_id:
-            return check
-    raise StudyError(f"unknown check {check_id!r}; checks: {', '.join(all_ids(registry))}")
+def check_id(text: str, registry: Registry = REGISTRY) -> CheckId:
+    """``text`` as the id of a check of the registry; an id the registry does not hold is refused."""
+    if text not in all_ids(registry):
+        raise StudyError(f"unknown check {text!r}; checks: {', '.join(all_ids(registry))}")
+    return CheckId(text)
+
+
+def get(text: str, registry: Registry = REGISTRY) -> Check:
+    """The check of that id (``check_id``: one the registry holds)."""
+    wanted = check_id(text, registry)
+    return next(check for check in registry if check.id == wanted)
 
 
 def claim(check_id: str, registry: Registry = REGISTRY) -> str:
@@ -341,7 +348,7 @@ def statistics_read(check_ids: Iterable[str], registry: Registry = REGISTRY) -> 
     return tuple(dict.fromkeys(stat for c in selected(check_ids, registry) for stat in c.reads))
 
 
-def on_chapter(chapter: str, scope: str | None = None, registry: Registry = REGISTRY) -> tuple[str, ...]:
+def on_chapter(chapter: str, scope: Scope | None = None, registry: Registry = REGISTRY) -> tuple[CheckId, ...]:
     """The checks a chapter shows (of one scope, if given), in the book's order."""
     return tuple(c.id for c in registry if chapter in c.chapters and scope in (None, c.scope))
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from analysis.findings import averaging, beyond_loss, context, roles, same_tokens, scored_tokens
 from analysis.findings.calibration import rule
-from analysis.findings.rules import SAME_MARGIN_PERCENT
+from analysis.findings.rules import SAME_MARGIN_PERCENT, CheckId
 from analysis.findings.scopes import SUMMARY_CHAPTERS, PerModelCheck, Words
 
 GAP_CHAPTER = "where_the_gap_comes_from"  # the chapter that splits F1's and F3's gaps
@@ -18,7 +18,7 @@ _MARGIN = SAME_MARGIN_PERCENT
 GAP_CHECKS = (
     # --- A1 and G1: F1 against what averaging over the response tokens predicts, F3 against the loss
     PerModelCheck(
-        id="A1",
+        id=CheckId("A1"),
         lead=1,
         says=((roles.BEYOND_AVERAGING, "more than averaging predicts"),),
         words=Words(
@@ -41,7 +41,7 @@ GAP_CHECKS = (
         unknown=averaging.a1_unknown,
     ),
     PerModelCheck(
-        id="G1",
+        id=CheckId("G1"),
         lead=3,
         says=((roles.BEYOND_LOSS, "beyond the loss"),),
         words=Words(
@@ -74,7 +74,7 @@ GAP_CHECKS = (
     ),
     # --- A2 and A3: F1 on the same scored tokens, the final answer after the same phrase
     PerModelCheck(
-        id="A2",
+        id=CheckId("A2"),
         lead=2,
         says=((roles.SAME_TOKEN_GAP, "smaller after reasoning"), (roles.EARLY_LATE, "more so in early layers")),
         words=Words(
@@ -95,7 +95,7 @@ GAP_CHECKS = (
         reads=same_tokens.READS,
     ),
     PerModelCheck(
-        id="A3",
+        id=CheckId("A3"),
         lead=2,
         says=((roles.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
         words=Words(
@@ -120,7 +120,7 @@ GAP_CHECKS = (
     ),
     # --- A4: F1 on the same text, scored on as few tokens as the bare answer has
     PerModelCheck(
-        id="A4",
+        id=CheckId("A4"),
         plain="Scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half of F1's gap",
         lead=1,
         headline=scored_tokens.F1_SHARE,
@@ -146,7 +146,7 @@ GAP_CHECKS = (
     ),
     # --- A5: A2's controls, the same answer after a context without the reasoning
     PerModelCheck(
-        id="A5",
+        id=CheckId("A5"),
         plain="The answer's gradient after its own chain is nearly what the same words shuffled, or another chain, give",
         lead=2,
         headline=context.ORDER,

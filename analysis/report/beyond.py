@@ -93,7 +93,7 @@ def _length_in_words(found: Sequence[Finding]) -> str:
     chosen = cells.answers(found)
     pieces = []
     for scope in dict.fromkeys(f.scope for f in chosen):
-        mine = {f.check: f for f in chosen if f.scope == scope}
+        mine: dict[str, Finding] = {f.check: f for f in chosen if f.scope == scope}
         content = mine.get("L")
         pieces.append(
             f"{vocabulary.scope_label(scope)}: content beyond length "

@@ -177,7 +177,7 @@ def _matrix(cells_: pd.DataFrame, *, note: str | None, pairs: dict[str, str] | N
     """The matrix figure of ``verdict_cells``' table."""
     scopes = _matrix_scopes(cells_)
     checks = _matrix_checks(cells_, registry)
-    row_notes = {
+    row_notes: dict[tuple[str, str], str] = {
         (base, check.id): f"decided on its instruct model ({instruct})"
         for check in selected(checks, registry)
         if check.scope == PER_PAIR

@@ -19,6 +19,7 @@ from analysis.findings.checks import (
     REGISTRY,
     STORE,
     Registry,
+    Scope,
     on_chapter,
     run_checks,
     statistics_read,
@@ -44,7 +45,7 @@ class ChecksPage(Protocol):
 
     registry: Registry
 
-    def checks(self, scope: str | None = None) -> tuple[str, ...]: ...
+    def checks(self, scope: Scope | None = None) -> tuple[str, ...]: ...
 
     def findings(self, checks: Sequence[str] | None = None) -> list[Finding]: ...
 
@@ -188,7 +189,7 @@ class Page:
     def chapter(self) -> str:
         return self.params.notebook
 
-    def checks(self, scope: str | None = None) -> tuple[str, ...]:
+    def checks(self, scope: Scope | None = None) -> tuple[str, ...]:
         """The checks of the page's registry that its chapter shows (of one scope, if given)."""
         return on_chapter(self.chapter, scope, self.registry)
 

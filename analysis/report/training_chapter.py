@@ -23,6 +23,7 @@ from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import calibration, checks, training_checks
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import Finding
+from analysis.findings.scopes import Scope
 from analysis.profiles import Profile
 from analysis.report import notebook_parameters, plots, sections, verdicts
 from analysis.report.blocks import Blocks, Markdown, Table, fold
@@ -115,7 +116,7 @@ class TrainingPage:
     def empty(self) -> bool:
         return self.probes.empty
 
-    def checks(self, scope: str | None = None) -> tuple[str, ...]:
+    def checks(self, scope: Scope | None = None) -> tuple[str, ...]:
         """The checks this chapter shows (of one scope, if given)."""
         return checks.on_chapter(CHAPTER, scope, self.registry)
 
