@@ -79,7 +79,10 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     assert f"**T9**: {TOY.plain} (rule: {TOY.claim})." in text and "**T9** " in text
     assert "Toy: the gap" in [b.alt for b in figures_of(shown)]
     assert any(isinstance(b, Html) and "T9" in b.html for b in walk(shown))  # the matrix the chapter shows
-    assert "T9" in calibration.checks_by_rule(registry)[rule.GAP] and "T9" not in calibration.checks_by_rule()[rule.GAP]
+    assert (
+        "T9" in calibration.checks_by_rule(registry)[rule.GAP]
+        and "T9" not in calibration.checks_by_rule(checks.REGISTRY)[rule.GAP]
+    )
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
 

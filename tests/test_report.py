@@ -248,11 +248,14 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     assert "not applicable: not applicable" not in paragraphs  # a reason no longer starts with its verdict
     note = verdicts.matrix_note(found, profile="cpu", note=None)
     decided = [f for f in found if f.verdict in ("holds", "does not hold", "not resolved")]
+    from analysis.findings import checks
     from analysis.findings.stated_rates import check_rate
 
-    expected = sum(check_rate(f.check) for f in decided)
+    expected = sum(check_rate(f.check, checks.REGISTRY) for f in decided)
     assert f"Of the {len(decided)} tested cells" in note and f"at most {expected:.1f} would say so" in note
-    assert f"F1 {check_rate('F1'):.1%}" in note and check_rate("F1") > 0.025  # each check's measured rate
+    assert (
+        f"F1 {check_rate('F1', checks.REGISTRY):.1%}" in note and check_rate("F1", checks.REGISTRY) > 0.025
+    )  # each check's measured rate
     formatted = verdicts.findings_frame(found, pooled_only=True)
     assert set(formatted["scope"]) == {"math reasoning (pooled)", "wiki"}
 

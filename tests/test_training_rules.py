@@ -207,8 +207,10 @@ def test_the_training_checks_are_registered_with_their_rules_and_chapter():
     }
     assert training_calibration.RULES == (rule.RANK_CORRELATION, rule.ARM_CHANGE, rule.PROBE_GAP)
     for simulated in training_calibration.RULES:  # each training rule reads the verdict of the one check it calibrates
-        assert calibration.checks_by_rule()[simulated] == (simulated.verdict_of,)
-    table = calibration.false_holds_table(reps=2, n_resamples=20, rules=training_calibration.RULES)
+        assert calibration.checks_by_rule(checks.REGISTRY)[simulated] == (simulated.verdict_of,)
+    table = calibration.false_holds_table(
+        reps=2, n_resamples=20, rules=training_calibration.RULES, registry=checks.REGISTRY
+    )
     assert table["checks"].tolist() == ["T1", "T2", "T3"] and (table["design"] == "training runs").all()
     assert run(*as_store(*training_calibration.simulated_tables(np.random.default_rng(6), 5, 2, 8)))
     assert checks.run_checks({}, ("T1", "T2", "T3")) == []  # no training runs: no rows in any matrix

@@ -13,6 +13,7 @@ from analysis.findings.calibration.rule import PROMISED
 __all__ = ["PROMISED", "check_rate"]
 
 
-def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> float:
-    """The most a check's "holds" is wrong: the largest stated rate of the rules it is calibrated by."""
+def check_rate(check_id: str, registry: checks.Registry) -> float:
+    """The most the ``registry``'s check's "holds" is wrong: the largest stated rate of the rules it is
+    calibrated by."""
     return max((rule.stated for rule in checks.get(check_id, registry).calibrated_by), default=PROMISED)

@@ -292,6 +292,6 @@ def error_rates(page: TrainingPage, reps: int = 200) -> pd.DataFrame:
     s = page.training_settings
     design = training_calibration.TrainingDesign(s.n_probes, len(s.seeds), int(page.change["layer"].max()) + 1)
     table = training_calibration.false_holds_by_scenario(
-        design, reps, n_resamples=200, seed=page.profile.seed, checks_of=calibration.checks_by_rule()
+        design, reps, n_resamples=200, seed=page.profile.seed, checks_of=calibration.checks_by_rule(checks.REGISTRY)
     )
     return table[["rule", "checks", "scenario", "runs' design", "instructions", "reps", "holds when false"]]
