@@ -22,7 +22,7 @@ _.hf_quantizer
 read_results
 read_skipped
 
-# Named by the book: the registry's extension point (findings.checks' docstring), the source of the
+# Named by the book: the registry's extension point (analysis.checks' docstring), the source of the
 # population numbers of book/methods.md.
 extended
 population_text

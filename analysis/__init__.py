@@ -15,6 +15,8 @@ Modules:
 - ``train/``: the fine-tuning runs of the chapter "During training"
 - ``findings/``: the checks' engine (curves, bootstrap, rules, pooling) and their parts, and the rules'
   simulated error rates
+- ``checks/``: the study's checks, one module per check (its registry entry), and the registry: the list of
+  them
 - ``report/``: what a book page shows: its data, sections, tables, figures and words
 - ``study/``: a profile as a run: extraction, the notebooks and the book
 - ``cli/``: the commands (``python -m analysis``, ``layer-gradient``)

@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
+from analysis.checks import get
 from analysis.findings import roles
 from analysis.findings.bootstrap import Estimate
-from analysis.findings.checks import get
 from analysis.findings.rules import (
     FAILS,
     HOLDS,

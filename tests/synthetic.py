@@ -180,8 +180,8 @@ def cpu_design_findings(seed: int = 21):
     models (two families), every ``cpu`` condition, 5 samples, None CoT far noisier than the rest.
     The paper's picture is true except that correct and irrelevant responses differ under no
     setting (F3's Detailed part is false)."""
-    from analysis import profiles
-    from analysis.findings import checks, pooling
+    from analysis import checks, profiles
+    from analysis.findings import pooling
     from analysis.findings.bootstrap import all_curve_draws
 
     conditions = [tuple(c.split("/")) for c in profiles.get_profile("cpu").conditions]

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from analysis import checks
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, checks, skew, stated_rates
+from analysis.findings import calibration, skew, stated_rates
 from analysis.findings.bootstrap import Estimate
 from analysis.findings.calibration import rule, scenarios
 

@@ -16,9 +16,10 @@ import pytest
 from blocks_read import figures_of, text_of, walk
 from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions, record_run, write_store
 
+from analysis import checks
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, checks, quantities, roles
+from analysis.findings import calibration, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit

@@ -4,13 +4,13 @@ which its module tables are made from (``analysis.study.code_map``), list every 
 The page (its module tables included, as the book build writes them) names code in backticks in a few forms, all read here:
 
 - a module in a stage table's first column, as its path under ``analysis/`` without ``.py``
-  (``findings/checks``, ``store``); the same form in prose, and ``analysis/findings/checks.py``;
+  (``findings/rules``, ``profiles``); the same form in prose, and ``analysis/findings/rules.py``;
 - a folder, with a trailing slash (``findings/calibration/``, ``analysis/``), and a file of the
   project outside the package (``benchmarks/results.json``); such a path may be absent where it is
   generated (``.gitignore`` ignores it) or where a module named beside it names it in its source,
   as the file it reads (``benchmarks/gpu_check.json``, kept once a GPU run is);
 - a name of a module as ``module.name`` (``scopes.Check``, ``rules.Role``), the module by its last
-  path segments, or in full (``analysis.findings.checks.REGISTRY``), a call with ``()``;
+  path segments, or in full (``analysis.checks.REGISTRY``), a call with ``()``;
 - a bare name: ``name()``, a class (``StudyError``), a constant (``RUNNERS``) or a name with an
   underscore (``train_profile``), each looked up in the modules named in the same table row, list
   item or paragraph (a folder stands for its modules), or anywhere in the package where that block
@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis.findings import checks
+from analysis import checks
 from analysis.study import book, code_map
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -205,13 +205,13 @@ class Reader:
         self.folders = {f for f in self.folders if "__pycache__" not in f}
 
     def by_suffix(self, dotted: list[str]) -> list[str]:
-        """The modules whose path ends in these segments (``checks``, ``findings.checks``)."""
+        """The modules whose path ends in these segments (``rules``, ``findings.rules``)."""
         tail = "/".join(dotted)
         return sorted(m for m in self.modules if m == tail or m.endswith("/" + tail))
 
     def module_of_path(self, span: str) -> tuple[str | None, str | None]:
         """(module or folder, problem) of a slashed span that names the package's code (under
-        ``analysis/``, or under one of its folders: ``findings/checks``); (None, None) for a path of
+        ``analysis/``, or under one of its folders: ``findings/rules``); (None, None) for a path of
         the project outside the package."""
         prefix = self.package.name + "/"
         if span.startswith(prefix) or span == prefix:

@@ -8,9 +8,10 @@ import pytest
 from blocks_read import tables_of, walk
 from synthetic import make_results, reasoning_conditions
 
+from analysis import checks
 from analysis.extract import screens
 from analysis.extract.screens import Screen, Screened
-from analysis.findings import averaging, calibration, checks, roles
+from analysis.findings import averaging, calibration, roles
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.findings import checks
+from analysis import checks
 from analysis.report import verdicts
 from analysis.study import book
 

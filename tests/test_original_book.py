@@ -23,10 +23,10 @@ from made_findings import finding
 from synthetic import make_results
 
 from analysis import cli, data, profiles
+from analysis.checks import REGISTRY
 from analysis.core import registry
 from analysis.data import sample_draws
 from analysis.data.records import load_records
-from analysis.findings.checks import REGISTRY
 from analysis.findings.rules import UNRESOLVED
 from analysis.report import figures, provenance
 from analysis.store import ResultsStore, RunKey

@@ -187,7 +187,7 @@ def test_paper_figures_share_a_scale_per_row_and_carry_the_offline_note(paper_dr
 def test_verdict_matrix_has_a_panel_per_model(paper_draws):
     from xml.etree import ElementTree
 
-    from analysis.findings import checks
+    from analysis import checks
 
     found = checks.run_checks(paper_draws)
     fig = figures._matrix(figures.verdict_cells(found), note="note", pairs=None, registry=checks.REGISTRY)
@@ -248,7 +248,7 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     assert "not applicable: not applicable" not in paragraphs  # a reason no longer starts with its verdict
     note = verdicts.matrix_note(found, profile="cpu", note=None)
     decided = [f for f in found if f.verdict in ("holds", "does not hold", "not resolved")]
-    from analysis.findings import checks
+    from analysis import checks
     from analysis.findings.stated_rates import check_rate
 
     expected = sum(check_rate(f.check, checks.REGISTRY) for f in decided)

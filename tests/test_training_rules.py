@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, roles, training_checks
+from analysis import checks
+from analysis.findings import calibration, roles, training_checks
 from analysis.findings.calibration import rule, training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Why, decide
 from analysis.report import voice

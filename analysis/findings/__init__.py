@@ -1,5 +1,6 @@
 """Findings: from stored rows to verdicts. The engine (bootstrap, rules, intervals, pooling, the
-registry's runner) and the checks' own parts.
+registry's runner, which takes the registry as an argument) and the checks' parts; the checks
+themselves are declared in ``analysis.checks``.
 
 Modules:
 
@@ -8,10 +9,8 @@ Modules:
 - ``intervals``: the intervals estimates carry: t intervals, Wilson intervals of shares, per-layer bands
   (``t_band``)
 - ``quantities``: the quantities of one dataset: log levels and gaps, roughness, the paper's ratios
-- ``checks``: the check registry (F1-F5, L, L2, T1-T3, then the gap checks, each declared once, an immutable
-  tuple) and the engine that runs it
-- ``gap_checks``: the checks on where F1's and F3's gaps come from, A1, G1 and A2-A5, declared once
-  (``GAP_CHECKS``), in the registry after the others
+- ``check_registry``: the registry's engine: a registry (``Registry``, an immutable tuple of checks) built,
+  read and run (``run_checks``), always the registry given
 - ``scopes``: the kinds of check, one frozen dataclass per scope with its typed parts and its run
 - ``check_parts``: the parts of F1-F5, L and L2: the quantities a claim is decided on (A1, G1, A2-A5 and T1-T3
   have theirs in their own modules)

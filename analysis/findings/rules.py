@@ -4,7 +4,7 @@ status.
 
 A part says "the quantity lies above 0", "below the margin" or "within the margin"; its value,
 interval and the verdict come from the same bootstrap resamples (``analysis.findings.bootstrap``).
-The checks themselves are declared once in ``analysis.findings.checks``, the quantities of each in
+The checks themselves are declared once in ``analysis.checks``, the quantities of each in
 ``analysis.findings.check_parts``, pooling over a family in ``analysis.findings.pooling``. What a
 part is (``Role``), its unit (``Unit``), why a check does not apply (``NotApplicable``) and what a
 finding notes (``Note``) travel as types: the report words them (``analysis.report.voice``) and

@@ -5,7 +5,7 @@ model's datasets, pooled per family), ``PairCheck`` (an instruct model with its 
 ``WikiCheck`` (a model's Wiki files) and ``TrainingRunCheck`` (one base model's fine-tuning runs).
 Each declares the signature of its ``parts`` function and runs itself over the inputs (``run``);
 a check of a new scope is one more subclass of ``Check`` with its own ``run``. The checks of the
-study are declared in ``analysis.findings.checks``.
+study are declared in ``analysis.checks``.
 """
 
 from __future__ import annotations

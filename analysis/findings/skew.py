@@ -21,7 +21,7 @@ from analysis.core import vocabulary
 from analysis.findings import calibration
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.rule import Rule
-from analysis.findings.checks import Registry
+from analysis.findings.check_registry import Registry
 
 SKEWS = (-2.0, -1.0, 1.0, 2.0)
 

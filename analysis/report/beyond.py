@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.checks import LENGTH_CHECKS
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.findings import length
-from analysis.findings.checks import LENGTH_CHECKS
 from analysis.findings.rules import Finding
 from analysis.report import cells, voice
 from analysis.report.display import column_parts

@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.checks import PER_PAIR, REGISTRY, Registry, all_ids, get, selected
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, get, selected
 from analysis.findings.intervals import t_band
 from analysis.findings.pooling import scope_rank
 from analysis.findings.rules import Finding, Role

@@ -13,9 +13,7 @@ from typing import Protocol
 import pandas as pd
 
 from analysis import data
-from analysis.core import vocabulary
-from analysis.findings.bootstrap import CurveDraws, all_curve_draws
-from analysis.findings.checks import (
+from analysis.checks import (
     REGISTRY,
     STORE,
     Registry,
@@ -24,6 +22,8 @@ from analysis.findings.checks import (
     run_checks,
     statistics_read,
 )
+from analysis.core import vocabulary
+from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.pooling import model_pairs
 from analysis.findings.rules import Finding
 from analysis.report import coverage, curve_tables, figures, notebook_parameters

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.checks import REGISTRY
 from analysis.core.cache import simulated_table
 from analysis.findings import calibration, power_tested, skew
 from analysis.findings.calibration import scenarios
-from analysis.findings.checks import REGISTRY
 from analysis.report import coverage, gpu_check, provenance, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.checks import LENGTH_CHECKS, PER_PAIR, Scope, selected
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
-from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, Scope, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
 from analysis.profiles import PAPER_SAMPLES

@@ -16,11 +16,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis import checks
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.settings import TrainingSettings
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.findings import calibration, checks, training_checks
+from analysis.findings import calibration, training_checks
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import Finding
 from analysis.findings.scopes import Scope

@@ -35,7 +35,7 @@ from analysis.findings.calibration.rule import GAP, RULES, SAME, Rule, Simulated
 from analysis.findings.rules import HOLDS, Part, decide, instructions_for_power
 
 if TYPE_CHECKING:
-    from analysis.findings.checks import Registry
+    from analysis.findings.check_registry import Registry
 
 
 def checks_by_rule(registry: Registry) -> dict[Rule, tuple[str, ...]]:
