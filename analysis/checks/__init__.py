@@ -34,8 +34,8 @@ Modules:
 - ``a3_equal_loss``: A3: a2 holds also at equal answer loss
 - ``a4_scored_tokens``: A4: scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half
   of F1's gap
-- ``a5_context``: A5: the answer's gradient after its own chain is nearly what the same words shuffled, or
-  another chain, give
+- ``a5_context``: A5: its roles, its parts (``a5_parts``: the answer after its own chain against after the same words
+  shuffled and after another instruction's chain) and its check
 """
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER

@@ -43,8 +43,6 @@ Modules:
   equal answer loss
 - ``scored_tokens``: A4: the same Detailed-CoT text scored on all its tokens and on as few as None CoT's
   response has (``a4_parts``)
-- ``context``: A5: the answer after its own chain against after the same words shuffled and after another
-  instruction's chain (``a5_parts``)
 - ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training
   run)
 - ``calibration/``: the rules' error rates by simulation
