@@ -1,5 +1,5 @@
 """Figures of layer curves, verdicts and intervals. Drawing only: the numbers come from
-the callers (mean curves and bands of analysis.bootstrap, verdicts of analysis.findings)."""
+the callers (mean curves and bands of analysis.findings.bootstrap, verdicts of analysis.findings)."""
 
 from __future__ import annotations
 
