@@ -22,7 +22,7 @@ _.hf_quantizer
 read_results
 read_skipped
 
-# Named by the book: the registry's extension point (findings.checks' docstring), the source of the
+# Named by the book: the registry's extension point (analysis.checks' docstring), the source of the
 # population numbers of book/methods.md.
 extended
 population_text
@@ -31,3 +31,6 @@ population_text
 # rules' end-to-end tests.
 simulated_tables
 verdicts_of_tables
+
+# Read by Selenium: the Chromium binary the README's screenshot drives (study/screenshot.py).
+_.binary_location

@@ -132,7 +132,7 @@ class PeakMemory:
 
 
 def baseline_sample(loaded, sample, with_svd: bool = True, float64: bool = False) -> plain.ReferenceSample:
-    """The plain procedure for one sample (:func:`analysis.reference.reference_statistics`).
+    """The plain procedure for one sample (:func:`analysis.extract.plain.reference_statistics`).
 
     The original study's SVD runs on the float32 ``param.grad``; ``float64=True`` takes the SVD of
     the same materialised gradient in float64, the reference for exactness checks (a float32 SVD

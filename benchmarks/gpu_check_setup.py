@@ -145,9 +145,9 @@ def study_texts(data_dir, spec: str = DATA_SPEC) -> tuple[list[tuple[str, str]],
     """(prompt, response) texts of a study condition under the base template, and a note saying
     where they come from; no texts (and the reason) when the data are absent."""
     from analysis import data
-    from analysis.data_errors import DataError
+    from analysis.data.data_errors import DataError
+    from analysis.data.records import load_records
     from analysis.extract import prompts
-    from analysis.records import load_records
 
     try:
         resolved = data.resolve(spec, data_dir)

@@ -26,7 +26,7 @@
 # the probe instructions and the seeds.
 
 # %% tags=["remove-cell"]
-from analysis.report import sections, training
+from analysis.report import sections, training_chapter
 from analysis.report.blocks import Markdown, Table, figures
 from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
@@ -39,7 +39,7 @@ results_dir = None  # None: results/<profile>
 data_dir = None  # unused here: the page reads the results directory only
 
 # %% tags=["remove-cell"]
-page = training.TrainingPage.open("during_training", given_parameters(globals(), names_before_parameters))
+page = training_chapter.TrainingPage.open("during_training", given_parameters(globals(), names_before_parameters))
 
 # %% tags=["remove-input"]
 show(sections.summary(page))
@@ -68,7 +68,7 @@ show(Markdown(page.setup()))
 # by less than 10%; where the probes show no gap at step 0, there is none to persist ("not applicable").
 
 # %% tags=["remove-input"]
-show(training.verdicts_section(page))
+show(training_chapter.verdicts_section(page))
 
 # %% [markdown]
 # ## Training loss
@@ -76,7 +76,7 @@ show(training.verdicts_section(page))
 # The loss of each step's batch before its update (response tokens only, as in the extraction).
 
 # %% tags=["remove-input"]
-show(figures(training.loss_curves(page)))
+show(figures(training_chapter.loss_curves(page)))
 
 # %% [markdown]
 # ## Probe gradients across training
@@ -84,7 +84,7 @@ show(figures(training.loss_curves(page)))
 # Each panel: one arm trained on (rows) and one probe setting (columns); one curve per checkpoint.
 
 # %% tags=["remove-input"]
-show(figures(training.probe_curves(page)))
+show(figures(training_chapter.probe_curves(page)))
 
 # %% [markdown]
 # ## Where the weights moved
@@ -92,7 +92,7 @@ show(figures(training.probe_curves(page)))
 # The nuclear norm of each attention projection's change since step 0, per layer, at the last step.
 
 # %% tags=["remove-input"]
-show(figures(training.weight_change(page)))
+show(figures(training_chapter.weight_change(page)))
 
 # %% [markdown]
 # ## How far the weights moved
@@ -102,8 +102,8 @@ show(figures(training.weight_change(page)))
 # all layers and projections.
 
 # %% tags=["remove-input"]
-show(figures(training.relative_change(page)))
-show(Table(training.relative_change_table(page)))
+show(figures(training_chapter.relative_change(page)))
+show(Table(training_chapter.relative_change_table(page)))
 
 # %% [markdown]
 # ## Error rates of these rules
@@ -115,4 +115,4 @@ show(Table(training.relative_change_table(page)))
 # own instructions (one training set for every seed); it is shown, not the design of these runs.
 
 # %% tags=["remove-input"]
-show(Table(training.error_rates(page), by=None))
+show(Table(training_chapter.error_rates(page), by=None))

@@ -23,7 +23,7 @@
 # verdict rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
-from analysis.findings.checks import PER_MODEL, PER_PAIR
+from analysis.checks import PER_MODEL, PER_PAIR
 from analysis.report import sections
 from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined

@@ -23,7 +23,7 @@
 # model (the *scratch* control), so that what comes from training stands apart.
 
 # %% tags=["remove-cell"]
-from analysis.report import your_data as page_data
+from analysis.report import your_data_page as page_data
 from analysis.report import your_data_sections as page_sections
 from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined

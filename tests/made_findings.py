@@ -7,9 +7,9 @@ import math
 
 import numpy as np
 
+from analysis.checks import get
 from analysis.findings import roles
 from analysis.findings.bootstrap import Estimate
-from analysis.findings.checks import get
 from analysis.findings.rules import (
     FAILS,
     HOLDS,
@@ -21,6 +21,7 @@ from analysis.findings.rules import (
     Note,
     Part,
     Role,
+    Side,
     Unit,
     Verdict,
     Why,
@@ -48,7 +49,7 @@ def part(
     role: Role = roles.F1_GAP,
     sd: float = 0.05,
     n: int = 12,
-    side: str = "above",
+    side: Side = "above",
     bound: float = 0.0,
     unit: Unit = Unit.RATIO,
     name: str = "None / Detailed (all layers)",

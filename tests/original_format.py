@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import data
-from analysis.records import Record, load_records
+from analysis.data.records import Record, load_records
 
 STAT_COLUMNS = {
     "S_sum": "nuclear_norm",

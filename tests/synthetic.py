@@ -167,8 +167,9 @@ def write_store(root: Path, rows: pd.DataFrame, skipped: pd.DataFrame | None = N
 
 def record_run(root: Path, models: Iterable[str], conditions: Iterable[str], n_resamples: int, name: str = "test"):
     """A run log in ``root`` that records a profile of these models and conditions (what a page shows)."""
-    from analysis import profiles, runlog
+    from analysis import profiles
     from analysis.core.settings import ExtractionSettings
+    from analysis.store import runlog
 
     profile = profiles.Profile(name, tuple(models), tuple(conditions), ExtractionSettings(), n_resamples)
     runlog.RunLog.start(root, profile.as_dict(), "local", []).save()
@@ -179,8 +180,8 @@ def cpu_design_findings(seed: int = 21):
     models (two families), every ``cpu`` condition, 5 samples, None CoT far noisier than the rest.
     The paper's picture is true except that correct and irrelevant responses differ under no
     setting (F3's Detailed part is false)."""
-    from analysis import profiles
-    from analysis.findings import checks, pooling
+    from analysis import checks, profiles
+    from analysis.findings import pooling
     from analysis.findings.bootstrap import all_curve_draws
 
     conditions = [tuple(c.split("/")) for c in profiles.get_profile("cpu").conditions]

@@ -21,11 +21,11 @@ import pytest
 import torch
 from conftest import CHAT_TEMPLATE, char_tokenizer
 
-from analysis import cli, profiles, runlog
+from analysis import cli, profiles
 from analysis.core import registry
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import architectures, gradients, models, plain, preparation, runner, spectra
-from analysis.store import ResultsStore, read_results
+from analysis.store import ResultsStore, read_results, runlog
 from analysis.study import pipeline
 
 PROJECT = Path(__file__).resolve().parents[1]

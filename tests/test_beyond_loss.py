@@ -10,7 +10,8 @@ import pytest
 from sklearn.linear_model import RidgeClassifier
 from synthetic import make_results, reasoning_conditions
 
-from analysis.findings import beyond_loss, calibration, checks, classifier, roles
+from analysis import checks
+from analysis.findings import beyond_loss, calibration, classifier, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws, pooled
 from analysis.findings.calibration import gap_calibration, rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, UNRESOLVED, NoteKind, Part, Why, decide

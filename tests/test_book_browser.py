@@ -131,7 +131,7 @@ return Array.from(document.querySelectorAll('article a[href*="checks.html#"]')).
 
 
 def test_the_claims_link_to_their_rules_on_the_checks_page(quick_book, browser):
-    from analysis.findings import checks
+    from analysis import checks
     from analysis.report import verdicts
 
     _open(browser, _page(quick_book, "summary"))

@@ -8,8 +8,9 @@ import math
 import numpy as np
 import pytest
 
+from analysis import checks
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, checks, skew, stated_rates
+from analysis.findings import calibration, skew, stated_rates
 from analysis.findings.bootstrap import Estimate
 from analysis.findings.calibration import rule, scenarios
 
@@ -28,8 +29,11 @@ def test_each_rule_is_declared_once_with_its_stated_rate_and_checks_name_rules_n
     assert len({r.name for r in calibration.RULES}) == len(calibration.RULES)
     above = {r.name: r.stated for r in calibration.RULES if r.stated != stated_rates.PROMISED}
     assert above == {"gap": 0.10, "not better": 0.05, "equal loss": 0.05, "arm change": 0.035}
-    assert stated_rates.check_rate("F3") == max(rule.GAP.stated, rule.SAME.stated) == 0.10
-    assert stated_rates.check_rate("T2") == rule.ARM_CHANGE.stated and stated_rates.check_rate("A1") == 0.025
+    assert stated_rates.check_rate("F3", checks.REGISTRY) == max(rule.GAP.stated, rule.SAME.stated) == 0.10
+    assert (
+        stated_rates.check_rate("T2", checks.REGISTRY) == rule.ARM_CHANGE.stated
+        and stated_rates.check_rate("A1", checks.REGISTRY) == 0.025
+    )
     with pytest.raises(StudyError, match="not rules"):
         checks.extended(checks.REGISTRY, dataclasses.replace(checks.get("F1"), id="F9", calibrated_by=("gap",)))
     with pytest.raises(StudyError, match="training run's design"):
@@ -39,8 +43,10 @@ def test_each_rule_is_declared_once_with_its_stated_rate_and_checks_name_rules_n
 @pytest.fixture(scope="module")
 def false_holds():
     # G1's permutation rule ("beyond loss") is simulated by test_gap_sources.py and test_beyond_loss.py
-    rules = tuple(r for r in calibration.checks_by_rule() if r is not rule.BEYOND_LOSS)
-    return calibration.false_holds_table(n=5, rules=rules, reps=REPS, n_resamples=RESAMPLES, seed=11)
+    rules = tuple(r for r in calibration.checks_by_rule(checks.REGISTRY) if r is not rule.BEYOND_LOSS)
+    return calibration.false_holds_table(
+        n=5, rules=rules, registry=checks.REGISTRY, reps=REPS, n_resamples=RESAMPLES, seed=11
+    )
 
 
 @pytest.mark.parametrize("simulated", calibration.FAILS_RULES, ids=lambda r: r.name)
@@ -248,7 +254,9 @@ def test_every_rule_keeps_its_stated_rate_at_skewness_minus_2_and_plus_2():
     loss): each rule's false "holds" stays within the rate it states (``Rule.stated``), and
     the gap rule's stated rate above 2.5% is needed (left skew), not a margin for nothing."""
     reps = 200
-    table = skew.false_holds_by_skew(n=5, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0))
+    table = skew.false_holds_by_skew(
+        n=5, registry=checks.REGISTRY, reps=reps, n_resamples=RESAMPLES, seed=41, skews=(-2.0, 2.0)
+    )
     allowed = table["stated"] + 2 * np.sqrt(table["stated"] * (1 - table["stated"]) / reps)
     assert (table["holds when false"] <= allowed).all(), table
     left_gap = table[(table["rule"] == rule.GAP.name) & (table["skewness"] == -2.0)]

@@ -16,9 +16,10 @@ import pytest
 from blocks_read import figures_of, text_of, walk
 from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions, record_run, write_store
 
+from analysis import checks
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, checks, quantities, roles
+from analysis.findings import calibration, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit
@@ -79,7 +80,10 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     assert f"**T9**: {TOY.plain} (rule: {TOY.claim})." in text and "**T9** " in text
     assert "Toy: the gap" in [b.alt for b in figures_of(shown)]
     assert any(isinstance(b, Html) and "T9" in b.html for b in walk(shown))  # the matrix the chapter shows
-    assert "T9" in calibration.checks_by_rule(registry)[rule.GAP] and "T9" not in calibration.checks_by_rule()[rule.GAP]
+    assert (
+        "T9" in calibration.checks_by_rule(registry)[rule.GAP]
+        and "T9" not in calibration.checks_by_rule(checks.REGISTRY)[rule.GAP]
+    )
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
 
@@ -264,3 +268,19 @@ def test_every_check_says_its_claim_in_plain_words_and_names_a_headline_part_its
         role = checks.get(check).headline
         mine = [f for f in found if f.check == check]
         assert mine and all(f.part(role) is not None for f in mine), check
+
+
+def test_a_part_refuses_a_side_that_is_none_of_the_three():
+    from analysis.findings.rules import SIDES
+
+    assert SIDES == ("above", "below", "within")
+    with pytest.raises(ValueError, match="side 'abvoe' is none of above, below, within"):
+        Part("x", None, "abvoe", 0.0, role=roles.F1_GAP)  # type: ignore[arg-type]
+
+
+def test_a_check_id_is_one_the_registry_holds():
+    assert checks.check_id("A5") == "A5" and all(checks.check_id(i) == i for i in checks.all_ids())
+    with pytest.raises(StudyError, match="unknown check 'F9'; checks: F1, F2"):
+        checks.check_id("F9")
+    with pytest.raises(StudyError, match="unknown check 'F1'"):
+        checks.check_id("F1", checks.registry_of([checks.get("A5")]))

@@ -1,15 +1,16 @@
-"""The code map (``book/code_map.md``) is true of the package it maps.
+"""The code map (``book/code_map.md``) is true of the package it maps, and the packages' docstrings,
+which its module tables are made from (``analysis.study.code_map``), list every module once.
 
-The page names code in backticks in a few forms, all read here:
+The page (its module tables included, as the book build writes them) names code in backticks in a few forms, all read here:
 
 - a module in a stage table's first column, as its path under ``analysis/`` without ``.py``
-  (``findings/checks``, ``store``); the same form in prose, and ``analysis/findings/checks.py``;
+  (``findings/rules``, ``profiles``); the same form in prose, and ``analysis/findings/rules.py``;
 - a folder, with a trailing slash (``findings/calibration/``, ``analysis/``), and a file of the
   project outside the package (``benchmarks/results.json``); such a path may be absent where it is
   generated (``.gitignore`` ignores it) or where a module named beside it names it in its source,
   as the file it reads (``benchmarks/gpu_check.json``, kept once a GPU run is);
 - a name of a module as ``module.name`` (``scopes.Check``, ``rules.Role``), the module by its last
-  path segments, or in full (``analysis.findings.checks.REGISTRY``), a call with ``()``;
+  path segments, or in full (``analysis.checks.REGISTRY``), a call with ``()``;
 - a bare name: ``name()``, a class (``StudyError``), a constant (``RUNNERS``) or a name with an
   underscore (``train_profile``), each looked up in the modules named in the same table row, list
   item or paragraph (a folder stands for its modules), or anywhere in the package where that block
@@ -37,7 +38,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.findings import checks
+from analysis import checks
+from analysis.study import book, code_map
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "analysis"
@@ -203,13 +205,13 @@ class Reader:
         self.folders = {f for f in self.folders if "__pycache__" not in f}
 
     def by_suffix(self, dotted: list[str]) -> list[str]:
-        """The modules whose path ends in these segments (``checks``, ``findings.checks``)."""
+        """The modules whose path ends in these segments (``rules``, ``findings.rules``)."""
         tail = "/".join(dotted)
         return sorted(m for m in self.modules if m == tail or m.endswith("/" + tail))
 
     def module_of_path(self, span: str) -> tuple[str | None, str | None]:
         """(module or folder, problem) of a slashed span that names the package's code (under
-        ``analysis/``, or under one of its folders: ``findings/checks``); (None, None) for a path of
+        ``analysis/``, or under one of its folders: ``findings/rules``); (None, None) for a path of
         the project outside the package."""
         prefix = self.package.name + "/"
         if span.startswith(prefix) or span == prefix:
@@ -353,16 +355,56 @@ def coverage_of(text: str, package: Path = PACKAGE) -> dict[str, list[str]]:
     }
 
 
+def on_disk(package: Path) -> set[str]:
+    """The modules of ``package`` (its subpackages with a trailing ``/``), as its docstring names them."""
+    modules = {p.stem for p in package.glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
+    return modules | {p.name + "/" for p in package.iterdir() if (p / "__init__.py").is_file()}
+
+
+def page_text() -> str:
+    """The code map as a reader sees it: its module tables included where the page includes them."""
+    include = f"```{{include}} {book.CODE_MAP_FILE.relative_to('book').as_posix()}\n```"
+    text = CODE_MAP.read_text()
+    assert text.count(include) == 1, "the code map includes its generated module tables once"
+    return text.replace(include, code_map.stage_tables())
+
+
 # --------------------------------------------------------------------------- the tests
 
 
+@pytest.mark.parametrize("package", code_map.packages(), ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_every_package_docstring_lists_its_modules_once_and_no_other(package):
+    source = (package / "__init__.py").read_text()
+    names = [m["name"] for m in code_map.ENTRY.finditer(ast.get_docstring(ast.parse(source)) or "")]
+    listed, disk = set(names), on_disk(package)
+    assert not (disk - listed), f"modules missing from {package.name}'s docstring: {sorted(disk - listed)}"
+    assert not (listed - disk), f"{package.name}'s docstring names what does not exist: {sorted(listed - disk)}"
+    assert len(names) == len(listed), f"{package.name}'s docstring names a module twice"
+
+
+def test_a_package_docstring_s_entries_are_read_whole(tmp_path):
+    (tmp_path / "one.py").write_text("")
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "inner" / "__init__.py").write_text('"""Inner.\n\n- ``deep``: deep down\n"""\n')
+    (tmp_path / "inner" / "deep.py").write_text("")
+    (tmp_path / "__init__.py").write_text(
+        '"""Top.\n\n- ``one``: the first line\n  and its rest, ``run()``\n- ``inner/``: the inner one\n\nAfter.\n"""\n'
+    )
+    assert code_map.listed(tmp_path) == {"one": "the first line and its rest, ``run()``", "inner/": "the inner one"}
+    assert on_disk(tmp_path) == {"one", "inner/"}
+    assert code_map.stage_tables(tmp_path) == (
+        "### one\n\nThe first line and its rest, `run()`.\n\n" + code_map.HEADER + "\n| `one` | the first line and its "
+        "rest, `run()` |\n\n### inner\n\nThe inner one.\n\n" + code_map.HEADER + "\n| `inner/deep` | deep down |\n"
+    )
+
+
 def test_every_module_file_and_name_the_code_map_gives_exists():
-    problems = problems_of(CODE_MAP.read_text())
+    problems = problems_of(page_text())
     assert not problems, "the code map names what the package lacks:\n" + "\n".join(problems)
 
 
 def test_the_stage_tables_name_every_module_once_and_no_other():
-    coverage = coverage_of(CODE_MAP.read_text())
+    coverage = coverage_of(page_text())
     assert not any(coverage.values()), coverage
 
 
@@ -377,7 +419,7 @@ def test_the_stage_tables_are_import_linter_s_layers_bottom_up():
     (layers,) = [c["layers"] for c in contracts if c["type"] == "layers"]
     expected = [{m.strip() for m in layer.split(":")} - {"__main__"} for layer in reversed(layers)]
     stages: dict[str, set[str]] = {}
-    for row in stage_rows(CODE_MAP.read_text()):
+    for row in stage_rows(page_text()):
         stages.setdefault(row.stage, set()).add(row.module.split("/")[0])
     assert list(stages.values()) == expected, list(stages.items())
 
@@ -394,7 +436,7 @@ def check_ids_in(paragraph: str) -> set[str]:
 
 def test_the_code_map_lists_the_registry_s_checks():
     """The paragraph that says what the checks registry holds lists its checks, no fewer, no more."""
-    (paragraph,) = [b.text for b in blocks(CODE_MAP.read_text()) if re.match(r"The checks registry\b", b.text)]
+    (paragraph,) = [b.text for b in blocks(page_text()) if re.match(r"The checks registry\b", b.text)]
     assert check_ids_in(paragraph) == set(checks.all_ids()), {
         "not listed": sorted(set(checks.all_ids()) - check_ids_in(paragraph)),
         "not in the registry": sorted(check_ids_in(paragraph) - set(checks.all_ids())),

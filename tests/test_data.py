@@ -12,10 +12,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import data, data_files, sample_draws
+from analysis import data
 from analysis.core import vocabulary
-from analysis.data_errors import DataError
-from analysis.records import load_records
+from analysis.data import data_files, sample_draws
+from analysis.data.data_errors import DataError
+from analysis.data.records import load_records
 
 
 def test_registry_covers_the_56_study_files():

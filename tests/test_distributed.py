@@ -24,7 +24,7 @@ from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import distributed, models, preparation, runner
 from analysis.store import ResultsStore, read_results, read_skipped
-from analysis.store_errors import StoreError
+from analysis.store.store_errors import StoreError
 
 CONDITIONS = ["aqua/none/correct", "aqua/detailed/correct", "aqua/detailed_cut_simplified/correct"]
 PRESTORED = "aqua/none/correct"  # two of its samples are stored before the run, as by an interrupted one

@@ -13,7 +13,8 @@ TIMED_WRITES = """
 import sys, time
 from pathlib import Path
 import pandas as pd
-from analysis import store, store_files
+from analysis import store
+from analysis.store import store_files
 out = Path(sys.argv[1])
 results = store.ResultsStore(out)
 key = store.RunKey("m", "d", "s", "correct", 8, "base")

@@ -10,7 +10,8 @@ from made_findings import finding, part, ratio_part, verdict_part
 from synthetic import MODELS, make_results
 from test_report import CONDITIONS, paper_like
 
-from analysis.findings import checks, roles
+from analysis import checks
+from analysis.findings import roles
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, UNRESOLVED
 from analysis.report import cells, display, figures, sections, verdicts, voice

@@ -8,9 +8,10 @@ import pytest
 from blocks_read import tables_of, walk
 from synthetic import make_results, reasoning_conditions
 
+from analysis import checks
 from analysis.extract import screens
 from analysis.extract.screens import Screen, Screened
-from analysis.findings import averaging, calibration, checks, roles
+from analysis.findings import averaging, calibration, roles
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why
@@ -120,7 +121,9 @@ def test_a1_a3_and_g1_say_holds_wrongly_at_most_their_stated_rates(simulated, ch
     for i, design in enumerate(calibration.study_designs(5).values()):
         rate = calibration.false_holds(simulated, design, reps=reps, n_resamples=200, seed=20 + i)
         assert rate <= bound, simulated
-    assert calibration.checks_by_rule()[simulated] == (check,) and checks.get(check).calibrated_by == (simulated,)
+    assert calibration.checks_by_rule(checks.REGISTRY)[simulated] == (check,) and checks.get(check).calibrated_by == (
+        simulated,
+    )
 
 
 def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_path, study_data_dir):

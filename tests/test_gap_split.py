@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 from synthetic import make_results, record_run, write_store
 
-from analysis.cli import split as split_command
+from analysis.cli import split_commands as split_command
 from analysis.cli.main import main
 from analysis.findings import gap_split, quantities
 from analysis.findings.bootstrap import all_curve_draws, pooled
-from analysis.report import gap_split as split_report
+from analysis.report import split_figure as split_report
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "m"

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from analysis.findings import checks
+from analysis import checks
 from analysis.report import verdicts
-from analysis.study import book
+from analysis.study import book, code_map
 
 ROOT = Path(__file__).resolve().parents[1]
 INCLUDE = re.compile(r"^```\{include\} (\S+)\n```$", re.MULTILINE)
@@ -40,6 +40,7 @@ def test_the_build_writes_the_claims_before_jupyter_book_runs(tmp_path, monkeypa
     monkeypatch.setattr(book.subprocess, "run", jupyter_book)
     book.build_book(tmp_path, say=lambda _: None)
     assert written == [verdicts.claims_markdown() + "\n"]
+    assert (tmp_path / book.CODE_MAP_FILE).read_text() == code_map.stage_tables()  # the code map's tables
 
 
 def test_every_check_has_its_anchor_in_the_claims_and_every_link_names_one():

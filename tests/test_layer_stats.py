@@ -9,8 +9,8 @@ import torch
 from analysis.core import layer_stats
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, original, runner, spectra
-from analysis.report import load, your_data
+from analysis.extract import models, original_import, runner, spectra
+from analysis.report import load, your_data_page
 from analysis.store import ResultsStore, read_results
 
 TOY = layer_stats.Statistic("toy_square_sum", "sum of squared singular values", layer_stats.SPECTRUM)
@@ -27,10 +27,10 @@ def test_every_declared_statistic_has_its_function():
 
 
 def test_the_readers_take_their_columns_from_the_table():
-    assert original.FIELD_STATISTICS["S_sum"] == "nuclear_norm" and "effective_rank" in original.ABSENT
-    assert "sigma1_ratio" not in original.ABSENT and "loss" not in original.ABSENT
+    assert original_import.FIELD_STATISTICS["S_sum"] == "nuclear_norm" and "effective_rank" in original_import.ABSENT
+    assert "sigma1_ratio" not in original_import.ABSENT and "loss" not in original_import.ABSENT
     assert set(layer_stats.unread_by_pages()) <= set(load.UNREAD_COLUMNS)
-    assert your_data.STATS == ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
+    assert your_data_page.STATS == ("nuclear_norm", "effective_rank", "cos_same_layer", "cos_next_layer")
 
 
 def test_a_declared_statistic_without_its_function_is_one_line(monkeypatch):

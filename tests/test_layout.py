@@ -33,12 +33,25 @@ def test_package_initialisers_hold_no_logic():
                 assert isinstance(node.value, ast.Constant), module
 
 
+def test_no_two_modules_or_packages_share_a_name():
+    """A module's name says what it holds, once in the package: ``training`` or ``errors`` in two
+    stages would leave a reader (and a code map's row) to guess which."""
+    names: dict[str, list[str]] = {}
+    for path in PACKAGE.rglob("*"):
+        if "__pycache__" in path.parts or path.name in ("__init__.py", "__main__.py"):
+            continue
+        if path.suffix == ".py" or (path.is_dir() and (path / "__init__.py").is_file()):
+            names.setdefault(path.stem, []).append(path.relative_to(PACKAGE).as_posix())
+    shared = {name: paths for name, paths in names.items() if len(paths) > 1}
+    assert not shared, shared
+
+
 def test_the_pages_and_the_findings_do_not_import_torch():
     code = (
         "import sys\n"
-        "import analysis.report.page, analysis.report.sections, analysis.report.your_data, analysis.findings.rules\n"
-        "import analysis.profiles, analysis.core.registry, analysis.runlog\n"
-        "import analysis.report.training, analysis.findings.training, analysis.findings.calibration.training_calibration\n"
+        "import analysis.report.page, analysis.report.sections, analysis.report.your_data_page, analysis.findings.rules\n"
+        "import analysis.profiles, analysis.core.registry, analysis.store.runlog\n"
+        "import analysis.report.training_chapter, analysis.findings.training_checks, analysis.findings.calibration.training_calibration\n"
         "print('torch' in sys.modules)\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import runlog
 from analysis.cli.main import main
+from analysis.store import runlog
 from analysis.study import book, measured
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -2,7 +2,7 @@ from pathlib import Path
 
 import pytest
 
-from analysis import profiles, runlog
+from analysis import profiles
 from analysis.core.settings import MAX_LENGTH
 from analysis.report.notebook_parameters import (
     ParameterError,
@@ -12,6 +12,7 @@ from analysis.report.notebook_parameters import (
     validate,
     validate_data,
 )
+from analysis.store import runlog
 
 
 def test_defaults_come_from_the_cpu_profile_when_no_run_is_recorded(tmp_path):

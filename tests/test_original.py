@@ -10,12 +10,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import cli, data_files, runlog
+from analysis import cli
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, original, original_sources, runner
-from analysis.records import load_records
-from analysis.store import ResultsStore, read_results, read_skipped
+from analysis.data import data_files
+from analysis.data.records import load_records
+from analysis.extract import models, original_import, original_sources, runner
+from analysis.store import ResultsStore, read_results, read_skipped, runlog
 from tests import original_format as fmt
 
 CONDITIONS = ("aqua/none/correct", "aqua/none/irrelevant", "wiki/len100/correct")
@@ -68,7 +69,7 @@ def tree(extracted, study_data_dir, tmp_path):
 
 
 def run_import(source, out, data_dir, **kwargs):
-    return original.import_source(str(source), ResultsStore(out), data_dir, progress=False, **kwargs)
+    return original_import.import_source(str(source), ResultsStore(out), data_dir, progress=False, **kwargs)
 
 
 def relative_difference(a: pd.Series, b: pd.Series) -> np.ndarray:
@@ -82,7 +83,7 @@ def test_import_gives_the_rows_of_an_extraction(tree, extracted, study_data_dir,
     imported = read_results(tmp_path / "out")
     assert set(imported["model"]) == {MODEL}
     assert set(imported["template"]) == {"base"} and set(imported["max_length"]) == {1024}
-    assert set(imported["origin"]) == {original.ORIGIN}
+    assert set(imported["origin"]) == {original_import.ORIGIN}
     both = extracted.merge(imported, on=KEY, suffixes=("_x", "_i"), validate="one_to_one")
     assert len(both) == len(extracted) == len(imported)
     for column in (*COMPARED, "loss"):
@@ -97,8 +98,8 @@ def test_imported_values_equal_the_files_values(tree, study_data_dir, tmp_path):
     run_import(tree, tmp_path / "out", study_data_dir)
     imported = read_results(tmp_path / "out").set_index(KEY)
     path = fmt.tree_path(tree, FOLDER, "aqua/none/irrelevant")
-    records = original.sample_lookup(
-        load_records(study_data_dir / original.data.get_condition("aqua/none/irrelevant").relative_path)
+    records = original_import.sample_lookup(
+        load_records(study_data_dir / original_import.data.get_condition("aqua/none/irrelevant").relative_path)
     )
     for item in fmt.read_lines(path):
         index = records[(item["instruction"], item["output"])][0]
@@ -259,11 +260,11 @@ def test_no_network_gets_one_line(tmp_path, monkeypatch, capsys):
 
 
 def test_every_study_file_and_paper_model_has_a_place_in_the_tree():
-    for condition in original.data.study_conditions():
-        for info in original.registry.PAPER_MODELS.values():
+    for condition in original_import.data.study_conditions():
+        for info in original_import.registry.PAPER_MODELS.values():
             relative = original_sources.original_path(info.original_folder, condition.key)
             model, key, problem = original_sources.describe_place(f"grads_exp/{relative}")
-            assert problem is None and key == condition.key and original.registry.known_model(model) == info
+            assert problem is None and key == condition.key and original_import.registry.known_model(model) == info
     assert original_sources.describe_place("grads_exp/cot_500/gemma2_2b_it_new/grads_aqua_train_with_cot_gpt4o.jsonl")[
         :2
     ] == (
@@ -273,7 +274,7 @@ def test_every_study_file_and_paper_model_has_a_place_in_the_tree():
 
 
 def test_the_importer_does_not_import_torch():
-    code = "import sys, analysis.extract.original; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
+    code = "import sys, analysis.extract.original_import; print(sorted(m for m in sys.modules if m.split('.')[0] == 'torch'))"
     done = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,
@@ -289,13 +290,13 @@ def test_non_finite_and_foreign_records_are_recognised():
     for layer in range(2):
         for proj in fmt.PROJECTIONS:
             good[fmt.parameter_name(layer, proj)] = dict.fromkeys(fmt.STAT_COLUMNS, 1.0)
-    values, loss = original.parse_statistics(good, None)
+    values, loss = original_import.parse_statistics(good, None)
     assert values.shape == (2, 4, 7) and loss == 1.0
-    assert original.non_finite(values, math.inf) == "loss is inf"
+    assert original_import.non_finite(values, math.inf) == "loss is inf"
     partial = dict(good)
     del partial[fmt.parameter_name(1, "k")]
-    assert "no statistics of model.layers.1.self_attn.k_proj.weight" in original.parse_statistics(partial, None)
-    assert original.parse_statistics([1, 2], None) == "a JSON list, not an object"
+    assert "no statistics of model.layers.1.self_attn.k_proj.weight" in original_import.parse_statistics(partial, None)
+    assert original_import.parse_statistics([1, 2], None) == "a JSON list, not an object"
     assert json.loads(json.dumps(float("nan"))) != 0  # the original's json.dumps writes NaN, which json reads back
 
 
@@ -313,7 +314,7 @@ def test_the_comparison_page_finds_equal_samples_and_lists_mismatches(extracted,
         run_import(path, tmp_path / "imported", study_data_dir, model=model, condition=condition, template="base")
     extracted_store = ResultsStore(tmp_path / "extracted")  # the extraction's rows, in a store of their own
     for (condition,), group in extracted.groupby(["condition"]):
-        key = original.RunKey(original.registry.model_slug(model), *condition.split("/"), 1024, "base")
+        key = original_import.RunKey(original_import.registry.model_slug(model), *condition.split("/"), 1024, "base")
         extracted_store.write(key, group, None)
     differences = comparison.compare([tmp_path / "imported", tmp_path / "extracted"], [model], CONDITIONS)
     assert len(differences) == 3 * len(CONDITIONS)
@@ -350,7 +351,7 @@ def test_an_imported_profile_computes_nothing_and_needs_an_import(tree, study_da
 
 def test_a_store_exported_as_one_parquet_file_reads_like_the_store(tree, study_data_dir, tmp_path):
     from analysis.report.load import lacks, load_results, origin_note
-    from analysis.store_files import export_parquet
+    from analysis.store.store_files import export_parquet
 
     run_import(tree, tmp_path / "out", study_data_dir)
     exported = export_parquet(tmp_path / "out", tmp_path / "book" / "results.parquet")
@@ -409,7 +410,7 @@ def test_the_original_profile_builds_a_book_with_the_comparison(tiny_model_dir, 
             )
         fmt.write_from_rows(
             tmp_path / "source",
-            original.registry.PAPER_MODELS[name].original_folder,
+            original_import.registry.PAPER_MODELS[name].original_folder,
             read_results(results / "paper", model=name),
             study_data_dir,
         )
@@ -468,7 +469,7 @@ def test_a_corrected_file_repairs_a_skipped_sample(tree, extracted, study_data_d
     assert read_skipped(tmp_path / "out").empty  # the sample is stored now
     history = ResultsStore(tmp_path / "out").read("skipped")  # the skip record stays
     assert list(history["sample_index"]) == [ids[1]] and history["reason"].iloc[0].startswith(
-        original.NON_FINITE_REASON
+        original_import.NON_FINITE_REASON
     )
 
 

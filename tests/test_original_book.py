@@ -22,14 +22,15 @@ from conftest import char_tokenizer
 from made_findings import finding
 from synthetic import make_results
 
-from analysis import cli, data, profiles, sample_draws
+from analysis import cli, data, profiles
+from analysis.checks import REGISTRY
 from analysis.core import registry
-from analysis.findings.checks import REGISTRY
+from analysis.data import sample_draws
+from analysis.data.records import load_records
 from analysis.findings.rules import UNRESOLVED
-from analysis.records import load_records
 from analysis.report import figures, provenance
 from analysis.store import ResultsStore, RunKey
-from analysis.store_files import export_parquet
+from analysis.store.store_files import export_parquet
 from tests import original_format as fmt
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -14,7 +14,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.extract import original, original_sources
+from analysis.extract import original_import, original_sources
 from analysis.store import ResultsStore, read_results
 from tests import original_format as fmt
 from tests.hub_server import HubServer, tree_of
@@ -63,7 +63,7 @@ def imported(out: Path) -> pd.DataFrame:
 
 
 def test_archives_of_task_folders_stream_their_members(tree, study_data_dir, tmp_path, monkeypatch):
-    original.import_source(str(tree), ResultsStore(tmp_path / "plain"), study_data_dir, progress=False)
+    original_import.import_source(str(tree), ResultsStore(tmp_path / "plain"), study_data_dir, progress=False)
     release = archived(tree, tmp_path / "release")
 
     def unpacking(*args, **kwargs):
@@ -73,7 +73,7 @@ def test_archives_of_task_folders_stream_their_members(tree, study_data_dir, tmp
         monkeypatch.setattr(cls, "extractall", unpacking)
         monkeypatch.setattr(cls, "extract", unpacking)
     before = sorted(p for p in tmp_path.rglob("*") if "out" not in p.parts)
-    result = original.import_source(str(release), ResultsStore(tmp_path / "out"), study_data_dir, progress=False)
+    result = original_import.import_source(str(release), ResultsStore(tmp_path / "out"), study_data_dir, progress=False)
     assert sorted(p for p in tmp_path.rglob("*") if "out" not in p.parts) == before  # nothing written beside the store
     assert result.imported == 3 * len(CONDITIONS) and result.clean
     assert {r.file.split("/")[0] for r in result.files} == {
@@ -83,15 +83,17 @@ def test_archives_of_task_folders_stream_their_members(tree, study_data_dir, tmp
     }
     pd.testing.assert_frame_equal(imported(tmp_path / "out"), imported(tmp_path / "plain"))
     # the stored sha256 of a streamed member is the member's own: a second import recognises every file
-    again = original.import_source(str(release), ResultsStore(tmp_path / "out"), study_data_dir, progress=False)
+    again = original_import.import_source(str(release), ResultsStore(tmp_path / "out"), study_data_dir, progress=False)
     assert all(r.already_imported for r in again.files) and again.imported == 0
     plain_sha = {
         r.sha256
-        for r in original.import_source(str(tree), ResultsStore(tmp_path / "x"), study_data_dir, progress=False).files
+        for r in original_import.import_source(
+            str(tree), ResultsStore(tmp_path / "x"), study_data_dir, progress=False
+        ).files
     }
     assert {r.sha256 for r in again.files} == plain_sha
     # one archive as the source, with --conditions
-    one = original.import_source(
+    one = original_import.import_source(
         str(release / "cot_500.tar.gz"),
         ResultsStore(tmp_path / "one"),
         study_data_dir,
@@ -122,7 +124,7 @@ def run_command(source: str, out: Path, data_dir, endpoint: str, cache: Path, *e
 
 def test_the_hub_path_through_a_local_server(tree, study_data_dir, tmp_path):
     """The tree and the archived release served as hub datasets; only the files asked for are downloaded."""
-    original.import_source(str(tree), ResultsStore(tmp_path / "plain"), study_data_dir, progress=False)
+    original_import.import_source(str(tree), ResultsStore(tmp_path / "plain"), study_data_dir, progress=False)
     release = archived(tree, tmp_path / "release")
     server = HubServer({"MingLiiii/Layer_Gradient": tree_of(tree), "someone/archived": tree_of(release)})
     try:

@@ -5,12 +5,13 @@ from pathlib import Path
 import nbformat
 import pytest
 
-from analysis import profiles, runlog
+from analysis import profiles
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.core.registry import ModelInfo
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import models
+from analysis.store import runlog
 from analysis.study import book, pipeline
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -180,7 +181,7 @@ def test_extraction_is_resumable_and_logged(tiny_profile, study_data_dir, tmp_pa
 
 
 def test_missing_data_stops_before_any_compute(tiny_profile, tmp_path):
-    from analysis.data_errors import DataError
+    from analysis.data.data_errors import DataError
 
     with pytest.raises(DataError, match="not found"):
         pipeline.run_profile(tiny_profile, tmp_path / "r", tmp_path / "no-data", book=False, say=lambda _: None)

@@ -204,3 +204,11 @@ def test_a_matrix_of_one_check_over_many_scopes_keeps_its_layout_without_a_warni
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert figures.verdict_svg(found).startswith("<svg")
+
+
+def test_every_verdict_has_its_colour_keyed_on_the_verdict_itself():
+    from analysis.findings.rules import Verdict
+    from analysis.report import plots
+
+    assert list(plots.VERDICT_COLOURS) == list(Verdict) and set(plots.VERDICT_HATCHES) <= set(Verdict)
+    assert all(isinstance(v, Verdict) for v in (*plots.VERDICT_COLOURS, *plots.VERDICT_HATCHES))

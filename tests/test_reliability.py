@@ -39,7 +39,7 @@ from analysis import cli
 from analysis.core import cache
 from analysis.extract import gradients, models
 from analysis.store import read_results, read_skipped
-from analysis.store_errors import StoreError
+from analysis.store.store_errors import StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 FORKSERVER = ROOT / "tests" / "faults" / "forkserver.py"

@@ -26,8 +26,9 @@ from synthetic import (
     write_store,
 )
 
-from analysis import profiles, runlog, sample_draws
+from analysis import profiles
 from analysis.core import vocabulary
+from analysis.data import sample_draws
 from analysis.findings import metrics
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.effective_rank import effective_rank_table
@@ -39,6 +40,7 @@ from analysis.report.coverage import coverage_text
 from analysis.report.display import styled_table
 from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
 from analysis.report.page import Page
+from analysis.store import runlog
 
 ROOT = Path(__file__).resolve().parents[1]
 WIGGLE = {**REASONING_WIGGLE, "len100": 0.05, "len1000": 0.05}
@@ -185,7 +187,7 @@ def test_paper_figures_share_a_scale_per_row_and_carry_the_offline_note(paper_dr
 def test_verdict_matrix_has_a_panel_per_model(paper_draws):
     from xml.etree import ElementTree
 
-    from analysis.findings import checks
+    from analysis import checks
 
     found = checks.run_checks(paper_draws)
     fig = figures._matrix(figures.verdict_cells(found), note="note", pairs=None, registry=checks.REGISTRY)
@@ -246,11 +248,14 @@ def test_a_page_opens_from_a_store_and_its_sections_show(tmp_path, paper_rows, s
     assert "not applicable: not applicable" not in paragraphs  # a reason no longer starts with its verdict
     note = verdicts.matrix_note(found, profile="cpu", note=None)
     decided = [f for f in found if f.verdict in ("holds", "does not hold", "not resolved")]
+    from analysis import checks
     from analysis.findings.stated_rates import check_rate
 
-    expected = sum(check_rate(f.check) for f in decided)
+    expected = sum(check_rate(f.check, checks.REGISTRY) for f in decided)
     assert f"Of the {len(decided)} tested cells" in note and f"at most {expected:.1f} would say so" in note
-    assert f"F1 {check_rate('F1'):.1%}" in note and check_rate("F1") > 0.025  # each check's measured rate
+    assert (
+        f"F1 {check_rate('F1', checks.REGISTRY):.1%}" in note and check_rate("F1", checks.REGISTRY) > 0.025
+    )  # each check's measured rate
     formatted = verdicts.findings_frame(found, pooled_only=True)
     assert set(formatted["scope"]) == {"math reasoning (pooled)", "wiki"}
 
@@ -398,7 +403,7 @@ def test_pairs_confound_statement_and_comparison(paper_draws):
 
 
 def test_run_log_tables():
-    from analysis.runlog import RunRecord
+    from analysis.store.runlog import RunRecord
 
     finished = RunRecord.from_dict(
         {

@@ -8,7 +8,8 @@ from made_findings import finding, ratio_part
 from synthetic import MODELS, make_results, record_run, write_store
 from test_report import CONDITIONS, paper_like
 
-from analysis.findings import checks, roles
+from analysis import checks
+from analysis.findings import roles
 from analysis.findings.rules import FAILS, HOLDS, UNRESOLVED, Unit
 from analysis.report import cells, reproduction, sections, voice
 from analysis.report.page import Page

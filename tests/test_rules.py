@@ -17,7 +17,8 @@ from synthetic import (
     reasoning_conditions,
 )
 
-from analysis.findings import check_parts, checks, pooling, quantities, roles, rules
+from analysis import checks
+from analysis.findings import check_parts, pooling, quantities, roles, rules
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, NoteKind, Why
 from analysis.report import figures, voice

@@ -342,9 +342,10 @@ def test_threads_are_the_free_cores_unless_the_user_says():
 def test_a_run_uses_the_chosen_threads_restores_them_and_logs_the_choice(tmp_path):
     from dataclasses import replace
 
-    from analysis import profiles, runlog
+    from analysis import profiles
     from analysis.extract.threads import ThreadChoice
     from analysis.report.provenance import threads_sentence
+    from analysis.store import runlog
     from analysis.study import pipeline
 
     previous = torch.get_num_threads()

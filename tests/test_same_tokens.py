@@ -7,8 +7,9 @@ import numpy as np
 import pytest
 from synthetic import make_results
 
+from analysis import checks
 from analysis.core import vocabulary
-from analysis.findings import checks, roles, same_tokens
+from analysis.findings import roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import FAILS, HOLDS, NoteKind, decide

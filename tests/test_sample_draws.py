@@ -4,10 +4,11 @@ import numpy as np
 import pytest
 from synthetic import make_results, write_store
 
-from analysis import data, sample_draws
+from analysis import data
 from analysis.core.settings import ExtractionSettings
+from analysis.data import sample_draws
+from analysis.data.records import load_records
 from analysis.extract import models, runner
-from analysis.records import load_records
 from analysis.report.load import load_results
 from analysis.store import ResultsStore
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 from synthetic import make_results
 
-from analysis.findings import checks, roles, scored_tokens
+from analysis import checks
+from analysis.findings import roles, scored_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.rules import FAILS, HOLDS, decide

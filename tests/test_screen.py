@@ -4,10 +4,10 @@ interrupted screen goes on where it stopped, and a run screens only what is left
 
 import pytest
 
-from analysis import sample_draws
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.core.vocabulary import RESPONSES
+from analysis.data import sample_draws
 from analysis.extract import models, runner, screens
 from analysis.extract import screen as screening
 from analysis.profiles import Profile

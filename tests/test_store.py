@@ -10,7 +10,7 @@ import pytest
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
 from analysis.store import ResultsStore, RunKey, read_results, read_skipped
-from analysis.store_errors import DamagedPart, StoreError
+from analysis.store.store_errors import DamagedPart, StoreError
 
 KEY = RunKey("tiny", "aqua", "none", "correct", 64, "base")
 
@@ -111,7 +111,7 @@ def test_a_sample_lacking_a_required_column_is_not_done_and_its_new_rows_replace
     def interrupted(*args):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr("analysis.store_files._fsync_and_replace", interrupted)
+    monkeypatch.setattr("analysis.store.store_files._fsync_and_replace", interrupted)
     with pytest.raises(KeyboardInterrupt):  # stopped after the old rows went, before the new ones were in place
         store.write(KEY, rows_for([1]).assign(new_statistic=2.0), None)
     monkeypatch.undo()

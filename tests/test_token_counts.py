@@ -12,10 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from analysis import cli, runlog, store_files
+from analysis import cli
 from analysis.core.settings import ExtractionSettings
-from analysis.extract import models, original, runner, token_counts
-from analysis.store import ResultsStore, read_results
+from analysis.extract import models, original_import, runner, token_counts
+from analysis.store import ResultsStore, read_results, runlog, store_files
 from tests import original_format as fmt
 from tests.hub_server import HubServer, tree_of
 
@@ -115,7 +115,7 @@ def test_without_the_tokenizer_r_is_missing_and_the_import_says_so_per_model(tre
 
 def test_offline_the_hub_is_tried_once_and_every_model_says_why(tree, study_data_dir, tmp_path):
     counter = token_counts.TokenCounter()
-    result = original.import_source(
+    result = original_import.import_source(
         str(tree), ResultsStore(tmp_path / "out"), study_data_dir, progress=False, counter=counter
     )
     assert set(result.token_problems) == set(PAIR) and result.imported == 12

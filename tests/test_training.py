@@ -6,9 +6,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis import sample_draws
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
+from analysis.data import sample_draws
 from analysis.extract import models, runner
 from analysis.store import ResultsStore, read_results
 from analysis.train import checkpoint, loop, run_tables
@@ -249,7 +249,7 @@ def test_a_training_profile_runs_and_its_page_reads_the_runs(tiny_model_dir, stu
     from analysis import profiles
     from analysis.findings.calibration import training_calibration
     from analysis.report import sections
-    from analysis.report import training as page_module
+    from analysis.report import training_chapter as page_module
     from analysis.report.blocks import Html
     from analysis.study import pipeline
 

@@ -5,7 +5,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from analysis.findings import calibration, checks, roles, training
+from analysis import checks
+from analysis.findings import calibration, roles, training_checks
 from analysis.findings.calibration import rule, training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Why, decide
 from analysis.report import voice
@@ -29,8 +30,8 @@ def as_store(probes, change, model="m"):
 
 def run(rows, change, n_resamples=200, **given):
     """The registered training checks on store rows, by the findings engine."""
-    runs = training.TrainingRuns(rows, change, n_resamples=n_resamples, **given)
-    return checks.run_checks({}, checks.on_chapter("during_training"), extra={training.TRAINING_RUNS: runs})
+    runs = training_checks.TrainingRuns(rows, change, n_resamples=n_resamples, **given)
+    return checks.run_checks({}, checks.on_chapter("during_training"), extra={training_checks.TRAINING_RUNS: runs})
 
 
 def test_effects_hold_and_two_seeds_are_too_few_for_t2():
@@ -106,7 +107,7 @@ def test_t2_true_against_detailed_cot_only_stays_within_its_stated_rate():
 
 def test_t3_at_its_margin_with_a_training_set_effect_stays_near_its_level():
     effects = training_calibration.SCENARIOS["training-set effect of the seed noise's size"]
-    assert effects.gap_change == -training.T3_MARGIN  # the gap shrinks by exactly the margin
+    assert effects.gap_change == -training_checks.T3_MARGIN  # the gap shrinks by exactly the margin
     assert _false_holds(effects, rule.PROBE_GAP) <= 0.05
 
 
@@ -118,7 +119,7 @@ def test_a_step_zero_curve_that_only_encodes_depth_does_not_pass_t1():
     effects = training_calibration.SCENARIOS["step-0 curve and weight change follow depth only"]
     runs = training_calibration.simulate(rng, design, effects)
     resampling = training_calibration.resampling_of(design, 200, 0)
-    by_curve, by_depth, beyond = training.t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, 10)
+    by_curve, by_depth, beyond = training_checks.t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, 10)
     assert by_curve.supports() and not by_curve.decides and by_depth.estimate.value > 0.5
     assert beyond.decides and decide([by_curve, by_depth, beyond]) != HOLDS
 
@@ -130,7 +131,7 @@ def test_t1_s_difference_equals_the_two_plain_spearman_correlations():
     design = training_calibration.TrainingDesign(5, 5, 10)
     runs = training_calibration.simulate(rng, design, training_calibration.Effects(follows_curve=1.0))
     resampling = training_calibration.resampling_of(design, 50, 0)
-    by_curve, by_depth, beyond = training.t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, 10)
+    by_curve, by_depth, beyond = training_checks.t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, 10)
     curve, change = runs.start["none"].mean(axis=(0, 1)), runs.moved["none"].mean(axis=0)
     plain = [spearmanr(curve[:, p], change[:, p]).statistic for p in range(4)]
     depth = [abs(spearmanr(np.arange(10), change[:, p]).statistic) for p in range(4)]
@@ -171,7 +172,7 @@ def test_findings_from_store_rows_name_their_run_and_step():
         assert change_.decides and change_.name == "step 10 / step 0 of that ratio"  # the change decides
         assert "step 10 / step 0 of that ratio" in numbers
     t2 = next(f for f in found if f.check == "T2")
-    assert all(t2.part(roles.ARM_EARLY, facet=(arm,)).decides for arm in training.T2_SLOW_ARMS)
+    assert all(t2.part(roles.ARM_EARLY, facet=(arm,)).decides for arm in training_checks.T2_SLOW_ARMS)
     numbers = voice.numbers(t2)
     assert "vs Detailed:" in numbers and "vs Detailed cut to None length:" in numbers  # both contrasts shown
 
@@ -182,7 +183,7 @@ def test_spearman_rows_matches_scipy():
     rng = np.random.default_rng(4)
     a, b = rng.normal(size=(3, 9)), rng.normal(size=(3, 9))
     expected = [spearmanr(x, y).statistic for x, y in zip(a, b)]
-    np.testing.assert_allclose(training.spearman_rows(a, b), expected)
+    np.testing.assert_allclose(training_checks.spearman_rows(a, b), expected)
 
 
 def test_false_holds_stay_near_the_level():
@@ -207,8 +208,10 @@ def test_the_training_checks_are_registered_with_their_rules_and_chapter():
     }
     assert training_calibration.RULES == (rule.RANK_CORRELATION, rule.ARM_CHANGE, rule.PROBE_GAP)
     for simulated in training_calibration.RULES:  # each training rule reads the verdict of the one check it calibrates
-        assert calibration.checks_by_rule()[simulated] == (simulated.verdict_of,)
-    table = calibration.false_holds_table(reps=2, n_resamples=20, rules=training_calibration.RULES)
+        assert calibration.checks_by_rule(checks.REGISTRY)[simulated] == (simulated.verdict_of,)
+    table = calibration.false_holds_table(
+        reps=2, n_resamples=20, rules=training_calibration.RULES, registry=checks.REGISTRY
+    )
     assert table["checks"].tolist() == ["T1", "T2", "T3"] and (table["design"] == "training runs").all()
     assert run(*as_store(*training_calibration.simulated_tables(np.random.default_rng(6), 5, 2, 8)))
     assert checks.run_checks({}, ("T1", "T2", "T3")) == []  # no training runs: no rows in any matrix
@@ -221,7 +224,7 @@ def test_a_probe_missing_under_one_setting_is_left_out_of_every_quantity():
     )
     some_run = rows["model"].iloc[0]
     rows = rows[~((rows["model"] == some_run) & (rows["setting"] == "detailed") & (rows["sample_index"] == 3))]
-    found = run(training.with_run_columns(rows), change, n_resamples=100)
+    found = run(training_checks.with_run_columns(rows), change, n_resamples=100)
     assert all(f.n_smallest == 6 for f in found if f.check != "T2")
 
 
@@ -232,5 +235,5 @@ def test_quantities_after_training_count_the_seeds_too():
     rows, change = as_store(
         *training_calibration.simulated_tables(rng, 8, 2, 8, effects=training_calibration.Effects(gap=0.5))
     )
-    found = run(training.with_run_columns(rows), change, n_resamples=100)
+    found = run(training_checks.with_run_columns(rows), change, n_resamples=100)
     assert found and all(f.verdict == "too few samples" and f.n_smallest == 2 for f in found)

@@ -12,9 +12,9 @@ import torch
 from analysis import data
 from analysis.core import registry
 from analysis.core.settings import ExtractionSettings
-from analysis.data_errors import DataError
+from analysis.data.data_errors import DataError
+from analysis.data.records import Record, chat_record, load_records
 from analysis.extract import models, runner
-from analysis.records import Record, chat_record, load_records
 from analysis.report.notebook_parameters import YOUR_DATA, DataParameters, ParameterError, validate_data
 from analysis.store import ResultsStore, read_results
 
@@ -294,11 +294,11 @@ def _user_files(folder, study_data_dir, first=100, n=6):
 @pytest.fixture(scope="module")
 def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
     """profile-data on the tiny model, AQuA references, 5 samples each; the result and the inputs."""
-    from analysis.study import your_data
+    from analysis.study import your_data_run
 
     folder = tmp_path_factory.mktemp("your-data")
     files = _user_files(folder, study_data_dir, n=5)
-    result = your_data.run(
+    result = your_data_run.run(
         str(tiny_model_dir("llama")),
         [str(f) for f in files],
         ExtractionSettings(n_samples=5, template="base", device="cpu"),
@@ -318,17 +318,17 @@ def tiny_profile(tiny_model_dir, study_data_dir, tmp_path_factory):
 @pytest.mark.slow
 def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_profile, tiny_model_dir, study_data_dir):
     from analysis.findings import closest_setting
-    from analysis.report import your_data, your_data_samples
+    from analysis.report import your_data_page, your_data_samples
 
     result, files, _ = tiny_profile
-    page = your_data.YourData.read(
+    page = your_data_page.YourData.read(
         DataParameters(
             tuple(str(f) for f in files),
             str(tiny_model_dir("llama")),
             "base",
             5,
             result.results_dir,
-            tuple(your_data.profiles.reference_conditions(("aqua",))),
+            tuple(your_data_page.profiles.reference_conditions(("aqua",))),
             seed=7,
             n_resamples=200,
         )
@@ -338,8 +338,8 @@ def test_command_places_detailed_cot_and_bare_answers_where_they_belong(tiny_pro
     assert closest_setting.closest(your_data_samples.file_assignment(page, detailed)) == "detailed"
     assert closest_setting.closest(your_data_samples.file_assignment(page, bare)) == "none"
     assert page.scratch in page.draws and detailed.condition in page.draws[page.scratch].conditions
-    trained = your_data.condition_estimate(page.draws[page.model], detailed.condition, "nuclear_norm")
-    scratch = your_data.condition_estimate(page.draws[page.scratch], detailed.condition, "nuclear_norm")
+    trained = your_data_page.condition_estimate(page.draws[page.model], detailed.condition, "nuclear_norm")
+    scratch = your_data_page.condition_estimate(page.draws[page.scratch], detailed.condition, "nuclear_norm")
     assert trained.value != scratch.value
 
 
@@ -363,30 +363,30 @@ def test_command_writes_the_page_the_notebook_and_the_ranked_samples(tiny_profil
 
 @pytest.mark.slow
 def test_command_computes_only_what_the_store_lacks(tiny_profile, tiny_model_dir, study_data_dir):
-    from analysis.study import your_data
+    from analysis.study import your_data_run
 
     result, files, _ = tiny_profile
-    jobs = your_data.plan_jobs(
+    jobs = your_data_run.plan_jobs(
         str(tiny_model_dir("llama")),
         files,
-        your_data.profiles.reference_conditions(("aqua",)),
-        your_data.ResultsStore(result.results_dir),
-        request=your_data.ProfileData(
+        your_data_run.profiles.reference_conditions(("aqua",)),
+        your_data_run.ResultsStore(result.results_dir),
+        request=your_data_run.ProfileData(
             ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=5
         ),
     )
     assert jobs == []
-    more = your_data.plan_jobs(
+    more = your_data_run.plan_jobs(
         str(tiny_model_dir("llama")),
         files,
-        your_data.profiles.reference_conditions(("aqua",)),
-        your_data.ResultsStore(result.results_dir),
-        request=your_data.ProfileData(
+        your_data_run.profiles.reference_conditions(("aqua",)),
+        your_data_run.ResultsStore(result.results_dir),
+        request=your_data_run.ProfileData(
             ExtractionSettings(n_samples=5, template="base"), data_dir=study_data_dir, reference_samples=6
         ),
     )
     assert sorted(job.spec for job in more) == sorted(
-        your_data.profiles.reference_conditions(("aqua",))
+        your_data_run.profiles.reference_conditions(("aqua",))
     )  # the references hold 5, the files all they need
 
 
@@ -485,7 +485,7 @@ def test_page_parameters_are_checked(change, message):
 
 
 def test_a_misspelt_parameter_of_the_your_data_page_is_named():
-    from analysis.report import your_data
+    from analysis.report import your_data_page
 
     with pytest.raises(ParameterError, match="notebook parameter n_sample: your_data has no such parameter"):
-        your_data.YourData.open(YOUR_DATA, {"data_files": ["a.json"], "n_sample": 3})
+        your_data_page.YourData.open(YOUR_DATA, {"data_files": ["a.json"], "n_sample": 3})

@@ -9,12 +9,13 @@ import threading
 from contextlib import contextmanager
 from pathlib import Path
 
-from analysis import data, data_files
-from analysis.cli import calibration, original, publish, split, training
+from analysis import data
+from analysis.cli import calibration_commands, original_commands, publish_commands, split_commands, training_commands
 from analysis.core import chapters, registry, settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.records import load_records
+from analysis.data import data_files
+from analysis.data.records import load_records
 from analysis.study import measured, screenshot
 
 
@@ -104,11 +105,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_profile_data_parser(commands)
     add_measured_parser(commands)
     add_screenshot_parser(commands)
-    original.add_parsers(commands)
-    training.add_train_parser(commands, _positive_int)
-    publish.add_parsers(commands)
-    calibration.add_parsers(commands)
-    split.add_parsers(commands)
+    original_commands.add_parsers(commands)
+    training_commands.add_train_parser(commands, _positive_int)
+    publish_commands.add_parsers(commands)
+    calibration_commands.add_parsers(commands)
+    split_commands.add_parsers(commands)
     return parser
 
 
@@ -206,7 +207,7 @@ def add_run_parser(commands) -> None:
 
 def add_profile_data_parser(commands) -> None:
     """``profile-data``: a page placing the user's data among the reference settings of one model."""
-    from analysis.study import your_data
+    from analysis.study import your_data_run
 
     sub = commands.add_parser(
         "profile-data",
@@ -223,19 +224,21 @@ def add_profile_data_parser(commands) -> None:
     )
     sub.add_argument(
         "--reference",
-        default=",".join(your_data.DEFAULT_REFERENCE_DATASETS),
+        default=",".join(your_data_run.DEFAULT_REFERENCE_DATASETS),
         help="comma-separated reasoning datasets whose None/Simplified/Detailed CoT files (correct and "
         "irrelevant) are the references (default: %(default)s)",
     )
-    add_extraction_arguments(sub, n_samples=your_data.DEFAULT_SAMPLES)
+    add_extraction_arguments(sub, n_samples=your_data_run.DEFAULT_SAMPLES)
     sub.add_argument(
         "--reference-samples",
         type=_positive_int,
-        default=your_data.DEFAULT_REFERENCE_SAMPLES,
+        default=your_data_run.DEFAULT_REFERENCE_SAMPLES,
         help="N samples of every reference condition, a seeded random sample, computed once per --out "
         "(default: %(default)s)",
     )
-    sub.add_argument("--out", default=str(your_data.DEFAULT_OUT), help="results store directory (default: %(default)s)")
+    sub.add_argument(
+        "--out", default=str(your_data_run.DEFAULT_OUT), help="results store directory (default: %(default)s)"
+    )
     sub.add_argument("--html", help="the standalone page (default: <out>/your_data.html)")
     sub.add_argument("--notebook", help="the executed notebook, for a book (default: <out>/your_data.ipynb)")
     sub.add_argument("--no-scratch", action="store_true", help="skip the randomly initialised control")
@@ -289,10 +292,10 @@ def run_screenshot(args: argparse.Namespace) -> int:
 
 
 def run_profile_data(args: argparse.Namespace) -> int:
-    from analysis.study import your_data
+    from analysis.study import your_data_run
 
     datasets = [d.strip() for d in args.reference.split(",") if d.strip()]
-    result = your_data.run(
+    result = your_data_run.run(
         args.model,
         args.data,
         extraction_settings(args),
@@ -467,11 +470,11 @@ def main(argv: list[str] | None = None) -> int:
         "profile-data": run_profile_data,
         "measured": run_measured,
         "screenshot": run_screenshot,
-        **original.HANDLERS,
-        "train": training.run_train,
-        **publish.HANDLERS,
-        **calibration.HANDLERS,
-        **split.HANDLERS,
+        **original_commands.HANDLERS,
+        "train": training_commands.run_train,
+        **publish_commands.HANDLERS,
+        **calibration_commands.HANDLERS,
+        **split_commands.HANDLERS,
     }
     try:
         with _sigterm_as_interrupt():

@@ -4,7 +4,7 @@ One :class:`Statistic` per column of the results store that holds a number per (
 projection): its name, how the book labels it, what it is computed from, which field of the
 original study's released files holds it, and which pages read it. The extraction
 (``analysis.extract.spectra`` computes each from its function of the same name), the importer of
-the original files (``analysis.extract.original``), the runner's resume logic (a stored sample
+the original files (``analysis.extract.original_import``), the runner's resume logic (a stored sample
 counts as done only if its rows hold every column the run computes), the pages
 (``analysis.report.load``) and the your-data page read this table. A new statistic is one entry
 here plus its function in ``analysis.extract.spectra``. Torch-free, so that the pages can read it.

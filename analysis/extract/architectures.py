@@ -5,7 +5,7 @@ once here: the ``model_type`` values of its configs, the names of its attention 
 the attention implementation that computes what it was trained with, whether its chat template takes
 a system message, and what the original study's released files call its parameters. The loader
 (``analysis.extract.models``), the gradient hooks (``analysis.extract.gradients``), the GPU memory
-plan (``analysis.extract.batching``) and the importer (``analysis.extract.original``) read it. A model
+plan (``analysis.extract.batching``) and the importer (``analysis.extract.original_import``) read it. A model
 of another family is refused with one line naming what it lacks. Torch-free: the importer needs no torch.
 """
 

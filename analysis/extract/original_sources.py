@@ -18,9 +18,10 @@ from functools import partial
 from pathlib import Path, PurePosixPath
 from typing import IO
 
-from analysis import data, data_files
+from analysis import data
 from analysis.core import registry
 from analysis.core.errors import StudyError
+from analysis.data import data_files
 
 ORIGIN = "original study's statistics"
 HUB_PREFIX = "hf://datasets/"

@@ -4,7 +4,7 @@ One sample at a time (batch size 1): the Hugging Face causal-LM loss with the pr
 to -100 (the mean over the response tokens), ``loss.backward()``, the materialised ``param.grad``
 of every ``model.layers.{i}.self_attn.{q,k,v,o}_proj.weight``, and a full ``torch.linalg.svd`` of
 each gradient, whose singular values give the statistics defined in ``book/methods.md``
-(:func:`analysis.spectra.statistics_from_singular_values`). It is slow by design: the tests and
+(:func:`analysis.extract.spectra.statistics_from_singular_values`). It is slow by design: the tests and
 the benchmark compare :mod:`analysis.extract.gradients` with it::
 
     expected = reference_statistics(model, encoded)     # an EncodedSample, or ids and a prompt length

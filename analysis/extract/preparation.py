@@ -12,8 +12,8 @@ import numpy as np
 import torch
 
 from analysis import data
+from analysis.data.records import load_records
 from analysis.extract import models, prompts
-from analysis.records import load_records
 
 
 @dataclass

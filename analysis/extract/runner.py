@@ -20,17 +20,18 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, sample_draws
+from analysis import data
 from analysis.core import layer_stats, registry
 from analysis.core.settings import ExtractionSettings
 from analysis.core.vocabulary import PROJECTIONS
+from analysis.data import sample_draws
+from analysis.data.records import load_records
 from analysis.extract import batching, gradients, models
 from analysis.extract.halving import OUT_OF_MEMORY, HalvingRetry
 from analysis.extract.preparation import PreparedSample, batch_size_for, length_sorted_batches, prepare_samples
 from analysis.extract.threads import torch_threads  # noqa: F401  (callers use runner.torch_threads)
-from analysis.records import load_records
 from analysis.store import ResultsStore, RunKey, run_labels, skip_record
-from analysis.store_errors import StoreError
+from analysis.store.store_errors import StoreError
 
 # The per-sample columns of analysis.core.layer_stats: how each is read off a computed sample.
 SAMPLE_VALUES: dict[str, Callable] = {

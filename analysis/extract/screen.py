@@ -24,10 +24,10 @@ from analysis import data
 from analysis.core import registry
 from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS, ExtractionSettings
 from analysis.core.vocabulary import CORRECT, IRRELEVANT, RESPONSES
+from analysis.data.records import load_records
+from analysis.data.sample_draws import sample_order
 from analysis.extract import gradients, models, runner, screens
 from analysis.extract.preparation import PreparedSample, prepare_samples
-from analysis.records import load_records
-from analysis.sample_draws import sample_order
 from analysis.store import ResultsStore
 
 

@@ -27,9 +27,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import store_files
 from analysis.core.errors import StudyError
 from analysis.core.registry import model_slug
+from analysis.store import store_files
 
 SCREENS = "screens"
 SETTING = "detailed"  # the setting whose pairs G1 decides on, the setting screened

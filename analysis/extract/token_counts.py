@@ -22,13 +22,13 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from analysis import data, store_files
+from analysis import data
 from analysis.core import registry
-from analysis.data_errors import DataError
+from analysis.data.data_errors import DataError
+from analysis.data.records import Record, load_records
 from analysis.extract import architectures, prompts
-from analysis.records import Record, load_records
-from analysis.store import ResultsStore, RunKey
-from analysis.store_errors import StoreError
+from analysis.store import ResultsStore, RunKey, store_files
+from analysis.store.store_errors import StoreError
 
 COLUMN = "n_response_tokens"
 COMMAND = "python -m analysis add-token-counts"

@@ -1,15 +1,51 @@
-"""Findings: from stored rows to verdicts.
+"""Findings: from stored rows to verdicts. The engine (bootstrap, rules, intervals, pooling, the
+registry's runner, which takes the registry as an argument) and the checks' parts; the checks
+themselves are declared in ``analysis.checks``.
 
-``metrics`` (layer splits, layer curves, MAD, RD), ``bootstrap`` (the one resampling engine and its
-intervals), ``quantities`` (what one dataset's checks are built from), ``checks`` (the check registry: the
-paper's findings F1-F5, the length questions L and L2 and the training questions T1-T3, each declared
-once, and the engine that runs them), ``scopes`` (the kinds of check, one per scope, with their typed
-parts), ``check_parts`` (each check's parts), ``pooling`` (per family, instruct-base pairs),
-``rules`` (the verdict rule on a claim's parts), ``separability`` and ``effective_rank`` (beyond the
-paper), ``length`` (the length regression), ``classifier`` (the out-of-fold classifier that
-separability and ``closest_setting``, the your-data classifier, share, and the AUROC),
-``studentized`` (bootstrap-t intervals of the paper's log ratios of arithmetic means), ``training``
-(the parts of T1-T3 and the run of their scope), and the package ``calibration``
-(error rates, coverage and power of the rules, by simulation: ``scenarios`` for the one-sided misses
-of the intervals under hard noise, ``training_calibration`` for the rules of T1-T3).
+Modules:
+
+- ``metrics``: layer splits, curves, MAD, RD
+- ``bootstrap``: the one bootstrap engine: estimates, their bias-corrected variances and pooling over datasets
+- ``intervals``: the intervals estimates carry: t intervals, Wilson intervals of shares, per-layer bands
+  (``t_band``)
+- ``quantities``: the quantities of one dataset: log levels and gaps, roughness, the paper's ratios
+- ``check_registry``: the registry's engine: a registry (``Registry``, an immutable tuple of checks) built,
+  read and run (``run_checks``), always the registry given
+- ``scopes``: the kinds of check, one frozen dataclass per scope with its typed parts and its run
+- ``check_parts``: the parts of F1-F5, L and L2: the quantities a claim is decided on (A1, G1, A2-A5 and T1-T3
+  have theirs in their own modules)
+- ``pooling``: pooling a check over a family; pairing instruct models with their base
+- ``rules``: the verdict rule: parts, bounds, sides, the sample size that would resolve a part
+- ``roles``: what each part of a check is to the code that reads it back (``Role``): parts are found by their
+  role, never by their display name
+- ``separability``: beyond the paper: can one sample tell correct from irrelevant responses (out-of-fold
+  AUROC)
+- ``effective_rank``: beyond the paper: the effective rank under fast against slow thinking
+- ``energy_noise``: the token energy's estimates: their log bias and those left out of the split
+- ``classifier``: the out-of-fold classifiers (logistic: separability and the your-data classifier; ridge,
+  many labellings in one fit: G1), their grouped folds, and the AUROC
+- ``length``: how much of the fast/slow gap response length explains: per-sample means, the length regression
+- ``closest_setting``: the your-data classifier: which reference setting a sample is closest to, with its
+  out-of-fold accuracy
+- ``studentized``: bootstrap-t intervals of the paper's ratios of mean nuclear norms
+- ``skew``: every rule rerun at skewed per-sample values, and the skewness of a store's values
+- ``stated_rates``: each check's stated false-"holds" rate: the largest of its rules' (``rule.Rule``)
+- ``power_tested``: the power statements tested: an open cell's "about N would decide" against the deciding
+  run's same cell (``power_table``)
+- ``population``: which instructions the profiles draw from (the non-identical None-CoT pairs), counted per
+  file
+- ``averaging``: A1: F1's gap against what averaging over more response tokens predicts; the decomposition's
+  parts
+- ``gap_split``: F1's gap split exactly into four steps (the phrase, the reasoning, which tokens, how many
+  tokens), per dataset and family, with intervals
+- ``beyond_loss``: G1: out-of-fold AUROC of the pairs' curve differences with the loss covariates partialled
+  out, and its sign-flip permutation test; at matched loss, the drawn and the screened pairs within the
+  caliper
+- ``same_tokens``: A2 and A3: the final answer's own gradient with and without reasoning before it, and at
+  equal answer loss
+- ``scored_tokens``: A4: the same Detailed-CoT text scored on all its tokens and on as few as None CoT's
+  response has (``a4_parts``)
+- ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training
+  run)
+- ``calibration/``: the rules' error rates by simulation
 """

@@ -1,6 +1,6 @@
 """The parts of each check: the quantities it decides on and those shown beside its verdict.
 
-One function per check (``analysis.findings.checks`` points each registered check to its function).
+One function per check (``analysis.checks`` points each registered check to its function).
 A per-model function takes one model's curves and one dataset and returns the parts, or None when
 the curves lack a condition it needs; a pair function takes the instruct and the base model's
 curves. A quantity shown beside a verdict is one more ``Part(..., decides=False)`` in its

@@ -2,7 +2,7 @@
 
 Input everywhere is the long results table: one row per (model, condition, sample, layer,
 projection) with one column per gradient statistic (the methods page, "From samples to layer
-curves"). The checks of the paper's findings built on them are in ``analysis.findings.checks``.
+curves"). The checks of the paper's findings built on them are in ``analysis.checks``.
 """
 
 from __future__ import annotations

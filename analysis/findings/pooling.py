@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.rules import Finding, NotApplicable, Note, NoteKind, Part, Why, sign_disagreements
+from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Part, Why, sign_disagreements
 from analysis.findings.studentized import pool_any
 
 # What a check changes in a finding's parts from the parts themselves, with a note (None: none).
@@ -49,7 +49,7 @@ class Pooling:
 
 
 def family_findings(
-    check: str, model: str, by_dataset: dict[str, list[Part]], *, note: Note | None = None, how: Pooling = Pooling()
+    check: CheckId, model: str, by_dataset: dict[str, list[Part]], *, note: Note | None = None, how: Pooling = Pooling()
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
     more (``how.after_pooling`` applied to the pooled parts, ``how.adjust`` to every finding's

@@ -13,9 +13,10 @@ from __future__ import annotations
 import os
 from collections import Counter
 
-from analysis import data, data_files
+from analysis import data
 from analysis.core import vocabulary
-from analysis.records import load_records
+from analysis.data import data_files
+from analysis.data.records import load_records
 
 NAMES = {"aqua": "AQuA", "gsm8k": "GSM8K", "strategyqa": "StrategyQA", "ecqa": "ECQA", "creak": "CREAK"}
 FEWEST_SHOWN = 5  # answers listed one by one only for datasets with at most this many distinct answers

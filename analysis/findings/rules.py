@@ -4,7 +4,7 @@ status.
 
 A part says "the quantity lies above 0", "below the margin" or "within the margin"; its value,
 interval and the verdict come from the same bootstrap resamples (``analysis.findings.bootstrap``).
-The checks themselves are declared once in ``analysis.findings.checks``, the quantities of each in
+The checks themselves are declared once in ``analysis.checks``, the quantities of each in
 ``analysis.findings.check_parts``, pooling over a family in ``analysis.findings.pooling``. What a
 part is (``Role``), its unit (``Unit``), why a check does not apply (``NotApplicable``) and what a
 finding notes (``Note``) travel as types: the report words them (``analysis.report.voice``) and
@@ -41,6 +41,7 @@ from collections.abc import Sequence
 from dataclasses import KW_ONLY, dataclass
 from enum import Enum
 from functools import cached_property
+from typing import Literal, NewType, get_args
 
 import numpy as np
 from scipy import stats as sps
@@ -81,6 +82,16 @@ DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
 # figures (F3, F5; F4 compares the sizes of two models' separations on it).
 SAME_MARGIN = math.log(1.10)
 SAME_MARGIN_PERCENT = f"{math.exp(SAME_MARGIN) - 1:.0%}"  # that margin as the claims word it
+
+
+# A check's id ("F1", "A5"): declared by its check in the registry; a text becomes one only through
+# ``checks.check_id``, which refuses an id the registry does not hold.
+CheckId = NewType("CheckId", str)
+
+# The side of its bound a part's claim puts it: above, below, or within (-bound, bound). A Literal, so
+# that mypy checks every side written; a Part refuses any other at run time too.
+Side = Literal["above", "below", "within"]
+SIDES: tuple[Side, ...] = get_args(Side)
 
 
 class Unit(Enum):
@@ -124,7 +135,7 @@ class Part:
 
     name: str
     estimate: Estimate | None
-    side: str
+    side: Side
     bound: float
     unit: Unit = Unit.DIFFERENCE
     _: KW_ONLY
@@ -134,6 +145,10 @@ class Part:
     decides: bool = True
     paper: bool = False
     opposite: bool = False
+
+    def __post_init__(self) -> None:
+        if self.side not in SIDES:
+            raise ValueError(f"part {self.name!r}: side {self.side!r} is none of {', '.join(SIDES)}")
 
     @property
     def key(self) -> tuple[Role, tuple[str, ...], bool]:
@@ -289,7 +304,7 @@ class Finding:
     """One check on one model and scope (a dataset, or a family of datasets pooled): its parts, its
     notes, and why it does not apply here (``not_applicable``; None where it applies)."""
 
-    check: str
+    check: CheckId
     model: str
     scope: str
     pooled: bool

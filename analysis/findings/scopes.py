@@ -5,7 +5,7 @@ model's datasets, pooled per family), ``PairCheck`` (an instruct model with its 
 ``WikiCheck`` (a model's Wiki files) and ``TrainingRunCheck`` (one base model's fine-tuning runs).
 Each declares the signature of its ``parts`` function and runs itself over the inputs (``run``);
 a check of a new scope is one more subclass of ``Check`` with its own ``run``. The checks of the
-study are declared in ``analysis.findings.checks``.
+study are declared in ``analysis.checks``.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Protocol
+from typing import ClassVar, Literal, Protocol
 
 from analysis.core import vocabulary
-from analysis.findings import training
+from analysis.findings import training_checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.rule import Rule
 from analysis.findings.pooling import (
@@ -28,12 +28,15 @@ from analysis.findings.pooling import (
     not_applicable_reason,
     reasoning_datasets,
 )
-from analysis.findings.rules import Finding, NotApplicable, Note, NoteKind, Part, Role, Verdict
+from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Part, Role, Verdict
 
 # What one verdict is about (a check's scope, as the book names it; a finding's own scope is a
 # dataset or a family).
-PER_MODEL, PER_PAIR, WIKI_FILES = "per model", "per base-instruct pair", "Wiki files"
-PER_TRAINING_RUN = "per training run"  # one base model's fine-tuning runs, per arm trained on
+Scope = Literal["per model", "per base-instruct pair", "Wiki files", "per training run"]
+PER_MODEL: Scope = "per model"
+PER_PAIR: Scope = "per base-instruct pair"
+WIKI_FILES: Scope = "Wiki files"
+PER_TRAINING_RUN: Scope = "per training run"  # one base model's fine-tuning runs, per arm trained on
 
 SUMMARY_CHAPTERS = ("intro", "summary")  # the pages that show every check
 
@@ -108,8 +111,8 @@ class Check(ABC):
     (a page that shows the check reads them, ``checks.statistics_read``).
     """
 
-    scope: ClassVar[str]
-    id: str
+    scope: ClassVar[Scope]
+    id: CheckId
     plain: str
     claim: str
     words: Words | None = None
@@ -142,7 +145,7 @@ class ModelParts(Protocol):
 
 PairParts = Callable[[CurveDraws, CurveDraws, str], "list[Part] | None"]  # instruct, base curves, dataset
 WikiParts = Callable[[CurveDraws, "CurveDraws | None"], "list[Part] | None"]  # curves, reasoning reference
-RunParts = Callable[[training.ModelRuns, "str | None"], "list[Part] | NotApplicable | None"]
+RunParts = Callable[[training_checks.ModelRuns, "str | None"], "list[Part] | NotApplicable | None"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -160,7 +163,7 @@ class PerModelCheck(Check):
     adds it to ``store``, instead of no cell; None: that is not why).
     """
 
-    scope: ClassVar[str] = PER_MODEL
+    scope: ClassVar[Scope] = PER_MODEL
     parts: ModelParts
     after_pooling: Callable[[list[Part]], list[Part]] | None = None
     adjust: Adjust | None = None
@@ -195,7 +198,7 @@ class PerModelCheck(Check):
         return out
 
 
-def _unknown_findings(check: str, model: str, unknown: dict[str, NotApplicable], computed: dict) -> list[Finding]:
+def _unknown_findings(check: CheckId, model: str, unknown: dict[str, NotApplicable], computed: dict) -> list[Finding]:
     """The "not applicable" cells of the datasets whose parts lack a stored statistic (``reason``), and
     of each family with two of them or more and no computed dataset."""
     out = [Finding(check, model, d, False, (), not_applicable=reason) for d, reason in unknown.items()]
@@ -211,7 +214,7 @@ class PairCheck(Check):
     """A check of an instruct model against its base model, per dataset and pooled per family
     (``adjust`` as for ``PerModelCheck``)."""
 
-    scope: ClassVar[str] = PER_PAIR
+    scope: ClassVar[Scope] = PER_PAIR
     parts: PairParts
     adjust: Adjust | None = None
 
@@ -240,7 +243,7 @@ class PairCheck(Check):
 class WikiCheck(Check):
     """A check of one model's Wiki files, with the model's reasoning curves as reference."""
 
-    scope: ClassVar[str] = WIKI_FILES
+    scope: ClassVar[Scope] = WIKI_FILES
     parts: WikiParts
 
     def run(self, inputs: Inputs) -> list[Finding]:
@@ -257,10 +260,10 @@ class WikiCheck(Check):
 @dataclass(frozen=True, kw_only=True)
 class TrainingRunCheck(Check):
     """A check of one base model's fine-tuning runs, as a whole and per arm trained on; it reads
-    ``inputs.extra[training.TRAINING_RUNS]`` (``training.per_training_run``)."""
+    ``inputs.extra[training_checks.TRAINING_RUNS]`` (``training_checks.per_training_run``)."""
 
-    scope: ClassVar[str] = PER_TRAINING_RUN
+    scope: ClassVar[Scope] = PER_TRAINING_RUN
     parts: RunParts
 
     def run(self, inputs: Inputs) -> list[Finding]:
-        return training.per_training_run(self, inputs)
+        return training_checks.per_training_run(self, inputs)

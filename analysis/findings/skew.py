@@ -21,6 +21,7 @@ from analysis.core import vocabulary
 from analysis.findings import calibration
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.rule import Rule
+from analysis.findings.check_registry import Registry
 
 SKEWS = (-2.0, -1.0, 1.0, 2.0)
 
@@ -33,10 +34,12 @@ def false_holds_by_skew(
     seed: int = 0,
     skews: tuple[float, ...] = SKEWS,
     rules: tuple[Rule, ...] = calibration.FAILS_RULES,
+    registry: Registry,
 ) -> pd.DataFrame:
     """``calibration.false_holds`` of each rule in each design of ``calibration.study_designs(n)``
-    with per-sample logs of each skewness, beside the rate the rule states."""
-    by_rule = calibration.checks_by_rule()
+    with per-sample logs of each skewness, beside the rate the rule states and the checks of
+    ``registry`` it stands for."""
+    by_rule = calibration.checks_by_rule(registry)
     rows = []
     for i, (name, design) in enumerate(calibration.study_designs(n).items()):
         for j, skew in enumerate(skews):

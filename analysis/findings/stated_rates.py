@@ -7,12 +7,13 @@ measured higher), measured by the simulations of ``analysis.findings.calibration
 
 from __future__ import annotations
 
-from analysis.findings import checks
+from analysis.findings import check_registry
 from analysis.findings.calibration.rule import PROMISED
 
 __all__ = ["PROMISED", "check_rate"]
 
 
-def check_rate(check_id: str, registry: checks.Registry = checks.REGISTRY) -> float:
-    """The most a check's "holds" is wrong: the largest stated rate of the rules it is calibrated by."""
-    return max((rule.stated for rule in checks.get(check_id, registry).calibrated_by), default=PROMISED)
+def check_rate(check_id: str, registry: check_registry.Registry) -> float:
+    """The most the ``registry``'s check's "holds" is wrong: the largest stated rate of the rules it is
+    calibrated by."""
+    return max((rule.stated for rule in check_registry.get(check_id, registry).calibrated_by), default=PROMISED)

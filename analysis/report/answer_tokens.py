@@ -21,9 +21,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.checks import a5_context
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
-from analysis.findings import averaging, context, roles, same_tokens, scored_tokens
+from analysis.findings import averaging, roles, same_tokens, scored_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.roles import Role
@@ -156,7 +157,7 @@ def controls_section(page: Page) -> Blocks:
     for model in models:
         mine = [f for f in found if f.model == model]
         a4 = _sized_verdicts(mine, (("A4", scored_tokens.SUBSET_GAP),))
-        a5 = _sized_verdicts(mine, (("A5", context.ORDER),))
+        a5 = _sized_verdicts(mine, (("A5", a5_context.ORDER),))
         text = f"**{model}.** "
         text += (
             "Scoring as few Detailed-CoT tokens as None CoT has over scoring all of them: " + "; ".join(a4) + "."

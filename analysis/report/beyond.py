@@ -9,10 +9,10 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.checks import LENGTH_CHECKS
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval, per_model
 from analysis.findings import length
-from analysis.findings.checks import LENGTH_CHECKS
 from analysis.findings.rules import Finding
 from analysis.report import cells, voice
 from analysis.report.display import column_parts
@@ -93,7 +93,7 @@ def _length_in_words(found: Sequence[Finding]) -> str:
     chosen = cells.answers(found)
     pieces = []
     for scope in dict.fromkeys(f.scope for f in chosen):
-        mine = {f.check: f for f in chosen if f.scope == scope}
+        mine: dict[str, Finding] = {f.check: f for f in chosen if f.scope == scope}
         content = mine.get("L")
         pieces.append(
             f"{vocabulary.scope_label(scope)}: content beyond length "

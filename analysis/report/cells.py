@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from analysis.checks import REGISTRY, Registry, all_ids, get
 from analysis.core import vocabulary
-from analysis.findings.checks import REGISTRY, Registry, all_ids, get
 from analysis.findings.rules import FAILS, HOLDS, UNRESOLVED, Finding, Part, Verdict
 
 

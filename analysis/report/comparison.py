@@ -17,7 +17,7 @@ import pandas as pd
 from analysis.core.formatting import per_model
 from analysis.report.coverage import HUB_SOURCE
 from analysis.store import ResultsStore
-from analysis.store_errors import StoreError
+from analysis.store.store_errors import StoreError
 
 COMPARED = {"nuclear_norm": "nuclear norm", "sigma_max": "largest singular value", "frobenius": "Frobenius norm"}
 TOLERANCE = 1e-3

@@ -16,10 +16,12 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import data, profiles, runlog, sample_draws
+from analysis import data, profiles
 from analysis.core import registry, vocabulary
+from analysis.data import sample_draws
 from analysis.profiles import Profile
 from analysis.report.load import StudyResults
+from analysis.store import runlog
 
 HUB_SOURCE = "hf://datasets/MingLiiii/Layer_Gradient"
 LISTED = 12  # conditions named one by one before "and N more"

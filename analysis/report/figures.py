@@ -9,9 +9,9 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis.checks import PER_PAIR, REGISTRY, Registry, all_ids, get, selected
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.checks import PER_PAIR, REGISTRY, Registry, all_ids, get, selected
 from analysis.findings.intervals import t_band
 from analysis.findings.pooling import scope_rank
 from analysis.findings.rules import Finding, Role
@@ -177,7 +177,7 @@ def _matrix(cells_: pd.DataFrame, *, note: str | None, pairs: dict[str, str] | N
     """The matrix figure of ``verdict_cells``' table."""
     scopes = _matrix_scopes(cells_)
     checks = _matrix_checks(cells_, registry)
-    row_notes = {
+    row_notes: dict[tuple[str, str], str] = {
         (base, check.id): f"decided on its instruct model ({instruct})"
         for check in selected(checks, registry)
         if check.scope == PER_PAIR

@@ -14,12 +14,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import profiles
+from analysis.checks import REGISTRY, Registry, get
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, per_model
 from analysis.extract import screens
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging, beyond_loss, energy_noise, roles
-from analysis.findings.checks import REGISTRY, Registry, get
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import Finding, NoteKind, Role
 from analysis.report import blocks, cells, plots, voice

@@ -9,17 +9,18 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from analysis import data, data_files, sample_draws
+from analysis import data
 from analysis.core import layer_stats, vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
-from analysis.data_errors import DataError
+from analysis.data import data_files, sample_draws
+from analysis.data.data_errors import DataError
+from analysis.data.records import load_records
 from analysis.extract import screens
 from analysis.extract.screens import Screen
-from analysis.records import load_records
 from analysis.store import ResultsStore
-from analysis.store_errors import StoreError
-from analysis.store_files import is_exported_file, null_columns, read_exported
+from analysis.store.store_errors import StoreError
+from analysis.store.store_files import is_exported_file, null_columns, read_exported
 
 OFFLINE_NOTE = (
     "{names}: quantised (GGUF) then dequantised small offline model(s); the two offline models come "

@@ -24,12 +24,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, overload
 
-from analysis import data, profiles, runlog
+from analysis import data, profiles
 from analysis.core import chapters
 from analysis.core.errors import StudyError
 from analysis.core.registry import resolve_template
 from analysis.core.settings import MAX_LENGTH
 from analysis.profiles import Profile
+from analysis.store import runlog
 
 PARAMETERS = ("profile", "results_dir", "data_dir", "models", "conditions")
 # The pages of a profile's run (the profile's book, and the chapters kept to the profiles of one source).

@@ -13,16 +13,17 @@ from typing import Protocol
 import pandas as pd
 
 from analysis import data
-from analysis.core import vocabulary
-from analysis.findings.bootstrap import CurveDraws, all_curve_draws
-from analysis.findings.checks import (
+from analysis.checks import (
     REGISTRY,
     STORE,
     Registry,
+    Scope,
     on_chapter,
     run_checks,
     statistics_read,
 )
+from analysis.core import vocabulary
+from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.pooling import model_pairs
 from analysis.findings.rules import Finding
 from analysis.report import coverage, curve_tables, figures, notebook_parameters
@@ -44,7 +45,7 @@ class ChecksPage(Protocol):
 
     registry: Registry
 
-    def checks(self, scope: str | None = None) -> tuple[str, ...]: ...
+    def checks(self, scope: Scope | None = None) -> tuple[str, ...]: ...
 
     def findings(self, checks: Sequence[str] | None = None) -> list[Finding]: ...
 
@@ -188,7 +189,7 @@ class Page:
     def chapter(self) -> str:
         return self.params.notebook
 
-    def checks(self, scope: str | None = None) -> tuple[str, ...]:
+    def checks(self, scope: Scope | None = None) -> tuple[str, ...]:
         """The checks of the page's registry that its chapter shows (of one scope, if given)."""
         return on_chapter(self.chapter, scope, self.registry)
 

@@ -1,5 +1,5 @@
 """Figures of layer curves, verdicts and intervals. Drawing only: the numbers come from
-the callers (mean curves and bands of analysis.bootstrap, verdicts of analysis.findings)."""
+the callers (mean curves and bands of analysis.findings.bootstrap, verdicts of analysis.findings)."""
 
 from __future__ import annotations
 
@@ -14,19 +14,22 @@ from matplotlib.artist import Artist
 from matplotlib.figure import Figure
 
 from analysis.core import vocabulary
+from analysis.findings.rules import Verdict
 
 PROJ_COLOURS = {"q": "r", "k": "g", "v": "b", "o": "gray"}
 SETTING_LABELS = vocabulary.SETTING_LABELS
 STAT_LABELS = vocabulary.STAT_LABELS
-VERDICT_COLOURS = {
-    "holds": "#4daf4a",
-    "does not hold": "#e41a1c",
-    "not resolved": "#bdbdbd",
-    "too few samples": "#fdd49e",
-    "not applicable": "#ffffff",  # white with a hatch and a dash: the check does not apply
+# Keyed on the verdict itself, never its English word (a cell's verdict, a member or its value, is
+# read back as ``Verdict(value)``); the legend prints each verdict's word, in this order.
+VERDICT_COLOURS: dict[Verdict, str] = {
+    Verdict.HOLDS: "#4daf4a",
+    Verdict.FAILS: "#e41a1c",
+    Verdict.UNRESOLVED: "#bdbdbd",
+    Verdict.TOO_FEW: "#fdd49e",
+    Verdict.NOT_APPLICABLE: "#ffffff",  # white with a hatch and a dash: the check does not apply
 }
 # verdicts drawn with a mark as well as a colour, so that they are not read as "not resolved"
-VERDICT_HATCHES = {"not applicable": "////"}
+VERDICT_HATCHES: dict[Verdict, str] = {Verdict.NOT_APPLICABLE: "////"}
 
 
 # The book's text column in inches at the 100 dpi the figures are drawn at (676 px inside the
@@ -269,13 +272,13 @@ def verdict_matrix(
                     color="#555555",
                 )
         _grid_axes(ax, checks, labels, model)
-    _verdict_legend(fig, set(table["verdict"]))
+    _verdict_legend(fig, {Verdict(v) for v in table["verdict"]})
     bottom = add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1 - LEGEND_INCHES / height))
     return fig
 
 
-def _verdict_legend(fig: Figure, verdicts: set[str]) -> None:
+def _verdict_legend(fig: Figure, verdicts: set[Verdict]) -> None:
     """The colours of the verdicts over the panels (a hatched one only where some cell has it)."""
     shown = [v for v in VERDICT_COLOURS if v in verdicts or v not in VERDICT_HATCHES]
     handles = [
@@ -289,7 +292,14 @@ def _verdict_legend(fig: Figure, verdicts: set[str]) -> None:
         )
         for v in shown
     ]
-    fig.legend(handles, shown, loc="upper center", ncol=len(handles), fontsize=MATRIX_FONT["legend"], frameon=False)
+    fig.legend(
+        handles,
+        [v.value for v in shown],
+        loc="upper center",
+        ncol=len(handles),
+        fontsize=MATRIX_FONT["legend"],
+        frameon=False,
+    )
 
 
 def cell_text(row: pd.Series) -> str:
@@ -297,7 +307,7 @@ def cell_text(row: pd.Series) -> str:
     check does not apply, else the number of instructions and "±" where column opposite_sign says."""
     if isinstance(row.get("text"), str):
         return row["text"]
-    if row["verdict"] in VERDICT_HATCHES:
+    if Verdict(row["verdict"]) in VERDICT_HATCHES:
         return "n/a"
     return str(int(row["n"])) + ("±" if row.get("opposite_sign", False) else "")
 
@@ -309,7 +319,7 @@ def _verdict_cells(ax, rows: pd.DataFrame, checks: Sequence[str], scopes: Sequen
             if (check, scope) not in rows.index:
                 continue
             row = rows.loc[(check, scope)]
-            verdict = row["verdict"]
+            verdict = Verdict(row["verdict"])
             hatch = VERDICT_HATCHES.get(verdict)
             patch = plt.Rectangle(
                 (j, i),

@@ -12,9 +12,9 @@ import pandas as pd
 
 from analysis import data
 from analysis.core.registry import OFFLINE_MODELS, known_model
-from analysis.data_errors import DataError
+from analysis.data.data_errors import DataError
 from analysis.report.display import column_parts
-from analysis.runlog import RunRecord
+from analysis.store.runlog import RunRecord
 
 
 def profile_table(run: RunRecord | None) -> pd.DataFrame:

@@ -9,7 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis import runlog
+import pandas as pd
+
+from analysis.checks import REGISTRY
 from analysis.core.cache import simulated_table
 from analysis.findings import calibration, power_tested, skew
 from analysis.findings.calibration import scenarios
@@ -18,6 +20,7 @@ from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import optional_path
 from analysis.report.page import Page
+from analysis.store import runlog
 
 CALIBRATION_REPS = 400  # simulated runs per rate on this page: a Monte Carlo standard error of about 0.8 points
 NOTHING_COMPUTED = "Nothing was computed: the numbers are imported (the files are listed above)."
@@ -124,7 +127,7 @@ def rule_rates(r: Reproducibility) -> Blocks:
     """The calibration tables: false "holds", coverage, the log-ratio choice, shares and power
     (computed once per version of the code: ``simulated_table``)."""
     tables = (
-        calibration.false_holds_table,
+        false_holds_table,
         calibration.coverage_table,
         calibration.log_ratio_coverage_table,
         calibration.share_table,
@@ -138,7 +141,17 @@ def misses(r: Reproducibility) -> Blocks:
 
 
 def skewed(r: Reproducibility) -> Blocks:
-    return [Table(simulated_table(skew.false_holds_by_skew, reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+    return [Table(simulated_table(false_holds_by_skew, reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+
+
+def false_holds_table(*, reps: int, seed: int) -> pd.DataFrame:
+    """``calibration.false_holds_table`` of the rules of the study's checks (``REGISTRY``)."""
+    return calibration.false_holds_table(registry=REGISTRY, reps=reps, seed=seed)
+
+
+def false_holds_by_skew(*, reps: int, seed: int) -> pd.DataFrame:
+    """``skew.false_holds_by_skew`` of the rules of the study's checks (``REGISTRY``)."""
+    return skew.false_holds_by_skew(registry=REGISTRY, reps=reps, seed=seed)
 
 
 def packages(r: Reproducibility) -> Blocks:

@@ -12,8 +12,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.checks import REGISTRY, Registry, get
 from analysis.core import registry as models_registry
-from analysis.findings.checks import REGISTRY, Registry, get
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Finding
 from analysis.report import cells, voice
 from analysis.report.load import offline_models

@@ -12,10 +12,10 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.checks import LENGTH_CHECKS, PER_PAIR, Scope, selected
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings.averaging import TOKENS_UNKNOWN
-from analysis.findings.checks import LENGTH_CHECKS, PER_PAIR, selected
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
 from analysis.profiles import PAPER_SAMPLES
@@ -25,9 +25,9 @@ from analysis.report import (
     coverage,
     curve_tables,
     figures,
-    gap_split,
     plots,
     reproduction,
+    split_figure,
     takeaway,
     verdicts,
     voice,
@@ -51,7 +51,7 @@ def verdict_matrix(page: ChecksPage, checks: Sequence[str]) -> Blocks:
     ]
 
 
-def answers(page: Page, *, scope: str | None = None) -> Blocks:
+def answers(page: Page, *, scope: Scope | None = None) -> Blocks:
     """The verdict matrix of the checks the chapter shows (of one scope, if given), its legend, error
     rates and one paragraph per model (folded), and the figure of each such check that has one
     (``checks.Check.figure``; the length checks' figure is in ``length``)."""
@@ -87,8 +87,8 @@ def answers(page: Page, *, scope: str | None = None) -> Blocks:
 
 
 def split(page: Page) -> Blocks:
-    """F1's gap split into its four steps (``gap_split.split_blocks``): sentences, figure, how to read it."""
-    return [] if page.empty else gap_split.split_blocks(page.draws, note=page.note())
+    """F1's gap split into its four steps (``split_figure.split_blocks``): sentences, figure, how to read it."""
+    return [] if page.empty else split_figure.split_blocks(page.draws, note=page.note())
 
 
 def finding(page: Page) -> Blocks:
@@ -159,7 +159,7 @@ def check_figures(page: Page, checks: Sequence[str]) -> Blocks:
     return out
 
 
-def claims(page: ChecksPage | None = None, *, scope: str | None = None, folded: str | None = None) -> Blocks:
+def claims(page: ChecksPage | None = None, *, scope: Scope | None = None, folded: str | None = None) -> Blocks:
     """The claims the chapter checks (of one scope, if given; no page: every check) in plain words,
     each linked to its rule on the checks page, as a list; folded under the line ``folded`` when
     given (as under the landing page's matrix)."""
@@ -167,7 +167,7 @@ def claims(page: ChecksPage | None = None, *, scope: str | None = None, folded: 
     return [Markdown(text)] if folded is None else [fold(folded, [Markdown(text)])]
 
 
-def pooled_findings(page: Page, *, scope: str | None = None) -> Blocks:
+def pooled_findings(page: Page, *, scope: Scope | None = None) -> Blocks:
     """The pooled (family) findings of the chapter's checks (of one scope, if given): one row per
     part of a claim, with its estimate, its 95% interval and whether it decides."""
     if page.empty:
@@ -181,7 +181,7 @@ def pooled_findings(page: Page, *, scope: str | None = None) -> Blocks:
     ]
 
 
-def tables_findings(page: Page, *, scope: str | None = None) -> Blocks:
+def tables_findings(page: Page, *, scope: Scope | None = None) -> Blocks:
     """Every finding of the chapter's checks (of one scope, if given), per dataset and pooled, with
     its numbers (a long table)."""
     if page.empty:

@@ -8,8 +8,8 @@ from collections.abc import Sequence
 
 import pandas as pd
 
+from analysis.checks import REGISTRY, Registry, all_ids, get
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.checks import REGISTRY, Registry, all_ids, get
 from analysis.findings.rules import DECIDED, FAILS, HOLDS, NOT_APPLICABLE, POWER, TOO_FEW, UNRESOLVED, Finding, Why
 from analysis.findings.stated_rates import check_rate
 from analysis.report import cells, voice

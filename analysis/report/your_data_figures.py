@@ -14,7 +14,7 @@ from analysis.findings.intervals import t_band
 from analysis.report import plots
 from analysis.report.figures import curves_and_bands
 from analysis.report.load import figure_note
-from analysis.report.your_data import SETTING_COLOURS, UserFile, YourData
+from analysis.report.your_data_page import SETTING_COLOURS, UserFile, YourData
 
 
 def _pooled_curve(page: YourData, conditions: Sequence[str], proj: str, stat: str):

@@ -13,9 +13,9 @@ import pandas as pd
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt
 from analysis.core.registry import model_slug
+from analysis.data.records import load_records
 from analysis.findings import closest_setting
-from analysis.records import load_records
-from analysis.report.your_data import TOP_K, UserFile, YourData
+from analysis.report.your_data_page import TOP_K, UserFile, YourData
 
 # --------------------------------------------------------------------------- placement
 

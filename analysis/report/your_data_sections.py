@@ -4,12 +4,12 @@ the ranked samples (their files written) and the scratch control."""
 
 from __future__ import annotations
 
-from analysis.report import your_data as page_data
 from analysis.report import your_data_figures as page_figures
+from analysis.report import your_data_page as page_data
 from analysis.report import your_data_samples as samples
 from analysis.report.blocks import Blocks, Figure, Markdown, Table
 from analysis.report.blocks import figures as figure_blocks
-from analysis.report.your_data import YourData
+from analysis.report.your_data_page import YourData
 
 
 def read(page: YourData) -> Blocks:

@@ -5,7 +5,7 @@ papermill will use, executed with a profile's parameters, and its code cells tag
 pages show results only. The book is built over the project's ``_config.yml`` and ``_toc.yml``
 with warnings as errors, HTML into ``book/_build/html``. Before it builds, ``build_book`` writes
 what the pages include from the code (``write_generated``: the checks page's claims, from the
-registry, into ``book/_generated``, which git ignores), so that no page holds a pasted copy.
+registry, and the code map's tables, from the packages' docstrings, into ``book/_generated``, which git ignores), so that no page holds a pasted copy.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from analysis.core.errors import StudyError
 from analysis.profiles import Profile
 from analysis.report import verdicts
 from analysis.report.display import PAGE_ENDS
-from analysis.runlog import RunRecord
-from analysis.study import measured
+from analysis.store.runlog import RunRecord
+from analysis.study import code_map, measured
 
 PROJECT_ROOT = chapters.PROJECT_ROOT
 KERNEL_NAME = "python3"
@@ -47,6 +47,7 @@ GENERATED_FOLDER = Path("book", "_generated")
 CLAIMS_FILE = GENERATED_FOLDER / "claims.md"
 # ... and the measured runs with this build's run, ``{include}``d by book/execution_statistics.md.
 MEASURED_RUNS_FILE = GENERATED_FOLDER / "measured_runs.md"
+CODE_MAP_FILE = GENERATED_FOLDER / "code_map.md"  # the code map's module tables (``code_map.stage_tables``)
 
 
 # --------------------------------------------------------------------------- notebooks
@@ -328,13 +329,17 @@ def write_generated(book_root: Path, *, run: RunRecord | None = None) -> list[Pa
     claims of the checks page (``verdicts.claims_markdown``: each check's anchor, plain words, estimand
     and rule), included by book/checks.md, whose anchors (``verdicts.anchor``) the other pages link to;
     the measured runs of ``book/_data/measured.csv`` beside ``run``, the run that made this book
-    (``measured.page_markdown``), included by book/execution_statistics.md. The files written."""
+    (``measured.page_markdown``), included by book/execution_statistics.md; and the code map's module
+    tables (``code_map.stage_tables``, from the packages' docstrings), included by book/code_map.md.
+    The files written."""
     claims = book_root / CLAIMS_FILE
     claims.parent.mkdir(parents=True, exist_ok=True)
     claims.write_text(verdicts.claims_markdown() + "\n")
     runs = book_root / MEASURED_RUNS_FILE
     runs.write_text(measured.page_markdown(measured.read_measured(book_root / measured.MEASURED_FILE), run) + "\n")
-    return [claims, runs]
+    tables = book_root / CODE_MAP_FILE
+    tables.write_text(code_map.stage_tables())
+    return [claims, runs, tables]
 
 
 def build_book(

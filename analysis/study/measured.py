@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from analysis import runlog
 from analysis.core.errors import StudyError
-from analysis.runlog import RunRecord
+from analysis.store import runlog
+from analysis.store.runlog import RunRecord
 
 MEASURED_FILE = Path("book", "_data", "measured.csv")
 COLUMNS = (

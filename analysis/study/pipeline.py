@@ -28,16 +28,16 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from analysis import data, profiles, runlog
+from analysis import data, profiles
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.extract import models, runner, screen
 from analysis.extract.threads import ThreadChoice
 from analysis.profiles import Profile
 from analysis.report.coverage import HUB_SOURCE
-from analysis.store import ResultsStore
-from analysis.store_files import export_parquet
-from analysis.study import your_data
+from analysis.store import ResultsStore, runlog
+from analysis.store.store_files import export_parquet
+from analysis.study import your_data_run
 from analysis.study.book import (
     BOOK_EXPORT,
     NOTEBOOK_FOLDER,
@@ -264,7 +264,7 @@ def train_profile(
 def include_your_data(root: Path, book_root: Path, say: Callable[[str], None] = print) -> Path | None:
     """The your-data page that ``profile-data`` executed into its default results folder, copied
     into the book's chapters (None when there is none)."""
-    source = root / your_data.DEFAULT_OUT / f"{your_data.NOTEBOOK}.ipynb"
+    source = root / your_data_run.DEFAULT_OUT / f"{your_data_run.NOTEBOOK}.ipynb"
     if not source.is_file():
         return None
     target = book_root / NOTEBOOK_FOLDER / source.name

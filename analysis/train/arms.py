@@ -8,8 +8,8 @@ from pathlib import Path
 
 from analysis import data
 from analysis.core.settings import ExtractionSettings, TrainingSettings
+from analysis.data.records import load_records
 from analysis.extract import models, runner
-from analysis.records import load_records
 from analysis.train import loop
 from analysis.train.naming import TrainingRunId
 

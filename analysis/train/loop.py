@@ -33,11 +33,12 @@ import pandas as pd
 import torch
 from tqdm.auto import tqdm
 
-from analysis import data, sample_draws
+from analysis import data
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
+from analysis.data import sample_draws
+from analysis.data.records import load_records
 from analysis.extract import gradients, models, preparation, runner
-from analysis.records import load_records
 from analysis.store import ResultsStore
 from analysis.train import checkpoint, run_tables, weights
 from analysis.train.naming import RUNS_FOLDER, TrainingRunId

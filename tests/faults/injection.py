@@ -7,7 +7,7 @@ would strike, so a fork server may set it per child; with none set the patched c
 the original. Production code holds no trace of them.
 
 - ``LAYER_GRADIENT_WRITE_PAUSE=SECONDS``: every part written to a results store stalls that long
-  just before and just after its rename (``analysis.store_files._fsync_and_replace``), so that a test
+  just before and just after its rename (``analysis.store.store_files._fsync_and_replace``), so that a test
   can interrupt a write there.
 - ``LAYER_GRADIENT_WRITE_HOLD=FILE``: the same stalls last while FILE exists.
 - ``LAYER_GRADIENT_WORKER_CRASH=N@DIR``: after each batch of the extraction loop
@@ -91,7 +91,7 @@ def patch_runner(runner: ModuleType) -> None:
 
 
 PATCHES: dict[str, Callable[[ModuleType], None]] = {
-    "analysis.store_files": patch_store,
+    "analysis.store.store_files": patch_store,
     "analysis.extract.runner": patch_runner,
 }
 

@@ -1,5 +1,11 @@
-"""The extraction over Ray: ``driver`` plans and stores, ``work`` is what a worker computes,
-``summary`` what the run reports. Ray is optional and imported only when a run starts."""
+"""The extraction over Ray. Ray is optional and imported only when a run starts.
+
+Modules:
+
+- ``driver``: the extraction on a Ray cluster: planning, shards, the one writer
+- ``work``: the Ray actors that hold a model and compute shards
+- ``summary``: what a distributed run did, with the failed samples
+"""
 
 from analysis.extract.distributed.driver import INSTALL_HINT, require_ray, run_extraction
 from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges

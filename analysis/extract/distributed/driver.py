@@ -30,10 +30,10 @@ from dataclasses import dataclass
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data_files, sample_draws
 from analysis.core import registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
+from analysis.data import data_files, sample_draws
 from analysis.extract import preparation, runner
 from analysis.extract.distributed.summary import ExtractionReport, ShardFailure, index_ranges  # noqa: F401
 from analysis.extract.distributed.work import (  # noqa: F401

@@ -19,7 +19,7 @@ from analysis import data
 from analysis.core import cache, registry
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings
-from analysis.data_errors import DataError
+from analysis.data.data_errors import DataError
 from analysis.extract import models, preparation, runner
 from analysis.store import RunKey
 

@@ -1,15 +1,25 @@
 """The simulations of the rules' error rates, in the study's own design and under harder noise.
+The engine imports only ``rule``; nothing here imports the registry when imported
+(``rule_rates.checks_by_rule`` reads it when called).
 
-``rule``: the simulated rules, each declared once (``Rule``: its name, stated rate, one simulated
-run and design; the checks of the registry point at them); ``designs``: the simulated designs of
-the study and one simulated run of each of its rules (their false "holds" and false "does not
-hold"); ``rule_rates``: the tables the methods page quotes (error rates, coverage, skew, shares,
-power); ``scenarios``: one-sided misses of the intervals under harder noise; ``ratio_sizes``: the
-sizes of per-layer log ratios for "nearly the same" and F4; ``gap_calibration`` and
-``training_calibration``: the rules of A1, A3 and G1 and of the training checks. The engine they
-simulate (checks, parts, rules, pooling, quantities) is ``analysis.findings``. ``checks`` imports
-``rule``; nothing here imports the registry when imported (``rule_rates.checks_by_rule`` reads it
-when called).
+Modules:
+
+- ``rule``: the simulated rules, each declared once (``Rule``: its name, stated rate, one simulated run and
+  the design it is simulated in), and their false "holds" and "does not hold" (``false_holds``,
+  ``false_fails``)
+- ``designs``: the error rates of the rules, by simulation in the study's design: the designs and one
+  simulated run of each rule simulated there (``gap_holds``, ``gap_fails``, ...)
+- ``rule_rates``: the tables of error rates, coverage, skew, shares and power that the methods page quotes,
+  and which checks each rule stands for (``checks_by_rule``)
+- ``scenarios``: one-sided misses of the intervals under harder noise
+- ``ratio_sizes``: the sizes of per-layer log ratios: noise-corrected mean squares for "nearly the same" and
+  F4
+- ``gap_calibration``: the simulated error rates of A1's, A3's and G1's rules: one run of each
+  (``averaging_holds``, ``equal_loss_holds``, ``beyond_loss_null_holds``)
+- ``control_calibration``: the simulated error rates of A4's and A5's rules: one run of each
+  (``gap_share_holds``, ``within_holds``, ``within_fails``)
+- ``training_calibration``: the simulation of the training rules' error rates: the runs of a training design,
+  one verdict per check (``simulated_verdicts``) that each training rule reads, its check's
 """
 
 from analysis.findings.calibration.designs import (

@@ -36,18 +36,12 @@ from analysis.findings.calibration.rule import GAP, RULES, SAME, Rule, Simulated
 from analysis.findings.rules import HOLDS, Part, decide, instructions_for_power
 
 if TYPE_CHECKING:
-    from analysis.findings.checks import Registry
+    from analysis.findings.check_registry import Registry
 
 
-def checks_by_rule(registry: Registry | None = None) -> dict[Rule, tuple[str, ...]]:
-    """rule -> the checks of ``registry`` (None: the study's, ``checks.REGISTRY``) whose error rates
-    it measures, in ``rule.RULES`` order and then the rules only that registry declares (rules no
-    check names left out)."""
-    if registry is None:
-        # here, not at the top: ``checks`` imports the rules of this package
-        from analysis.findings.checks import REGISTRY
-
-        registry = REGISTRY
+def checks_by_rule(registry: Registry) -> dict[Rule, tuple[str, ...]]:
+    """rule -> the checks of ``registry`` whose error rates it measures, in ``rule.RULES`` order and
+    then the rules only that registry declares (rules no check names left out)."""
     named: dict[Rule, list[str]] = {}
     for check in registry:
         for rule in check.calibrated_by:
@@ -62,13 +56,13 @@ def false_holds_table(
     n: int = 5,
     rules: Sequence[Rule] | None = None,
     training: training_calibration.TrainingDesign | None = None,
-    registry: Registry | None = None,
     *,
+    registry: Registry,
     reps: int = 1000,
     n_resamples: int = 400,
     seed: int = 0,
 ) -> pd.DataFrame:
-    """``false_holds`` of every rule that a check of the registry (None: the study's) names
+    """``false_holds`` of every rule that a check of ``registry`` names
     (``checks_by_rule``; or of ``rules``) in every design of ``study_designs(n)`` (nominal: 2.5%),
     and ``false_fails`` of the rules whose claim is also made true (``Rule.fails``; nominal: at
     most 2.5%), with the checks each rule stands for. The rules of the training checks are

@@ -11,7 +11,7 @@ probes after training are the step-0 probes moved by the run; the log weight cha
 the training-set effects and, in one scenario, a trend over depth that the step-0 curve shares.
 Every claim is false in every scenario: the step-0 curve does not predict the weight change beyond
 depth (T1), the arms' weight changes do not differ (T2), the gap shrinks by exactly T3's margin
-(T3). The simulated arrays go through ``training.t1_from_cubes`` / ``t2_from_cubes`` /
+(T3). The simulated arrays go through ``training_checks.t1_from_cubes`` / ``t2_from_cubes`` /
 ``t3_from_cubes`` and ``rules.decide``, the functions the chapter's checks call, one verdict per
 check (``simulated_verdicts``); ``simulated_tables`` writes them as the store's rows for the
 end-to-end tests. The rules (``RULES``: ``rule.RANK_CORRELATION``, ``rule.ARM_CHANGE``,
@@ -31,7 +31,7 @@ from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
 from analysis.findings.calibration.rule import TRAINING_RULES, Rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, Verdict, decide
-from analysis.findings.training import (
+from analysis.findings.training_checks import (
     T3_MARGIN,
     NotApplicable,
     TrainingResampling,

@@ -20,6 +20,7 @@ from analysis import data, profiles
 from analysis.core import layer_stats, vocabulary
 from analysis.core.formatting import fmt_interval
 from analysis.core.registry import scratch_name
+from analysis.data.records import load_records
 from analysis.findings import closest_setting, metrics
 from analysis.findings.bootstrap import (
     CurveDraws,
@@ -28,7 +29,6 @@ from analysis.findings.bootstrap import (
     combine,
     pooled,
 )
-from analysis.records import load_records
 from analysis.report.load import ReportError, sampled
 from analysis.report.notebook_parameters import DataParameters, validate_data
 from analysis.store import ResultsStore

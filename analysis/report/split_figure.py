@@ -14,7 +14,6 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from analysis import runlog
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt_interval
 from analysis.findings import gap_split
@@ -24,8 +23,8 @@ from analysis.report import plots
 from analysis.report.blocks import Blocks, Markdown, fold
 from analysis.report.blocks import Figure as FigureBlock
 from analysis.report.load import ReportError, load_results
-from analysis.store import ResultsStore
-from analysis.store_files import is_exported_file, read_exported
+from analysis.store import ResultsStore, runlog
+from analysis.store.store_files import is_exported_file, read_exported
 
 BARS = (gap_split.TOTAL, *(s.name for s in gap_split.STEPS))  # top to bottom
 EXTRACT = "python -m analysis extract"

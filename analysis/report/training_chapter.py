@@ -16,13 +16,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
+from analysis import checks
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.settings import TrainingSettings
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.findings import calibration, checks, training
+from analysis.findings import calibration, training_checks
 from analysis.findings.calibration import training_calibration
 from analysis.findings.rules import Finding
+from analysis.findings.scopes import Scope
 from analysis.profiles import Profile
 from analysis.report import notebook_parameters, plots, sections, verdicts
 from analysis.report.blocks import Blocks, Markdown, Table, fold
@@ -65,7 +67,7 @@ class TrainingPage:
             raise TrainingPageError(f"profile {profile!r} is not a training profile; run make book PROFILE=training")
         store = ResultsStore(results, create=False)
         rows = store.read("rows", filters=[("model", "in", _probe_models(store))], columns=PROBE_COLUMNS)
-        probes = training.with_run_columns(rows)
+        probes = training_checks.with_run_columns(rows)
         losses, change = (
             run_tables.read_table(results, run_tables.LOSSES),
             run_tables.read_table(results, run_tables.WEIGHT_CHANGE),
@@ -115,17 +117,17 @@ class TrainingPage:
     def empty(self) -> bool:
         return self.probes.empty
 
-    def checks(self, scope: str | None = None) -> tuple[str, ...]:
+    def checks(self, scope: Scope | None = None) -> tuple[str, ...]:
         """The checks this chapter shows (of one scope, if given)."""
         return checks.on_chapter(CHAPTER, scope, self.registry)
 
     def findings(self, shown=None) -> list[Finding]:
         """The findings of the chapter's checks on these runs, at the last step every run reached, computed once."""
         if self._found is None:
-            runs = training.TrainingRuns(
+            runs = training_checks.TrainingRuns(
                 self.probes, self.change, self.last_step, self.profile.n_resamples, self.profile.seed
             )
-            self._found = checks.run_checks({}, self.checks(), extra={training.TRAINING_RUNS: runs})
+            self._found = checks.run_checks({}, self.checks(), extra={training_checks.TRAINING_RUNS: runs})
         return [f for f in self._found if shown is None or f.check in shown]
 
     @property
@@ -153,7 +155,7 @@ class TrainingPage:
 
 
 def _probe_models(store: ResultsStore) -> list[str]:
-    return sorted(m for m in store.distinct("model") if training.is_probe_model(m))
+    return sorted(m for m in store.distinct("model") if training_checks.is_probe_model(m))
 
 
 def verdicts_section(page: TrainingPage) -> Blocks:
@@ -291,6 +293,6 @@ def error_rates(page: TrainingPage, reps: int = 200) -> pd.DataFrame:
     s = page.training_settings
     design = training_calibration.TrainingDesign(s.n_probes, len(s.seeds), int(page.change["layer"].max()) + 1)
     table = training_calibration.false_holds_by_scenario(
-        design, reps, n_resamples=200, seed=page.profile.seed, checks_of=calibration.checks_by_rule()
+        design, reps, n_resamples=200, seed=page.profile.seed, checks_of=calibration.checks_by_rule(checks.REGISTRY)
     )
     return table[["rule", "checks", "scenario", "runs' design", "instructions", "reps", "holds when false"]]

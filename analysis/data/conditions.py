@@ -2,8 +2,8 @@
 
 A condition is (dataset, setting, responses): e.g. ``aqua/detailed/correct`` is the AQuA file
 with GPT-4o chains of thought and correct responses. Where the files are, their sha256 and their
-download are in :mod:`analysis.data_files`; how a file's records are read and validated in
-:mod:`analysis.records`; the seeded sample a run takes of them in :mod:`analysis.sample_draws`.
+download are in :mod:`analysis.data.data_files`; how a file's records are read and validated in
+:mod:`analysis.data.records`; the seeded sample a run takes of them in :mod:`analysis.data.sample_draws`.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from analysis.core.vocabulary import (
     RESPONSES,
     SCORED_SUBSET_SETTINGS,
 )
-from analysis.data_errors import DataError
-from analysis.data_files import DATA_ENV, data_dir, expected_sha256, file_sha256
-from analysis.records import RECORD_SUFFIXES, Record, load_records
+from analysis.data.data_errors import DataError
+from analysis.data.data_files import DATA_ENV, data_dir, expected_sha256, file_sha256
+from analysis.data.records import RECORD_SUFFIXES, Record, load_records
 
 MATH_DATASETS = {"math-algebra": "algebra", "math-counting": "counting_probability", "math-geometry": "geometry"}
 _COT_SUFFIX = {"none": "no_cot", "simplified": "with_cot", "detailed": "with_cot_gpt4o"}

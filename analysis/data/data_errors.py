@@ -1,5 +1,5 @@
 """What the study cannot use of its data: ``DataError``, raised where the data files are located,
-checked and downloaded (:mod:`analysis.data_files`), read (:mod:`analysis.records`) and looked up as
+checked and downloaded (:mod:`analysis.data.data_files`), read (:mod:`analysis.data.records`) and looked up as
 conditions (:mod:`analysis.data`)."""
 
 from __future__ import annotations

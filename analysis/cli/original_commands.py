@@ -7,7 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import data_files
+from analysis.data import data_files
 
 
 def _tokenizer_folder(text: str) -> tuple[str, str]:
@@ -96,12 +96,11 @@ def run_import_original(args: argparse.Namespace) -> int:
     """Import, one file at a time, recording each file in the run log; every line not stored is reported.
 
     Exit status 1 when any line or file was rejected (after importing the rest), else 0."""
-    from analysis import runlog
-    from analysis.extract import original
-    from analysis.store import ResultsStore
+    from analysis.extract import original_import
+    from analysis.store import ResultsStore, runlog
 
     store = ResultsStore(args.out)
-    profile = {"name": "import-original", "source": args.source, "origin": original.ORIGIN}
+    profile = {"name": "import-original", "source": args.source, "origin": original_import.ORIGIN}
     with runlog.recording(args.out, profile, packages=runlog.IMPORT_PACKAGES) as log:
 
         def on_file(report) -> None:
@@ -110,7 +109,7 @@ def run_import_original(args: argparse.Namespace) -> int:
             for line in report.problem_lines():
                 print(line, file=sys.stderr)
 
-        result = original.import_source(
+        result = original_import.import_source(
             args.source,
             store,
             args.data_dir,
@@ -138,11 +137,10 @@ def run_import_original(args: argparse.Namespace) -> int:
 
 def run_add_token_counts(args: argparse.Namespace) -> int:
     """R for every stored sample that lacks it, one line per model; exit status 1 where some stay unknown."""
-    from analysis import runlog
     from analysis.extract import token_counts
     from analysis.extract.original_sources import model_for
-    from analysis.store import ResultsStore
-    from analysis.store_errors import StoreError
+    from analysis.store import ResultsStore, runlog
+    from analysis.store.store_errors import StoreError
 
     store = ResultsStore(args.store, create=False)
     if not (store.root / "store.json").is_file():

@@ -36,10 +36,11 @@ import numpy as np
 import pandas as pd
 from tqdm.auto import tqdm
 
-from analysis import data, runlog
+from analysis import data
 from analysis.core import layer_stats, registry
 from analysis.core.settings import ORIGINAL_MAX_LENGTH
 from analysis.core.vocabulary import PROJECTIONS
+from analysis.data.records import Record, load_records
 from analysis.extract import architectures
 from analysis.extract.architectures import Architecture
 from analysis.extract.original_report import FileReport, ImportResult, absent_files
@@ -52,9 +53,8 @@ from analysis.extract.original_sources import (
     streamed,
 )
 from analysis.extract.token_counts import TokenCounter
-from analysis.records import Record, load_records
-from analysis.store import ResultsStore, RunKey, run_labels, skip_record
-from analysis.store_errors import StoreError
+from analysis.store import ResultsStore, RunKey, run_labels, runlog, skip_record
+from analysis.store.store_errors import StoreError
 
 # The file's statistic -> the store's column, and the columns the files do not hold (analysis.core.layer_stats).
 FIELD_STATISTICS = {s.original: s.name for s in layer_stats.per_layer_original()}

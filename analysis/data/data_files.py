@@ -17,7 +17,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import IO
 
-from analysis.data_errors import DataError
+from analysis.data.data_errors import DataError
 
 DATA_ENV = "LAYER_GRADIENT_DATA"
 DEFAULT_DATA_DIR = Path("data/layer_gradient")

@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 
-from analysis import data, data_files
+from analysis import data
 from analysis.core import settings
 from analysis.core.errors import StudyError
 from analysis.core.settings import ExtractionSettings, TrainingSettings
+from analysis.data import data_files
 
 DEFAULTS = TrainingSettings()
 

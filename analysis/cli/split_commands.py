@@ -32,7 +32,7 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def run_split(args: argparse.Namespace) -> int:
-    from analysis.report.gap_split import load_split
+    from analysis.report.split_figure import load_split
 
     stored = load_split(args.results_dir, stat=args.stat, n_resamples=args.n_resamples)
     table, dropped = stored.split.table(), stored.split.dropped_table()

@@ -1,6 +1,6 @@
 """The results store: a directory of Parquet files that any pandas user can read.
 
-A whole store can also travel as one Parquet file of its rows (:func:`analysis.store_files.export_parquet`),
+A whole store can also travel as one Parquet file of its rows (:func:`analysis.store.store_files.export_parquet`),
 which the book's pages read like a store. Layout under the store's root::
 
     store.json                                   format marker and version
@@ -13,7 +13,7 @@ the columns ``origin``, ``origin_file`` and ``origin_sha256``; what those files 
 gradient's descending singular values in a list column ``singular_values``. A part file is written under a hidden temporary
 name and renamed into place, so it appears whole or not at all (readers ignore hidden files).
 A part damaged afterwards (cut short by a copy, say) makes every read raise ``DamagedPart``
-(:mod:`analysis.store_errors`) naming it: a sample's rows lie in one part only, so once that file
+(:mod:`analysis.store.store_errors`) naming it: a sample's rows lie in one part only, so once that file
 is removed, running again the command that wrote it computes (or imports) exactly the samples it held.
 A run holds an exclusive lock on its own directory while it computes, so two processes never
 write the same samples; a second one is told so before it computes anything. Re-running a
@@ -39,9 +39,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from analysis import data, store_files
+from analysis import data
 from analysis.core.registry import model_slug
-from analysis.store_errors import StoreError
+from analysis.store import store_files
+from analysis.store.store_errors import StoreError
 
 FORMAT = "layer-gradient-results"
 VERSION = 1

@@ -1,5 +1,5 @@
 """What goes wrong with a results store: ``StoreError``, and ``DamagedPart`` for a part file that
-cannot be read (raised by :mod:`analysis.store_files`, which reads the parts)."""
+cannot be read (raised by :mod:`analysis.store.store_files`, which reads the parts)."""
 
 from __future__ import annotations
 

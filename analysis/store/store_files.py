@@ -17,7 +17,7 @@ import pyarrow.dataset as ds
 import pyarrow.parquet as pq
 
 from analysis.core.memory import release_freed_memory
-from analysis.store_errors import DamagedPart
+from analysis.store.store_errors import DamagedPart
 
 # Compact reads allocate from the system's allocator: Arrow's own keeps what its reading threads
 # freed (ten models' rows read: 2.5 GB resident for a 1 GB table), the system's gives it back.

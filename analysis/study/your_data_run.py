@@ -198,7 +198,7 @@ def run(
 
 def _profile(model: str, data_files: Sequence[str], request: ProfileData) -> ProfileResult:
     """``run`` with its arguments gathered."""
-    from analysis.report.your_data import user_files
+    from analysis.report.your_data_page import user_files
 
     started = time.perf_counter()
     files = [f.path for f in user_files(data_files, request.reference_datasets)]

@@ -9,8 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from analysis.data_errors import DataError
-from analysis.data_files import DATA_ENV
+from analysis.data.data_errors import DataError
+from analysis.data.data_files import DATA_ENV
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,7 @@
-"""A5: reasoning or context? After a long chain the same answer tokens have a different gradient
-(A2); is that the reasoning, or any long text before the answer?
+"""A5: reasoning or context? Its roles, its parts (``a5_parts``) and its registry entry (``CHECK``).
+
+After a long chain the same answer tokens have a different gradient (A2); is that the reasoning,
+or any long text before the answer?
 
 Two controls keep the answer, the phrase before it and a text of the chain's length, and take away
 the reasoning: the instruction's own Detailed CoT with its words shuffled (the same words, no order:
@@ -13,10 +15,13 @@ matters beyond its length and words. A2's own gap is shown beside.
 
 from __future__ import annotations
 
-from analysis.findings import roles
+from analysis.checks.check_chapters import GAP
+from analysis.findings import roles, same_tokens
+from analysis.findings.calibration import rule
 from analysis.findings.roles import Role
-from analysis.findings.rules import SAME_MARGIN, Part, Unit
+from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit
 from analysis.findings.same_tokens import DETAILED, NONE, OTHER, SHUFFLED, answer_gap
+from analysis.findings.scopes import PerModelCheck, Words
 
 ORDER = Role("the answer's gradient after its own chain over after the same words shuffled (A5)")
 FOREIGN = Role("the answer's gradient after its own chain over after another instruction's chain (A5)")
@@ -41,3 +46,32 @@ def a5_parts(cd, dataset: str, **_) -> list[Part] | None:
     if gap is not None:
         parts.append(Part(A2_PART, gap, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP, decides=False))
     return parts
+
+
+_MARGIN = SAME_MARGIN_PERCENT
+
+CHECK = PerModelCheck(
+    id=CheckId("A5"),
+    plain="The answer's gradient after its own chain is nearly what the same words shuffled, or another chain, give",
+    lead=2,
+    headline=ORDER,
+    says=(
+        (ORDER, "nearly the same as after its words shuffled"),
+        (FOREIGN, "nearly the same as after another chain"),
+    ),
+    words=Words(
+        holds="any long context of the chain's words does what the reasoning does: the context, not the reasoning",
+        fails="the chain's order or content changes the answer's gradient beyond its words and length",
+        unresolved="these instructions do not tell the reasoning's effect from the context's",
+    ),
+    claim=(
+        "A2 against its controls: scoring only the final answer after the same phrase, its gradient after the "
+        "instruction's own Detailed CoT is nearly the same as after the same words shuffled and as after "
+        "another instruction's Detailed CoT (each paired log ratio of nuclear norms, geometric mean over the "
+        f"instructions both hold, within {_MARGIN}: two one-sided tests); A2's gap shown beside"
+    ),
+    parts=a5_parts,
+    chapters=GAP,
+    calibrated_by=(rule.WITHIN,),
+    reads=same_tokens.READS,
+)

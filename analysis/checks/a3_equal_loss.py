@@ -1,0 +1,34 @@
+"""A3: A2 holds also at equal answer loss."""
+
+from __future__ import annotations
+
+from analysis.checks.check_chapters import GAP
+from analysis.findings import roles, same_tokens
+from analysis.findings.calibration import rule
+from analysis.findings.rules import CheckId
+from analysis.findings.scopes import PerModelCheck, Words
+
+CHECK = PerModelCheck(
+    id=CheckId("A3"),
+    lead=2,
+    says=((roles.EQUAL_LOSS_GAP, "smaller at equal answer loss"),),
+    words=Words(
+        holds="at equal answer loss the answer's gradient is still smaller after the reasoning",
+        fails="at equal answer loss the answer's gradient is not smaller after the reasoning",
+        unresolved="these instructions do not decide the gap at equal answer loss",
+    ),
+    plain="A2 holds also at equal answer loss",
+    headline=roles.EQUAL_LOSS_GAP,
+    claim=(
+        "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
+        "the answer's gradient is still larger without reasoning (the intercept of the paired regression of "
+        "A2's log nuclear-norm gap on the gap in the answer tokens' mean log(1 - p), its interval with the "
+        "n - 2 degrees of freedom of a line; no verdict where the resamples leave the line undetermined)"
+    ),
+    parts=same_tokens.a3_parts,
+    chapters=GAP,
+    calibrated_by=(rule.EQUAL_LOSS,),
+    reads=same_tokens.READS,
+    note=same_tokens.extrapolation_note,
+    gate=same_tokens.line_determined,
+)
