@@ -34,8 +34,7 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("intro", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",))
 
 # %% tags=["remove-input"]
-show(sections.split(page))
-show(sections.finding(page))
+show(sections.answer(page))
 show(sections.summary(page))
 
 # %% [markdown]

@@ -239,4 +239,4 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
     lacking = chain_rows()
     assert split_report.split_blocks(curves(lacking[lacking["setting"] != "none_answer"])) == []
     intro = (ROOT / "notebooks" / "intro.py").read_text()
-    assert intro.index("sections.split(page)") < intro.index("sections.finding(page)")
+    assert intro.index("sections.answer(page)") < intro.index("sections.summary(page)")

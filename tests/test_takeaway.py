@@ -64,3 +64,12 @@ def test_the_a2_sentence_counts_its_verdicts_and_gives_the_token_sum_reversal():
         "reverses (x0.03 to x0.04)."
     )
     assert takeaway.a2_sentence([], token_sum=[2.0]) == "Under a loss summed over tokens F1's gap stays (x2)."
+
+
+def test_after_the_split_one_sentence_says_the_summed_loss_without_naming_a_check():
+    assert takeaway.token_sum_sentence([]) == "" and takeaway.token_sum_sentence([float("nan")]) == ""
+    reverses = takeaway.token_sum_sentence([0.05, 0.8])
+    assert reverses.startswith("Under a loss summed over response tokens") and "reverses" in reverses
+    assert "stays" in takeaway.token_sum_sentence([1.5, 2.0])
+    assert "goes either way" in takeaway.token_sum_sentence([0.5, 2.0])
+    assert not any(check in reverses for check in ("F1", "A1", "A2", "A4"))

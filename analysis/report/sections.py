@@ -86,21 +86,23 @@ def answers(page: Page, *, scope: Scope | None = None) -> Blocks:
     return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS])
 
 
-def split(page: Page) -> Blocks:
-    """F1's gap split into its four steps (``split_figure.split_blocks``): sentences, figure, how to read it."""
-    return [] if page.empty else split_figure.split_blocks(page.draws, note=page.note())
-
-
-def finding(page: Page) -> Blocks:
-    """What was found, first: at most three sentences with sizes (``takeaway.found``), then the figure
-    that shows it, F1's gap per layer with every response token scored and with the answer's tokens
-    alone (``answer_tokens.layer_gap_figure``)."""
+def answer(page: Page) -> Blocks:
+    """What was found, first. Where the store holds the split's conditions: F1's gap split into its
+    four steps (``split_figure.split_blocks``: at most three sentences, the figure, how to read it),
+    then F1's gap under a loss summed over tokens in one sentence. Elsewhere: at most three sentences
+    with sizes (``takeaway.found``). Then the figure of F1's gap per layer with every response token
+    scored and with the answer's tokens alone (``answer_tokens.layer_gap_figure``)."""
     if page.empty:
         return []
-    text = takeaway.found(page.findings(), token_sum=answer_tokens.token_sum_ratios(page))
+    token_sum = answer_tokens.token_sum_ratios(page)
+    out: Blocks = split_figure.split_blocks(page.draws, note=page.note())
+    if out:
+        text = takeaway.token_sum_sentence(token_sum)
+    else:
+        text = takeaway.found(page.findings(), token_sum=token_sum)
+    out += [Markdown(text)] if text else []
     table = answer_tokens.layer_gaps(page, every_token_alone=True)
     figure = answer_tokens.layer_gap_figure(table, page.note()) if not table.empty else None
-    out: Blocks = [Markdown(text)] if text else []
     if figure is not None:
         alt = "Per layer, F1's gap with every response token scored"
         if answer_tokens.SAME in set(table["gap"]):

@@ -6,6 +6,8 @@ averaging alone predicts (A1, with what is left of F1's own nuclear norm beyond 
 scored on as few tokens as the bare answer (A4); and the answer's own tokens scored with and without
 reasoning before them (A2), with F1's gap under a loss summed over tokens. Every size is the value of
 the part named beside it, over the cells a summary reads (``cells.answers``), worded by ``voice``.
+Where the first page shows the split of F1's gap, only the summed loss's sentence follows it
+(``token_sum_sentence``).
 """
 
 from __future__ import annotations
@@ -101,17 +103,37 @@ def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) ->
             f'reasoning is {_range(gap)} (A2\'s "smaller after reasoning": '
             f"{_part_verdicts(findings, 'A2', roles.SAME_TOKEN_GAP)})"
         )
-    sums = [v for v in token_sum if np.isfinite(v)]
-    if sums:
-        low, high = voice.size(min(sums), Unit.RATIO, times=True), voice.size(max(sums), Unit.RATIO, times=True)
-        reverses = "reverses" if max(sums) < 1 else "stays" if min(sums) > 1 else "goes either way"
-        pieces.append(
-            f"under a loss summed over tokens F1's gap {reverses} ({low if low == high else f'{low} to {high}'})"
-        )
+    summed = _token_sum_clause(token_sum)
+    pieces += [summed] if summed else []
     if not pieces:
         return ""
     text = "; ".join(pieces)
     return text[0].upper() + text[1:] + "."
+
+
+def _token_sum(token_sum: Sequence[float]) -> tuple[str, str] | None:
+    """F1's gap under a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT):
+    which way it goes and its sizes ("reverses", "x0.05 to x0.8"); None where the store cannot say."""
+    sums = [v for v in token_sum if np.isfinite(v)]
+    if not sums:
+        return None
+    low, high = voice.size(min(sums), Unit.RATIO, times=True), voice.size(max(sums), Unit.RATIO, times=True)
+    goes = "reverses" if max(sums) < 1 else "stays" if min(sums) > 1 else "goes either way"
+    return goes, low if low == high else f"{low} to {high}"
+
+
+def _token_sum_clause(token_sum: Sequence[float]) -> str:
+    said = _token_sum(token_sum)
+    return f"under a loss summed over tokens F1's gap {said[0]} ({said[1]})" if said else ""
+
+
+def token_sum_sentence(token_sum: Sequence[float]) -> str:
+    """The sentence that follows the split on the first page: fast thinking's larger gradient under a
+    loss summed over tokens, no check named ("" where the store cannot say)."""
+    said = _token_sum(token_sum)
+    if said is None:
+        return ""
+    return f"Under a loss summed over response tokens instead of averaged, fast thinking's larger gradient {said[0]} ({said[1]})."
 
 
 def found(findings: Sequence[Finding], *, token_sum: Sequence[float] = ()) -> str:
