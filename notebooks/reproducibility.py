@@ -122,9 +122,19 @@ show(sections.misses(page))
 show(sections.skewed(page))
 
 # %% [markdown]
+# ## How much this run resolves
+#
+# A cell is resolved where its claim holds or does not hold; one that is not resolved needs more
+# instructions (the size its page states) or more datasets. The split of F1's gap decides a step
+# where its interval clears 0.
+
+# %% tags=["remove-input"]
+show(sections.resolution(page))
+
+# %% [markdown]
 # The power statements tested: where this run leaves a cell open, its pages say about how many
 # instructions per dataset would decide it (at the cell's measured value and spread). The deciding
-# run (`make book PROFILE=decide`, 30 instructions per dataset on four datasets) tests the
+# run (`make book PROFILE=decide`, 30 instructions per dataset on the six datasets with None CoT) tests the
 # statements of about 40 or fewer: how many of those cells it decided.
 
 # %% tags=["remove-input"]

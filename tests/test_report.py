@@ -554,3 +554,22 @@ def test_a_statistic_no_page_shows_is_read_where_a_check_reads_it(tmp_path, stud
     conditions = sorted(rows["condition"].unique())
     assert "log_miss" not in load_results(root, list(MODELS), conditions).rows
     assert "log_miss" in load_results(root, list(MODELS), conditions, read=("log_miss",)).rows
+
+
+def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
+    """Resolved: holds or does not hold, of the cells tested (not "not applicable", not "too few
+    samples"); the split's family steps decided where their intervals clear 0."""
+    from made_findings import finding
+
+    from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED
+    from analysis.report.reproducibility import STEP_NAMES, resolution_text
+
+    findings = [finding("F1", HOLDS), finding("F1", FAILS, scope="aqua", pooled=False)]
+    findings += [finding("F3", UNRESOLVED), finding("F4", NOT_APPLICABLE), finding("F1", TOO_FEW, scope="gsm8k")]
+    steps = [{"scope": "math_reasoning", "step": s, "decided": i != 0} for i, s in enumerate(STEP_NAMES)]
+    steps += [{"scope": "aqua", "step": STEP_NAMES[0], "decided": False}]  # a dataset's step: not counted
+    text = resolution_text(findings, pd.DataFrame(steps))
+    assert text.startswith("Of the 3 cells tested") and "2 others are not applicable" in text
+    assert "2 are resolved (67%): 1 holds, 1 does not hold, 1 not resolved." in text
+    assert text.endswith("decides 3 of its 4 family steps (an interval that clears 0).")
+    assert resolution_text([finding("F4", NOT_APPLICABLE)], pd.DataFrame(steps)).startswith("No cell was tested")

@@ -6,15 +6,18 @@ is decided here, not in the notebook."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
 
 from analysis.checks import REGISTRY
+from analysis.core import vocabulary
 from analysis.core.cache import simulated_table
-from analysis.findings import calibration, power_tested, skew
+from analysis.findings import calibration, gap_split, power_tested, skew
 from analysis.findings.calibration import scenarios
+from analysis.findings.rules import DECIDED, UNRESOLVED, Finding
 from analysis.report import coverage, gpu_check, provenance, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
@@ -185,6 +188,47 @@ def gpu(r: Reproducibility) -> Blocks:
     """What ``make gpu-check`` measured, where its results lie beside the benchmarks."""
     results = gpu_check.results_path(r.benchmarks)
     return [Markdown(gpu_check.sentence(results)), Table(gpu_check.table(results), empty="", by=None)]
+
+
+STEP_NAMES = [step.name for step in gap_split.STEPS]
+
+
+def resolution(r: Reproducibility) -> Blocks:
+    """How much of the study this run resolves: of the cells that were tested (applicable, with
+    enough instructions), how many hold or do not hold; and how many of the split's family steps are
+    decided (``resolution_text``)."""
+    params = r.page.params
+    data_dir = str(params.data_dir) if params.data_dir else None
+    page = Page.open(
+        "intro",
+        {"profile": params.profile.name, "results_dir": str(params.results_dir), "data_dir": data_dir},
+        stats=("nuclear_norm",),
+    )
+    if page.empty:
+        return [Markdown("The store holds no cell to resolve.")]
+    split = gap_split.gap_split(page.draws).table()
+    return [Markdown(resolution_text(page.findings(), split))]
+
+
+def resolution_text(findings: Sequence[Finding], split: pd.DataFrame) -> str:
+    """ "Of the 60 cells tested (...), 40 are resolved (67%): ...; the split decides 14 of its 16
+    family steps." Tested: a check applicable, every dataset with enough instructions."""
+    tested = [f for f in findings if f.verdict in DECIDED]
+    if not tested:
+        return "No cell was tested: every cell lacks instructions or does not apply."
+    resolved = [f for f in tested if f.verdict is not UNRESOLVED]
+    text = (
+        f"Of the {len(tested)} cells tested (a check that applies, every dataset with enough instructions; "
+        f"{len(findings) - len(tested)} others are not applicable or have too few samples), {len(resolved)} "
+        f"are resolved ({len(resolved) / len(tested):.0%}): {voice.verdict_counts(f.verdict for f in tested)}."
+    )
+    families = split[split["scope"].isin(list(vocabulary.FAMILY_DATASETS)) & split["step"].isin(STEP_NAMES)]
+    if not families.empty:
+        text += (
+            f" The split of F1's gap into four steps decides {int(families['decided'].sum())} of its "
+            f"{len(families)} family steps (an interval that clears 0)."
+        )
+    return text
 
 
 def power_statements(r: Reproducibility) -> Blocks:
