@@ -1,0 +1,110 @@
+"""K draws of scored tokens per sample through one forward pass: each draw's gradient equals the
+plain procedure on its tokens alone, and the first draw is the one draw of a run with K = 1."""
+
+import pytest
+import torch
+from conftest import tiny_model
+
+from analysis import data
+from analysis.core.settings import ExtractionSettings
+from analysis.extract import gradients, plain, preparation, prompts, runner
+from analysis.store import RunKey
+
+# (ids, prompt length): 19 response tokens (the factored spectra, T < 0.8 x 48) and 58 (dense)
+SAMPLES = [(list(range(7, 30)), 4), (list(range(2, 90)), 30)]
+DRAWS = 4
+
+
+def drawn(index: int, size: int, count: int = DRAWS) -> prompts.EncodedSample:
+    ids, prompt_length = SAMPLES[index]
+    whole = prompts.EncodedSample(ids, prompt_length)
+    return prompts.scored_subsets(
+        whole, size, preparation.subset_rng("gsm8k/detailed_scored_none/correct", index), count
+    )
+
+
+def batch_of(encoded, *, more: bool = True) -> gradients.Batch:
+    return gradients.make_batch(
+        [s.input_ids for s in encoded],
+        [s.prompt_length for s in encoded],
+        0,
+        torch.device("cpu"),
+        scored=[s.scored for s in encoded],
+        more_scored=[s.more_scored for s in encoded] if more else None,
+    )
+
+
+def test_the_first_of_k_draws_is_the_one_draw_and_the_others_differ():
+    one, several = drawn(1, 5, count=1), drawn(1, 5)
+    alone = prompts.scored_subset(
+        prompts.EncodedSample(*SAMPLES[1]), 5, preparation.subset_rng("gsm8k/detailed_scored_none/correct", 1)
+    )
+    assert one.scored == several.scored == alone.scored and one.more_scored == ()
+    assert len(several.more_scored) == DRAWS - 1 and len({several.scored, *several.more_scored}) == DRAWS
+    assert all(len(s) == 5 and set(s) <= set(range(30, 88)) for s in several.more_scored)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_k_draws_through_one_forward_pass_equal_the_plain_procedure_on_each(kind):
+    """Two samples of K = 4 draws each beside one scored whole, with the token energy's passes after
+    them on the same graph: every draw's statistics equal a materialised gradient's full SVD."""
+    model = tiny_model(kind, layers=3)
+    encoded = [drawn(0, 6), drawn(1, 5), prompts.EncodedSample(*SAMPLES[0])]
+    results = gradients.batch_statistics(model, batch_of(encoded), token_energy_passes=2)
+    worst, n_layers = 0.0, model.config.num_hidden_layers
+    for result, sample in zip(results[:2], encoded[:2]):
+        assert result.failure is None and len(result.further_subsets) == DRAWS - 1
+        for stats, scored in zip([result, *result.further_subsets], [sample.scored, *sample.more_scored]):
+            one = prompts.EncodedSample(sample.input_ids, sample.prompt_length, scored)
+            expected = plain.reference_statistics(model, one)
+            rows = runner.gradient_rows(stats, preparation.PreparedSample(0, one), {}, n_layers)
+            worst = max(worst, plain.largest_relative_difference(rows, expected, with_loss=True))
+    assert results[2].further_subsets == [] and "token_energy" in results[2].values
+    print(f"largest relative difference over {2 * DRAWS} draws: {worst:.2e}")
+    assert worst < 1e-4
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_the_first_draw_of_k_equals_a_run_of_one_draw(kind):
+    """K = 1 takes today's pass exactly (no further position, the same numbers bit for bit); with
+    K > 1 the first draw's tokens are the same, and its numbers differ only by the rounding of the
+    output head evaluated at more positions."""
+    model = tiny_model(kind, layers=3)
+    encoded = [drawn(0, 6), drawn(1, 5)]
+    several = gradients.batch_statistics(model, batch_of(encoded))
+    one = gradients.batch_statistics(model, batch_of(encoded, more=False))
+    k1 = gradients.batch_statistics(model, batch_of([drawn(0, 6, count=1), drawn(1, 5, count=1)]))
+    worst = 0.0
+    for a, b, c in zip(several, one, k1):
+        assert c.loss == b.loss and c.token_losses == b.token_losses and c.further_subsets == []
+        assert all(torch.equal(c.values[n].nan_to_num(-1.0), v.nan_to_num(-1.0)) for n, v in b.values.items())
+        assert a.loss == pytest.approx(b.loss, rel=1e-6)
+        for name, value in b.values.items():
+            scale = value.abs().clamp_min(1e-12)
+            worst = max(worst, float(((a.values[name] - value).abs() / scale).nan_to_num(0.0).max()))
+    print(f"first of {DRAWS} draws against one draw: largest relative difference {worst:.2e}")
+    assert worst < 1e-5
+
+
+def test_k_draws_are_stored_as_rows_told_apart_by_subset_under_a_key_of_their_own():
+    model = tiny_model("llama", layers=2)
+    sample = drawn(0, 6)
+    result = gradients.batch_statistics(model, batch_of([sample]))[0]
+    prepared = preparation.PreparedSample(3, sample)
+    identity = {"condition": "gsm8k/detailed_scored_none/correct", runner.SUBSETS: DRAWS}
+    rows = runner.sample_rows(result, prepared, identity, 2)
+    assert sorted(rows.groupby(runner.SUBSET_COLUMN).size().to_dict()) == list(range(DRAWS))
+    assert len(rows) == DRAWS * 2 * 4 and rows[runner.SUBSETS].eq(DRAWS).all()
+    assert runner.SUBSET_COLUMN not in runner.sample_rows(result, prepared, {}, 2).columns
+
+    key = RunKey("m", "gsm8k", "detailed_scored_none", "correct", 1024, "base")
+    assert str(key.relative_dir()).endswith("ml1024-base")
+    subset, other = (
+        data.get_condition("gsm8k/detailed_scored_none/correct"),
+        data.get_condition("gsm8k/detailed/correct"),
+    )
+    keyed, labels = runner.with_scored_subsets(key, {}, subset, ExtractionSettings(scored_subsets=DRAWS))
+    assert str(keyed.relative_dir()).endswith(f"ml1024-base-k{DRAWS}") and labels == {runner.SUBSETS: DRAWS}
+    assert runner.with_scored_subsets(key, {}, subset, ExtractionSettings()) == (key, {})
+    assert runner.with_scored_subsets(key, {}, other, ExtractionSettings(scored_subsets=DRAWS)) == (key, {})
+
