@@ -1,13 +1,17 @@
 """K draws of scored tokens per sample through one forward pass: each draw's gradient equals the
 plain procedure on its tokens alone, and the first draw is the one draw of a run with K = 1."""
 
+import numpy as np
+import pandas as pd
 import pytest
 import torch
 from conftest import tiny_model
+from test_scored_tokens import curves, rows_with
 
 from analysis import data
 from analysis.core.settings import ExtractionSettings
 from analysis.extract import gradients, plain, preparation, prompts, runner
+from analysis.findings import metrics, scored_tokens
 from analysis.store import RunKey
 
 # (ids, prompt length): 19 response tokens (the factored spectra, T < 0.8 x 48) and 58 (dense)
@@ -108,3 +112,34 @@ def test_k_draws_are_stored_as_rows_told_apart_by_subset_under_a_key_of_their_ow
     assert runner.with_scored_subsets(key, {}, subset, ExtractionSettings()) == (key, {})
     assert runner.with_scored_subsets(key, {}, other, ExtractionSettings(scored_subsets=DRAWS)) == (key, {})
 
+
+def drawn_rows(draws: int, *, n: int = 12, seed: int = 0) -> pd.DataFrame:
+    """The rows of ``scored_tokens``' test with the subset condition stored as ``draws`` draws: each
+    a copy of its one draw's rows times a seeded factor (draw 0 unchanged)."""
+    rows = rows_with(f1=2.0, subset=1.0, n=n, seed=seed)
+    chosen = rows["setting"] == scored_tokens.SUBSET
+    factors = np.exp(np.random.default_rng(seed).normal(0.0, 0.3, size=draws))
+    factors[0] = 1.0
+    copies = [
+        rows.loc[chosen].assign(nuclear_norm=rows.loc[chosen, "nuclear_norm"] * f, subset=k)
+        for k, f in enumerate(factors)
+    ]
+    return pd.concat([rows[~chosen], *copies], ignore_index=True), float(np.log(factors).mean())
+
+
+def test_the_findings_read_a_samples_mean_log_over_its_draws():
+    rows, shift = drawn_rows(DRAWS)
+    one = rows_with(f1=2.0, subset=1.0)
+    levels = {
+        name: scored_tokens.paired_levels(curves(r), "gsm8k", (scored_tokens.SUBSET,))
+        for name, r in (("k", rows), ("one", one))
+    }
+    gap = levels["k"][scored_tokens.SUBSET].value - levels["one"][scored_tokens.SUBSET].value
+    assert gap == pytest.approx(shift, abs=1e-9)
+    assert metrics.mean_over_draws(one) is one  # one draw: the rows as they are
+    averaged = metrics.mean_over_draws(rows)
+    assert len(averaged) == len(one) and metrics.SUBSET not in averaged.columns
+    assert averaged["n_tokens"].dtype == one["n_tokens"].dtype
+    # a sample stored with one draw and with K keeps its K draws
+    both = pd.concat([one[one["setting"] == scored_tokens.SUBSET], rows], ignore_index=True)
+    assert len(metrics.mean_over_draws(both)) == len(one)
