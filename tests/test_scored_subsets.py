@@ -143,3 +143,35 @@ def test_the_findings_read_a_samples_mean_log_over_its_draws():
     # a sample stored with one draw and with K keeps its K draws
     both = pd.concat([one[one["setting"] == scored_tokens.SUBSET], rows], ignore_index=True)
     assert len(metrics.mean_over_draws(both)) == len(one)
+
+
+def test_k_draws_are_a_run_of_their_own_in_the_store_and_read_back_as_one_value(
+    tiny_model_dir, study_data_dir, tmp_path
+):
+    """K = 1 and K = 3 runs of one condition in one store: each resumes only its own samples, the
+    first draw equals the one draw's numbers, and the pages read one value per sample."""
+    from analysis.extract import models
+    from analysis.report.load import load_results
+    from analysis.store import ResultsStore, read_results
+
+    loaded = models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
+    store, spec = ResultsStore(tmp_path / "r"), "gsm8k/detailed_scored_none/correct"
+    one, three = (ExtractionSettings(n_samples=2, max_length=256, scored_subsets=k) for k in (1, 3))
+    first = runner.extract(loaded, spec, store, settings=one, data_dir=study_data_dir, progress=False)
+    rows_one = read_results(tmp_path / "r")
+    assert first.computed == 2 and runner.SUBSET_COLUMN not in rows_one.columns
+    again = runner.extract(loaded, spec, store, settings=three, data_dir=study_data_dir, progress=False)
+    assert (again.already_done, again.computed) == (0, 2)  # a K = 1 row is never a K = 3 row
+    assert runner.extract(loaded, spec, store, settings=three, data_dir=study_data_dir, progress=False).computed == 0
+    rows = read_results(tmp_path / "r")
+    drawn = rows[rows[runner.SUBSET_COLUMN].notna()]
+    assert sorted(drawn[runner.SUBSET_COLUMN].unique()) == [0, 1, 2] and (drawn[runner.SUBSETS] == 3).all()
+    keys = ["sample_index", "layer", "proj"]
+    zero = drawn[drawn[runner.SUBSET_COLUMN] == 0].sort_values(keys)
+    single = rows_one.sort_values(keys)
+    assert np.allclose(zero["nuclear_norm"], single["nuclear_norm"], rtol=1e-6)
+    read = load_results(tmp_path / "r", [loaded.name], [spec]).rows
+    assert len(read) == len(rows_one) and metrics.SUBSET not in read.columns
+    expected = np.exp(np.log(drawn["nuclear_norm"]).groupby([drawn[k] for k in keys]).mean())
+    got = read.set_index(keys)["nuclear_norm"].astype(float)
+    assert np.allclose(got.loc[expected.index].to_numpy(), expected.to_numpy(), rtol=1e-12)
