@@ -38,12 +38,22 @@ REFERENCE_DATASETS = ("aqua", "gsm8k")
 
 # Samples per condition of the cpu profiles: 5 is the fewest for which the book gives a verdict
 # (bootstrap.MIN_VERDICT_SAMPLES). Five samples of all 86 conditions on both offline models took
-# 44 min 37 s to extract on the 2-core CPU (profile cpu-full); the default cpu profile spends its
-# time on the conditions that decide a verdict (``deciding_conditions``) and fits 30 minutes
-# (book/checks.md, "The default profile"). The samples are a seeded random sample of each file
+# the longest of the 2-core CPU's runs (profile cpu-full); the default cpu profile spends its
+# time on the conditions that decide a verdict (``deciding_conditions``; book/gap_methods.md, "The
+# default profile"). The samples are a seeded random sample of each file
 # (sample_draws.dataset_sample_ids).
 CPU_SAMPLES = 5
 PAPER_SAMPLES = 500
+# Draws of scored tokens per sample of the scored-subset conditions (ExtractionSettings.scored_subsets),
+# chosen by the interval width per minute of the split's two steps that read them (book/gap_methods.md,
+# "F1's gap in four steps"): on Gemma 3 270M, gsm8k, the pick of its 1-3 tokens held 94% of a step's
+# per-instruction variance, and each draw after the first cost 0.68 of the first's time. A run's
+# variance x time is least at K = 9 to 13 (the other conditions costing 4 to 8 first draws per
+# instruction) and within 6% of that at K = 8, which cpu-full takes; decide, held to 90 minutes,
+# takes 4 (86% to 91% of the gain); cpu keeps 1, so that the default book takes no longer than it
+# did, and quick, a smoke run that decides nothing, keeps 1 too.
+SCORED_SUBSETS = 8
+DECIDE_SCORED_SUBSETS = 4
 
 OFFLINE_MODEL_NAMES = tuple(registry.OFFLINE_MODELS)
 PAPER_MODEL_NAMES = tuple(registry.PAPER_MODELS)
@@ -310,7 +320,7 @@ PROFILES: dict[str, Profile] = {
         CPU,
         name="cpu-full",
         conditions=all_conditions(),
-        extraction=CPU.extraction.but(loss_screen=LOSS_SCREEN),
+        extraction=CPU.extraction.but(loss_screen=LOSS_SCREEN, scored_subsets=SCORED_SUBSETS),
         description=f"both offline models, all {len(all_conditions())} conditions (the study files and every view of them), {CPU_SAMPLES} samples each, "
         f"and a loss screen of up to {LOSS_SCREEN} more instructions per dataset for G1's matched pairs",
     ),
@@ -361,10 +371,13 @@ PROFILES: dict[str, Profile] = {
         name="decide",
         models=OFFLINE_MODEL_NAMES,
         conditions=decide_conditions(),
-        extraction=ExtractionSettings(n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu"),
+        extraction=ExtractionSettings(
+            n_samples=DECIDE_SAMPLES, batch_size=1, device="cpu", scored_subsets=DECIDE_SCORED_SUBSETS
+        ),
         n_resamples=1000,
         description=f"both offline models, {DECIDE_SAMPLES} samples of the {len(decide_conditions())} conditions "
-        f"of the split of F1's gap and of F3 on {', '.join(DECIDE_DATASETS)}",
+        f"of the split of F1's gap and of F3 on {', '.join(DECIDE_DATASETS)} ({DECIDE_SCORED_SUBSETS} draws of a "
+        "scored subset's tokens)",
     ),
     "decompose": Profile(
         name="decompose",

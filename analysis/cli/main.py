@@ -73,6 +73,13 @@ def add_extraction_arguments(parser: argparse.ArgumentParser, n_samples: int | N
         help="compute again the samples recorded as skipped for lack of memory (e.g. on a larger GPU)",
     )
     parser.add_argument("--token-energy-passes", type=int, default=0, metavar="K", help=ENERGY_HELP)
+    parser.add_argument(
+        "--scored-subsets",
+        type=int,
+        default=1,
+        metavar="K",
+        help="K draws of scored tokens per sample of a scored-subset condition, through one forward pass (1: one)",
+    )
 
 
 ENERGY_HELP = "also the token energy (chapter Where the gap comes from): exact if R <= K, else K sign passes; 0: off"

@@ -43,6 +43,9 @@ class ExtractionSettings:
     ``loss_screen``: k > 0 screens up to k instructions per dataset beyond the draw, forward passes
     only, for pairs of Detailed-CoT responses within ``LOSS_CALIPER`` of each other, and computes the
     gradients of those pairs (``analysis.extract.screen``); 0: off.
+    ``scored_subsets``: K draws of scored tokens per sample of a scored-subset condition, one
+    gradient each through one forward pass, stored with a ``subset`` column under a run key of
+    their own (1: the one draw, stored as before; other conditions ignore it).
     """
 
     n_samples: int | None = None
@@ -59,8 +62,11 @@ class ExtractionSettings:
     token_energy_passes: int = 0
     token_energy_conditions: tuple[str, ...] = ()
     loss_screen: int = 0
+    scored_subsets: int = 1
 
     def __post_init__(self) -> None:
+        if self.scored_subsets < 1:
+            raise StudyError(f"scored_subsets is {self.scored_subsets}: at least 1 draw of scored tokens per sample")
         if self.token_energy_passes < 0 or self.token_energy_passes == 1:
             raise StudyError(
                 f"token_energy_passes is {self.token_energy_passes}: 0 (off) or at least 2 "

@@ -79,11 +79,16 @@ class Batch:
     prompt_lengths: list[int]
     lengths: list[int]
     scored: list[tuple[int, ...] | None] = field(default_factory=list)
+    more_scored: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)  # ``EncodedSample.more_scored``
 
     def scored_tokens(self, row: int) -> range | tuple[int, ...]:
         """The indices of the tokens of sample ``row`` whose prediction enters its loss."""
         chosen = self.scored[row] if row < len(self.scored) else None
         return chosen if chosen is not None else range(max(self.prompt_lengths[row], 1), self.lengths[row])
+
+    def further_subsets(self, row: int) -> tuple[tuple[int, ...], ...]:
+        """The further scored subsets of sample ``row`` (each a gradient of its own; none by default)."""
+        return self.more_scored[row] if row < len(self.more_scored) else ()
 
 
 def make_batch(
@@ -93,9 +98,10 @@ def make_batch(
     device: torch.device,
     *,
     scored: list[tuple[int, ...] | None] | None = None,
+    more_scored: list[tuple[tuple[int, ...], ...]] | None = None,
 ) -> Batch:
     """Pad token sequences on the right into one batch (``scored``: per sample, the response tokens
-    its loss scores where not all of them)."""
+    its loss scores where not all of them; ``more_scored``: further subsets of them, each scored alone)."""
     longest = max(len(s) for s in sequences)
     input_ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
@@ -103,14 +109,23 @@ def make_batch(
         input_ids[row, : len(sequence)] = torch.tensor(sequence, dtype=torch.long)
         attention_mask[row, : len(sequence)] = 1
     lengths = [len(s) for s in sequences]
-    return Batch(input_ids.to(device), attention_mask.to(device), list(prompt_lengths), lengths, list(scored or []))
+    return Batch(
+        input_ids.to(device),
+        attention_mask.to(device),
+        list(prompt_lengths),
+        lengths,
+        list(scored or []),
+        list(more_scored or []),
+    )
 
 
 def loss_positions(batch: Batch) -> torch.Tensor:
-    """Positions whose next-token prediction is part of some sample's loss, sorted."""
+    """Positions whose next-token prediction is part of some sample's loss (of any of its subsets), sorted."""
     positions: set[int] = set()
     for row in range(len(batch.lengths)):
         positions.update(token - 1 for token in batch.scored_tokens(row))
+        for subset in batch.further_subsets(row):
+            positions.update(token - 1 for token in subset)
     return torch.tensor(sorted(positions), dtype=torch.long)
 
 
@@ -148,11 +163,16 @@ def token_losses(
     losses = nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
     ).view(targets.shape)
-    mask = torch.zeros_like(losses, dtype=torch.bool)
-    for row in range(len(batch.lengths)):
-        predicting = torch.tensor([token - 1 for token in batch.scored_tokens(row)], dtype=torch.long)
+    return losses, scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+
+
+def scored_mask(batch: Batch, positions: torch.Tensor, tokens: list) -> torch.Tensor:
+    """(B, P) bool: which of the predicted ``positions`` predict one of ``tokens[row]``, per sample."""
+    mask = torch.zeros((len(batch.lengths), positions.numel()), dtype=torch.bool, device=positions.device)
+    for row, scored in enumerate(tokens):
+        predicting = torch.tensor([token - 1 for token in scored], dtype=torch.long)
         mask[row] = torch.isin(positions, predicting.to(positions.device))
-    return losses, mask
+    return mask
 
 
 @dataclass
@@ -165,6 +185,8 @@ class SampleGradientStats:
     failure: str | None = None  # why the sample is skipped, "<label>: <what happened>"
     spectra: dict[str, torch.Tensor] | None = None  # projection -> (n_layers, min(m, n)) singular values, if kept
     token_losses: dict[str, float] = field(default_factory=dict)  # ``token_loss_summary``
+    # the statistics of the sample's further scored subsets (``Batch.more_scored``), in their order
+    further_subsets: list[SampleGradientStats] = field(default_factory=list)
 
 
 def token_loss_summary(by_token: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
@@ -214,7 +236,9 @@ def batch_statistics(
     One forward and one backward pass serve the whole batch: the summed per-sample mean losses
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
-    failed, and the other samples of its batch are still computed.
+    failed, and the other samples of its batch are still computed. A sample's further scored
+    subsets (``Batch.more_scored``) each take one more backward pass of the same graph
+    (:func:`add_further_subsets`).
     """
     wanted = Outputs(
         entry_stats=entry_stats,
@@ -228,8 +252,9 @@ def batch_statistics(
         by_token, mask = token_losses(model, batch)
         losses = mean_losses(by_token, mask)
         finite = torch.isfinite(losses)
+        further = max((len(batch.further_subsets(row)) for row in range(len(batch.lengths))), default=0)
         if finite.any():
-            losses[finite].sum().backward(retain_graph=wanted.token_energy_passes > 0)
+            losses[finite].sum().backward(retain_graph=wanted.token_energy_passes > 0 or further > 0)
         results = []
         for row, loss in enumerate(losses.tolist()):
             if not math.isfinite(loss):
@@ -238,9 +263,45 @@ def batch_statistics(
                 continue
             results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
             results[-1].token_losses = token_loss_summary(by_token[row], mask[row])
+        if further:
+            add_further_subsets(captured, batch, by_token, results, wanted=wanted)
         if wanted.token_energy_passes and finite.any():
             add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted=wanted)
     return results
+
+
+def add_further_subsets(
+    captured: CapturedFactors,
+    batch: Batch,
+    by_token: torch.Tensor,
+    results: list[SampleGradientStats],
+    *,
+    wanted: Outputs,
+) -> None:
+    """Each computed sample's further scored subsets' statistics into its ``further_subsets``: the
+    k-th pass backpropagates the sum over samples of the mean loss of their k-th further subset
+    (the graph kept for the passes after it and the token energy's); a subset that fails fails its sample."""
+    positions = loss_positions(batch).to(by_token.device)
+    further = [batch.further_subsets(row) if results[row].failure is None else () for row in range(len(results))]
+    passes = max(map(len, further), default=0)
+    for index in range(passes):
+        tokens = [subsets[index] if index < len(subsets) else () for subsets in further]
+        mask = scored_mask(batch, positions, tokens)
+        rows = [row for row, chosen in enumerate(tokens) if chosen]
+        losses = mean_losses(by_token[rows], mask[rows])
+        keep = index < passes - 1 or wanted.token_energy_passes > 0
+        finite = torch.isfinite(losses)
+        if finite.any():
+            losses[finite].sum().backward(retain_graph=keep)
+        for row, loss in zip(rows, losses.tolist()):
+            if not math.isfinite(loss):
+                stats = SampleGradientStats(loss, batch.lengths[row], {}, failure="numerical failure: non-finite loss")
+            else:
+                stats = sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted)
+                stats.token_losses = token_loss_summary(by_token[row], mask[row])
+            results[row].further_subsets.append(stats)
+            if stats.failure and results[row].failure is None:
+                results[row].failure = f"{stats.failure} (scored subset {index + 1})"
 
 
 @dataclass(frozen=True)

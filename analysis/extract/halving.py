@@ -91,6 +91,7 @@ class HalvingRetry:
             self.pad_id,
             self.loaded.device,
             scored=[s.encoded.scored for s in samples],
+            more_scored=[s.encoded.more_scored for s in samples],
         )
         return gradients.batch_statistics(
             self.loaded.model,

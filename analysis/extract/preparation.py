@@ -31,9 +31,11 @@ def prepare_samples(
     max_length: int,
     *,
     data_dir=None,
+    scored_subsets: int = 1,
 ) -> tuple[list[PreparedSample], dict[int, str]]:
     """Encode the chosen samples; those with no scored token left are returned as skips (an
-    answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer)."""
+    answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer).
+    A scored-subset condition's sample gets ``scored_subsets`` draws (``prompts.scored_subsets``)."""
     condition = resolved.condition
     records = data.condition_records(condition, resolved.path, data_dir)
     counts = reference_counts(loaded, condition, indices, max_length, data_dir=data_dir)
@@ -48,7 +50,8 @@ def prepare_samples(
                 loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
             )
             if condition.scored_reference is not None:
-                encoded = prompts.scored_subset(encoded, counts[index], subset_rng(condition.key, index))
+                rng = subset_rng(condition.key, index)
+                encoded = prompts.scored_subsets(encoded, counts[index], rng, scored_subsets)
             truncated = f"response truncated away: prompt has {encoded.prompt_length} tokens"
         else:
             encoded = prompts.encode_answer(

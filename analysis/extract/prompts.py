@@ -52,11 +52,14 @@ class EncodedSample:
 
     ``scored``: where only some of the tokens after the prompt enter the loss (``scored_subset``),
     their indices in ``input_ids``, sorted; None: every token after the prompt does.
+    ``more_scored``: further draws of as many tokens (``scored_subsets``), each scored in a
+    gradient of its own; ``scored`` is the first.
     """
 
     input_ids: list[int]
     prompt_length: int
     scored: tuple[int, ...] | None = None
+    more_scored: tuple[tuple[int, ...], ...] = ()
 
     @property
     def n_response_tokens(self) -> int:
@@ -77,6 +80,14 @@ def scored_subset(sample: EncodedSample, size: int, rng: np.random.Generator) ->
     tokens = np.asarray(sample.scored_tokens())
     chosen = np.sort(rng.choice(tokens, size=min(size, tokens.size), replace=False)) if tokens.size else tokens
     return EncodedSample(sample.input_ids, sample.prompt_length, tuple(int(t) for t in chosen))
+
+
+def scored_subsets(sample: EncodedSample, size: int, rng: np.random.Generator, count: int) -> EncodedSample:
+    """``count`` draws of ``size`` response tokens by one ``rng``: the first is ``scored_subset``'s
+    draw (the same tokens as one draw alone), the others follow it in ``more_scored``."""
+    first = scored_subset(sample, size, rng)
+    more = tuple(scored_subset(sample, size, rng).scored or () for _ in range(count - 1))
+    return EncodedSample(first.input_ids, first.prompt_length, first.scored, more)
 
 
 def encode(

@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 
 import pandas as pd
@@ -103,11 +103,26 @@ class ShardWriter:
         self.store.write(self.key, rows, skips)
 
 
+SUBSET_COLUMN = "subset"  # which of a sample's K draws of scored tokens a row's gradient scores
+
+
 def sample_rows(
     stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
 ) -> pd.DataFrame:
     """Long-format rows of one sample: one per (layer, projection), with a column for each statistic
-    of ``analysis.core.layer_stats`` that was computed (entry statistics only when asked for)."""
+    of ``analysis.core.layer_stats`` that was computed (entry statistics only when asked for); in a
+    run of K > 1 draws of scored tokens (``scored_subsets``), K such sets, told apart by ``subset``."""
+    if SUBSETS not in identity:
+        return gradient_rows(stats, sample, identity, n_layers)
+    draws = [stats, *stats.further_subsets]
+    frames = [gradient_rows(s, sample, identity, n_layers).assign(**{SUBSET_COLUMN: k}) for k, s in enumerate(draws)]
+    return pd.concat(frames, ignore_index=True)
+
+
+def gradient_rows(
+    stats: gradients.SampleGradientStats, sample: PreparedSample, identity: dict, n_layers: int
+) -> pd.DataFrame:
+    """The rows of one gradient of one sample (``sample_rows``)."""
     n_proj = len(PROJECTIONS)
     frame = pd.DataFrame(
         {
@@ -173,13 +188,28 @@ def plan_run(
     # a seeded random sample, not the first N; a study dataset's drawn from its usable None-CoT pairs
     draw = sample_draws.sample_ids if is_file else partial(sample_draws.dataset_sample_ids, directory=data_dir)
     chosen = list(ids) if ids is not None else draw(condition.dataset, records, settings.n_samples)
-    key, identity = run_labels(model_name, template, resolved, max_length)
+    key, identity = with_scored_subsets(*run_labels(model_name, template, resolved, max_length), condition, settings)
     retried = (OUT_OF_MEMORY,) if settings.retry_out_of_memory else ()
     energy = settings.energy_passes(identity["condition"]) > 0
     required = layer_stats.computed_columns(entry_stats=settings.entry_stats, token_energy=energy)
     done = store.done_samples(key, retry_reasons=retried, required_columns=required)
     todo = [i for i in chosen if i not in done]
     return RunPlan(spec, resolved, key, identity, len(chosen), todo, tuple(chosen) if ids is None else ())
+
+
+SUBSETS = "scored_subsets"  # the label of a run of K > 1 draws of scored tokens per sample
+
+
+def with_scored_subsets(
+    key: RunKey, identity: dict, condition: data.Condition, settings: ExtractionSettings
+) -> tuple[RunKey, dict]:
+    """A scored-subset condition's run of ``settings.scored_subsets`` K > 1 draws per sample: its own
+    run key (its rows never mixed with one draw's on resume) and K among its row labels; any other
+    run's key and labels unchanged (one draw's store reads back as before)."""
+    count = settings.scored_subsets
+    if condition.scored_reference is None or count == 1:
+        return key, identity
+    return replace(key, scored_subsets=count), {**identity, SUBSETS: count}
 
 
 def skip_row(identity: dict, index: int, reason: str) -> dict:
@@ -201,7 +231,10 @@ def compute_samples(
     """
     max_length = plan.identity["max_length"]
     identity = {**plan.identity, "n_layers": loaded.n_layers}
-    prepared, skips = prepare_samples(loaded, plan.resolved, indices, max_length, data_dir=data_dir)
+    draws = plan.key.scored_subsets
+    prepared, skips = prepare_samples(
+        loaded, plan.resolved, indices, max_length, data_dir=data_dir, scored_subsets=draws
+    )
     if skips:
         yield None, [skip_row(identity, index, reason) for index, reason in skips.items()]
     yield from compute_prepared(loaded, identity, prepared, settings)

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 import numpy as np
 import pandas as pd
 
+from analysis.core import layer_stats
 from analysis.core.vocabulary import CORRECT, IRRELEVANT, PROJECTIONS, SEGMENTS, WIKI_DATASET  # noqa: F401
 
 # The paper's early/middle/late splits (0-based, half-open) for the depths of its models.
@@ -106,8 +107,41 @@ def _n_layers(rows: pd.DataFrame) -> int:
     return int(rows["layer"].max()) + 1
 
 
+SUBSET = "subset"  # which of a sample's K draws of scored tokens a row scores (``runner.SUBSET_COLUMN``)
+DRAW_SAMPLE = ["model", "condition", "max_length", "template", "sample_index"]
+
+
+def mean_over_draws(rows: pd.DataFrame) -> pd.DataFrame:
+    """One row per sample, layer and projection where a scored-subset condition stores K draws of
+    scored tokens per sample (``subset``): a positive statistic's value is the exp of its draws'
+    mean log (a sample's log value is the mean over its draws), any other's their mean. Rows of
+    one draw are returned as they are; a sample stored both with one draw and with K keeps its K."""
+    if SUBSET not in rows.columns:
+        return rows
+    drawn = rows[SUBSET].notna()
+    if not drawn.any():
+        return rows
+    sample = [c for c in DRAW_SAMPLE if c in rows.columns]
+    has_draws = pd.MultiIndex.from_frame(rows.loc[drawn, sample].astype(object)).unique()
+    single = rows[~drawn & ~pd.MultiIndex.from_frame(rows[sample].astype(object)).isin(has_draws)]
+    statistics = [s.name for s in layer_stats.TABLE if s.name in rows.columns]
+    keys = [c for c in rows.columns if c not in statistics and c not in (SUBSET, "singular_values")]
+    part = rows.loc[drawn, keys + statistics]
+    positive = [name for name in statistics if (part[name].dropna() > 0).all()]
+    part = part.assign(**{name: np.log(part[name].astype(float)) for name in positive})
+    averaged = part.groupby(keys, observed=True, dropna=False, sort=False)[statistics].mean().reset_index()
+    averaged = averaged.assign(**{name: np.exp(averaged[name]) for name in positive})
+    for name in statistics:  # the draws' shared token counts stay whole numbers
+        if pd.api.types.is_integer_dtype(rows[name].dtype):
+            averaged[name] = averaged[name].round().astype(rows[name].dtype)
+    merged = pd.concat([single.drop(columns=SUBSET), averaged], ignore_index=True)
+    return merged[[c for c in rows.columns if c in merged.columns]]
+
+
 def _pivot_samples(rows: pd.DataFrame, stat: str, n_layers: int) -> tuple[np.ndarray, np.ndarray, int]:
-    """Samples x layers matrix of one projection's rows, incomplete samples dropped."""
+    """Samples x layers matrix of one projection's rows, incomplete samples dropped (a sample's K
+    draws of scored tokens averaged first, ``mean_over_draws``)."""
+    rows = mean_over_draws(rows)
     if rows.duplicated(["sample_index", "layer"]).any():
         raise ValueError(
             "several rows for one sample and layer: keep one max_length and template per model before computing curves"

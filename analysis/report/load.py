@@ -18,6 +18,7 @@ from analysis.data.data_errors import DataError
 from analysis.data.records import load_records
 from analysis.extract import screens
 from analysis.extract.screens import Screen
+from analysis.findings import metrics
 from analysis.store import ResultsStore
 from analysis.store.store_errors import StoreError
 from analysis.store.store_files import is_exported_file, null_columns, read_exported
@@ -193,6 +194,7 @@ def load_results(
     except (OSError, ValueError) as error:
         raise StoreError(f"{root}: cannot read the results store ({error})") from None
     rows, skipped = _one_run_per_model(rows, skipped)
+    rows = metrics.mean_over_draws(rows)  # a sample's K draws of scored tokens, one row per layer
     drawn = sample_draws.read(root)
     kept = tuple(screens.read(root))
     screened = screened_rows(rows, kept)
@@ -242,6 +244,7 @@ def _load_exported(
         raise StoreError(f"{path}: cannot read the exported results ({error})") from None
     skipped = pd.DataFrame(columns=["model", "condition", "template", "max_length", "sample_index", "reason"])
     rows, skipped = _one_run_per_model(rows, skipped)
+    rows = metrics.mean_over_draws(rows)
     if n_samples is not None and len(rows):  # the same seeded random sample as a store is read with
         rows = sampled(rows, n_samples, data_dir)
     coverage = _coverage(rows, skipped, models, conditions, n_samples=n_samples, data_dir=data_dir, drawn={})

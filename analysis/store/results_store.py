@@ -106,14 +106,16 @@ class RunKey:
     responses: str
     max_length: int
     template: str
+    scored_subsets: int = 1  # K draws of scored tokens per sample (scored-subset conditions), ``subsets_key``
 
     def relative_dir(self) -> Path:
+        draws = f"-k{self.scored_subsets}" if self.scored_subsets > 1 else ""
         return Path(
             self.model_slug,
             self.dataset,
             self.setting or "-",
             self.responses or "-",
-            f"ml{self.max_length}-{self.template}",
+            f"ml{self.max_length}-{self.template}{draws}",
         )
 
 

@@ -1,0 +1,177 @@
+"""K draws of scored tokens per sample through one forward pass: each draw's gradient equals the
+plain procedure on its tokens alone, and the first draw is the one draw of a run with K = 1."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import torch
+from conftest import tiny_model
+from test_scored_tokens import curves, rows_with
+
+from analysis import data
+from analysis.core.settings import ExtractionSettings
+from analysis.extract import gradients, plain, preparation, prompts, runner
+from analysis.findings import metrics, scored_tokens
+from analysis.store import RunKey
+
+# (ids, prompt length): 19 response tokens (the factored spectra, T < 0.8 x 48) and 58 (dense)
+SAMPLES = [(list(range(7, 30)), 4), (list(range(2, 90)), 30)]
+DRAWS = 4
+
+
+def drawn(index: int, size: int, count: int = DRAWS) -> prompts.EncodedSample:
+    ids, prompt_length = SAMPLES[index]
+    whole = prompts.EncodedSample(ids, prompt_length)
+    return prompts.scored_subsets(
+        whole, size, preparation.subset_rng("gsm8k/detailed_scored_none/correct", index), count
+    )
+
+
+def batch_of(encoded, *, more: bool = True) -> gradients.Batch:
+    return gradients.make_batch(
+        [s.input_ids for s in encoded],
+        [s.prompt_length for s in encoded],
+        0,
+        torch.device("cpu"),
+        scored=[s.scored for s in encoded],
+        more_scored=[s.more_scored for s in encoded] if more else None,
+    )
+
+
+def test_the_first_of_k_draws_is_the_one_draw_and_the_others_differ():
+    one, several = drawn(1, 5, count=1), drawn(1, 5)
+    alone = prompts.scored_subset(
+        prompts.EncodedSample(*SAMPLES[1]), 5, preparation.subset_rng("gsm8k/detailed_scored_none/correct", 1)
+    )
+    assert one.scored == several.scored == alone.scored and one.more_scored == ()
+    assert len(several.more_scored) == DRAWS - 1 and len({several.scored, *several.more_scored}) == DRAWS
+    assert all(len(s) == 5 and set(s) <= set(range(30, 88)) for s in several.more_scored)
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_k_draws_through_one_forward_pass_equal_the_plain_procedure_on_each(kind):
+    """Two samples of K = 4 draws each beside one scored whole, with the token energy's passes after
+    them on the same graph: every draw's statistics equal a materialised gradient's full SVD."""
+    model = tiny_model(kind, layers=3)
+    encoded = [drawn(0, 6), drawn(1, 5), prompts.EncodedSample(*SAMPLES[0])]
+    results = gradients.batch_statistics(model, batch_of(encoded), token_energy_passes=2)
+    worst, n_layers = 0.0, model.config.num_hidden_layers
+    for result, sample in zip(results[:2], encoded[:2]):
+        assert result.failure is None and len(result.further_subsets) == DRAWS - 1
+        for stats, scored in zip([result, *result.further_subsets], [sample.scored, *sample.more_scored]):
+            one = prompts.EncodedSample(sample.input_ids, sample.prompt_length, scored)
+            expected = plain.reference_statistics(model, one)
+            rows = runner.gradient_rows(stats, preparation.PreparedSample(0, one), {}, n_layers)
+            worst = max(worst, plain.largest_relative_difference(rows, expected, with_loss=True))
+    assert results[2].further_subsets == [] and "token_energy" in results[2].values
+    print(f"largest relative difference over {2 * DRAWS} draws: {worst:.2e}")
+    assert worst < 1e-4
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_the_first_draw_of_k_equals_a_run_of_one_draw(kind):
+    """K = 1 takes today's pass exactly (no further position, the same numbers bit for bit); with
+    K > 1 the first draw's tokens are the same, and its numbers differ only by the rounding of the
+    output head evaluated at more positions."""
+    model = tiny_model(kind, layers=3)
+    encoded = [drawn(0, 6), drawn(1, 5)]
+    several = gradients.batch_statistics(model, batch_of(encoded))
+    one = gradients.batch_statistics(model, batch_of(encoded, more=False))
+    k1 = gradients.batch_statistics(model, batch_of([drawn(0, 6, count=1), drawn(1, 5, count=1)]))
+    worst = 0.0
+    for a, b, c in zip(several, one, k1):
+        assert c.loss == b.loss and c.token_losses == b.token_losses and c.further_subsets == []
+        assert all(torch.equal(c.values[n].nan_to_num(-1.0), v.nan_to_num(-1.0)) for n, v in b.values.items())
+        assert a.loss == pytest.approx(b.loss, rel=1e-6)
+        for name, value in b.values.items():
+            scale = value.abs().clamp_min(1e-12)
+            worst = max(worst, float(((a.values[name] - value).abs() / scale).nan_to_num(0.0).max()))
+    print(f"first of {DRAWS} draws against one draw: largest relative difference {worst:.2e}")
+    assert worst < 1e-5
+
+
+def test_k_draws_are_stored_as_rows_told_apart_by_subset_under_a_key_of_their_own():
+    model = tiny_model("llama", layers=2)
+    sample = drawn(0, 6)
+    result = gradients.batch_statistics(model, batch_of([sample]))[0]
+    prepared = preparation.PreparedSample(3, sample)
+    identity = {"condition": "gsm8k/detailed_scored_none/correct", runner.SUBSETS: DRAWS}
+    rows = runner.sample_rows(result, prepared, identity, 2)
+    assert sorted(rows.groupby(runner.SUBSET_COLUMN).size().to_dict()) == list(range(DRAWS))
+    assert len(rows) == DRAWS * 2 * 4 and rows[runner.SUBSETS].eq(DRAWS).all()
+    assert runner.SUBSET_COLUMN not in runner.sample_rows(result, prepared, {}, 2).columns
+
+    key = RunKey("m", "gsm8k", "detailed_scored_none", "correct", 1024, "base")
+    assert str(key.relative_dir()).endswith("ml1024-base")
+    subset, other = (
+        data.get_condition("gsm8k/detailed_scored_none/correct"),
+        data.get_condition("gsm8k/detailed/correct"),
+    )
+    keyed, labels = runner.with_scored_subsets(key, {}, subset, ExtractionSettings(scored_subsets=DRAWS))
+    assert str(keyed.relative_dir()).endswith(f"ml1024-base-k{DRAWS}") and labels == {runner.SUBSETS: DRAWS}
+    assert runner.with_scored_subsets(key, {}, subset, ExtractionSettings()) == (key, {})
+    assert runner.with_scored_subsets(key, {}, other, ExtractionSettings(scored_subsets=DRAWS)) == (key, {})
+
+
+def drawn_rows(draws: int, *, n: int = 12, seed: int = 0) -> pd.DataFrame:
+    """The rows of ``scored_tokens``' test with the subset condition stored as ``draws`` draws: each
+    a copy of its one draw's rows times a seeded factor (draw 0 unchanged)."""
+    rows = rows_with(f1=2.0, subset=1.0, n=n, seed=seed)
+    chosen = rows["setting"] == scored_tokens.SUBSET
+    factors = np.exp(np.random.default_rng(seed).normal(0.0, 0.3, size=draws))
+    factors[0] = 1.0
+    copies = [
+        rows.loc[chosen].assign(nuclear_norm=rows.loc[chosen, "nuclear_norm"] * f, subset=k)
+        for k, f in enumerate(factors)
+    ]
+    return pd.concat([rows[~chosen], *copies], ignore_index=True), float(np.log(factors).mean())
+
+
+def test_the_findings_read_a_samples_mean_log_over_its_draws():
+    rows, shift = drawn_rows(DRAWS)
+    one = rows_with(f1=2.0, subset=1.0)
+    levels = {
+        name: scored_tokens.paired_levels(curves(r), "gsm8k", (scored_tokens.SUBSET,))
+        for name, r in (("k", rows), ("one", one))
+    }
+    gap = levels["k"][scored_tokens.SUBSET].value - levels["one"][scored_tokens.SUBSET].value
+    assert gap == pytest.approx(shift, abs=1e-9)
+    assert metrics.mean_over_draws(one) is one  # one draw: the rows as they are
+    averaged = metrics.mean_over_draws(rows)
+    assert len(averaged) == len(one) and metrics.SUBSET not in averaged.columns
+    assert averaged["n_tokens"].dtype == one["n_tokens"].dtype
+    # a sample stored with one draw and with K keeps its K draws
+    both = pd.concat([one[one["setting"] == scored_tokens.SUBSET], rows], ignore_index=True)
+    assert len(metrics.mean_over_draws(both)) == len(one)
+
+
+def test_k_draws_are_a_run_of_their_own_in_the_store_and_read_back_as_one_value(
+    tiny_model_dir, study_data_dir, tmp_path
+):
+    """K = 1 and K = 3 runs of one condition in one store: each resumes only its own samples, the
+    first draw equals the one draw's numbers, and the pages read one value per sample."""
+    from analysis.extract import models
+    from analysis.report.load import load_results
+    from analysis.store import ResultsStore, read_results
+
+    loaded = models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
+    store, spec = ResultsStore(tmp_path / "r"), "gsm8k/detailed_scored_none/correct"
+    one, three = (ExtractionSettings(n_samples=2, max_length=256, scored_subsets=k) for k in (1, 3))
+    first = runner.extract(loaded, spec, store, settings=one, data_dir=study_data_dir, progress=False)
+    rows_one = read_results(tmp_path / "r")
+    assert first.computed == 2 and runner.SUBSET_COLUMN not in rows_one.columns
+    again = runner.extract(loaded, spec, store, settings=three, data_dir=study_data_dir, progress=False)
+    assert (again.already_done, again.computed) == (0, 2)  # a K = 1 row is never a K = 3 row
+    assert runner.extract(loaded, spec, store, settings=three, data_dir=study_data_dir, progress=False).computed == 0
+    rows = read_results(tmp_path / "r")
+    drawn = rows[rows[runner.SUBSET_COLUMN].notna()]
+    assert sorted(drawn[runner.SUBSET_COLUMN].unique()) == [0, 1, 2] and (drawn[runner.SUBSETS] == 3).all()
+    keys = ["sample_index", "layer", "proj"]
+    zero = drawn[drawn[runner.SUBSET_COLUMN] == 0].sort_values(keys)
+    single = rows_one.sort_values(keys)
+    assert np.allclose(zero["nuclear_norm"], single["nuclear_norm"], rtol=1e-6)
+    read = load_results(tmp_path / "r", [loaded.name], [spec]).rows
+    assert len(read) == len(rows_one) and metrics.SUBSET not in read.columns
+    expected = np.exp(np.log(drawn["nuclear_norm"]).groupby([drawn[k] for k in keys]).mean())
+    got = read.set_index(keys)["nuclear_norm"].astype(float)
+    assert np.allclose(got.loc[expected.index].to_numpy(), expected.to_numpy(), rtol=1e-12)
