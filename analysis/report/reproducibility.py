@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import pandas as pd
@@ -56,6 +57,14 @@ class Reproducibility:
     @property
     def run(self):
         return self.runs[-1] if self.runs else None
+
+    @cached_property
+    def intro(self) -> Page:
+        """The first page over this run's store, opened once for the sections that read its findings."""
+        params = self.page.params
+        data_dir = str(params.data_dir) if params.data_dir else None
+        given = {"profile": params.profile.name, "results_dir": str(params.results_dir), "data_dir": data_dir}
+        return Page.open("intro", given, stats=("nuclear_norm",))
 
     @property
     def imported(self) -> bool:
@@ -197,13 +206,7 @@ def resolution(r: Reproducibility) -> Blocks:
     """How much of the study this run resolves: of the cells that were tested (applicable, with
     enough instructions), how many hold or do not hold; and how many of the split's family steps are
     decided (``resolution_text``)."""
-    params = r.page.params
-    data_dir = str(params.data_dir) if params.data_dir else None
-    page = Page.open(
-        "intro",
-        {"profile": params.profile.name, "results_dir": str(params.results_dir), "data_dir": data_dir},
-        stats=("nuclear_norm",),
-    )
+    page = r.intro
     if page.empty:
         return [Markdown("The store holds no cell to resolve.")]
     split = gap_split.gap_split(page.draws).table()
@@ -247,11 +250,7 @@ def power_statements(r: Reproducibility) -> Blocks:
         ]
     params = r.page.params
     data_dir = str(params.data_dir) if params.data_dir else None
-    mine = Page.open(
-        "intro",
-        {"profile": params.profile.name, "results_dir": str(params.results_dir), "data_dir": data_dir},
-        stats=("nuclear_norm",),
-    ).findings()
+    mine = r.intro.findings()
     theirs = Page.open(
         "intro", {"profile": "decide", "results_dir": str(store), "data_dir": data_dir}, stats=("nuclear_norm",)
     ).findings()
