@@ -156,11 +156,11 @@ def deciding_conditions() -> tuple[str, ...]:
     For every reasoning dataset: Simplified CoT, Detailed CoT and Detailed CoT cut to the
     Simplified-CoT length, correct responses (F2, L, L2); for those with None CoT also None CoT with
     both response types and irrelevant Detailed CoT (F1, F3), and the answer scored alone after the
-    phrase alone and after the Detailed CoT (A2, A3). Left out, since at a few samples they
+    phrase alone and after the Detailed CoT (S's reasoning step, A3). Left out, since at a few samples they
     resolve no cell (book/checks.md, "The default profile"): the Wiki files (F5's "nearly the same"
     part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts,
     Detailed CoT cut to the None-CoT length (a second view only), and the answer after the Simplified
-    CoT or after another instruction's Detailed CoT (shown beside A2, never deciding: ``decompose``).
+    CoT or after another instruction's Detailed CoT (shown beside S's reasoning step, never deciding: ``decompose``).
     """
     with_none = {c.dataset for c in data.conditions_matching(settings=("none",))}
     reasoning = vocabulary.REASONING_DATASETS + vocabulary.MATH_REASONING
@@ -180,9 +180,9 @@ def deciding_conditions() -> tuple[str, ...]:
     return tuple(sorted({c.key for c in chosen}, key=order.index))
 
 
-# The answer-scored settings that decide A2 and A3 (the other two are shown beside A2).
+# The answer-scored settings that decide S's reasoning step and A3 (the other two are shown beside it).
 ANSWER_DECIDING = ("none_answer", "detailed_answer")
-SCORED_SUBSET = tuple(vocabulary.SCORED_SUBSET_SETTINGS)  # A4's
+SCORED_SUBSET = tuple(vocabulary.SCORED_SUBSET_SETTINGS)  # S's which-tokens and how-many-tokens steps
 
 
 def decomposition_conditions(conditions) -> tuple[str, ...]:
@@ -393,7 +393,7 @@ PROFILES: dict[str, Profile] = {
         n_resamples=1000,
         description=f"both offline models, the {len(decomposition_conditions(deciding_conditions()))} conditions "
         f"whose token energy splits F1's and F3's gaps, with the token energy ({ENERGY_PASSES} passes), and the "
-        f"{len(answer_conditions())} answer-scored conditions (the contexts shown beside A2 among them), "
+        f"{len(answer_conditions())} answer-scored conditions (the contexts shown beside S's reasoning step among them), "
         f"{CPU_SAMPLES} samples each (the cpu profile's)",
     ),
 }

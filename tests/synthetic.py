@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from analysis.findings import gap_split
+
 PROJS = ("q", "k", "v", "o")
 # the default profile's two offline models, as the synthetic tables name them: (template, layers)
 BASE, INSTRUCT = "gemma-3-270m", "smollm2-135m-instruct"
@@ -199,3 +201,25 @@ def cpu_design_findings(seed: int = 21):
     rows.loc[none, "nuclear_norm"] *= np.exp(0.6 * rng.standard_normal(keys.size))[inverse]
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=400)
     return checks.run_checks(draws, pairs=pooling.model_pairs(list(MODELS), {m: t for m, (t, _) in MODELS.items()}))
+
+
+# per condition, its mean log nuclear norm above Detailed CoT's: F1's gap is 2.0, the phrase 0.5,
+# the reasoning 0.3, which tokens -0.2 and how many tokens 1.4
+SPLIT_SHIFT = dict(zip(gap_split.CHAIN, (2.0, 1.5, 1.2, 1.4, 0.0)))  # none, ..., detailed
+SPLIT_TRUE = {"the phrase": 0.5, "the reasoning": 0.3, "which tokens": -0.2, "how many tokens": 1.4}
+
+
+def chain_rows(datasets=("gsm8k",), *, n=8, shift=SPLIT_SHIFT, seed=0, sample_sd=0.3, **keywords):
+    """Rows of the chain's five conditions of each dataset, each condition's log norms ``shift[c]``
+    above a common rising curve; ``shift`` may map a dataset to its own shifts."""
+    conditions = [(d, s, "correct") for d in datasets for s in gap_split.CHAIN]
+    rows = make_results(
+        conditions, models={"m": ("base", 12)}, n_samples=n, noise=0.05, sample_sd=sample_sd, seed=seed, **keywords
+    )
+    for dataset in datasets:
+        own = shift.get(dataset, shift)
+        for setting, value in own.items():
+            chosen = (rows["dataset"] == dataset) & (rows["setting"] == setting)
+            for column in ("nuclear_norm", "frobenius"):
+                rows.loc[chosen, column] *= np.exp(value)
+    return rows

@@ -62,10 +62,10 @@ def test_the_verbatim_table_counts_the_run_s_instructions_whose_chain_states_the
     ]
 
 
-def test_the_controls_section_says_when_a4_and_a5_are_not_computed():
+def test_the_controls_section_says_when_a5_is_not_computed():
     page = _page(answer_rows(n=12))
     page.verbatim = {}
     page.findings = lambda checks: []
     said, counts = answer_tokens.controls_section(page)
-    assert said.text == "A4 and A5 not computed: this run stores none of their conditions."
+    assert said.text == "A5 not computed: this run stores no shuffled chain."
     assert counts.table["whose Detailed CoT states the answer"].tolist() == [0]

@@ -32,7 +32,7 @@ def test_each_rule_is_declared_once_with_its_stated_rate_and_checks_name_rules_n
     assert stated_rates.check_rate("F3", checks.REGISTRY) == max(rule.GAP.stated, rule.SAME.stated) == 0.10
     assert (
         stated_rates.check_rate("T2", checks.REGISTRY) == rule.ARM_CHANGE.stated
-        and stated_rates.check_rate("A1", checks.REGISTRY) == 0.025
+        and stated_rates.check_rate("A5", checks.REGISTRY) == 0.025
     )
     with pytest.raises(StudyError, match="not rules"):
         checks.extended(checks.REGISTRY, dataclasses.replace(checks.get("F1"), id="F9", calibrated_by=("gap",)))

@@ -128,7 +128,7 @@ def test_the_methods_page_states_every_registered_claim():
 
 
 def _check_literal() -> re.Pattern:
-    """A quoted id of a check of the registry ("F1", 'A2', "T3", ...) in a line of code."""
+    """A quoted id of a check of the registry ("F1", 'A3', "T3", ...) in a line of code."""
     ids = sorted(checks.all_ids(), key=len, reverse=True)
     return re.compile("[\"'](?:" + "|".join(map(re.escape, ids)) + ")[\"']")
 

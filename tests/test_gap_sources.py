@@ -1,5 +1,6 @@
-"""A1 (F1 beyond averaging) on synthetic results whose truth is known, the error rates of A1, A3 and
-G1 where their claims are false (G1 itself: test_beyond_loss.py), and the chapter that states them."""
+"""F1's and F3's gaps split per layer on synthetic results whose truth is known, the error rates of
+A3 and G1 where their claims are false (G1 itself: test_beyond_loss.py), and the chapter that states
+them."""
 
 import math
 
@@ -11,11 +12,9 @@ from synthetic import make_results, reasoning_conditions
 from analysis import checks
 from analysis.extract import screens
 from analysis.extract.screens import Screen, Screened
-from analysis.findings import averaging, calibration, roles
-from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings import averaging, calibration
 from analysis.findings.calibration import rule
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, NotApplicable, Verdict, Why
-from analysis.report import voice
+from analysis.findings.rules import NotApplicable, Why
 from analysis.report.blocks import Figure, Markdown
 
 MODEL = {"m": ("instruct", 8)}
@@ -33,88 +32,26 @@ def _level(per_token_gap: float):
     return curve
 
 
-def _a1(per_token_gap: float, seed: int, n: int = 8):
-    """A1's verdicts (per dataset and pooled) where the Frobenius norm is the per-token level times
-    1 / sqrt(R): pure averaging when ``per_token_gap`` is 0."""
-    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"), ("correct",))]
-    rows = make_results(
-        conditions, MODEL, n, _level(per_token_gap), noise=0.05, sample_sd=0.4, length_exponent=-0.5, seed=seed
-    )
-    draws = all_curve_draws(rows, list(MODEL), STATS, n_resamples=200, seed=seed, sample_stats=PER_SAMPLE)
-    return checks.run_checks(draws, ["A1", "F1"])
-
-
-def test_pure_averaging_gives_a_large_f1_gap_and_a1_holds_at_most_at_its_error_rate():
-    runs = [_a1(0.0, seed) for seed in range(100)]
-    f1_pooled = [f for found in runs for f in found if f.check == "F1" and f.pooled]
-    assert sum(f.parts[0].supports() for f in f1_pooled) >= 95  # averaging alone makes F1's first part large
-    a1 = [f for found in runs for f in found if f.check == "A1" and not f.pooled]
-    assert len(a1) == 200
-    # at most 2.5% wrongly "holds", allowing two Monte Carlo standard errors at 200 verdicts
-    assert sum(f.verdict == HOLDS for f in a1) / len(a1) <= 0.025 + 2 * math.sqrt(0.025 * 0.975 / len(a1))
-
-
-def test_a_real_per_token_gap_gives_a1_holds_and_its_parts_add_up():
-    found = _a1(0.5, seed=3, n=20)
-    a1 = {f.scope: f for f in found if f.check == "A1"}
-    assert set(a1) == {*DATASETS, "math_reasoning"} and all(f.verdict == HOLDS for f in a1.values())
-    parts = {p.role: p.estimate.value for p in a1["aqua"].parts}
-    assert a1["aqua"].part(roles.BEYOND_AVERAGING).name == averaging.A1_PART
-    frobenius, averaged = parts[roles.FROBENIUS_GAP], parts[roles.AVERAGING]
-    assert parts[roles.BEYOND_AVERAGING] == pytest.approx(frobenius - averaged)
-    assert parts[roles.BEYOND_AVERAGING] == pytest.approx(0.5, abs=0.25)
-    scaled = parts[roles.NUCLEAR_BEYOND_AVERAGING]
-    assert scaled == pytest.approx(parts[roles.BEYOND_AVERAGING] + parts[roles.SHAPE])
-    assert averaged == pytest.approx(0.5 * math.log(300 / 4), abs=0.4)
-
-
-def test_a1_says_token_counts_unknown_with_the_command_where_r_is_not_stored():
-    conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"), ("correct",))]
-    rows = make_results(conditions, MODEL, 6, _level(0.5), seed=1)
-    draws = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius",))
-    found = checks.run_checks(draws, ["A1"], extra={checks.STORE: "results/original"})
-    assert {(f.scope, f.pooled) for f in found} == {("aqua", False), ("gsm8k", False), ("math_reasoning", True)}
-    for finding in found:
-        assert finding.verdict == NOT_APPLICABLE and finding.parts == ()
-        assert finding.not_applicable.why is Why.NOT_STORED
-        assert voice.numbers(finding).startswith(averaging.TOKENS_UNKNOWN)
-        assert "`python -m analysis add-token-counts --store results/original --model m`" in voice.numbers(finding)
-    # with R stored the same curves give A1's parts; without the Frobenius norm A1 is not about R: no cell
-    with_r = all_curve_draws(rows, list(MODEL), STATS, n_resamples=50, sample_stats=("frobenius", "n_response_tokens"))
-    assert all(f.parts and f.verdict != NOT_APPLICABLE for f in checks.run_checks(with_r, ["A1"]))
-    assert checks.run_checks(all_curve_draws(rows, list(MODEL), STATS, n_resamples=50), ["A1"]) == []
-    # R stored as missing (a model imported without its tokenizer, beside one with R): the same cells
-    unknown = rows.assign(n_response_tokens=np.nan)
-    stats = ("frobenius", "n_response_tokens", "loss")
-    draws = all_curve_draws(unknown, list(MODEL), STATS, n_resamples=50, sample_stats=stats)
-    assert ("aqua/none/correct", "q", "n_response_tokens") not in draws["m"].samples
-    unknown_cells = checks.run_checks(draws, ["A1"])
-    assert [f.not_applicable.reason for f in unknown_cells] == [averaging.TOKENS_UNKNOWN] * 3
-    assert all(voice.numbers(f).startswith(averaging.TOKENS_UNKNOWN) for f in unknown_cells)
-
-
 def test_the_matrix_says_which_checks_lack_r_and_the_command():
     from analysis.findings.rules import Finding
     from analysis.report import verdicts
 
     reason = NotApplicable(Why.NOT_STORED, averaging.TOKENS_UNKNOWN, "the store holds no R")
     found = [
-        Finding("A1", "m", "aqua", False, (), not_applicable=reason),
-        Finding("A1", "m", "gsm8k", False, (), not_applicable=reason),
+        Finding("S", "m", "aqua", False, (), not_applicable=reason),
+        Finding("S", "m", "gsm8k", False, (), not_applicable=reason),
     ]
-    assert "A1 is not computed (token counts unknown)" in verdicts.plain_summary(found)
+    assert "S is not computed (token counts unknown)" in verdicts.plain_summary(found)
     sentence = verdicts.unknown_sentence(found, "results/original")
-    assert sentence.startswith("**Token counts unknown:** A1 is not computed for m")
+    assert sentence.startswith("**Token counts unknown:** S is not computed for m")
     assert "`python -m analysis add-token-counts --store results/original --model m`" in sentence
     assert verdicts.unknown_sentence([], "x") == ""
-    assert "**A1** not computed: token counts unknown; the store holds no R." in verdicts.model_paragraph(found, "m")
+    assert "**S** not computed: token counts unknown; the store holds no R." in verdicts.model_paragraph(found, "m")
 
 
-@pytest.mark.parametrize(
-    ("simulated", "check"), [(rule.AVERAGING, "A1"), (rule.BEYOND_LOSS, "G1"), (rule.EQUAL_LOSS, "A3")]
-)
-def test_a1_a3_and_g1_say_holds_wrongly_at_most_their_stated_rates(simulated, check):
-    """2.5% for A1's and G1's rules; A3's states 5% (it reaches 3.6% at skewness -2, ``rule.EQUAL_LOSS``)."""
+@pytest.mark.parametrize(("simulated", "check"), [(rule.BEYOND_LOSS, "G1"), (rule.EQUAL_LOSS, "A3")])
+def test_a3_and_g1_say_holds_wrongly_at_most_their_stated_rates(simulated, check):
+    """2.5% for G1's rule; A3's states 5% (it reaches 3.6% at skewness -2, ``rule.EQUAL_LOSS``)."""
     reps = 90 if simulated is rule.BEYOND_LOSS else 300  # a permutation test per run: slower
     bound = simulated.stated + 2 * math.sqrt(simulated.stated * (1 - simulated.stated) / reps)
     assert simulated.stated == (0.05 if simulated is rule.EQUAL_LOSS else 0.025)
@@ -126,7 +63,7 @@ def test_a1_a3_and_g1_say_holds_wrongly_at_most_their_stated_rates(simulated, ch
     )
 
 
-def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_path, study_data_dir):
+def test_the_chapter_splits_the_gaps_and_states_g1_from_the_store(tmp_path, study_data_dir):
     from synthetic import MODELS, record_run, write_store
 
     from analysis.report import gap_sources
@@ -138,7 +75,7 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     record_run(root, list(MODELS), sorted(rows["condition"].unique()), n_resamples=100)
     given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
     page = Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",))
-    assert set(page.checks()) == {"A1", "G1", "A2", "A3", "A4", "A5"}
+    assert set(page.checks()) == {"S", "G1", "A3", "A5"}
     table = gap_sources.decomposition(page, "F1")
     assert set(table["model"]) == set(MODELS) and set(averaging.STACKED) <= set(table["term"])
     wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
@@ -146,13 +83,8 @@ def test_the_chapter_splits_the_gaps_and_states_a1_and_g1_from_the_store(tmp_pat
     split = gap_sources.decomposition_section(page, "F1")
     returned = split + gap_sources.verdicts(page)
     text = "\n".join(_said(returned))
-    pooled = [f for f in page.findings(["A1"]) if f.pooled]
-    assert len(pooled) == len(MODELS) and f"A1 **{pooled[0].verdict}**" in text
-    assert "averaging alone predicts" in text and "G1 **" in text and gap_sources.no_energy(list(MODELS)) in text
+    assert "G1 **" in text and gap_sources.no_energy(list(MODELS)) in text
     assert gap_sources.ENERGY_COMMAND in text
-    # A1 in the Frobenius norm it decides on and in F1's nuclear norm beside it
-    assert "in the Frobenius norm" in text and "in F1's nuclear norm" in text
-    assert voice.sized(pooled[0].part(roles.NUCLEAR_BEYOND_AVERAGING)) in text
     # the means over layers: the gaps and the parts in two tables narrow enough for the page
     gaps, parts = tables_of(split)[:2]
     assert list(gaps.columns) == ["model", averaging.LOG_NUCLEAR, averaging.LOG_FROBENIUS, averaging.SCALED_NUCLEAR]
@@ -279,18 +211,6 @@ def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tm
     table = gap_sources.decomposition(page, "F1")
     assert gap_sources.split_models(table) == []
     assert gap_sources.no_energy(list(MODELS)) in _shown(page)
-
-
-def test_a1_shows_token_size_and_alignment_where_the_energy_is_stored(tmp_path, study_data_dir):
-    page, _, _ = _energy_page(tmp_path, study_data_dir)
-    found = page.findings(["A1"])
-    names = {p.name for f in found for p in f.parts}
-    assert {averaging.TOKEN_SIZE_PART, averaging.ALIGNMENT_PART, averaging.A1_PART} <= names
-    assert all(f.part(roles.TOKEN_SIZE) is not None and f.part(roles.ALIGNMENT) is not None for f in found)
-    assert len(found) and all(isinstance(f.verdict, Verdict) for f in found)
-    from analysis.report import gap_sources
-
-    assert "(token size " in gap_sources.a1_paragraph(found)
 
 
 def test_a_zero_token_energy_leaves_one_sample_out_of_the_split_not_the_condition(tmp_path, study_data_dir):

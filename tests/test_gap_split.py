@@ -8,7 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-from synthetic import make_results, record_run, write_store
+from synthetic import SPLIT_SHIFT as SHIFT
+from synthetic import SPLIT_TRUE as TRUE
+from synthetic import chain_rows, record_run, write_store
 
 from analysis.cli import split_commands as split_command
 from analysis.cli.main import main
@@ -20,24 +22,6 @@ ROOT = Path(__file__).resolve().parents[1]
 MODEL = "m"
 MODELS = {MODEL: ("base", 12)}
 STEPS = [s.name for s in gap_split.STEPS]
-# per condition, its mean log nuclear norm above Detailed CoT's: F1's gap is 2.0, the phrase 0.5,
-# the reasoning 0.3, which tokens -0.2 and how many tokens 1.4
-SHIFT = {"none": 2.0, "none_answer": 1.5, "detailed_answer": 1.2, "detailed_scored_none": 1.4, "detailed": 0.0}
-TRUE = {"the phrase": 0.5, "the reasoning": 0.3, "which tokens": -0.2, "how many tokens": 1.4}
-
-
-def chain_rows(datasets=("gsm8k",), *, n=8, shift=SHIFT, seed=0, sample_sd=0.3, **keywords):
-    """Rows of the chain's five conditions of each dataset, each condition's log norms ``shift[c]``
-    above a common rising curve; ``shift`` may map a dataset to its own shifts."""
-    conditions = [(d, s, "correct") for d in datasets for s in gap_split.CHAIN]
-    rows = make_results(conditions, models=MODELS, n_samples=n, noise=0.05, sample_sd=sample_sd, seed=seed, **keywords)
-    for dataset in datasets:
-        own = shift.get(dataset, shift)
-        for setting, value in own.items():
-            chosen = (rows["dataset"] == dataset) & (rows["setting"] == setting)
-            for column in ("nuclear_norm", "frobenius"):
-                rows.loc[chosen, column] *= np.exp(value)
-    return rows
 
 
 def curves(rows, n_resamples=300):
@@ -218,7 +202,7 @@ def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
     caption = split_report.split_caption(split)
     assert "add up to it exactly" in caption and "95%" in caption
     words = split_report.in_words(split)
-    assert 1 <= len(words) <= 3 and not any(c in " ".join(words) for c in ("F1", "A1", "A2", "A4"))
+    assert 1 <= len(words) <= 3 and not re.search(r"\b(F1|S|A3|A5)\b", " ".join(words))  # no check named
 
 
 def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_how_to_read_it():

@@ -80,7 +80,7 @@ def test_model_without_attention_projections_is_refused():
 
 @pytest.mark.parametrize("kind", ["llama", "gemma3"])
 def test_a_scored_subset_in_a_batch_equals_the_plain_procedure_on_those_tokens(kind):
-    """A4's samples score a random subset of their response tokens: the batched pass (with a sample
+    """The scored-subset samples score a random subset of their response tokens: the batched pass (with a sample
     scored whole beside it) equals the plain procedure whose labels are those tokens alone, and the
     subset's loss is the mean over its tokens only."""
     model = tiny_model(kind, layers=3)

@@ -35,7 +35,7 @@ def test_the_cpu_profile_keeps_every_condition_a_verdict_of_its_models_rests_on(
             )
             or condition.setting in ("none_answer", "detailed_answer", "detailed_scored_none")
         )
-        assert (condition.key in cpu) == needed, condition.key  # F1, F3 / F2, L, L2 / A2, A3 / A4; nothing else
+        assert (condition.key in cpu) == needed, condition.key  # F1, F3 / F2, L, L2 / S, A3; nothing else
 
 
 def test_profiles_derive_their_conditions_from_the_registry():
@@ -288,7 +288,9 @@ def test_the_decompose_profile_computes_the_token_energy_of_the_gaps_conditions_
     energy = profiles.decomposition_conditions(decompose.conditions)
     assert set(energy) <= set(cpu.conditions) and len(energy) == 18
     assert {c.split("/", 1)[1] for c in energy} == {"none/correct", "detailed/correct", "detailed/irrelevant"}
-    assert set(decompose.conditions) - set(energy) == set(profiles.answer_conditions())  # A2's contexts beside
+    assert set(decompose.conditions) - set(energy) == set(
+        profiles.answer_conditions()
+    )  # the reasoning step's contexts beside
     assert decompose.extraction.n_samples == cpu.extraction.n_samples  # the same instructions as the cpu run
     assert [c for c in decompose.conditions if decompose.extraction.energy_passes(c)] == list(energy)
     assert all(decompose.extraction.energy_passes(c) == profiles.ENERGY_PASSES for c in energy)

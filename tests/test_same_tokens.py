@@ -1,4 +1,4 @@
-"""A2 and A3: the answer's own gradient with and without reasoning before it, paired by instruction,
+"""The reasoning step's answer tokens and A3: the answer's own gradient with and without reasoning before it, paired by instruction,
 and at equal answer loss (the paired regression's intercept)."""
 
 import math
@@ -12,7 +12,7 @@ from analysis.core import vocabulary
 from analysis.findings import roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
-from analysis.findings.rules import FAILS, HOLDS, NoteKind, decide
+from analysis.findings.rules import HOLDS, NoteKind, decide
 
 MODEL = {"m": ("base", 12)}
 
@@ -48,26 +48,20 @@ def curves(rows):
     return all_curve_draws(rows, list(MODEL), stats, n_resamples=300, sample_stats=("log_miss", "loss"))["m"]
 
 
-def test_a2_finds_a_planted_gap_and_its_early_excess_and_shows_the_other_contexts():
-    parts = same_tokens.a2_parts(curves(answer_rows(gap=0.5, early=0.3)), "gsm8k")
-    gap = by_role(parts, roles.SAME_TOKEN_GAP)
-    assert gap.decides and gap.name == same_tokens.A2_PART
-    assert np.log(gap.shown()[0]) == pytest.approx(0.5 + 0.3 * 3 / 12, abs=0.05)
-    assert decide(parts) == HOLDS
-    shown = {p.key[:2] for p in parts if not p.decides}
+def test_beside_the_reasoning_step_stand_the_frobenius_norm_and_the_other_contexts():
+    parts = same_tokens.reasoning_beside(curves(answer_rows(gap=0.5)), "gsm8k")
+    assert not any(p.decides for p in parts)
+    shown = {p.key[:2] for p in parts}
     assert {(roles.SAME_TOKEN_FROBENIUS, ()), *((roles.CONTEXT_GAP, (s,)) for s in same_tokens.BESIDE)} <= shown
     assert by_role(parts, roles.SAME_TOKEN_FROBENIUS).name == "the same in Frobenius norm"
+    assert by_role(parts, roles.SAME_TOKEN_FROBENIUS).estimate.value == pytest.approx(0.5, abs=0.05)
 
 
-def test_a2_does_not_hold_where_reasoning_makes_the_answers_gradient_larger():
-    assert decide(same_tokens.a2_parts(curves(answer_rows(gap=-0.5)), "gsm8k")) == FAILS
-
-
-def test_a2_pairs_the_instructions_both_conditions_hold():
+def test_the_answer_gap_pairs_the_instructions_both_conditions_hold():
     rows = answer_rows(gap=0.5)
     dropped = (rows["setting"] == same_tokens.DETAILED) & (rows["sample_index"] < 3)
-    parts = same_tokens.a2_parts(curves(rows[~dropped]), "gsm8k")
-    assert by_role(parts, roles.SAME_TOKEN_GAP).estimate.n == 12 - 3
+    gap = same_tokens.answer_gap(curves(rows[~dropped]), "gsm8k", same_tokens.NONE, same_tokens.DETAILED)
+    assert gap.n == 12 - 3 and gap.value == pytest.approx(0.5, abs=0.05)
 
 
 def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
@@ -84,9 +78,8 @@ def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
     cd = curves(answer_rows(n=40, gap=0.0, slope=0.8, centre=1.0))
     parts = same_tokens.a3_parts(cd, "gsm8k")
     assert decide(parts) != HOLDS
-    assert (
-        by_role(same_tokens.a2_parts(cd, "gsm8k"), roles.SAME_TOKEN_GAP).estimate.value > 0.5
-    )  # A2 alone would credit it
+    # the answer tokens' gap alone (S's reasoning step) would credit it
+    assert same_tokens.answer_gap(cd, "gsm8k", same_tokens.NONE, same_tokens.DETAILED).value > 0.5
 
 
 def test_a3_says_where_its_intercept_extrapolates():
@@ -111,13 +104,15 @@ def test_the_intercept_of_unit_weights_is_least_squares():
     assert same_tokens.weighted_intercepts(y, x, counts)[0][0] == pytest.approx(intercept)
 
 
-def test_a2_and_a3_are_registered_per_model_on_the_gap_chapter_and_read_what_they_need():
-    for check_id in ("A2", "A3"):
+def test_s_and_a3_are_registered_per_model_on_the_gap_chapter_and_read_what_they_need():
+    for check_id in ("S", "A3"):
         check = checks.get(check_id)
         assert checks.GAP_CHAPTER in check.chapters and set(same_tokens.READS) <= set(check.reads)
     assert checks.get("A3").calibrated_by == (rule.EQUAL_LOSS,)
-    found = checks.run_checks({"m": curves(answer_rows(n=12, gap=0.5))}, ["A2", "A3"])
-    assert {(f.check, f.scope) for f in found} >= {("A2", "gsm8k"), ("A3", "gsm8k")}
+    found = checks.run_checks({"m": curves(answer_rows(n=12, gap=0.5))}, ["S", "A3"])
+    # the four answer settings alone: A3 is computed, S needs the whole chain of five conditions
+    assert ("A3", "gsm8k") in {(f.check, f.scope) for f in found}
+    assert not [f for f in found if f.check == "S"]
 
 
 def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():

@@ -1,7 +1,7 @@
 """The study's checks, one module per check, named by its id and idea: each declares its registry
 entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``). The registry is the list of
 these modules (``MODULES``), in the book's order: the paper's findings F1-F5, L and L2 beyond it,
-T1-T3 of the training runs, and A1, G1 and A2-A5 on where F1's and F3's gaps come from.
+T1-T3 of the training runs, and S, G1, A3 and A5 on where F1's and F3's gaps come from.
 
 The registry, its engine on it and the scopes' names are the package's own (``checks.get("F1")``,
 ``checks.REGISTRY``), from ``study_registry``.
@@ -27,13 +27,10 @@ Modules:
 - ``t2_early_layers``: T2: training on fast thinking changes the early layers more than training on slow
   thinking
 - ``t3_persists``: T3: fast thinking's larger gradient persists through training
-- ``a1_averaging``: A1: in the Frobenius norm, fast thinking's larger gradient is more than averaging over
-  fewer tokens
+- ``s_gap_split``: S: F1's gap split into four steps; its claim: reasoning before the answer makes the
+  answer's own gradient smaller
 - ``g1_beyond_loss``: G1: the layer curves tell irrelevant from correct responses beyond the loss
-- ``a2_same_tokens``: A2: on the answer tokens alone, reasoning before them makes their gradient smaller
-- ``a3_equal_loss``: A3: a2 holds also at equal answer loss
-- ``a4_scored_tokens``: A4: scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half
-  of F1's gap
+- ``a3_equal_loss``: A3: S's reasoning step holds also at equal answer loss
 - ``a5_context``: A5: its roles, its parts (``a5_parts``: the answer after its own chain against after the same words
   shuffled and after another instruction's chain) and its check
 """

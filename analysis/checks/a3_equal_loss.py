@@ -1,4 +1,4 @@
-"""A3: A2 holds also at equal answer loss."""
+"""A3: S's reasoning step holds also at equal answer loss."""
 
 from __future__ import annotations
 
@@ -17,12 +17,12 @@ CHECK = PerModelCheck(
         fails="at equal answer loss the answer's gradient is not smaller after the reasoning",
         unresolved="these instructions do not decide the gap at equal answer loss",
     ),
-    plain="A2 holds also at equal answer loss",
+    plain="S's reasoning step holds also at equal answer loss",
     headline=roles.EQUAL_LOSS_GAP,
     claim=(
-        "A2 beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
+        "S's reasoning step beyond the answer's loss: where the answer is as predictable after the Detailed CoT as without it, "
         "the answer's gradient is still larger without reasoning (the intercept of the paired regression of "
-        "A2's log nuclear-norm gap on the gap in the answer tokens' mean log(1 - p), its interval with the "
+        "the answer tokens' log nuclear-norm gap (phrase alone over Detailed CoT) on the gap in the answer tokens' mean log(1 - p), its interval with the "
         "n - 2 degrees of freedom of a line; no verdict where the resamples leave the line undetermined)"
     ),
     parts=same_tokens.a3_parts,

@@ -1,6 +1,6 @@
 """A5: reasoning or context? Its roles, its parts (``a5_parts``) and its registry entry (``CHECK``).
 
-After a long chain the same answer tokens have a different gradient (A2); is that the reasoning,
+After a long chain the same answer tokens have a different gradient (S's reasoning step); is that the reasoning,
 or any long text before the answer?
 
 Two controls keep the answer, the phrase before it and a text of the chain's length, and take away
@@ -10,7 +10,7 @@ claims that the context, not the reasoning, makes the difference: the answer's g
 own chain is nearly the same as after either control, each paired log ratio (geometric mean of
 nuclear norms over the instructions both hold) within the margin of "nearly the same"
 (``rules.SAME_MARGIN``, two one-sided tests). Where it does not hold, the chain's order or content
-matters beyond its length and words. A2's own gap is shown beside.
+matters beyond its length and words. The reasoning step's own gap is shown beside.
 """
 
 from __future__ import annotations
@@ -28,12 +28,12 @@ FOREIGN = Role("the answer's gradient after its own chain over after another ins
 
 ORDER_PART = "own Detailed CoT / its words shuffled, on the answer tokens"
 FOREIGN_PART = "own Detailed CoT / another instruction's, on the answer tokens"
-A2_PART = "A2: None / Detailed on the answer tokens"
+REASONING_PART = "the reasoning step: None / Detailed on the answer tokens"
 
 
 def a5_parts(cd, dataset: str, **_) -> list[Part] | None:
     """A5: the answer's gradient after its own chain over after its shuffled words, and over after
-    another instruction's chain, each within the margin; A2's gap shown beside. None where a control
+    another instruction's chain, each within the margin; the reasoning step shown beside. None where a control
     is not stored."""
     order, foreign = answer_gap(cd, dataset, DETAILED, SHUFFLED), answer_gap(cd, dataset, DETAILED, OTHER)
     if order is None or foreign is None:
@@ -44,7 +44,7 @@ def a5_parts(cd, dataset: str, **_) -> list[Part] | None:
     ]
     gap = answer_gap(cd, dataset, NONE, DETAILED)
     if gap is not None:
-        parts.append(Part(A2_PART, gap, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP, decides=False))
+        parts.append(Part(REASONING_PART, gap, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP, decides=False))
     return parts
 
 
@@ -65,10 +65,10 @@ CHECK = PerModelCheck(
         unresolved="these instructions do not tell the reasoning's effect from the context's",
     ),
     claim=(
-        "A2 against its controls: scoring only the final answer after the same phrase, its gradient after the "
+        "S's reasoning step against its controls: scoring only the final answer after the same phrase, its gradient after the "
         "instruction's own Detailed CoT is nearly the same as after the same words shuffled and as after "
         "another instruction's Detailed CoT (each paired log ratio of nuclear norms, geometric mean over the "
-        f"instructions both hold, within {_MARGIN}: two one-sided tests); A2's gap shown beside"
+        f"instructions both hold, within {_MARGIN}: two one-sided tests); the reasoning step's gap shown beside"
     ),
     parts=a5_parts,
     chapters=GAP,

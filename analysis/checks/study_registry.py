@@ -7,10 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from analysis.checks import (
-    a1_averaging,
-    a2_same_tokens,
     a3_equal_loss,
-    a4_scored_tokens,
     a5_context,
     f1_larger,
     f2_rougher,
@@ -20,6 +17,7 @@ from analysis.checks import (
     g1_beyond_loss,
     l2_length,
     l_content,
+    s_gap_split,
     t1_predicts,
     t2_early_layers,
     t3_persists,
@@ -41,11 +39,9 @@ MODULES = (
     t1_predicts,
     t2_early_layers,
     t3_persists,
-    a1_averaging,
+    s_gap_split,
     g1_beyond_loss,
-    a2_same_tokens,
     a3_equal_loss,
-    a4_scored_tokens,
     a5_context,
 )
 REGISTRY: Registry = registry_of(module.CHECK for module in MODULES)

@@ -1,6 +1,6 @@
 """R, the number of response tokens of a sample, for rows that were imported rather than extracted.
 
-The original study's released lines hold no token count, yet A1 (F1 beyond averaging) reads one per
+The original study's released lines hold no token count, yet the split of a gap into averaging and the rest reads one per
 sample. R is computed here from the sample's instruction and output text with the model's tokenizer
 alone (never its weights), through the extraction's own functions (``prompts.prompt_text`` and
 ``prompts.encode``), so it is the count an extraction of the same sample stores. A model whose

@@ -12,7 +12,7 @@ Modules:
 - ``check_registry``: the registry's engine: a registry (``Registry``, an immutable tuple of checks) built,
   read and run (``run_checks``), always the registry given
 - ``scopes``: the kinds of check, one frozen dataclass per scope with its typed parts and its run
-- ``check_parts``: the parts of F1-F5, L and L2: the quantities a claim is decided on (A1, G1, A2-A5 and T1-T3
+- ``check_parts``: the parts of F1-F5, L and L2: the quantities a claim is decided on (S, G1, A3, A5 and T1-T3
   have theirs in their own modules)
 - ``pooling``: pooling a check over a family; pairing instruct models with their base
 - ``rules``: the verdict rule: parts, bounds, sides, the sample size that would resolve a part
@@ -34,17 +34,15 @@ Modules:
   run's same cell (``power_table``)
 - ``population``: which instructions the profiles draw from (the non-identical None-CoT pairs), counted per
   file
-- ``averaging``: A1: F1's gap against what averaging over more response tokens predicts; the decomposition's
-  parts
+- ``averaging``: a gap in log norm split into averaging over more response tokens, token size, alignment
+  and shape (the decomposition per layer)
 - ``gap_split``: F1's gap split exactly into four steps (the phrase, the reasoning, which tokens, how many
   tokens), per dataset and family, with intervals
 - ``beyond_loss``: G1: out-of-fold AUROC of the pairs' curve differences with the loss covariates partialled
   out, and its sign-flip permutation test; at matched loss, the drawn and the screened pairs within the
   caliper
-- ``same_tokens``: A2 and A3: the final answer's own gradient with and without reasoning before it, and at
-  equal answer loss
-- ``scored_tokens``: A4: the same Detailed-CoT text scored on all its tokens and on as few as None CoT's
-  response has (``a4_parts``)
+- ``same_tokens``: the final answer's own gradient with and without reasoning before it (beside S's reasoning
+  step), and at equal answer loss (A3)
 - ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training
   run)
 - ``calibration/``: the rules' error rates by simulation

@@ -1,4 +1,4 @@
-"""A1: is F1's gap more than averaging over more tokens?
+"""Where a gap in log norm comes from: averaging over more tokens, token size, alignment, shape.
 
 A sample's loss is the mean of the cross-entropy of its R response tokens, so its gradient is a
 mean of R token gradients: G = (1/R) sum_r g_r. With e = (1/R) sum_r ||g_r||_F^2 (the mean squared
@@ -10,9 +10,8 @@ shape), exactly
 
 The Frobenius norm is log ||G||_F = 1/2 log e + 1/2 log kappa - 1/2 log R: averaging's share of
 a gap in mean log Frobenius norm is exactly the gap in -1/2 log R, and what is left, the gap in
-log(sqrt(R) ||G||_F), is token size and alignment together. A1 decides on that remainder; it reads
-the stored columns ``frobenius`` and ``n_response_tokens`` only. The nuclear norm adds the shape
-s, shown beside. Where the store holds the token energy E = sum_r ||g_r||_F^2 (``token_energy``,
+log(sqrt(R) ||G||_F), is token size and alignment together; it reads the stored columns
+``frobenius`` and ``n_response_tokens`` only. The nuclear norm adds the shape s. Where the store holds the token energy E = sum_r ||g_r||_F^2 (``token_energy``,
 ``ExtractionSettings.token_energy_passes``) for every sample of a condition, the remainder splits
 into token size 1/2 log e = 1/2 log(E / R) and alignment 1/2 log kappa = log(sqrt(R) ||G||_F) - 1/2 log e. Each term is a mean over q, k, v, o (and the layers of a segment) of per-sample
 logs, so a gap between two conditions is a difference of means over instructions, resampled with
@@ -27,13 +26,12 @@ import numpy as np
 
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
-from analysis.findings import roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean, rows_of
-from analysis.findings.rules import NotApplicable, Part, Unit, Why
+from analysis.findings.rules import NotApplicable, Why
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
-# the statistics A1 and its chapter read beyond the nuclear norm (A1 decides on the first two; the
-# chapter splits token size from alignment with the energy where it is stored)
+# the statistics the split per layer reads beyond the nuclear norm (token size is split from
+# alignment with the energy where it is stored)
 READS = (FROBENIUS, TOKENS, ENERGY)
 
 # The terms of a sample's log norms (per layer), each a mean over q, k, v, o:
@@ -56,12 +54,6 @@ def stacked_terms(present) -> tuple[str, ...]:
     """The parts that add up to the nuclear-norm gap among the terms ``present``: four where token
     size and alignment are split, else three."""
     return STACKED_WITH_ENERGY if {TOKEN_SIZE, ALIGNMENT} <= set(present) else STACKED
-
-
-A1_PART = "None / Detailed of sqrt(R) x Frobenius norm"
-TOKEN_SIZE_PART = "token size: None / Detailed of sqrt(e)"
-ALIGNMENT_PART = "alignment: None / Detailed of sqrt(kappa)"
-NUCLEAR_PART = "None / Detailed of sqrt(R) x nuclear norm"  # F1's own norm beyond averaging
 
 
 @dataclass(frozen=True)
@@ -156,57 +148,18 @@ def paired_contrast(
     return Estimate(value, draws, ((dataset, int(min(a.size, b.size))),))
 
 
-def term_contrast(
-    cd: CurveDraws, dataset: str, first: LogTerms, second: LogTerms, *, term: str, layers: slice = slice(None)
-) -> Estimate | None:
-    """The gap of one term (mean over ``layers``), ``first`` less ``second``."""
-    if term not in first.terms or term not in second.terms:
-        return None
-    a, b = (t.terms[term][:, layers].mean(axis=1) for t in (first, second))
-    kept = [np.isfinite(a), np.isfinite(b)]  # a sample without a finite token energy is left out
-    if not (kept[0].any() and kept[1].any()):
-        return None
-    weights = [cd.resampling.weights(dataset, t.ids[k]) for t, k in zip((first, second), kept)]
-    return paired_contrast(a[kept[0]], weights[0], b[kept[1]], weights[1], dataset=dataset)
-
-
 def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarray]:
     """Per layer, the gap of each term present in both (``first`` less ``second``), (L,) each."""
     shared = [t for t in TERMS if t in first.terms and t in second.terms]
     return {t: np.nanmean(first.terms[t], axis=0) - np.nanmean(second.terms[t], axis=0) for t in shared}
 
 
-def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """A1: None over Detailed CoT of sqrt(R) x Frobenius norm (token size and alignment, mean log)
-    > 1; beside it the Frobenius gap, what averaging alone predicts, the same for the nuclear norm
-    and its shape part. None where the curves lack the Frobenius norm or the token counts."""
-    none, detailed = (log_terms(cd, cd.condition_key(dataset, s)) for s in ("none", "detailed"))
-    if none is None or detailed is None:
-        return None
-
-    def gap(term: str) -> Estimate | None:
-        return term_contrast(cd, dataset, none, detailed, term=term)
-
-    shown = (
-        ("None / Detailed Frobenius norm", LOG_FROBENIUS, roles.FROBENIUS_GAP),
-        ("averaging alone: sqrt(R_Detailed / R_None)", AVERAGING, roles.AVERAGING),
-        (NUCLEAR_PART, SCALED_NUCLEAR, roles.NUCLEAR_BEYOND_AVERAGING),
-        ("shape: None / Detailed of nuclear / Frobenius norm", SHAPE, roles.SHAPE),
-        (TOKEN_SIZE_PART, TOKEN_SIZE, roles.TOKEN_SIZE),  # where the token energy is stored
-        (ALIGNMENT_PART, ALIGNMENT, roles.ALIGNMENT),
-    )
-    parts = [Part(A1_PART, gap(REST), "above", 0.0, Unit.RATIO, role=roles.BEYOND_AVERAGING)]
-    beside = [(name, gap(term), role) for name, term, role in shown]
-    return parts + [
-        Part(n, e, "above", 0.0, Unit.RATIO, role=role, decides=False) for n, e, role in beside if e is not None
-    ]
-
-
 TOKENS_UNKNOWN = "token counts unknown"  # the reason of a cell without R
 
 
-def a1_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> NotApplicable | None:
-    """Why A1 cannot be computed on a dataset whose None and Detailed CoT curves hold Frobenius norms:
+def tokens_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> NotApplicable | None:
+    """Why F1's gap cannot be split into averaging and the rest on a dataset whose None and Detailed
+    CoT curves hold Frobenius norms:
     the token counts R are not stored (the original study's files hold none), with the command that
     adds them to ``store``; None where that is not why."""
     conditions = [cd.condition_key(dataset, s) for s in ("none", "detailed")]

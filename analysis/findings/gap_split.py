@@ -8,11 +8,11 @@ study extracts, it telescopes through three conditions between them, in this fix
        the phrase    the reasoning    which tokens        how many tokens
 
 - the phrase: the bare answer against "The final answer is " and the answer's re-tokenization;
-- the reasoning: the same answer tokens after the instruction's Detailed CoT (A2's gap);
+- the reasoning: the same answer tokens after the instruction's Detailed CoT (the check S decides on it);
 - which tokens: the answer's tokens against as many tokens of the chain as the bare answer (None
   CoT's response) has; where the answer re-tokenized after the phrase has another count, this step
   also carries that difference's averaging;
-- how many tokens: those few tokens of the chain against all of them (A4's gap: averaging).
+- how many tokens: those few tokens of the chain against all of them (averaging).
 
 Each step is the mean log norm of one condition less that of the next, on the same instructions,
 so the four add up to F1's gap on them exactly. A step's size depends on where it sits in the
@@ -20,13 +20,16 @@ chain: the order is part of the estimand. Intervals resample instructions with t
 resampling (``bootstrap``) at its ``LEVEL``. A family's value is the mean over the datasets it
 names (conditional on them), its interval within-dataset only (``bootstrap.pooled``): two datasets
 say nothing about the other datasets of a family, and the note says where the datasets lie on
-opposite sides of 0. In the Frobenius norm the averaging step stands beside what
+opposite sides of 0. A step is decided (``step_outcome``) when its interval clears 0 (it makes fast
+thinking's gradient larger, or smaller) or lies wholly within the margin of "nearly the same"
+(``rules.SAME_MARGIN``, two one-sided tests: it changes the gradient by less than that). In the Frobenius norm the averaging step stands beside what
 averaging alone predicts, half the gap in mean log R (``averaging``), each as a share of F1's gap.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -46,6 +49,7 @@ from analysis.findings.bootstrap import (
 )
 from analysis.findings.pooling import scope_rank
 from analysis.findings.quantities import log_level
+from analysis.findings.rules import SAME_MARGIN
 
 NUCLEAR, FROBENIUS, TOKENS = "nuclear_norm", "frobenius", "n_response_tokens"
 STATS = (NUCLEAR, FROBENIUS)  # the norms the split is computed in, the paper's first
@@ -62,15 +66,47 @@ class Step:
 
 STEPS = (
     Step("the phrase", "none", "none_answer"),
-    Step("the reasoning", "none_answer", "detailed_answer"),  # A2's gap
+    Step("the reasoning", "none_answer", "detailed_answer"),
     Step("which tokens", "detailed_answer", "detailed_scored_none"),
-    Step("how many tokens", "detailed_scored_none", "detailed"),  # A4's gap
+    Step("how many tokens", "detailed_scored_none", "detailed"),
 )
 CHAIN = (STEPS[0].fast, *(s.slow for s in STEPS))  # the five conditions, fast to slow
 TOTAL = "F1's gap"
 PREDICTED = "averaging alone predicts"  # 1/2 the gap in mean log R of the last step (Frobenius)
 SHARE = "share of F1's gap: "  # the prefix of a share's row
 ORDER = (TOTAL, *(s.name for s in STEPS), PREDICTED)
+
+
+class Outcome(enum.Enum):
+    """What a step's interval decides (its value: the words the book prints)."""
+
+    LARGER = "larger"  # the interval lies above 0: the step makes fast thinking's gradient larger
+    SMALLER = "smaller"  # below 0
+    SAME = "about the same"  # within (-SAME_MARGIN, SAME_MARGIN): less than that margin either way
+    UNRESOLVED = "not decided"  # none of these
+    TOO_FEW = "too few instructions"  # fewer than MIN_VERDICT_SAMPLES in some dataset
+
+    @property
+    def decided(self) -> bool:
+        return self in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
+
+
+def step_outcome(estimate: Estimate, *, margin: float = SAME_MARGIN) -> Outcome:
+    """Whether a step's interval clears 0 (either way) or lies wholly within ``margin`` of 0, on at
+    least ``MIN_VERDICT_SAMPLES`` instructions per dataset. The sign comes first: a step that clears
+    0 by less than the margin is "larger" or "smaller", not "about the same". Clearing 0 is the
+    study's gap rule, lying within the margin its "within" rule; both are calibrated
+    (``calibration.rule.GAP``, ``calibration.rule.WITHIN``)."""
+    if estimate.n_smallest < MIN_VERDICT_SAMPLES:
+        return Outcome.TOO_FEW
+    low, high = estimate.interval()
+    if low > 0:
+        return Outcome.LARGER
+    if high < 0:
+        return Outcome.SMALLER
+    if -margin < low and high < margin:
+        return Outcome.SAME
+    return Outcome.UNRESOLVED
 
 
 def share_name(step: str) -> str:
@@ -95,10 +131,14 @@ class Row:
         return self.estimate.interval()
 
     @property
+    def outcome(self) -> Outcome:
+        """What the row's interval decides (``step_outcome``; a share's bound is not 0: its outcome
+        says only whether it is decided, on the share's own scale)."""
+        return step_outcome(self.estimate)
+
+    @property
     def decided(self) -> bool:
-        """The interval clears 0, on at least ``MIN_VERDICT_SAMPLES`` instructions per dataset."""
-        low, high = self.interval
-        return self.estimate.n_smallest >= MIN_VERDICT_SAMPLES and (low > 0 or high < 0)
+        return self.outcome.decided
 
 
 @dataclass(frozen=True)
@@ -122,7 +162,7 @@ class Split:
     dropped: tuple[Dropped, ...]
 
     def table(self) -> pd.DataFrame:
-        """One line per row: model, scope, step, estimate, low, high, instructions, decided, note."""
+        """One line per row: model, scope, step, estimate, low, high, instructions, outcome, decided, note."""
         lines = [
             {
                 "model": r.model,
@@ -132,12 +172,13 @@ class Split:
                 "low": r.interval[0],
                 "high": r.interval[1],
                 "instructions": r.estimate.n,
+                "outcome": r.outcome.value,
                 "decided": r.decided,
                 "note": r.note,
             }
             for r in self.rows
         ]
-        columns = ["model", "scope", "step", "estimate", "low", "high", "instructions", "decided", "note"]
+        columns = ["model", "scope", "step", "estimate", "low", "high", "instructions", "outcome", "decided", "note"]
         return pd.DataFrame(lines, columns=columns)
 
     def dropped_table(self) -> pd.DataFrame:

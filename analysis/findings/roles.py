@@ -19,9 +19,9 @@ class Role:
     description: str
 
 
-# F1 and A2: a gap over all layers, and that gap larger in the early layers than in the late ones
+# F1 and S's reasoning step: a gap over all layers, and that gap larger in the early layers than in the late ones
 F1_GAP = Role("None over Detailed CoT, all layers (F1)")
-EARLY_LATE = Role("the early over the late layers' ratio of a check's gap (F1, A2)")
+EARLY_LATE = Role("the early over the late layers' ratio of a check's gap (F1, S)")
 # F2
 ROUGHNESS = Role("a projection's faster vs slower roughness of the mean log curve (F2)")
 NONE_ROUGHNESS = Role("a projection's None vs Simplified roughness of the mean log curve (F2)")
@@ -50,14 +50,6 @@ CONTENT = Role("the fast setting against Detailed CoT cut to its length (L)")
 LENGTH = Role("Detailed CoT cut to the fast setting's length against full Detailed CoT (L2)")
 SHARE = Role("the share of the gap left at equal length")
 SECOND_VIEW = Role("None CoT against Detailed CoT cut to its length (L, L2)")
-# A1
-BEYOND_AVERAGING = Role("what is left of the Frobenius gap beyond averaging: token size and alignment (A1)")
-FROBENIUS_GAP = Role("None over Detailed CoT of the Frobenius norm (A1)")
-AVERAGING = Role("what averaging over more response tokens alone predicts of that gap (A1)")
-NUCLEAR_BEYOND_AVERAGING = Role("what is left of F1's nuclear-norm gap beyond averaging (A1)")
-SHAPE = Role("the spectral shape's share of the nuclear-norm gap (A1)")
-TOKEN_SIZE = Role("the token-size share of what is left (A1, where the token energy is stored)")
-ALIGNMENT = Role("the alignment share of what is left (A1, where the token energy is stored)")
 # G1 (facet: the setting)
 BEYOND_LOSS = Role("the AUROC of the curves with the loss covariates partialled out (G1)")
 P_VALUE = Role("the one-sided sign-flip p-value of that AUROC (G1)")
@@ -65,10 +57,10 @@ AUROC_LOSS = Role("the AUROC of the loss covariates alone (G1)")
 AUROC_CURVES = Role("the AUROC of the layer curves alone (G1)")
 LOSS_ORDER = Role("the share of pairs whose mean-loss difference has the majority sign (G1)")
 MATCHED_SHARE = Role("the share of pairs whose two mean losses lie within the caliper (G1)")
-# A2 and A3
-SAME_TOKEN_GAP = Role("None over Detailed CoT on the answer tokens, all layers (A2)")
-SAME_TOKEN_FROBENIUS = Role("the same in Frobenius norm (A2)")
-CONTEXT_GAP = Role("None over another context on the answer tokens (A2; facet: the context)")
+# S's reasoning step (the answer tokens after the phrase alone over after the Detailed CoT) and A3
+SAME_TOKEN_GAP = Role("None over Detailed CoT on the answer tokens, all layers: S's reasoning step")
+SAME_TOKEN_FROBENIUS = Role("the same in Frobenius norm (S)")
+CONTEXT_GAP = Role("None over another context on the answer tokens (S; facet: the context)")
 EQUAL_LOSS_GAP = Role("that ratio at equal answer loss (A3)")
 SLOPE = Role("the slope of the log nuclear gap on the log(1 - p) gap (A3)")
 ANSWER_LOSS = Role("the answer's mean loss under one condition (A3; facet: the condition)")

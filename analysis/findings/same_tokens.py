@@ -1,5 +1,5 @@
-"""A2 and A3: on the same scored tokens, the final answer, does reasoning before it change the answer's
-own gradient?
+"""S's reasoning step and A3: on the same scored tokens, the final answer, does reasoning before it
+change the answer's own gradient?
 
 F1 compares a loss over the 1-3 tokens of a bare answer with a loss over hundreds of chain-of-thought
 tokens: which tokens are scored, as much as how the model thinks. The answer-scored conditions
@@ -8,13 +8,12 @@ is ", with nothing, the Simplified CoT, the Detailed CoT or another instruction'
 the phrase. The answer's token count R is the same on both sides of a gap, so no averaging enters,
 and the phrase is held fixed (it alone moves the bare answer's gradient).
 
-- A2, F1 on the same tokens: F1's two parts with ``none_answer`` against ``detailed_answer``, on the
-  instructions present in both (paired): larger nuclear norms without the reasoning (geometric mean
-  over instructions), and more so in the early layers than in the late ones. Shown beside: the same
-  gap in Frobenius norm, and Simplified CoT or another instruction's Detailed CoT in place of the
-  instruction's own Detailed CoT (is any long context enough, or does this reasoning matter?).
-- A3, A2 beyond the answer's loss: a single token's gradient scales with 1 - p = 1 - exp(-loss), so
-  the covariate is the span's mean of log(1 - exp(-loss_t)) (the stored ``log_miss``). Per dataset,
+- the reasoning step (the check S decides on it, ``analysis.checks.s_gap_split``): ``none_answer``
+  against ``detailed_answer``. Shown beside it (``reasoning_beside``): the same gap in Frobenius
+  norm, and Simplified CoT or another instruction's Detailed CoT in place of the instruction's own
+  Detailed CoT (is any long context enough, or does this reasoning matter?).
+- A3, the reasoning step beyond the answer's loss: a single token's gradient scales with
+  1 - p = 1 - exp(-loss), so the covariate is the span's mean of log(1 - exp(-loss_t)) (the stored ``log_miss``). Per dataset,
   the paired regression over instructions of the log-nuclear gap on the covariate's gap; its
   intercept, the gap where the answer is as predictable after the reasoning as without it, decides
   (above 0). Where the covariate's gaps all lie on one side of 0 the intercept is an extrapolation
@@ -35,16 +34,15 @@ from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, W
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
 SHUFFLED = "detailed_shuffled_answer"
 NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
-READS = (FROBENIUS, LOG_MISS, LOSS)  # what A2 and A3 read per sample beyond the nuclear norm
+READS = (FROBENIUS, LOG_MISS, LOSS)  # what S and A3 read per sample beyond the nuclear norm
 
-A2_PART = "None / Detailed on the answer tokens (all layers)"
 A3_PART = "None / Detailed on the answer tokens at equal answer loss"
-VERBATIM = "verbatim"  # the facet of A2's gap on the chains that state the answer word for word
+VERBATIM = "verbatim"  # the facet of the reasoning step's gap on the chains that state the answer word for word
 VERBATIM_PART = "the same where the Detailed CoT states the answer word for word"
 SLOPE_PART = "slope: log nuclear gap per unit of the log(1 - p) gap"
 LOSS_PARTS = {NONE: "answer loss after the phrase alone", DETAILED: "answer loss after Detailed CoT"}
 LOSS_CHANGE_PART = "answer loss, after Detailed CoT - after the phrase alone"
-# the contexts shown beside A2 in place of the instruction's own Detailed CoT
+# the contexts shown beside the reasoning step in place of the instruction's own Detailed CoT
 BESIDE = {
     SIMPLIFIED: "None / Simplified on the answer tokens",
     OTHER: "None / another instruction's Detailed CoT on the answer tokens",
@@ -96,20 +94,12 @@ def answer_gap(
     return None if a is None or b is None else combine(np.subtract, a, b)
 
 
-def a2_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozenset(), **_) -> list[Part] | None:
-    """A2: the answer's gradient without the reasoning over that after the Detailed CoT (geometric
-    mean of nuclear norms, all layers) > 1, and that ratio larger early than late; beside it the
-    Frobenius norm, the other contexts, and the same gap on the instructions whose Detailed CoT
-    states the answer word for word (``verbatim``, ``data.verbatim_answer_ids``): is it surprise at
-    a label the chain never wrote?"""
-    gaps = {segment: answer_gap(cd, dataset, NONE, DETAILED, segment=segment) for segment in ("all", "early", "late")}
-    if any(g is None for g in gaps.values()):
-        return None
-    early_late = combine(np.subtract, gaps["early"], gaps["late"])
-    parts = [
-        Part(A2_PART, gaps["all"], "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP),
-        Part("early / late of that ratio", early_late, "above", 0.0, Unit.RATIO, role=roles.EARLY_LATE),
-    ]
+def reasoning_beside(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozenset()) -> list[Part]:
+    """What stands beside the reasoning step of F1's gap (the answer's gradient without the reasoning
+    over that after the Detailed CoT, on the instructions both hold): the same gap in Frobenius norm,
+    after the other contexts, and on the instructions whose Detailed CoT states the answer word for
+    word (``verbatim``, ``data.verbatim_answer_ids``): is it surprise at a label the chain never wrote?"""
+    parts: list[Part] = []
     frobenius = answer_gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
     if frobenius is not None:
         name = "the same in Frobenius norm"
@@ -202,7 +192,7 @@ def _mean(values: np.ndarray, weights: np.ndarray, dataset: str) -> Estimate:
 
 
 def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """A3: A2's gap where the answer is equally predictable (the paired regression's intercept) > 1;
+    """A3: the reasoning step's gap where the answer is equally predictable (the paired regression's intercept) > 1;
     beside it the slope, each condition's mean answer loss and their difference."""
     gaps = covariate_gaps(cd, dataset)
     if gaps is None or gaps[0].size < 3:

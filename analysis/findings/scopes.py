@@ -75,7 +75,7 @@ class PartFigure:
 @dataclass(frozen=True)
 class Words:
     """What a check's verdict says in plain words, per verdict (the chapter's paragraphs write them
-    after the numbers): e.g. A1 "more than averaging over more tokens predicts"."""
+    after the numbers): e.g. S "the reasoning before the answer makes the answer's own gradient smaller"."""
 
     holds: str
     fails: str
@@ -100,8 +100,7 @@ class Check(ABC):
     ``headline``: the role of the part whose size a verdict-matrix cell and the summary print where
     the claim holds (None: the cell's first deciding part; ``rules.Finding.decided_by``).
     ``beside``: a part shown beside the sizes that decided the cells wherever the summary prints them
-    (its role, and the words that name it), e.g. A1's remainder in F1's own nuclear norm beside the
-    Frobenius norm that decides (None: none).
+    (its role, and the words that name it), e.g. a remainder in another norm beside the norm that decides (None: none).
     ``lead``: the group of checks read together at the top of a book's first page (1 first); None:
     among the other claims after the verdict matrix.
     ``calibrated_by``: the simulated rules (``calibration.rule.Rule``) whose error rates are this

@@ -20,8 +20,8 @@ Modules:
 - ``beyond``: the paragraphs and tables of the questions beyond the paper
 - ``comparison``: imported vs extracted statistics, sample by sample
 - ``display``: the one renderer: the blocks a section returns as a notebook's outputs, folds as ``<details>``
-- ``gap_sources``: the chapter "Where the gap comes from": the stacked gaps, the AUROCs, A1 and G1 in words
-- ``answer_tokens``: that chapter's same-token figure, A2 and A3 in words, and F1 under a token-sum loss
+- ``gap_sources``: the chapter "Where the gap comes from": the stacked gaps, the AUROCs, G1 in words
+- ``answer_tokens``: that chapter's same-token figure, S's reasoning step and A3 in words, and F1 under a token-sum loss
 - ``takeaway``: the first page's few sentences of what was found, each size a part's value (``found``)
 - ``split_figure``: the first page's split of F1's gap into four steps: its figure, caption and sentences,
   and the ``split`` command's table read from a store
@@ -29,8 +29,8 @@ Modules:
   ``benchmarks/gpu_check.json``, or that none is kept yet
 - ``provenance``: what produced the numbers: run log, versions, checksums, benchmarks
 - ``reproducibility``: the sections of the page "Reproducibility", each returning the blocks it shows
-- ``reproduction``: the summary that opens a book: the scope, then the checks read together (F1 and A1, A2 and
-  A3, F3 and G1) with their sizes, intervals and verdicts; the other checks after the matrix
+- ``reproduction``: the summary that opens a book: the scope, then the checks read together (F1 and S, A3, F3
+  and G1) with their sizes, intervals and verdicts; the other checks after the matrix
 - ``training_chapter``: the chapter "During training"
 - ``your_data_page``: the your-data page
 - ``your_data_samples``: your samples ranked, as tables and files

@@ -3,8 +3,8 @@ shows them.
 
 - ``same_token_section``: per layer, F1's full-response gap (None against Detailed CoT, every
   response token scored) beside the same-token gap (``findings.same_tokens``: the final answer
-  scored alone, after the phrase alone or after the Detailed CoT), per model and dataset; then A2's
-  and A3's verdicts in words and their numbers per dataset, the answer's loss under both conditions
+  scored alone, after the phrase alone or after the Detailed CoT), per model and dataset; then the
+  verdicts of S's reasoning step and A3 in words and their numbers per dataset, the answer's loss under both conditions
   beside.
 - ``loss_convention_section``: F1's gap under the paper's per-sequence mean loss and under a
   per-token sum (as in DAPO or Dr. GRPO-style training, or any batch-token mean over responses of
@@ -21,10 +21,10 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.checks import a5_context
+from analysis.checks import a3_equal_loss, a5_context, s_gap_split
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
-from analysis.findings import averaging, roles, same_tokens, scored_tokens
+from analysis.findings import averaging, roles, same_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.roles import Role
@@ -34,7 +34,8 @@ from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import imported_models
 from analysis.report.page import Page
 
-FULL, SAME = "every response token (F1)", "the answer's tokens, after the same phrase (A2)"
+S, A3, A5 = s_gap_split.CHECK.id, a3_equal_loss.CHECK.id, a5_context.CHECK.id
+FULL, SAME = "every response token (F1)", "the answer's tokens, after the same phrase (the reasoning step)"
 NOT_STORED = (
     "The store holds no answer-scored pair (`{none}` and `{detailed}` of one dataset with None CoT, both "
     "computed; an answer cut off by the profile's `max_length` is skipped and counted above): the answer's own "
@@ -44,7 +45,7 @@ NOT_STORED = (
 )
 NOT_RELEASED = (
     "The original study's released statistics hold no answer-scored lines (the final answer's tokens scored "
-    "alone, after the phrase alone and after the Detailed CoT), so A2 and A3 have no verdict here: an "
+    "alone, after the phrase alone and after the Detailed CoT), so S and A3 have no verdict here: an "
     "extraction of the paper's models computes them (`python -m analysis run --profile paper`, on a GPU)."
 )
 
@@ -123,8 +124,8 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
 
 
 def _same_tokens_in_words(found: Sequence[Finding]) -> str:
-    """A2's and A3's pooled (else per dataset) findings of one model in words."""
-    pieces = _sized_verdicts(found, (("A2", roles.SAME_TOKEN_GAP), ("A3", roles.EQUAL_LOSS_GAP)))
+    """S's reasoning step and A3's pooled (else per dataset) findings of one model in words."""
+    pieces = _sized_verdicts(found, ((S, roles.SAME_TOKEN_GAP), (A3, roles.EQUAL_LOSS_GAP)))
     return (
         "The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear "
         "norms; at equal answer loss for A3): " + "; ".join(pieces) + "."
@@ -148,30 +149,17 @@ def _sized_verdicts(found: Sequence[Finding], shown: Sequence[tuple[str, Role]])
 
 
 def controls_section(page: Page) -> Blocks:
-    """A4 (the same Detailed-CoT text scored on as few tokens as None CoT) and A5 (the answer after its
-    own chain against after a context without the reasoning) in words, per model, and how many
-    Detailed CoTs state the appended answer word for word (A2's subset beside it)."""
-    found = page.findings(["A4", "A5"])
-    models = list(dict.fromkeys(f.model for f in found))
+    """A5 (the answer after its own chain against after a context without the reasoning) in words, per
+    model, and how many Detailed CoTs state the appended answer word for word (the reasoning step's
+    subset beside it)."""
+    found = page.findings([A5])
     out: Blocks = []
-    for model in models:
-        mine = [f for f in found if f.model == model]
-        a4 = _sized_verdicts(mine, (("A4", scored_tokens.SUBSET_GAP),))
-        a5 = _sized_verdicts(mine, (("A5", a5_context.ORDER),))
-        text = f"**{model}.** "
-        text += (
-            "Scoring as few Detailed-CoT tokens as None CoT has over scoring all of them: " + "; ".join(a4) + "."
-            if a4
-            else "A4 not computed (this run stores no scored subset)."
-        )
-        text += (
-            " The answer after its own chain over after the same words shuffled: " + "; ".join(a5) + "."
-            if a5
-            else " A5 not computed (this run stores no shuffled chain)."
-        )
-        out.append(Markdown(text))
+    for model in dict.fromkeys(f.model for f in found):
+        a5 = _sized_verdicts([f for f in found if f.model == model], ((A5, a5_context.ORDER),))
+        text = "The answer after its own chain over after the same words shuffled: " + "; ".join(a5) + "."
+        out.append(Markdown(f"**{model}.** {text}"))
     if not out:
-        out.append(Markdown("A4 and A5 not computed: this run stores none of their conditions."))
+        out.append(Markdown(f"{A5} not computed: this run stores no shuffled chain."))
     counts = verbatim_table(page)
     if not counts.empty:
         out.append(Table(counts, by=None))
@@ -211,11 +199,11 @@ SAME_TOKEN_COLUMNS = (
 
 
 def same_token_table(findings: Sequence[Finding]) -> pd.DataFrame:
-    """Per model and scope: A2's ratio, A3's ratio at equal answer loss and the answer's mean loss
+    """Per model and scope: S's reasoning step, A3's ratio at equal answer loss and the answer's mean loss
     after the phrase alone and after the Detailed CoT, each with its interval."""
     rows: dict[tuple[str, str], dict] = {}
     for f in findings:
-        if f.check not in ("A2", "A3"):
+        if f.check not in (S, A3):
             continue
         row = rows.setdefault((f.model, f.scope), {"model": f.model, "scope": vocabulary.scope_label(f.scope)})
         for column, role, facet in SAME_TOKEN_COLUMNS:
@@ -229,7 +217,7 @@ def same_token_table(findings: Sequence[Finding]) -> pd.DataFrame:
 
 
 def same_token_section(page: Page) -> Blocks:
-    """A2's and A3's findings in words (what was found first), the per-layer figure of both gaps,
+    """S's reasoning step and A3's findings in words (what was found first), the per-layer figure of both gaps,
     A3's note on extrapolation where it applies, and their table."""
     table = layer_gaps(page)
     if table.empty:
@@ -237,11 +225,11 @@ def same_token_section(page: Page) -> Blocks:
         released = bool(imported) and imported >= set(page.draws)
         text = NOT_RELEASED if released else NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED)
         return [Markdown(text)]
-    found = page.findings(["A2", "A3"])
+    found = page.findings([S, A3])
     models = list(dict.fromkeys(f.model for f in found))
     words = "\n\n".join(f"**{m}.** {_same_tokens_in_words([f for f in found if f.model == m])}" for m in models)
     out: Blocks = [
-        Markdown(words or "A2 and A3 not computed."),
+        Markdown(words or f"{S} and {A3} not computed."),
         blocks.Figure(
             layer_gap_figure(table, page.note()),
             "Per layer, F1's gap with every response token scored and with the answer's tokens scored alone, per dataset",
@@ -250,7 +238,7 @@ def same_token_section(page: Page) -> Blocks:
     for model, cd in page.draws.items():
         note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
         if note is not None:
-            out.append(Markdown(f"A3, {model}: {note.text}."))
+            out.append(Markdown(f"{A3}, {model}: {note.text}."))
     return out + [Table(same_token_table(found), empty="No answer-scored pair is computed here.")]
 
 

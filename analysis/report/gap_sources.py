@@ -1,8 +1,8 @@
 """Where F1's and F3's gaps come from, as the chapter of that name shows them: per model, each
 gap of mean log nuclear norm split per layer into averaging (-1/2 log R), token size and alignment
 together, and spectral shape (``analysis.findings.averaging``); the AUROCs of the loss and of the
-curves behind G1 with its sign-flip p-value (``analysis.findings.beyond_loss``); and A1's and G1's
-verdicts in words."""
+curves behind G1 with its sign-flip p-value (``analysis.findings.beyond_loss``); and G1's verdicts
+in words."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import profiles
-from analysis.checks import REGISTRY, Registry, get
+from analysis.checks import REGISTRY, Registry, g1_beyond_loss, get
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, per_model
 from analysis.extract import screens
@@ -60,7 +60,7 @@ NO_RELEASED_ENERGY = (
     "extraction of the model with `--token-energy-passes {passes}` (Running the study, the paper's models on a GPU)."
 )
 ENERGY_COMMAND = "python -m analysis run --profile decompose"
-A1_ID, G1_ID = "A1", "G1"
+G1_ID = g1_beyond_loss.CHECK.id
 
 
 def decomposition(page: Page, contrast: str) -> pd.DataFrame:
@@ -241,7 +241,7 @@ def no_energy(models: list[str], released: bool = False) -> str:
 
 def _lacks_tokens(cd) -> bool:
     """Whether a model's curves hold Frobenius norms of some None/Detailed pair but no token count R."""
-    return any(averaging.a1_unknown(cd, d) is not None for d in reasoning_datasets(cd))
+    return any(averaging.tokens_unknown(cd, d) is not None for d in reasoning_datasets(cd))
 
 
 def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None) -> str:
@@ -249,42 +249,10 @@ def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None
     return "not computed" if part is None or part.estimate is None else voice.sized(part)
 
 
-def _split(finding: Finding) -> str:
-    """ " (token size ..., alignment ...)" where the token energy is stored, else nothing."""
-    if finding.part(roles.TOKEN_SIZE) is None:
-        return ""
-    return f" (token size {_value(finding, roles.TOKEN_SIZE)}, alignment {_value(finding, roles.ALIGNMENT)})"
-
-
 def _per_model(findings: Sequence[Finding], say, *, empty: str) -> str:
     """One paragraph per model of ``findings``: "**<model>.** " and what ``say`` writes of its cells."""
     models = list(dict.fromkeys(f.model for f in findings))
     return "\n\n".join(f"**{m}.** {say([f for f in findings if f.model == m])}" for m in models) or empty
-
-
-def a1_paragraph(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
-    """Markdown, one paragraph per model: the pooled (else per dataset) A1 findings in words, in the
-    Frobenius norm A1 decides on and in F1's own nuclear norm beside it."""
-    empty = "**A1 not computed**: the store holds no Frobenius norms for None and Detailed CoT."
-    return _per_model(cells.of_check(findings, A1_ID), lambda found: _a1_in_words(found, registry), empty=empty)
-
-
-def _a1_in_words(found: Sequence[Finding], registry: Registry) -> str:
-    shown = cells.answers(found)
-    if all(f.not_applicable is not None for f in shown):
-        return f"A1 **not computed**: {voice.numbers(shown[0])}."
-    words = get(A1_ID, registry).words
-    pieces = []
-    for f in shown:
-        said = words.of(f.verdict) if words is not None else ""
-        pieces.append(
-            f"{vocabulary.scope_label(f.scope)}: None CoT's Frobenius norm is {_value(f, roles.FROBENIUS_GAP)} "
-            f"Detailed CoT's; averaging alone predicts {_value(f, roles.AVERAGING)}; what is left, token size and "
-            f"alignment, is {_value(f, roles.BEYOND_AVERAGING)} in the Frobenius norm{_split(f)} and "
-            f"{_value(f, roles.NUCLEAR_BEYOND_AVERAGING)} in F1's nuclear norm: A1 **{f.verdict}**"
-            + (f" (the gap is {said})" if said else "")
-        )
-    return "; ".join(pieces) + "."
 
 
 def g1_paragraph(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
@@ -349,10 +317,9 @@ def _column(name: str) -> str:
 
 
 def verdicts(page: Page) -> Blocks:
-    """A1's and G1's verdicts in words, then the table of G1's AUROCs and the covariates partialled out."""
-    found = page.findings([A1_ID, G1_ID])
+    """G1's verdicts in words, then the table of its AUROCs and the covariates partialled out."""
+    found = page.findings([G1_ID])
     out: Blocks = [
-        Markdown(a1_paragraph(found, page.registry)),
         Markdown(g1_paragraph(found, page.registry)),
         Table(auroc_table(found), empty="No AUROC is computed here."),
     ]

@@ -19,8 +19,9 @@ from analysis.core.formatting import fmt_interval
 from analysis.findings import gap_split
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.intervals import LEVEL
+from analysis.findings.rules import SAME_MARGIN_PERCENT as MARGIN_PERCENT
 from analysis.report import plots
-from analysis.report.blocks import Blocks, Markdown, fold
+from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.report.blocks import Figure as FigureBlock
 from analysis.report.load import ReportError, load_results
 from analysis.store import ResultsStore, runlog
@@ -212,8 +213,9 @@ def split_caption(split: gap_split.Split) -> str:
         'against "The final answer is " and the answer), the reasoning (the same answer tokens after the '
         "Detailed CoT), which tokens (the answer's tokens against as many tokens of the chain) and how many "
         "tokens (those few against all the chain's tokens: averaging). Positive: that step makes fast thinking's "
-        f"gradient larger. Black lines: {LEVEL:.0%} intervals, instructions resampled within each dataset; a pale "
-        "bar's interval reaches 0 (not decided). A family's value holds for the datasets named, not for others."
+        f"gradient larger. Black lines: {LEVEL:.0%} intervals, instructions resampled within each dataset. A step "
+        f'is decided when its interval clears 0 or lies within {MARGIN_PERCENT} of no change ("about the same"); '
+        "a pale bar is not decided. A family's value holds for the datasets named, not for others."
     )
 
 
@@ -265,7 +267,54 @@ def _direction(row: pd.Series) -> str:
     """Which way the reasoning step points, in words, with the datasets of a family where they lie on
     opposite sides (the family's mean then holds for those datasets together, not for each)."""
     apart = f" ({row['note']})" if isinstance(row.get("note"), str) and row["note"] else ""
-    if not row["decided"]:
-        return f"is not decided (its interval reaches 0){apart}"
-    side = "larger" if row["estimate"] > 0 else "smaller"
+    outcome = gap_split.Outcome(row["outcome"])
+    if outcome is gap_split.Outcome.SAME:
+        return f"changes the answer's own gradient by less than {MARGIN_PERCENT} either way{apart}"
+    if not outcome.decided:
+        return f"is not decided (its interval reaches 0 and leaves the {MARGIN_PERCENT} margin){apart}"
+    side = "larger" if outcome is gap_split.Outcome.LARGER else "smaller"
     return f"leaves the answer's own gradient {side} without the reasoning than after it{apart}"
+
+
+def wide_table(split: gap_split.Split) -> pd.DataFrame:
+    """One line per model and scope (each dataset, then each family): F1's gap and each step as "gap
+    [low, high] outcome" in mean log norm, what averaging alone predicts in the Frobenius norm, and the
+    instructions."""
+    table = split.table()
+    shown = [n for n in gap_split.ORDER if n in set(table["step"])]
+    lines = []
+    for (model, scope), rows in table.groupby(["model", "scope"], sort=False):
+        by_step = rows.set_index("step")
+        line = {"model": model, "scope": vocabulary.scope_label(str(scope))}
+        for name in shown:
+            if name in by_step.index:
+                row = by_step.loc[name]
+                outcome = f" {row['outcome']}" if name in BARS else ""
+                line[name] = fmt_interval(row["estimate"], row["low"], row["high"]) + outcome
+        line["instructions"] = int(by_step.loc[gap_split.TOTAL, "instructions"])
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def split_tables(draws: Mapping[str, CurveDraws]) -> Blocks:
+    """The split per dataset and family in both norms (the nuclear norm first), each step with what its
+    interval decides, and the instructions a condition dropped; nothing where no dataset holds the
+    five conditions."""
+    out: Blocks = []
+    for stat in gap_split.STATS:
+        split = gap_split.gap_split(draws, stat=stat)
+        if not split.rows:
+            continue
+        out += [
+            Markdown(
+                f"**In the {NORM_LABELS[stat]}** (gap of mean log norm [{LEVEL:.0%} interval] and what it decides):"
+            )
+        ]
+        out.append(Table(wide_table(split)))
+        dropped = split.dropped_table()
+        if stat == gap_split.NUCLEAR and not dropped.empty:
+            out += [
+                Markdown("Instructions a condition lacks (too long, a zero gradient), left out of the split:"),
+                Table(dropped, by=None),
+            ]
+    return out or [Markdown(f"No dataset holds the split's five conditions ({', '.join(gap_split.CHAIN)}).")]

@@ -1,10 +1,8 @@
 """What was found, in at most three sentences, for the top of a book's first page.
 
 Generated from the page's pooled findings and its store, each clause only where the store holds what
-it reads: F1's gap beside how many more tokens the Detailed CoT's loss averages over and what that
-averaging alone predicts (A1, with what is left of F1's own nuclear norm beyond it); the same text
-scored on as few tokens as the bare answer (A4); and the answer's own tokens scored with and without
-reasoning before them (A2), with F1's gap under a loss summed over tokens. Every size is the value of
+it reads: F1's gap; the answer's own tokens scored with and without reasoning before them (S's
+reasoning step), with F1's gap under a loss summed over tokens. Every size is the value of
 the part named beside it, over the cells a summary reads (``cells.answers``), worded by ``voice``.
 Where the first page shows the split of F1's gap, only the summed loss's sentence follows it
 (``token_sum_sentence``).
@@ -12,15 +10,17 @@ Where the first page shows the split of F1's gap, only the summed loss's sentenc
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.findings import roles, scored_tokens
+from analysis.checks import f1_larger, s_gap_split
+from analysis.findings import roles
 from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Part, Unit
 from analysis.report import cells, voice
+
+F1, S = f1_larger.CHECK.id, s_gap_split.CHECK.id
 
 
 def _parts(findings: Sequence[Finding], check: str, role: Role) -> list[Part]:
@@ -44,64 +44,28 @@ def _part_verdicts(findings: Sequence[Finding], check: str, role: Role) -> str:
     )
 
 
-def _counts(averaging: Sequence[Part]) -> str:
-    """How many times more tokens the Detailed CoT's loss averages over, from A1's averaging part
-    (sqrt(R_Detailed / R_None)): "126 to 580"."""
-    ratios = sorted(math.exp(2 * p.value) for p in averaging)
-    low, high = (f"{r:.0f}" if r >= 10 else f"{r:.2g}" for r in (ratios[0], ratios[-1]))
-    return low if low == high else f"{low} to {high}"
-
-
 def f1_sentence(findings: Sequence[Finding]) -> str:
-    """F1's gap, how many more tokens the slower loss averages over, what averaging alone predicts,
-    and what is left of F1's nuclear norm beyond it ("" without F1's cells)."""
-    gap = _parts(findings, "F1", roles.F1_GAP)
+    """F1's gap, with how its cells went ("" without F1's cells)."""
+    gap = _parts(findings, F1, roles.F1_GAP)
     if not gap:
         return ""
-    text = (
+    return (
         f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT; F1's \"larger\": "
-        f"{_part_verdicts(findings, 'F1', roles.F1_GAP)})"
+        f"{_part_verdicts(findings, F1, roles.F1_GAP)})."
     )
-    averaging = _parts(findings, "A1", roles.AVERAGING)
-    rest = _parts(findings, "A1", roles.NUCLEAR_BEYOND_AVERAGING)
-    if averaging:
-        text += (
-            f", and the Detailed CoT's loss averages over {_counts(averaging)} times more tokens, which alone "
-            f"predicts {_range(averaging)} (A1)"
-        )
-    if rest:
-        text += f"; beyond that averaging, None CoT's nuclear norm is {_range(rest)} Detailed CoT's"
-    return text + "."
 
 
-def a4_sentence(findings: Sequence[Finding]) -> str:
-    """The same Detailed-CoT text scored on as few tokens as the bare answer: its gradient over the
-    all-token one and the share of F1's gap that reproduces ("" without A4's cells)."""
-    gap, share = _parts(findings, "A4", scored_tokens.SUBSET_GAP), _parts(findings, "A4", scored_tokens.F1_SHARE)
-    if not gap:
-        return ""
-    text = (
-        f"On the same Detailed-CoT text, scoring only as many of its tokens as the bare answer has makes the "
-        f"gradient {_range(gap)} larger"
-    )
-    if share:
-        text += (
-            f", {_range(share)} of F1's log gap (A4's \"at least half of F1's gap\": "
-            f"{_part_verdicts(findings, 'A4', scored_tokens.F1_SHARE)})"
-        )
-    return text + "."
-
-
-def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
-    """The answer's own tokens scored with and without reasoning before them (A2), and F1's gap under
-    a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT); "" without either."""
-    gap = _parts(findings, "A2", roles.SAME_TOKEN_GAP)
+def reasoning_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
+    """The answer's own tokens scored with and without reasoning before them (S's reasoning step), and
+    F1's gap under a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT); ""
+    without either."""
+    gap = _parts(findings, S, roles.SAME_TOKEN_GAP)
     pieces = []
     if gap:
         pieces.append(
             f"scoring only the final answer's own tokens, its gradient without reasoning before it over with "
-            f'reasoning is {_range(gap)} (A2\'s "smaller after reasoning": '
-            f"{_part_verdicts(findings, 'A2', roles.SAME_TOKEN_GAP)})"
+            f'reasoning is {_range(gap)} ({S}\'s "smaller after reasoning": '
+            f"{_part_verdicts(findings, S, roles.SAME_TOKEN_GAP)})"
         )
     summed = _token_sum_clause(token_sum)
     pieces += [summed] if summed else []
@@ -138,4 +102,4 @@ def token_sum_sentence(token_sum: Sequence[float]) -> str:
 
 def found(findings: Sequence[Finding], *, token_sum: Sequence[float] = ()) -> str:
     """At most three sentences of what was found, with sizes ("" where the store holds none of it)."""
-    return " ".join(s for s in (f1_sentence(findings), a4_sentence(findings), a2_sentence(findings, token_sum)) if s)
+    return " ".join(s for s in (f1_sentence(findings), reasoning_sentence(findings, token_sum)) if s)

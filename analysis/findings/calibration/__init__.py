@@ -14,10 +14,10 @@ Modules:
 - ``scenarios``: one-sided misses of the intervals under harder noise
 - ``ratio_sizes``: the sizes of per-layer log ratios: noise-corrected mean squares for "nearly the same" and
   F4
-- ``gap_calibration``: the simulated error rates of A1's, A3's and G1's rules: one run of each
-  (``averaging_holds``, ``equal_loss_holds``, ``beyond_loss_null_holds``)
-- ``control_calibration``: the simulated error rates of A4's and A5's rules: one run of each
-  (``gap_share_holds``, ``within_holds``, ``within_fails``)
+- ``gap_calibration``: the simulated error rates of A3's and G1's rules: one run of each
+  (``equal_loss_holds``, ``beyond_loss_null_holds``)
+- ``control_calibration``: the simulated error rates of the "within" rule (A5, S's steps "about the
+  same"): one run of each (``within_holds``, ``within_fails``)
 - ``training_calibration``: the simulation of the training rules' error rates: the runs of a training design,
   one verdict per check (``simulated_verdicts``) that each training rule reads, its check's
 """

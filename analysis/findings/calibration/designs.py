@@ -18,7 +18,7 @@ The simulated quantities are named after the checks whose quantity they simulate
 - the share: F5's contrast of the shares of roughness two pairs of curves keep.
 
 One run of each rule of ``calibration.rule`` that is simulated in the study's design is a function
-here (``gap_holds``, ``gap_fails``, ...; A1's, A3's and G1's are in ``gap_calibration``): the
+here (``gap_holds``, ``gap_fails``, ...; A3's and G1's are in ``gap_calibration``): the
 rule's false "holds" when its claim is false at its boundary (no effect, or a true value exactly at
 the margin), for the rules of this book and, for comparison, the rules they replace, and its false
 "does not hold" when its claim is true. The rules of the training checks are simulated in a

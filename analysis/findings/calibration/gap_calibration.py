@@ -1,10 +1,5 @@
-"""Error rates of A1, A3 and G1, simulated in the study's design through the functions the book uses.
+"""Error rates of A3 and G1, simulated in the study's design through the functions the book uses.
 
-- ``averaging`` (A1): every instruction answered under None CoT (a few tokens, noisy) and Detailed
-  CoT (hundreds of tokens, quiet) with token counts that vary by instruction, and a Frobenius norm
-  that is averaging and nothing else: log ||G||_F = level - 1/2 log R + noise, the same token size
-  and alignment in both settings. A1's quantity (``averaging.token_terms``, ``paired_contrast``)
-  must then say "holds" at most 2.5% of the time.
 - ``beyond loss`` (G1): pairs of a correct and an irrelevant response per instruction, each a set of
   token losses (gamma-distributed, R tokens; the irrelevant response's larger by ``LOSS_SHIFT`` on
   the log scale, so that the loss tells them apart with an AUROC near 0.8), whose layer curves
@@ -24,8 +19,8 @@
   say "holds" at most 2.5% of the time, where the covariate's gaps straddle 0 and, in every other
   repetition, where they all lie on one side of it (``COVARIATE_CENTRES``: the intercept extrapolates).
 
-One run of each is ``averaging_holds``, ``beyond_loss_null_holds`` and ``equal_loss_holds``, the
-simulations of the rules ``rule.AVERAGING``, ``rule.BEYOND_LOSS`` and ``rule.EQUAL_LOSS``, which
+One run of each is ``beyond_loss_null_holds`` and ``equal_loss_holds``, the simulations of the
+rules ``rule.BEYOND_LOSS`` and ``rule.EQUAL_LOSS``, which
 ``calibration.false_holds`` runs in its designs (``calibration.Design``).
 """
 
@@ -33,15 +28,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.findings import averaging, beyond_loss, roles, same_tokens
+from analysis.findings import beyond_loss, roles, same_tokens
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
 from analysis.findings.calibration.designs import Design
 from analysis.findings.pooling import pool_parts
 from analysis.findings.rules import HOLDS, Part, decide
 
-TOKENS = {"fast": 4.0, "slow": 300.0}  # typical response tokens of None and Detailed CoT
-TOKEN_SD = 0.5  # spread of log token counts over instructions
 GAP_LAYERS = 6
 LOSS_SHIFT = 0.5  # irrelevant less correct log scale of the token losses: a loss AUROC near 0.8
 TOKEN_SHAPE = 0.6  # gamma shape of the token losses (a long upper tail: a few tokens carry the loss)
@@ -50,24 +43,6 @@ CURVE_NOISE = (0.05, 0.3, 1.0)  # noise of the curves around the token losses' f
 # straddle 0; 3: all on one side, the intercept an extrapolation), and the true slope
 COVARIATE_CENTRES = (0.0, 3.0)
 EQUAL_LOSS_SLOPE = 0.8
-
-
-def _averaging_estimate(rng, design, n_resamples: int) -> Estimate:
-    """A1's pooled quantity where the Frobenius gap is averaging alone."""
-    per_dataset = []
-    for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
-        level = rng.normal(0.0, design.instruction_sd, n)
-        weights = resample_counts(n, n_resamples, rng)
-        values = []
-        for setting, sd in (("fast", fast_sd), ("slow", slow_sd)):
-            log_tokens = np.log(np.maximum(1.0, np.round(TOKENS[setting] * np.exp(rng.normal(0, TOKEN_SD, n)))))
-            log_f = (level - 0.5 * log_tokens)[:, None] + rng.normal(0.0, sd, (n, GAP_LAYERS))
-            values.append(averaging.token_terms(log_f, None, log_tokens)[averaging.REST].mean(axis=1))
-        per_dataset.append(averaging.paired_contrast(values[0], weights, values[1], weights, dataset=f"d{h}"))
-    found = pooled(per_dataset)
-    if found is None:
-        raise ValueError("no dataset to pool: the design has none")
-    return found
 
 
 def _token_losses(rng, n: int, shift: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -121,12 +96,6 @@ def equal_loss_estimate(rng, design, n_resamples: int, *, centre: float, effect:
         intercept, _ = same_tokens.equal_loss_regression(y, x, resample_counts(n, n_resamples, rng), f"d{h}")
         per_dataset.append(intercept)
     return pooled(per_dataset)
-
-
-def averaging_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
-    """Whether one simulated run of A1, the Frobenius gap averaging alone, says "holds"."""
-    part = Part(averaging.A1_PART, _averaging_estimate(rng, design, n_resamples), "above", 0.0, role=roles.SIMULATED)
-    return decide([part]) == HOLDS
 
 
 def equal_loss_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, repetition: int) -> bool:
