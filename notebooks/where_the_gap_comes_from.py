@@ -13,21 +13,20 @@
 # %% [markdown]
 # # Where the gap comes from
 #
-# A sample's loss is the mean of the cross-entropy of its R response tokens, so its gradient is a
-# mean of R token gradients. Were they of one size and unrelated in direction, the gradient would
-# shrink like 1/sqrt(R) by averaging alone, and a Detailed CoT of hundreds of tokens would get a far
-# smaller gradient than a bare answer of a few, with nothing learned about how the model thinks.
-# Exactly, log nuclear norm = log shape + 1/2 log(token size) + 1/2 log(alignment) - 1/2 log R
-# ([Methods: where a gap comes from](../gap_methods.md)). This page first scores the same tokens
-# on both sides, the final answer after "The final answer is ", with and without the Detailed CoT
-# before it: does reasoning change the answer's own gradient (A2), also where the answer is as
-# predictable (A3)? It then splits F1's gap (None against Detailed CoT) and F3's (irrelevant
-# against correct responses under Detailed CoT) into those parts, layer by layer, and asks two
-# questions: is F1's gap more than averaging (A1), and do the curves carry information on which
-# response is irrelevant that the token losses lack (G1)? The rules: [the checks](../checks.md).
+# Fast thinking's gradient (None CoT) is larger than slow thinking's (Detailed CoT): F1. On the
+# instructions that hold five conditions the study extracts, that gap splits exactly into four
+# steps: **the phrase** (the bare answer against the same answer after "The final answer is "),
+# **the reasoning** (the same answer tokens after the Detailed CoT), **which tokens** (the answer's
+# tokens against as many tokens of the chain) and **how many tokens** (those few against all of
+# the chain's: averaging). The check S decides on the reasoning step, the paper's reading that
+# reasoning itself makes the gradient smaller; A3 and A5 are its controls (the answer's loss, a
+# context without the reasoning). The page then splits F1's and F3's gaps layer by layer into
+# averaging, token size, alignment and shape, and asks whether the curves carry information on
+# which response is irrelevant that the token losses lack (G1). The methods:
+# [where a gap comes from](../gap_methods.md); the rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
-from analysis.report import answer_tokens, gap_sources, sections
+from analysis.report import answer_tokens, gap_sources, sections, split_figure
 from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
@@ -50,7 +49,19 @@ page = Page.open(
 show(sections.provenance(page))
 
 # %% [markdown]
-# ## The same tokens: the answer with and without reasoning before it
+# ## F1's gap in four steps, per dataset
+#
+# Each step is one condition's mean log norm less the next's, on the instructions that hold all
+# five, so the steps add up to F1's gap there; positive: the step makes fast thinking's gradient
+# larger. A step is decided when its interval clears 0 (larger, smaller) or lies within 10% of no
+# change (about the same). In the Frobenius norm, what averaging alone predicts of the last step
+# stands beside it. A family's value is the mean over its datasets.
+
+# %% tags=["remove-input"]
+show(split_figure.split_tables(page.draws))
+
+# %% [markdown]
+# ## The reasoning step: the answer with and without reasoning before it
 #
 # Per layer, F1's gap of mean log nuclear norm (None less Detailed CoT, mean over Q, K, V and O)
 # with every response token scored (dashed: 1-3 answer tokens against hundreds of reasoning
@@ -62,15 +73,12 @@ show(sections.provenance(page))
 show(answer_tokens.same_token_section(page))
 
 # %% [markdown]
-# ## The same text scored two ways, and the answer's context
+# ## Reasoning or context?
 #
-# A4 keeps the instruction's own Detailed CoT, read by the model as it is, and scores only a seeded
-# random subset of its tokens, as many as the bare answer has: only the number of scored tokens
-# changes. Its gradient over the all-token one is F1's gap without any change in how the model
-# thinks. A5 asks whether the answer's gradient after its own chain (A2) is the reasoning's doing
-# or any long text's: the same answer after the chain's words shuffled, and after another
-# instruction's chain. The table counts the instructions whose Detailed CoT states the appended
-# answer word for word, on which A2 is shown beside the whole (its table above).
+# A5 asks whether the answer's gradient after its own chain is the reasoning's doing or any long
+# text's: the same answer after the chain's words shuffled, and after another instruction's chain.
+# The table counts the instructions whose Detailed CoT states the appended answer word for word, on
+# which the reasoning step is shown beside the whole (its table above).
 
 # %% tags=["remove-input"]
 show(answer_tokens.controls_section(page))
@@ -102,7 +110,7 @@ show(gap_sources.f3_gap(page))
 # The paper's loss is a mean over a response's tokens. A loss summed over tokens (as in DAPO or
 # Dr. GRPO-style training, and any mean over the tokens of a batch of responses of mixed lengths)
 # weights a sample by its token count R, so its gradient is R times larger: F1's gap then loses
-# log(R_Detailed / R_None). A1's remainder is the same under both conventions: token size and
+# log(R_Detailed / R_None). The remainder is the same under both conventions: token size and
 # alignment are properties of the token gradients, which the convention leaves as they are; only
 # the averaging part changes, from -1/2 log R to +1/2 log R.
 
@@ -112,10 +120,9 @@ show(answer_tokens.loss_convention_section(page))
 # %% [markdown]
 # ## The answers
 #
-# A1 decides on what is left of F1's Frobenius gap once averaging is taken out; G1 on the
-# out-of-fold AUROC of the pairs' curve differences once the loss covariates are partialled out,
-# against sign flips of whole pairs (its p-value; no interval). Intervals are 95% intervals over
-# instructions.
+# S decides on the reasoning step; G1 on the out-of-fold AUROC of the pairs' curve differences
+# once the loss covariates are partialled out, against sign flips of whole pairs (its p-value; no
+# interval). Intervals are 95% intervals over instructions.
 
 # %% tags=["remove-input"]
 show(sections.answers(page))
