@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from analysis.checks.check_chapters import GAP
 from analysis.findings import averaging, roles
+from analysis.findings.battery import NotInBattery
 from analysis.findings.calibration import rule
 from analysis.findings.rules import CheckId
 from analysis.findings.scopes import PerModelCheck, Words
@@ -31,3 +32,5 @@ CHECK = PerModelCheck(
     reads=averaging.READS,
     unknown=averaging.a1_unknown,
 )
+
+BATTERY = NotInBattery("retired by the split of F1's gap into its steps (its own issue): no new fixture")
