@@ -82,10 +82,10 @@ CHECK = PerModelCheck(
 def _inputs(*, shuffled: float, other: float, controls: bool = True) -> Inputs:
     """The answer's log level after its own chain, ``shuffled`` and ``other`` above it after the
     chain's words shuffled and after another instruction's chain (no controls unless ``controls``);
-    a quiet design: "nearly the same" needs a tight interval."""
+    quiet samples, many instructions: "nearly the same" needs a tight interval."""
     levels = {DETAILED: 0.0, NONE: 0.5, **({SHUFFLED: shuffled, OTHER: other} if controls else {})}
     settings = {f"{s}/correct": Condition(curve=level) for s, level in levels.items()}
-    return model_inputs(settings, design=SampleDesign(sample_sd=0.05), sample_stats=same_tokens.READS)
+    return model_inputs(settings, design=SampleDesign(n=60, sample_sd=0.05), sample_stats=same_tokens.READS)
 
 
 BATTERY = Fixture(

@@ -44,6 +44,6 @@ BATTERY = Fixture(
     verdicts=DECIDING,
     needs="None and Detailed CoT",
     truth=lambda: _inputs(gap=0.5, early=0.4),
-    falsity=lambda: _inputs(gap=-0.5),
+    falsity=lambda: _inputs(gap=-0.5, early=-0.4),
     missing=lambda: model_inputs({"detailed/correct": Condition()}),
 )
