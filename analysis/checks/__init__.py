@@ -11,8 +11,7 @@ The registry, its engine on it and the scopes' names are the package's own (``ch
 Modules:
 
 - ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``),
-  what each declares for the battery (``BATTERIES``: its ``BATTERY``, ``findings.battery``) and the engine's
-  functions on it (``run_checks``, ``get``, ``on_chapter``)
+  what each declares for the battery (``BATTERIES``) and the engine's functions on it (``run_checks``, ``get``, ``on_chapter``)
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
