@@ -42,23 +42,44 @@ def test_each_rule_is_declared_once_with_its_stated_rate_and_checks_name_rules_n
 
 @pytest.fixture(scope="module")
 def false_holds():
-    # G1's permutation rule ("beyond loss") is simulated by test_gap_sources.py and test_beyond_loss.py
+    # G1's permutation rule ("beyond loss") is simulated apart (below, and test_beyond_loss.py)
     rules = tuple(r for r in calibration.checks_by_rule(checks.REGISTRY) if r is not rule.BEYOND_LOSS)
     return calibration.false_holds_table(
         n=5, rules=rules, registry=checks.REGISTRY, reps=REPS, n_resamples=RESAMPLES, seed=11
     )
 
 
-@pytest.mark.parametrize("simulated", calibration.FAILS_RULES, ids=lambda r: r.name)
+# Every rule of the study's design that a check is calibrated by, tested once here (not once per
+# check): the former rules (``PAPER_MAD``, ``OLD_SAME``) are shown, not promised; G1's permutation
+# rule is slower and has its own test below.
+STUDY_RULES = tuple(
+    r
+    for r in calibration.RULES
+    if r.simulated_in is rule.SimulatedIn.STUDY and r not in (rule.PAPER_MAD, rule.OLD_SAME, rule.BEYOND_LOSS)
+)
+
+
+@pytest.mark.parametrize("simulated", STUDY_RULES, ids=lambda r: r.name)
 def test_no_rule_says_holds_more_than_its_stated_rate_when_its_claim_is_false(false_holds, simulated):
-    """2.5% for every rule but F4's "not better", whose stated rate (``Rule.stated``) is what it
-    reaches in the study's designs with normal logs."""
+    """2.5% for every rule but those whose stated rate (``Rule.stated``) is what they reach in the
+    study's designs (the gap rule under skew, F4's "not better", A3's "equal loss"); and, where its
+    claim is also made true, "does not hold" as rarely."""
     assert calibration.FAILS_RULES == (rule.GAP, rule.SAME, rule.NOT_BETTER, rule.ROUGHNESS, rule.WITHIN)
     rows = false_holds[false_holds["rule"] == simulated.name]
     assert len(rows) == 3
     allowed = PROMISED_AT_REPS - stated_rates.PROMISED + simulated.stated
     assert (rows["holds when false"] <= allowed).all(), rows
-    assert (rows["does not hold when true"] <= PROMISED_AT_REPS).all(), rows
+    if simulated.fails is not None:
+        assert (rows["does not hold when true"] <= PROMISED_AT_REPS).all(), rows
+
+
+def test_the_permutation_rule_says_holds_wrongly_at_most_its_stated_rate():
+    """G1's "beyond loss" in each of the study's designs (a permutation test per run: fewer runs)."""
+    reps = 90
+    bound = rule.BEYOND_LOSS.stated + 2 * math.sqrt(rule.BEYOND_LOSS.stated * (1 - rule.BEYOND_LOSS.stated) / reps)
+    for i, design in enumerate(calibration.study_designs(5).values()):
+        rate = calibration.false_holds(rule.BEYOND_LOSS, design, reps=reps, n_resamples=RESAMPLES, seed=20 + i)
+        assert rate <= bound, (design, rate)
 
 
 def test_the_papers_mad_rule_would_fail_that_test(false_holds):

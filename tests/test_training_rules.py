@@ -10,22 +10,11 @@ from analysis.findings import calibration, roles, training_checks
 from analysis.findings.calibration import rule, training_calibration
 from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Why, decide
 from analysis.report import voice
-from analysis.train.naming import TrainingRunId
 
 
 def as_store(probes, change, model="m"):
     """The simulated tables as the store and the weight-change table hold them."""
-    runs = {
-        (arm, seed): TrainingRunId(model, "aqua", arm, "correct", int(seed))
-        for arm, seed in probes[["arm", "seed"]].drop_duplicates().itertuples(index=False)
-    }
-    rows = probes.assign(
-        model=[runs[(a, s)].probe_model(t) for a, s, t in zip(probes["arm"], probes["seed"], probes["step"])],
-        dataset="aqua",
-        responses="correct",
-    ).drop(columns=["arm", "seed", "step"])
-    change = change.assign(model=model, run=[runs[(a, s)].run for a, s in zip(change["arm"], change["seed"])])
-    return rows, change
+    return training_calibration.store_tables(probes, change, model)
 
 
 def run(rows, change, n_resamples=200, **given):

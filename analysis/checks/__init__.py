@@ -1,5 +1,7 @@
 """The study's checks, one module per check, named by its id and idea: each declares its registry
-entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``). The registry is the list of
+entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``) and its battery fixture
+(``BATTERY``: the verdicts it can give and inputs from its own simulator where its claim is true,
+false, or lacks what it needs; ``analysis.findings.battery``). The registry is the list of
 these modules (``MODULES``), in the book's order: the paper's findings F1-F5, L and L2 beyond it,
 T1-T3 of the training runs, and S, G1, A3 and A5 on where F1's and F3's gaps come from.
 
@@ -9,7 +11,7 @@ The registry, its engine on it and the scopes' names are the package's own (``ch
 Modules:
 
 - ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``),
-  and the engine's functions on it (``run_checks``, ``get``, ``on_chapter``)
+  what each declares for the battery (``BATTERIES``) and the engine's functions on it (``run_checks``, ``get``, ``on_chapter``)
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
@@ -37,6 +39,7 @@ Modules:
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER
 from analysis.checks.study_registry import (
+    BATTERIES,
     LENGTH_CHECKS,
     MODULES,
     REGISTRY,
@@ -68,6 +71,7 @@ from analysis.findings.scopes import (
 )
 
 __all__ = [
+    "BATTERIES",
     "FAMILY_CHAPTERS",
     "GAP_CHAPTER",
     "LENGTH_CHECKS",

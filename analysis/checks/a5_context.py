@@ -17,11 +17,13 @@ from __future__ import annotations
 
 from analysis.checks.check_chapters import GAP
 from analysis.findings import roles, same_tokens
+from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
 from analysis.findings.roles import Role
 from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit
 from analysis.findings.same_tokens import DETAILED, NONE, OTHER, SHUFFLED, answer_gap
-from analysis.findings.scopes import PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.simulated_samples import Condition, SampleDesign
 
 ORDER = Role("the answer's gradient after its own chain over after the same words shuffled (A5)")
 FOREIGN = Role("the answer's gradient after its own chain over after another instruction's chain (A5)")
@@ -74,4 +76,22 @@ CHECK = PerModelCheck(
     chapters=GAP,
     calibrated_by=(rule.WITHIN,),
     reads=same_tokens.READS,
+)
+
+
+def _inputs(*, shuffled: float, other: float, controls: bool = True) -> Inputs:
+    """The answer's log level after its own chain, ``shuffled`` and ``other`` above it after the
+    chain's words shuffled and after another instruction's chain (no controls unless ``controls``);
+    quiet samples, many instructions: "nearly the same" needs a tight interval."""
+    levels = {DETAILED: 0.0, NONE: 0.5, **({SHUFFLED: shuffled, OTHER: other} if controls else {})}
+    settings = {f"{s}/correct": Condition(curve=level) for s, level in levels.items()}
+    return model_inputs(settings, design=SampleDesign(n=60, sample_sd=0.05), sample_stats=same_tokens.READS)
+
+
+BATTERY = Fixture(
+    verdicts=DECIDING,
+    needs="the answer scored after its chain shuffled and after another chain",
+    truth=lambda: _inputs(shuffled=0.0, other=0.0),
+    falsity=lambda: _inputs(shuffled=-0.8, other=0.0),
+    missing=lambda: _inputs(shuffled=0.0, other=0.0, controls=False),
 )

@@ -5,9 +5,11 @@ from __future__ import annotations
 from analysis.checks.check_chapters import READING
 from analysis.findings import check_parts as cp
 from analysis.findings import roles
+from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
 from analysis.findings.rules import CheckId
-from analysis.findings.scopes import PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.simulated_samples import Condition
 
 CHECK = PerModelCheck(
     id=CheckId("F1"),
@@ -28,4 +30,20 @@ CHECK = PerModelCheck(
     parts=cp.f1_parts,
     chapters=READING,
     calibrated_by=(rule.GAP,),
+)
+
+
+def _inputs(*, gap: float, early: float = 0.0) -> Inputs:
+    """None CoT's log level ``gap`` above Detailed CoT's, ``early`` more in the early layers."""
+    return model_inputs(
+        {"none/correct": Condition(curve=lambda layers: gap + early * (layers < 4)), "detailed/correct": Condition()}
+    )
+
+
+BATTERY = Fixture(
+    verdicts=DECIDING,
+    needs="None and Detailed CoT",
+    truth=lambda: _inputs(gap=0.5, early=0.4),
+    falsity=lambda: _inputs(gap=-0.5, early=-0.4),
+    missing=lambda: model_inputs({"detailed/correct": Condition()}),
 )

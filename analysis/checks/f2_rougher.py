@@ -5,9 +5,11 @@ from __future__ import annotations
 from analysis.checks.check_chapters import READING
 from analysis.findings import check_parts as cp
 from analysis.findings import roles
+from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
 from analysis.findings.rules import CheckId
-from analysis.findings.scopes import PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.simulated_samples import Condition, wiggle
 
 CHECK = PerModelCheck(
     id=CheckId("F2"),
@@ -33,4 +35,19 @@ CHECK = PerModelCheck(
     chapters=READING,
     calibrated_by=(rule.ROUGHNESS, rule.PAPER_MAD),
     adjust=cp.spread_decides,
+)
+
+
+def _inputs(none: float, simplified: float, detailed: float) -> Inputs:
+    """Log curves stepping from layer to layer by about ``none``, ``simplified`` and ``detailed``."""
+    sizes = {"none": none, "simplified": simplified, "detailed": detailed}
+    return model_inputs({f"{s}/correct": Condition(curve=wiggle(0.0, size)) for s, size in sizes.items()})
+
+
+BATTERY = Fixture(
+    verdicts=DECIDING,
+    needs="two of None, Simplified and Detailed CoT",
+    truth=lambda: _inputs(0.6, 0.3, 0.05),
+    falsity=lambda: _inputs(0.05, 0.3, 0.6),
+    missing=lambda: model_inputs({"detailed/correct": Condition()}),
 )

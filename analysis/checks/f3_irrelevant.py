@@ -5,9 +5,11 @@ from __future__ import annotations
 from analysis.checks.check_chapters import READING
 from analysis.findings import check_parts as cp
 from analysis.findings import roles
+from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
 from analysis.findings.rules import SAME_MARGIN_PERCENT, CheckId
-from analysis.findings.scopes import PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.simulated_samples import Condition, SampleDesign
 
 _MARGIN = SAME_MARGIN_PERCENT
 
@@ -35,4 +37,27 @@ CHECK = PerModelCheck(
     chapters=READING,
     calibrated_by=(rule.GAP, rule.SAME),
     note=cp.identical_note,
+)
+
+
+def _inputs(*, detailed: float) -> Inputs:
+    """Irrelevant Detailed-CoT responses ``detailed`` above correct ones in log level; None CoT's
+    alike (a quiet design: "nearly the same" needs a tight interval)."""
+    return model_inputs(
+        {
+            "none/correct": Condition(),
+            "none/irrelevant": Condition(),
+            "detailed/correct": Condition(),
+            "detailed/irrelevant": Condition(curve=detailed),
+        },
+        design=SampleDesign(sample_sd=0.05),
+    )
+
+
+BATTERY = Fixture(
+    verdicts=DECIDING,
+    needs="correct and irrelevant responses under None and Detailed CoT",
+    truth=lambda: _inputs(detailed=0.6),
+    falsity=lambda: _inputs(detailed=0.0),
+    missing=lambda: model_inputs({"none/correct": Condition(), "detailed/correct": Condition()}),
 )

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from analysis.checks.check_chapters import READING
 from analysis.findings import check_parts as cp
-from analysis.findings import roles
+from analysis.findings import roles, simulated_samples
+from analysis.findings.battery import DECIDING, MATH, Fixture
 from analysis.findings.calibration import rule
-from analysis.findings.rules import SAME_MARGIN_PERCENT, CheckId
-from analysis.findings.scopes import PairCheck, Words
+from analysis.findings.rules import NOT_APPLICABLE, SAME_MARGIN_PERCENT, CheckId
+from analysis.findings.scopes import Inputs, PairCheck, Words
+from analysis.findings.simulated_samples import Condition, SampleDesign
 
 _MARGIN = SAME_MARGIN_PERCENT
 
@@ -31,4 +33,31 @@ CHECK = PairCheck(
     parts=cp.f4_parts,
     chapters=READING,
     calibrated_by=(rule.NOT_BETTER,),
+)
+
+_INSTRUCT, _BASE = "m-instruct", "m-base"
+
+
+def _inputs(*, instruct: float, base: float, declared: bool = True) -> Inputs:
+    """An instruct model and its base whose irrelevant Detailed-CoT responses lie ``instruct`` and
+    ``base`` above their correct ones in log level (declared a pair unless ``declared`` is False)."""
+
+    def separating(size: float) -> dict[str, Condition]:
+        return {
+            f"{d}/detailed/{r}": Condition(curve=size if r == "irrelevant" else 0.0)
+            for d in MATH
+            for r in ("correct", "irrelevant")
+        }
+
+    models = {_INSTRUCT: separating(instruct), _BASE: separating(base)}
+    draws = simulated_samples.draws(models, design=SampleDesign(sample_sd=0.05))
+    return Inputs(draws, pairs={_INSTRUCT: _BASE}, declared={_INSTRUCT: _BASE} if declared else None)
+
+
+BATTERY = Fixture(
+    verdicts=DECIDING | {NOT_APPLICABLE},
+    needs="an instruct model with its own base model",
+    truth=lambda: _inputs(instruct=0.3, base=0.3),
+    falsity=lambda: _inputs(instruct=0.9, base=0.0),
+    missing=lambda: _inputs(instruct=0.3, base=0.3, declared=False),
 )

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from analysis.checks.check_chapters import GAP
 from analysis.findings import beyond_loss, roles
+from analysis.findings.battery import Fixture, model_inputs
 from analysis.findings.calibration import rule
-from analysis.findings.rules import CheckId
-from analysis.findings.scopes import PerModelCheck, Words
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, CheckId
+from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.simulated_samples import Condition, SampleDesign
 
 CHECK = PerModelCheck(
     id=CheckId("G1"),
@@ -39,4 +43,32 @@ CHECK = PerModelCheck(
     adjust=beyond_loss.matched_decides,
     note=beyond_loss.covariates_note,
     gate=beyond_loss.separated,
+)
+
+_LOSSES = {beyond_loss.LOSS: 1.0, beyond_loss.LOSS_MAX: 2.0, beyond_loss.LOSS_SD: 0.5}
+
+
+def _inputs(*, beyond: float, losses: bool = True) -> Inputs:
+    """Correct and irrelevant responses whose token losses are drawn alike (close enough that most
+    pairs match), the irrelevant curves ``beyond`` higher in the late layers under both settings (no
+    losses stored unless ``losses``)."""
+    stats = _LOSSES if losses else {}
+
+    def late_excess(layers: np.ndarray) -> np.ndarray:
+        return beyond * (layers >= 6)
+
+    settings = {
+        f"{s}/{r}": Condition(curve=late_excess if r == "irrelevant" else 0.0, stats=stats)
+        for s in ("none", "detailed")
+        for r in ("correct", "irrelevant")
+    }
+    return model_inputs(settings, design=SampleDesign(stat_sd=0.2), sample_stats=beyond_loss.READS)
+
+
+BATTERY = Fixture(
+    verdicts=frozenset({HOLDS, UNRESOLVED, TOO_FEW, NOT_APPLICABLE}),  # a permutation test: never "does not hold"
+    needs="correct and irrelevant Detailed-CoT responses with their token losses",
+    truth=lambda: _inputs(beyond=1.0),
+    falsity=lambda: _inputs(beyond=0.0),
+    missing=lambda: _inputs(beyond=1.0, losses=False),
 )

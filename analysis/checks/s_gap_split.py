@@ -17,12 +17,14 @@ import numpy as np
 
 from analysis.checks.check_chapters import GAP
 from analysis.findings import averaging, gap_split, roles, same_tokens
+from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine
 from analysis.findings.calibration import rule
 from analysis.findings.quantities import log_level
 from analysis.findings.roles import Role
 from analysis.findings.rules import CheckId, Part, Unit
-from analysis.findings.scopes import PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.simulated_samples import Condition
 
 TOTAL = Role("F1's gap on the instructions that hold the split's five conditions (S)")
 PHRASE = Role('the phrase step: the bare answer over the answer after "The final answer is " (S)')
@@ -111,4 +113,21 @@ CHECK = PerModelCheck(
     # the answer-token statistics beside the reasoning step, and the token counts and energy the chapter's
     # split in the Frobenius norm and per layer read
     reads=tuple(dict.fromkeys((*same_tokens.READS, *averaging.READS))),
+)
+
+
+def _inputs(*, reasoning: float, chain: tuple[str, ...] = gap_split.CHAIN) -> Inputs:
+    """The chain's conditions (``chain``: all five unless fewer) with F1's gap 2.0: the phrase 0.5,
+    the reasoning step ``reasoning``, which tokens -0.2 and how many tokens the rest."""
+    none, detailed = 2.0, 0.0
+    levels = dict(zip(gap_split.CHAIN, (none, none - 0.5, none - 0.5 - reasoning, 1.4, detailed)))
+    return model_inputs({f"{c}/correct": Condition(curve=levels[c]) for c in chain})
+
+
+BATTERY = Fixture(
+    verdicts=DECIDING,
+    needs="the five conditions of the chain",
+    truth=lambda: _inputs(reasoning=0.5),
+    falsity=lambda: _inputs(reasoning=-0.5),
+    missing=lambda: _inputs(reasoning=0.5, chain=gap_split.CHAIN[:2] + gap_split.CHAIN[3:]),
 )

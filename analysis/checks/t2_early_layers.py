@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from analysis.checks.check_chapters import TRAINING
 from analysis.findings import roles, training_checks
+from analysis.findings.battery import DECIDING, Fixture, training_inputs
 from analysis.findings.calibration import rule
-from analysis.findings.rules import CheckId
-from analysis.findings.scopes import TrainingRunCheck, Words
+from analysis.findings.calibration.training_calibration import FALSE_EFFECTS, TRUE_EFFECTS
+from analysis.findings.rules import NOT_APPLICABLE, CheckId
+from analysis.findings.scopes import Inputs, TrainingRunCheck, Words
 
 CHECK = TrainingRunCheck(
     id=CheckId("T2"),
@@ -25,4 +27,12 @@ CHECK = TrainingRunCheck(
     parts=training_checks.t2,
     chapters=TRAINING,
     calibrated_by=(rule.ARM_CHANGE,),
+)
+
+BATTERY = Fixture(
+    verdicts=DECIDING | {NOT_APPLICABLE},
+    needs="a base model's fine-tuning runs",
+    truth=lambda: training_inputs(TRUE_EFFECTS),
+    falsity=lambda: training_inputs(FALSE_EFFECTS),
+    missing=lambda: Inputs({}),
 )

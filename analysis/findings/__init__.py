@@ -45,5 +45,9 @@ Modules:
   step), and at equal answer loss (A3)
 - ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training
   run)
+- ``simulated_samples``: per-sample statistics drawn with chosen effects, as the store holds them, and their
+  curves: the battery's simulator
+- ``battery``: what each check declares for the battery that tests every check alike: the verdicts it can
+  give, what it needs, and its fixture (truth, falsity, missing), or why it is left out (``NotInBattery``)
 - ``calibration/``: the rules' error rates by simulation
 """

@@ -14,7 +14,7 @@ depth (T1), the arms' weight changes do not differ (T2), the gap shrinks by exac
 (T3). The simulated arrays go through ``training_checks.t1_from_cubes`` / ``t2_from_cubes`` /
 ``t3_from_cubes`` and ``rules.decide``, the functions the chapter's checks call, one verdict per
 check (``simulated_verdicts``); ``simulated_tables`` writes them as the store's rows for the
-end-to-end tests. The rules (``RULES``: ``rule.RANK_CORRELATION``, ``rule.ARM_CHANGE``,
+end-to-end tests, ``simulated_runs`` as the training checks read them (their battery fixture). The rules (``RULES``: ``rule.RANK_CORRELATION``, ``rule.ARM_CHANGE``,
 ``rule.PROBE_GAP``) share each simulation and each reads its check's verdict (``Rule.verdict_of``);
 each training check names its rule in the registry (``checks.Check.calibrated_by``).
 """
@@ -35,6 +35,7 @@ from analysis.findings.training_checks import (
     T3_MARGIN,
     NotApplicable,
     TrainingResampling,
+    TrainingRuns,
     t1_from_cubes,
     t1_parts,
     t2_from_cubes,
@@ -43,6 +44,7 @@ from analysis.findings.training_checks import (
     t3_from_cubes,
     t3_parts,
 )
+from analysis.train.naming import TrainingRunId
 
 STEP = 10
 ARMS = ("none", "detailed", "detailed_cut_none")
@@ -111,6 +113,12 @@ SCENARIOS: dict[str, Effects] = {
     "None arm ahead of the token-matched arm evenly over depth": replace(NULL, arm_effect=1.5, cut_arm=(1.5, -1.5)),
     "one training set for every seed (former design)": replace(NULL, shared_training_set=True),
 }
+# The battery's fixture of T1-T3 (``checks``' ``BATTERY``): every claim clearly true (a gap that stays,
+# the None arm changing the early layers more, the change following the step-0 curve), and every
+# claim clearly false (the curve predicting the opposite, the None arm changing them less, the gap
+# shrinking by all of it).
+TRUE_EFFECTS = Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
+FALSE_EFFECTS = Effects(gap=0.5, gap_change=-0.5, arm_effect=-1.0, follows_curve=-1.0, training_set=0.0)
 RUNS_DESIGN = tuple(name for name, e in SCENARIOS.items() if not e.shared_training_set)
 
 
@@ -278,6 +286,32 @@ def simulated_tables(
         ).reset_index()
         change.append(frame.assign(arm=arm, step=STEP))
     return pd.concat(probes, ignore_index=True), pd.concat(change, ignore_index=True)
+
+
+def store_tables(probes: pd.DataFrame, change: pd.DataFrame, model: str = "m") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """``simulated_tables`` as the store and the weight-change table hold them: each run's probe rows
+    under its probe model's name (``TrainingRunId.probe_model``), the weight changes under its run."""
+    runs = {
+        (arm, seed): TrainingRunId(model, "aqua", arm, "correct", int(seed))
+        for arm, seed in probes[["arm", "seed"]].drop_duplicates().itertuples(index=False)
+    }
+    rows = probes.assign(
+        model=[runs[(a, s)].probe_model(t) for a, s, t in zip(probes["arm"], probes["seed"], probes["step"])],
+        dataset="aqua",
+        responses="correct",
+    ).drop(columns=["arm", "seed", "step"])
+    change = change.assign(model=model, run=[runs[(a, s)].run for a, s in zip(change["arm"], change["seed"])])
+    return rows, change
+
+
+def simulated_runs(
+    effects: Effects, *, design: TrainingDesign = TrainingDesign(), n_resamples: int = 200, seed: int = 0
+) -> TrainingRuns:
+    """What the training checks read (``training_checks.TrainingRuns``) from runs simulated with
+    ``effects`` in ``design``, as the store holds them: the battery's fixture of T1-T3."""
+    rng = np.random.default_rng(seed)
+    tables = simulated_tables(rng, design.n, design.seeds, design.layers, effects=effects)
+    return TrainingRuns(*store_tables(*tables), n_resamples=n_resamples, seed=seed)
 
 
 def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, Verdict]:
