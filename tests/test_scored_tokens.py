@@ -1,4 +1,4 @@
-"""A4: the same Detailed-CoT text scored on all its tokens and on as few as None CoT's response has;
+"""A4: the same Detailed-CoT text scored on all its tokens and on as few as its answer has;
 does scoring fewer tokens reproduce F1's gap?"""
 
 import math

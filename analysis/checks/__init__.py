@@ -32,7 +32,7 @@ Modules:
 - ``g1_beyond_loss``: G1: the layer curves tell irrelevant from correct responses beyond the loss
 - ``a2_same_tokens``: A2: on the answer tokens alone, reasoning before them makes their gradient smaller
 - ``a3_equal_loss``: A3: a2 holds also at equal answer loss
-- ``a4_scored_tokens``: A4: scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half
+- ``a4_scored_tokens``: A4: scoring as few Detailed-CoT tokens as its answer has reproduces at least half
   of F1's gap
 - ``a5_context``: A5: its roles, its parts (``a5_parts``: the answer after its own chain against after the same words
   shuffled and after another instruction's chain) and its check

@@ -1,4 +1,4 @@
-"""A4: Scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half of F1's gap."""
+"""A4: Scoring as few Detailed-CoT tokens as its answer has reproduces at least half of F1's gap."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ _MARGIN = SAME_MARGIN_PERCENT
 
 CHECK = PerModelCheck(
     id=CheckId("A4"),
-    plain="Scoring as few Detailed-CoT tokens as the bare answer has reproduces at least half of F1's gap",
+    plain="Scoring as few Detailed-CoT tokens as its answer has reproduces at least half of F1's gap",
     lead=1,
     headline=scored_tokens.F1_SHARE,
     says=(
@@ -26,7 +26,7 @@ CHECK = PerModelCheck(
     ),
     claim=(
         "F1 on the same text: scoring a seeded random subset of the Detailed CoT's response tokens, as many "
-        "as the instruction's None-CoT response has, gives larger nuclear norms than scoring all of them "
+        "as its answer has after the Detailed CoT and the phrase, gives larger nuclear norms than scoring all of them "
         "(geometric mean over the instructions the conditions share, paired), and that log gap is at least "
         f"{scored_tokens.SHARE_MARGIN:.0%} of F1's (None over Detailed CoT on the same instructions)"
     ),

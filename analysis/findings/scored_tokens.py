@@ -4,8 +4,8 @@ F1 compares the gradient of a loss over a bare answer's 1-3 tokens with one over
 tokens of a Detailed CoT: the text differs, and so does the number of tokens the loss averages
 over. The scored-subset condition (``data.Condition.scored_reference``) keeps the instruction's own
 Detailed-CoT text, read by the model exactly as before, and scores only a seeded random subset of
-its response tokens, as many as the instruction's None-CoT response has: only the number of scored
-tokens changes. If F1's gap were about how the model thinks, this would not move the gradient; if
+its response tokens, as many as its answer has where it is scored after the Detailed CoT and the
+phrase (``detailed_answer``): only the number of scored tokens changes. If F1's gap were about how the model thinks, this would not move the gradient; if
 it is the averaging over more tokens, it reproduces the gap.
 
 - The gap: the subset's mean log nuclear norm over the all-token one's (geometric mean over the
@@ -30,14 +30,14 @@ from analysis.findings.roles import Role
 from analysis.findings.rules import Part, Unit
 from analysis.findings.same_tokens import shared_instructions
 
-SUBSET_GAP = Role("Detailed CoT scored on as many tokens as None CoT over scored on all of them (A4)")
+SUBSET_GAP = Role("Detailed CoT scored on as many tokens as its answer over scored on all of them (A4)")
 F1_SHARE = Role("the share of F1's log gap that scoring fewer tokens of the same text reproduces (A4)")
 
-SUBSET = "detailed_scored_none"  # Detailed CoT scored on as many of its tokens as None CoT's response has
+SUBSET = "detailed_scored_answer"  # Detailed CoT scored on as many of its tokens as its answer has
 NUCLEAR = "nuclear_norm"
 SHARE_MARGIN = 0.5  # the claim: the subset reproduces at least half of F1's log gap
 
-SUBSET_PART = "Detailed CoT scored on as many tokens as None CoT / on all its tokens"
+SUBSET_PART = "Detailed CoT scored on as many tokens as its answer / on all its tokens"
 SHARE_PART = "share of F1's log gap it reproduces"
 F1_PART = "F1: None / Detailed CoT on these instructions"
 AVERAGING_PART = "averaging alone: sqrt(R_all / R_subset), Frobenius norm"

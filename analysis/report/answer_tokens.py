@@ -148,7 +148,7 @@ def _sized_verdicts(found: Sequence[Finding], shown: Sequence[tuple[str, Role]])
 
 
 def controls_section(page: Page) -> Blocks:
-    """A4 (the same Detailed-CoT text scored on as few tokens as None CoT) and A5 (the answer after its
+    """A4 (the same Detailed-CoT text scored on as few tokens as its answer) and A5 (the answer after its
     own chain against after a context without the reasoning) in words, per model, and how many
     Detailed CoTs state the appended answer word for word (A2's subset beside it)."""
     found = page.findings(["A4", "A5"])
@@ -160,7 +160,7 @@ def controls_section(page: Page) -> Blocks:
         a5 = _sized_verdicts(mine, (("A5", a5_context.ORDER),))
         text = f"**{model}.** "
         text += (
-            "Scoring as few Detailed-CoT tokens as None CoT has over scoring all of them: " + "; ".join(a4) + "."
+            "Scoring as few Detailed-CoT tokens as its answer has over scoring all of them: " + "; ".join(a4) + "."
             if a4
             else "A4 not computed (this run stores no scored subset)."
         )

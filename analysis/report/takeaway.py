@@ -3,7 +3,7 @@
 Generated from the page's pooled findings and its store, each clause only where the store holds what
 it reads: F1's gap beside how many more tokens the Detailed CoT's loss averages over and what that
 averaging alone predicts (A1, with what is left of F1's own nuclear norm beyond it); the same text
-scored on as few tokens as the bare answer (A4); and the answer's own tokens scored with and without
+scored on as few tokens as its answer (A4); and the answer's own tokens scored with and without
 reasoning before them (A2), with F1's gap under a loss summed over tokens. Every size is the value of
 the part named beside it, over the cells a summary reads (``cells.answers``), worded by ``voice``.
 Where the first page shows the split of F1's gap, only the summed loss's sentence follows it
@@ -75,13 +75,13 @@ def f1_sentence(findings: Sequence[Finding]) -> str:
 
 
 def a4_sentence(findings: Sequence[Finding]) -> str:
-    """The same Detailed-CoT text scored on as few tokens as the bare answer: its gradient over the
+    """The same Detailed-CoT text scored on as few tokens as its answer: its gradient over the
     all-token one and the share of F1's gap that reproduces ("" without A4's cells)."""
     gap, share = _parts(findings, "A4", scored_tokens.SUBSET_GAP), _parts(findings, "A4", scored_tokens.F1_SHARE)
     if not gap:
         return ""
     text = (
-        f"On the same Detailed-CoT text, scoring only as many of its tokens as the bare answer has makes the "
+        f"On the same Detailed-CoT text, scoring only as many of its tokens as its answer has makes the "
         f"gradient {_range(gap)} larger"
     )
     if share:
