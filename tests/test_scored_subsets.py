@@ -145,18 +145,16 @@ def test_the_findings_read_a_samples_mean_log_over_its_draws():
     assert len(metrics.mean_over_draws(both)) == len(one)
 
 
-def test_k_draws_are_a_run_of_their_own_in_the_store_and_read_back_as_one_value(
-    tiny_model_dir, study_data_dir, tmp_path
-):
+def test_k_draws_are_a_run_of_their_own_in_the_store_and_read_back_as_one_value(sized, tmp_path):
     """K = 1 and K = 3 runs of one condition in one store: each resumes only its own samples, the
-    first draw equals the one draw's numbers, and the pages read one value per sample."""
-    from analysis.extract import models
+    first draw equals the one draw's numbers, and the pages read one value per sample (the records
+    of ``sized``: two computed, one skipped, whose answer is truncated away)."""
     from analysis.report.load import load_results
     from analysis.store import ResultsStore, read_results
 
-    loaded = models.load(str(tiny_model_dir("llama")), template="base", device="cpu")
+    loaded, study_data_dir = sized
     store, spec = ResultsStore(tmp_path / "r"), "gsm8k/detailed_scored_answer/correct"
-    one, three = (ExtractionSettings(n_samples=2, max_length=256, scored_subsets=k) for k in (1, 3))
+    one, three = (ExtractionSettings(n_samples=3, max_length=SIZED_LENGTH, scored_subsets=k) for k in (1, 3))
     first = runner.extract(loaded, spec, store, settings=one, data_dir=study_data_dir, progress=False)
     rows_one = read_results(tmp_path / "r")
     assert first.computed == 2 and runner.SUBSET_COLUMN not in rows_one.columns
