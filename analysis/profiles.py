@@ -156,7 +156,8 @@ def deciding_conditions() -> tuple[str, ...]:
     For every reasoning dataset: Simplified CoT, Detailed CoT and Detailed CoT cut to the
     Simplified-CoT length, correct responses (F2, L, L2); for those with None CoT also None CoT with
     both response types and irrelevant Detailed CoT (F1, F3), and the answer scored alone after the
-    phrase alone and after the Detailed CoT (S's reasoning step, A3). Left out, since at a few samples they
+    phrase alone and after the Detailed CoT (S's reasoning step, A3) and the Detailed CoT scored on as
+    many tokens as that answer (the split of F1's gap reads these). Left out, since at a few samples they
     resolve no cell (book/checks.md, "The default profile"): the Wiki files (F5's "nearly the same"
     part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts,
     Detailed CoT cut to the None-CoT length (a second view only), and the answer after the Simplified
@@ -212,8 +213,9 @@ def quick_conditions() -> tuple[str, ...]:
     The first dataset of each reasoning family and Wiki, with both response types, the three CoT
     settings, the shortest and longest Wiki responses, and both length-control views of Detailed
     CoT: cut to the Simplified-CoT length (the main control, against Simplified CoT) and to the
-    No-CoT length; and the four answer-scored views of the two reasoning datasets (at the profile's
-    128 tokens, those after a Detailed CoT lose their answer and are counted as skipped).
+    No-CoT length; the answer-scored views of the two reasoning datasets and the Detailed CoT scored
+    on as many tokens as its answer (at the profile's 128 tokens, those after a Detailed CoT lose
+    their answer, and so the subset its count: all are counted as skipped).
     """
     datasets = (vocabulary.MATH_REASONING[0], vocabulary.COMMONSENSE_REASONING[0], "wiki")
     settings = (
@@ -243,7 +245,7 @@ DECIDE_SAMPLES = 30
 LOSS_SCREEN = 30
 # What the split of F1's gap and F3 read: None and Detailed CoT with both responses, the answer
 # scored after the phrase alone and after the Detailed CoT, and the Detailed CoT scored on as many
-# tokens as None CoT.
+# tokens as its answer has after it.
 DECIDE_SETTINGS = ("none", "detailed", *ANSWER_DECIDING, *vocabulary.SCORED_SUBSET_SETTINGS)
 
 

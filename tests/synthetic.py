@@ -33,8 +33,8 @@ LEVEL = {
     "detailed_answer": 1.0,
     "detailed_other_answer": 1.0,
     "detailed_shuffled_answer": 1.0,
-    # the Detailed CoT scored on as few tokens as None CoT: None CoT's level (averaging is the gap)
-    "detailed_scored_none": 3.0,
+    # the Detailed CoT scored on as few tokens as its answer: None CoT's level (averaging is the gap)
+    "detailed_scored_answer": 3.0,
 }
 # ... and in bumpiness from layer to layer (the reasoning settings; each test sets the Wiki ones)
 REASONING_WIGGLE = {
@@ -59,7 +59,7 @@ TYPICAL_TOKENS = {
     "detailed_answer": 2,
     "detailed_other_answer": 2,
     "detailed_shuffled_answer": 2,
-    "detailed_scored_none": 4,
+    "detailed_scored_answer": 4,
 }
 
 Curve = Callable[[str, str, str, str, str, np.ndarray], np.ndarray]

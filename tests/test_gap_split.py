@@ -65,7 +65,7 @@ def test_dropped_instructions_are_counted_per_condition():
     rows = chain_rows()
     too_long = (rows["setting"] == "detailed_answer") & rows["sample_index"].isin([1, 4])
     absent = (rows["setting"] == "none_answer") & (rows["sample_index"] == 6)
-    zero = (rows["setting"] == "detailed_scored_none") & (rows["sample_index"] == 7) & (rows["proj"] == "q")
+    zero = (rows["setting"] == "detailed_scored_answer") & (rows["sample_index"] == 7) & (rows["proj"] == "q")
     rows.loc[zero & (rows["layer"] == 3), "nuclear_norm"] = 0.0  # a zero gradient in one layer
     split = gap_split.gap_split(curves(rows[~(too_long | absent)]))
     counts = {d.condition: (d.dropped, d.of) for d in split.dropped}
@@ -73,11 +73,11 @@ def test_dropped_instructions_are_counted_per_condition():
         "none": (0, 8),
         "none_answer": (1, 8),
         "detailed_answer": (2, 8),
-        "detailed_scored_none": (1, 8),
+        "detailed_scored_answer": (1, 8),
         "detailed": (0, 8),
     }
     assert rows_of(split, "gsm8k")[gap_split.TOTAL].estimate.n == 4
-    assert set(split.dropped_table()["condition"]) == {"none_answer", "detailed_answer", "detailed_scored_none"}
+    assert set(split.dropped_table()["condition"]) == {"none_answer", "detailed_answer", "detailed_scored_answer"}
 
 
 def test_the_family_mean_is_the_mean_of_its_dataset_means_with_within_dataset_intervals():
@@ -110,11 +110,11 @@ def test_the_family_mean_is_the_mean_of_its_dataset_means_with_within_dataset_in
 
 def test_a_family_needs_two_datasets_and_a_dataset_without_a_condition_has_no_split():
     rows = chain_rows(("aqua", "gsm8k"))
-    lacking = (rows["dataset"] == "gsm8k") & (rows["setting"] == "detailed_scored_none")
+    lacking = (rows["dataset"] == "gsm8k") & (rows["setting"] == "detailed_scored_answer")
     cd = curves(rows[~lacking])[MODEL]
     split = gap_split.gap_split({MODEL: cd})
     assert {r.scope for r in split.rows} == {"aqua"}
-    assert gap_split.missing_conditions(cd) == ["gsm8k/detailed_scored_none/correct"]
+    assert gap_split.missing_conditions(cd) == ["gsm8k/detailed_scored_answer/correct"]
 
 
 def test_the_frobenius_split_sets_the_averaging_step_beside_what_averaging_predicts():
@@ -165,14 +165,14 @@ def test_the_split_command_prints_the_table_and_its_json(tmp_path, capsys):
 
 def test_the_split_command_names_the_missing_conditions_and_the_command_once(tmp_path, capsys):
     rows = chain_rows(("aqua", "gsm8k"))
-    lacking = rows["setting"].isin(["none_answer", "detailed_scored_none"]) & (rows["dataset"] == "gsm8k")
+    lacking = rows["setting"].isin(["none_answer", "detailed_scored_answer"]) & (rows["dataset"] == "gsm8k")
     root = stored(tmp_path, rows[~lacking])
     assert main(["split", str(root)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("error: ")
-    assert "gemma-3-270m: gsm8k/none_answer/correct, gsm8k/detailed_scored_none/correct" in err[0]
+    assert "gemma-3-270m: gsm8k/none_answer/correct, gsm8k/detailed_scored_answer/correct" in err[0]
     command = "python -m analysis extract --model gemma-3-270m --data gsm8k/none_answer/correct "
-    assert command + f"gsm8k/detailed_scored_none/correct --out {root}" in err[0]
+    assert command + f"gsm8k/detailed_scored_answer/correct --out {root}" in err[0]
 
 
 def test_the_split_command_says_when_the_store_holds_no_frobenius_norm(tmp_path, capsys):

@@ -34,8 +34,9 @@ ANSWER_SETTINGS = (
     "detailed_shuffled_answer",
 )
 # The scored-subset settings of correct responses: the whole Detailed CoT read as it is, its loss on a
-# seeded random subset of its response tokens as large as the setting's response: setting -> that setting.
-SCORED_SUBSET_SETTINGS = {"detailed_scored_none": "none"}
+# seeded random subset of its response tokens as many as the setting scores: setting -> that setting
+# (the answer's tokens after the Detailed CoT and the phrase, so that "which tokens" compares equal counts).
+SCORED_SUBSET_SETTINGS = {"detailed_scored_answer": "detailed_answer"}
 STUDY_SETTINGS = (*COT_SETTINGS, *WIKI_SETTINGS)
 CUT_SETTINGS = tuple(LENGTH_CONTROL_SETTINGS)
 SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS + tuple(SCORED_SUBSET_SETTINGS) + ANSWER_SETTINGS
@@ -59,7 +60,7 @@ SETTING_LABELS = {
     "unpopular": "Wiki unpopular",
     "detailed_cut_simplified": "Detailed CoT cut to simplified length",
     "detailed_cut_none": "Detailed CoT cut to no-CoT length",
-    "detailed_scored_none": "Detailed CoT scored on as many tokens as None CoT",
+    "detailed_scored_answer": "Detailed CoT scored on as many tokens as its answer",
     "none_answer": "answer after the phrase alone",
     "simplified_answer": "answer after Simplified CoT",
     "detailed_answer": "answer after Detailed CoT",

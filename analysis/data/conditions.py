@@ -67,9 +67,9 @@ class Condition:
 
     ``length_reference`` names the condition whose response token counts cap this one's
     responses; it is set only for the length-control settings. ``scored_reference`` names the
-    condition whose response token count is how many of this one's response tokens its loss scores,
-    a seeded random subset of them (the text itself is whole); set only for the scored-subset
-    settings. ``answer`` says how an answer-scored condition builds its responses (``AnswerView``);
+    condition whose scored token count (an answer-scored view's: its answer's tokens) is how many of
+    this one's response tokens its loss scores, a seeded random subset of them (the text itself is
+    whole); set only for the scored-subset settings. ``answer`` says how an answer-scored condition builds its responses (``AnswerView``);
     set only for those.
     """
 
@@ -88,7 +88,7 @@ class Condition:
 
     @property
     def token_reference(self) -> str | None:
-        """The condition whose response token counts this one's responses follow (a length control's
+        """The condition whose scored token counts this one's responses follow (a length control's
         cap, a scored subset's size), None for the others."""
         return self.length_reference or self.scored_reference
 
@@ -142,7 +142,8 @@ def _build_registry() -> dict[str, Condition]:
 
 def _scored_conditions(registry: dict[str, Condition]) -> list[Condition]:
     """The scored-subset views of each Detailed-CoT file with correct responses whose dataset has a
-    None-CoT file: the same text, as many scored tokens as the None-CoT response has."""
+    None-CoT file: the same text, as many scored tokens as the reference scores (``detailed_answer``:
+    the answer after the Detailed CoT and the phrase)."""
     out = []
     for condition in list(registry.values()):
         if condition.setting != "detailed" or condition.responses != CORRECT or condition.is_view:

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from analysis import data
-from analysis.data.records import load_records
+from analysis.data.records import Record
 from analysis.extract import models, prompts
 
 
@@ -35,34 +35,62 @@ def prepare_samples(
 ) -> tuple[list[PreparedSample], dict[int, str]]:
     """Encode the chosen samples; those with no scored token left are returned as skips (an
     answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer).
-    A scored-subset condition's sample gets ``scored_subsets`` draws (``prompts.scored_subsets``)."""
+    A scored-subset condition's sample gets ``scored_subsets`` draws (``prompts.scored_subsets``)
+    of as many tokens as its reference scores; none where the reference scores none (a skip)."""
     condition = resolved.condition
     records = data.condition_records(condition, resolved.path, data_dir)
     counts = reference_counts(loaded, condition, indices, max_length, data_dir=data_dir)
     limits = counts if condition.length_reference is not None else {}
     prepared, skips = [], {}
     for index in indices:
-        record = records[index]
-        instruction = prompts.instruction_text(record.instruction, record.input)
-        prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
-        if record.answer_start is None:
-            encoded = prompts.encode(
-                loaded.tokenizer, prompt, record.output, max_length, response_token_limit=limits.get(index)
-            )
-            if condition.scored_reference is not None:
-                rng = subset_rng(condition.key, index)
-                encoded = prompts.scored_subsets(encoded, counts[index], rng, scored_subsets)
-            truncated = f"response truncated away: prompt has {encoded.prompt_length} tokens"
-        else:
-            encoded = prompts.encode_answer(
-                loaded.tokenizer, prompt, record.output, answer_start=record.answer_start, max_length=max_length
-            )
-            truncated = f"answer truncated away: the text has more than {max_length} tokens"
+        encoded = encode_record(loaded, records[index], max_length, response_token_limit=limits.get(index))
+        if condition.scored_reference is not None:
+            rng = subset_rng(condition.key, index)
+            encoded = prompts.scored_subsets(encoded, counts[index], rng, scored_subsets)
         if encoded.n_response_tokens == 0:
-            skips[index] = f"{truncated}, max_length is {max_length}"
+            skips[index] = skip_reason(
+                condition, records[index], encoded, max_length=max_length, reference_count=counts.get(index)
+            )
         else:
             prepared.append(PreparedSample(index, encoded))
     return prepared, skips
+
+
+def encode_record(
+    loaded: models.LoadedModel, record: Record, max_length: int, *, response_token_limit: int | None = None
+) -> prompts.EncodedSample:
+    """A record encoded as the extraction scores it: an answer-scored record (``answer_start`` set)
+    scores its answer's tokens only (``prompts.encode_answer``), any other its whole response, at
+    most ``response_token_limit`` tokens of it (``prompts.encode``)."""
+    instruction = prompts.instruction_text(record.instruction, record.input)
+    prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
+    if record.answer_start is None:
+        return prompts.encode(
+            loaded.tokenizer, prompt, record.output, max_length, response_token_limit=response_token_limit
+        )
+    return prompts.encode_answer(
+        loaded.tokenizer, prompt, record.output, answer_start=record.answer_start, max_length=max_length
+    )
+
+
+def skip_reason(
+    condition: data.Condition,
+    record: Record,
+    encoded: prompts.EncodedSample,
+    *,
+    max_length: int,
+    reference_count: int | None = None,
+) -> str:
+    """Why a sample has no scored token: (a scored subset) its reference scores none, so there is
+    no count to draw; else its answer or its response truncated away."""
+    if condition.scored_reference is not None and reference_count == 0:
+        return (
+            f"reference scores no token: {condition.scored_reference} has none left at max_length {max_length} "
+            "(its answer truncated away), so there is no count of tokens to draw"
+        )
+    if record.answer_start is not None:
+        return f"answer truncated away: the text has more than {max_length} tokens, max_length is {max_length}"
+    return f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
 
 
 # The seed of the scored subsets' draws: each sample's subset is drawn by a generator seeded by it,
@@ -76,19 +104,15 @@ def subset_rng(condition: str, index: int) -> np.random.Generator:
 
 
 def reference_counts(loaded, condition: data.Condition, indices, max_length, *, data_dir=None) -> dict[int, int]:
-    """For a length-control or scored-subset condition, each sample's reference's response token
-    count (a cut's cap, a subset's size); empty for the other conditions."""
+    """For a length-control or scored-subset condition, how many tokens each sample's reference
+    scores, encoded as its own extraction encodes it (``encode_record``: an answer-scored reference
+    counts its answer's tokens, 0 where they are truncated away): a cut's cap, a subset's size;
+    empty for the other conditions."""
     if condition.token_reference is None:
         return {}
     reference = data.resolve(condition.token_reference, data_dir)
-    records = load_records(reference.path)
-    limits = {}
-    for index in indices:
-        record = records[index]
-        instruction = prompts.instruction_text(record.instruction, record.input)
-        prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
-        limits[index] = prompts.response_token_count(loaded.tokenizer, prompt, record.output, max_length)
-    return limits
+    records = data.condition_records(reference.condition, reference.path, data_dir)
+    return {index: encode_record(loaded, records[index], max_length).n_response_tokens for index in indices}
 
 
 # Samples per forward/backward pass when none is given. On a CPU, batching saves nothing (each

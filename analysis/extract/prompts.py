@@ -125,8 +125,3 @@ def encode_answer(tokenizer, prompt: str, response: str, *, answer_start: int, m
     start = len(prompt) + answer_start
     first = next((i for i, (a, b) in enumerate(offsets) if b > start and b > a), len(ids))
     return EncodedSample(ids, first)
-
-
-def response_token_count(tokenizer, prompt: str, response: str, max_length: int) -> int:
-    """Number of response tokens that enter the loss for this prompt and response."""
-    return encode(tokenizer, prompt, response, max_length).n_response_tokens

@@ -4,14 +4,13 @@ F1's gap is the mean log norm (over q, k, v, o and the layers, then over instruc
 less that of Detailed CoT, correct responses. On the instructions that hold five conditions the
 study extracts, it telescopes through three conditions between them, in this fixed order:
 
-    none -> none_answer -> detailed_answer -> detailed_scored_none -> detailed
-       the phrase    the reasoning    which tokens        how many tokens
+    none -> none_answer -> detailed_answer -> detailed_scored_answer -> detailed
+       the phrase    the reasoning    which tokens          how many tokens
 
 - the phrase: the bare answer against "The final answer is " and the answer's re-tokenization;
 - the reasoning: the same answer tokens after the instruction's Detailed CoT (the check S decides on it);
-- which tokens: the answer's tokens against as many tokens of the chain as the bare answer (None
-  CoT's response) has; where the answer re-tokenized after the phrase has another count, this step
-  also carries that difference's averaging;
+- which tokens: the answer's tokens against as many tokens of the chain as ``detailed_answer``
+  scores of that instruction's answer: equal counts, so no averaging enters this step;
 - how many tokens: those few tokens of the chain against all of them (averaging).
 
 Each step is the mean log norm of one condition less that of the next, on the same instructions,
@@ -67,8 +66,8 @@ class Step:
 STEPS = (
     Step("the phrase", "none", "none_answer"),
     Step("the reasoning", "none_answer", "detailed_answer"),
-    Step("which tokens", "detailed_answer", "detailed_scored_none"),
-    Step("how many tokens", "detailed_scored_none", "detailed"),
+    Step("which tokens", "detailed_answer", "detailed_scored_answer"),
+    Step("how many tokens", "detailed_scored_answer", "detailed"),
 )
 CHAIN = (STEPS[0].fast, *(s.slow for s in STEPS))  # the five conditions, fast to slow
 TOTAL = "F1's gap"
