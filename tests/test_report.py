@@ -571,5 +571,7 @@ def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
     text = resolution_text(findings, pd.DataFrame(steps))
     assert text.startswith("Of the 3 cells tested") and "2 others are not applicable" in text
     assert "2 are resolved (67%): 1 holds, 1 does not hold, 1 not resolved." in text
-    assert text.endswith("decides 3 of its 4 family steps (an interval that clears 0).")
+    assert text.endswith(
+        "decides 3 of its 4 family steps (an interval that clears 0, or lies within 10% of no change)."
+    )
     assert resolution_text([finding("F4", NOT_APPLICABLE)], pd.DataFrame(steps)).startswith("No cell was tested")

@@ -18,7 +18,7 @@ from analysis.core import vocabulary
 from analysis.core.cache import simulated_table
 from analysis.findings import calibration, gap_split, power_tested, skew
 from analysis.findings.calibration import scenarios
-from analysis.findings.rules import DECIDED, UNRESOLVED, Finding
+from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding
 from analysis.report import coverage, gpu_check, provenance, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
@@ -229,7 +229,8 @@ def resolution_text(findings: Sequence[Finding], split: pd.DataFrame) -> str:
     if not families.empty:
         text += (
             f" The split of F1's gap into four steps decides {int(families['decided'].sum())} of its "
-            f"{len(families)} family steps (an interval that clears 0)."
+            f"{len(families)} family steps (an interval that clears 0, or lies within {SAME_MARGIN_PERCENT} of no "
+            "change)."
         )
     return text
 
