@@ -22,6 +22,7 @@ from analysis.core.errors import StudyError
 from analysis.findings import calibration, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit
 from analysis.report import figures, sections, verdicts
 from analysis.report.blocks import Html
@@ -30,9 +31,9 @@ from analysis.report.page import Page
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def toy_parts(cd, dataset, **_):
+def toy_parts(context: DatasetContext):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
-    gap = quantities.log_gap(cd, dataset, "simplified", "detailed", segment="all")
+    gap = quantities.log_gap(context.curves, context.dataset, "simplified", "detailed", segment="all")
     return None if gap is None else [Part("Simplified / Detailed", gap, "above", 0.0, Unit.RATIO, role=roles.GAP)]
 
 

@@ -13,6 +13,7 @@ from analysis.core import vocabulary
 from analysis.findings import roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import FAILS, HOLDS, decide
 
 MODEL = {"m": ("base", 12)}
@@ -43,24 +44,29 @@ def part_of(parts, role):
 
 
 def test_a5_holds_where_either_context_gives_the_answer_the_same_gradient():
-    parts = a5_context.a5_parts(curves(rows_with()), "gsm8k")
+    parts = a5_context.a5_parts(DatasetContext(curves=curves(rows_with()), dataset="gsm8k"))
     assert decide(parts) == HOLDS
     assert not part_of(parts, roles.SAME_TOKEN_GAP).decides
 
 
 def test_a5_does_not_hold_where_shuffling_the_chains_words_changes_the_answers_gradient():
-    parts = a5_context.a5_parts(curves(rows_with(shuffled=-0.8)), "gsm8k")
+    parts = a5_context.a5_parts(DatasetContext(curves=curves(rows_with(shuffled=-0.8)), dataset="gsm8k"))
     assert decide(parts) == FAILS
     assert np.log(part_of(parts, a5_context.ORDER).shown()[0]) == pytest.approx(0.8, abs=0.05)
 
 
 def test_a5_does_not_hold_where_another_chain_changes_it():
-    assert decide(a5_context.a5_parts(curves(rows_with(other=0.8)), "gsm8k")) == FAILS
+    assert decide(a5_context.a5_parts(DatasetContext(curves=curves(rows_with(other=0.8)), dataset="gsm8k"))) == FAILS
 
 
 def test_a5_needs_both_controls():
     rows = rows_with()
-    assert a5_context.a5_parts(curves(rows[rows["setting"] != same_tokens.SHUFFLED]), "gsm8k") is None
+    assert (
+        a5_context.a5_parts(
+            DatasetContext(curves=curves(rows[rows["setting"] != same_tokens.SHUFFLED]), dataset="gsm8k")
+        )
+        is None
+    )
 
 
 def test_a5_is_registered_with_its_rule():

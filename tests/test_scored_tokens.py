@@ -11,6 +11,7 @@ from analysis import checks
 from analysis.findings import roles, scored_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import FAILS, HOLDS, decide
 
 MODEL = {"m": ("base", 12)}
@@ -38,7 +39,7 @@ def part_of(parts, role):
 
 
 def test_a4_holds_where_the_subset_reproduces_most_of_f1s_gap_and_gives_its_share():
-    parts = scored_tokens.a4_parts(curves(rows_with(f1=2.0, subset=1.8)), "gsm8k")
+    parts = scored_tokens.a4_parts(DatasetContext(curves=curves(rows_with(f1=2.0, subset=1.8)), dataset="gsm8k"))
     share = part_of(parts, scored_tokens.F1_SHARE)
     assert share.estimate.value == pytest.approx(0.9, abs=0.05)
     assert np.log(part_of(parts, scored_tokens.SUBSET_GAP).shown()[0]) == pytest.approx(1.8, abs=0.05)
@@ -47,20 +48,25 @@ def test_a4_holds_where_the_subset_reproduces_most_of_f1s_gap_and_gives_its_shar
 
 
 def test_a4_does_not_hold_where_scoring_fewer_tokens_leaves_the_gradient_as_it_was():
-    parts = scored_tokens.a4_parts(curves(rows_with(f1=2.0, subset=0.0)), "gsm8k")
+    parts = scored_tokens.a4_parts(DatasetContext(curves=curves(rows_with(f1=2.0, subset=0.0)), dataset="gsm8k"))
     assert decide(parts) == FAILS
 
 
 def test_a4_pairs_the_instructions_all_three_conditions_hold():
     rows = rows_with(f1=2.0, subset=1.8)
     dropped = (rows["setting"] == scored_tokens.SUBSET) & (rows["sample_index"] < 4)
-    parts = scored_tokens.a4_parts(curves(rows[~dropped]), "gsm8k")
+    parts = scored_tokens.a4_parts(DatasetContext(curves=curves(rows[~dropped]), dataset="gsm8k"))
     assert {p.estimate.n for p in parts if p.role in (scored_tokens.SUBSET_GAP, roles.F1_GAP)} == {12 - 4}
 
 
 def test_a4_needs_its_subset_condition():
     rows = rows_with(f1=2.0, subset=1.8)
-    assert scored_tokens.a4_parts(curves(rows[rows["setting"] != scored_tokens.SUBSET]), "gsm8k") is None
+    assert (
+        scored_tokens.a4_parts(
+            DatasetContext(curves=curves(rows[rows["setting"] != scored_tokens.SUBSET]), dataset="gsm8k")
+        )
+        is None
+    )
 
 
 def test_a4_is_registered_with_its_rules_and_runs_from_the_registry():

@@ -29,6 +29,7 @@ from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings import roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean, rows_of
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import NotApplicable, Part, Unit, Why
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
@@ -176,10 +177,11 @@ def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarr
     return {t: np.nanmean(first.terms[t], axis=0) - np.nanmean(second.terms[t], axis=0) for t in shared}
 
 
-def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def a1_parts(context: DatasetContext) -> list[Part] | None:
     """A1: None over Detailed CoT of sqrt(R) x Frobenius norm (token size and alignment, mean log)
     > 1; beside it the Frobenius gap, what averaging alone predicts, the same for the nuclear norm
     and its shape part. None where the curves lack the Frobenius norm or the token counts."""
+    cd, dataset = context.curves, context.dataset
     none, detailed = (log_terms(cd, cd.condition_key(dataset, s)) for s in ("none", "detailed"))
     if none is None or detailed is None:
         return None
@@ -205,10 +207,11 @@ def a1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
 TOKENS_UNKNOWN = "token counts unknown"  # the reason of a cell without R
 
 
-def a1_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> NotApplicable | None:
+def a1_unknown(context: DatasetContext) -> NotApplicable | None:
     """Why A1 cannot be computed on a dataset whose None and Detailed CoT curves hold Frobenius norms:
     the token counts R are not stored (the original study's files hold none), with the command that
-    adds them to ``store``; None where that is not why."""
+    adds them to the context's store; None where that is not why."""
+    cd, dataset, store = context.curves, context.dataset, context.store
     conditions = [cd.condition_key(dataset, s) for s in ("none", "detailed")]
     if any(_per_sample(cd, c, FROBENIUS) is None for c in conditions):
         return None

@@ -25,6 +25,7 @@ import numpy as np
 
 from analysis.findings import averaging, roles
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
 from analysis.findings.roles import Role
 from analysis.findings.rules import Part, Unit
@@ -67,9 +68,10 @@ def _averaging(cd: CurveDraws, dataset: str) -> Estimate | None:
     return averaging.term_contrast(cd, dataset, subset, every, term=averaging.AVERAGING)
 
 
-def a4_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def a4_parts(context: DatasetContext) -> list[Part] | None:
     """A4: the subset over the all-token Detailed CoT > 1, and the share of F1's log gap it
     reproduces > ``SHARE_MARGIN``; F1's gap and what averaging predicts shown beside."""
+    cd, dataset = context.curves, context.dataset
     levels = paired_levels(cd, dataset, ("none", "detailed", SUBSET))
     if levels is None:
         return None

@@ -26,6 +26,7 @@ from analysis.core import vocabulary
 from analysis.core.formatting import per_model
 from analysis.findings import averaging, roles, same_tokens, scored_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Part, Unit
@@ -248,7 +249,7 @@ def same_token_section(page: Page) -> Blocks:
         ),
     ]
     for model, cd in page.draws.items():
-        note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
+        note = same_tokens.extrapolation_note([DatasetContext(curves=cd, dataset=d) for d in reasoning_datasets(cd)])
         if note is not None:
             out.append(Markdown(f"A3, {model}: {note.text}."))
     return out + [Table(same_token_table(found), empty="No answer-scored pair is computed here.")]

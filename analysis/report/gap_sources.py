@@ -20,6 +20,7 @@ from analysis.core.formatting import fmt, per_model
 from analysis.extract import screens
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging, beyond_loss, energy_noise, roles
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import Finding, NoteKind, Role
 from analysis.report import blocks, cells, plots, voice
@@ -241,7 +242,7 @@ def no_energy(models: list[str], released: bool = False) -> str:
 
 def _lacks_tokens(cd) -> bool:
     """Whether a model's curves hold Frobenius norms of some None/Detailed pair but no token count R."""
-    return any(averaging.a1_unknown(cd, d) is not None for d in reasoning_datasets(cd))
+    return any(averaging.a1_unknown(DatasetContext(curves=cd, dataset=d)) is not None for d in reasoning_datasets(cd))
 
 
 def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None) -> str:
