@@ -10,6 +10,8 @@ Modules:
 
 - ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``),
   and the engine's functions on it (``run_checks``, ``get``, ``on_chapter``)
+- ``groupings``: the groups of checks a page answers together (``LENGTH_CHECKS``, ``ANSWER_TOKENS``,
+  ``CONTROLS``, ``GAP_SOURCES``, ``SPLIT_GAPS``), so that the report names no check by hand
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
@@ -39,8 +41,8 @@ Modules:
 """
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER
+from analysis.checks.groupings import ANSWER_TOKENS, CONTROLS, GAP_SOURCES, LENGTH_CHECKS, SPLIT_GAPS
 from analysis.checks.study_registry import (
-    LENGTH_CHECKS,
     MODULES,
     REGISTRY,
     all_ids,
@@ -71,6 +73,10 @@ from analysis.findings.scopes import (
 )
 
 __all__ = [
+    "ANSWER_TOKENS",
+    "CONTROLS",
+    "GAP_SOURCES",
+    "SPLIT_GAPS",
     "FAMILY_CHAPTERS",
     "GAP_CHAPTER",
     "LENGTH_CHECKS",

@@ -49,7 +49,6 @@ MODULES = (
     a5_context,
 )
 REGISTRY: Registry = registry_of(module.CHECK for module in MODULES)
-LENGTH_CHECKS = (l_content.CHECK.id, l2_length.CHECK.id)  # the length question (beyond the paper), answered together
 
 
 def all_ids(registry: Registry = REGISTRY) -> tuple[CheckId, ...]:

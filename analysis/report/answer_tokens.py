@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.checks import a5_context
+from analysis.checks import ANSWER_TOKENS, CONTROLS, a5_context
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
 from analysis.findings import averaging, roles, same_tokens, scored_tokens
@@ -125,7 +125,8 @@ def layer_gap_figure(table: pd.DataFrame, note: str | None = None) -> Figure | N
 
 def _same_tokens_in_words(found: Sequence[Finding]) -> str:
     """A2's and A3's pooled (else per dataset) findings of one model in words."""
-    pieces = _sized_verdicts(found, (("A2", roles.SAME_TOKEN_GAP), ("A3", roles.EQUAL_LOSS_GAP)))
+    a2, a3 = ANSWER_TOKENS
+    pieces = _sized_verdicts(found, ((a2, roles.SAME_TOKEN_GAP), (a3, roles.EQUAL_LOSS_GAP)))
     return (
         "The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear "
         "norms; at equal answer loss for A3): " + "; ".join(pieces) + "."
@@ -152,13 +153,14 @@ def controls_section(page: Page) -> Blocks:
     """A4 (the same Detailed-CoT text scored on as few tokens as None CoT) and A5 (the answer after its
     own chain against after a context without the reasoning) in words, per model, and how many
     Detailed CoTs state the appended answer word for word (A2's subset beside it)."""
-    found = page.findings(["A4", "A5"])
+    found = page.findings(CONTROLS)
+    a4_id, a5_id = CONTROLS
     models = list(dict.fromkeys(f.model for f in found))
     out: Blocks = []
     for model in models:
         mine = [f for f in found if f.model == model]
-        a4 = _sized_verdicts(mine, (("A4", scored_tokens.SUBSET_GAP),))
-        a5 = _sized_verdicts(mine, (("A5", a5_context.ORDER),))
+        a4 = _sized_verdicts(mine, ((a4_id, scored_tokens.SUBSET_GAP),))
+        a5 = _sized_verdicts(mine, ((a5_id, a5_context.ORDER),))
         text = f"**{model}.** "
         text += (
             "Scoring as few Detailed-CoT tokens as None CoT has over scoring all of them: " + "; ".join(a4) + "."
@@ -216,7 +218,7 @@ def same_token_table(findings: Sequence[Finding]) -> pd.DataFrame:
     after the phrase alone and after the Detailed CoT, each with its interval."""
     rows: dict[tuple[str, str], dict] = {}
     for f in findings:
-        if f.check not in ("A2", "A3"):
+        if f.check not in ANSWER_TOKENS:
             continue
         row = rows.setdefault((f.model, f.scope), {"model": f.model, "scope": vocabulary.scope_label(f.scope)})
         for column, role, facet in SAME_TOKEN_COLUMNS:
@@ -238,7 +240,7 @@ def same_token_section(page: Page) -> Blocks:
         released = bool(imported) and imported >= set(page.draws)
         text = NOT_RELEASED if released else NOT_STORED.format(none=same_tokens.NONE, detailed=same_tokens.DETAILED)
         return [Markdown(text)]
-    found = page.findings(["A2", "A3"])
+    found = page.findings(ANSWER_TOKENS)
     models = list(dict.fromkeys(f.model for f in found))
     words = "\n\n".join(f"**{m}.** {_same_tokens_in_words([f for f in found if f.model == m])}" for m in models)
     out: Blocks = [

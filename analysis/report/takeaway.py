@@ -17,10 +17,13 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from analysis.checks import a1_averaging, a2_same_tokens, a4_scored_tokens, f1_larger
 from analysis.findings import roles, scored_tokens
 from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Part, Unit
 from analysis.report import cells, voice
+
+F1, A1, A2, A4 = (m.CHECK.id for m in (f1_larger, a1_averaging, a2_same_tokens, a4_scored_tokens))
 
 
 def _parts(findings: Sequence[Finding], check: str, role: Role) -> list[Part]:
@@ -55,15 +58,15 @@ def _counts(averaging: Sequence[Part]) -> str:
 def f1_sentence(findings: Sequence[Finding]) -> str:
     """F1's gap, how many more tokens the slower loss averages over, what averaging alone predicts,
     and what is left of F1's nuclear norm beyond it ("" without F1's cells)."""
-    gap = _parts(findings, "F1", roles.F1_GAP)
+    gap = _parts(findings, F1, roles.F1_GAP)
     if not gap:
         return ""
     text = (
         f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT; F1's \"larger\": "
-        f"{_part_verdicts(findings, 'F1', roles.F1_GAP)})"
+        f"{_part_verdicts(findings, F1, roles.F1_GAP)})"
     )
-    averaging = _parts(findings, "A1", roles.AVERAGING)
-    rest = _parts(findings, "A1", roles.NUCLEAR_BEYOND_AVERAGING)
+    averaging = _parts(findings, A1, roles.AVERAGING)
+    rest = _parts(findings, A1, roles.NUCLEAR_BEYOND_AVERAGING)
     if averaging:
         text += (
             f", and the Detailed CoT's loss averages over {_counts(averaging)} times more tokens, which alone "
@@ -77,7 +80,7 @@ def f1_sentence(findings: Sequence[Finding]) -> str:
 def a4_sentence(findings: Sequence[Finding]) -> str:
     """The same Detailed-CoT text scored on as few tokens as the bare answer: its gradient over the
     all-token one and the share of F1's gap that reproduces ("" without A4's cells)."""
-    gap, share = _parts(findings, "A4", scored_tokens.SUBSET_GAP), _parts(findings, "A4", scored_tokens.F1_SHARE)
+    gap, share = _parts(findings, A4, scored_tokens.SUBSET_GAP), _parts(findings, A4, scored_tokens.F1_SHARE)
     if not gap:
         return ""
     text = (
@@ -87,7 +90,7 @@ def a4_sentence(findings: Sequence[Finding]) -> str:
     if share:
         text += (
             f", {_range(share)} of F1's log gap (A4's \"at least half of F1's gap\": "
-            f"{_part_verdicts(findings, 'A4', scored_tokens.F1_SHARE)})"
+            f"{_part_verdicts(findings, A4, scored_tokens.F1_SHARE)})"
         )
     return text + "."
 
@@ -95,13 +98,13 @@ def a4_sentence(findings: Sequence[Finding]) -> str:
 def a2_sentence(findings: Sequence[Finding], token_sum: Sequence[float] = ()) -> str:
     """The answer's own tokens scored with and without reasoning before them (A2), and F1's gap under
     a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT); "" without either."""
-    gap = _parts(findings, "A2", roles.SAME_TOKEN_GAP)
+    gap = _parts(findings, A2, roles.SAME_TOKEN_GAP)
     pieces = []
     if gap:
         pieces.append(
             f"scoring only the final answer's own tokens, its gradient without reasoning before it over with "
             f'reasoning is {_range(gap)} (A2\'s "smaller after reasoning": '
-            f"{_part_verdicts(findings, 'A2', roles.SAME_TOKEN_GAP)})"
+            f"{_part_verdicts(findings, A2, roles.SAME_TOKEN_GAP)})"
         )
     summed = _token_sum_clause(token_sum)
     pieces += [summed] if summed else []
