@@ -89,6 +89,26 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
 
 
+def test_a_parts_function_reads_one_context_per_dataset_with_every_input():
+    """What a per-model check reads beside the curves comes as one ``DatasetContext`` per dataset, so a
+    new input is one more field of it, not a keyword threaded through every parts function."""
+    rows = make_results(
+        [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d)], {BASE: MODELS[BASE]}, n_samples=4
+    )
+    draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=20)
+    seen: list[DatasetContext] = []
+    check = dataclasses.replace(TOY, parts=lambda context: seen.append(context))
+    inputs = checks.Inputs(
+        draws, identical={"aqua": frozenset({1})}, verbatim={"gsm8k": frozenset({2})}, extra={checks.STORE: "s"}
+    )
+    assert check.run(inputs) == []
+    assert {c.dataset: (c.identical, c.verbatim, c.store) for c in seen} == {
+        "aqua": (frozenset({1}), frozenset(), "s"),
+        "gsm8k": (frozenset(), frozenset({2}), "s"),
+    }
+    assert all(c.curves is draws[BASE] for c in seen)
+
+
 def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():
     ids = checks.all_ids()
     assert (
