@@ -22,6 +22,7 @@ from analysis.core.errors import StudyError
 from analysis.findings import calibration, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit
 from analysis.report import figures, sections, verdicts
 from analysis.report.blocks import Html
@@ -30,9 +31,9 @@ from analysis.report.page import Page
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def toy_parts(cd, dataset, **_):
+def toy_parts(context: DatasetContext):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
-    gap = quantities.log_gap(cd, dataset, "simplified", "detailed", segment="all")
+    gap = quantities.log_gap(context.curves, context.dataset, "simplified", "detailed", segment="all")
     return None if gap is None else [Part("Simplified / Detailed", gap, "above", 0.0, Unit.RATIO, role=roles.GAP)]
 
 
@@ -86,6 +87,26 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     )
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
+
+
+def test_a_parts_function_reads_one_context_per_dataset_with_every_input():
+    """What a per-model check reads beside the curves comes as one ``DatasetContext`` per dataset, so a
+    new input is one more field of it, not a keyword threaded through every parts function."""
+    rows = make_results(
+        [c for d in ("aqua", "gsm8k") for c in reasoning_conditions(d)], {BASE: MODELS[BASE]}, n_samples=4
+    )
+    draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=20)
+    seen: list[DatasetContext] = []
+    check = dataclasses.replace(TOY, parts=lambda context: seen.append(context))
+    inputs = checks.Inputs(
+        draws, identical={"aqua": frozenset({1})}, verbatim={"gsm8k": frozenset({2})}, extra={checks.STORE: "s"}
+    )
+    assert check.run(inputs) == []
+    assert {c.dataset: (c.identical, c.verbatim, c.store) for c in seen} == {
+        "aqua": (frozenset({1}), frozenset(), "s"),
+        "gsm8k": (frozenset(), frozenset({2}), "s"),
+    }
+    assert all(c.curves is draws[BASE] for c in seen)
 
 
 def test_the_registry_declares_each_check_once_with_a_known_scope_and_rule():

@@ -10,6 +10,7 @@ from analysis.core import vocabulary
 from analysis.findings import same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import FAILS, decide
 
 MODEL = {"m": ("base", 12)}
@@ -35,12 +36,17 @@ def curves(rows):
 
 
 def test_a5_does_not_hold_where_another_chain_changes_it():
-    assert decide(a5_context.a5_parts(curves(rows_with(other=0.8)), "gsm8k")) == FAILS
+    assert decide(a5_context.a5_parts(DatasetContext(curves=curves(rows_with(other=0.8)), dataset="gsm8k"))) == FAILS
 
 
 def test_a5_needs_both_controls():
     rows = rows_with()
-    assert a5_context.a5_parts(curves(rows[rows["setting"] != same_tokens.SHUFFLED]), "gsm8k") is None
+    assert (
+        a5_context.a5_parts(
+            DatasetContext(curves=curves(rows[rows["setting"] != same_tokens.SHUFFLED]), dataset="gsm8k")
+        )
+        is None
+    )
 
 
 def test_a5_is_registered_with_its_rule():

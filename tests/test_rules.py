@@ -20,6 +20,7 @@ from synthetic import (
 from analysis import checks
 from analysis.findings import check_parts, pooling, quantities, roles, rules
 from analysis.findings.bootstrap import all_curve_draws
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, NoteKind, Why
 from analysis.report import figures, voice
 
@@ -153,13 +154,19 @@ def test_no_effect_with_few_samples_is_not_resolved():
 def test_the_length_share_is_shown_only_where_the_gap_is_established():
     rows = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=6, curve=flat, sample_sd=0.3, seed=3)
     draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
-    for parts in (check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")):
+    for parts in (
+        check_parts.length_parts(DatasetContext(curves=draws, dataset="aqua")),
+        check_parts.length_effect_parts(DatasetContext(curves=draws, dataset="aqua")),
+    ):
         gap = next(p for p in parts if p.key == (roles.GAP, (), False))
         assert gap.name == "Simplified / Detailed"
         assert any(p.role is roles.SHARE for p in parts) == gap.supports()
     paper = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=3)
     draws = all_curve_draws(paper, [BASE], ("nuclear_norm",), n_resamples=400)[BASE]
-    content, length = check_parts.length_parts(draws, "aqua"), check_parts.length_effect_parts(draws, "aqua")
+    content, length = (
+        check_parts.length_parts(DatasetContext(curves=draws, dataset="aqua")),
+        check_parts.length_effect_parts(DatasetContext(curves=draws, dataset="aqua")),
+    )
     shares = [next(p for p in parts if p.role is roles.SHARE).estimate.value for parts in (content, length)]
     # the same share both ways: log(Simplified / cut) / log(Simplified / Detailed) = log(2 / 1.4) / log 2
     assert shares[0] == pytest.approx(shares[1]) and shares[0] == pytest.approx(np.log(2 / 1.4) / np.log(2), abs=0.05)

@@ -12,6 +12,7 @@ from analysis.checks import s_gap_split
 from analysis.findings import gap_split, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import FAILS, HOLDS, SAME_MARGIN, UNRESOLVED
 
 STEPS = [s.name for s in gap_split.STEPS]
@@ -28,7 +29,7 @@ def s_findings(rows):
 
 def test_the_reasoning_step_alone_decides_and_the_other_steps_stand_beside_it():
     cd = curves(chain_rows(n=10, sample_sd=0.1))["m"]
-    parts = s_gap_split.s_parts(cd, "gsm8k")
+    parts = s_gap_split.s_parts(DatasetContext(curves=cd, dataset="gsm8k"))
     deciding = [p for p in parts if p.decides]
     assert [p.role for p in deciding] == [roles.SAME_TOKEN_GAP]
     split = gap_split.dataset_split(cd, "gsm8k")

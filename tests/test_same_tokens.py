@@ -12,6 +12,7 @@ from analysis.core import vocabulary
 from analysis.findings import roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import HOLDS, NoteKind, decide
 
 MODEL = {"m": ("base", 12)}
@@ -49,7 +50,7 @@ def curves(rows):
 
 
 def test_beside_the_reasoning_step_stand_the_frobenius_norm_and_the_other_contexts():
-    parts = same_tokens.reasoning_beside(curves(answer_rows(gap=0.5)), "gsm8k")
+    parts = same_tokens.reasoning_beside(DatasetContext(curves=curves(answer_rows(gap=0.5)), dataset="gsm8k"))
     assert not any(p.decides for p in parts)
     shown = {p.key[:2] for p in parts}
     assert {(roles.SAME_TOKEN_FROBENIUS, ()), *((roles.CONTEXT_GAP, (s,)) for s in same_tokens.BESIDE)} <= shown
@@ -66,7 +67,7 @@ def test_the_answer_gap_pairs_the_instructions_both_conditions_hold():
 
 def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
     cd = curves(answer_rows(n=40, gap=0.4, slope=0.8))
-    parts = same_tokens.a3_parts(cd, "gsm8k")
+    parts = same_tokens.a3_parts(DatasetContext(curves=cd, dataset="gsm8k"))
     intercept = by_role(parts, roles.EQUAL_LOSS_GAP).estimate
     assert intercept.value == pytest.approx(0.4, abs=0.1)
     assert by_role(parts, roles.SLOPE).estimate.value == pytest.approx(0.8, abs=0.1)
@@ -76,7 +77,7 @@ def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
 
 def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
     cd = curves(answer_rows(n=40, gap=0.0, slope=0.8, centre=1.0))
-    parts = same_tokens.a3_parts(cd, "gsm8k")
+    parts = same_tokens.a3_parts(DatasetContext(curves=cd, dataset="gsm8k"))
     assert decide(parts) != HOLDS
     # the answer tokens' gap alone (S's reasoning step) would credit it
     assert same_tokens.answer_gap(cd, "gsm8k", same_tokens.NONE, same_tokens.DETAILED).value > 0.5
@@ -84,10 +85,10 @@ def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
 
 def test_a3_says_where_its_intercept_extrapolates():
     cd = curves(answer_rows(n=12, slope=0.8, centre=5.0))
-    note = same_tokens.extrapolation_note(cd, {}, {"gsm8k": []})
+    note = same_tokens.extrapolation_note([DatasetContext(curves=cd, dataset="gsm8k")])
     assert note.kind is NoteKind.EXTRAPOLATION and note.items == ("gsm8k",)
     assert note.text.startswith("On gsm8k the answer's log(1 - p) gap has one sign for every instruction")
-    assert same_tokens.extrapolation_note(curves(answer_rows(n=12)), {}, {"gsm8k": []}) is None
+    assert same_tokens.extrapolation_note([DatasetContext(curves=curves(answer_rows(n=12)), dataset="gsm8k")]) is None
 
 
 def test_the_intercept_of_unit_weights_is_least_squares():
@@ -170,10 +171,15 @@ def test_a3_gives_no_verdict_where_the_resamples_leave_its_line_undetermined():
     (finding,) = [f for f in checks.run_checks({"m": curves(rows)}, ["A3"]) if f.scope == "gsm8k"]
     assert finding.not_applicable is not None and finding.not_applicable.why is Why.UNDETERMINED
     assert finding.not_applicable.reason == "the line is not determined"
-    assert same_tokens.line_determined(same_tokens.a3_parts(curves(answer_rows(n=12, slope=0.8)), "gsm8k")) is None
+    assert (
+        same_tokens.line_determined(
+            same_tokens.a3_parts(DatasetContext(curves=curves(answer_rows(n=12, slope=0.8)), dataset="gsm8k"))
+        )
+        is None
+    )
 
 
 def test_a3s_interval_takes_the_degrees_of_freedom_of_a_line():
     cd = curves(answer_rows(n=12, gap=0.4, slope=0.8))
-    intercept = by_role(same_tokens.a3_parts(cd, "gsm8k"), roles.EQUAL_LOSS_GAP).estimate
+    intercept = by_role(same_tokens.a3_parts(DatasetContext(curves=cd, dataset="gsm8k")), roles.EQUAL_LOSS_GAP).estimate
     assert intercept.parameters == 2 and intercept.df == 12 - 2

@@ -27,9 +27,9 @@ def test_effects_hold_and_two_seeds_are_too_few_for_t2():
     rng = np.random.default_rng(1)
     effects = training_calibration.Effects(gap=0.5, arm_effect=1.0, follows_curve=2.0, training_set=0.0)
     probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
-    assert training_calibration.verdicts_of_tables(probes, change) == dict.fromkeys(("T1", "T2", "T3"), HOLDS)
+    assert training_calibration.verdicts_of_tables(probes, change) == dict.fromkeys(training_calibration.RULES, HOLDS)
     probes, change = training_calibration.simulated_tables(rng, 6, 2, 8, effects=effects)
-    assert training_calibration.verdicts_of_tables(probes, change)["T2"] == TOO_FEW
+    assert training_calibration.verdicts_of_tables(probes, change)[rule.ARM_CHANGE] == TOO_FEW
 
 
 def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_applicable():
@@ -38,11 +38,11 @@ def test_reversed_effects_do_not_hold_and_a_reversed_start_gap_makes_t3_not_appl
     found = training_calibration.verdicts_of_tables(
         *training_calibration.simulated_tables(rng, 8, 5, 8, effects=reversed_)
     )
-    assert found == {"T1": FAILS, "T2": FAILS, "T3": NOT_APPLICABLE}
+    assert found == {rule.RANK_CORRELATION: FAILS, rule.ARM_CHANGE: FAILS, rule.PROBE_GAP: NOT_APPLICABLE}
     shrinking = training_calibration.simulated_tables(
         rng, 8, 5, 8, effects=training_calibration.Effects(gap=0.5, gap_change=-0.5)
     )
-    assert training_calibration.verdicts_of_tables(*shrinking)["T3"] == FAILS  # the gap shrank by 40%
+    assert training_calibration.verdicts_of_tables(*shrinking)[rule.PROBE_GAP] == FAILS  # the gap shrank by 40%
 
 
 def test_tables_without_the_step_0_probes_of_the_none_setting_leave_t1_and_t3_unresolved():
@@ -51,19 +51,19 @@ def test_tables_without_the_step_0_probes_of_the_none_setting_leave_t1_and_t3_un
     probes, change = training_calibration.simulated_tables(rng, 6, 5, 8, effects=effects)
     kept = probes[~((probes["setting"] == "none") & (probes["step"] == 0))]
     found = training_calibration.verdicts_of_tables(kept, change)
-    assert found == {"T1": UNRESOLVED, "T2": HOLDS, "T3": UNRESOLVED}
+    assert found == {rule.RANK_CORRELATION: UNRESOLVED, rule.ARM_CHANGE: HOLDS, rule.PROBE_GAP: UNRESOLVED}
 
 
 SMALL_DESIGN = training_calibration.TrainingDesign(5, 5, 8)
 
 
 def _false_holds(effects, simulated, design=SMALL_DESIGN, reps=300):
-    """The share of "holds" of a training rule: its check's simulated verdict (``Rule.verdict_of``)."""
+    """The share of "holds" of a training rule: its check's simulated verdict (keyed by the rule)."""
     rng, hits = np.random.default_rng(7), 0
     for rep in range(reps):
         runs = training_calibration.simulate(rng, design, effects)
         resampling = training_calibration.resampling_of(design, 200, rep)
-        hits += training_calibration.simulated_verdicts(runs, resampling)[simulated.verdict_of] == HOLDS
+        hits += training_calibration.simulated_verdicts(runs, resampling)[simulated] == HOLDS
     return hits / reps
 
 
@@ -197,7 +197,9 @@ def test_the_training_checks_are_registered_with_their_rules_and_chapter():
     }
     assert training_calibration.RULES == (rule.RANK_CORRELATION, rule.ARM_CHANGE, rule.PROBE_GAP)
     for simulated in training_calibration.RULES:  # each training rule reads the verdict of the one check it calibrates
-        assert calibration.checks_by_rule(checks.REGISTRY)[simulated] == (simulated.verdict_of,)
+        assert calibration.checks_by_rule(checks.REGISTRY)[simulated] == (
+            {rule.RANK_CORRELATION: "T1", rule.ARM_CHANGE: "T2", rule.PROBE_GAP: "T3"}[simulated],
+        )
     table = calibration.false_holds_table(
         reps=2, n_resamples=20, rules=training_calibration.RULES, registry=checks.REGISTRY
     )

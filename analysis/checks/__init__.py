@@ -11,7 +11,10 @@ The registry, its engine on it and the scopes' names are the package's own (``ch
 Modules:
 
 - ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``),
-  what each declares for the battery (``BATTERIES``) and the engine's functions on it (``run_checks``, ``get``, ``on_chapter``)
+  what each declares for the battery (``BATTERIES``) and the engine's functions on it (``run_checks``, ``get``,
+  ``on_chapter``)
+- ``groupings``: the groups of checks a page answers together (``LENGTH_CHECKS``, ``ANSWER_TOKENS``,
+  ``CONTROLS``, ``GAP_SOURCES``, ``SPLIT_GAPS``), so that the report names no check by hand
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
@@ -38,9 +41,9 @@ Modules:
 """
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER
+from analysis.checks.groupings import ANSWER_TOKENS, CONTROLS, GAP_SOURCES, LENGTH_CHECKS, SPLIT_GAPS
 from analysis.checks.study_registry import (
     BATTERIES,
-    LENGTH_CHECKS,
     MODULES,
     REGISTRY,
     all_ids,
@@ -71,7 +74,11 @@ from analysis.findings.scopes import (
 )
 
 __all__ = [
+    "ANSWER_TOKENS",
     "BATTERIES",
+    "CONTROLS",
+    "GAP_SOURCES",
+    "SPLIT_GAPS",
     "FAMILY_CHAPTERS",
     "GAP_CHAPTER",
     "LENGTH_CHECKS",

@@ -19,6 +19,7 @@ from analysis.checks.check_chapters import GAP
 from analysis.findings import roles, same_tokens
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.roles import Role
 from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit
 from analysis.findings.same_tokens import DETAILED, NONE, OTHER, SHUFFLED, answer_gap
@@ -33,10 +34,11 @@ FOREIGN_PART = "own Detailed CoT / another instruction's, on the answer tokens"
 REASONING_PART = "the reasoning step: None / Detailed on the answer tokens"
 
 
-def a5_parts(cd, dataset: str, **_) -> list[Part] | None:
+def a5_parts(context: DatasetContext) -> list[Part] | None:
     """A5: the answer's gradient after its own chain over after its shuffled words, and over after
     another instruction's chain, each within the margin; the reasoning step shown beside. None where a control
     is not stored."""
+    cd, dataset = context.curves, context.dataset
     order, foreign = answer_gap(cd, dataset, DETAILED, SHUFFLED), answer_gap(cd, dataset, DETAILED, OTHER)
     if order is None or foreign is None:
         return None

@@ -20,6 +20,7 @@ from analysis.findings import averaging, gap_split, roles, same_tokens
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine
 from analysis.findings.calibration import rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
 from analysis.findings.roles import Role
 from analysis.findings.rules import CheckId, Part, Unit
@@ -56,10 +57,11 @@ def _early_late(cd: CurveDraws, dataset: str, ids: np.ndarray) -> Estimate | Non
     return combine(np.subtract, *gaps)
 
 
-def s_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozenset(), **_) -> list[Part] | None:
+def s_parts(context: DatasetContext) -> list[Part] | None:
     """S: the reasoning step > 0 decides; F1's gap on the same instructions, the other three steps,
     the reasoning step's early / late and ``same_tokens.reasoning_beside`` shown beside it. None
     where a condition of the chain is not stored."""
+    cd, dataset = context.curves, context.dataset
     split = gap_split.dataset_split(cd, dataset)
     found = gap_split.split_instructions(cd, dataset)
     if split is None or found is None:
@@ -84,7 +86,7 @@ def s_parts(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozense
     if early_late is not None:
         name = "early / late of the reasoning step"
         parts.append(Part(name, early_late, "above", 0.0, Unit.RATIO, role=roles.EARLY_LATE, decides=False))
-    return parts + same_tokens.reasoning_beside(cd, dataset, verbatim=verbatim)
+    return parts + same_tokens.reasoning_beside(context)
 
 
 CHECK = PerModelCheck(

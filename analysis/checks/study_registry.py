@@ -48,7 +48,6 @@ MODULES = (
 REGISTRY: Registry = registry_of(module.CHECK for module in MODULES)
 # What each check declares for the battery (``tests/test_battery.py``): its fixture, or why it has none.
 BATTERIES: dict[CheckId, Battery] = {module.CHECK.id: module.BATTERY for module in MODULES}
-LENGTH_CHECKS = (l_content.CHECK.id, l2_length.CHECK.id)  # the length question (beyond the paper), answered together
 
 
 def all_ids(registry: Registry = REGISTRY) -> tuple[CheckId, ...]:

@@ -12,6 +12,8 @@ Modules:
 - ``check_registry``: the registry's engine: a registry (``Registry``, an immutable tuple of checks) built,
   read and run (``run_checks``), always the registry given
 - ``scopes``: the kinds of check, one frozen dataclass per scope with its typed parts and its run
+- ``dataset_context``: what a per-model check reads on one dataset (``DatasetContext``): the curves, the
+  dataset and the inputs beside them, one typed value for every parts function
 - ``check_parts``: the parts of F1-F5, L and L2: the quantities a claim is decided on (S, G1, A3, A5 and T1-T3
   have theirs in their own modules)
 - ``pooling``: pooling a check over a family; pairing instruct models with their base

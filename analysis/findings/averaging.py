@@ -27,6 +27,7 @@ import numpy as np
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, resampled_mean, rows_of
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import NotApplicable, Why
 
 FROBENIUS, NUCLEAR, TOKENS, ENERGY = "frobenius", "nuclear_norm", "n_response_tokens", "token_energy"
@@ -157,11 +158,12 @@ def layer_decomposition(first: LogTerms, second: LogTerms) -> dict[str, np.ndarr
 TOKENS_UNKNOWN = "token counts unknown"  # the reason of a cell without R
 
 
-def tokens_unknown(cd: CurveDraws, dataset: str, store: str | None = None) -> NotApplicable | None:
+def tokens_unknown(context: DatasetContext) -> NotApplicable | None:
     """Why F1's gap cannot be split into averaging and the rest on a dataset whose None and Detailed
     CoT curves hold Frobenius norms:
     the token counts R are not stored (the original study's files hold none), with the command that
-    adds them to ``store``; None where that is not why."""
+    adds them to the context's store; None where that is not why."""
+    cd, dataset, store = context.curves, context.dataset, context.store
     conditions = [cd.condition_key(dataset, s) for s in ("none", "detailed")]
     if any(_per_sample(cd, c, FROBENIUS) is None for c in conditions):
         return None

@@ -61,6 +61,7 @@ from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS
 from analysis.extract.screens import Screen
 from analysis.findings import classifier, roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
@@ -431,8 +432,9 @@ def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, 
     return dataset_parts(pairs, dataset, setting, decides=decides, screened=screened, screen=cd.screens.get(dataset))
 
 
-def g1_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
+def g1_parts(context: DatasetContext) -> list[Part] | None:
     """G1 under Detailed CoT (deciding); the same under None CoT shown beside (identical pairs left out)."""
+    cd, dataset, identical = context.curves, context.dataset, context.identical
     detailed = setting_parts(cd, dataset, DECIDING, decides=True)
     if detailed is None:
         return None
@@ -467,10 +469,13 @@ def separated(parts: Sequence[Part]) -> NotApplicable | None:
     return None
 
 
-def covariates_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> Note | None:
+def covariates_note(contexts: Sequence[DatasetContext]) -> Note | None:
     """The covariates G1 partials out for this model (the mean loss only where the store lacks the
     rest); ``items``: their names."""
-    used = {covariates_of(cd, [cd.condition_key(d, DECIDING, r) for r in vocabulary.RESPONSES]) for d in by_dataset}
+    used = {
+        covariates_of(c.curves, [c.curves.condition_key(c.dataset, DECIDING, r) for r in vocabulary.RESPONSES])
+        for c in contexts
+    }
     if not used:
         return None
     if used == {READS}:

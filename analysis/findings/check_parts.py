@@ -1,8 +1,9 @@
 """The parts of each check: the quantities it decides on and those shown beside its verdict.
 
 One function per check (``analysis.checks`` points each registered check to its function).
-A per-model function takes one model's curves and one dataset and returns the parts, or None when
-the curves lack a condition it needs; a pair function takes the instruct and the base model's
+A per-model function takes the context of one model's curves on one dataset
+(``dataset_context.DatasetContext``) and returns the parts, or None when the curves lack a condition
+it needs; a pair function takes the instruct and the base model's
 curves. A quantity shown beside a verdict is one more ``Part(..., decides=False)`` in its
 function: the paper's mean nuclear norm beside each magnitude part (``rules.beside``), F2's mean
 curve's roughness and None's log-scale spread across layers. The quantities themselves are in
@@ -12,7 +13,7 @@ curve's roughness and None's log-scale spread across layers. The quantities them
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -20,6 +21,7 @@ import numpy as np
 from analysis.core import vocabulary
 from analysis.findings import roles
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES, CurveDraws, Estimate, combine, pooled
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import (
     log_gap,
     log_level,
@@ -71,9 +73,10 @@ def _all_known(estimates: dict[str, Estimate | None]) -> dict[str, Estimate] | N
     return known if len(known) == len(estimates) else None
 
 
-def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def f1_parts(context: DatasetContext) -> list[Part] | None:
     """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
     larger early than late."""
+    cd, dataset = context.curves, context.dataset
     gaps = _all_known({seg: log_gap(cd, dataset, "none", "detailed", segment=seg) for seg in ("all", "early", "late")})
     if gaps is None:
         return None
@@ -94,11 +97,12 @@ def f1_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
     ]
 
 
-def f2_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def f2_parts(context: DatasetContext) -> list[Part] | None:
     """F2: for each projection and adjacent pair of settings, the noise-corrected roughness of the
     log curve (``corrected_roughness``) of the faster setting minus that of the slower > 0; the
     paper's MAD ratio of the mean curves, the mean curve's roughness and None's log-scale spread
     across layers shown beside it (``spread_decides`` may make the mean curve's roughness decide)."""
+    cd, dataset = context.curves, context.dataset
     settings = [s for s in vocabulary.COT_SETTINGS if cd.has(cd.condition_key(dataset, s))]
     if len(settings) < 2:
         return None
@@ -162,10 +166,11 @@ def mean_curve_decides(parts: Sequence[Part]) -> list[Part]:
     return out
 
 
-def f3_parts(cd: CurveDraws, dataset: str, identical: Iterable[int] = (), **_) -> list[Part] | None:
+def f3_parts(context: DatasetContext) -> list[Part] | None:
     """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger); under
     None CoT the root-mean-square over layers of the per-layer log ratio within the margin
     (``nearly_same``; identical pairs left out), its signed mean over layers shown beside."""
+    cd, dataset, identical = context.curves, context.dataset, context.identical
     detailed = log_rd(cd, dataset, "detailed")
     none = log_rd(cd, dataset, "none", excluded=identical)
     size = log_rd_mean_square(cd, dataset, "none", excluded=identical)
@@ -298,16 +303,16 @@ def gap_established(parts: Sequence[Part]) -> NotApplicable | None:
     )
 
 
-def length_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def length_parts(context: DatasetContext) -> list[Part] | None:
     """L (content beyond length): the Simplified vs Detailed gap > 0 and Simplified vs Detailed
     cut to the Simplified length > 0, in mean log nuclear norm; the share of the gap left at
     equal length and the None-length view shown."""
-    return _length_parts(cd, dataset, "content")
+    return _length_parts(context.curves, context.dataset, "content")
 
 
-def length_effect_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
+def length_effect_parts(context: DatasetContext) -> list[Part] | None:
     """L2 (length matters): the gap > 0 and Detailed cut to the Simplified length vs full Detailed > 0."""
-    return _length_parts(cd, dataset, "length")
+    return _length_parts(context.curves, context.dataset, "length")
 
 
 def _established(estimate: Estimate | None) -> bool:
@@ -369,13 +374,13 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     ]
 
 
-def identical_note(cd: CurveDraws, identical: dict[str, frozenset], by_dataset: dict) -> Note | None:
+def identical_note(contexts: Sequence[DatasetContext]) -> Note | None:
     """Says how many stored None-CoT pairs were left out as one input twice, per dataset (None when none)."""
     counted = {}
-    for dataset in by_dataset:
-        key = (cd.condition_key(dataset, "none"), "q", "nuclear_norm")
-        if key in cd.samples:
-            counted[dataset] = len(set(cd.samples[key][1].tolist()) & set(identical.get(dataset, ())))
+    for c in contexts:
+        key = (c.curves.condition_key(c.dataset, "none"), "q", "nuclear_norm")
+        if key in c.curves.samples:
+            counted[c.dataset] = len(set(c.curves.samples[key][1].tolist()) & set(c.identical))
     left_out = {d: n for d, n in counted.items() if n}
     if not left_out:
         return None

@@ -28,6 +28,7 @@ import numpy as np
 
 from analysis.findings import roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
 from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
 
@@ -94,11 +95,13 @@ def answer_gap(
     return None if a is None or b is None else combine(np.subtract, a, b)
 
 
-def reasoning_beside(cd: CurveDraws, dataset: str, *, verbatim: frozenset[int] = frozenset()) -> list[Part]:
+def reasoning_beside(context: DatasetContext) -> list[Part]:
     """What stands beside the reasoning step of F1's gap (the answer's gradient without the reasoning
     over that after the Detailed CoT, on the instructions both hold): the same gap in Frobenius norm,
     after the other contexts, and on the instructions whose Detailed CoT states the answer word for
-    word (``verbatim``, ``data.verbatim_answer_ids``): is it surprise at a label the chain never wrote?"""
+    word (``context.verbatim``, ``data.verbatim_answer_ids``): is it surprise at a label the chain
+    never wrote?"""
+    cd, dataset, verbatim = context.curves, context.dataset, context.verbatim
     parts: list[Part] = []
     frobenius = answer_gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
     if frobenius is not None:
@@ -191,9 +194,11 @@ def _mean(values: np.ndarray, weights: np.ndarray, dataset: str) -> Estimate:
     )
 
 
-def a3_parts(cd: CurveDraws, dataset: str, **_) -> list[Part] | None:
-    """A3: the reasoning step's gap where the answer is equally predictable (the paired regression's intercept) > 1;
+def a3_parts(context: DatasetContext) -> list[Part] | None:
+    """A3: the reasoning step's gap where the answer is equally predictable (the paired regression's
+    intercept) > 1;
     beside it the slope, each condition's mean answer loss and their difference."""
+    cd, dataset = context.curves, context.dataset
     gaps = covariate_gaps(cd, dataset)
     if gaps is None or gaps[0].size < 3:
         return None
@@ -241,14 +246,14 @@ def line_determined(parts: Sequence[Part]) -> NotApplicable | None:
     )
 
 
-def extrapolation_note(cd: CurveDraws, _identical: dict, by_dataset: dict) -> Note | None:
+def extrapolation_note(contexts: Sequence[DatasetContext]) -> Note | None:
     """A3's note: the datasets where every instruction's answer is more (or every one less)
     predictable after the Detailed CoT, so that equal loss lies outside what was observed."""
     one_sided = []
-    for dataset in by_dataset:
-        gaps = covariate_gaps(cd, dataset)
+    for c in contexts:
+        gaps = covariate_gaps(c.curves, c.dataset)
         if gaps is not None and gaps[2].size and (gaps[2].min() > 0 or gaps[2].max() < 0):
-            one_sided.append(dataset)
+            one_sided.append(c.dataset)
     if not one_sided:
         return None
     return Note(

@@ -6,19 +6,26 @@ model's datasets, pooled per family), ``PairCheck`` (an instruct model with its 
 Each declares the signature of its ``parts`` function and runs itself over the inputs (``run``);
 a check of a new scope is one more subclass of ``Check`` with its own ``run``. The checks of the
 study are declared in ``analysis.checks``.
+
+A per-model parts function takes one argument, the ``dataset_context.DatasetContext`` of a model's
+curves on one dataset (``Inputs.context`` makes it): what it reads beyond the curves (identical
+pairs, verbatim answers, the store) are that context's fields, so that a new input is one more
+field, not a keyword threaded through every parts function. Its note and its ``unknown`` read the
+same contexts.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal, Protocol
+from typing import ClassVar, Literal
 
 from analysis.core import vocabulary
 from analysis.findings import training_checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.rule import Rule
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.pooling import (
     Adjust,
     Gate,
@@ -55,6 +62,17 @@ class Inputs:
     pairs: dict[str, str] = field(default_factory=dict)
     declared: dict[str, str] | None = None
     extra: dict[str, object] = field(default_factory=dict)  # what the checks of other scopes read, by name
+
+    def context(self, cd: CurveDraws, dataset: str) -> DatasetContext:
+        """What a per-model check reads of one model's curves on one dataset."""
+        store = self.extra.get(STORE)
+        return DatasetContext(
+            curves=cd,
+            dataset=dataset,
+            identical=frozenset(self.identical.get(dataset, ())),
+            verbatim=frozenset(self.verbatim.get(dataset, ())),
+            store=None if store is None else str(store),
+        )
 
 
 STORE = "results store"  # Inputs.extra: the store the curves were read from (named in commands)
@@ -134,14 +152,9 @@ class Check(ABC):
         """The check's findings on ``inputs``."""
 
 
-class ModelParts(Protocol):
-    """One model's curves and one dataset -> the parts (None: a condition it needs is missing)."""
-
-    def __call__(
-        self, cd: CurveDraws, dataset: str, *, identical: Iterable[int], verbatim: frozenset[int]
-    ) -> list[Part] | None: ...
-
-
+ModelParts = Callable[[DatasetContext], "list[Part] | None"]  # None: a condition it needs is missing
+ModelNote = Callable[[Sequence[DatasetContext]], "Note | None"]  # the contexts of the datasets computed
+Unknown = Callable[[DatasetContext], "NotApplicable | None"]
 PairParts = Callable[[CurveDraws, CurveDraws, str], "list[Part] | None"]  # instruct, base curves, dataset
 WikiParts = Callable[[CurveDraws, "CurveDraws | None"], "list[Part] | None"]  # curves, reasoning reference
 RunParts = Callable[[training_checks.ModelRuns, "str | None"], "list[Part] | NotApplicable | None"]
@@ -154,21 +167,21 @@ class PerModelCheck(Check):
     ``after_pooling``: what the check recomputes from a family's pooled parts (e.g. a share).
     ``adjust``: what the check changes in every finding's parts from the parts themselves, with a
     note (e.g. F2 deciding on the mean curve where None's log-scale spread changes).
-    ``note``: a line under the check's numbers, from its curves, identical pairs and datasets.
+    ``note``: a line under the check's numbers, from the contexts of the datasets whose parts it computed.
     ``gate``: why the check does not apply to a finding's parts, e.g. a precondition that is not
     established (then "not applicable" with that reason; None: it applies).
-    ``unknown``: (curves, dataset, store) -> why the parts cannot be computed where the conditions are
+    ``unknown``: why the parts cannot be computed on a dataset's context where the conditions are
     stored but a statistic they read is not (then "not applicable" with that reason and the command that
-    adds it to ``store``, instead of no cell; None: that is not why).
+    adds it to the context's store, instead of no cell; None: that is not why).
     """
 
     scope: ClassVar[Scope] = PER_MODEL
     parts: ModelParts
     after_pooling: Callable[[list[Part]], list[Part]] | None = None
     adjust: Adjust | None = None
-    note: Callable[[CurveDraws, dict, dict], Note | None] | None = None
+    note: ModelNote | None = None
     gate: Gate | None = None
-    unknown: Callable[[CurveDraws, str, str | None], NotApplicable | None] | None = None
+    unknown: Unknown | None = None
 
     def run(self, inputs: Inputs) -> list[Finding]:
         """Per reasoning dataset of every model, then pooled per family; a dataset whose parts need a
@@ -176,20 +189,18 @@ class PerModelCheck(Check):
         out = []
         for model, cd in inputs.draws.items():
             by_dataset: dict[str, list[Part]] = {}
+            computed: list[DatasetContext] = []
             unknown: dict[str, NotApplicable] = {}
             for dataset in reasoning_datasets(cd):
-                parts = self.parts(
-                    cd,
-                    dataset,
-                    identical=inputs.identical.get(dataset, ()),
-                    verbatim=inputs.verbatim.get(dataset, frozenset()),
-                )
+                context = inputs.context(cd, dataset)
+                parts = self.parts(context)
                 if parts is not None:
                     by_dataset[dataset] = parts
+                    computed.append(context)
                 elif self.unknown is not None:
-                    reason = self.unknown(cd, dataset, inputs.extra.get(STORE))  # type: ignore[arg-type]
+                    reason = self.unknown(context)
                     unknown.update({dataset: reason} if reason is not None else {})
-            note = self.note(cd, inputs.identical, by_dataset) if self.note else None
+            note = self.note(computed) if self.note else None
             out += family_findings(
                 self.id, model, by_dataset, note=note, how=Pooling(self.after_pooling, self.adjust, self.gate)
             )

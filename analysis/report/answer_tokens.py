@@ -21,11 +21,12 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.checks import a3_equal_loss, a5_context, s_gap_split
+from analysis.checks import ANSWER_TOKENS, CONTROLS, a5_context
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
 from analysis.findings import averaging, roles, same_tokens
 from analysis.findings.bootstrap import CurveDraws, Estimate, pooled, rows_of
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Part, Unit
@@ -34,7 +35,7 @@ from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import imported_models
 from analysis.report.page import Page
 
-S, A3, A5 = s_gap_split.CHECK.id, a3_equal_loss.CHECK.id, a5_context.CHECK.id
+(S, A3), (A5,) = ANSWER_TOKENS, CONTROLS
 FULL, SAME = "every response token (F1)", "the answer's tokens, after the same phrase (the reasoning step)"
 NOT_STORED = (
     "The store holds no answer-scored pair (`{none}` and `{detailed}` of one dataset with None CoT, both "
@@ -236,7 +237,7 @@ def same_token_section(page: Page) -> Blocks:
         ),
     ]
     for model, cd in page.draws.items():
-        note = same_tokens.extrapolation_note(cd, {}, dict.fromkeys(reasoning_datasets(cd)))
+        note = same_tokens.extrapolation_note([DatasetContext(curves=cd, dataset=d) for d in reasoning_datasets(cd)])
         if note is not None:
             out.append(Markdown(f"{A3}, {model}: {note.text}."))
     return out + [Table(same_token_table(found), empty="No answer-scored pair is computed here.")]

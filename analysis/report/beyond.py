@@ -94,11 +94,11 @@ def _length_in_words(found: Sequence[Finding]) -> str:
     pieces = []
     for scope in dict.fromkeys(f.scope for f in chosen):
         mine: dict[str, Finding] = {f.check: f for f in chosen if f.scope == scope}
-        content = mine.get("L")
+        content, length_ = (mine.get(c) for c in LENGTH_CHECKS)
         pieces.append(
             f"{vocabulary.scope_label(scope)}: content beyond length "
-            f"{mine['L'].verdict if 'L' in mine else 'not computed'}, length "
-            f"{mine['L2'].verdict if 'L2' in mine else 'not computed'} (n = {min(f.n for f in mine.values())}; "
+            f"{content.verdict if content is not None else 'not computed'}, length "
+            f"{length_.verdict if length_ is not None else 'not computed'} (n = {min(f.n for f in mine.values())}; "
             f"{voice.numbers(content) if content is not None else ''})"
         )
     return (

@@ -14,12 +14,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import profiles
-from analysis.checks import REGISTRY, Registry, g1_beyond_loss, get
+from analysis.checks import GAP_SOURCES, REGISTRY, SPLIT_GAPS, Registry, get
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, per_model
 from analysis.extract import screens
 from analysis.extract.token_counts import fill_command
 from analysis.findings import averaging, beyond_loss, energy_noise, roles
+from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.pooling import reasoning_datasets
 from analysis.findings.rules import Finding, NoteKind, Role
 from analysis.report import blocks, cells, plots, voice
@@ -41,9 +42,10 @@ TERM_LABELS = {
     averaging.ALIGNMENT: "alignment (1/2 log kappa)",
     averaging.SHAPE: "spectral shape",
 }
-CONTRASTS = {
-    "F1": (averaging.F1_CONTRAST, "None CoT - Detailed CoT, correct responses"),
-    "F3": (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
+F1_ID, F3_ID = SPLIT_GAPS
+CONTRASTS: dict[str, tuple[tuple[tuple[str, str], tuple[str, str]], str]] = {
+    F1_ID: (averaging.F1_CONTRAST, "None CoT - Detailed CoT, correct responses"),
+    F3_ID: (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
 }
 NO_ENERGY = (
     "{models}: the results store holds no token energy (the sum over response tokens of each token gradient's "
@@ -60,7 +62,7 @@ NO_RELEASED_ENERGY = (
     "extraction of the model with `--token-energy-passes {passes}` (Running the study, the paper's models on a GPU)."
 )
 ENERGY_COMMAND = "python -m analysis run --profile decompose"
-G1_ID = g1_beyond_loss.CHECK.id
+(G1_ID,) = GAP_SOURCES
 
 
 def decomposition(page: Page, contrast: str) -> pd.DataFrame:
@@ -241,7 +243,9 @@ def no_energy(models: list[str], released: bool = False) -> str:
 
 def _lacks_tokens(cd) -> bool:
     """Whether a model's curves hold Frobenius norms of some None/Detailed pair but no token count R."""
-    return any(averaging.tokens_unknown(cd, d) is not None for d in reasoning_datasets(cd))
+    return any(
+        averaging.tokens_unknown(DatasetContext(curves=cd, dataset=d)) is not None for d in reasoning_datasets(cd)
+    )
 
 
 def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None) -> str:
@@ -364,9 +368,9 @@ def covariates_note(findings: Sequence[Finding]) -> str:
 
 def f1_gap(page: Page) -> Blocks:
     """F1's gap (None against Detailed CoT) split per layer: ``decomposition_section``."""
-    return decomposition_section(page, "F1")
+    return decomposition_section(page, F1_ID)
 
 
 def f3_gap(page: Page) -> Blocks:
     """F3's gap (irrelevant against correct under Detailed CoT) split per layer: ``decomposition_section``."""
-    return decomposition_section(page, "F3")
+    return decomposition_section(page, F3_ID)

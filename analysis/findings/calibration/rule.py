@@ -8,8 +8,8 @@ every table of error rates (``rule_rates.false_holds_table``, ``skew.false_holds
 (``stated_rates.check_rate``) and which checks a rule stands for (``rule_rates.checks_by_rule``)
 iterate them. A rule simulated in the study's design carries its one run (``designs.gap_holds``,
 ...); the rules of the training checks are simulated together, on the runs of a training run's
-design (``training_calibration.simulated_verdicts``), and each reads the simulated verdict of its
-check (``verdict_of``). To add a rule: one more ``Rule`` here (or beside a new check, in its own
+design (``training_calibration.simulated_verdicts``, keyed by rule), and each reads the simulated
+verdict of the check it calibrates. To add a rule: one more ``Rule`` here (or beside a new check, in its own
 registry), its one run a function of ``(rng, design, *, n_resamples, repetition)``.
 
 This module imports the simulations and nothing of the registry, so that ``checks`` can import it.
@@ -52,9 +52,9 @@ class Rule:
     is false (``PROMISED`` unless measured higher); ``holds``: one run in the study's design with
     its claim false at its boundary, whether it says "holds"; ``fails``: one run with its claim
     true, whether it says "does not hold" (None: its claim is not made true in the simulation);
-    ``simulated_in``: its design; ``verdict_of``: a training rule's check, whose simulated verdict
-    it is (``training_calibration.simulated_verdicts``; its runs are simulated jointly, so it has
-    no ``holds`` of its own).
+    ``simulated_in``: its design; a training rule's verdict is its check's simulated verdict
+    (``training_calibration.simulated_verdicts``, keyed by the rule; its runs are simulated jointly,
+    so it has no ``holds`` of its own).
     """
 
     name: str
@@ -62,16 +62,17 @@ class Rule:
     fails: OneRun | None = None
     stated: float = PROMISED
     simulated_in: SimulatedIn = SimulatedIn.STUDY
-    verdict_of: str = ""
 
     def __repr__(self) -> str:
         return f"Rule({self.name!r})"
 
     def __post_init__(self) -> None:
-        if self.simulated_in is SimulatedIn.STUDY and (self.holds is None or self.verdict_of):
+        if self.simulated_in is SimulatedIn.STUDY and self.holds is None:
             raise StudyError(f"rule {self.name!r}: a rule of the study's design has one run of its own (holds)")
-        if self.simulated_in is SimulatedIn.TRAINING_RUNS and (self.holds or self.fails or not self.verdict_of):
-            raise StudyError(f"rule {self.name!r}: a training rule reads its check's simulated verdict (verdict_of)")
+        if self.simulated_in is SimulatedIn.TRAINING_RUNS and (self.holds or self.fails):
+            raise StudyError(
+                f"rule {self.name!r}: a training rule reads its check's simulated verdict, no run of its own"
+            )
 
 
 # The most a rule's "holds" may be wrong when its claim is false at its boundary, at 5 instructions
@@ -104,9 +105,9 @@ WITHIN = Rule("within", holds=control_calibration.within_holds, fails=control_ca
 # weight change against the Detailed and the cut arms', the change of the None / Detailed probe gap
 # since step 0 (``training_calibration``)
 _TRAINING = SimulatedIn.TRAINING_RUNS
-RANK_CORRELATION = Rule("rank correlation", simulated_in=_TRAINING, verdict_of="T1")
-ARM_CHANGE = Rule("arm change", simulated_in=_TRAINING, verdict_of="T2", stated=0.035)
-PROBE_GAP = Rule("probe gap", simulated_in=_TRAINING, verdict_of="T3")
+RANK_CORRELATION = Rule("rank correlation", simulated_in=_TRAINING)
+ARM_CHANGE = Rule("arm change", simulated_in=_TRAINING, stated=0.035)
+PROBE_GAP = Rule("probe gap", simulated_in=_TRAINING)
 
 # Every rule, in the order of the tables.
 RULES = (
@@ -131,7 +132,7 @@ TRAINING_RULES = tuple(r for r in RULES if r.simulated_in is SimulatedIn.TRAININ
 def _one_run(rule: Rule, run: OneRun | None, what: str) -> OneRun:
     if run is None:
         where = (
-            f"simulated with its check {rule.verdict_of} in a training run's design (training_calibration)"
+            "simulated with its check in a training run's design (training_calibration)"
             if rule.simulated_in is SimulatedIn.TRAINING_RUNS
             else "its claim is not made true in the simulation"
         )

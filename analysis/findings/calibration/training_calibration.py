@@ -14,8 +14,9 @@ depth (T1), the arms' weight changes do not differ (T2), the gap shrinks by exac
 (T3). The simulated arrays go through ``training_checks.t1_from_cubes`` / ``t2_from_cubes`` /
 ``t3_from_cubes`` and ``rules.decide``, the functions the chapter's checks call, one verdict per
 check (``simulated_verdicts``); ``simulated_tables`` writes them as the store's rows for the
-end-to-end tests, ``simulated_runs`` as the training checks read them (their battery fixture). The rules (``RULES``: ``rule.RANK_CORRELATION``, ``rule.ARM_CHANGE``,
-``rule.PROBE_GAP``) share each simulation and each reads its check's verdict (``Rule.verdict_of``);
+end-to-end tests, ``simulated_runs`` as the training checks read them (their battery fixture). The
+rules (``RULES``: ``rule.RANK_CORRELATION``, ``rule.ARM_CHANGE``, ``rule.PROBE_GAP``) share each
+simulation and each reads its check's verdict, keyed by the rule;
 each training check names its rule in the registry (``checks.Check.calibrated_by``).
 """
 
@@ -29,7 +30,7 @@ import pandas as pd
 
 from analysis.core.vocabulary import PROJECTIONS
 from analysis.findings import metrics
-from analysis.findings.calibration.rule import TRAINING_RULES, Rule
+from analysis.findings.calibration.rule import ARM_CHANGE, PROBE_GAP, RANK_CORRELATION, TRAINING_RULES, Rule
 from analysis.findings.rules import HOLDS, NOT_APPLICABLE, Verdict, decide
 from analysis.findings.training_checks import (
     T3_MARGIN,
@@ -191,14 +192,14 @@ def resampling_of(design: TrainingDesign, n_resamples: int, seed: int) -> Traini
     )
 
 
-def simulated_verdicts(runs: SimulatedRuns, resampling: TrainingResampling) -> dict[str, Verdict]:
-    """The verdict of each training check on simulated runs, by check id (the None arm for the checks
-    per arm): what its rule says (``Rule.verdict_of``)."""
+def simulated_verdicts(runs: SimulatedRuns, resampling: TrainingResampling) -> dict[Rule, Verdict]:
+    """The verdict of each training check on simulated runs, keyed by the rule that calibrates it
+    (the None arm for the checks per arm): what that rule says."""
     t3 = t3_applicable(t3_from_cubes(runs.start, runs.after["none"], resampling, STEP))
     return {
-        "T1": decide(t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, STEP)),
-        "T2": decide(t2_from_cubes(runs.moved, resampling)),
-        "T3": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
+        RANK_CORRELATION: decide(t1_from_cubes(runs.start["none"], runs.moved["none"], resampling, STEP)),
+        ARM_CHANGE: decide(t2_from_cubes(runs.moved, resampling)),
+        PROBE_GAP: NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
 
 
@@ -215,7 +216,7 @@ def _false_holds_by_scenario(
             runs = simulate(rng, design, effects)
             verdicts = simulated_verdicts(runs, resampling_of(design, n_resamples, seed + rep))
             for rule in RULES:
-                hits[rule] += verdicts[rule.verdict_of] == HOLDS
+                hits[rule] += verdicts[rule] == HOLDS
         rates[name] = {rule: hits[rule] / reps for rule in RULES}
     return rates
 
@@ -314,9 +315,9 @@ def simulated_runs(
     return TrainingRuns(*store_tables(*tables), n_resamples=n_resamples, seed=seed)
 
 
-def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[str, Verdict]:
-    """The verdict of each training check on simulated tables, by check id, through the chapter's
-    table functions (the None arm for the checks per arm)."""
+def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) -> dict[Rule, Verdict]:
+    """The verdict of each training check on simulated tables, keyed by the rule that calibrates it,
+    through the chapter's table functions (the None arm for the checks per arm)."""
     resampling = TrainingResampling.of(
         "sim", probes["sample_index"].unique(), probes["seed"].unique(), n_resamples=n_resamples, seed=seed
     )
@@ -324,7 +325,7 @@ def verdicts_of_tables(probes, change, n_resamples: int = 400, seed: int = 0) ->
     # no parts where the tables lack a cube, as the chapter's checks read them (``training.t1``, ``training.t3``)
     t3 = t3_parts(probes, resampling, "none", STEP) or []
     return {
-        "T1": decide(t1_parts(probes, change, resampling, "none", step=STEP) or []),
-        "T2": NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
-        "T3": NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
+        RANK_CORRELATION: decide(t1_parts(probes, change, resampling, "none", step=STEP) or []),
+        ARM_CHANGE: NOT_APPLICABLE if isinstance(t2, NotApplicable) else decide(t2),
+        PROBE_GAP: NOT_APPLICABLE if isinstance(t3, NotApplicable) else decide(t3),
     }
