@@ -18,6 +18,7 @@ from synthetic import (
 )
 
 from analysis import checks
+from analysis.checks import f2_rougher, f4_instruct, f5_wiki
 from analysis.findings import check_parts, pooling, quantities, roles, rules
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.dataset_context import DatasetContext
@@ -301,7 +302,7 @@ def test_f5_does_not_count_wiki_curves_already_smooth_at_100_words_as_not_smooth
         wiki + reasoning, {BASE: ("base", 18)}, n_samples=10, curve=wiki_smooth, noise=0.02, sample_sd=0.05, seed=9
     )
     cd = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=300)[BASE]
-    parts = {p.role: p for p in check_parts.f5_parts(cd)}
+    parts = {p.role: p for p in f5_wiki.f5_parts(cd)}
     short, long = quantities.mean_roughness(cd, "wiki", "len100"), quantities.mean_roughness(cd, "wiki", "len1000")
     simplified = quantities.mean_roughness(cd, "aqua", "simplified")
     detailed = quantities.mean_roughness(cd, "aqua", "detailed")
@@ -390,7 +391,7 @@ def test_every_magnitude_claim_shows_the_papers_mean_nuclear_norm_beside_and_nam
         assert "geometric mean" in checks.claim(check) and "mean nuclear norm" in checks.claim(check)
     rows = make_results(_conditions(("aqua",)), MODELS, n_samples=8, curve=paper_like, sample_sd=0.05, seed=2)
     draws = all_curve_draws(rows, list(MODELS), ("nuclear_norm",), n_resamples=200)
-    parts = check_parts.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
+    parts = f4_instruct.f4_parts(draws[INSTRUCT], draws[BASE], "aqua")
     f4 = rules.Finding("F4", INSTRUCT, "aqua", False, tuple(parts))
     signed, paper = f4.part(roles.SIGNED_RATIO), f4.part(roles.SIGNED_RATIO, paper=True)
     assert [p.decides for p in parts] == [True, False, False, False] and f4.deciding == (f4.part(roles.SIZE_EXCESS),)
@@ -460,7 +461,7 @@ def test_f2_decides_on_the_mean_curve_where_nones_log_spread_changes_across_laye
     changing = f2_of(_skewed_none(trend=True))
     assert "log-scale spread changes across layers" in changing.note(NoteKind.DECIDED_OTHERWISE).text
     assert mean_curve(changing).decides
-    assert voice.part_label(mean_curve(changing)) == f"roughness None - Simplified {check_parts.MEAN_CURVE_ROUGHNESS}"
+    assert voice.part_label(mean_curve(changing)) == f"roughness None - Simplified {f2_rougher.MEAN_CURVE_ROUGHNESS}"
     assert not none_q(changing).decides
     # Simplified vs Detailed keeps the log curve
     assert changing.part(roles.ROUGHNESS, facet=("simplified", "detailed", "q")).decides

@@ -1,5 +1,6 @@
 """The study's checks, one module per check, named by its id and idea: each declares its registry
-entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``) and its battery fixture
+entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``), its parts function where it
+is its own, and its battery fixture
 (``BATTERY``: the verdicts it can give and inputs from its own simulator where its claim is true,
 false, or lacks what it needs; ``analysis.findings.battery``). The registry is the list of
 these modules (``MODULES``), in the book's order: the paper's findings F1-F5, L and L2 beyond it,

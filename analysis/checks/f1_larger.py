@@ -2,14 +2,48 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from analysis.checks.check_chapters import READING
-from analysis.findings import check_parts as cp
 from analysis.findings import roles
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
+from analysis.findings.bootstrap import combine
 from analysis.findings.calibration import rule
-from analysis.findings.rules import CheckId
+from analysis.findings.check_parts import all_known
+from analysis.findings.dataset_context import DatasetContext
+from analysis.findings.quantities import (
+    log_gap,
+    mean_early_late,
+    mean_gap,
+)
+from analysis.findings.rules import CheckId, Part, Unit, beside
 from analysis.findings.scopes import Inputs, PerModelCheck, Words
 from analysis.findings.simulated_samples import Condition
+
+
+def f1_parts(context: DatasetContext) -> list[Part] | None:
+    """F1: None over Detailed CoT (geometric mean of nuclear norms, all layers) > 1, and that ratio
+    larger early than late."""
+    cd, dataset = context.curves, context.dataset
+    gaps = all_known({seg: log_gap(cd, dataset, "none", "detailed", segment=seg) for seg in ("all", "early", "late")})
+    if gaps is None:
+        return None
+    parts = [
+        Part("None / Detailed (all layers)", gaps["all"], "above", 0.0, Unit.RATIO, role=roles.F1_GAP),
+        Part(
+            "early / late of that ratio",
+            combine(np.subtract, gaps["early"], gaps["late"]),
+            "above",
+            0.0,
+            Unit.RATIO,
+            role=roles.EARLY_LATE,
+        ),
+    ]
+    return parts + [
+        beside(parts[0], mean_gap(cd, dataset, "none", "detailed")),
+        beside(parts[1], mean_early_late(cd, dataset, "none", "detailed")),
+    ]
+
 
 CHECK = PerModelCheck(
     id=CheckId("F1"),
@@ -27,7 +61,7 @@ CHECK = PerModelCheck(
         "None CoT gives larger nuclear norms (geometric mean over instructions; the paper's mean nuclear norm "
         "shown beside) than Detailed CoT, and the gap is larger in the early layers than in the late ones"
     ),
-    parts=cp.f1_parts,
+    parts=f1_parts,
     chapters=READING,
     calibrated_by=(rule.GAP,),
 )

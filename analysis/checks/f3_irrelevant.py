@@ -2,16 +2,67 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from analysis.checks.check_chapters import READING
-from analysis.findings import check_parts as cp
 from analysis.findings import roles
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
-from analysis.findings.rules import SAME_MARGIN_PERCENT, CheckId
+from analysis.findings.check_parts import nearly_same
+from analysis.findings.dataset_context import DatasetContext
+from analysis.findings.quantities import (
+    log_rd,
+    log_rd_mean_square,
+    mean_rd,
+)
+from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Note, NoteKind, Part, Unit, beside
 from analysis.findings.scopes import Inputs, PerModelCheck, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign
 
 _MARGIN = SAME_MARGIN_PERCENT
+
+# "Nearly the same" curves under None CoT (``check_parts.nearly_same``)
+NONE_SAME = "None root-mean-square per-layer irrelevant / correct"
+
+
+def f3_parts(context: DatasetContext) -> list[Part] | None:
+    """F3: Detailed irrelevant / correct > 1 + margin (clearly different, irrelevant larger); under
+    None CoT the root-mean-square over layers of the per-layer log ratio within the margin
+    (``nearly_same``; identical pairs left out), its signed mean over layers shown beside."""
+    cd, dataset, identical = context.curves, context.dataset, context.identical
+    detailed = log_rd(cd, dataset, "detailed")
+    none = log_rd(cd, dataset, "none", excluded=identical)
+    size = log_rd_mean_square(cd, dataset, "none", excluded=identical)
+    if detailed is None or none is None:
+        return None
+    parts = [
+        Part("Detailed irrelevant / correct", detailed, "above", SAME_MARGIN, Unit.RATIO, role=roles.F3_GAP),
+        nearly_same(NONE_SAME, size, role=roles.NONE_SAME),
+        Part("None irrelevant / correct", none, "within", SAME_MARGIN, Unit.RATIO, role=roles.NONE_RD, decides=False),
+    ]
+    return parts + [
+        beside(parts[0], mean_rd(cd, dataset, "detailed")),
+        beside(parts[2], mean_rd(cd, dataset, "none", excluded=identical)),
+    ]
+
+
+def identical_note(contexts: Sequence[DatasetContext]) -> Note | None:
+    """Says how many stored None-CoT pairs were left out as one input twice, per dataset (None when none)."""
+    counted = {}
+    for c in contexts:
+        key = (c.curves.condition_key(c.dataset, "none"), "q", "nuclear_norm")
+        if key in c.curves.samples:
+            counted[c.dataset] = len(set(c.curves.samples[key][1].tolist()) & set(c.identical))
+    left_out = {d: n for d, n in counted.items() if n}
+    if not left_out:
+        return None
+    listed = ", ".join(f"{d} {n}" for d, n in left_out.items())
+    return Note(
+        NoteKind.IDENTICAL_LEFT_OUT,
+        f"None |RD| leaves out instructions whose irrelevant answer equals the correct one: {listed}",
+        tuple(left_out),
+    )
+
 
 CHECK = PerModelCheck(
     id=CheckId("F3"),
@@ -33,10 +84,10 @@ CHECK = PerModelCheck(
         f"nuclear norm shown beside) clearly larger than correct ones (by more than {_MARGIN}); under None CoT the "
         f"two curves are nearly the same (the root-mean-square over layers of the per-layer log ratio within {_MARGIN})"
     ),
-    parts=cp.f3_parts,
+    parts=f3_parts,
     chapters=READING,
     calibrated_by=(rule.GAP, rule.SAME),
-    note=cp.identical_note,
+    note=identical_note,
 )
 
 

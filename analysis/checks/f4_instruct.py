@@ -2,16 +2,73 @@
 
 from __future__ import annotations
 
+import math
+from dataclasses import replace
+
+import numpy as np
+
 from analysis.checks.check_chapters import READING
-from analysis.findings import check_parts as cp
 from analysis.findings import roles, simulated_samples
 from analysis.findings.battery import DECIDING, MATH, Fixture
+from analysis.findings.bootstrap import CurveDraws, combine
 from analysis.findings.calibration import rule
-from analysis.findings.rules import NOT_APPLICABLE, SAME_MARGIN_PERCENT, CheckId
+from analysis.findings.quantities import (
+    log_rd,
+    log_rd_mean_square,
+    mean_rd_between,
+    root_mean_square,
+    size_excess,
+)
+from analysis.findings.rules import (
+    NOT_APPLICABLE,
+    SAME_MARGIN,
+    SAME_MARGIN_PERCENT,
+    CheckId,
+    Part,
+    Unit,
+    beside,
+)
 from analysis.findings.scopes import Inputs, PairCheck, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign
 
 _MARGIN = SAME_MARGIN_PERCENT
+
+F4_SIZE = f"instruct size^2 - (base size + {math.exp(SAME_MARGIN) - 1:.0%})^2 of Detailed irrelevant / correct"
+
+
+def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part] | None:
+    """F4 on the size of the separation: the root-mean-square over layers of the per-layer Detailed
+    irrelevant/correct log ratio of the instruct model exceeds its base model's by less than the
+    margin (``size_excess`` below 0; paired by instruction); the sizes' difference, the signed
+    ratios' difference and the paper's quantity shown beside."""
+    square_a, square_b = (log_rd_mean_square(cd, dataset, "detailed") for cd in (instruct, base))
+    a, b = log_rd(instruct, dataset, "detailed"), log_rd(base, dataset, "detailed")
+    if a is None or b is None or square_a is None or square_b is None:
+        return None
+    sizes = combine(np.subtract, root_mean_square(square_a), root_mean_square(square_b))
+    signed = Part(
+        "instruct / base of Detailed irrelevant / correct",
+        combine(np.subtract, a, b),
+        "below",
+        SAME_MARGIN,
+        Unit.RATIO,
+        role=roles.SIGNED_RATIO,
+    )
+    return [
+        Part(F4_SIZE, size_excess(square_a, square_b, SAME_MARGIN), "below", 0.0, role=roles.SIZE_EXCESS),
+        Part(
+            "instruct / base of Detailed size",
+            sizes,
+            "below",
+            SAME_MARGIN,
+            Unit.RATIO,
+            role=roles.SIZE_RATIO,
+            decides=False,
+        ),
+        replace(signed, decides=False),
+        beside(signed, mean_rd_between(instruct, base, dataset)),
+    ]
+
 
 CHECK = PairCheck(
     id=CheckId("F4"),
@@ -30,7 +87,7 @@ CHECK = PairCheck(
         f"means of nuclear norms, irrelevant over correct, whatever its direction) exceeds the base's by less than "
         f"{_MARGIN} (the signed ratios and the paper's mean nuclear norm shown beside)"
     ),
-    parts=cp.f4_parts,
+    parts=f4_parts,
     chapters=READING,
     calibrated_by=(rule.NOT_BETTER,),
 )

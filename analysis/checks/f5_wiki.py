@@ -2,16 +2,77 @@
 
 from __future__ import annotations
 
+import numpy as np
+
+from analysis.core import vocabulary
 from analysis.core.vocabulary import WIKI_DATASET
-from analysis.findings import check_parts as cp
 from analysis.findings import roles, simulated_samples
 from analysis.findings.battery import DECIDING, MATH, MODEL, Fixture
+from analysis.findings.bootstrap import CurveDraws, combine, pooled
 from analysis.findings.calibration import rule
-from analysis.findings.rules import SAME_MARGIN_PERCENT, CheckId
+from analysis.findings.check_parts import nearly_same, share_contrast
+from analysis.findings.quantities import (
+    log_mad_ratio,
+    log_rd,
+    log_rd_mean_square,
+    mean_roughness,
+)
+from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit
 from analysis.findings.scopes import SUMMARY_CHAPTERS, Inputs, WikiCheck, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign, wiggle
 
 _MARGIN = SAME_MARGIN_PERCENT
+
+F5_SHARES = "share of roughness kept: Wiki 1000 / 100 words - reasoning Detailed / Simplified"
+# "Nearly the same" Wiki curves (``check_parts.nearly_same``)
+WIKI_SAME = "Wiki root-mean-square per-layer irrelevant / correct"
+
+
+def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] | None:
+    """F5: the share of its roughness a curve keeps from Wiki 100 to 1000 words minus the share it
+    keeps from Simplified to Detailed CoT (pooled over the reasoning datasets) > 0, computed only
+    where both shorter curves' roughness is established (a curve already smooth at 100 words has
+    no roughness to lose, and is not counted as "not smoothed"); the Wiki curves nearly the same
+    (``nearly_same``), their signed mean ratio and the paper's Wiki MAD ratio shown beside."""
+    wiki = vocabulary.WIKI_DATASET
+    short, long = mean_roughness(cd, wiki, "len100"), mean_roughness(cd, wiki, "len1000")
+    if short is None or long is None:
+        return None
+    ref = reference if reference is not None else cd
+    pairs = [
+        (a, b)
+        for dataset in ref.datasets()
+        if dataset != wiki
+        and (a := mean_roughness(ref, dataset, "simplified")) is not None
+        and (b := mean_roughness(ref, dataset, "detailed")) is not None
+    ]
+    simplified, detailed = pooled([a for a, _ in pairs]), pooled([b for _, b in pairs])
+    contrast = None if simplified is None or detailed is None else share_contrast(short, long, simplified, detailed)
+    rds = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd(cd, wiki, s)) is not None]
+    wiki_rd = combine(lambda *r: np.mean(np.stack(r), axis=0), *rds) if rds else None
+    squares = [r for s in vocabulary.WIKI_SETTINGS if (r := log_rd_mean_square(cd, wiki, s)) is not None]
+    wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
+    wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
+    return [
+        Part(F5_SHARES, contrast, "above", 0.0, role=roles.SHARES),
+        Part("Wiki 100 words roughness", short, "above", 0.0, role=roles.WIKI_ROUGHNESS, decides=False),
+        Part(
+            "reasoning Simplified CoT roughness",
+            simplified,
+            "above",
+            0.0,
+            role=roles.REASONING_ROUGHNESS,
+            decides=False,
+        ),
+        nearly_same(WIKI_SAME, wiki_square, role=roles.WIKI_SAME),
+        Part(
+            "Wiki irrelevant / correct", wiki_rd, "within", SAME_MARGIN, Unit.RATIO, role=roles.WIKI_RD, decides=False
+        ),
+        Part(
+            "paper's Wiki MAD 1000 / 100 words", wiki_mad, "above", 0.0, Unit.RATIO, role=roles.WIKI_MAD, decides=False
+        ),
+    ]
+
 
 CHECK = WikiCheck(
     id=CheckId("F5"),
@@ -34,7 +95,7 @@ CHECK = WikiCheck(
         f"and correct vs irrelevant Wiki curves are nearly the same (the root-mean-square over layers of the "
         f"per-layer log ratio within {_MARGIN})"
     ),
-    parts=cp.f5_parts,
+    parts=f5_parts,
     chapters=(*SUMMARY_CHAPTERS, "wiki_knowledge"),
     calibrated_by=(rule.SHARE, rule.SAME),
 )

@@ -14,8 +14,8 @@ Modules:
 - ``scopes``: the kinds of check, one frozen dataclass per scope with its typed parts and its run
 - ``dataset_context``: what a per-model check reads on one dataset (``DatasetContext``): the curves, the
   dataset and the inputs beside them, one typed value for every parts function
-- ``check_parts``: the parts of F1-F5, L and L2: the quantities a claim is decided on (S, G1, A3, A5 and T1-T3
-  have theirs in their own modules)
+- ``check_parts``: the parts several checks share: "nearly the same" (F3, F5), the length checks' parts
+  (L, L2), F5's share contrast (each check's own parts function is in its check module)
 - ``pooling``: pooling a check over a family; pairing instruct models with their base
 - ``rules``: the verdict rule: parts, bounds, sides, the sample size that would resolve a part
 - ``roles``: what each part of a check is to the code that reads it back (``Role``): parts are found by their
