@@ -126,7 +126,7 @@ show(sections.skewed(page))
 #
 # A cell is resolved where its claim holds or does not hold; one that is not resolved needs more
 # instructions (the size its page states) or more datasets. The split of F1's gap decides a step
-# where its interval clears 0.
+# where its interval clears 0 or lies within 10% of no change.
 
 # %% tags=["remove-input"]
 show(sections.resolution(page))

@@ -240,7 +240,8 @@ def same_token_section(page: Page) -> Blocks:
         note = same_tokens.extrapolation_note([DatasetContext(curves=cd, dataset=d) for d in reasoning_datasets(cd)])
         if note is not None:
             out.append(Markdown(f"{A3}, {model}: {note.text}."))
-    return out + [Table(same_token_table(found), empty="No answer-scored pair is computed here.")]
+    table = Table(same_token_table(found), empty="No answer-scored pair is computed here.")
+    return out + [blocks.fold("The numbers per dataset", [table])]
 
 
 # --------------------------------------------------------------------------- the loss convention
@@ -326,4 +327,7 @@ def loss_convention_section(page: Page) -> Blocks:
             f"{'families' if not family.empty else 'datasets'}; under a token-sum loss in {sum_larger} of {len(shown)}."
         )
 
-    return [Markdown(per_model(table, say)), Table(table.drop(columns=["_mean", "_sum"]))]
+    return [
+        Markdown(per_model(table, say)),
+        blocks.fold("The numbers per dataset and family", [Table(table.drop(columns=["_mean", "_sum"]))]),
+    ]

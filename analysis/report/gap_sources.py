@@ -48,11 +48,9 @@ CONTRASTS: dict[str, tuple[tuple[tuple[str, str], tuple[str, str]], str]] = {
     F3_ID: (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
 }
 NO_ENERGY = (
-    "{models}: the results store holds no token energy (the sum over response tokens of each token gradient's "
-    "squared Frobenius norm) for these conditions, so token size and alignment are shown together, as the "
-    "sqrt(R)-scaled Frobenius norm the stored columns give. `{command}` computes it for the offline models (with "
-    "`--results-dir` of this run, into this store), `python -m analysis extract --token-energy-passes {passes}` for any "
-    "model; this page then shows four parts (Methods: where a gap comes from)."
+    "{models}: no token energy is stored for these conditions, so token size and alignment are shown together "
+    "(the sqrt(R)-scaled Frobenius norm). `{command}` computes it for the offline models (with `--results-dir` "
+    "of this run), `python -m analysis extract --token-energy-passes {passes}` for any model."
 )
 # The profile that computes the token energy for this chapter's conditions (analysis.profiles).
 NO_RELEASED_ENERGY = (
@@ -325,7 +323,9 @@ def verdicts(page: Page) -> Blocks:
     found = page.findings([G1_ID])
     out: Blocks = [
         Markdown(g1_paragraph(found, page.registry)),
-        Table(auroc_table(found), empty="No AUROC is computed here."),
+        fold(
+            "G1's AUROCs per model, scope and setting", [Table(auroc_table(found), empty="No AUROC is computed here.")]
+        ),
     ]
     note = covariates_note(found)
     return out + ([Markdown(note)] if note else []) + screen_blocks(page)

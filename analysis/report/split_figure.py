@@ -297,24 +297,20 @@ def wide_table(split: gap_split.Split) -> pd.DataFrame:
 
 
 def split_tables(draws: Mapping[str, CurveDraws]) -> Blocks:
-    """The split per dataset and family in both norms (the nuclear norm first), each step with what its
-    interval decides, and the instructions a condition dropped; nothing where no dataset holds the
-    five conditions."""
+    """The split per dataset and family in the nuclear norm, each step with what its interval decides,
+    the same in the Frobenius norm (folded, beside what averaging alone predicts) and the
+    instructions a condition dropped; a sentence where no dataset holds the five conditions."""
     out: Blocks = []
     for stat in gap_split.STATS:
         split = gap_split.gap_split(draws, stat=stat)
         if not split.rows:
             continue
-        out += [
-            Markdown(
-                f"**In the {NORM_LABELS[stat]}** (gap of mean log norm [{LEVEL:.0%} interval] and what it decides):"
-            )
-        ]
-        out.append(Table(wide_table(split)))
+        heading = f"In the {NORM_LABELS[stat]}: the gap of mean log norm [{LEVEL:.0%} interval] and what it decides"
+        if stat == gap_split.NUCLEAR:
+            out += [Markdown(f"**{heading}.**"), Table(wide_table(split))]
+        else:
+            out.append(fold(heading, [Table(wide_table(split))]))
         dropped = split.dropped_table()
         if stat == gap_split.NUCLEAR and not dropped.empty:
-            out += [
-                Markdown("Instructions a condition lacks (too long, a zero gradient), left out of the split:"),
-                Table(dropped, by=None),
-            ]
+            out.append(fold("Instructions a condition lacks (too long, a zero gradient)", [Table(dropped, by=None)]))
     return out or [Markdown(f"No dataset holds the split's five conditions ({', '.join(gap_split.CHAIN)}).")]
