@@ -8,6 +8,7 @@ import pytest
 from synthetic import make_results
 
 from analysis import checks
+from analysis.checks import a3_equal_loss
 from analysis.core import vocabulary
 from analysis.findings import roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
@@ -67,7 +68,7 @@ def test_the_answer_gap_pairs_the_instructions_both_conditions_hold():
 
 def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
     cd = curves(answer_rows(n=40, gap=0.4, slope=0.8))
-    parts = same_tokens.a3_parts(DatasetContext(curves=cd, dataset="gsm8k"))
+    parts = a3_equal_loss.a3_parts(DatasetContext(curves=cd, dataset="gsm8k"))
     intercept = by_role(parts, roles.EQUAL_LOSS_GAP).estimate
     assert intercept.value == pytest.approx(0.4, abs=0.1)
     assert by_role(parts, roles.SLOPE).estimate.value == pytest.approx(0.8, abs=0.1)
@@ -77,7 +78,7 @@ def test_a3_recovers_the_intercept_where_the_gap_follows_the_answer_loss():
 
 def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
     cd = curves(answer_rows(n=40, gap=0.0, slope=0.8, centre=1.0))
-    parts = same_tokens.a3_parts(DatasetContext(curves=cd, dataset="gsm8k"))
+    parts = a3_equal_loss.a3_parts(DatasetContext(curves=cd, dataset="gsm8k"))
     assert decide(parts) != HOLDS
     # the answer tokens' gap alone (S's reasoning step) would credit it
     assert same_tokens.answer_gap(cd, "gsm8k", same_tokens.NONE, same_tokens.DETAILED).value > 0.5
@@ -85,10 +86,10 @@ def test_a3_does_not_credit_a_gap_that_is_the_answer_loss_alone():
 
 def test_a3_says_where_its_intercept_extrapolates():
     cd = curves(answer_rows(n=12, slope=0.8, centre=5.0))
-    note = same_tokens.extrapolation_note([DatasetContext(curves=cd, dataset="gsm8k")])
+    note = a3_equal_loss.extrapolation_note([DatasetContext(curves=cd, dataset="gsm8k")])
     assert note.kind is NoteKind.EXTRAPOLATION and note.items == ("gsm8k",)
     assert note.text.startswith("On gsm8k the answer's log(1 - p) gap has one sign for every instruction")
-    assert same_tokens.extrapolation_note([DatasetContext(curves=curves(answer_rows(n=12)), dataset="gsm8k")]) is None
+    assert a3_equal_loss.extrapolation_note([DatasetContext(curves=curves(answer_rows(n=12)), dataset="gsm8k")]) is None
 
 
 def test_the_intercept_of_unit_weights_is_least_squares():
@@ -172,8 +173,8 @@ def test_a3_gives_no_verdict_where_the_resamples_leave_its_line_undetermined():
     assert finding.not_applicable is not None and finding.not_applicable.why is Why.UNDETERMINED
     assert finding.not_applicable.reason == "the line is not determined"
     assert (
-        same_tokens.line_determined(
-            same_tokens.a3_parts(DatasetContext(curves=curves(answer_rows(n=12, slope=0.8)), dataset="gsm8k"))
+        a3_equal_loss.line_determined(
+            a3_equal_loss.a3_parts(DatasetContext(curves=curves(answer_rows(n=12, slope=0.8)), dataset="gsm8k"))
         )
         is None
     )
@@ -181,5 +182,7 @@ def test_a3_gives_no_verdict_where_the_resamples_leave_its_line_undetermined():
 
 def test_a3s_interval_takes_the_degrees_of_freedom_of_a_line():
     cd = curves(answer_rows(n=12, gap=0.4, slope=0.8))
-    intercept = by_role(same_tokens.a3_parts(DatasetContext(curves=cd, dataset="gsm8k")), roles.EQUAL_LOSS_GAP).estimate
+    intercept = by_role(
+        a3_equal_loss.a3_parts(DatasetContext(curves=cd, dataset="gsm8k")), roles.EQUAL_LOSS_GAP
+    ).estimate
     assert intercept.parameters == 2 and intercept.df == 12 - 2

@@ -2,15 +2,50 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 
 from analysis.checks.check_chapters import GAP
+from analysis.core import vocabulary
 from analysis.findings import beyond_loss, roles
 from analysis.findings.battery import Fixture, model_inputs
+from analysis.findings.beyond_loss import COVARIATES, DECIDING, LOSS, READS, covariates_of, setting_parts
 from analysis.findings.calibration import rule
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, CheckId
+from analysis.findings.dataset_context import DatasetContext
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, CheckId, Note, NoteKind, Part
 from analysis.findings.scopes import Inputs, PerModelCheck, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign
+
+
+def g1_parts(context: DatasetContext) -> list[Part] | None:
+    """G1 under Detailed CoT (deciding); the same under None CoT shown beside (identical pairs left out)."""
+    cd, dataset, identical = context.curves, context.dataset, context.identical
+    detailed = setting_parts(cd, dataset, DECIDING, decides=True)
+    if detailed is None:
+        return None
+    none = setting_parts(cd, dataset, "none", decides=False, excluded=identical)
+    return detailed + (none or [])
+
+
+def covariates_note(contexts: Sequence[DatasetContext]) -> Note | None:
+    """The covariates G1 partials out for this model (the mean loss only where the store lacks the
+    rest); ``items``: their names."""
+    used = {
+        covariates_of(c.curves, [c.curves.condition_key(c.dataset, DECIDING, r) for r in vocabulary.RESPONSES])
+        for c in contexts
+    }
+    if not used:
+        return None
+    if used == {READS}:
+        names = tuple(COVARIATES[c] for c in READS)
+        return Note(NoteKind.COVARIATES, "covariates: " + ", ".join(names), names)
+    return Note(
+        NoteKind.COVARIATES,
+        "covariates: the mean token loss only, the store holding no largest token loss, spread or R",
+        (COVARIATES[LOSS],),
+    )
+
 
 CHECK = PerModelCheck(
     id=CheckId("G1"),
@@ -35,13 +70,13 @@ CHECK = PerModelCheck(
         "the loss alone separates every pair and "
         "too few match; None CoT shown beside"
     ),
-    parts=beyond_loss.g1_parts,
+    parts=g1_parts,
     chapters=GAP,
     calibrated_by=(rule.BEYOND_LOSS,),
     reads=beyond_loss.READS,
     after_pooling=beyond_loss.after_pooling,
     adjust=beyond_loss.matched_decides,
-    note=beyond_loss.covariates_note,
+    note=covariates_note,
     gate=beyond_loss.separated,
 )
 

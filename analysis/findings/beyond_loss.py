@@ -61,7 +61,6 @@ from analysis.core.settings import LOSS_CALIPER, MATCHED_PAIRS
 from analysis.extract.screens import Screen
 from analysis.findings import classifier, roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, rows_of
-from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
 
 LOSS, TOKENS, LOSS_MAX, LOSS_SD, NUCLEAR = "loss", "n_response_tokens", "loss_max", "loss_sd", "nuclear_norm"
@@ -432,16 +431,6 @@ def setting_parts(cd: CurveDraws, dataset: str, setting: str, *, decides: bool, 
     return dataset_parts(pairs, dataset, setting, decides=decides, screened=screened, screen=cd.screens.get(dataset))
 
 
-def g1_parts(context: DatasetContext) -> list[Part] | None:
-    """G1 under Detailed CoT (deciding); the same under None CoT shown beside (identical pairs left out)."""
-    cd, dataset, identical = context.curves, context.dataset, context.identical
-    detailed = setting_parts(cd, dataset, DECIDING, decides=True)
-    if detailed is None:
-        return None
-    none = setting_parts(cd, dataset, "none", decides=False, excluded=identical)
-    return detailed + (none or [])
-
-
 def after_pooling(parts: list[Part]) -> list[Part]:
     """A family's p-values, from its pooled statistics' pooled nulls (not the mean of the p-values)."""
     statistics = {p.facet: p for p in parts if p.role is roles.BEYOND_LOSS}
@@ -467,22 +456,3 @@ def separated(parts: Sequence[Part]) -> NotApplicable | None:
             f"a test at matched loss (at least {MIN_MATCHED} in every dataset)",
         )
     return None
-
-
-def covariates_note(contexts: Sequence[DatasetContext]) -> Note | None:
-    """The covariates G1 partials out for this model (the mean loss only where the store lacks the
-    rest); ``items``: their names."""
-    used = {
-        covariates_of(c.curves, [c.curves.condition_key(c.dataset, DECIDING, r) for r in vocabulary.RESPONSES])
-        for c in contexts
-    }
-    if not used:
-        return None
-    if used == {READS}:
-        names = tuple(COVARIATES[c] for c in READS)
-        return Note(NoteKind.COVARIATES, "covariates: " + ", ".join(names), names)
-    return Note(
-        NoteKind.COVARIATES,
-        "covariates: the mean token loss only, the store holding no largest token loss, spread or R",
-        (COVARIATES[LOSS],),
-    )

@@ -17,20 +17,22 @@ and the phrase is held fixed (it alone moves the bare answer's gradient).
   the paired regression over instructions of the log-nuclear gap on the covariate's gap; its
   intercept, the gap where the answer is as predictable after the reasoning as without it, decides
   (above 0). Where the covariate's gaps all lie on one side of 0 the intercept is an extrapolation
-  (``extrapolation_note``). The answer's loss under both conditions is shown beside.
+  (A3's note). The answer's loss under both conditions is shown beside. A3's parts function, its
+  gate and note are in ``analysis.checks.a3_equal_loss``; its regression is here, which its
+  calibration reads too.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 
 import numpy as np
 
 from analysis.findings import roles
-from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
+from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, rows_of
 from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
-from analysis.findings.rules import NotApplicable, Note, NoteKind, Part, Unit, Why
+from analysis.findings.rules import Part, Unit
 
 NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
 SHUFFLED = "detailed_shuffled_answer"
@@ -40,9 +42,6 @@ READS = (FROBENIUS, LOG_MISS, LOSS)  # what S and A3 read per sample beyond the 
 A3_PART = "None / Detailed on the answer tokens at equal answer loss"
 VERBATIM = "verbatim"  # the facet of the reasoning step's gap on the chains that state the answer word for word
 VERBATIM_PART = "the same where the Detailed CoT states the answer word for word"
-SLOPE_PART = "slope: log nuclear gap per unit of the log(1 - p) gap"
-LOSS_PARTS = {NONE: "answer loss after the phrase alone", DETAILED: "answer loss after Detailed CoT"}
-LOSS_CHANGE_PART = "answer loss, after Detailed CoT - after the phrase alone"
 # the contexts shown beside the reasoning step in place of the instruction's own Detailed CoT
 BESIDE = {
     SIMPLIFIED: "None / Simplified on the answer tokens",
@@ -144,8 +143,6 @@ def per_instruction(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) 
 # A resample whose covariate gaps spread less than this share of the observed spread (their variance)
 # leaves the line undetermined: its intercept is NaN, not an extreme value that decides the interval.
 DEGENERATE = 0.05
-# Where more than this share of resamples leave the line undetermined, A3 has no verdict.
-UNDETERMINED_SHARE = 0.10
 
 
 def weighted_intercepts(y: np.ndarray, x: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -186,79 +183,3 @@ def covariate_gaps(cd: CurveDraws, dataset: str) -> tuple[np.ndarray, np.ndarray
     x = per_instruction(cd, none, LOG_MISS, ids) - per_instruction(cd, detailed, LOG_MISS, ids)
     finite = np.isfinite(x) & np.isfinite(y)
     return ids[finite], y[finite], x[finite]
-
-
-def _mean(values: np.ndarray, weights: np.ndarray, dataset: str) -> Estimate:
-    return Estimate(
-        float(values.mean()), resampled_mean(values[:, None], weights)[:, 0], ((dataset, int(values.size)),)
-    )
-
-
-def a3_parts(context: DatasetContext) -> list[Part] | None:
-    """A3: the reasoning step's gap where the answer is equally predictable (the paired regression's
-    intercept) > 1;
-    beside it the slope, each condition's mean answer loss and their difference."""
-    cd, dataset = context.curves, context.dataset
-    gaps = covariate_gaps(cd, dataset)
-    if gaps is None or gaps[0].size < 3:
-        return None
-    ids, y, x = gaps
-    weights = cd.resampling.weights(dataset, ids)
-    intercept, slope = equal_loss_regression(y, x, weights, dataset)
-    losses = {s: per_instruction(cd, cd.condition_key(dataset, s), LOSS, ids) for s in (NONE, DETAILED)}
-    loss = {s: _mean(losses[s], weights, dataset) for s in (NONE, DETAILED)}
-    change = _mean(losses[DETAILED] - losses[NONE], weights, dataset)
-    return [
-        Part(A3_PART, intercept, "above", 0.0, Unit.RATIO, role=roles.EQUAL_LOSS_GAP),
-        Part(SLOPE_PART, slope, "above", 0.0, role=roles.SLOPE, decides=False),
-        Part(
-            LOSS_PARTS[NONE], loss[NONE], "above", 0.0, Unit.LOSS, role=roles.ANSWER_LOSS, facet=(NONE,), decides=False
-        ),
-        Part(
-            LOSS_PARTS[DETAILED],
-            loss[DETAILED],
-            "above",
-            0.0,
-            Unit.LOSS,
-            role=roles.ANSWER_LOSS,
-            facet=(DETAILED,),
-            decides=False,
-        ),
-        Part(LOSS_CHANGE_PART, change, "above", 0.0, Unit.LOSS, role=roles.ANSWER_LOSS_CHANGE, decides=False),
-    ]
-
-
-def line_determined(parts: Sequence[Part]) -> NotApplicable | None:
-    """Why A3 has no verdict where its line is not determined (None where it is): more than
-    ``UNDETERMINED_SHARE`` of the resamples spread the answer-loss gaps too little to fit a line
-    (``weighted_intercepts``), or none was fitted."""
-    intercept = next((p for p in parts if p.role is roles.EQUAL_LOSS_GAP), None)
-    if intercept is None or intercept.estimate is None:
-        return None
-    draws = np.asarray(intercept.estimate.draws, dtype=float)
-    share = float(np.mean(~np.isfinite(draws))) if draws.size else 1.0
-    if share <= UNDETERMINED_SHARE and np.isfinite(intercept.value):
-        return None
-    return NotApplicable(
-        Why.UNDETERMINED,
-        "the line is not determined",
-        f"in {share:.0%} of the resamples the answer-loss gaps are (nearly) all equal, so no line is fitted",
-    )
-
-
-def extrapolation_note(contexts: Sequence[DatasetContext]) -> Note | None:
-    """A3's note: the datasets where every instruction's answer is more (or every one less)
-    predictable after the Detailed CoT, so that equal loss lies outside what was observed."""
-    one_sided = []
-    for c in contexts:
-        gaps = covariate_gaps(c.curves, c.dataset)
-        if gaps is not None and gaps[2].size and (gaps[2].min() > 0 or gaps[2].max() < 0):
-            one_sided.append(c.dataset)
-    if not one_sided:
-        return None
-    return Note(
-        NoteKind.EXTRAPOLATION,
-        f"On {', '.join(one_sided)} the answer's log(1 - p) gap has one sign for every instruction: the "
-        "intercept (equal answer loss) lies outside the gaps observed, an extrapolation of the line",
-        tuple(one_sided),
-    )

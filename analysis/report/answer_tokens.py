@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from analysis.checks import ANSWER_TOKENS, CONTROLS, a5_context
+from analysis.checks import ANSWER_TOKENS, CONTROLS, a3_equal_loss, a5_context
 from analysis.core import vocabulary
 from analysis.core.formatting import per_model
 from analysis.findings import averaging, roles, same_tokens
@@ -237,7 +237,7 @@ def same_token_section(page: Page) -> Blocks:
         ),
     ]
     for model, cd in page.draws.items():
-        note = same_tokens.extrapolation_note([DatasetContext(curves=cd, dataset=d) for d in reasoning_datasets(cd)])
+        note = a3_equal_loss.extrapolation_note([DatasetContext(curves=cd, dataset=d) for d in reasoning_datasets(cd)])
         if note is not None:
             out.append(Markdown(f"{A3}, {model}: {note.text}."))
     table = Table(same_token_table(found), empty="No answer-scored pair is computed here.")
