@@ -154,7 +154,8 @@ def test_the_split_command_prints_the_table_and_its_json(tmp_path, capsys):
     root = stored(tmp_path, chain_rows(("aqua", "gsm8k")))
     assert main(["split", str(root)]) == 0
     out = capsys.readouterr().out
-    assert all(c in out.splitlines()[0] for c in split_command.COLUMNS)
+    assert all(c in out.splitlines()[0] for c in (*split_command.COLUMNS, "outcome"))
+    assert "larger" in out  # what each row's interval decides
     assert "math_reasoning" in out and "how many tokens" in out and "No condition dropped an instruction." in out
     assert main(["split", str(root), "--stat", "frobenius", "--json"]) == 0
     payload = json.loads(capsys.readouterr().out)

@@ -1,6 +1,6 @@
 """The ``split`` command: ``python -m analysis split RESULTS_DIR [--stat nuclear_norm|frobenius]
-[--json]``, F1's gap split into its four steps (``findings.gap_split``) as a table, with the
-instructions each condition dropped."""
+[--json]``, F1's gap split into its four steps (``findings.gap_split``) as a table, each row with what
+its interval decides, and the instructions each condition dropped."""
 
 from __future__ import annotations
 
@@ -45,7 +45,7 @@ def run_split(args: argparse.Namespace) -> int:
         }
         print(json.dumps(payload, indent=1))
         return 0
-    shown = table[[*COLUMNS, "decided"]]
+    shown = table[[*COLUMNS, "outcome"]]
     print(shown.to_string(index=False, float_format=lambda v: f"{v:.4g}"))
     for line in table[table["note"] != ""].itertuples():
         print(f"{line.model} {line.scope} {line.step}: {line.note}")
