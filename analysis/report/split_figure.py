@@ -21,7 +21,7 @@ from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.intervals import LEVEL
 from analysis.findings.rules import SAME_MARGIN_PERCENT as MARGIN_PERCENT
 from analysis.report import plots
-from analysis.report.blocks import Blocks, Markdown, Table, fold
+from analysis.report.blocks import Blocks, Markdown, fold
 from analysis.report.blocks import Figure as FigureBlock
 from analysis.report.load import ReportError, load_results
 from analysis.store import ResultsStore, runlog
@@ -220,97 +220,94 @@ def split_caption(split: gap_split.Split) -> str:
 
 
 def in_words(split: gap_split.Split) -> list[str]:
-    """At most three sentences on a split: its instructions and models; how much of F1's gap each
-    step is; the direction of the reasoning step."""
+    """At most three sentences on a split, for a reader who has a minute: how much larger fast
+    thinking's gradient is, on how many instructions of which models; each step's share of that gap,
+    as a range over the panels; which way the reasoning step points, panel by panel."""
     table = split.table()
     if table.empty:
         return []
-    datasets = table[~table["scope"].isin(list(vocabulary.FAMILY_DATASETS)) & (table["step"] == gap_split.TOTAL)]
     models = list(dict.fromkeys(table["model"]))
-    counts = datasets.groupby("model", sort=False)["instructions"].sum()
-    first = (
-        f"The gap of fast over slow thinking (mean log {NORM_LABELS[split.stat]}, None CoT less Detailed CoT) "
-        "is split into four steps on "
-        f"{' and '.join(f'{int(counts[m])} instructions of {m}' for m in models)}, each holding all five conditions."
+    panels = [(m, s) for m in models for s in figure_scopes(table, m)]
+    shown = table[[(m, s) in panels for m, s in zip(table["model"], table["scope"])]].set_index(
+        ["model", "scope", "step"]
     )
-    shares: list[str] = []
-    reasoning: dict[str, list[str]] = {}
-    for model in models:
-        scopes = figure_scopes(table, model)
-        mine = table[(table["model"] == model) & (table["scope"].isin(scopes))]
-        for scope in scopes:
-            rows = mine[mine["scope"] == scope].set_index("step")
-            parts = ", ".join(
-                f"{name} {_share(rows, name)}"
-                for name in ("how many tokens", "which tokens", "the phrase", "the reasoning")
-            )
-            shares.append(f"{model} on {vocabulary.scope_label(scope)}: {parts}")
-            reasoning.setdefault(_direction(rows.loc["the reasoning"]), []).append(
-                f"{model} on {vocabulary.scope_label(scope)}"
-            )
-    second = "As shares of that gap: " + "; ".join(shares) + "."
-    third = "The reasoning step " + "; ".join(f"{how} for {' and '.join(where)}" for how, where in reasoning.items())
+    datasets = table[~table["scope"].isin(list(vocabulary.FAMILY_DATASETS)) & (table["step"] == gap_split.TOTAL)]
+    counts = datasets.groupby("model", sort=False)["instructions"].sum()
+    gaps = [shown.loc[(m, s, gap_split.TOTAL), "estimate"] for m, s in panels]
+    norm = NORM_LABELS[split.stat]
+    first = (
+        f"Fast thinking's gradient (None CoT) is {_times_range(gaps)} slow thinking's (Detailed CoT; geometric mean "
+        f"of the {norm}) on {' and '.join(f'{int(counts[m])} instructions of {m}' for m in models)}, "
+        f"{'each panel of the figure a model on a family of datasets' if len(panels) > 1 else 'in the figure'}."
+    )
+    shares = []
+    for name, says in STEP_WORDS.items():
+        values = [shown.loc[(m, s, gap_split.share_name(name)), "estimate"] for m, s in panels]
+        shares.append(f"{says} {_percent_range(values)}")
+    second = (
+        "Of that gap (on a log scale, so the four steps add up to it), "
+        + ", ".join(shares[:-1])
+        + f" and {shares[-1]}; a step that pushes the other way has a negative share."
+    )
+    ways: dict[str, list[str]] = {}
+    for model, scope in panels:
+        row = shown.loc[(model, scope, "the reasoning")]
+        where = f"{model} on {vocabulary.scope_label(scope)}{_apart(table, model, scope)}"
+        ways.setdefault(_direction(row), []).append(where)
+    third = "Reasoning before the same answer " + "; ".join(
+        f"{how} for {_listed(where)}" for how, where in ways.items()
+    )
     return [first, second, third + "."]
 
 
-def _share(rows: pd.DataFrame, step: str) -> str:
-    name = gap_split.share_name(step)
-    if name not in rows.index or not math.isfinite(rows.loc[name, "estimate"]):
+def _listed(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+# Each step in a reader's words, in the order the sentence gives them (largest usual share first).
+STEP_WORDS = {
+    "how many tokens": "averaging the loss over more response tokens is",
+    "which tokens": "scoring the answer's tokens rather than as many of the chain's is",
+    "the phrase": 'the phrase "The final answer is" is',
+    "the reasoning": "the reasoning itself is",
+}
+
+
+def _times_range(log_values: Sequence[float]) -> str:
+    """Log ratios as the range of their ratios ("x4.8 to x9.5")."""
+    ratios = sorted(math.exp(v) for v in log_values if math.isfinite(v))
+    low, high = (f"x{r:.2g}" if r < 10 else f"x{r:.0f}" for r in (ratios[0], ratios[-1]))
+    return low if low == high else f"{low} to {high}"
+
+
+def _percent_range(values: Sequence[float]) -> str:
+    """Shares as the range of their percentages ("26% to 117%"; "undefined" where none is finite)."""
+    finite = sorted(v for v in values if math.isfinite(v))
+    if not finite:
         return "undefined"
-    row = rows.loc[name]
-    low, high = row["low"], row["high"]
-    interval = f" [{low:.0%}, {high:.0%}]" if math.isfinite(low) and math.isfinite(high) else ""
-    return f"{row['estimate']:.0%}{interval}"
+    low, high = (f"{v:.0%}" for v in (finite[0], finite[-1]))
+    return low if low == high else f"{low} to {high}"
+
+
+def _apart(table: pd.DataFrame, model: str, scope: str) -> str:
+    """ " (its datasets disagree: aqua x0.71, gsm8k x5.5)" where a family's datasets lie on opposite
+    sides of no change in the reasoning step, as ratios ("" where they do not)."""
+    mine = table[(table["model"] == model) & (table["step"] == "the reasoning")].set_index("scope")["estimate"]
+    values = {d: mine[d] for d in _datasets(table, model, scope) if d in mine.index and math.isfinite(mine[d])}
+    if len(values) < 2 or not (min(values.values()) < 0 < max(values.values())):
+        return ""
+    return " (its datasets disagree: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
 
 
 def _direction(row: pd.Series) -> str:
-    """Which way the reasoning step points, in words, with the datasets of a family where they lie on
-    opposite sides (the family's mean then holds for those datasets together, not for each)."""
-    apart = f" ({row['note']})" if isinstance(row.get("note"), str) and row["note"] else ""
+    """Which way the reasoning step points, in words: what the reasoning before the answer does to
+    the answer's own gradient, or that its interval does not decide it."""
     outcome = gap_split.Outcome(row["outcome"])
+    if outcome is gap_split.Outcome.LARGER:
+        return "makes the answer's own gradient smaller, as the paper's reading predicts,"
+    if outcome is gap_split.Outcome.SMALLER:
+        return "makes the answer's own gradient larger, against the paper's reading,"
     if outcome is gap_split.Outcome.SAME:
-        return f"changes the answer's own gradient by less than {MARGIN_PERCENT} either way{apart}"
-    if not outcome.decided:
-        return f"is not decided (its interval reaches 0 and leaves the {MARGIN_PERCENT} margin){apart}"
-    side = "larger" if outcome is gap_split.Outcome.LARGER else "smaller"
-    return f"leaves the answer's own gradient {side} without the reasoning than after it{apart}"
-
-
-def wide_table(split: gap_split.Split) -> pd.DataFrame:
-    """One line per model and scope (each dataset, then each family): F1's gap and each step as "gap
-    [low, high] outcome" in mean log norm, what averaging alone predicts in the Frobenius norm, and the
-    instructions."""
-    table = split.table()
-    shown = [n for n in gap_split.ORDER if n in set(table["step"])]
-    lines = []
-    for (model, scope), rows in table.groupby(["model", "scope"], sort=False):
-        by_step = rows.set_index("step")
-        line = {"model": model, "scope": vocabulary.scope_label(str(scope))}
-        for name in shown:
-            if name in by_step.index:
-                row = by_step.loc[name]
-                outcome = f" {row['outcome']}" if name in BARS else ""
-                line[name] = fmt_interval(row["estimate"], row["low"], row["high"]) + outcome
-        line["instructions"] = int(by_step.loc[gap_split.TOTAL, "instructions"])
-        lines.append(line)
-    return pd.DataFrame(lines)
-
-
-def split_tables(draws: Mapping[str, CurveDraws]) -> Blocks:
-    """The split per dataset and family in the nuclear norm, each step with what its interval decides,
-    the same in the Frobenius norm (folded, beside what averaging alone predicts) and the
-    instructions a condition dropped; a sentence where no dataset holds the five conditions."""
-    out: Blocks = []
-    for stat in gap_split.STATS:
-        split = gap_split.gap_split(draws, stat=stat)
-        if not split.rows:
-            continue
-        heading = f"In the {NORM_LABELS[stat]}: the gap of mean log norm [{LEVEL:.0%} interval] and what it decides"
-        if stat == gap_split.NUCLEAR:
-            out += [Markdown(f"**{heading}.**"), Table(wide_table(split))]
-        else:
-            out.append(fold(heading, [Table(wide_table(split))]))
-        dropped = split.dropped_table()
-        if stat == gap_split.NUCLEAR and not dropped.empty:
-            out.append(fold("Instructions a condition lacks (too long, a zero gradient)", [Table(dropped, by=None)]))
-    return out or [Markdown(f"No dataset holds the split's five conditions ({', '.join(gap_split.CHAIN)}).")]
+        return f"changes the answer's own gradient by less than {MARGIN_PERCENT}"
+    return "is not decided by these instructions"
