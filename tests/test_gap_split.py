@@ -105,7 +105,7 @@ def test_the_family_mean_is_the_mean_of_its_dataset_means_with_within_dataset_in
     backwards = {**SHIFT, "detailed_answer": SHIFT["none_answer"] + 1.0}  # gsm8k's reasoning step -1
     rows = chain_rows(("aqua", "gsm8k"), n=10, shift={"aqua": SHIFT, "gsm8k": backwards}, sample_sd=0.1)
     reasoning = split_report.in_words(gap_split.gap_split(curves(rows)))[2]
-    assert reasoning.startswith("Reasoning before the same answer") and "its datasets disagree: aqua x1." in reasoning
+    assert reasoning.startswith("On the same answer tokens") and "its datasets disagree: aqua x1." in reasoning
 
 
 def test_a_family_needs_two_datasets_and_a_dataset_without_a_condition_has_no_split():
@@ -217,8 +217,8 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
         assert [type(b) for b in blocks] == [Markdown, Figure, Fold]
         words = blocks[0].text
         assert len(re.findall(r"\.(?: |$)", words)) == 3 and not re.search(r"\b[FAG]\d", words)
-        assert "32 instructions of m" in words and "averaging the loss over more response tokens is" in words
-        assert "Reasoning before the same answer makes the answer's own gradient smaller" in words
+        assert "32 instructions each of m" in words and "how many tokens the loss averages over" in words
+        assert "the reasoning before them makes their gradient smaller, as the paper's reading predicts" in words
         assert re.search(r"gradient \(None CoT\) is x\d", words)  # the gap as a ratio, the shares as percentages
         assert blocks[2].blocks[0].text == split_report.split_caption(gap_split.gap_split(draws))
     finally:

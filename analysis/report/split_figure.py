@@ -235,27 +235,31 @@ def in_words(split: gap_split.Split) -> list[str]:
     counts = datasets.groupby("model", sort=False)["instructions"].sum()
     gaps = [shown.loc[(m, s, gap_split.TOTAL), "estimate"] for m, s in panels]
     norm = NORM_LABELS[split.stat]
+    each = (
+        f"{int(counts[models[0]])} instructions each"
+        if len(set(counts)) == 1
+        else ", ".join(f"{int(counts[m])} instructions" for m in models)
+    )
     first = (
-        f"Fast thinking's gradient (None CoT) is {_times_range(gaps)} slow thinking's (Detailed CoT; geometric mean "
-        f"of the {norm}) on {' and '.join(f'{int(counts[m])} instructions of {m}' for m in models)}, "
-        f"{'each panel of the figure a model on a family of datasets' if len(panels) > 1 else 'in the figure'}."
+        f"Fast thinking's gradient (None CoT) is {_times_range(gaps)} slow thinking's (Detailed CoT, mean log "
+        f"{norm}) on {each} of {_listed(models)}, one panel of the figure per model and family of datasets."
     )
     shares = []
     for name, says in STEP_WORDS.items():
         values = [shown.loc[(m, s, gap_split.share_name(name)), "estimate"] for m, s in panels]
         shares.append(f"{says} {_percent_range(values)}")
     second = (
-        "Of that gap (on a log scale, so the four steps add up to it), "
+        "As shares of that gap over the panels, undecided steps (pale bars) included: "
         + ", ".join(shares[:-1])
-        + f" and {shares[-1]}; a step that pushes the other way has a negative share."
+        + f" and {shares[-1]} (a step that pushes the other way has a negative share)."
     )
-    ways: dict[str, list[str]] = {}
+    ways: dict[gap_split.Outcome, list[str]] = {}
     for model, scope in panels:
-        row = shown.loc[(model, scope, "the reasoning")]
-        where = f"{model} on {vocabulary.scope_label(scope)}{_apart(table, model, scope)}"
-        ways.setdefault(_direction(row), []).append(where)
-    third = "Reasoning before the same answer " + "; ".join(
-        f"{how} for {_listed(where)}" for how, where in ways.items()
+        outcome = gap_split.Outcome(shown.loc[(model, scope, "the reasoning"), "outcome"])
+        ways.setdefault(outcome, []).append(f"{model} on {vocabulary.scope_label(scope)}{_apart(table, model, scope)}")
+    decided = sorted(ways, key=lambda o: not o.decided)  # the decided panels first
+    third = "On the same answer tokens, the reasoning before them " + "; ".join(
+        f"{REASONING_WORDS.get(o, 'is not decided')} for {_listed(ways[o])}" for o in decided
     )
     return [first, second, third + "."]
 
@@ -267,10 +271,16 @@ def _listed(items: Sequence[str]) -> str:
 
 # Each step in a reader's words, in the order the sentence gives them (largest usual share first).
 STEP_WORDS = {
-    "how many tokens": "averaging the loss over more response tokens is",
-    "which tokens": "scoring the answer's tokens rather than as many of the chain's is",
-    "the phrase": 'the phrase "The final answer is" is',
-    "the reasoning": "the reasoning itself is",
+    "how many tokens": "how many tokens the loss averages over",
+    "which tokens": "which tokens are scored",
+    "the phrase": 'the phrase "The final answer is"',
+    "the reasoning": "the reasoning itself",
+}
+# What the reasoning step's outcome says of the reasoning before the same answer tokens.
+REASONING_WORDS = {
+    gap_split.Outcome.LARGER: "makes their gradient smaller, as the paper's reading predicts,",
+    gap_split.Outcome.SMALLER: "makes their gradient larger, against the paper's reading,",
+    gap_split.Outcome.SAME: f"changes their gradient by less than {MARGIN_PERCENT}",
 }
 
 
@@ -298,16 +308,3 @@ def _apart(table: pd.DataFrame, model: str, scope: str) -> str:
     if len(values) < 2 or not (min(values.values()) < 0 < max(values.values())):
         return ""
     return " (its datasets disagree: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
-
-
-def _direction(row: pd.Series) -> str:
-    """Which way the reasoning step points, in words: what the reasoning before the answer does to
-    the answer's own gradient, or that its interval does not decide it."""
-    outcome = gap_split.Outcome(row["outcome"])
-    if outcome is gap_split.Outcome.LARGER:
-        return "makes the answer's own gradient smaller, as the paper's reading predicts,"
-    if outcome is gap_split.Outcome.SMALLER:
-        return "makes the answer's own gradient larger, against the paper's reading,"
-    if outcome is gap_split.Outcome.SAME:
-        return f"changes the answer's own gradient by less than {MARGIN_PERCENT}"
-    return "is not decided by these instructions"
