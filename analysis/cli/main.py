@@ -166,7 +166,7 @@ def add_data_parsers(commands) -> None:
     listing.add_argument(
         "--scored-subset",
         action="store_true",
-        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its None-CoT answer)",
+        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its answer has after it)",
     )
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")
