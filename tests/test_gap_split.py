@@ -227,3 +227,21 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
     assert split_report.split_blocks(curves(lacking[lacking["setting"] != "none_answer"])) == []
     intro = (ROOT / "notebooks" / "intro.py").read_text()
     assert intro.index("sections.answer(page)") < intro.index("sections.summary(page)")
+
+
+def test_the_gap_chapter_shows_the_split_per_dataset_in_both_norms():
+    """The chapter's tables (``split_tables``): the nuclear norm shown, each step with what its
+    interval decides; the Frobenius norm folded, with what averaging alone predicts."""
+    from analysis.report.blocks import Fold, Markdown, Table
+
+    rows = chain_rows(("aqua", "gsm8k"), n=10, sample_sd=0.1).assign(n_response_tokens=5)
+    shown = split_report.split_tables(curves(rows))
+    assert [type(b) for b in shown] == [Markdown, Table, Fold]
+    nuclear = shown[1].table.set_index("scope")
+    assert list(nuclear.index) == ["math reasoning", "aqua", "gsm8k"]
+    assert nuclear.loc["gsm8k", "how many tokens"].endswith(" larger") and (nuclear["instructions"] > 0).all()
+    (frobenius,) = shown[2].blocks
+    assert gap_split.PREDICTED in frobenius.table.columns
+    assert split_report.split_tables(curves(chain_rows()[lambda r: r["setting"] != "none"]))[0].text.startswith(
+        "No dataset holds"
+    )

@@ -21,7 +21,7 @@ from analysis.findings.bootstrap import CurveDraws, all_curve_draws
 from analysis.findings.intervals import LEVEL
 from analysis.findings.rules import SAME_MARGIN_PERCENT as MARGIN_PERCENT
 from analysis.report import plots
-from analysis.report.blocks import Blocks, Markdown, fold
+from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.report.blocks import Figure as FigureBlock
 from analysis.report.load import ReportError, load_results
 from analysis.store import ResultsStore, runlog
@@ -308,3 +308,43 @@ def _apart(table: pd.DataFrame, model: str, scope: str) -> str:
     if len(values) < 2 or not (min(values.values()) < 0 < max(values.values())):
         return ""
     return " (its datasets disagree: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
+
+
+def wide_table(split: gap_split.Split) -> pd.DataFrame:
+    """One line per model and scope (each dataset, then each family): F1's gap and each step as "gap
+    [low, high] outcome" in mean log norm, what averaging alone predicts in the Frobenius norm, and the
+    instructions."""
+    table = split.table()
+    shown = [n for n in gap_split.ORDER if n in set(table["step"])]
+    lines = []
+    for (model, scope), rows in table.groupby(["model", "scope"], sort=False):
+        by_step = rows.set_index("step")
+        line = {"model": model, "scope": vocabulary.scope_label(str(scope))}
+        for name in shown:
+            if name in by_step.index:
+                row = by_step.loc[name]
+                outcome = f" {row['outcome']}" if name in BARS else ""
+                line[name] = fmt_interval(row["estimate"], row["low"], row["high"]) + outcome
+        line["instructions"] = int(by_step.loc[gap_split.TOTAL, "instructions"])
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def split_tables(draws: Mapping[str, CurveDraws]) -> Blocks:
+    """The split per dataset and family in the nuclear norm, each step with what its interval decides,
+    the same in the Frobenius norm (folded, beside what averaging alone predicts) and the
+    instructions a condition dropped; a sentence where no dataset holds the five conditions."""
+    out: Blocks = []
+    for stat in gap_split.STATS:
+        split = gap_split.gap_split(draws, stat=stat)
+        if not split.rows:
+            continue
+        heading = f"In the {NORM_LABELS[stat]}: the gap of mean log norm [{LEVEL:.0%} interval] and what it decides"
+        if stat == gap_split.NUCLEAR:
+            out += [Markdown(f"**{heading}.**"), Table(wide_table(split))]
+        else:
+            out.append(fold(heading, [Table(wide_table(split))]))
+        dropped = split.dropped_table()
+        if stat == gap_split.NUCLEAR and not dropped.empty:
+            out.append(fold("Instructions a condition lacks (too long, a zero gradient)", [Table(dropped, by=None)]))
+    return out or [Markdown(f"No dataset holds the split's five conditions ({', '.join(gap_split.CHAIN)}).")]
