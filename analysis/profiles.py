@@ -238,7 +238,10 @@ def quick_conditions() -> tuple[str, ...]:
 DECIDE_DATASETS = tuple(
     d for d in vocabulary.REASONING_DATASETS if data.conditions_matching(datasets=(d,), settings=("none",))
 )
-DECIDE_SAMPLES = 30
+# 16 instructions: the cpu run's seconds per sample of these conditions (3.1 min per instruction of
+# every dataset on both models, 4.3 with K = 4 draws) put 30 instructions at 128 minutes of
+# extraction, 16 at 68, which with the install and the notebooks keeps the run within 90 minutes.
+DECIDE_SAMPLES = 16
 # Instructions a loss screen reads per dataset beyond the draw, at most, for G1's matched pairs
 # (``analysis.extract.screen``): run by ``cpu-full``, where G1 and A5, which cannot decide at the
 # deciding run's size, are computed.

@@ -134,7 +134,7 @@ show(sections.resolution(page))
 # %% [markdown]
 # The power statements tested: where this run leaves a cell open, its pages say about how many
 # instructions per dataset would decide it (at the cell's measured value and spread). The deciding
-# run (`make book PROFILE=decide`, 30 instructions per dataset on the six datasets with None CoT) tests the
+# run (`make book PROFILE=decide`, 16 instructions per dataset on the six datasets with None CoT) tests the
 # statements of about 40 or fewer: how many of those cells it decided.
 
 # %% tags=["remove-input"]
