@@ -204,6 +204,9 @@ def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
     assert "add up to it exactly" in caption and "95%" in caption
     words = split_report.in_words(split)
     assert 1 <= len(words) <= 3 and not re.search(r"\b(F1|S|A3|A5)\b", " ".join(words))  # no check named
+    assert "of gemma-3-270m (small offline models standing in for the paper's)" in words[0]
+    other = gap_split.gap_split(curves(chain_rows(("aqua", "gsm8k"))))  # a model "m", not an offline one
+    assert "standing in" not in split_report.in_words(other)[0]
 
 
 def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_how_to_read_it():

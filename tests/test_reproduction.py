@@ -96,7 +96,8 @@ def test_an_undecided_cell_gives_its_interval_and_how_many_instructions_would_de
     needed = voice.instructions(found[0].instructions_needed())
     assert needed.startswith("about ")
     assert reproduction.verdict_phrase("F1", found) == (
-        f"holds in 2 of 3 (x4 to x15), not resolved in 1 (+20% [-20%, +80%]; {needed} would decide)"
+        "holds in 2 of 3 (x4 to x15), not resolved in 1 "
+        f"(+20% [-20%, +80%]; {needed} instructions per dataset would decide)"
     )
     every = _cells(HOLDS, [(4.0, 2.0), (15.0, 2.0)])
     assert reproduction.verdict_phrase("F1", every) == "holds in both cells (x4 to x15)"

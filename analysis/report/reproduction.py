@@ -64,8 +64,8 @@ def _sizes(check_id: str, found: Sequence[Finding], *, interval: bool, registry:
 
 def verdict_phrase(check_id: str, found: Sequence[Finding], registry: Registry = REGISTRY) -> str:
     """How a check's applicable cells went, with the sizes that decided them: "holds in 3 of 4 cells
-    (x4.1 to x15), not resolved in 1 (more so in early layers: x1.2 [x0.9, x1.6]; about 40 would
-    decide)"."""
+    (x4.1 to x15), not resolved in 1 (more so in early layers: x1.2 [x0.9, x1.6]; about 40
+    instructions per dataset would decide)"."""
     total = len(found)
     pieces: list[str] = []
     for verdict in (HOLDS, FAILS, UNRESOLVED, TOO_FEW):
@@ -83,7 +83,7 @@ def verdict_phrase(check_id: str, found: Sequence[Finding], registry: Registry =
         details = [d for d in (_sizes(check_id, group, interval=verdict is UNRESOLVED, registry=registry),) if d]
         needed = _instructions_needed(group) if verdict is UNRESOLVED else ""
         if needed:
-            details.append(f"{needed} would decide")
+            details.append(f"{needed} instructions per dataset would decide")
         pieces.append(f"{verdict} in {many}" + (f" ({'; '.join(details)})" if details else ""))
     return ", ".join(pieces)
 

@@ -14,7 +14,7 @@ import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
 
-from analysis.core import vocabulary
+from analysis.core import registry, vocabulary
 from analysis.core.formatting import fmt_interval
 from analysis.findings import gap_split
 from analysis.findings.bootstrap import CurveDraws, all_curve_draws
@@ -242,7 +242,8 @@ def in_words(split: gap_split.Split) -> list[str]:
     )
     first = (
         f"Fast thinking's gradient (None CoT) is {_times_range(gaps)} slow thinking's (Detailed CoT, mean log "
-        f"{norm}) on {each} of {_listed(models)}, one panel of the figure per model and family of datasets."
+        f"{norm}) on {each} of {_listed(models)}{_stand_ins(models)}, one panel of the figure per model and "
+        "family of datasets."
     )
     shares = []
     for name, says in STEP_WORDS.items():
@@ -262,6 +263,11 @@ def in_words(split: gap_split.Split) -> list[str]:
         f"{REASONING_WORDS.get(o, 'is not decided')} for {_listed(ways[o])}" for o in decided
     )
     return [first, second, third + "."]
+
+
+def _stand_ins(models: Sequence[str]) -> str:
+    """ " (small offline models standing in for the paper's)" where every model is an offline one."""
+    return " (small offline models standing in for the paper's)" if set(models) <= set(registry.OFFLINE_MODELS) else ""
 
 
 def _listed(items: Sequence[str]) -> str:
