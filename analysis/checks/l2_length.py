@@ -5,11 +5,10 @@ from __future__ import annotations
 from analysis.checks.check_chapters import LENGTH
 from analysis.findings import check_parts as cp
 from analysis.findings import roles
-from analysis.findings.battery import DECIDING, Fixture, model_inputs
+from analysis.findings.battery import length_fixture
 from analysis.findings.calibration import rule
-from analysis.findings.rules import NOT_APPLICABLE, CheckId
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
-from analysis.findings.simulated_samples import Condition
+from analysis.findings.rules import CheckId
+from analysis.findings.scopes import PerModelCheck, Words
 
 CHECK = PerModelCheck(
     id=CheckId("L2"),
@@ -34,17 +33,4 @@ CHECK = PerModelCheck(
 )
 
 
-def _inputs(*, simplified: float, cut: float) -> Inputs:
-    """Simplified CoT and Detailed CoT cut to its length ``simplified`` and ``cut`` above the full
-    Detailed CoT in log level."""
-    levels = {"simplified": simplified, "detailed": 0.0, "detailed_cut_simplified": cut}
-    return model_inputs({f"{s}/correct": Condition(curve=level) for s, level in levels.items()})
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING | {NOT_APPLICABLE},
-    needs="a Simplified vs Detailed gap, established",
-    truth=lambda: _inputs(simplified=0.7, cut=0.35),
-    falsity=lambda: _inputs(simplified=0.7, cut=-0.5),
-    missing=lambda: _inputs(simplified=-0.5, cut=-0.25),
-)
+BATTERY = length_fixture(cut_if_false=-0.5)

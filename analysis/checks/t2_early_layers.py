@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from analysis.checks.check_chapters import TRAINING
 from analysis.findings import roles, training_checks
-from analysis.findings.battery import DECIDING, Fixture, training_inputs
+from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration import rule
-from analysis.findings.calibration.training_calibration import FALSE_EFFECTS, TRUE_EFFECTS
-from analysis.findings.rules import NOT_APPLICABLE, CheckId
-from analysis.findings.scopes import Inputs, TrainingRunCheck, Words
+from analysis.findings.rules import CheckId
+from analysis.findings.scopes import TrainingRunCheck, Words
 
 CHECK = TrainingRunCheck(
     id=CheckId("T2"),
@@ -29,10 +28,4 @@ CHECK = TrainingRunCheck(
     calibrated_by=(rule.ARM_CHANGE,),
 )
 
-BATTERY = Fixture(
-    verdicts=DECIDING | {NOT_APPLICABLE},
-    needs="a base model's fine-tuning runs",
-    truth=lambda: training_inputs(TRUE_EFFECTS),
-    falsity=lambda: training_inputs(FALSE_EFFECTS),
-    missing=lambda: Inputs({}),
-)
+BATTERY = TRAINING_FIXTURE

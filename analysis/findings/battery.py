@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from analysis.findings import simulated_samples
 from analysis.findings.calibration import training_calibration
-from analysis.findings.rules import FAILS, HOLDS, TOO_FEW, UNRESOLVED, Verdict
+from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Verdict
 from analysis.findings.scopes import Inputs
 from analysis.findings.simulated_samples import Condition, SampleDesign
 from analysis.findings.training_checks import TRAINING_RUNS
@@ -81,3 +81,36 @@ def training_inputs(effects: training_calibration.Effects) -> Inputs:
     """A base model's fine-tuning runs simulated with ``effects`` in the training checks' design
     (``training_calibration.simulated_runs``), and no curves."""
     return Inputs({}, extra={TRAINING_RUNS: training_calibration.simulated_runs(effects)})
+
+
+# --------------------------------------------------------------------------- fixtures several checks share
+
+# T1, T2 and T3: simulated fine-tuning runs with the effects the training calibration takes as true
+# or false; no runs at all where what they need is missing.
+TRAINING_FIXTURE = Fixture(
+    verdicts=DECIDING | {NOT_APPLICABLE},
+    needs="a base model's fine-tuning runs",
+    truth=lambda: training_inputs(training_calibration.TRUE_EFFECTS),
+    falsity=lambda: training_inputs(training_calibration.FALSE_EFFECTS),
+    missing=lambda: Inputs({}),
+)
+
+
+def length_inputs(*, simplified: float, cut: float) -> Inputs:
+    """Simplified CoT and Detailed CoT cut to its length ``simplified`` and ``cut`` above the full
+    Detailed CoT in log level (L's and L2's inputs)."""
+    levels = {"simplified": simplified, "detailed": 0.0, "detailed_cut_simplified": cut}
+    return model_inputs({f"{s}/correct": Condition(curve=level) for s, level in levels.items()})
+
+
+def length_fixture(*, cut_if_false: float) -> Fixture:
+    """L's or L2's fixture: Simplified CoT 0.7 above the full Detailed CoT (the gap they need,
+    established) and the cut one 0.35 above it where the claim is true, ``cut_if_false`` where it is
+    false; Simplified CoT below Detailed CoT (no gap) where what they need is missing."""
+    return Fixture(
+        verdicts=DECIDING | {NOT_APPLICABLE},
+        needs="a Simplified vs Detailed gap, established",
+        truth=lambda: length_inputs(simplified=0.7, cut=0.35),
+        falsity=lambda: length_inputs(simplified=0.7, cut=cut_if_false),
+        missing=lambda: length_inputs(simplified=-0.5, cut=-0.25),
+    )
