@@ -252,6 +252,21 @@ LOSS_SCREEN = 30
 DECIDE_SETTINGS = ("none", "detailed", *ANSWER_DECIDING, *vocabulary.SCORED_SUBSET_SETTINGS)
 
 
+@dataclass(frozen=True, kw_only=True)
+class ResolutionGoals:
+    """What a profile is sized to resolve, which its reproducibility page measures it against: at
+    most ``undecided_family_steps`` of the split's family steps not decided, and at least
+    ``resolved_share`` of the cells tested resolved."""
+
+    undecided_family_steps: int
+    resolved_share: float
+
+
+# The deciding run's goals (15 of the split's 16 family steps decided on the offline models, three
+# cells in four resolved).
+RESOLUTION_GOALS = {"decide": ResolutionGoals(undecided_family_steps=1, resolved_share=0.75)}
+
+
 def decide_conditions(datasets=DECIDE_DATASETS) -> tuple[str, ...]:
     """The conditions of the deciding run (``DECIDE_SETTINGS`` of ``datasets``), in registry order."""
     chosen = data.conditions_matching(

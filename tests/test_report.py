@@ -562,6 +562,7 @@ def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
     from made_findings import finding
 
     from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED
+    from analysis.profiles import ResolutionGoals
     from analysis.report.reproducibility import STEP_NAMES, resolution_text
 
     findings = [finding("F1", HOLDS), finding("F1", FAILS, scope="aqua", pooled=False)]
@@ -575,3 +576,11 @@ def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
         "decides 3 of its 4 family steps (an interval that clears 0, or lies within 10% of no change)."
     )
     assert resolution_text([finding("F4", NOT_APPLICABLE)], pd.DataFrame(steps)).startswith("No cell was tested")
+    # a profile's goals, each said met or not
+    goals = ResolutionGoals(undecided_family_steps=1, resolved_share=0.75)
+    assert resolution_text(findings, pd.DataFrame(steps), goals=goals).endswith(
+        "This profile's goals: at most 1 family step not decided (met), and at least 75% of the cells tested "
+        "resolved (not met)."
+    )
+    steps[1]["decided"] = False  # two of the four undecided now
+    assert "family step not decided (not met)" in resolution_text(findings, pd.DataFrame(steps), goals=goals)

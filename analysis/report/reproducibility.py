@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis import profiles
 from analysis.checks import REGISTRY
 from analysis.core import vocabulary
 from analysis.core.cache import simulated_table
@@ -210,12 +211,16 @@ def resolution(r: Reproducibility) -> Blocks:
     if page.empty:
         return [Markdown("The store holds no cell to resolve.")]
     split = gap_split.gap_split(page.draws).table()
-    return [Markdown(resolution_text(page.findings(), split))]
+    goals = profiles.RESOLUTION_GOALS.get(r.page.params.profile.name)
+    return [Markdown(resolution_text(page.findings(), split, goals=goals))]
 
 
-def resolution_text(findings: Sequence[Finding], split: pd.DataFrame) -> str:
+def resolution_text(
+    findings: Sequence[Finding], split: pd.DataFrame, *, goals: profiles.ResolutionGoals | None = None
+) -> str:
     """ "Of the 60 cells tested (...), 40 are resolved (67%): ...; the split decides 14 of its 16
-    family steps." Tested: a check applicable, every dataset with enough instructions."""
+    family steps." Tested: a check applicable, every dataset with enough instructions. Where the
+    profile declares ``goals``, whether each is met."""
     tested = [f for f in findings if f.verdict in DECIDED]
     if not tested:
         return "No cell was tested: every cell lacks instructions or does not apply."
@@ -232,7 +237,21 @@ def resolution_text(findings: Sequence[Finding], split: pd.DataFrame) -> str:
             f"{len(families)} family steps (an interval that clears 0, or lies within {SAME_MARGIN_PERCENT} of no "
             "change)."
         )
+    if goals is not None:
+        undecided = int((~families["decided"].astype(bool)).sum()) if not families.empty else None
+        steps_met = undecided is not None and undecided <= goals.undecided_family_steps
+        share_met = len(resolved) >= goals.resolved_share * len(tested)
+        text += (
+            f" This profile's goals: at most {voice.plural(goals.undecided_family_steps, 'family step')} not "
+            f"decided ({_met(steps_met)}), and at least {goals.resolved_share:.0%} of the cells tested resolved "
+            f"({_met(share_met)})."
+        )
     return text
+
+
+def _met(met: bool) -> str:
+    """ "met" or "not met"."""
+    return "met" if met else "not met"
 
 
 def power_statements(r: Reproducibility) -> Blocks:
