@@ -238,8 +238,8 @@ def resolution_text(
             "change)."
         )
     if goals is not None:
-        undecided = int((~families["decided"].astype(bool)).sum()) if not families.empty else None
-        steps_met = undecided is not None and undecided <= goals.undecided_family_steps
+        undecided = len(families) - int(families["decided"].sum())
+        steps_met = not families.empty and undecided <= goals.undecided_family_steps
         share_met = len(resolved) >= goals.resolved_share * len(tested)
         text += (
             f" This profile's goals: at most {voice.plural(goals.undecided_family_steps, 'family step')} not "
