@@ -26,7 +26,7 @@
 # [where a gap comes from](../gap_methods.md); the rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
-from analysis.report import answer_tokens, gap_sources, sections, split_figure
+from analysis.report import check_sections, gap_sources, loss_convention, sections
 from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
@@ -58,7 +58,7 @@ show(sections.provenance(page))
 # stands beside it. A family's value is the mean over its datasets.
 
 # %% tags=["remove-input"]
-show(split_figure.split_tables(page.draws))
+show(sections.chains(page))
 
 # %% [markdown]
 # ## The reasoning step: the answer with and without reasoning before it
@@ -70,39 +70,34 @@ show(split_figure.split_tables(page.draws))
 # is larger without the reasoning.
 
 # %% tags=["remove-input"]
-show(answer_tokens.same_token_section(page))
+show(sections.reasoning_layers(page))
 
 # %% [markdown]
-# ## Reasoning or context?
+# ## What each check on the gap's sources finds
 #
-# A5 asks whether the answer's gradient after its own chain is the reasoning's doing or any long
-# text's: the same answer after the chain's words shuffled, and after another instruction's chain.
-# The table counts the instructions whose Detailed CoT states the appended answer word for word, on
-# which the reasoning step is shown beside the whole (its table above).
+# Each check of this chapter in words, per model (its pooled cells where a family has two
+# datasets), with its numbers per dataset folded under it. The table after them counts the
+# instructions whose Detailed CoT states the appended answer word for word, on which the reasoning
+# step is shown beside the whole.
 
 # %% tags=["remove-input"]
-show(answer_tokens.controls_section(page))
+show(check_sections.check_sections(page))
+show(sections.verbatim_counts(page))
+show(gap_sources.screen_blocks(page))
 
 # %% [markdown]
-# ## F1's gap, layer by layer
+# ## The gaps, layer by layer
 #
-# Per layer, the gap of mean log nuclear norm between None and Detailed CoT (correct responses,
-# mean over Q, K, V, O and the datasets; the line) as the sum of its parts (the bars): averaging,
-# the same at every layer of a sample; token size and alignment, split where the store holds the
-# token energy (profile `decompose`) and shown together otherwise; and the spectral shape (nuclear
-# over Frobenius norm). Averaging cancels from F1's second part (early against late layers): what
-# makes that part is in the other bars. The table gives each part's mean over layers.
+# Per layer, each gap of mean log nuclear norm (F1: None against Detailed CoT, correct responses;
+# F3: irrelevant against correct responses under Detailed CoT; mean over Q, K, V, O and the
+# datasets; the line) as the sum of its parts (the bars): averaging, the same at every layer of a
+# sample; token size and alignment, split where the store holds the token energy (profile
+# `decompose`) and shown together otherwise; and the spectral shape (nuclear over Frobenius norm).
+# Averaging cancels from F1's second part (early against late layers): what makes that part is in
+# the other bars. The tables give each part's mean over layers.
 
 # %% tags=["remove-input"]
-show(gap_sources.f1_gap(page))
-
-# %% [markdown]
-# ## F3's gap, layer by layer
-#
-# The same for irrelevant against correct responses under Detailed CoT, where F3 sees a gap.
-
-# %% tags=["remove-input"]
-show(gap_sources.f3_gap(page))
+show(gap_sources.layer_splits(page))
 
 # %% [markdown]
 # ## F1 under another loss convention
@@ -115,7 +110,7 @@ show(gap_sources.f3_gap(page))
 # the averaging part changes, from -1/2 log R to +1/2 log R.
 
 # %% tags=["remove-input"]
-show(answer_tokens.loss_convention_section(page))
+show(loss_convention.section(page))
 
 # %% [markdown]
 # ## The answers
@@ -126,4 +121,3 @@ show(answer_tokens.loss_convention_section(page))
 
 # %% tags=["remove-input"]
 show(sections.answers(page))
-show(gap_sources.verdicts(page))

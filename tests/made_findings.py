@@ -56,7 +56,10 @@ def part(
     datasets: tuple[str, ...] = ("aqua",),
     **keywords,
 ) -> Part:
-    return Part(name, estimate(value, sd, n, datasets), side, bound, unit, role=role, **keywords)
+    keywords.setdefault("decides", True)
+    return Part(
+        name=name, estimate=estimate(value, sd, n, datasets), side=side, bound=bound, unit=unit, role=role, **keywords
+    )
 
 
 def ratio_part(

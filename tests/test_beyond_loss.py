@@ -180,8 +180,11 @@ def test_a_permutation_part_decides_by_its_p_value_and_never_says_does_not_hold(
     high = Estimate(0.9, null, (("d", 20),), null=null)
     low = Estimate(0.1, null, (("d", 20),), null=null)
     assert high.p_value() == pytest.approx(1 / 201) and low.p_value() == 1.0
-    assert decide([Part("x", high, "above", 0.5, role=roles.SIMULATED)]) == HOLDS
-    assert decide([Part("x", low, "above", 0.5, role=roles.SIMULATED)]) == UNRESOLVED
+    assert decide([Part(name="x", estimate=high, side="above", bound=0.5, role=roles.SIMULATED, decides=True)]) == HOLDS
+    assert (
+        decide([Part(name="x", estimate=low, side="above", bound=0.5, role=roles.SIMULATED, decides=True)])
+        == UNRESOLVED
+    )
     assert math.isnan(high.interval()[0])
     family = pooled([high, low])
     assert np.allclose(family.null, null) and family.value == pytest.approx(0.5)
@@ -212,25 +215,27 @@ def test_g1_finds_a_planted_effect_at_the_paper_size():
 
 
 def test_the_chapter_states_the_statistic_its_p_value_and_the_covariates():
-    from analysis.report import gap_sources
+    from analysis.checks import g1_beyond_loss
+    from analysis.report import check_sections
 
     draws = all_curve_draws(
         _rows(1.0, seed=0), list(MODEL), ("nuclear_norm",), n_resamples=20, sample_stats=beyond_loss.READS
     )
     findings = checks.run_checks(draws, ["G1"])
-    text = gap_sources.g1_paragraph(findings)
+    g1 = g1_beyond_loss.CHECK
+    text = "\n\n".join(check_sections.paragraphs(findings, g1))
     assert (
         "AUROC of the curves with the loss partialled out" in text
         and "p = 0.00498 by sign flips of whole pairs" in text
     )
     assert "G1 **holds**" in text and "covariates: mean token loss, largest token loss" in text
-    table = gap_sources.auroc_table(findings)
+    table = check_sections.parts_table(findings, g1)
     assert {beyond_loss.STATISTIC, beyond_loss.P_VALUE, beyond_loss.LOSS_ALONE} <= set(table.columns)
-    assert "mean token loss, largest token loss" in gap_sources.covariates_note(findings)  # the line under it
+    assert "mean token loss, largest token loss" in g1_beyond_loss.covariates_line(findings)  # the line under it
     assert set(table["setting"]) == {"Detailed CoT", "Detailed CoT, matched pairs", "None CoT"}
     assert "partialled out on the pairs matched on the loss (aqua " in text  # it decided on them
     separated = list(_g1(_rows(0.0, seed=2, n=12, loss_gap=6.0)).values())
-    text = gap_sources.g1_paragraph(separated)
+    text = "\n\n".join(check_sections.paragraphs(separated, g1))
     assert "G1 **not applicable** (the loss separates them" in text
 
 
@@ -280,9 +285,9 @@ def test_the_loss_screens_matched_pairs_decide_g1_beside_the_drawn_ones_and_noth
     share = after["aqua"].part(roles.MATCHED_SHARE, facet=(beyond_loss.DECIDING, beyond_loss.SCREENED))
     assert share.value == pytest.approx(close["aqua"] / 11)
     # the chapter's table shows that share on the matched pairs' row, one row per scope and setting
-    from analysis.report import gap_sources
+    from analysis.checks import g1_beyond_loss
 
-    table = gap_sources.auroc_table(list(after.values()))
+    table = g1_beyond_loss.auroc_table(list(after.values()), voice.sized)
     assert not table.duplicated(["model", "scope", "setting"]).any()
     matched_row = table[(table["scope"] == "aqua") & (table["setting"] == "Detailed CoT, matched pairs")]
     assert matched_row[beyond_loss.SCREENED_WITHIN].tolist() == [voice.sized(share)]

@@ -1,8 +1,11 @@
 """The report and the engine name no check by hand: a check is reached through the registry's fields
 and what its own module in ``analysis.checks`` exports (e.g. ``a5_context.CHECK.id``), and a grouping
-of checks (the length checks answered together, the controls) is declared in ``analysis.checks.groupings``."""
+of checks (the length checks answered together, the controls) is declared in ``analysis.checks.groupings``.
+A string of ``analysis/report`` or ``analysis/findings`` (docstrings aside) that holds a check id as a
+word anywhere ("F1 and more", "F1's gap") fails."""
 
 import ast
+import re
 from pathlib import Path
 
 from analysis import checks
@@ -23,13 +26,18 @@ def docstrings(tree: ast.AST) -> set[int]:
 
 
 def ids_named(source: str, ids: frozenset[str]) -> list[tuple[int, str]]:
-    """(line, id) of every string constant of ``source`` (docstrings aside) equal to one of ``ids``."""
+    """(line, id) of every check id that a string constant of ``source`` (docstrings aside, the parts of
+    an f-string included) holds as a word."""
     tree = ast.parse(source)
     skipped = docstrings(tree)
+    word = re.compile(
+        r"(?<![A-Za-z0-9_])(" + "|".join(map(re.escape, sorted(ids, key=len, reverse=True))) + r")(?![A-Za-z0-9_])"
+    )
     return sorted(
-        (node.lineno, node.value)
+        (node.lineno, match)
         for node in ast.walk(tree)
-        if isinstance(node, ast.Constant) and id(node) not in skipped and node.value in ids
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in skipped
+        for match in word.findall(node.value)
     )
 
 
@@ -44,6 +52,15 @@ def test_the_report_and_the_engine_name_no_check_id():
     assert not named, "check ids written by hand (read the registry or the check's module):\n" + "\n".join(named)
 
 
-def test_the_scan_finds_an_id_written_by_hand_and_skips_docstrings():
-    source = '"""Shows F1."""\n\n\nclass C:\n    """F1."""\n\n\ndef f():\n    """F1 again."""\n    return ["F1", "F1 and more", f"{x}F1"]\n'
-    assert ids_named(source, frozenset({"F1"})) == [(10, "F1"), (10, "F1")]
+def test_the_scan_finds_an_id_as_a_word_in_any_string_and_skips_docstrings():
+    source = (
+        '"""Shows F1."""\n\n\nclass C:\n    """F1."""\n\n\ndef f():\n    """F1 again."""\n'
+        '    return ["F1", "F1 and more", f"{x} F1\'s gap", "F12", "xF1", "L2 or L", "HELLO"]\n'
+    )
+    assert ids_named(source, frozenset({"F1", "L", "L2"})) == [
+        (10, "F1"),
+        (10, "F1"),
+        (10, "F1"),
+        (10, "L"),
+        (10, "L2"),
+    ]

@@ -34,7 +34,21 @@ ROOT = Path(__file__).resolve().parents[1]
 def toy_parts(context: DatasetContext):
     """Simplified over Detailed CoT (geometric mean of nuclear norms, all layers) > 1."""
     gap = quantities.log_gap(context.curves, context.dataset, "simplified", "detailed", segment="all")
-    return None if gap is None else [Part("Simplified / Detailed", gap, "above", 0.0, Unit.RATIO, role=roles.GAP)]
+    return (
+        None
+        if gap is None
+        else [
+            Part(
+                name="Simplified / Detailed",
+                estimate=gap,
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
+                role=roles.LENGTH_GAP,
+                decides=True,
+            )
+        ]
+    )
 
 
 # A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is).
@@ -45,7 +59,7 @@ TOY = checks.PerModelCheck(
     parts=toy_parts,
     chapters=("math_reasoning",),
     calibrated_by=(rule.GAP,),
-    figure=checks.PartFigure(roles.GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
+    figure=checks.PartFigure(roles.LENGTH_GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
 )
 
 
@@ -98,13 +112,11 @@ def test_a_parts_function_reads_one_context_per_dataset_with_every_input():
     draws = all_curve_draws(rows, [BASE], ("nuclear_norm",), n_resamples=20)
     seen: list[DatasetContext] = []
     check = dataclasses.replace(TOY, parts=lambda context: seen.append(context))
-    inputs = checks.Inputs(
-        draws, identical={"aqua": frozenset({1})}, verbatim={"gsm8k": frozenset({2})}, extra={checks.STORE: "s"}
-    )
+    inputs = checks.Inputs(draws, identical={"aqua": frozenset({1})}, data_dir="/the/data", extra={checks.STORE: "s"})
     assert check.run(inputs) == []
-    assert {c.dataset: (c.identical, c.verbatim, c.store) for c in seen} == {
-        "aqua": (frozenset({1}), frozenset(), "s"),
-        "gsm8k": (frozenset(), frozenset({2}), "s"),
+    assert {c.dataset: (c.identical, c.data_dir, c.store) for c in seen} == {
+        "aqua": (frozenset({1}), "/the/data", "s"),
+        "gsm8k": (frozenset(), "/the/data", "s"),
     }
     assert all(c.curves is draws[BASE] for c in seen)
 
@@ -187,7 +199,14 @@ def test_a_check_of_a_new_scope_runs_through_the_same_engine_and_table():
     def parts(values):
         draws = np.asarray(values)
         return [
-            Part("loss drop", Estimate(float(draws.mean()), draws, (("run", 10),)), "above", 0.0, role=roles.SIMULATED)
+            Part(
+                name="loss drop",
+                estimate=Estimate(float(draws.mean()), draws, (("run", 10),)),
+                side="above",
+                bound=0.0,
+                role=roles.SIMULATED,
+                decides=True,
+            )
         ]
 
     toy = PerToyRunCheck(
@@ -296,7 +315,7 @@ def test_a_part_refuses_a_side_that_is_none_of_the_three():
 
     assert SIDES == ("above", "below", "within")
     with pytest.raises(ValueError, match="side 'abvoe' is none of above, below, within"):
-        Part("x", None, "abvoe", 0.0, role=roles.F1_GAP)  # type: ignore[arg-type]
+        Part(name="x", estimate=None, side="abvoe", bound=0.0, role=roles.F1_GAP, decides=True)  # type: ignore[arg-type]
 
 
 def test_a_check_id_is_one_the_registry_holds():

@@ -49,7 +49,7 @@ def test_the_matrix_says_which_checks_lack_r_and_the_command():
 def test_the_chapter_splits_the_gaps_and_states_g1_from_the_store(tmp_path, study_data_dir):
     from synthetic import MODELS, record_run, write_store
 
-    from analysis.report import gap_sources
+    from analysis.report import check_sections, gap_sources
     from analysis.report.page import Page
 
     conditions = [c for d in DATASETS for c in reasoning_conditions(d, ("none", "detailed"))]
@@ -59,12 +59,12 @@ def test_the_chapter_splits_the_gaps_and_states_g1_from_the_store(tmp_path, stud
     given = {"profile": "test", "results_dir": str(root), "data_dir": str(study_data_dir)}
     page = Page.open(checks.GAP_CHAPTER, given, stats=("nuclear_norm",))
     assert set(page.checks()) == {"S", "G1", "A3", "A5"}
-    table = gap_sources.decomposition(page, "F1")
+    table = gap_sources.decomposition(page, checks.get("F1"))
     assert set(table["model"]) == set(MODELS) and set(averaging.STACKED) <= set(table["term"])
     wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
     assert np.allclose(wide[list(averaging.STACKED)].sum(axis=1), wide[averaging.LOG_NUCLEAR])
-    split = gap_sources.decomposition_section(page, "F1")
-    returned = split + gap_sources.verdicts(page)
+    split = gap_sources.decomposition_section(page, checks.get("F1"))
+    returned = split + check_sections.check_sections(page)
     text = "\n".join(_said(returned))
     assert "G1 **" in text and gap_sources.no_energy(list(MODELS)) in text
     assert gap_sources.ENERGY_COMMAND in text
@@ -140,7 +140,7 @@ def _said(blocks) -> list[str]:
 def _shown(page, contrast: str = "F1") -> list[str]:
     from analysis.report import gap_sources
 
-    return _said(gap_sources.decomposition_section(page, contrast))
+    return _said(gap_sources.decomposition_section(page, checks.get(contrast)))
 
 
 @pytest.mark.parametrize("contrast", ["F1", "F3"])
@@ -150,14 +150,14 @@ def test_with_the_token_energy_the_gap_is_four_parts_that_add_up_to_it(tmp_path,
     from analysis.report import gap_sources
 
     page, rows, powers = _energy_page(tmp_path, study_data_dir)
-    table = gap_sources.decomposition(page, contrast)
+    table = gap_sources.decomposition(page, checks.get(contrast))
     assert set(table["model"]) == set(MODELS) and set(averaging.STACKED_WITH_ENERGY) <= set(table["term"])
     wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
     parts = wide[list(averaging.STACKED_WITH_ENERGY)].sum(axis=1)
     assert np.allclose(parts, wide[averaging.LOG_NUCLEAR], rtol=0, atol=1e-12)
     assert np.allclose(wide[averaging.TOKEN_SIZE] + wide[averaging.ALIGNMENT], wide[averaging.REST], atol=1e-12)
     # alignment is 1/2 log kappa = u/2 log R per sample: its gap is known from the rows
-    (first, second) = averaging.conditions_of(*gap_sources.CONTRASTS[contrast][0], "aqua")
+    (first, second) = averaging.conditions_of(*checks.get(contrast).layer_split.contrast, "aqua")
     model = next(iter(MODELS))
     samples = rows[(rows["model"] == model) & (rows["layer"] == 0) & (rows["proj"] == "q")]
     half_log_kappa = {
@@ -182,7 +182,7 @@ def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tm
 
     first, other = MODELS
     page, _, _ = _energy_page(tmp_path, study_data_dir, models=[first])
-    table = gap_sources.decomposition(page, "F1")
+    table = gap_sources.decomposition(page, checks.get("F1"))
     assert gap_sources.split_models(table) == [first]
     wide = table.pivot_table(index=["model", "dataset", "layer"], columns="term", values="value")
     for model in MODELS:  # each model's stacked parts add up to its gap
@@ -191,7 +191,7 @@ def test_a_model_without_the_energy_everywhere_keeps_three_parts_and_is_named(tm
     assert gap_sources.no_energy([other]) in _shown(page)
     # a model holding it for one dataset of two: the mean over datasets is not split
     page, _, _ = _energy_page(tmp_path / "one", study_data_dir, models=[first], datasets=[DATASETS[0]])
-    table = gap_sources.decomposition(page, "F1")
+    table = gap_sources.decomposition(page, checks.get("F1"))
     assert gap_sources.split_models(table) == []
     assert gap_sources.no_energy(list(MODELS)) in _shown(page)
 
@@ -216,7 +216,7 @@ def test_a_zero_token_energy_leaves_one_sample_out_of_the_split_not_the_conditio
     terms = averaging.log_terms(page.draws[model], condition)
     size = terms.terms[averaging.TOKEN_SIZE]
     assert np.isnan(size).all(axis=1).sum() == 1 and np.isfinite(size).all(axis=1).sum() == len(size) - 1
-    assert model in gap_sources.split_models(gap_sources.decomposition(page, "F1"))
+    assert model in gap_sources.split_models(gap_sources.decomposition(page, checks.get("F1")))
     table = energy_noise.energy_noise_table(page.results.rows, passes=4)
     left_out = table.set_index(["model", "condition"])["zero or not finite"]
     assert left_out[(model, condition)] == 1 and left_out.sum() == 1

@@ -1,4 +1,5 @@
-"""F1's gap split exactly into four steps: the phrase, the reasoning, which tokens, how many tokens."""
+"""Fast thinking's gap split exactly into four steps: the phrase, the reasoning, which tokens, how many
+tokens (``findings.gap_split``), and the check that declares the split drawn by ``report.chain``."""
 
 import json
 import re
@@ -12,16 +13,20 @@ from synthetic import SPLIT_SHIFT as SHIFT
 from synthetic import SPLIT_TRUE as TRUE
 from synthetic import chain_rows, record_run, write_store
 
+from analysis import checks
+from analysis.checks import s_gap_split
 from analysis.cli import split_commands as split_command
 from analysis.cli.main import main
 from analysis.findings import gap_split, quantities
 from analysis.findings.bootstrap import all_curve_draws, pooled
-from analysis.report import split_figure as split_report
+from analysis.report import chain
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "m"
 MODELS = {MODEL: ("base", 12)}
 STEPS = [s.name for s in gap_split.STEPS]
+CHECK = s_gap_split.CHECK
+NUCLEAR, FROBENIUS = "nuclear norm", "Frobenius norm"
 
 
 def curves(rows, n_resamples=300):
@@ -29,19 +34,25 @@ def curves(rows, n_resamples=300):
     return all_curve_draws(rows, [MODEL], stats, n_resamples=n_resamples, sample_stats=(gap_split.TOKENS,))
 
 
-def rows_of(split, scope):
-    return {r.step: r for r in split.rows if r.scope == scope}
+def split_table(draws, norm=NUCLEAR):
+    """The chain's long table of S's findings on ``draws``, in one norm."""
+    found = checks.run_checks(draws, [CHECK.id])
+    frame = chain.table(found, CHECK)
+    return frame[frame["norm"] == norm]
+
+
+def rows_of(frame, scope):
+    return {r.step: r for r in frame[frame["scope"] == scope].itertuples()}
 
 
 def test_the_steps_add_up_to_f1_recomputed_on_the_same_instructions():
     rows = chain_rows()
     skipped = (rows["setting"] == "detailed_answer") & rows["sample_index"].isin([1, 4])  # too long
     rows = rows[~skipped].reset_index(drop=True)
-    split = gap_split.gap_split(curves(rows))
-    found = rows_of(split, "gsm8k")
-    total = found[gap_split.TOTAL].estimate
-    assert sum(found[s].estimate.value for s in STEPS) == pytest.approx(total.value, abs=1e-9)
-    assert np.allclose(sum(found[s].estimate.draws for s in STEPS), total.draws, atol=1e-9)
+    found = gap_split.dataset_split(curves(rows)[MODEL], "gsm8k")
+    total = found[gap_split.TOTAL]
+    assert sum(found[s].value for s in STEPS) == pytest.approx(total.value, abs=1e-9)
+    assert np.allclose(sum(found[s].draws for s in STEPS), total.draws, atol=1e-9)
     # F1's own gap (quantities.log_gap) on the rows of the instructions every condition holds
     shared = rows[~rows["sample_index"].isin([1, 4])]
     f1 = quantities.log_gap(curves(shared)[MODEL], "gsm8k", "none", "detailed")
@@ -51,14 +62,14 @@ def test_the_steps_add_up_to_f1_recomputed_on_the_same_instructions():
 
 
 def test_each_step_estimates_its_own_difference_of_conditions():
-    split = gap_split.gap_split(curves(chain_rows(n=10, sample_sd=0.1)))
-    found = rows_of(split, "gsm8k")
+    frame = split_table(curves(chain_rows(n=10, sample_sd=0.1)))
+    found = rows_of(frame, "gsm8k")
     for step, true in TRUE.items():
-        assert found[step].estimate.value == pytest.approx(true, abs=0.15)
-        low, high = found[step].interval
-        assert low < true < high
-    assert found[gap_split.share_name("how many tokens")].estimate.value == pytest.approx(0.7, abs=0.05)
-    assert found["how many tokens"].decided and found["the phrase"].decided and found[gap_split.TOTAL].decided
+        assert found[step].estimate == pytest.approx(true, abs=0.15)
+        assert found[step].low < true < found[step].high
+    share = chain.shares(frame, CHECK).set_index(["scope", "step"])["share"]
+    assert share[("gsm8k", "how many tokens")] == pytest.approx(0.7, abs=0.05)
+    assert found["how many tokens"].decided and found["the phrase"].decided and found[CHECK.chain.total_name].decided
 
 
 def test_dropped_instructions_are_counted_per_condition():
@@ -67,8 +78,8 @@ def test_dropped_instructions_are_counted_per_condition():
     absent = (rows["setting"] == "none_answer") & (rows["sample_index"] == 6)
     zero = (rows["setting"] == "detailed_scored_answer") & (rows["sample_index"] == 7) & (rows["proj"] == "q")
     rows.loc[zero & (rows["layer"] == 3), "nuclear_norm"] = 0.0  # a zero gradient in one layer
-    split = gap_split.gap_split(curves(rows[~(too_long | absent)]))
-    counts = {d.condition: (d.dropped, d.of) for d in split.dropped}
+    draws = curves(rows[~(too_long | absent)])
+    counts = {d.condition: (d.dropped, d.of) for d in gap_split.dropped(draws[MODEL])}
     assert counts == {
         "none": (0, 8),
         "none_answer": (1, 8),
@@ -76,35 +87,34 @@ def test_dropped_instructions_are_counted_per_condition():
         "detailed_scored_answer": (1, 8),
         "detailed": (0, 8),
     }
-    assert rows_of(split, "gsm8k")[gap_split.TOTAL].estimate.n == 4
-    assert set(split.dropped_table()["condition"]) == {"none_answer", "detailed_answer", "detailed_scored_answer"}
+    assert gap_split.dataset_split(draws[MODEL], "gsm8k")[gap_split.TOTAL].n == 4
+    assert set(chain.dropped(draws, CHECK)["condition"]) == {"none_answer", "detailed_answer", "detailed_scored_answer"}
 
 
 def test_the_family_mean_is_the_mean_of_its_dataset_means_with_within_dataset_intervals():
     opposite = {**SHIFT, "none_answer": 2.0 + 0.8, "detailed_answer": 1.2}  # the phrase -0.8, the reasoning 1.6
     rows = chain_rows(("aqua", "gsm8k"), n=10, shift={"aqua": SHIFT, "gsm8k": opposite}, sample_sd=0.1)
-    split = gap_split.gap_split(curves(rows))
-    family, aqua, gsm8k = (rows_of(split, s) for s in ("math_reasoning", "aqua", "gsm8k"))
-    for step in (gap_split.TOTAL, *STEPS):
+    draws = curves(rows)
+    frame = split_table(draws)
+    family, aqua, gsm8k = (rows_of(frame, s) for s in ("math_reasoning", "aqua", "gsm8k"))
+    for step in (CHECK.chain.total_name, *STEPS):
         assert family[step].pooled
-        assert family[step].estimate.value == pytest.approx(
-            (aqua[step].estimate.value + gsm8k[step].estimate.value) / 2
-        )
+        assert family[step].estimate == pytest.approx((aqua[step].estimate + gsm8k[step].estimate) / 2)
     phrase = family["the phrase"]
-    said = f"aqua {aqua['the phrase'].estimate.value:+.3g} (10 instructions), gsm8k {gsm8k['the phrase'].estimate.value:+.3g}"
+    said = f"aqua {aqua['the phrase'].estimate:+.3g} (10 instructions), gsm8k {gsm8k['the phrase'].estimate:+.3g}"
     assert phrase.note.startswith("datasets on opposite sides of 0: " + said)
     assert family["how many tokens"].note == ""
     # the datasets disagree far beyond their noise: the family's interval is still their own noise's,
     # the study's pooled one (the mean of the datasets named, conditional on them)
-    study = pooled([aqua["the phrase"].estimate, gsm8k["the phrase"].estimate])
-    assert phrase.interval == pytest.approx(study.interval())
-    low, high = phrase.interval
-    assert low < -0.15 < high  # the mean of 0.5 and -0.8
+    splits = [gap_split.dataset_split(draws[MODEL], d) for d in ("aqua", "gsm8k")]
+    study = pooled([s["the phrase"] for s in splits])
+    assert (phrase.low, phrase.high) == pytest.approx(study.interval())
+    assert phrase.low < -0.15 < phrase.high  # the mean of 0.5 and -0.8
     # the first page's sentence on the reasoning step names its datasets where they lie on opposite sides
-    assert "disagree" not in split_report.in_words(split)[2]  # here both lie above 0
+    assert "disagree" not in chain.in_words(frame, CHECK)[2]  # here both lie above 0
     backwards = {**SHIFT, "detailed_answer": SHIFT["none_answer"] + 1.0}  # gsm8k's reasoning step -1
     rows = chain_rows(("aqua", "gsm8k"), n=10, shift={"aqua": SHIFT, "gsm8k": backwards}, sample_sd=0.1)
-    reasoning = split_report.in_words(gap_split.gap_split(curves(rows)))[2]
+    reasoning = chain.in_words(split_table(curves(rows)), CHECK)[2]
     assert reasoning.startswith("On the same answer tokens") and "its datasets disagree: aqua x1." in reasoning
 
 
@@ -112,8 +122,7 @@ def test_a_family_needs_two_datasets_and_a_dataset_without_a_condition_has_no_sp
     rows = chain_rows(("aqua", "gsm8k"))
     lacking = (rows["dataset"] == "gsm8k") & (rows["setting"] == "detailed_scored_answer")
     cd = curves(rows[~lacking])[MODEL]
-    split = gap_split.gap_split({MODEL: cd})
-    assert {r.scope for r in split.rows} == {"aqua"}
+    assert set(split_table({MODEL: cd})["scope"]) == {"aqua"}
     assert gap_split.missing_conditions(cd) == ["gsm8k/detailed_scored_answer/correct"]
 
 
@@ -121,27 +130,32 @@ def test_the_frobenius_split_sets_the_averaging_step_beside_what_averaging_predi
     """Norms that fall as 1/sqrt(R) and nothing else: the averaging step is what averaging predicts."""
     flat = dict.fromkeys(gap_split.CHAIN, 0.0)
     rows = chain_rows(n=10, shift=flat, length_exponent=-0.5, sample_sd=0.0)
-    found = rows_of(gap_split.gap_split(curves(rows), stat="frobenius"), "gsm8k")
-    step, predicted = found["how many tokens"].estimate, found[gap_split.PREDICTED].estimate
+    found = gap_split.dataset_split(curves(rows)[MODEL], "gsm8k", stat="frobenius")
+    step, predicted = found["how many tokens"], found[gap_split.PREDICTED]
     assert predicted.value > 1.0 and step.value == pytest.approx(predicted.value, abs=0.02)
-    shares = [found[gap_split.share_name(n)].estimate.value for n in ("how many tokens", gap_split.PREDICTED)]
-    assert shares[0] == pytest.approx(shares[1], abs=0.02)
-    assert gap_split.PREDICTED not in rows_of(gap_split.gap_split(curves(rows)), "gsm8k")  # nuclear: not shown
+    shares = gap_split.shares(found)
+    assert shares["how many tokens"].value == pytest.approx(shares[gap_split.PREDICTED].value, abs=0.02)
+    assert gap_split.PREDICTED not in gap_split.dataset_split(curves(rows)[MODEL], "gsm8k")  # nuclear: not shown
+    table = split_table(curves(rows), FROBENIUS)
+    assert gap_split.PREDICTED in set(table["step"])  # the check's own Frobenius parts
 
 
 def test_the_step_intervals_cover_the_true_step():
     reps, covered = 30, 0
     for seed in range(reps):
-        found = rows_of(gap_split.gap_split(curves(chain_rows(n=6, seed=seed), n_resamples=200)), "gsm8k")
-        low, high = found["the reasoning"].interval
+        found = gap_split.dataset_split(curves(chain_rows(n=6, seed=seed), n_resamples=200)[MODEL], "gsm8k")
+        low, high = found["the reasoning"].interval()
         covered += low < TRUE["the reasoning"] < high
     assert covered / reps >= 0.8  # 95% intervals: fewer than 24 of 30 has a chance of 0.3%
 
 
-def test_the_split_refuses_another_statistic():
+def test_the_split_refuses_another_statistic_and_steps_that_do_not_link_up():
     with pytest.raises(ValueError, match="nuclear_norm or frobenius"):
-        gap_split.gap_split(curves(chain_rows()), stat="sigma_max")
+        gap_split.dataset_split(curves(chain_rows())[MODEL], "gsm8k", stat="sigma_max")
     assert split_command.STATS == gap_split.STATS
+    with pytest.raises(ValueError, match="starts at 'detailed_answer', not where 'the phrase' ends"):
+        gap_split.chain_of((gap_split.PHRASE, gap_split.WHICH_TOKENS))
+    assert gap_split.chain_of(gap_split.STEPS) == gap_split.CHAIN
 
 
 def stored(tmp_path, rows):
@@ -182,14 +196,27 @@ def test_the_split_command_says_when_the_store_holds_no_frobenius_norm(tmp_path,
     assert "holds no Frobenius norm (frobenius)" in capsys.readouterr().err
 
 
+class DrawsPage:
+    """What ``chain.blocks`` and ``chain.tables`` read of a page: its draws, findings and note."""
+
+    def __init__(self, draws):
+        self.draws = draws
+
+    def findings(self, ids=None):
+        return checks.run_checks(self.draws, ids or [CHECK.id])
+
+    def note(self):
+        return "synthetic numbers"
+
+
 def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
     import matplotlib.pyplot as plt
 
     root = stored(tmp_path, chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa")))
-    split = split_report.load_split(root).split
+    frame = chain.load_chain(root, CHECK).table
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        fig = split_report.split_figure(split, note="synthetic numbers")
+        fig = chain.figure(frame, CHECK, note="synthetic numbers")
     try:
         assert [ax.get_title().split("\n")[1] for ax in fig.axes] == [
             "math reasoning",
@@ -200,13 +227,13 @@ def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
         assert len(labels) == 5 and all("[" in label for label in labels)
     finally:
         plt.close(fig)
-    caption = split_report.split_caption(split)
+    caption = chain.caption(CHECK)
     assert "add up to it exactly" in caption and "95%" in caption
-    words = split_report.in_words(split)
+    words = chain.in_words(frame, CHECK)
     assert 1 <= len(words) <= 3 and not re.search(r"\b(F1|S|A3|A5)\b", " ".join(words))  # no check named
     assert "of gemma-3-270m (small offline models standing in for the paper's)" in words[0]
-    other = gap_split.gap_split(curves(chain_rows(("aqua", "gsm8k"))))  # a model "m", not an offline one
-    assert "standing in" not in split_report.in_words(other)[0]
+    other = split_table(curves(chain_rows(("aqua", "gsm8k"))))  # a model "m", not an offline one
+    assert "standing in" not in chain.in_words(other, CHECK)[0]
 
 
 def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_how_to_read_it():
@@ -214,8 +241,8 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
 
     from analysis.report.blocks import Figure, Fold, Markdown
 
-    draws = curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa")))
-    blocks = split_report.split_blocks(draws, note="synthetic numbers")
+    page = DrawsPage(curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa"))))
+    blocks = chain.blocks(page, CHECK)
     try:
         assert [type(b) for b in blocks] == [Markdown, Figure, Fold]
         words = blocks[0].text
@@ -223,28 +250,27 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
         assert "32 instructions each of m" in words and "how many tokens the loss averages over" in words
         assert "the reasoning before them makes their gradient smaller, as the paper's reading predicts" in words
         assert re.search(r"gradient \(None CoT\) is x\d", words)  # the gap as a ratio, the shares as percentages
-        assert blocks[2].blocks[0].text == split_report.split_caption(gap_split.gap_split(draws))
+        assert blocks[2].blocks[0].text == chain.caption(CHECK)
     finally:
         plt.close(blocks[1].figure)
     lacking = chain_rows()
-    assert split_report.split_blocks(curves(lacking[lacking["setting"] != "none_answer"])) == []
+    assert chain.blocks(DrawsPage(curves(lacking[lacking["setting"] != "none_answer"])), CHECK) == []
     intro = (ROOT / "notebooks" / "intro.py").read_text()
     assert intro.index("sections.answer(page)") < intro.index("sections.summary(page)")
 
 
 def test_the_gap_chapter_shows_the_split_per_dataset_in_both_norms():
-    """The chapter's tables (``split_tables``): the nuclear norm shown, each step with what its
+    """The chapter's tables (``chain.tables``): the nuclear norm shown, each step with what its
     interval decides; the Frobenius norm folded, with what averaging alone predicts."""
     from analysis.report.blocks import Fold, Markdown, Table
 
     rows = chain_rows(("aqua", "gsm8k"), n=10, sample_sd=0.1).assign(n_response_tokens=5)
-    shown = split_report.split_tables(curves(rows))
+    shown = chain.tables(DrawsPage(curves(rows)), CHECK)
     assert [type(b) for b in shown] == [Markdown, Table, Fold]
     nuclear = shown[1].table.set_index("scope")
     assert list(nuclear.index) == ["math reasoning", "aqua", "gsm8k"]
     assert nuclear.loc["gsm8k", "how many tokens"].endswith(" larger") and (nuclear["instructions"] > 0).all()
     (frobenius,) = shown[2].blocks
     assert gap_split.PREDICTED in frobenius.table.columns
-    assert split_report.split_tables(curves(chain_rows()[lambda r: r["setting"] != "none"]))[0].text.startswith(
-        "No dataset holds"
-    )
+    lacking = DrawsPage(curves(chain_rows()[lambda r: r["setting"] != "none"]))
+    assert chain.tables(lacking, CHECK)[0].text.startswith("No dataset holds")

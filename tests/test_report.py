@@ -561,26 +561,51 @@ def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
     samples"); the split's family steps decided where their intervals clear 0."""
     from made_findings import finding
 
+    from analysis.checks import s_gap_split
     from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED
     from analysis.profiles import ResolutionGoals
-    from analysis.report.reproducibility import STEP_NAMES, resolution_text
+    from analysis.report.reproducibility import resolution_text
 
     findings = [finding("F1", HOLDS), finding("F1", FAILS, scope="aqua", pooled=False)]
     findings += [finding("F3", UNRESOLVED), finding("F4", NOT_APPLICABLE), finding("F1", TOO_FEW, scope="gsm8k")]
-    steps = [{"scope": "math_reasoning", "step": s, "decided": i != 0} for i, s in enumerate(STEP_NAMES)]
-    steps += [{"scope": "aqua", "step": STEP_NAMES[0], "decided": False}]  # a dataset's step: not counted
-    text = resolution_text(findings, pd.DataFrame(steps))
+    check = s_gap_split.CHECK
+    names = [s.name for s in check.chain.steps]
+    steps = [{"scope": "math_reasoning", "step": s, "decided": i != 0} for i, s in enumerate(names)]
+    text = resolution_text(findings, pd.DataFrame(steps), check=check)
     assert text.startswith("Of the 3 cells tested") and "2 others are not applicable" in text
     assert "2 are resolved (67%): 1 holds, 1 does not hold, 1 not resolved." in text
     assert text.endswith(
-        "decides 3 of its 4 family steps (an interval that clears 0, or lies within 10% of no change)."
+        "The split of F1's gap into four steps decides 3 of its 4 family steps (an interval that clears 0, "
+        "or lies within 10% of no change)."
     )
     assert resolution_text([finding("F4", NOT_APPLICABLE)], pd.DataFrame(steps)).startswith("No cell was tested")
     # a profile's goals, each said met or not
     goals = ResolutionGoals(undecided_family_steps=1, resolved_share=0.75)
-    assert resolution_text(findings, pd.DataFrame(steps), goals=goals).endswith(
+    assert resolution_text(findings, pd.DataFrame(steps), goals=goals, check=check).endswith(
         "This profile's goals: at most 1 family step not decided (met), and at least 75% of the cells tested "
         "resolved (not met)."
     )
     steps[1]["decided"] = False  # two of the four undecided now
-    assert "family step not decided (not met)" in resolution_text(findings, pd.DataFrame(steps), goals=goals)
+    assert "family step not decided (not met)" in resolution_text(
+        findings, pd.DataFrame(steps), goals=goals, check=check
+    )
+
+
+def test_the_verbatim_counts_are_the_run_s_instructions_whose_chain_states_the_answer(monkeypatch):
+    from types import SimpleNamespace
+
+    from test_same_tokens import MODEL, answer_rows
+
+    from analysis import data
+    from analysis.findings.bootstrap import all_curve_draws
+    from analysis.report import coverage
+
+    draws = all_curve_draws(answer_rows(n=12), list(MODEL), ("nuclear_norm",), n_resamples=20)
+    page = SimpleNamespace(draws=draws, params=SimpleNamespace(data_dir="/the/data"))
+    asked = []
+    monkeypatch.setattr(data, "verbatim_answer_ids", lambda d, directory: asked.append(directory) or {0, 3, 5, 40})
+    table = coverage.verbatim_counts(page)  # 40: not among the run's instructions
+    assert table.to_dict("records") == [
+        {"model": "m", "dataset": "gsm8k", "instructions": 12, "whose Detailed CoT states the answer": 3}
+    ]
+    assert asked == ["/the/data"]

@@ -159,7 +159,7 @@ def test_the_length_share_is_shown_only_where_the_gap_is_established():
         check_parts.length_parts(DatasetContext(curves=draws, dataset="aqua")),
         check_parts.length_effect_parts(DatasetContext(curves=draws, dataset="aqua")),
     ):
-        gap = next(p for p in parts if p.key == (roles.GAP, (), False))
+        gap = next(p for p in parts if p.key == (roles.LENGTH_GAP, (), False))
         assert gap.name == "Simplified / Detailed"
         assert any(p.role is roles.SHARE for p in parts) == gap.supports()
     paper = make_results(_conditions(("aqua",)), {BASE: ("base", 18)}, n_samples=8, curve=paper_like, seed=3)
@@ -332,7 +332,14 @@ def test_verdict_rule_on_parts():
 
     def part(center, spread, side="above", bound=0.0, n=20):
         draws = center + spread * np.random.default_rng(0).standard_normal(1000)
-        return rules.Part("q", Estimate(center, draws, (("d", n),)), side, bound, role=roles.SIMULATED)
+        return rules.Part(
+            name="q",
+            estimate=Estimate(center, draws, (("d", n),)),
+            side=side,
+            bound=bound,
+            role=roles.SIMULATED,
+            decides=True,
+        )
 
     assert rules.decide([part(1.0, 0.1), part(2.0, 0.1)]) == HOLDS
     assert rules.decide([part(1.0, 0.1), part(0.0, 0.1)]) == UNRESOLVED
@@ -340,14 +347,22 @@ def test_verdict_rule_on_parts():
     assert rules.decide([part(0.05, 0.01, "below", 0.1)]) == HOLDS
     assert rules.decide([part(0.5, 0.01, "below", 0.1)]) == FAILS
     assert rules.decide([part(1.0, 0.1, n=4)]) == TOO_FEW
-    assert rules.decide([rules.Part("q", None, "above", 0.0, role=roles.SIMULATED)]) == UNRESOLVED
+    assert (
+        rules.decide([rules.Part(name="q", estimate=None, side="above", bound=0.0, role=roles.SIMULATED, decides=True)])
+        == UNRESOLVED
+    )
     # within a margin: two one-sided tests
     assert rules.decide([part(0.01, 0.01, "within", 0.1)]) == HOLDS
     assert rules.decide([part(0.08, 0.05, "within", 0.1)]) == UNRESOLVED
     assert rules.decide([part(-0.5, 0.01, "within", 0.1)]) == FAILS
     # a part shown beside the verdict does not decide it
     shown = rules.Part(
-        "paper", Estimate(-1.0, np.full(1000, -1.0), (("d", 20),)), "above", 0.0, role=roles.SIMULATED, decides=False
+        name="paper",
+        estimate=Estimate(-1.0, np.full(1000, -1.0), (("d", 20),)),
+        side="above",
+        bound=0.0,
+        role=roles.SIMULATED,
+        decides=False,
     )
     assert rules.decide([part(1.0, 0.1), shown]) == HOLDS
 
@@ -559,3 +574,54 @@ def test_f4_decides_on_the_size_of_the_separation_whatever_its_direction():
     assert stronger_opposite.part(roles.SIGNED_RATIO).supports()  # the former rule: holds
     assert stronger_opposite.verdict == FAILS
     assert _f4_of(0.8, 1.25).verdict == HOLDS
+
+
+def interval_estimate(low: float, high: float, n: int = 10):
+    """An estimate whose 95% interval is about [low, high]."""
+    from analysis.findings.bootstrap import Estimate
+
+    return Estimate((low + high) / 2, np.linspace(low, high, 4001), (("d", n),))
+
+
+def step_part(low: float, high: float, *, n: int = 10, side="above", bound=0.0, margin=rules.SAME_MARGIN):
+    return rules.Part(
+        name="a step",
+        estimate=interval_estimate(low, high, n),
+        side=side,
+        bound=bound,
+        unit=rules.Unit.RATIO,
+        role=roles.SIMULATED,
+        margin=margin,
+        decides=True,
+    )
+
+
+@pytest.mark.parametrize(
+    ("low", "high", "outcome"),
+    [
+        (0.2, 0.6, rules.Outcome.LARGER),
+        (-0.6, -0.2, rules.Outcome.SMALLER),
+        (-0.05, 0.05, rules.Outcome.SAME),
+        (0.01, 0.05, rules.Outcome.LARGER),  # the sign first: clears 0, by less than the margin
+        (-0.3, 0.3, rules.Outcome.UNRESOLVED),
+        (-0.05, rules.SAME_MARGIN + 0.02, rules.Outcome.UNRESOLVED),  # reaches 0 and leaves the margin
+    ],
+)
+def test_a_part_is_decided_when_it_clears_its_bound_or_lies_within_its_margin(low, high, outcome):
+    part = step_part(low, high)
+    assert part.outcome is outcome and part.outcome.decided is (outcome is not rules.Outcome.UNRESOLVED)
+    assert part.supports() is (outcome is rules.Outcome.LARGER)  # its claim: above 0
+
+
+def test_a_part_without_a_margin_is_never_about_the_same_and_a_within_part_is_about_the_same_inside():
+    assert step_part(-0.05, 0.05, margin=None).outcome is rules.Outcome.UNRESOLVED
+    within = step_part(0.01, 0.05, side="within", bound=rules.SAME_MARGIN, margin=None)
+    assert within.outcome is rules.Outcome.SAME and within.supports()  # inside the margin, though above 0
+    outside = step_part(0.2, 0.4, side="within", bound=rules.SAME_MARGIN, margin=None)
+    assert outside.outcome is rules.Outcome.LARGER and outside.contradicts()
+
+
+def test_a_part_on_too_few_instructions_is_not_decided_and_its_finding_has_too_few_samples():
+    part = step_part(0.2, 0.6, n=4)
+    assert part.outcome is rules.Outcome.TOO_FEW and not part.outcome.decided
+    assert rules.decide([part]) is TOO_FEW

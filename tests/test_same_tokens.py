@@ -143,11 +143,12 @@ def test_a3s_rule_keeps_its_rate_under_skewed_noise_and_finds_a_planted_gap():
         decide(
             [
                 Part(
-                    "A3",
-                    gap_calibration.equal_loss_estimate(rng, design, 200, centre=0.0, effect=0.5),
-                    "above",
-                    0.0,
+                    name="A3",
+                    estimate=gap_calibration.equal_loss_estimate(rng, design, 200, centre=0.0, effect=0.5),
+                    side="above",
+                    bound=0.0,
                     role=roles.SIMULATED,
+                    decides=True,
                 )
             ]
         )

@@ -26,15 +26,17 @@ def test_each_sentence_is_left_out_where_the_store_holds_nothing_for_it():
 
 def test_the_reasoning_sentence_counts_its_verdicts_and_gives_the_token_sum_reversal():
     s = [
-        finding("S", "does not hold", scope=s, parts=(part(-math.log(2.0), role=roles.SAME_TOKEN_GAP),))
+        finding("S", "does not hold", scope=s, parts=(part(-math.log(2.0), role=roles.REASONING_STEP),))
         for s in ("math_reasoning", "commonsense_reasoning")
     ]
     assert takeaway.reasoning_sentence(s, token_sum=[0.03, 0.04]) == (
         "Scoring only the final answer's own tokens, its gradient without reasoning before it over with reasoning "
-        "is x0.5 (S's \"smaller after reasoning\": 2 does not hold); under a loss summed over tokens F1's gap "
+        "is x0.5 (S's \"smaller after reasoning\": 2 does not hold); under a loss summed over tokens the gap "
         "reverses (x0.03 to x0.04)."
     )
-    assert takeaway.reasoning_sentence([], token_sum=[2.0]) == "Under a loss summed over tokens F1's gap stays (x2)."
+    assert takeaway.reasoning_sentence([], token_sum=[2.0]) == "Under a loss summed over tokens the gap stays (x2)."
+    f1 = [finding("F1", "holds", parts=(part(math.log(6.0), role=roles.F1_GAP),))]
+    assert "summed over tokens F1's gap stays" in takeaway.reasoning_sentence(f1, token_sum=[2.0])  # named by its check
 
 
 def test_after_the_split_one_sentence_says_the_summed_loss_without_naming_a_check():

@@ -14,8 +14,8 @@ Modules:
 - ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``),
   what each declares for the battery (``BATTERIES``) and the engine's functions on it (``run_checks``, ``get``,
   ``on_chapter``)
-- ``groupings``: the groups of checks a page answers together (``LENGTH_CHECKS``, ``ANSWER_TOKENS``,
-  ``CONTROLS``, ``GAP_SOURCES``, ``SPLIT_GAPS``), so that the report names no check by hand
+- ``groupings``: the groups of checks a page answers together (``LENGTH_CHECKS``, ``GAP_SOURCES``), so that the
+  report names no check by hand
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
@@ -42,7 +42,7 @@ Modules:
 """
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER
-from analysis.checks.groupings import ANSWER_TOKENS, CONTROLS, GAP_SOURCES, LENGTH_CHECKS, SPLIT_GAPS
+from analysis.checks.groupings import GAP_SOURCES, LENGTH_CHECKS
 from analysis.checks.study_registry import (
     BATTERIES,
     MODULES,
@@ -64,22 +64,23 @@ from analysis.findings.scopes import (
     STORE,
     SUMMARY_CHAPTERS,
     WIKI_FILES,
+    Chain,
+    ChainStep,
     Check,
     Inputs,
+    LayerSplit,
     PairCheck,
     PartFigure,
     PerModelCheck,
     Scope,
+    Section,
     TrainingRunCheck,
     WikiCheck,
 )
 
 __all__ = [
-    "ANSWER_TOKENS",
     "BATTERIES",
-    "CONTROLS",
     "GAP_SOURCES",
-    "SPLIT_GAPS",
     "FAMILY_CHAPTERS",
     "GAP_CHAPTER",
     "LENGTH_CHECKS",
@@ -91,13 +92,17 @@ __all__ = [
     "STORE",
     "SUMMARY_CHAPTERS",
     "WIKI_FILES",
+    "Chain",
+    "ChainStep",
     "Check",
     "Inputs",
+    "LayerSplit",
     "PairCheck",
     "PartFigure",
     "PerModelCheck",
     "Registry",
     "Scope",
+    "Section",
     "TrainingRunCheck",
     "WikiCheck",
     "all_ids",

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.checks.check_chapters import GAP
+from analysis.checks.check_chapters import GAP_CHAPTERS
 from analysis.findings import roles, same_tokens
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.bootstrap import Estimate, resampled_mean
@@ -22,7 +22,7 @@ from analysis.findings.same_tokens import (
     equal_loss_regression,
     per_instruction,
 )
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Section, Words
 from analysis.findings.simulated_samples import Condition
 
 SLOPE_PART = "slope: log nuclear gap per unit of the log(1 - p) gap"
@@ -53,22 +53,45 @@ def a3_parts(context: DatasetContext) -> list[Part] | None:
     loss = {s: _mean(losses[s], weights, dataset) for s in (NONE, DETAILED)}
     change = _mean(losses[DETAILED] - losses[NONE], weights, dataset)
     return [
-        Part(A3_PART, intercept, "above", 0.0, Unit.RATIO, role=roles.EQUAL_LOSS_GAP),
-        Part(SLOPE_PART, slope, "above", 0.0, role=roles.SLOPE, decides=False),
         Part(
-            LOSS_PARTS[NONE], loss[NONE], "above", 0.0, Unit.LOSS, role=roles.ANSWER_LOSS, facet=(NONE,), decides=False
+            name=A3_PART,
+            estimate=intercept,
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
+            role=roles.EQUAL_LOSS_GAP,
+            decides=True,
+        ),
+        Part(name=SLOPE_PART, estimate=slope, side="above", bound=0.0, role=roles.SLOPE, decides=False),
+        Part(
+            name=LOSS_PARTS[NONE],
+            estimate=loss[NONE],
+            side="above",
+            bound=0.0,
+            unit=Unit.LOSS,
+            role=roles.ANSWER_LOSS,
+            facet=(NONE,),
+            decides=False,
         ),
         Part(
-            LOSS_PARTS[DETAILED],
-            loss[DETAILED],
-            "above",
-            0.0,
-            Unit.LOSS,
+            name=LOSS_PARTS[DETAILED],
+            estimate=loss[DETAILED],
+            side="above",
+            bound=0.0,
+            unit=Unit.LOSS,
             role=roles.ANSWER_LOSS,
             facet=(DETAILED,),
             decides=False,
         ),
-        Part(LOSS_CHANGE_PART, change, "above", 0.0, Unit.LOSS, role=roles.ANSWER_LOSS_CHANGE, decides=False),
+        Part(
+            name=LOSS_CHANGE_PART,
+            estimate=change,
+            side="above",
+            bound=0.0,
+            unit=Unit.LOSS,
+            role=roles.ANSWER_LOSS_CHANGE,
+            decides=False,
+        ),
     ]
 
 
@@ -126,11 +149,26 @@ CHECK = PerModelCheck(
         "n - 2 degrees of freedom of a line; no verdict where the resamples leave the line undetermined)"
     ),
     parts=a3_parts,
-    chapters=GAP,
+    chapters=GAP_CHAPTERS,
     calibrated_by=(rule.EQUAL_LOSS,),
     reads=same_tokens.READS,
     note=extrapolation_note,
     gate=line_determined,
+    section=Section(
+        title="At equal answer loss.",
+        intro=(
+            "{id} asks whether the reasoning step survives where the answer is as predictable after the Detailed "
+            "CoT as without it: the intercept of the paired line of the gap on the answer's loss."
+        ),
+        lead="The answer's gradient without reasoning over that after the Detailed CoT, at equal answer loss",
+        notes=(NoteKind.EXTRAPOLATION,),
+        columns=(
+            ("at equal answer loss", roles.EQUAL_LOSS_GAP, None),
+            ("answer loss, no reasoning", roles.ANSWER_LOSS, (same_tokens.NONE,)),
+            ("answer loss, after Detailed CoT", roles.ANSWER_LOSS, (same_tokens.DETAILED,)),
+        ),
+        empty="{id} not computed: the store holds no answer-scored pair.",
+    ),
 )
 
 _LOSSES = {same_tokens.LOG_MISS: -1.0, same_tokens.LOSS: 2.0}

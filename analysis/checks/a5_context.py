@@ -15,7 +15,7 @@ matters beyond its length and words. The reasoning step's own gap is shown besid
 
 from __future__ import annotations
 
-from analysis.checks.check_chapters import GAP
+from analysis.checks.check_chapters import GAP_CHAPTERS
 from analysis.findings import roles, same_tokens
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
@@ -23,11 +23,11 @@ from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.roles import Role
 from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit
 from analysis.findings.same_tokens import DETAILED, NONE, OTHER, SHUFFLED, answer_gap
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.scopes import Inputs, PerModelCheck, Section, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign
 
-ORDER = Role("the answer's gradient after its own chain over after the same words shuffled (A5)")
-FOREIGN = Role("the answer's gradient after its own chain over after another instruction's chain (A5)")
+ORDER = Role("the answer's gradient after its own chain over after the same words shuffled")
+FOREIGN = Role("the answer's gradient after its own chain over after another instruction's chain")
 
 ORDER_PART = "own Detailed CoT / its words shuffled, on the answer tokens"
 FOREIGN_PART = "own Detailed CoT / another instruction's, on the answer tokens"
@@ -43,12 +43,32 @@ def a5_parts(context: DatasetContext) -> list[Part] | None:
     if order is None or foreign is None:
         return None
     parts = [
-        Part(ORDER_PART, order, "within", SAME_MARGIN, Unit.RATIO, role=ORDER),
-        Part(FOREIGN_PART, foreign, "within", SAME_MARGIN, Unit.RATIO, role=FOREIGN),
+        Part(
+            name=ORDER_PART, estimate=order, side="within", bound=SAME_MARGIN, unit=Unit.RATIO, role=ORDER, decides=True
+        ),
+        Part(
+            name=FOREIGN_PART,
+            estimate=foreign,
+            side="within",
+            bound=SAME_MARGIN,
+            unit=Unit.RATIO,
+            role=FOREIGN,
+            decides=True,
+        ),
     ]
     gap = answer_gap(cd, dataset, NONE, DETAILED)
     if gap is not None:
-        parts.append(Part(REASONING_PART, gap, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_GAP, decides=False))
+        parts.append(
+            Part(
+                name=REASONING_PART,
+                estimate=gap,
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
+                role=roles.REASONING_STEP,
+                decides=False,
+            )
+        )
     return parts
 
 
@@ -75,8 +95,21 @@ CHECK = PerModelCheck(
         f"instructions both hold, within {_MARGIN}: two one-sided tests); the reasoning step's gap shown beside"
     ),
     parts=a5_parts,
-    chapters=GAP,
+    chapters=GAP_CHAPTERS,
     calibrated_by=(rule.WITHIN,),
+    section=Section(
+        title="Reasoning or context?",
+        intro=(
+            "{id} asks whether the answer's gradient after its own chain is the reasoning's doing or any long "
+            "text's: the same answer after the chain's words shuffled, and after another instruction's chain."
+        ),
+        lead="The answer after its own chain over after the same words shuffled",
+        columns=(
+            ("own chain / its words shuffled", ORDER, None),
+            ("own chain / another instruction's", FOREIGN, None),
+        ),
+        empty="{id} not computed: this run stores no shuffled chain.",
+    ),
     reads=same_tokens.READS,
 )
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from analysis.checks.check_chapters import READING
-from analysis.findings import roles
+from analysis.findings import averaging, roles
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.bootstrap import combine
 from analysis.findings.calibration import rule
@@ -17,7 +17,7 @@ from analysis.findings.quantities import (
     mean_gap,
 )
 from analysis.findings.rules import CheckId, Part, Unit, beside
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.scopes import Inputs, LayerSplit, PerModelCheck, Words
 from analysis.findings.simulated_samples import Condition
 
 
@@ -29,14 +29,23 @@ def f1_parts(context: DatasetContext) -> list[Part] | None:
     if gaps is None:
         return None
     parts = [
-        Part("None / Detailed (all layers)", gaps["all"], "above", 0.0, Unit.RATIO, role=roles.F1_GAP),
         Part(
-            "early / late of that ratio",
-            combine(np.subtract, gaps["early"], gaps["late"]),
-            "above",
-            0.0,
-            Unit.RATIO,
+            name="None / Detailed (all layers)",
+            estimate=gaps["all"],
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
+            role=roles.F1_GAP,
+            decides=True,
+        ),
+        Part(
+            name="early / late of that ratio",
+            estimate=combine(np.subtract, gaps["early"], gaps["late"]),
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
             role=roles.EARLY_LATE,
+            decides=True,
         ),
     ]
     return parts + [
@@ -63,6 +72,7 @@ CHECK = PerModelCheck(
     ),
     parts=f1_parts,
     chapters=READING,
+    layer_split=LayerSplit(averaging.F1_CONTRAST, "None CoT - Detailed CoT, correct responses"),
     calibrated_by=(rule.GAP,),
 )
 

@@ -52,7 +52,18 @@ def f2_parts(context: DatasetContext) -> list[Part] | None:
             difference_ = None if a is None or b is None else combine(np.subtract, a, b)
             role = roles.NONE_ROUGHNESS if none_pair else roles.ROUGHNESS
             facet = (fast, slow, proj)
-            parts.append(Part(proj.upper(), difference_, "above", 0.0, role=role, facet=facet, group=group))
+            parts.append(
+                Part(
+                    name=proj.upper(),
+                    estimate=difference_,
+                    side="above",
+                    bound=0.0,
+                    role=role,
+                    facet=facet,
+                    group=group,
+                    decides=True,
+                )
+            )
         mean_role = roles.NONE_MEAN_CURVE_ROUGHNESS if none_pair else roles.MEAN_CURVE_ROUGHNESS
         shown = (
             (
@@ -64,12 +75,31 @@ def f2_parts(context: DatasetContext) -> list[Part] | None:
             (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), Unit.DIFFERENCE, mean_role),
         )
         parts += [
-            Part(name, value, "above", 0.0, unit, role=role, facet=(fast, slow), group=group, decides=False)
+            Part(
+                name=name,
+                estimate=value,
+                side="above",
+                bound=0.0,
+                unit=unit,
+                role=role,
+                facet=(fast, slow),
+                group=group,
+                decides=False,
+            )
             for name, value, unit, role in shown
         ]
     if settings[0] == "none":
         spread = log_variance_change(cd, dataset, "none")
-        parts.append(Part(LOG_SPREAD_CHANGE, spread, "within", 0.0, role=roles.LOG_SPREAD_CHANGE, decides=False))
+        parts.append(
+            Part(
+                name=LOG_SPREAD_CHANGE,
+                estimate=spread,
+                side="within",
+                bound=0.0,
+                role=roles.LOG_SPREAD_CHANGE,
+                decides=False,
+            )
+        )
     return parts
 
 

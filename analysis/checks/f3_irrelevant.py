@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from analysis.checks.check_chapters import READING
-from analysis.findings import roles
+from analysis.findings import averaging, roles
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.calibration import rule
 from analysis.findings.check_parts import nearly_same
@@ -16,7 +16,7 @@ from analysis.findings.quantities import (
     mean_rd,
 )
 from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Note, NoteKind, Part, Unit, beside
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.scopes import Inputs, LayerSplit, PerModelCheck, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign
 
 _MARGIN = SAME_MARGIN_PERCENT
@@ -36,9 +36,25 @@ def f3_parts(context: DatasetContext) -> list[Part] | None:
     if detailed is None or none is None:
         return None
     parts = [
-        Part("Detailed irrelevant / correct", detailed, "above", SAME_MARGIN, Unit.RATIO, role=roles.F3_GAP),
+        Part(
+            name="Detailed irrelevant / correct",
+            estimate=detailed,
+            side="above",
+            bound=SAME_MARGIN,
+            unit=Unit.RATIO,
+            role=roles.F3_GAP,
+            decides=True,
+        ),
         nearly_same(NONE_SAME, size, role=roles.NONE_SAME),
-        Part("None irrelevant / correct", none, "within", SAME_MARGIN, Unit.RATIO, role=roles.NONE_RD, decides=False),
+        Part(
+            name="None irrelevant / correct",
+            estimate=none,
+            side="within",
+            bound=SAME_MARGIN,
+            unit=Unit.RATIO,
+            role=roles.NONE_RD,
+            decides=False,
+        ),
     ]
     return parts + [
         beside(parts[0], mean_rd(cd, dataset, "detailed")),
@@ -86,6 +102,7 @@ CHECK = PerModelCheck(
     ),
     parts=f3_parts,
     chapters=READING,
+    layer_split=LayerSplit(averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
     calibrated_by=(rule.GAP, rule.SAME),
     note=identical_note,
 )

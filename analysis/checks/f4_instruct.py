@@ -47,21 +47,29 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
         return None
     sizes = combine(np.subtract, root_mean_square(square_a), root_mean_square(square_b))
     signed = Part(
-        "instruct / base of Detailed irrelevant / correct",
-        combine(np.subtract, a, b),
-        "below",
-        SAME_MARGIN,
-        Unit.RATIO,
+        name="instruct / base of Detailed irrelevant / correct",
+        estimate=combine(np.subtract, a, b),
+        side="below",
+        bound=SAME_MARGIN,
+        unit=Unit.RATIO,
         role=roles.SIGNED_RATIO,
+        decides=True,
     )
     return [
-        Part(F4_SIZE, size_excess(square_a, square_b, SAME_MARGIN), "below", 0.0, role=roles.SIZE_EXCESS),
         Part(
-            "instruct / base of Detailed size",
-            sizes,
-            "below",
-            SAME_MARGIN,
-            Unit.RATIO,
+            name=F4_SIZE,
+            estimate=size_excess(square_a, square_b, SAME_MARGIN),
+            side="below",
+            bound=0.0,
+            role=roles.SIZE_EXCESS,
+            decides=True,
+        ),
+        Part(
+            name="instruct / base of Detailed size",
+            estimate=sizes,
+            side="below",
+            bound=SAME_MARGIN,
+            unit=Unit.RATIO,
             role=roles.SIZE_RATIO,
             decides=False,
         ),

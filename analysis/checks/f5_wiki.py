@@ -54,22 +54,41 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
-        Part(F5_SHARES, contrast, "above", 0.0, role=roles.SHARES),
-        Part("Wiki 100 words roughness", short, "above", 0.0, role=roles.WIKI_ROUGHNESS, decides=False),
+        Part(name=F5_SHARES, estimate=contrast, side="above", bound=0.0, role=roles.SHARES, decides=True),
         Part(
-            "reasoning Simplified CoT roughness",
-            simplified,
-            "above",
-            0.0,
+            name="Wiki 100 words roughness",
+            estimate=short,
+            side="above",
+            bound=0.0,
+            role=roles.WIKI_ROUGHNESS,
+            decides=False,
+        ),
+        Part(
+            name="reasoning Simplified CoT roughness",
+            estimate=simplified,
+            side="above",
+            bound=0.0,
             role=roles.REASONING_ROUGHNESS,
             decides=False,
         ),
         nearly_same(WIKI_SAME, wiki_square, role=roles.WIKI_SAME),
         Part(
-            "Wiki irrelevant / correct", wiki_rd, "within", SAME_MARGIN, Unit.RATIO, role=roles.WIKI_RD, decides=False
+            name="Wiki irrelevant / correct",
+            estimate=wiki_rd,
+            side="within",
+            bound=SAME_MARGIN,
+            unit=Unit.RATIO,
+            role=roles.WIKI_RD,
+            decides=False,
         ),
         Part(
-            "paper's Wiki MAD 1000 / 100 words", wiki_mad, "above", 0.0, Unit.RATIO, role=roles.WIKI_MAD, decides=False
+            name="paper's Wiki MAD 1000 / 100 words",
+            estimate=wiki_mad,
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
+            role=roles.WIKI_MAD,
+            decides=False,
         ),
     ]
 

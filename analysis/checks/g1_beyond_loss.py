@@ -5,16 +5,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
+import pandas as pd
 
-from analysis.checks.check_chapters import GAP
+from analysis.checks.check_chapters import GAP_CHAPTERS
 from analysis.core import vocabulary
 from analysis.findings import beyond_loss, roles
 from analysis.findings.battery import Fixture, model_inputs
 from analysis.findings.beyond_loss import COVARIATES, DECIDING, LOSS, READS, covariates_of, setting_parts
 from analysis.findings.calibration import rule
 from analysis.findings.dataset_context import DatasetContext
-from analysis.findings.rules import HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, CheckId, Note, NoteKind, Part
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.rules import HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, CheckId, Finding, Note, NoteKind, Part
+from analysis.findings.scopes import Inputs, PerModelCheck, Section, Sized, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign
 
 
@@ -47,6 +48,81 @@ def covariates_note(contexts: Sequence[DatasetContext]) -> Note | None:
     )
 
 
+def _value(finding: Finding, role, sized: Sized, *, facet: tuple[str, ...]) -> str:
+    part = finding.part(role, facet=facet)
+    return "not computed" if part is None or part.estimate is None else sized(part)
+
+
+def g1_lead(found: Sequence[Finding]) -> str:
+    """What opens a model's paragraph: the setting that decides, and the covariates partialled out."""
+    covariates = next((n.text for f in found if (n := f.note(NoteKind.COVARIATES)) is not None), "")
+    said = f" ({covariates})" if covariates else ""
+    return f"Under {vocabulary.setting_label(DECIDING)}{said}"
+
+
+def g1_cell(finding: Finding, sized: Sized) -> str:
+    """One cell in words: the AUROC beyond the loss (on the matched pairs where those decide), its
+    p-value, the AUROCs of the curves and of the loss alone, the pairs within the caliper, the verdict."""
+    scope = vocabulary.scope_label(finding.scope)
+    deciding = (DECIDING,)
+    matched = finding.note(NoteKind.LOSS_MATCHED) is not None
+    decided = (DECIDING, beyond_loss.MATCHED) if matched else deciding
+    where = f" on the pairs matched on the loss ({beyond_loss.matched_counts(finding.parts)})" if matched else ""
+    said = CHECK.words.of(finding.verdict) if CHECK.words is not None else ""
+    return (
+        f"{scope}: AUROC of the curves with the loss partialled out{where} "
+        f"{_value(finding, roles.BEYOND_LOSS, sized, facet=decided)} "
+        f"(p = {_value(finding, roles.P_VALUE, sized, facet=decided)} by sign flips of whole pairs; on all pairs "
+        f"the curves alone {_value(finding, roles.AUROC_CURVES, sized, facet=deciding)}, the loss alone "
+        f"{_value(finding, roles.AUROC_LOSS, sized, facet=deciding)}, "
+        f"{_value(finding, roles.MATCHED_SHARE, sized, facet=deciding)} of them within the caliper): "
+        f"{finding.check} **{finding.verdict}**" + (f" (the curves {said})" if said else "")
+    )
+
+
+def _row_facet(facet: tuple[str, ...]) -> tuple[str, ...]:
+    """A part's row: the share of the loss screen's pairs that matched sits with the matched pairs."""
+    return (facet[0], beyond_loss.MATCHED) if beyond_loss.SCREENED in facet else facet
+
+
+def auroc_table(findings: Sequence[Finding], sized: Sized) -> pd.DataFrame:
+    """Per model, scope and setting: the AUROC of the curves beyond the loss (the statistic), its
+    sign-flip p-value, the AUROCs of the curves alone and of the loss alone, and the share of pairs
+    the loss orders."""
+    rows = []
+    for f in findings:
+        for facet in dict.fromkeys(_row_facet(p.facet) for p in f.parts):
+            row = {"model": f.model, "scope": vocabulary.scope_label(f.scope)}
+            row["setting"] = vocabulary.setting_label(facet[0]) if facet else ""
+            row["setting"] += ", matched pairs" if beyond_loss.MATCHED in facet else ""
+            row |= {
+                (beyond_loss.STATISTIC if p.name == beyond_loss.MATCHED_STATISTIC else p.name): sized(p)
+                if p.estimate is not None
+                else ""
+                for p in f.parts
+                if _row_facet(p.facet) == facet
+            }
+            rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def covariates_line(findings: Sequence[Finding]) -> str:
+    """The line under the table that names the covariates partialled out, per model where they
+    differ (as a column they would make the table wider than the page)."""
+    said: dict[str, list[str]] = {}
+    for f in findings:
+        note = f.note(NoteKind.COVARIATES)
+        if note is not None:
+            models = said.setdefault(", ".join(note.items), [])
+            if f.model not in models:
+                models.append(f.model)
+    if not said:
+        return ""
+    if len(said) == 1:
+        return f"*Partialled out: {next(iter(said))}.*"
+    return "*Partialled out: " + "; ".join(f"{c} ({', '.join(m)})" for c, m in said.items()) + ".*"
+
+
 CHECK = PerModelCheck(
     id=CheckId("G1"),
     lead=3,
@@ -71,13 +147,25 @@ CHECK = PerModelCheck(
         "too few match; None CoT shown beside"
     ),
     parts=g1_parts,
-    chapters=GAP,
+    chapters=GAP_CHAPTERS,
     calibrated_by=(rule.BEYOND_LOSS,),
     reads=beyond_loss.READS,
     after_pooling=beyond_loss.after_pooling,
     adjust=beyond_loss.matched_decides,
     note=covariates_note,
     gate=beyond_loss.separated,
+    section=Section(
+        title="Beyond the loss.",
+        intro=(
+            "{id} decides on the out-of-fold AUROC of the pairs' curve differences once the loss covariates are "
+            "partialled out, against sign flips of whole pairs (its p-value; no interval)."
+        ),
+        lead=g1_lead,
+        cell=g1_cell,
+        table=auroc_table,
+        closing=covariates_line,
+        empty="**{id} not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs.",
+    ),
 )
 
 _LOSSES = {beyond_loss.LOSS: 1.0, beyond_loss.LOSS_MAX: 2.0, beyond_loss.LOSS_SD: 0.5}

@@ -1,21 +1,24 @@
-"""S: F1's gap split into four steps; its claim is the reasoning step's: reasoning before the answer
-makes the answer's own gradient smaller.
+"""S: fast thinking's gap split into four steps; its claim is the reasoning step's: reasoning before the
+answer makes the answer's own gradient smaller.
 
-On the instructions that hold all five conditions of the chain (``findings.gap_split``), F1's gap
-in mean log nuclear norm is the sum of four steps: the phrase, the reasoning, which tokens, how many
-tokens. The check's one deciding part is the reasoning step (the same answer tokens scored after the
-phrase alone and after the Detailed CoT: the paper's reading, that slow thinking's reasoning itself
-makes the gradient smaller, predicts it above 0). The other steps, F1's gap on these instructions
-and the reasoning step's early over late layers are shown beside it, each with what its interval
-decides (``gap_split.step_outcome``); so are the answer-token gaps after other contexts, in the
-Frobenius norm and where the chain states the answer word for word (``same_tokens.reasoning_beside``).
+On the instructions that hold every condition of the chain (``findings.gap_split``), F1's gap in
+mean log norm is the sum of four steps: the phrase, the reasoning, which tokens, how many tokens. The
+check's one deciding part is the reasoning step in the nuclear norm (the same answer tokens scored
+after the phrase alone and after the Detailed CoT: the paper's reading, that slow thinking's
+reasoning itself makes the gradient smaller, predicts it above 0). Its other parts are shown beside
+it, each with its outcome (``rules.Part.outcome``): F1's gap on these instructions and the other
+steps, the same split in the Frobenius norm with what averaging alone predicts of the last step, the
+reasoning step's early over late layers, and the answer-token gaps after other contexts and where the
+chain states the answer word for word (``same_tokens.reasoning_beside``). The check declares its
+split as a ``Chain``, which the report draws as bars and tables.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from analysis.checks.check_chapters import GAP
+from analysis.checks import f1_larger
+from analysis.checks.check_chapters import GAP_CHAPTERS
 from analysis.findings import averaging, gap_split, roles, same_tokens
 from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.bootstrap import CurveDraws, Estimate, combine
@@ -23,26 +26,32 @@ from analysis.findings.calibration import rule
 from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
 from analysis.findings.roles import Role
-from analysis.findings.rules import CheckId, Part, Unit
-from analysis.findings.scopes import Inputs, PerModelCheck, Words
+from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Outcome, Part, Unit
+from analysis.findings.scopes import Chain, ChainStep, Inputs, PerModelCheck, Section, Words
 from analysis.findings.simulated_samples import Condition
 
-TOTAL = Role("F1's gap on the instructions that hold the split's five conditions (S)")
-PHRASE = Role('the phrase step: the bare answer over the answer after "The final answer is " (S)')
-WHICH_TOKENS = Role("the which-tokens step: the answer's tokens over as many tokens of the chain (S)")
-HOW_MANY = Role("the how-many-tokens step: those few tokens over all of the chain's (S)")
-STEP_ROLES = {  # the step of each part, in the chain's order
-    gap_split.STEPS[0].name: PHRASE,
-    gap_split.STEPS[1].name: roles.SAME_TOKEN_GAP,
-    gap_split.STEPS[2].name: WHICH_TOKENS,
-    gap_split.STEPS[3].name: HOW_MANY,
+F1 = f1_larger.CHECK.id
+TOTAL = Role("fast over slow thinking's gap on the instructions that hold every condition of the split")
+PHRASE = Role('the phrase step: the bare answer over the answer after "The final answer is "')
+WHICH_TOKENS = Role("the which-tokens step: the answer's tokens over as many tokens of the chain")
+HOW_MANY = Role("the how-many-tokens step: those few tokens over all of the chain's")
+PREDICTED = Role("what averaging alone predicts of the how-many-tokens step: half the gap in mean log R")
+# Each step of the chain (``gap_split.STEPS``, by name) with the role of its parts and the reader's words.
+WORDS = {
+    gap_split.PHRASE: (PHRASE, 'the phrase "The final answer is"'),
+    gap_split.REASONING: (roles.REASONING_STEP, "the reasoning itself"),
+    gap_split.WHICH_TOKENS: (WHICH_TOKENS, "which tokens are scored"),
+    gap_split.HOW_MANY: (HOW_MANY, "how many tokens the loss averages over"),
 }
+STEPS = {step: ChainStep(WORDS[step][0], step.name, WORDS[step][1], step.fast, step.slow) for step in gap_split.STEPS}
 REASONING_PART = "the reasoning: the answer's tokens after the phrase alone / after the Detailed CoT"
+NORMS = {gap_split.NUCLEAR: (), gap_split.FROBENIUS: (gap_split.FROBENIUS,)}  # each norm's facet
+NORM_NAMES = {gap_split.NUCLEAR: "nuclear norm", gap_split.FROBENIUS: "Frobenius norm"}
 
 
 def _early_late(cd: CurveDraws, dataset: str, ids: np.ndarray) -> Estimate | None:
     """The reasoning step's early-layer gap less its late-layer gap, on the split's instructions."""
-    step = gap_split.STEPS[1]
+    step = gap_split.REASONING
     gaps = []
     for segment in ("early", "late"):
         levels = []
@@ -57,61 +66,133 @@ def _early_late(cd: CurveDraws, dataset: str, ids: np.ndarray) -> Estimate | Non
     return combine(np.subtract, *gaps)
 
 
+def _shown(name: str, estimate: Estimate, role: Role, facet: tuple[str, ...], *, decides: bool) -> Part:
+    """A part of the split: above 0 (it makes fast thinking's gradient larger), "about the same"
+    within the margin of nearly the same."""
+    return Part(
+        name=name,
+        estimate=estimate,
+        side="above",
+        bound=0.0,
+        unit=Unit.RATIO,
+        role=role,
+        facet=facet,
+        margin=SAME_MARGIN,
+        decides=decides,
+    )
+
+
+def _split_parts(split: dict[str, Estimate], stat: str) -> list[Part]:
+    """F1's gap on these instructions and its steps in one norm (the reasoning step decides in the
+    nuclear norm), and in the Frobenius norm what averaging alone predicts of the last step."""
+    facet = NORMS[stat]
+    suffix = f" ({NORM_NAMES[stat]})" if facet else ""
+    parts = [_shown(f"{F1}'s gap on these instructions{suffix}", split[gap_split.TOTAL], TOTAL, facet, decides=False)]
+    for step, shown in STEPS.items():
+        deciding = shown.role is roles.REASONING_STEP and not facet
+        name = (REASONING_PART if deciding else step.name) + suffix
+        parts.append(_shown(name, split[step.name], shown.role, facet, decides=deciding))
+    if gap_split.PREDICTED in split:
+        parts.append(_shown(gap_split.PREDICTED + suffix, split[gap_split.PREDICTED], PREDICTED, facet, decides=False))
+    return parts
+
+
 def s_parts(context: DatasetContext) -> list[Part] | None:
     """S: the reasoning step > 0 decides; F1's gap on the same instructions, the other three steps,
-    the reasoning step's early / late and ``same_tokens.reasoning_beside`` shown beside it. None
-    where a condition of the chain is not stored."""
+    the reasoning step's early / late, ``same_tokens.reasoning_beside`` and the split in the
+    Frobenius norm shown beside it. None where a condition of the chain is not stored."""
     cd, dataset = context.curves, context.dataset
     split = gap_split.dataset_split(cd, dataset)
     found = gap_split.split_instructions(cd, dataset)
     if split is None or found is None:
         return None
-    parts = [
-        Part(
-            "F1's gap on these instructions",
-            split[gap_split.TOTAL],
-            "above",
-            0.0,
-            Unit.RATIO,
-            role=TOTAL,
-            decides=False,
-        )
-    ]
-    for step in gap_split.STEPS:
-        role = STEP_ROLES[step.name]
-        name = REASONING_PART if role is roles.SAME_TOKEN_GAP else step.name
-        deciding = role is roles.SAME_TOKEN_GAP
-        parts.append(Part(name, split[step.name], "above", 0.0, Unit.RATIO, role=role, decides=deciding))
+    parts = _split_parts(split, gap_split.NUCLEAR)
     early_late = _early_late(cd, dataset, found[0])
     if early_late is not None:
         name = "early / late of the reasoning step"
-        parts.append(Part(name, early_late, "above", 0.0, Unit.RATIO, role=roles.EARLY_LATE, decides=False))
-    return parts + same_tokens.reasoning_beside(context)
+        parts.append(
+            Part(
+                name=name,
+                estimate=early_late,
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
+                role=roles.EARLY_LATE,
+                decides=False,
+            )
+        )
+    parts += same_tokens.reasoning_beside(context)
+    frobenius = gap_split.dataset_split(cd, dataset, stat=gap_split.FROBENIUS)
+    return parts + (_split_parts(frobenius, gap_split.FROBENIUS) if frobenius is not None else [])
 
+
+CAPTION = (
+    "Each panel is one model on one family of datasets (the mean over the datasets named in its title, each "
+    "dataset weighing the same) or one dataset. The top bar is F1's gap: the mean log {norm} (over Q, K, V, O "
+    "and the layers, then over instructions) of fast thinking (None CoT) less that of slow thinking (Detailed "
+    "CoT), on the instructions that hold all five conditions. The four bars under it add up to it exactly, "
+    "in a fixed order from fast to slow (a step's size depends on its place): the phrase (the bare answer "
+    'against "The final answer is " and the answer), the reasoning (the same answer tokens after the '
+    "Detailed CoT), which tokens (the answer's tokens against as many tokens of the chain) and how many "
+    "tokens (those few against all the chain's tokens: averaging). Positive: that step makes fast thinking's "
+    "gradient larger. Black lines: {level} intervals, instructions resampled within each dataset. A step "
+    'is decided when its interval clears 0 or lies within {margin} of no change ("about the same"); '
+    "a pale bar is not decided. A family's value holds for the datasets named, not for others."
+).replace("F1", F1)
 
 CHECK = PerModelCheck(
     id=CheckId("S"),
     lead=1,
-    says=((roles.SAME_TOKEN_GAP, "smaller after reasoning"),),
+    says=((roles.REASONING_STEP, "smaller after reasoning"),),
     words=Words(
         holds="the reasoning before the answer makes the answer's own gradient smaller",
         fails="the reasoning before the answer leaves the answer's own gradient larger, not smaller",
         unresolved="these instructions do not decide which way the reasoning moves the answer's own gradient",
     ),
-    plain="F1's gap split into four steps: reasoning before the answer makes the answer's own gradient smaller",
-    headline=roles.SAME_TOKEN_GAP,
+    plain=f"{F1}'s gap split into four steps: reasoning before the answer makes the answer's own gradient smaller",
+    headline=roles.REASONING_STEP,
     claim=(
-        "F1's gap (None over Detailed CoT, mean log nuclear norm) on the instructions holding all five "
+        f"{F1}'s gap (None over Detailed CoT, mean log nuclear norm) on the instructions holding all five "
         "conditions splits exactly into four steps: the phrase (none against none_answer), the reasoning "
         "(none_answer against detailed_answer), which tokens (detailed_answer against detailed_scored_answer) "
         "and how many tokens (detailed_scored_answer against detailed). The claim is the reasoning step's: "
         "the answer's own tokens have larger nuclear norms after the phrase alone than after the Detailed CoT "
-        "(geometric mean over the instructions, paired). Every step is shown with what its interval decides: "
-        "larger, smaller, or about the same (within the margin of nearly the same, two one-sided tests)"
+        "(geometric mean over the instructions, paired). Every step is shown with what its interval decides, "
+        "in the nuclear and the Frobenius norm: larger, smaller, or about the same (within the margin of "
+        "nearly the same, two one-sided tests)"
     ),
     parts=s_parts,
-    chapters=GAP,
+    chapters=GAP_CHAPTERS,
     calibrated_by=(rule.GAP, rule.WITHIN),
+    chain=Chain(
+        total=TOTAL,
+        total_name=f"{F1}'s gap",
+        steps=tuple(STEPS.values()),
+        beside=((PREDICTED, gap_split.PREDICTED),),
+        norms=tuple((facet, NORM_NAMES[stat]) for stat, facet in NORMS.items()),
+        conditions=gap_split.CHAIN,
+        dropped=gap_split.dropped,
+        caption=CAPTION,
+        lead="On the same answer tokens, the reasoning before them",
+        outcome_words=(
+            (Outcome.LARGER, "makes their gradient smaller, as the paper's reading predicts,"),
+            (Outcome.SMALLER, "makes their gradient larger, against the paper's reading,"),
+            (Outcome.SAME, f"changes their gradient by less than {SAME_MARGIN_PERCENT}"),
+        ),
+    ),
+    section=Section(
+        title="The reasoning step.",
+        intro=(
+            "{id} decides on the answer's own tokens scored after the phrase alone and after the Detailed CoT: "
+            "the same tokens on both sides, so that no averaging enters."
+        ),
+        lead="The answer's gradient without reasoning over that after the Detailed CoT (geometric mean of nuclear norms)",
+        columns=(
+            ("None / Detailed, answer tokens", roles.REASONING_STEP, ()),
+            ("the same where the chain states the answer", roles.REASONING_STEP, (same_tokens.VERBATIM,)),
+        ),
+        empty="{id} not computed: the store holds no answer-scored pair.",
+    ),
     # the answer-token statistics beside the reasoning step, and the token counts and energy the chapter's
     # split in the Frobenius norm and per layer read
     reads=tuple(dict.fromkeys((*same_tokens.READS, *averaging.READS))),
@@ -122,7 +203,13 @@ def _inputs(*, reasoning: float, chain: tuple[str, ...] = gap_split.CHAIN) -> In
     """The chain's conditions (``chain``: all five unless fewer) with F1's gap 2.0: the phrase 0.5,
     the reasoning step ``reasoning``, which tokens -0.2 and how many tokens the rest."""
     none, detailed = 2.0, 0.0
-    levels = dict(zip(gap_split.CHAIN, (none, none - 0.5, none - 0.5 - reasoning, 1.4, detailed)))
+    levels = {
+        gap_split.PHRASE.fast: none,
+        gap_split.PHRASE.slow: none - 0.5,
+        gap_split.REASONING.slow: none - 0.5 - reasoning,
+        gap_split.WHICH_TOKENS.slow: 1.4,
+        gap_split.HOW_MANY.slow: detailed,
+    }
     return model_inputs({f"{c}/correct": Condition(curve=levels[c]) for c in chain})
 
 
@@ -131,5 +218,5 @@ BATTERY = Fixture(
     needs="the five conditions of the chain",
     truth=lambda: _inputs(reasoning=0.5),
     falsity=lambda: _inputs(reasoning=-0.5),
-    missing=lambda: _inputs(reasoning=0.5, chain=gap_split.CHAIN[:2] + gap_split.CHAIN[3:]),
+    missing=lambda: _inputs(reasoning=0.5, chain=tuple(c for c in gap_split.CHAIN if c != gap_split.WHICH_TOKENS.slow)),
 )

@@ -1,6 +1,6 @@
 """The ``split`` command: ``python -m analysis split RESULTS_DIR [--stat nuclear_norm|frobenius]
-[--json]``, F1's gap split into its four steps (``findings.gap_split``) as a table, each row with what
-its interval decides, and the instructions each condition dropped."""
+[--json]``, the gap split into its steps as the check that declares the split shows it
+(``report.chain``), a table with each row's outcome, and the instructions each condition dropped."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ import pandas as pd
 
 COLUMNS = ["model", "scope", "step", "estimate", "low", "high", "instructions"]
 STATS = ("nuclear_norm", "frobenius")  # findings.gap_split.STATS, named here to keep the parser light
+NORMS = {"nuclear_norm": "nuclear norm", "frobenius": "Frobenius norm"}  # as the chain's tables name them
 
 
 def add_parsers(commands) -> None:
@@ -32,13 +33,21 @@ def _records(frame: pd.DataFrame) -> list[dict]:
 
 
 def run_split(args: argparse.Namespace) -> int:
-    from analysis.report.split_figure import load_split
+    from analysis.report import chain
+    from analysis.report.load import ReportError
 
-    stored = load_split(args.results_dir, stat=args.stat, n_resamples=args.n_resamples)
-    table, dropped = stored.split.table(), stored.split.dropped_table()
+    check = chain.chain_check()
+    if check is None:
+        raise SystemExit("no check of the registry declares a split")
+    stored = chain.load_chain(args.results_dir, check, n_resamples=args.n_resamples)
+    table, dropped = stored.table[stored.table["norm"] == NORMS[args.stat]], stored.dropped
+    if table.empty:
+        raise ReportError(
+            f"{args.results_dir}: the store holds no {NORMS[args.stat]} ({args.stat}) of the split's conditions"
+        )
     if args.json:
         payload = {
-            "stat": stored.split.stat,
+            "stat": args.stat,
             "rows": _records(table),
             "dropped": _records(dropped),
             "skipped": _records(stored.skipped),

@@ -278,11 +278,11 @@ def p_value_part(statistic: Part) -> Part:
     estimate = statistic.estimate
     p = Estimate(estimate.p_value(), np.empty(0), estimate.strata) if estimate is not None else None
     return Part(
-        P_VALUE,
-        p,
-        "below",
-        0.025,
-        Unit.P_VALUE,
+        name=P_VALUE,
+        estimate=p,
+        side="below",
+        bound=0.025,
+        unit=Unit.P_VALUE,
         role=roles.P_VALUE,
         facet=statistic.facet,
         group=statistic.group,
@@ -306,7 +306,15 @@ def dataset_parts(
     group, facet = vocabulary.setting_label(setting), (setting,)
     estimate = beyond_estimate(pairs, dataset, setting)
     statistic = Part(
-        STATISTIC, estimate, "above", 0.5, Unit.AUROC, role=roles.BEYOND_LOSS, facet=facet, group=group, decides=decides
+        name=STATISTIC,
+        estimate=estimate,
+        side="above",
+        bound=0.5,
+        unit=Unit.AUROC,
+        role=roles.BEYOND_LOSS,
+        facet=facet,
+        group=group,
+        decides=decides,
     )
     one = np.ones((pairs.n, 1))
     alone = float(mean_aurocs(pairs.curves, one, None, splits=1)[0])
@@ -320,7 +328,19 @@ def dataset_parts(
     parts = [statistic, p_value_part(statistic)]
     for name, value, role, unit in beside:
         shown = _shown(value, dataset, pairs.n)
-        parts.append(Part(name, shown, "above", 0.5, unit, role=role, facet=facet, group=group, decides=False))
+        parts.append(
+            Part(
+                name=name,
+                estimate=shown,
+                side="above",
+                bound=0.5,
+                unit=unit,
+                role=role,
+                facet=facet,
+                group=group,
+                decides=False,
+            )
+        )
     matched = matched_parts(pairs, dataset, setting, screened=screened, screen=screen) if setting == DECIDING else []
     return parts + matched
 
@@ -328,7 +348,15 @@ def dataset_parts(
 def _share(name: str, value: float, *, dataset: str, n: int, facet: tuple[str, ...], group: str) -> Part:
     shown = _shown(value, dataset, n)
     return Part(
-        name, shown, "above", 0.0, Unit.SHARE, role=roles.MATCHED_SHARE, facet=facet, group=group, decides=False
+        name=name,
+        estimate=shown,
+        side="above",
+        bound=0.0,
+        unit=Unit.SHARE,
+        role=roles.MATCHED_SHARE,
+        facet=facet,
+        group=group,
+        decides=False,
     )
 
 
@@ -359,11 +387,11 @@ def matched_parts(
     if close.n >= 2:
         estimate = beyond_estimate(close, dataset, f"{setting} {MATCHED}", matched=True)
         statistic = Part(
-            MATCHED_STATISTIC,
-            estimate,
-            "above",
-            0.5,
-            Unit.AUROC,
+            name=MATCHED_STATISTIC,
+            estimate=estimate,
+            side="above",
+            bound=0.5,
+            unit=Unit.AUROC,
             role=roles.BEYOND_LOSS,
             facet=(setting, MATCHED),
             group=group,

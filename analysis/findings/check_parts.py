@@ -33,7 +33,15 @@ def nearly_same(name: str, mean_square: Estimate | None, *, role: Role) -> Part:
     noise-corrected mean square over layers and q, k, v, o of the per-layer log ratio of irrelevant
     over correct below the margin squared (a one-sided test at 2.5%); the signed mean over layers is
     shown beside it."""
-    return Part(name, mean_square, "below", SAME_MARGIN**2, Unit.RMS_RATIO, role=role)
+    return Part(
+        name=name,
+        estimate=mean_square,
+        side="below",
+        bound=SAME_MARGIN**2,
+        unit=Unit.RMS_RATIO,
+        role=role,
+        decides=True,
+    )
 
 
 def all_known(estimates: dict[str, Estimate | None]) -> dict[str, Estimate] | None:
@@ -47,7 +55,7 @@ def with_share(parts: list[Part]) -> list[Part]:
     or content / gap, in place of any earlier one: shown only where the gap itself is established
     (its interval above 0), since a ratio over a gap that may be zero has no stable interval."""
     parts = [p for p in parts if p.role is not roles.SHARE]
-    gap = next(p for p in parts if p.role is roles.GAP and not p.paper)
+    gap = next(p for p in parts if p.role is roles.LENGTH_GAP and not p.paper)
     effect = next(p for p in parts if p.role in (roles.CONTENT, roles.LENGTH) and not p.paper)
     if gap.estimate is None or effect.estimate is None or not gap.supports():
         return parts
@@ -56,7 +64,9 @@ def with_share(parts: list[Part]) -> list[Part]:
     else:
         share = combine(lambda e, g: 1 - e / g, effect.estimate, gap.estimate)
     after = next(i for i, p in enumerate(parts) if p is effect) + 1  # the share is shown after the effect
-    shown = Part(SHARE_PART, share, "above", 0.0, Unit.SHARE, role=roles.SHARE, decides=False)
+    shown = Part(
+        name=SHARE_PART, estimate=share, side="above", bound=0.0, unit=Unit.SHARE, role=roles.SHARE, decides=False
+    )
     return [*parts[:after], shown, *parts[after:]]
 
 
@@ -76,14 +86,38 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     main = _length_view(cd, dataset, "simplified", "detailed_cut_simplified")
     if main is None:
         return None
-    gap = Part(GAP_PART, main["gap"], "above", 0.0, Unit.RATIO, role=roles.GAP, decides=False)
+    gap = Part(
+        name=GAP_PART,
+        estimate=main["gap"],
+        side="above",
+        bound=0.0,
+        unit=Unit.RATIO,
+        role=roles.LENGTH_GAP,
+        decides=False,
+    )
     if claim == "content":
         name = "Simplified / Detailed cut to its length"
-        effect = Part(name, main["content"], "above", 0.0, Unit.RATIO, role=roles.CONTENT)
+        effect = Part(
+            name=name,
+            estimate=main["content"],
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
+            role=roles.CONTENT,
+            decides=True,
+        )
         paper = mean_gap(cd, dataset, "simplified", "detailed_cut_simplified")
     else:
         name = "Detailed cut to Simplified length / Detailed"
-        effect = Part(name, main["length"], "above", 0.0, Unit.RATIO, role=roles.LENGTH)
+        effect = Part(
+            name=name,
+            estimate=main["length"],
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
+            role=roles.LENGTH,
+            decides=True,
+        )
         paper = mean_gap(cd, dataset, "detailed_cut_simplified", "detailed")
     parts = with_share([gap, effect])
     parts += [beside(gap, mean_gap(cd, dataset, "simplified", "detailed")), beside(effect, paper)]
@@ -91,11 +125,11 @@ def _length_parts(cd: CurveDraws, dataset: str, claim: str) -> list[Part] | None
     if second is not None:
         parts.append(
             Part(
-                "None / Detailed cut to None length",
-                second["content"],
-                "above",
-                0.0,
-                Unit.RATIO,
+                name="None / Detailed cut to None length",
+                estimate=second["content"],
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
                 role=roles.SECOND_VIEW,
                 group="second view",
                 decides=False,
@@ -109,7 +143,7 @@ def gap_established(parts: Sequence[Part]) -> NotApplicable | None:
     Simplified vs Detailed gap, so where its interval does not lie above 0 (reversed, or not
     resolved) the claim has nothing to apply to; the gap is its evidence. Too few instructions or a
     missing gap are left to the verdict rule (``rules.decide``)."""
-    gap = next((p for p in parts if p.role is roles.GAP and not p.paper), None)
+    gap = next((p for p in parts if p.role is roles.LENGTH_GAP and not p.paper), None)
     if gap is None or gap.estimate is None or gap.n_smallest < MIN_VERDICT_SAMPLES or gap.supports():
         return None
     state = "reversed" if gap.contradicts() else "not resolved"
@@ -134,7 +168,10 @@ def length_effect_parts(context: DatasetContext) -> list[Part] | None:
 
 
 def _established(estimate: Estimate | None) -> bool:
-    return estimate is not None and Part("", estimate, "above", 0.0, role=roles.SIMULATED).supports()
+    return (
+        estimate is not None
+        and Part(name="", estimate=estimate, side="above", bound=0.0, role=roles.SIMULATED, decides=True).supports()
+    )
 
 
 def share_contrast(short: Estimate, long: Estimate, simplified: Estimate, detailed: Estimate) -> Estimate | None:

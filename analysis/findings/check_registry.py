@@ -85,7 +85,7 @@ def run_checks(
     *,
     registry: Registry,
     identical: dict[str, frozenset] | None = None,
-    verbatim: dict[str, frozenset] | None = None,
+    data_dir: str | None = None,
     reference: dict[str, CurveDraws] | None = None,
     pairs: dict[str, str] | None = None,
     declared: dict[str, str] | None = None,
@@ -99,7 +99,7 @@ def run_checks(
     given = Inputs(
         draws,
         identical=identical or {},
-        verbatim=verbatim or {},
+        data_dir=data_dir,
         reference=reference or {},
         pairs=pairs or {},
         declared=declared,

@@ -20,13 +20,14 @@ class DatasetContext:
 
     ``identical``: the dataset's None-CoT instructions whose irrelevant answer is the same text as
     the correct one (left out of correct-vs-irrelevant comparisons, ``data.identical_response_ids``);
-    ``verbatim``: those whose Detailed CoT states the answer word for word
-    (``data.verbatim_answer_ids``); ``store``: the results store the curves were read from, named in
-    the commands that add what it lacks (None: not known).
+    ``data_dir``: the data the curves' instructions come from, where a check reads more of them
+    (e.g. which chains state their answer word for word, ``data.verbatim_answer_ids``; None: the
+    curves come with no data, as a simulation's); ``store``: the results store the curves were read
+    from, named in the commands that add what it lacks (None: not known).
     """
 
     curves: CurveDraws
     dataset: str
     identical: frozenset[int] = frozenset()
-    verbatim: frozenset[int] = frozenset()
+    data_dir: str | None = None
     store: str | None = None

@@ -55,7 +55,9 @@ def effective_rank_table(draws: dict[str, CurveDraws]) -> pd.DataFrame:
 
 
 def _rank_row(model: str, scope: str, is_pooled: bool, contrast: str, *, estimate: Estimate) -> dict:
-    part = Part("effective rank difference", estimate, "above", 0.0, role=roles.SIMULATED)
+    part = Part(
+        name="effective rank difference", estimate=estimate, side="above", bound=0.0, role=roles.SIMULATED, decides=True
+    )
     low, high = part.interval()
     verdict = rules.decide([part])
     word = {

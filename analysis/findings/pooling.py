@@ -160,6 +160,6 @@ def not_applicable_reason(instruct: str, base: str) -> NotApplicable:
     return NotApplicable(
         Why.NOT_ITS_BASE,
         f"{instruct} is not an instruct model of {base}",
-        "not a pair of the paper, none declared; F4 compares an instruct model with its own base model, and "
+        "not a pair of the paper, none declared; the check compares an instruct model with its own base model, and "
         "across families it measures something else",
     )

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import KW_ONLY, dataclass
+from dataclasses import dataclass
 from enum import Enum
 from functools import cached_property
 from typing import Literal, NewType, get_args
@@ -121,14 +121,45 @@ class Unit(Enum):
         return float(value)
 
 
-@dataclass(frozen=True)
+class Outcome(str, Enum):
+    """What one part's interval says at its own level about its bound, decided once for every reader
+    (the rules' verdicts, the split's tables and figure, the resolution counts). Its value is the word
+    the book prints."""
+
+    LARGER = "larger"  # the interval lies above the bound (for a "within" part: above the margin)
+    SMALLER = "smaller"  # below the bound (below minus the margin)
+    SAME = "about the same"  # within the margin either side of the bound
+    UNRESOLVED = "not decided"  # none of these
+    TOO_FEW = "too few instructions"  # fewer than MIN_VERDICT_SAMPLES in some dataset behind it
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __format__(self, spec: str) -> str:
+        return format(self.value, spec)
+
+    def __hash__(self) -> int:
+        return hash(self.value)
+
+    @property
+    def decided(self) -> bool:
+        return self in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
+
+
+# The outcome a part's claim needs, by its side.
+CLAIMED = {"above": Outcome.LARGER, "below": Outcome.SMALLER, "within": Outcome.SAME}
+
+
+@dataclass(frozen=True, kw_only=True)
 class Part:
     """One quantity of a claim: the claim says it lies ``side`` ("above", "below" or "within",
     i.e. between -bound and bound) ``bound``, in the units of its estimate (a ratio's log).
 
-    Keyword-only: ``role`` (what the part is; with ``facet``, the projection, pair of settings or
-    setting among several parts of one role, it is the part's identity, ``key``); ``group``, the
-    heading a reader sees it under; ``decides`` (False for a number shown beside the verdict only);
+    Built with keywords only, and every part says whether it ``decides`` (False for a number shown
+    beside the verdict only). ``role`` is what the part is; with ``facet`` (the projection, pair of
+    settings, setting or norm among several parts of one role) it is the part's identity, ``key``;
+    ``group``, the heading a reader sees it under; ``margin``, for a part "above" or "below" its
+    bound, the distance from it within which its outcome is "about the same" (None: it has none);
     ``paper``, a part on the paper's mean nuclear norm beside the part of the same role and facet
     (``beside``); ``opposite``, such a part whose sign differs from that of the part it accompanies.
     """
@@ -138,11 +169,11 @@ class Part:
     side: Side
     bound: float
     unit: Unit = Unit.DIFFERENCE
-    _: KW_ONLY
     role: Role
+    decides: bool
     facet: tuple[str, ...] = ()
     group: str = ""
-    decides: bool = True
+    margin: float | None = None
     paper: bool = False
     opposite: bool = False
 
@@ -167,13 +198,36 @@ class Part:
         low, high = self.interval()
         return self.unit.shown(self.value), self.unit.shown(low), self.unit.shown(high)
 
-    def supports(self, level: float = LEVEL) -> bool:
-        if self.estimate is not None and self.estimate.null is not None:  # a permutation test, one-sided
-            return self.side == "above" and self.estimate.p_value() < (1 - level) / 2
+    def outcome_at(self, level: float = LEVEL) -> Outcome:
+        """What the part's interval at ``level`` says of its bound, whatever its instructions: a part
+        on a permutation test (an ``Estimate`` with a ``null``, G1) is "larger" when its one-sided
+        p-value lies below (1 - level) / 2 and "not decided" otherwise."""
+        if self.estimate is not None and self.estimate.null is not None:
+            return Outcome.LARGER if self.estimate.p_value() < (1 - level) / 2 else Outcome.UNRESOLVED
         low, high = self.interval(level)
         if self.side == "within":
-            return bool(low > -self.bound and high < self.bound)
-        return bool(low > self.bound) if self.side == "above" else bool(high < self.bound)
+            if low > -self.bound and high < self.bound:
+                return Outcome.SAME
+            return Outcome.LARGER if low > self.bound else Outcome.SMALLER if high < -self.bound else Outcome.UNRESOLVED
+        if low > self.bound:
+            return Outcome.LARGER
+        if high < self.bound:
+            return Outcome.SMALLER
+        if self.margin is not None and self.bound - self.margin < low and high < self.bound + self.margin:
+            return Outcome.SAME
+        return Outcome.UNRESOLVED
+
+    @cached_property
+    def outcome(self) -> Outcome:
+        """The part's outcome at the study's level, on at least ``MIN_VERDICT_SAMPLES`` instructions
+        per dataset (else "too few instructions"): computed once, read by every verdict and table."""
+        if self.n_smallest < MIN_VERDICT_SAMPLES:
+            return Outcome.TOO_FEW
+        return self.outcome_at()
+
+    def supports(self, level: float = LEVEL) -> bool:
+        """Whether the interval at ``level`` lies on the claim's side (``outcome`` at the study's level)."""
+        return self.outcome_at(level) is CLAIMED[self.side]
 
     def contradicts(self, level: float = LEVEL) -> bool:
         if self.estimate is not None and self.estimate.null is not None:
@@ -206,7 +260,7 @@ def decide(parts: Sequence[Part], level: float = LEVEL) -> Verdict:
         return UNRESOLVED
     if min(p.n_smallest for p in parts) < MIN_VERDICT_SAMPLES:
         return TOO_FEW
-    if all(p.supports(level) for p in parts):
+    if all((p.outcome if level == LEVEL else p.outcome_at(level)) is CLAIMED[p.side] for p in parts):
         return HOLDS
     if any(p.contradicts(_widened(level, parts)) for p in parts):
         return FAILS
@@ -380,11 +434,11 @@ def beside(part: Part, estimate: Estimate | None) -> Part:
     beside it. It never decides: its intervals miss far more than 2.5% on one side at a few
     instructions (``scenarios``), so the geometric mean decides and the claim says so."""
     return Part(
-        part.name,
-        estimate,
-        part.side,
-        part.bound,
-        part.unit,
+        name=part.name,
+        estimate=estimate,
+        side=part.side,
+        bound=part.bound,
+        unit=part.unit,
         role=part.role,
         facet=part.facet,
         group=part.group,

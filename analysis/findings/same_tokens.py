@@ -28,13 +28,15 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from analysis.findings import roles
+from analysis import data
+from analysis.findings import gap_split, roles
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, rows_of
 from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
 from analysis.findings.rules import Part, Unit
 
-NONE, SIMPLIFIED, DETAILED, OTHER = "none_answer", "simplified_answer", "detailed_answer", "detailed_other_answer"
+NONE, DETAILED = gap_split.REASONING.fast, gap_split.REASONING.slow  # the reasoning step's two settings
+SIMPLIFIED, OTHER = "simplified_answer", "detailed_other_answer"
 SHUFFLED = "detailed_shuffled_answer"
 NUCLEAR, FROBENIUS, LOG_MISS, LOSS = "nuclear_norm", "frobenius", "log_miss", "loss"
 READS = (FROBENIUS, LOG_MISS, LOSS)  # what S and A3 read per sample beyond the nuclear norm
@@ -94,28 +96,43 @@ def answer_gap(
     return None if a is None or b is None else combine(np.subtract, a, b)
 
 
+def verbatim_ids(context: DatasetContext) -> frozenset[int]:
+    """The context's instructions whose Detailed CoT states the answer word for word
+    (``data.verbatim_answer_ids``; none where the context comes with no data)."""
+    return frozenset() if context.data_dir is None else data.verbatim_answer_ids(context.dataset, context.data_dir)
+
+
 def reasoning_beside(context: DatasetContext) -> list[Part]:
     """What stands beside the reasoning step of F1's gap (the answer's gradient without the reasoning
     over that after the Detailed CoT, on the instructions both hold): the same gap in Frobenius norm,
     after the other contexts, and on the instructions whose Detailed CoT states the answer word for
-    word (``context.verbatim``, ``data.verbatim_answer_ids``): is it surprise at a label the chain
-    never wrote?"""
-    cd, dataset, verbatim = context.curves, context.dataset, context.verbatim
+    word (``verbatim_ids``): is it surprise at a label the chain never wrote?"""
+    cd, dataset, verbatim = context.curves, context.dataset, verbatim_ids(context)
     parts: list[Part] = []
     frobenius = answer_gap(cd, dataset, NONE, DETAILED, stat=FROBENIUS)
     if frobenius is not None:
         name = "the same in Frobenius norm"
-        parts.append(Part(name, frobenius, "above", 0.0, Unit.RATIO, role=roles.SAME_TOKEN_FROBENIUS, decides=False))
+        parts.append(
+            Part(
+                name=name,
+                estimate=frobenius,
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
+                role=roles.SAME_TOKEN_FROBENIUS,
+                decides=False,
+            )
+        )
     stated = answer_gap(cd, dataset, NONE, DETAILED, within=verbatim)
     if stated is not None:
         parts.append(
             Part(
-                VERBATIM_PART,
-                stated,
-                "above",
-                0.0,
-                Unit.RATIO,
-                role=roles.SAME_TOKEN_GAP,
+                name=VERBATIM_PART,
+                estimate=stated,
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
+                role=roles.REASONING_STEP,
                 facet=(VERBATIM,),
                 decides=False,
             )
@@ -124,7 +141,16 @@ def reasoning_beside(context: DatasetContext) -> list[Part]:
         if cd.has(cd.condition_key(dataset, setting)):
             gap = answer_gap(cd, dataset, NONE, setting)
             parts.append(
-                Part(name, gap, "above", 0.0, Unit.RATIO, role=roles.CONTEXT_GAP, facet=(setting,), decides=False)
+                Part(
+                    name=name,
+                    estimate=gap,
+                    side="above",
+                    bound=0.0,
+                    unit=Unit.RATIO,
+                    role=roles.CONTEXT_GAP,
+                    facet=(setting,),
+                    decides=False,
+                )
             )
     return parts
 

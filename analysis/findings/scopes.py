@@ -9,7 +9,7 @@ study are declared in ``analysis.checks``.
 
 A per-model parts function takes one argument, the ``dataset_context.DatasetContext`` of a model's
 curves on one dataset (``Inputs.context`` makes it): what it reads beyond the curves (identical
-pairs, verbatim answers, the store) are that context's fields, so that a new input is one more
+pairs, the data the instructions come from, the store) are that context's fields, so that a new input is one more
 field, not a keyword threaded through every parts function. Its note and its ``unknown`` read the
 same contexts.
 """
@@ -19,13 +19,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import ClassVar, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 from analysis.core import vocabulary
 from analysis.findings import training_checks
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.calibration.rule import Rule
 from analysis.findings.dataset_context import DatasetContext
+from analysis.findings.gap_split import Dropped
 from analysis.findings.pooling import (
     Adjust,
     Gate,
@@ -35,7 +36,10 @@ from analysis.findings.pooling import (
     not_applicable_reason,
     reasoning_datasets,
 )
-from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Part, Role, Verdict
+from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Outcome, Part, Role, Verdict
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 # What one verdict is about (a check's scope, as the book names it; a finding's own scope is a
 # dataset or a family).
@@ -51,13 +55,12 @@ SUMMARY_CHAPTERS = ("intro", "summary")  # the pages that show every check
 @dataclass
 class Inputs:
     """What the checks read: every model's curves, the None-CoT instructions whose irrelevant answer
-    equals the correct one and those whose Detailed CoT states the answer word for word (per dataset),
-    reasoning curves for Wiki-only data (per model), the instruct -> base pairs and the pairs the user
-    declares."""
+    equals the correct one (per dataset), the data the instructions come from, reasoning curves for
+    Wiki-only data (per model), the instruct -> base pairs and the pairs the user declares."""
 
     draws: dict[str, CurveDraws]
     identical: dict[str, frozenset] = field(default_factory=dict)
-    verbatim: dict[str, frozenset] = field(default_factory=dict)  # per dataset, ``data.verbatim_answer_ids``
+    data_dir: str | None = None  # the data the instructions come from (None: none, as in a simulation)
     reference: dict[str, CurveDraws] = field(default_factory=dict)
     pairs: dict[str, str] = field(default_factory=dict)
     declared: dict[str, str] | None = None
@@ -70,7 +73,7 @@ class Inputs:
             curves=cd,
             dataset=dataset,
             identical=frozenset(self.identical.get(dataset, ())),
-            verbatim=frozenset(self.verbatim.get(dataset, ())),
+            data_dir=self.data_dir,
             store=None if store is None else str(store),
         )
 
@@ -88,6 +91,93 @@ class PartFigure:
     caption: str
     empty: str
     reference: float | None = 0.0
+
+
+@dataclass(frozen=True)
+class ChainStep:
+    """One step of a ``Chain``: the role of its parts, its name in tables and figures, what it
+    changes in a reader's words, and the two settings it compares (``fast`` less ``slow``)."""
+
+    role: Role
+    name: str
+    words: str
+    fast: str
+    slow: str
+
+
+@dataclass(frozen=True, kw_only=True)
+class Chain:
+    """A check whose parts add up: a total (``total``, its role, and how tables name it,
+    ``total_name``) that its steps (``steps``, in their fixed order) split exactly, in each norm of
+    ``norms`` (the facet of its parts, and the norm's name; the first is the check's own), with the
+    parts of ``beside`` (role, name) in the tables but not among the bars. The report draws any such
+    check as bars and tables from this declaration and the check's findings.
+
+    ``conditions``: the settings the chain reads per dataset (named in what computes a missing one);
+    ``dropped``: per dataset and condition of a model's curves, the instructions a condition lacks
+    that another holds (``gap_split.Dropped``); ``caption``: how to read its figure, with
+    ``{norm}``, ``{level}`` and ``{margin}`` filled in; ``lead``: what the decisive step's sentence
+    opens with; ``outcome_words``: what the decisive step's outcome says, by outcome."""
+
+    total: Role
+    total_name: str
+    steps: tuple[ChainStep, ...]
+    beside: tuple[tuple[Role, str], ...] = ()
+    norms: tuple[tuple[tuple[str, ...], str], ...]
+    conditions: tuple[str, ...]
+    dropped: Callable[[CurveDraws], Sequence[Dropped]]
+    caption: str
+    lead: str
+    outcome_words: tuple[tuple[Outcome, str], ...]
+
+    def step(self, role: Role) -> ChainStep:
+        """The step whose parts have that role."""
+        for step in self.steps:
+            if step.role is role:
+                return step
+        raise KeyError(f"no step of the chain has the role {role.description!r}")
+
+
+@dataclass(frozen=True)
+class LayerSplit:
+    """A check whose gap the chapter "Where the gap comes from" splits per layer into the terms of
+    the log nuclear norm (``averaging.layer_decomposition``): the two conditions it compares
+    (``averaging.F1_CONTRAST``'s shape: their settings, then their responses) and how a figure names
+    that contrast."""
+
+    contrast: tuple[tuple[str, str], tuple[str, str]]
+    title: str
+
+
+Sized = Callable[[Part], str]  # how the report writes a part's size with its interval ("x1.3 [x1.1, x1.5]")
+Column = tuple[str, Role, "tuple[str, ...] | None"]  # a table's column: its label, the part's role and facet
+
+
+@dataclass(frozen=True, kw_only=True)
+class Section:
+    """What a check shows in its own section of its chapters, beyond the verdict matrix that shows
+    every check: the report renders any check's section from this (``report.check_sections``) by
+    looping over the registry, and names no check. Where the check words its own numbers, its
+    functions receive the report's way of writing a size (``Sized``), so that nothing in the check
+    reaches up into the report.
+
+    ``title``: the section's lead-in; ``intro``: what it asks, ``{id}`` standing for the check's id;
+    ``lead``: what each model's paragraph opens with (or a function of that model's answered cells);
+    ``cell``: one answered cell's clause (None: "scope: size (id **verdict**)", the size the cell
+    prints); ``notes``: the kinds of note of its findings printed after the paragraphs;
+    ``columns``: the parts its table shows per model and scope (facet None: the role's first part),
+    or ``table``: a function that makes its table; ``closing``: a line after the table, from all its
+    findings; ``empty``: what it says where it has no cell."""
+
+    title: str
+    intro: str = ""
+    lead: Callable[[Sequence[Finding]], str] | str = ""
+    cell: Callable[[Finding, Sized], str] | None = None
+    notes: tuple[NoteKind, ...] = ()
+    columns: tuple[Column, ...] = ()
+    table: Callable[[Sequence[Finding], Sized], pd.DataFrame] | None = None
+    closing: Callable[[Sequence[Finding]], str] | None = None
+    empty: str = ""
 
 
 @dataclass(frozen=True)
@@ -124,6 +214,10 @@ class Check(ABC):
     ``calibrated_by``: the simulated rules (``calibration.rule.Rule``) whose error rates are this
     check's; its stated rate is the largest of theirs (``stated_rates.check_rate``).
     ``figure``: a part shown as a forest plot on the check's chapters (None: the matrix only).
+    ``chain``: where its parts are a total and the steps that add up to it, what the report draws of
+    them (``Chain``; None: they are not).
+    ``section``: what it shows in its own section of its chapters (``Section``; None: the matrix only).
+    ``layer_split``: the contrast whose gap the gap chapter splits per layer (``LayerSplit``; None: none).
     ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
     (a page that shows the check reads them, ``checks.statistics_read``).
     """
@@ -141,6 +235,9 @@ class Check(ABC):
     chapters: tuple[str, ...]
     calibrated_by: tuple[Rule, ...]
     figure: PartFigure | None = None
+    chain: Chain | None = None
+    section: Section | None = None
+    layer_split: LayerSplit | None = None
     reads: tuple[str, ...] = ()
 
     def part_words(self, role: Role) -> str:

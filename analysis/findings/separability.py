@@ -267,4 +267,8 @@ def _pooled_row(model: str, setting: str, family: str, members: pd.DataFrame) ->
 def _separability_verdict(row) -> str:
     if row.estimate is None or not np.isfinite(row.auroc):
         return "not computed"
-    return SEPARABLE[rules.decide([Part("AUROC", row.estimate, "above", 0.5, role=roles.SIMULATED)])]
+    return SEPARABLE[
+        rules.decide(
+            [Part(name="AUROC", estimate=row.estimate, side="above", bound=0.5, role=roles.SIMULATED, decides=True)]
+        )
+    ]

@@ -171,11 +171,11 @@ def t1_from_cubes(start: np.ndarray, moved: np.ndarray, resampling: TrainingResa
 
     def correlation(name: str, pair, role: Role, *, decides: bool) -> Part:
         return Part(
-            name,
-            estimate(pair),
-            "above",
-            0.0,
-            Unit.CORRELATION,
+            name=name,
+            estimate=estimate(pair),
+            side="above",
+            bound=0.0,
+            unit=Unit.CORRELATION,
             role=role,
             facet=(group,),
             group=group,
@@ -222,24 +222,26 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
         label = T2_LABELS[slow]
         parts += [
             Part(
-                f"None / {label} weight change, early layers",
-                _estimate(early, early_draws, "seeds", n),
-                "above",
-                0.0,
-                Unit.RATIO,
+                name=f"None / {label} weight change, early layers",
+                estimate=_estimate(early, early_draws, "seeds", n),
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
                 role=roles.ARM_EARLY,
                 facet=(slow,),
                 group=f"vs {label}",
+                decides=True,
             ),
             Part(
-                "early / late of that ratio",
-                _estimate(uneven, uneven_draws, "seeds", n),
-                "above",
-                0.0,
-                Unit.RATIO,
+                name="early / late of that ratio",
+                estimate=_estimate(uneven, uneven_draws, "seeds", n),
+                side="above",
+                bound=0.0,
+                unit=Unit.RATIO,
                 role=roles.ARM_EARLY_LATE,
                 facet=(slow,),
                 group=f"vs {label}",
+                decides=True,
             ),
         ]
     return parts
@@ -254,7 +256,7 @@ def t2_parts(change, resampling: TrainingResampling, step: int, fast: str = "non
         return NotApplicable(
             Why.NOT_TRAINED,
             f"no runs on {', '.join(missing)}",
-            f"T2 compares the None arm with {' and '.join(T2_SLOW_ARMS)}",
+            f"the check compares the None arm with {' and '.join(T2_SLOW_ARMS)}",
         )
     cubes = {arm: change_cube(change, resampling, arm, step) for arm in arms}
     if any(c is None for c in cubes.values()):
@@ -285,7 +287,17 @@ def t3_from_cubes(
 
     def ratio(name: str, values: np.ndarray, count: int, *, role: Role, bound: float = 0.0, decides: bool = True):
         estimate = _estimate(*resampling.mean(values), resampling.dataset, count)
-        return Part(name, estimate, "above", bound, Unit.RATIO, role=role, facet=(group,), group=group, decides=decides)
+        return Part(
+            name=name,
+            estimate=estimate,
+            side="above",
+            bound=bound,
+            unit=Unit.RATIO,
+            role=role,
+            facet=(group,),
+            group=group,
+            decides=decides,
+        )
 
     # after training the probes differ by seed too: the fewer of probes and seeds counts
     return [
@@ -315,7 +327,7 @@ def t3_applicable(parts: list[Part]) -> list[Part] | NotApplicable:
         return NotApplicable(
             Why.PRECONDITION,
             "the None / Detailed gap at step 0 is not established",
-            "no F1 gap to persist",
+            "no gap of fast over slow thinking to persist",
             evidence=tuple(parts),
         )
     return parts

@@ -20,11 +20,13 @@ Modules:
 - ``beyond``: the paragraphs and tables of the questions beyond the paper
 - ``comparison``: imported vs extracted statistics, sample by sample
 - ``display``: the one renderer: the blocks a section returns as a notebook's outputs, folds as ``<details>``
-- ``gap_sources``: the chapter "Where the gap comes from": the stacked gaps, the AUROCs, G1 in words
-- ``answer_tokens``: that chapter's same-token figure, S's reasoning step and A3 in words, and F1 under a token-sum loss
-- ``takeaway``: the first page's few sentences of what was found, each size a part's value (``found``)
-- ``split_figure``: the first page's split of F1's gap into four steps: its figure, caption and sentences,
-  and the ``split`` command's table read from a store
+- ``gap_sources``: the chapter "Where the gap comes from": each declared gap split per layer, and the loss screen
+- ``layer_gaps``: per layer, a chain's whole gap beside its deciding step on the answer's own tokens
+- ``loss_convention``: fast over slow thinking's gap under the paper's mean loss and under a token-sum loss
+- ``check_sections``: each check's own section, rendered from what the check declares, in the registry's order
+- ``takeaway``: the first page's few sentences of what was found, the checks found by their parts' roles
+- ``chain``: any check that declares a chain (a gap and the steps that add up to it): its table, bars,
+  tables per norm, sentences, and the ``split`` command's table read from a store
 - ``gpu_check``: the GPU check on the reproducibility page: the record a GPU run keeps in
   ``benchmarks/gpu_check.json``, or that none is kept yet
 - ``provenance``: what produced the numbers: run log, versions, checksums, benchmarks

@@ -249,9 +249,11 @@ def layer_note(rows: pd.DataFrame) -> str | None:
     )
 
 
-def unpaired_sentence(page_models: Sequence[str], requested: Sequence[str], profile, results_dir, *, conditions) -> str:
-    """The paper models present without their base or instruct partner: F4 (an instruct model
-    against its own base) is not checked for them; the command that brings the partner."""
+def unpaired_sentence(
+    page_models: Sequence[str], requested: Sequence[str], profile, results_dir, *, conditions, checks: Sequence[str]
+) -> str:
+    """The paper models present without their base or instruct partner: ``checks`` (those of an
+    instruct model against its own base) are not checked for them; the command that brings the partner."""
     present = set(page_models)
     lonely = []
     for base, instruct in registry.PAPER_PAIRS:
@@ -264,6 +266,35 @@ def unpaired_sentence(page_models: Sequence[str], requested: Sequence[str], prof
     command = bring_command(profile, results_dir, [lack for _, lack in lonely], conditions)
     verb = "import" if imported_profile(profile) else "compute"
     return (
-        f"**Without its pair:** {listed}, so F4 (an instruct model against its own base) is not checked for "
+        f"**Without its pair:** {listed}, so {' and '.join(checks)} (an instruct model against its own base) "
+        "is not checked for "
         f"{'it' if len(lonely) == 1 else 'them'}; to {verb} the missing model: `{command}`."
     )
+
+
+def verbatim_counts(page) -> pd.DataFrame:
+    """Per model and dataset with answer-scored rows: how many of the run's instructions have a
+    Detailed CoT that states the appended answer word for word (``data.verbatim_answer_ids``), of
+    those it holds (the reasoning step is shown on those beside the whole)."""
+    from analysis.findings.pooling import reasoning_datasets
+
+    rows = []
+    for model, cd in page.draws.items():
+        for dataset in reasoning_datasets(cd):
+            key = (cd.condition_key(dataset, ANSWER_AFTER_CHAIN), "q", "nuclear_norm")
+            if key not in cd.samples:
+                continue
+            held = set(cd.samples[key][1].tolist())
+            stated = held & set(data.verbatim_answer_ids(dataset, page.params.data_dir))
+            rows.append(
+                {
+                    "model": model,
+                    "dataset": dataset,
+                    "instructions": len(held),
+                    "whose Detailed CoT states the answer": len(stated),
+                }
+            )
+    return pd.DataFrame(rows)
+
+
+ANSWER_AFTER_CHAIN = "detailed_answer"  # the answer scored after the instruction's own Detailed CoT

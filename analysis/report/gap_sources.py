@@ -1,12 +1,9 @@
-"""Where F1's and F3's gaps come from, as the chapter of that name shows them: per model, each
-gap of mean log nuclear norm split per layer into averaging (-1/2 log R), token size and alignment
-together, and spectral shape (``analysis.findings.averaging``); the AUROCs of the loss and of the
-curves behind G1 with its sign-flip p-value (``analysis.findings.beyond_loss``); and G1's verdicts
-in words."""
+"""Where the gaps come from, as the chapter of that name shows them: per model, the gap of mean log
+nuclear norm of every check that declares a ``LayerSplit`` split per layer into averaging
+(-1/2 log R), token size and alignment together, and spectral shape (``analysis.findings.averaging``);
+and what a run's loss screen read for the checks that decide on loss-matched pairs."""
 
 from __future__ import annotations
-
-from collections.abc import Sequence
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,16 +11,14 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from analysis import profiles
-from analysis.checks import GAP_SOURCES, REGISTRY, SPLIT_GAPS, Registry, get
-from analysis.core import vocabulary
+from analysis.checks import GAP_SOURCES, Check, LayerSplit
 from analysis.core.formatting import fmt, per_model
 from analysis.extract import screens
 from analysis.extract.token_counts import fill_command
-from analysis.findings import averaging, beyond_loss, energy_noise, roles
+from analysis.findings import averaging, beyond_loss, energy_noise
 from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.pooling import reasoning_datasets
-from analysis.findings.rules import Finding, NoteKind, Role
-from analysis.report import blocks, cells, plots, voice
+from analysis.report import blocks, plots
 from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.report.load import imported_models
 from analysis.report.page import Page
@@ -42,11 +37,6 @@ TERM_LABELS = {
     averaging.ALIGNMENT: "alignment (1/2 log kappa)",
     averaging.SHAPE: "spectral shape",
 }
-F1_ID, F3_ID = SPLIT_GAPS
-CONTRASTS: dict[str, tuple[tuple[tuple[str, str], tuple[str, str]], str]] = {
-    F1_ID: (averaging.F1_CONTRAST, "None CoT - Detailed CoT, correct responses"),
-    F3_ID: (averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
-}
 NO_ENERGY = (
     "{models}: no token energy is stored for these conditions, so token size and alignment are shown together "
     "(the sqrt(R)-scaled Frobenius norm). `{command}` computes it for the offline models (with `--results-dir` "
@@ -60,14 +50,19 @@ NO_RELEASED_ENERGY = (
     "extraction of the model with `--token-energy-passes {passes}` (Running the study, the paper's models on a GPU)."
 )
 ENERGY_COMMAND = "python -m analysis run --profile decompose"
-(G1_ID,) = GAP_SOURCES
 
 
-def decomposition(page: Page, contrast: str) -> pd.DataFrame:
-    """Per model, dataset and layer, the gap (first less second condition of ``CONTRASTS[contrast]``)
-    of each term of the log nuclear norm; empty where the store lacks the Frobenius norm or the
-    token counts."""
-    (settings, responses), _ = CONTRASTS[contrast]
+def _split(check: Check) -> LayerSplit:
+    if check.layer_split is None:
+        raise ValueError(f"check {check.id} declares no layer split")
+    return check.layer_split
+
+
+def decomposition(page: Page, check: Check) -> pd.DataFrame:
+    """Per model, dataset and layer, the gap (first less second condition of the check's
+    ``LayerSplit``) of each term of the log nuclear norm; empty where the store lacks the Frobenius
+    norm or the token counts."""
+    settings, responses = _split(check).contrast
     rows = []
     for model, cd in page.draws.items():
         for dataset in reasoning_datasets(cd):
@@ -137,10 +132,19 @@ def stacked_figure(table: pd.DataFrame, title: str, note: str | None = None) -> 
     return plots.legend_below(fig, title=title, note=note)
 
 
-def decomposition_section(page: Page, contrast: str) -> Blocks:
-    """The stacked figure of one contrast, and how much each term adds over all layers per model."""
-    table = decomposition(page, contrast)
-    _, title = CONTRASTS[contrast]
+def layer_splits(page: Page) -> Blocks:
+    """The layer split of every check of the page's registry that declares one, each under its id."""
+    out: Blocks = []
+    for check in page.registry:
+        if check.layer_split is not None:
+            out += [Markdown(f"**{check.id}'s gap, layer by layer.**"), *decomposition_section(page, check)]
+    return out
+
+
+def decomposition_section(page: Page, check: Check) -> Blocks:
+    """The stacked figure of one check's contrast, and how much each term adds over all layers per model."""
+    table = decomposition(page, check)
+    contrast, title = check.id, _split(check).title
     split = split_models(table)
     parts = "averaging, token size, alignment and shape" if split else "averaging, token size and alignment, and shape"
     out: Blocks = [
@@ -246,131 +250,20 @@ def _lacks_tokens(cd) -> bool:
     )
 
 
-def _value(finding: Finding, role: Role, *, facet: tuple[str, ...] | None = None) -> str:
-    part = finding.part(role, facet=facet)
-    return "not computed" if part is None or part.estimate is None else voice.sized(part)
-
-
-def _per_model(findings: Sequence[Finding], say, *, empty: str) -> str:
-    """One paragraph per model of ``findings``: "**<model>.** " and what ``say`` writes of its cells."""
-    models = list(dict.fromkeys(f.model for f in findings))
-    return "\n\n".join(f"**{m}.** {say([f for f in findings if f.model == m])}" for m in models) or empty
-
-
-def g1_paragraph(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
-    """Markdown, one paragraph per model: the pooled (else per dataset) G1 findings in words."""
-    empty = "**G1 not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs."
-    return _per_model(cells.of_check(findings, G1_ID), lambda found: _g1_in_words(found, registry), empty=empty)
-
-
-def _g1_in_words(found: Sequence[Finding], registry: Registry) -> str:
-    shown = cells.answers(found)
-    words = get(G1_ID, registry).words
-    deciding = (beyond_loss.DECIDING,)
-    pieces = []
-    for f in shown:
-        scope = vocabulary.scope_label(f.scope)
-        if f.not_applicable is not None:
-            pieces.append(f"{scope}: G1 **{f.verdict}** ({voice.explained(f.not_applicable)})")
-            continue
-        said = words.of(f.verdict) if words is not None else ""
-        matched = f.note(NoteKind.LOSS_MATCHED)
-        decided = (beyond_loss.DECIDING, beyond_loss.MATCHED) if matched is not None else deciding
-        where = f" on the pairs matched on the loss ({beyond_loss.matched_counts(f.parts)})" if matched else ""
-        pieces.append(
-            f"{scope}: AUROC of the curves with the loss partialled out{where} {_value(f, roles.BEYOND_LOSS, facet=decided)} "
-            f"(p = {_value(f, roles.P_VALUE, facet=decided)} by sign flips of whole pairs; on all pairs the curves alone "
-            f"{_value(f, roles.AUROC_CURVES, facet=deciding)}, the loss alone {_value(f, roles.AUROC_LOSS, facet=deciding)}, "
-            f"{_value(f, roles.MATCHED_SHARE, facet=deciding)} of them within the caliper): "
-            f"G1 **{f.verdict}**" + (f" (the curves {said})" if said else "")
-        )
-    covariates = next((n.text for f in shown if (n := f.note(NoteKind.COVARIATES)) is not None), "")
-    said = f" ({covariates})" if covariates else ""
-    return f"Under {vocabulary.setting_label(beyond_loss.DECIDING)}{said}, " + "; ".join(pieces) + "."
-
-
-def auroc_table(findings: Sequence[Finding]) -> pd.DataFrame:
-    """G1 per model, scope and setting: the AUROC of the curves beyond the loss (the statistic), its
-    sign-flip p-value, the AUROCs of the curves alone and of the loss alone, and the share of pairs
-    the loss orders."""
-    rows = []
-    for f in cells.of_check(findings, G1_ID):
-        for facet in dict.fromkeys(_row_facet(p.facet) for p in f.parts):
-            row = {"model": f.model, "scope": vocabulary.scope_label(f.scope)}
-            row["setting"] = vocabulary.setting_label(facet[0]) if facet else ""
-            row["setting"] += ", matched pairs" if beyond_loss.MATCHED in facet else ""
-            row |= {
-                _column(p.name): voice.sized(p) if p.estimate is not None else ""
-                for p in f.parts
-                if _row_facet(p.facet) == facet
-            }
-            rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def _row_facet(facet: tuple[str, ...]) -> tuple[str, ...]:
-    """A G1 part's row: the share of the loss screen's pairs that matched sits with the matched pairs."""
-    return (facet[0], beyond_loss.MATCHED) if beyond_loss.SCREENED in facet else facet
-
-
-def _column(name: str) -> str:
-    """A G1 part's column: the statistic on matched pairs shares the statistic's (its row says matched)."""
-    return beyond_loss.STATISTIC if name == beyond_loss.MATCHED_STATISTIC else name
-
-
-def verdicts(page: Page) -> Blocks:
-    """G1's verdicts in words, then the table of its AUROCs and the covariates partialled out."""
-    found = page.findings([G1_ID])
-    out: Blocks = [
-        Markdown(g1_paragraph(found, page.registry)),
-        fold(
-            "G1's AUROCs per model, scope and setting", [Table(auroc_table(found), empty="No AUROC is computed here.")]
-        ),
-    ]
-    note = covariates_note(found)
-    return out + ([Markdown(note)] if note else []) + screen_blocks(page)
-
-
 def screen_blocks(page: Page) -> Blocks:
     """Where the run screened instructions for G1's matched pairs: what the screen read, matched
     and why it stopped, per model and dataset (``analysis.extract.screens``); nothing where it did not."""
     table = screens.summary([s for s in page.results.screens if s.model in page.models])
     if table.empty:
         return []
+    readers = [c for c in GAP_SOURCES if c in page.checks()] or list(GAP_SOURCES)
     caliper, target = beyond_loss.CALIPER, beyond_loss.MIN_MATCHED
     words = (
         f"**The loss screen.** The drawn pairs rarely lie within {caliper} nats of each other, so the run read "
         "the mean token losses of further instructions' correct and irrelevant Detailed-CoT responses with forward "
         f"passes only, in the draw's seeded order, until a dataset had {target} matched pairs (the drawn ones "
         "included) or its budget was spent, and computed the gradients of the screened pairs that matched. "
-        "G1's statistic at matched loss reads the drawn and the screened matched pairs together; no other "
-        "finding reads the screened ones."
+        f"{' and '.join(readers)}'s statistic at matched loss reads the drawn and the screened matched pairs "
+        "together; no other finding reads the screened ones."
     )
     return [Markdown(words), Table(table, empty="No screen.")]
-
-
-def covariates_note(findings: Sequence[Finding]) -> str:
-    """The line under G1's table that names the covariates partialled out, per model where they
-    differ (as a column they would make the table wider than the page)."""
-    said: dict[str, list[str]] = {}
-    for f in cells.of_check(findings, G1_ID):
-        note = f.note(NoteKind.COVARIATES)
-        if note is not None:
-            said.setdefault(", ".join(note.items), [])
-            if f.model not in said[", ".join(note.items)]:
-                said[", ".join(note.items)].append(f.model)
-    if not said:
-        return ""
-    if len(said) == 1:
-        return f"*Partialled out: {next(iter(said))}.*"
-    return "*Partialled out: " + "; ".join(f"{c} ({', '.join(m)})" for c, m in said.items()) + ".*"
-
-
-def f1_gap(page: Page) -> Blocks:
-    """F1's gap (None against Detailed CoT) split per layer: ``decomposition_section``."""
-    return decomposition_section(page, F1_ID)
-
-
-def f3_gap(page: Page) -> Blocks:
-    """F3's gap (irrelevant against correct under Detailed CoT) split per layer: ``decomposition_section``."""
-    return decomposition_section(page, F3_ID)

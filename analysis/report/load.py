@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import data
+from analysis.checks import LENGTH_CHECKS
 from analysis.core import layer_stats, vocabulary
 from analysis.core.errors import StudyError
 from analysis.core.registry import OFFLINE_MODELS, known_model
@@ -36,7 +37,7 @@ ORIGIN_NOTE = (
     "here. Those files hold the nuclear norm, the largest and smallest singular value, the Frobenius norm, the "
     "loss and entry statistics of every attention projection; effective rank, cosine similarities and singular "
     "values are {absent}, and the original study computed no length-control condition, so the length questions "
-    "(L and L2) are not available for these models. Each sample's response token count R is counted from its text "
+    "({length}) are not available for these models. Each sample's response token count R is counted from its text "
     "with the model's tokenizer, as the extraction counts it, where the tokenizer could be loaded (else it is "
     "missing until `python -m analysis add-token-counts` adds it)"
 )
@@ -350,7 +351,8 @@ def imported_models(rows: pd.DataFrame) -> list[str]:
 def origin_note(rows: pd.DataFrame) -> str | None:
     """Whose numbers these are, for the imported models among ``rows`` (None when none is imported)."""
     names = imported_models(rows)
-    return ORIGIN_NOTE.format(names=", ".join(names), absent=NOT_IMPORTED) if names else None
+    length = " and ".join(LENGTH_CHECKS)
+    return ORIGIN_NOTE.format(names=", ".join(names), absent=NOT_IMPORTED, length=length) if names else None
 
 
 def lacks(rows: pd.DataFrame, column: str) -> bool:

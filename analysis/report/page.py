@@ -81,7 +81,6 @@ class Page:
     curves: pd.DataFrame
     bands: pd.DataFrame
     identical: dict[str, frozenset] = field(default_factory=dict)
-    verbatim: dict[str, frozenset] = field(default_factory=dict)  # ``data.verbatim_answer_ids`` per dataset
     reference: dict[str, CurveDraws] = field(default_factory=dict)
     registry: Registry = REGISTRY  # the checks the page may show
     _found: dict = field(default_factory=dict, repr=False)
@@ -134,8 +133,7 @@ class Page:
             for d in results.rows["dataset"].unique()
             if d != vocabulary.WIKI_DATASET
         }
-        verbatim = {d: data.verbatim_answer_ids(d, params.data_dir) for d in identical}
-        page = cls(params, results, draws, curves, bands, identical, verbatim, registry=registry)
+        page = cls(params, results, draws, curves, bands, identical, registry=registry)
         page.reference = page._f5_reference()
         return page
 
@@ -202,7 +200,7 @@ class Page:
                 self.draws,
                 key,
                 identical=self.identical,
-                verbatim=self.verbatim,
+                data_dir=str(data.data_dir(self.params.data_dir)),
                 reference=self.reference,
                 pairs=self.pairs,
                 registry=self.registry,

@@ -14,13 +14,12 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import profiles
-from analysis.checks import REGISTRY
-from analysis.core import vocabulary
+from analysis.checks import REGISTRY, Check
 from analysis.core.cache import simulated_table
-from analysis.findings import calibration, gap_split, power_tested, skew
+from analysis.findings import calibration, power_tested, skew
 from analysis.findings.calibration import scenarios
 from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding
-from analysis.report import coverage, gpu_check, provenance, voice
+from analysis.report import chain, coverage, gpu_check, provenance, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import optional_path
@@ -200,9 +199,6 @@ def gpu(r: Reproducibility) -> Blocks:
     return [Markdown(gpu_check.sentence(results)), Table(gpu_check.table(results), empty="", by=None)]
 
 
-STEP_NAMES = [step.name for step in gap_split.STEPS]
-
-
 def resolution(r: Reproducibility) -> Blocks:
     """How much of the study this run resolves: of the cells that were tested (applicable, with
     enough instructions), how many hold or do not hold; and how many of the split's family steps are
@@ -210,17 +206,31 @@ def resolution(r: Reproducibility) -> Blocks:
     page = r.intro
     if page.empty:
         return [Markdown("The store holds no cell to resolve.")]
-    split = gap_split.gap_split(page.draws).table()
+    check = chain.chain_check(page.registry, among=page.checks())
+    steps = family_steps(page.findings(), check) if check is not None else pd.DataFrame(columns=["decided"])
     goals = profiles.RESOLUTION_GOALS.get(r.page.params.profile.name)
-    return [Markdown(resolution_text(page.findings(), split, goals=goals))]
+    return [Markdown(resolution_text(page.findings(), steps, goals=goals, check=check))]
+
+
+def family_steps(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
+    """The steps of a chain check's family cells in its first norm (``chain.table``'s lines)."""
+    assert check.chain is not None
+    frame = chain.table(findings, check)
+    steps = {s.name for s in check.chain.steps}
+    return frame[frame["pooled"] & (frame["norm"] == check.chain.norms[0][1]) & frame["step"].isin(steps)]
 
 
 def resolution_text(
-    findings: Sequence[Finding], split: pd.DataFrame, *, goals: profiles.ResolutionGoals | None = None
+    findings: Sequence[Finding],
+    families: pd.DataFrame,
+    *,
+    goals: profiles.ResolutionGoals | None = None,
+    check: Check | None = None,
 ) -> str:
     """ "Of the 60 cells tested (...), 40 are resolved (67%): ...; the split decides 14 of its 16
-    family steps." Tested: a check applicable, every dataset with enough instructions. Where the
-    profile declares ``goals``, whether each is met."""
+    family steps." Tested: a check applicable, every dataset with enough instructions. ``families``:
+    the family steps of the chain ``check`` (``family_steps``). Where the profile declares ``goals``,
+    whether each is met."""
     tested = [f for f in findings if f.verdict in DECIDED]
     if not tested:
         return "No cell was tested: every cell lacks instructions or does not apply."
@@ -230,10 +240,10 @@ def resolution_text(
         f"{len(findings) - len(tested)} others are not applicable or have too few samples), {len(resolved)} "
         f"are resolved ({len(resolved) / len(tested):.0%}): {voice.verdict_counts(f.verdict for f in tested)}."
     )
-    families = split[split["scope"].isin(list(vocabulary.FAMILY_DATASETS)) & split["step"].isin(STEP_NAMES)]
-    if not families.empty:
+    if not families.empty and check is not None and check.chain is not None:
         text += (
-            f" The split of F1's gap into four steps decides {int(families['decided'].sum())} of its "
+            f" The split of {check.chain.total_name} into {voice.number(len(check.chain.steps))} steps decides "
+            f"{int(families['decided'].sum())} of its "
             f"{len(families)} family steps (an interval that clears 0, or lies within {SAME_MARGIN_PERCENT} of no "
             "change)."
         )

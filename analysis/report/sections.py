@@ -12,22 +12,24 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.checks import LENGTH_CHECKS, PER_PAIR, Scope, selected
+from analysis.checks import LENGTH_CHECKS, PER_PAIR, Check, Scope, selected
 from analysis.core import vocabulary
 from analysis.extract.token_counts import fill_command
+from analysis.findings import same_tokens
 from analysis.findings.averaging import TOKENS_UNKNOWN
 from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
 from analysis.profiles import PAPER_SAMPLES
 from analysis.report import (
-    answer_tokens,
     beyond,
+    chain,
     coverage,
     curve_tables,
     figures,
+    layer_gaps,
+    loss_convention,
     plots,
     reproduction,
-    split_figure,
     takeaway,
     verdicts,
     voice,
@@ -87,28 +89,59 @@ def answers(page: Page, *, scope: Scope | None = None) -> Blocks:
 
 
 def answer(page: Page) -> Blocks:
-    """What was found, first. Where the store holds the split's conditions: F1's gap split into its
-    four steps (``split_figure.split_blocks``: at most three sentences, the figure, how to read it),
-    then F1's gap under a loss summed over tokens in one sentence. Elsewhere: at most three sentences
-    with sizes (``takeaway.found``). Then the figure of F1's gap per layer with every response token
-    scored and with the answer's tokens alone (``answer_tokens.layer_gap_figure``)."""
+    """What was found, first. Where the store holds a chain's conditions: the gap split into its
+    steps (``chain.blocks``: at most three sentences, the figure, how to read it), then the gap under
+    a loss summed over tokens in one sentence. Elsewhere: at most three sentences with sizes
+    (``takeaway.found``). Then the figure of the gap per layer with every response token scored and
+    with the answer's tokens alone (``layer_gaps.layer_gap_figure``)."""
     if page.empty:
         return []
-    token_sum = answer_tokens.token_sum_ratios(page)
-    out: Blocks = split_figure.split_blocks(page.draws, note=page.note())
+    token_sum = loss_convention.token_sum_ratios(page)
+    check = chain.chain_check(page.registry, among=page.checks())
+    out: Blocks = chain.blocks(page, check) if check is not None else []
     if out:
         text = takeaway.token_sum_sentence(token_sum)
     else:
         text = takeaway.found(page.findings(), token_sum=token_sum)
     out += [Markdown(text)] if text else []
-    table = answer_tokens.layer_gaps(page, every_token_alone=True)
-    figure = answer_tokens.layer_gap_figure(table, page.note()) if not table.empty else None
-    if figure is not None:
-        alt = "Per layer, F1's gap with every response token scored"
-        if answer_tokens.SAME in set(table["gap"]):
-            alt += " and with the answer's tokens scored alone"
-        out.append(Figure(figure, alt))
-    return out
+    split = check or chain.chain_check(page.registry)
+    return out + (layer_gap_figure(page, split, every_token_alone=True) if split is not None else [])
+
+
+def reasoning_layers(page: Page) -> Blocks:
+    """The gap chapter's per-layer figure of the chain's whole gap beside its deciding step, or why
+    the store cannot show the deciding step (not extracted, or the original study's statistics)."""
+    check = chain.chain_check(page.registry)
+    if check is None or check.chain is None or check.headline is None:
+        return []
+    shown = layer_gap_figure(page, check)
+    if shown:
+        return shown
+    imported = set(imported_models(page.results.rows))
+    if imported and imported >= set(page.draws):
+        readers = [c.id for c in page.registry if same_tokens.LOG_MISS in c.reads and c.id in page.checks()]
+        return [Markdown(layer_gaps.NOT_RELEASED.format(checks=" and ".join(readers)))]
+    fast, slow = layer_gaps.pairs(check)[layer_gaps.SAME]
+    return [Markdown(layer_gaps.NOT_STORED.format(fast=fast, slow=slow))]
+
+
+def verbatim_counts(page: Page) -> Blocks:
+    """How many of the run's Detailed CoTs state the appended answer word for word (``coverage.verbatim_counts``)."""
+    counts = coverage.verbatim_counts(page)
+    return [Table(counts, by=None)] if not counts.empty else []
+
+
+def layer_gap_figure(page: Page, check: Check, *, every_token_alone: bool = False) -> Blocks:
+    """Per layer, a chain's whole gap with every response token scored and its deciding step with
+    the answer's tokens alone (``layer_gaps``); nothing where neither is stored."""
+    table = layer_gaps.layer_gaps(page, check, every_token_alone=every_token_alone)
+    figure = layer_gaps.layer_gap_figure(table, page.note()) if not table.empty else None
+    if figure is None:
+        return []
+    alt = "Per layer, the gap of fast over slow thinking with every response token scored"
+    if layer_gaps.SAME in set(table["gap"]):
+        alt += " and with the answer's tokens scored alone"
+    return [Figure(figure, alt)]
 
 
 def summary(page: ChecksPage) -> Blocks:
@@ -141,11 +174,24 @@ def other_claims(page: ChecksPage) -> Blocks:
 def _unpaired(page: Page, checks: Sequence[str]) -> Blocks:
     """On a page with a check of base-instruct pairs: the models present without their pair, and
     the command that brings it."""
-    if not any(check.scope == PER_PAIR for check in selected(checks, page.registry)):
+    paired = [check.id for check in selected(checks, page.registry) if check.scope == PER_PAIR]
+    if not paired:
         return []
     p = page.params
-    lonely = coverage.unpaired_sentence(page.models, p.models, p.profile, p.results_dir, conditions=p.conditions)
+    lonely = coverage.unpaired_sentence(
+        page.models, p.models, p.profile, p.results_dir, conditions=p.conditions, checks=paired
+    )
     return [Markdown(lonely)] if lonely else []
+
+
+def chains(page: Page) -> Blocks:
+    """The tables of every check of the chapter that declares a chain (``chain.tables``)."""
+    return [
+        b
+        for check in selected(page.checks(), page.registry)
+        if check.chain is not None
+        for b in chain.tables(page, check)
+    ]
 
 
 def check_figures(page: Page, checks: Sequence[str]) -> Blocks:
@@ -361,7 +407,7 @@ def length_control(page: Page) -> Blocks:
         )
         return [
             Markdown(
-                f"L (is the gap only length): not available; the original study computed no length-control "
+                f"{LENGTH_CHECKS[0]} (is the gap only length): not available; the original study computed no length-control "
                 f"condition{tokens}."
             )
         ]

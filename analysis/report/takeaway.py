@@ -1,11 +1,12 @@
 """What was found, in at most three sentences, for the top of a book's first page.
 
 Generated from the page's pooled findings and its store, each clause only where the store holds what
-it reads: F1's gap; the answer's own tokens scored with and without reasoning before them (S's
-reasoning step), with F1's gap under a loss summed over tokens. Every size is the value of
-the part named beside it, over the cells a summary reads (``cells.answers``), worded by ``voice``.
-Where the first page shows the split of F1's gap, only the summed loss's sentence follows it
-(``token_sum_sentence``).
+it reads: fast over slow thinking's gap (the part of role ``roles.F1_GAP`` that decides a cell); the
+answer's own tokens scored with and without reasoning before them (``roles.REASONING_STEP``, where it
+decides), with the gap under a loss summed over tokens. The checks are found by those roles, never by
+their ids. Every size is the value of the part named beside it, over the cells a summary reads
+(``cells.answers``), worded by ``voice``. Where the first page shows a chain, only the summed
+loss's sentence follows it (``token_sum_sentence``).
 """
 
 from __future__ import annotations
@@ -14,44 +15,51 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from analysis.checks import f1_larger, s_gap_split
 from analysis.findings import roles
 from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Part, Unit
 from analysis.report import cells, voice
 
-F1, S = f1_larger.CHECK.id, s_gap_split.CHECK.id
+
+def _deciding(findings: Sequence[Finding], role: Role) -> list[Finding]:
+    """The cells a summary reads (pooled where there are any) of the check whose part of that role decides."""
+    check = next((f.check for f in findings if (p := f.part(role)) is not None and p.decides), None)
+    return [] if check is None else cells.answers(cells.of_check(findings, check))
 
 
-def _parts(findings: Sequence[Finding], check: str, role: Role) -> list[Part]:
-    """The parts of one role of a check's cells that a summary reads (pooled where there are any)."""
-    found = cells.answers(cells.of_check(findings, check))
-    return [p for f in found if (p := f.part(role)) is not None and p.estimate is not None]
+def _parts(findings: Sequence[Finding], role: Role) -> list[Part]:
+    """The parts of one role of the cells of the check it decides (pooled where there are any)."""
+    return [p for f in _deciding(findings, role) if (p := f.part(role)) is not None and p.estimate is not None]
 
 
 def _range(parts: Sequence[Part]) -> str:
     return voice.sized_range(parts, interval=False)
 
 
-def _part_verdicts(findings: Sequence[Finding], check: str, role: Role) -> str:
+def _part_verdicts(findings: Sequence[Finding], role: Role) -> str:
     """How the parts of that role went, cell by cell: "3 holds, 1 not resolved" (each part's own
     verdict, ``cells.part_verdict``: the number beside it is the one that decided it)."""
-    found = cells.answers(cells.of_check(findings, check))
     return voice.verdict_counts(
         cells.part_verdict(p, f)
-        for f in found
+        for f in _deciding(findings, role)
         if (p := f.part(role)) is not None and p.estimate is not None and p.decides
     )
 
 
+def _check(findings: Sequence[Finding], role: Role) -> str:
+    """The id of the check whose part of that role decides ("" where none does)."""
+    found = _deciding(findings, role)
+    return found[0].check if found else ""
+
+
 def f1_sentence(findings: Sequence[Finding]) -> str:
-    """F1's gap, with how its cells went ("" without F1's cells)."""
-    gap = _parts(findings, F1, roles.F1_GAP)
+    """Fast over slow thinking's gap, with how its cells went ("" without its cells)."""
+    gap = _parts(findings, roles.F1_GAP)
     if not gap:
         return ""
     return (
-        f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT; F1's \"larger\": "
-        f"{_part_verdicts(findings, F1, roles.F1_GAP)})."
+        f"Fast thinking's gradient is {_range(gap)} slow thinking's (None over Detailed CoT; "
+        f'{_check(findings, roles.F1_GAP)}\'s "larger": {_part_verdicts(findings, roles.F1_GAP)}).'
     )
 
 
@@ -59,15 +67,15 @@ def reasoning_sentence(findings: Sequence[Finding], token_sum: Sequence[float] =
     """The answer's own tokens scored with and without reasoning before them (S's reasoning step), and
     F1's gap under a loss summed over tokens (``token_sum``: its ratios, None over Detailed CoT); ""
     without either."""
-    gap = _parts(findings, S, roles.SAME_TOKEN_GAP)
+    gap = _parts(findings, roles.REASONING_STEP)
     pieces = []
     if gap:
         pieces.append(
             f"scoring only the final answer's own tokens, its gradient without reasoning before it over with "
-            f'reasoning is {_range(gap)} ({S}\'s "smaller after reasoning": '
-            f"{_part_verdicts(findings, S, roles.SAME_TOKEN_GAP)})"
+            f'reasoning is {_range(gap)} ({_check(findings, roles.REASONING_STEP)}\'s "smaller after reasoning": '
+            f"{_part_verdicts(findings, roles.REASONING_STEP)})"
         )
-    summed = _token_sum_clause(token_sum)
+    summed = _token_sum_clause(token_sum, _check(findings, roles.F1_GAP))
     pieces += [summed] if summed else []
     if not pieces:
         return ""
@@ -86,9 +94,10 @@ def _token_sum(token_sum: Sequence[float]) -> tuple[str, str] | None:
     return goes, low if low == high else f"{low} to {high}"
 
 
-def _token_sum_clause(token_sum: Sequence[float]) -> str:
+def _token_sum_clause(token_sum: Sequence[float], gap_check: str) -> str:
     said = _token_sum(token_sum)
-    return f"under a loss summed over tokens F1's gap {said[0]} ({said[1]})" if said else ""
+    named = f"{gap_check}'s gap" if gap_check else "the gap"
+    return f"under a loss summed over tokens {named} {said[0]} ({said[1]})" if said else ""
 
 
 def token_sum_sentence(token_sum: Sequence[float]) -> str:

@@ -27,6 +27,14 @@ def plural(n: int, word: str, words: str | None = None) -> str:
     return f"{n} {word if n == 1 else (words or word + 's')}"
 
 
+NUMBER_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def number(n: int) -> str:
+    """A count as a reader reads it in a sentence: a word up to ten ("four"), digits beyond."""
+    return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
+
+
 def listed(items: Sequence[str]) -> str:
     """ "a", "a and b", "a, b and c"."""
     items = list(items)

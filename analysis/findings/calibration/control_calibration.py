@@ -18,10 +18,40 @@ from analysis.findings.rules import FAILS, HOLDS, SAME_MARGIN, Part, Unit, decid
 def within_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "nearly the same" (within the margin) with the true paired log ratio at the margin."""
     estimate = _gap_estimate(rng, design, SAME_MARGIN, n_resamples)
-    return decide([Part("within", estimate, "within", SAME_MARGIN, Unit.RATIO, role=roles.SIMULATED)]) == HOLDS
+    return (
+        decide(
+            [
+                Part(
+                    name="within",
+                    estimate=estimate,
+                    side="within",
+                    bound=SAME_MARGIN,
+                    unit=Unit.RATIO,
+                    role=roles.SIMULATED,
+                    decides=True,
+                )
+            ]
+        )
+        == HOLDS
+    )
 
 
 def within_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "nearly the same" said not to hold with no true difference."""
     estimate = _gap_estimate(rng, design, 0.0, n_resamples)
-    return decide([Part("within", estimate, "within", SAME_MARGIN, Unit.RATIO, role=roles.SIMULATED)]) == FAILS
+    return (
+        decide(
+            [
+                Part(
+                    name="within",
+                    estimate=estimate,
+                    side="within",
+                    bound=SAME_MARGIN,
+                    unit=Unit.RATIO,
+                    role=roles.SIMULATED,
+                    decides=True,
+                )
+            ]
+        )
+        == FAILS
+    )

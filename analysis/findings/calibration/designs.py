@@ -179,7 +179,12 @@ def _share_part(rng, design: Design, n_resamples: int) -> Part:
     ]
     simplified, detailed = _pooled([a for a, _ in reasoning]), _pooled([b for _, b in reasoning])
     return Part(
-        "share", check_parts.share_contrast(short, long, simplified, detailed), "above", 0.0, role=roles.SIMULATED
+        name="share",
+        estimate=check_parts.share_contrast(short, long, simplified, detailed),
+        side="above",
+        bound=0.0,
+        role=roles.SIMULATED,
+        decides=True,
     )
 
 
@@ -220,12 +225,32 @@ def _says(part: Part, verdict: Verdict) -> bool:
 
 def gap_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast > slow" with no true difference."""
-    return _says(Part("gap", _gap_estimate(rng, design, 0.0, n_resamples), "above", 0.0, role=roles.SIMULATED), HOLDS)
+    return _says(
+        Part(
+            name="gap",
+            estimate=_gap_estimate(rng, design, 0.0, n_resamples),
+            side="above",
+            bound=0.0,
+            role=roles.SIMULATED,
+            decides=True,
+        ),
+        HOLDS,
+    )
 
 
 def gap_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast > slow" with a true log difference of 0.2."""
-    return _says(Part("gap", _gap_estimate(rng, design, 0.2, n_resamples), "above", 0.0, role=roles.SIMULATED), FAILS)
+    return _says(
+        Part(
+            name="gap",
+            estimate=_gap_estimate(rng, design, 0.2, n_resamples),
+            side="above",
+            bound=0.0,
+            role=roles.SIMULATED,
+            decides=True,
+        ),
+        FAILS,
+    )
 
 
 def same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
@@ -256,13 +281,17 @@ def not_better_fails(rng: np.random.Generator, design: Design, *, n_resamples: i
 def roughness_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast rougher" with equally smooth true curves (None noisier)."""
     corrected, _paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-    return _says(Part("roughness", corrected, "above", 0.0, role=roles.SIMULATED), HOLDS)
+    return _says(
+        Part(name="roughness", estimate=corrected, side="above", bound=0.0, role=roles.SIMULATED, decides=True), HOLDS
+    )
 
 
 def roughness_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast rougher" with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
     corrected, _paper = _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)
-    return _says(Part("roughness", corrected, "above", 0.0, role=roles.SIMULATED), FAILS)
+    return _says(
+        Part(name="roughness", estimate=corrected, side="above", bound=0.0, role=roles.SIMULATED, decides=True), FAILS
+    )
 
 
 def share_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
@@ -274,10 +303,22 @@ def share_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, *
 def paper_mad_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """The former F2 rule (log MAD ratio > 0) on the data of ``roughness_holds``."""
     _corrected, paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-    return _says(Part("paper MAD", paper, "above", 0.0, role=roles.SIMULATED), HOLDS)
+    return _says(
+        Part(name="paper MAD", estimate=paper, side="above", bound=0.0, role=roles.SIMULATED, decides=True), HOLDS
+    )
 
 
 def old_same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """The former F3/F5 rule (mean |RD| < 0.1) on truly equal curves (here the claim is true: this
     measures how often it was found, its power)."""
-    return _says(Part("old same", _old_abs_rd(rng, design, n_resamples), "below", 0.1, role=roles.SIMULATED), HOLDS)
+    return _says(
+        Part(
+            name="old same",
+            estimate=_old_abs_rd(rng, design, n_resamples),
+            side="below",
+            bound=0.1,
+            role=roles.SIMULATED,
+            decides=True,
+        ),
+        HOLDS,
+    )

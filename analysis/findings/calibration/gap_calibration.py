@@ -103,7 +103,21 @@ def equal_loss_holds(rng: np.random.Generator, design: Design, *, n_resamples: i
     covariate's gaps centred at ``COVARIATE_CENTRES``, in turn by ``repetition``)."""
     centre = COVARIATE_CENTRES[repetition % len(COVARIATE_CENTRES)]
     estimate = equal_loss_estimate(rng, design, n_resamples, centre=centre)
-    return decide([Part(same_tokens.A3_PART, estimate, "above", 0.0, role=roles.SIMULATED)]) == HOLDS
+    return (
+        decide(
+            [
+                Part(
+                    name=same_tokens.A3_PART,
+                    estimate=estimate,
+                    side="above",
+                    bound=0.0,
+                    role=roles.SIMULATED,
+                    decides=True,
+                )
+            ]
+        )
+        == HOLDS
+    )
 
 
 def beyond_loss_null_holds(rng: np.random.Generator, design: Design, *, repetition: int, **_: object) -> bool:

@@ -75,7 +75,14 @@ def same_part(rng: np.random.Generator, design: Design, size: float, n_resamples
     """F3's None-CoT part on simulated noisy None-CoT responses whose true per-layer ratio has a
     root-mean-square ``size`` over layers (``shape``)."""
     per_dataset = mean_squares(rng, design, (size,), (shape,), sds=design.fast_sd, n_resamples=n_resamples)
-    return Part("same", pooled([row[0] for row in per_dataset]), "below", SAME_MARGIN**2, role=roles.SIMULATED)
+    return Part(
+        name="same",
+        estimate=pooled([row[0] for row in per_dataset]),
+        side="below",
+        bound=SAME_MARGIN**2,
+        role=roles.SIMULATED,
+        decides=True,
+    )
 
 
 def not_better_part(
@@ -88,9 +95,10 @@ def not_better_part(
         rng, design, (instruct, base), (shape, shape), sds=design.slow_sd, n_resamples=n_resamples
     )
     return Part(
-        "not better",
-        pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]),
-        "below",
-        0.0,
+        name="not better",
+        estimate=pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]),
+        side="below",
+        bound=0.0,
         role=roles.SIMULATED,
+        decides=True,
     )

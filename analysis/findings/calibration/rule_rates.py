@@ -276,7 +276,18 @@ def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int =
     """Share of "holds" for "fast > slow" (the rule ``rule.GAP``) at a true log difference ``effect``."""
     rng = np.random.default_rng(seed)
     hits = sum(
-        decide([Part("gap", _gap_estimate(rng, design, effect, n_resamples), "above", 0.0, role=roles.SIMULATED)])
+        decide(
+            [
+                Part(
+                    name="gap",
+                    estimate=_gap_estimate(rng, design, effect, n_resamples),
+                    side="above",
+                    bound=0.0,
+                    role=roles.SIMULATED,
+                    decides=True,
+                )
+            ]
+        )
         == HOLDS
         for _ in range(reps)
     )
@@ -307,7 +318,9 @@ def planned_instructions(design: Design, effect: float | None, seed: int = 0, n_
         tuple((d, design.counts[0]) for d, _ in estimate.strata),
         estimate.variances,
     )
-    return instructions_for_power(Part("gap", scaled, "above", 0.0, role=roles.SIMULATED), assumed=effect)
+    return instructions_for_power(
+        Part(name="gap", estimate=scaled, side="above", bound=0.0, role=roles.SIMULATED, decides=True), assumed=effect
+    )
 
 
 def power_table(

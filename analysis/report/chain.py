@@ -1,0 +1,497 @@
+"""Any check that declares a ``Chain`` (``findings.scopes.Chain``: a total and the steps that add up
+to it), drawn from that declaration and the check's findings: a long table of every part of the
+chain with its outcome (``rules.Part.outcome``, decided once), bars with intervals per model and
+scope, the tables per dataset and family in each norm, the instructions a condition dropped, and the
+sentences a reader takes in a minute. No function here knows which check it draws.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+import seaborn as sns
+from matplotlib.figure import Figure
+
+from analysis.checks import REGISTRY, Check, Inputs, Registry
+from analysis.core import registry as model_registry
+from analysis.core import vocabulary
+from analysis.core.formatting import fmt_interval
+from analysis.findings.bootstrap import LEVEL, CurveDraws, all_curve_draws
+from analysis.findings.gap_split import dropped_table
+from analysis.findings.roles import Role
+from analysis.findings.rules import SAME_MARGIN_PERCENT, Finding, Outcome, Part
+from analysis.findings.scopes import Chain
+from analysis.report import plots
+from analysis.report.blocks import Blocks, Markdown, Table, fold
+from analysis.report.blocks import Figure as FigureBlock
+from analysis.report.load import ReportError, load_results
+from analysis.store import ResultsStore, runlog
+from analysis.store.store_files import is_exported_file, read_exported
+
+COLUMNS = [
+    "model",
+    "scope",
+    "pooled",
+    "norm",
+    "step",
+    "estimate",
+    "low",
+    "high",
+    "instructions",
+    "outcome",
+    "decided",
+    "note",
+]
+EXTRACT = "python -m analysis extract"
+
+
+def chain_check(registry: Registry = REGISTRY, *, among: Sequence[str] | None = None) -> Check | None:
+    """The first check of ``registry`` (of ``among``, where given) that declares a chain."""
+    return next((c for c in registry if c.chain is not None and (among is None or c.id in among)), None)
+
+
+def _chain(check: Check) -> Chain:
+    if check.chain is None:
+        raise ValueError(f"check {check.id} declares no chain")
+    return check.chain
+
+
+def _rows(check: Check) -> list[tuple[Role, str]]:
+    """(role, name) of every line of the chain's tables: the total, the steps, what stands beside."""
+    chain = _chain(check)
+    return [(chain.total, chain.total_name), *((s.role, s.name) for s in chain.steps), *chain.beside]
+
+
+def _opposite(part: Part, finding: Finding, findings: Sequence[Finding]) -> str:
+    """Where a pooled cell's datasets lie on opposite sides of 0 for this part: each one's value and
+    instructions ("" where they do not, or the cell is not pooled)."""
+    if not finding.pooled or finding.scope not in vocabulary.FAMILY_DATASETS:
+        return ""
+    members = vocabulary.FAMILY_DATASETS[finding.scope]
+    values = {
+        f.scope: p
+        for f in findings
+        if f.check == finding.check and f.model == finding.model and not f.pooled and f.scope in members
+        if (p := f.part(part.role, facet=part.facet)) is not None and p.estimate is not None and math.isfinite(p.value)
+    }
+    signs = {np.sign(p.value) for p in values.values()}
+    if not {-1.0, 1.0} <= signs:
+        return ""
+    each = ", ".join(f"{d} {p.value:+.3g} ({p.n} instructions)" for d, p in values.items())
+    return f"datasets on opposite sides of 0: {each}"
+
+
+def table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
+    """One line per model, scope, norm and line of the chain (the total, each step, what stands
+    beside), in the findings' order: its estimate and interval in mean log norm, its instructions, its
+    outcome and whether that is decided, and where a family's datasets lie on opposite sides of 0."""
+    chain = _chain(check)
+    lines = []
+    for finding in (f for f in findings if f.check == check.id and f.not_applicable is None):
+        for facet, norm in chain.norms:
+            for role, name in _rows(check):
+                part = finding.part(role, facet=facet)
+                if part is None or part.estimate is None:
+                    continue
+                low, high = part.interval()
+                lines.append(
+                    {
+                        "model": finding.model,
+                        "scope": finding.scope,
+                        "pooled": finding.pooled,
+                        "norm": norm,
+                        "step": name,
+                        "estimate": part.value,
+                        "low": low,
+                        "high": high,
+                        "instructions": part.n,
+                        "outcome": part.outcome.value,
+                        "decided": part.outcome.decided,
+                        "note": _opposite(part, finding, findings),
+                    }
+                )
+    return _ordered(pd.DataFrame(lines, columns=COLUMNS))
+
+
+def _ordered(frame: pd.DataFrame) -> pd.DataFrame:
+    """Per model (in order of appearance): families first, then datasets in the book's order."""
+    if frame.empty:
+        return frame
+    models = list(dict.fromkeys(frame["model"]))
+    rank = frame["scope"].map(
+        lambda s: (
+            list(vocabulary.FAMILY_DATASETS).index(s)
+            if s in vocabulary.FAMILY_DATASETS
+            else 3 + vocabulary.dataset_rank(s)
+        )
+    )
+    ordered = frame.assign(_model=frame["model"].map(models.index), _scope=rank)
+    return (
+        ordered.sort_values(["_model", "_scope"], kind="stable")
+        .drop(columns=["_model", "_scope"])
+        .reset_index(drop=True)
+    )
+
+
+def shares(frame: pd.DataFrame, check: Check) -> pd.DataFrame:
+    """Each step's estimate as a share of the total, per model, scope and norm (point values)."""
+    chain = _chain(check)
+    out = []
+    for (model, scope, norm), rows in frame.groupby(["model", "scope", "norm"], sort=False):
+        by_step = rows.set_index("step")["estimate"]
+        if chain.total_name not in by_step.index:
+            continue
+        total = by_step[chain.total_name]
+        for step in (s.name for s in chain.steps):
+            if step in by_step.index:
+                out.append({"model": model, "scope": scope, "norm": norm, "step": step, "share": by_step[step] / total})
+    return pd.DataFrame(out, columns=["model", "scope", "norm", "step", "share"])
+
+
+def dropped(draws: Mapping[str, CurveDraws], check: Check) -> pd.DataFrame:
+    """The instructions a condition of the chain lacks that another holds, per model, dataset and condition."""
+    chain = _chain(check)
+    return dropped_table([d for cd in draws.values() for d in chain.dropped(cd)])
+
+
+# --------------------------------------------------------------------------- the figure
+
+
+def figure_scopes(frame: pd.DataFrame, model: str) -> list[str]:
+    """The scopes a model's panels show: its families, else (no family of two datasets) its datasets."""
+    mine = frame[frame["model"] == model]
+    families = [s for s in vocabulary.REASONING_FAMILIES if (mine["scope"] == s).any()]
+    return families or list(dict.fromkeys(mine["scope"]))
+
+
+def _datasets(frame: pd.DataFrame, model: str, scope: str) -> list[str]:
+    """The datasets behind a scope of a model's chain (a dataset: itself)."""
+    if scope not in vocabulary.FAMILY_DATASETS:
+        return [scope]
+    mine = frame[(frame["model"] == model) & ~frame["pooled"]]
+    return [d for d in dict.fromkeys(mine["scope"]) if d in vocabulary.FAMILY_DATASETS[scope]]
+
+
+def panel_title(frame: pd.DataFrame, model: str, scope: str, total: str) -> str:
+    """A panel's title: model, scope, its datasets and instructions."""
+    (n,) = frame.loc[(frame["model"] == model) & (frame["scope"] == scope) & (frame["step"] == total), "instructions"]
+    named = f"{', '.join(_datasets(frame, model, scope))}: " if scope in vocabulary.FAMILY_DATASETS else ""
+    return f"{model}\n{vocabulary.scope_label(scope)}\n{named}{int(n)} instructions"
+
+
+def _panel(ax, rows: pd.DataFrame, bars: Sequence[str], colours: dict[str, tuple]) -> None:
+    """One panel: the total and its steps as horizontal bars with intervals, each labelled with its numbers."""
+    rows = rows.set_index("step").reindex(list(bars))
+    y = np.arange(len(bars))
+    for i, (step, row) in enumerate(rows.iterrows()):
+        if not np.isfinite(row["estimate"]):
+            continue
+        alpha = 1.0 if row["decided"] else 0.35
+        ax.barh(i, row["estimate"], color=colours[str(step)], alpha=alpha, height=0.6)
+        if np.isfinite(row["low"]) and np.isfinite(row["high"]):
+            ax.plot([row["low"], row["high"]], [i, i], color="k", lw=1.2)
+    ax.axvline(0.0, color="k", lw=0.7)
+    labels = [f"{step}\n{fmt_interval(r['estimate'], r['low'], r['high'])}" for step, r in rows.iterrows()]
+    ax.set_yticks(y)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_ylim(len(bars) - 0.5, -0.5)
+    ax.tick_params(axis="x", labelsize=7)
+
+
+def figure(frame: pd.DataFrame, check: Check, *, note: str | None = None) -> Figure | None:
+    """Per model and family (or dataset where no family has two), the total and its steps in the
+    chain's first norm as bars with their intervals, the numbers beside each bar's name; None without a line."""
+    chain = _chain(check)
+    norm = chain.norms[0][1]
+    frame = frame[frame["norm"] == norm]
+    if frame.empty:
+        return None
+    bars = (chain.total_name, *(s.name for s in chain.steps))
+    panels = [(m, s) for m in dict.fromkeys(frame["model"]) for s in figure_scopes(frame, m)]
+    rows, columns = plots.panel_rows(len(panels))
+    fig, axes = plt.subplots(rows, columns, figsize=plots.panels_size(rows, columns, height=2.6), squeeze=False)
+    palette = sns.color_palette("colorblind", len(bars))
+    colours = {step: (0.3, 0.3, 0.3) if step == chain.total_name else palette[i] for i, step in enumerate(bars)}
+    for ax, (model, scope) in zip(axes.flat, panels):
+        _panel(ax, frame[(frame["model"] == model) & (frame["scope"] == scope)], bars, colours)
+        ax.set_title(panel_title(frame, model, scope, chain.total_name), fontsize=7)
+    for ax in axes[-1, :]:
+        ax.set_xlabel(f"gap of mean log {norm}", fontsize=8)
+    plots.drop_unused(axes, len(panels))
+    bottom = plots.add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    return fig
+
+
+def caption(check: Check) -> str:
+    """How to read ``figure``: the chain's own caption, its norm, level and margin filled in."""
+    chain = _chain(check)
+    return chain.caption.format(norm=chain.norms[0][1], level=f"{LEVEL:.0%}", margin=SAME_MARGIN_PERCENT)
+
+
+# --------------------------------------------------------------------------- the sentences
+
+
+def _listed(items: Sequence[str]) -> str:
+    """ "a", "a and b", "a, b and c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
+
+
+def _times_range(log_values: Sequence[float]) -> str:
+    """Log ratios as the range of their ratios ("x4.8 to x9.5")."""
+    ratios = sorted(math.exp(v) for v in log_values if math.isfinite(v))
+    low, high = (f"x{r:.2g}" if r < 10 else f"x{r:.0f}" for r in (ratios[0], ratios[-1]))
+    return low if low == high else f"{low} to {high}"
+
+
+def _percent_range(values: Sequence[float]) -> str:
+    """Shares as the range of their percentages ("26% to 117%"; "undefined" where none is finite)."""
+    finite = sorted(v for v in values if math.isfinite(v))
+    if not finite:
+        return "undefined"
+    low, high = (f"{v:.0%}" for v in (finite[0], finite[-1]))
+    return low if low == high else f"{low} to {high}"
+
+
+def _stand_ins(models: Sequence[str]) -> str:
+    """ " (small offline models standing in for the paper's)" where every model is an offline one."""
+    return (
+        " (small offline models standing in for the paper's)"
+        if set(models) <= set(model_registry.OFFLINE_MODELS)
+        else ""
+    )
+
+
+def _apart(frame: pd.DataFrame, model: str, scope: str, step: str) -> str:
+    """ " (its datasets disagree: aqua x0.71, gsm8k x5.5)" where a family's datasets lie on opposite
+    sides of no change in ``step``, as ratios ("" where they do not)."""
+    mine = frame[(frame["model"] == model) & (frame["step"] == step)].set_index("scope")["estimate"]
+    values = {d: mine[d] for d in _datasets(frame, model, scope) if d in mine.index and math.isfinite(mine[d])}
+    if len(values) < 2 or not (min(values.values()) < 0 < max(values.values())):
+        return ""
+    return " (its datasets disagree: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
+
+
+def _by_share(check: Check, share: pd.Series) -> list:
+    """The chain's steps in the order a reader's sentence gives them: the largest median share first."""
+    chain = _chain(check)
+
+    def median(step) -> float:
+        values = [v for (_, _, name), v in share.items() if name == step.name and math.isfinite(v)]
+        return -float(np.median(values)) if values else math.inf
+
+    return sorted(chain.steps, key=median)
+
+
+def in_words(frame: pd.DataFrame, check: Check) -> list[str]:
+    """At most three sentences on a chain, for a reader who has a minute: how much larger fast
+    thinking's gradient is, on how many instructions of which models; each step's share of that gap,
+    as a range over the panels; which way the deciding step points, panel by panel."""
+    chain = _chain(check)
+    frame = frame[frame["norm"] == chain.norms[0][1]]
+    if frame.empty:
+        return []
+    models = list(dict.fromkeys(frame["model"]))
+    panels = [(m, s) for m in models for s in figure_scopes(frame, m)]
+    shown = frame.set_index(["model", "scope", "step"])
+    datasets = frame[~frame["pooled"] & (frame["step"] == chain.total_name)]
+    counts = datasets.groupby("model", sort=False)["instructions"].sum()
+    gaps = [shown.loc[(m, s, chain.total_name), "estimate"] for m, s in panels]
+    each = (
+        f"{int(counts[models[0]])} instructions each"
+        if len(set(counts)) == 1
+        else ", ".join(f"{int(counts[m])} instructions" for m in models)
+    )
+    first = (
+        f"Fast thinking's gradient (None CoT) is {_times_range(gaps)} slow thinking's (Detailed CoT, mean log "
+        f"{chain.norms[0][1]}) on {each} of {_listed(models)}{_stand_ins(models)}, one panel of the figure per "
+        "model and family of datasets."
+    )
+    share = shares(frame, check).set_index(["model", "scope", "step"])["share"]
+    pieces = [
+        f"{step.words} {_percent_range([share.get((m, s, step.name), math.nan) for m, s in panels])}"
+        for step in _by_share(check, share)
+    ]
+    second = (
+        "As shares of that gap over the panels, undecided steps (pale bars) included: "
+        + ", ".join(pieces[:-1])
+        + f" and {pieces[-1]} (a step that pushes the other way has a negative share)."
+    )
+    decisive = check.headline
+    step = chain.step(decisive) if decisive is not None else chain.steps[0]
+    words = dict(chain.outcome_words)
+    ways: dict[Outcome, list[str]] = {}
+    for model, scope in panels:
+        outcome = Outcome(shown.loc[(model, scope, step.name), "outcome"])
+        ways.setdefault(outcome, []).append(
+            f"{model} on {vocabulary.scope_label(scope)}{_apart(frame, model, scope, step.name)}"
+        )
+    decided = sorted(ways, key=lambda o: not o.decided)  # the decided panels first
+    third = f"{chain.lead} " + "; ".join(f"{words.get(o, 'is not decided')} for {_listed(ways[o])}" for o in decided)
+    return [first, second, third + "."]
+
+
+# --------------------------------------------------------------------------- the tables
+
+
+def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
+    """One line per model and scope (each dataset, then each family): the total and each step as
+    "gap [low, high] outcome" in mean log norm, what stands beside, and the instructions."""
+    chain = _chain(check)
+    frame = frame[frame["norm"] == norm]
+    bars = {chain.total_name, *(s.name for s in chain.steps)}
+    shown = [name for _, name in _rows(check) if name in set(frame["step"])]
+    lines = []
+    for (model, scope), rows in frame.groupby(["model", "scope"], sort=False):
+        by_step = rows.set_index("step")
+        line = {"model": model, "scope": vocabulary.scope_label(str(scope))}
+        for name in shown:
+            if name in by_step.index:
+                row = by_step.loc[name]
+                outcome = f" {row['outcome']}" if name in bars else ""
+                line[name] = fmt_interval(row["estimate"], row["low"], row["high"]) + outcome
+        line["instructions"] = int(by_step.loc[chain.total_name, "instructions"])
+        lines.append(line)
+    return pd.DataFrame(lines)
+
+
+def tables(page, check: Check) -> Blocks:
+    """The chain per dataset and family in each norm (the first shown, the others folded), each step
+    with its outcome, and the instructions a condition dropped; a sentence where no dataset holds the
+    chain's conditions."""
+    chain = _chain(check)
+    frame = table(page.findings([check.id]), check)
+    out: Blocks = []
+    for index, (_, norm) in enumerate(chain.norms):
+        if not (frame["norm"] == norm).any():
+            continue
+        heading = f"In the {norm}: the gap of mean log norm [{LEVEL:.0%} interval] and what it decides"
+        if index == 0:
+            out += [Markdown(f"**{heading}.**"), Table(wide_table(frame, check, norm))]
+            lacking = dropped(page.draws, check)
+            if not lacking.empty:
+                out.append(
+                    fold("Instructions a condition lacks (too long, a zero gradient)", [Table(lacking, by=None)])
+                )
+        else:
+            out.append(fold(heading, [Table(wide_table(frame, check, norm))]))
+    return out or [Markdown(f"No dataset holds the chain's conditions ({', '.join(chain.conditions)}).")]
+
+
+def blocks(page, check: Check) -> Blocks:
+    """What opens a book's first page: the chain in at most three sentences, its figure (the page's
+    note under it) and how to read it, folded; nothing where no dataset holds its conditions."""
+    frame = table(page.findings([check.id]), check)
+    drawn = figure(frame, check, note=page.note())
+    if drawn is None:
+        return []
+    chain = _chain(check)
+    alt = f"{chain.total_name} and its steps ({', '.join(s.name for s in chain.steps)}) per model and family"
+    return [
+        Markdown(" ".join(in_words(frame, check))),
+        FigureBlock(drawn, alt),
+        fold("How to read the figure", [Markdown(caption(check))]),
+    ]
+
+
+# --------------------------------------------------------------------------- a store's chain, for the command line
+
+
+@dataclass(frozen=True)
+class StoredChain:
+    """A chain check's table on a store, the instructions its conditions dropped, and the samples
+    its conditions skipped: model, condition, reason, samples."""
+
+    table: pd.DataFrame
+    dropped: pd.DataFrame
+    skipped: pd.DataFrame
+
+
+def chain_conditions(check: Check, datasets: Sequence[str] = vocabulary.REASONING_DATASETS) -> list[str]:
+    """The condition keys a chain reads: its settings of correct responses per dataset."""
+    return [f"{d}/{s}/{vocabulary.CORRECT}" for d in datasets for s in _chain(check).conditions]
+
+
+def _models(root: Path) -> list[str]:
+    if is_exported_file(root):
+        return sorted(map(str, read_exported(root, None, ["model"])["model"].unique()))
+    if not (root / "store.json").is_file():
+        raise ReportError(f"{root}: no results store here; pass the results directory of a run")
+    return sorted(map(str, ResultsStore(root, create=False).distinct("model")))
+
+
+def _run_profile(root: Path) -> dict:
+    """The profile of the store's last recorded run ({} where none is recorded)."""
+    record = runlog.latest(root) if root.is_dir() else None
+    return dict(record.profile) if record is not None else {}
+
+
+def extract_commands(root: Path, missing: dict[str, list[str]], n_samples: int | None) -> str:
+    """The commands that compute each model's ``missing`` conditions into the store at ``root``."""
+    count = f" --n-samples {n_samples}" if n_samples else ""
+    return "; ".join(
+        f"`{EXTRACT} --model {model} --data {' '.join(keys)} --out {root}{count}`" for model, keys in missing.items()
+    )
+
+
+def missing_conditions(coverage: pd.DataFrame) -> dict[str, list[str]]:
+    """Per model, the chain's conditions with no stored nor skipped sample, on the datasets where the
+    model holds any of them."""
+    held = coverage.assign(held=(coverage["stored"] + coverage["skipped"]) > 0)
+    held["dataset"] = held["condition"].str.split("/").str[0]
+    out: dict[str, list[str]] = {}
+    for (model, _), group in held.groupby(["model", "dataset"], sort=False):
+        if group["held"].any() and not group["held"].all():
+            out.setdefault(str(model), []).extend(group.loc[~group["held"], "condition"])
+    return out
+
+
+def _skipped(skipped: pd.DataFrame) -> pd.DataFrame:
+    """The samples skipped, counted per model, condition and reason (the reason's first words)."""
+    if not len(skipped):
+        return pd.DataFrame(columns=["model", "condition", "reason", "samples"])
+    return (
+        skipped.assign(reason=skipped["reason"].astype(str).str.split(":").str[0])
+        .groupby(["model", "condition", "reason"], observed=True)["sample_index"]
+        .nunique()
+        .rename("samples")
+        .reset_index()
+    )
+
+
+def load_chain(results_dir, check: Check, *, n_resamples: int | None = None) -> StoredChain:
+    """A chain check on every model of a store (its last run's draw of instructions, resamples and
+    seed), in every norm it declares; one ``ReportError`` naming the conditions the store lacks and
+    the commands that compute them."""
+    chain = _chain(check)
+    root = Path(results_dir)
+    models = _models(root)
+    profile = _run_profile(root)
+    n_samples = profile.get("extraction", {}).get("n_samples")
+    results = load_results(root, models, chain_conditions(check), n_samples=n_samples, read=check.reads)
+    missing = missing_conditions(results.coverage)
+    if missing or results.rows.empty:
+        listed = "; ".join(f"{m}: {', '.join(keys)}" for m, keys in missing.items())
+        lacks = f"lacks {listed}" if missing else "holds none of them"
+        commands = extract_commands(root, missing, n_samples) if missing else "`python -m analysis run --profile cpu`"
+        raise ReportError(
+            f"{root}: the split reads {len(chain.conditions)} conditions of correct responses per dataset "
+            f"({', '.join(chain.conditions)}); the store {lacks}. Compute them with {commands}"
+        )
+    stats = ("nuclear_norm",)
+    draws = all_curve_draws(
+        results.rows,
+        list(results.models),
+        stats,
+        n_resamples=n_resamples or profile.get("n_resamples", 1000),
+        seed=profile.get("seed", 0),
+        sample_stats=[s for s in check.reads if s in results.rows and s not in stats],
+    )
+    findings = check.run(Inputs(draws=draws))
+    return StoredChain(table(findings, check), dropped(draws, check), _skipped(results.skipped))
