@@ -343,8 +343,7 @@ def run_profile(
             f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
             f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
         )
-        context = RunContext(results, data_dir=data_dir, log=log, progress=progress, say=say)
-        extraction = runner_of_source(profile, context)
+        extraction = runner_of_source(profile, RunContext(results, data_dir, log, progress=progress, say=say))
         with log.changing() as record:
             record.extraction_seconds = time.perf_counter() - started
         executed, index = (
