@@ -213,34 +213,19 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
     difference larger early than late; every part decides."""
     splits = metrics.layer_splits(cubes[fast].shape[1])
     n = len(resampling.seeds)
+
+    def ratio(name: str, values: np.ndarray, slow: str, *, role: Role) -> Part:
+        estimate = _estimate(*resampling.seed_mean(values), "seeds", n)
+        group = f"vs {T2_LABELS[slow]}"
+        return Part(name, estimate, "above", 0.0, Unit.RATIO, role=role, facet=(slow,), group=group)
+
     parts = []
     for slow in T2_SLOW_ARMS:
         difference = cubes[fast] - cubes[slow]
         gap = {seg: difference[:, lo:hi, :].mean(axis=(1, 2)) for seg, (lo, hi) in splits.items()}
-        early, early_draws = resampling.seed_mean(gap["early"])
-        uneven, uneven_draws = resampling.seed_mean(gap["early"] - gap["late"])
-        label = T2_LABELS[slow]
         parts += [
-            Part(
-                f"None / {label} weight change, early layers",
-                _estimate(early, early_draws, "seeds", n),
-                "above",
-                0.0,
-                Unit.RATIO,
-                role=roles.ARM_EARLY,
-                facet=(slow,),
-                group=f"vs {label}",
-            ),
-            Part(
-                "early / late of that ratio",
-                _estimate(uneven, uneven_draws, "seeds", n),
-                "above",
-                0.0,
-                Unit.RATIO,
-                role=roles.ARM_EARLY_LATE,
-                facet=(slow,),
-                group=f"vs {label}",
-            ),
+            ratio(f"None / {T2_LABELS[slow]} weight change, early layers", gap["early"], slow, role=roles.ARM_EARLY),
+            ratio("early / late of that ratio", gap["early"] - gap["late"], slow, role=roles.ARM_EARLY_LATE),
         ]
     return parts
 
