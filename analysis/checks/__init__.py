@@ -39,8 +39,8 @@ Modules:
   answer's own gradient smaller
 - ``g1_beyond_loss``: G1: the layer curves tell irrelevant from correct responses beyond the loss
 - ``a3_equal_loss``: A3: S's reasoning step holds also at equal answer loss
-- ``a5_context``: A5: its roles, its parts (``a5_parts``: the answer after its own chain against after the same words
-  shuffled and after another instruction's chain) and its check
+- ``a5_context``: A5: the answer's gradient after its own chain is nearly what the same words shuffled, or
+  another instruction's chain, give
 """
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER

@@ -21,7 +21,8 @@ Modules:
 - ``comparison``: imported vs extracted statistics, sample by sample
 - ``display``: the one renderer: the blocks a section returns as a notebook's outputs, folds as ``<details>``
 - ``gap_sources``: the chapter "Where the gap comes from": the stacked gaps, the AUROCs, G1 in words
-- ``answer_tokens``: that chapter's same-token figure, S's reasoning step and A3 in words, and F1 under a token-sum loss
+- ``answer_tokens``: that chapter's same-token figure, S's reasoning step, A3 and A5 in words, and F1 under a
+  token-sum loss
 - ``takeaway``: the first page's few sentences of what was found, each size a part's value (``found``)
 - ``split_figure``: the first page's split of F1's gap into four steps: its figure, caption and sentences,
   and the ``split`` command's table read from a store
