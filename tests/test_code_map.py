@@ -490,6 +490,33 @@ def test_a_package_docstring_s_stale_names_are_found(tmp_path):
     ]
 
 
+def packages_unnamed(text: str, package: Path = PACKAGE) -> list[str]:
+    """The packages under ``package`` (itself included) that the page never names as a folder
+    (``extract/distributed/`` or ``analysis/extract/distributed/``)."""
+    named = set(re.findall(r"`([^`\s]+/)`", text))
+    unnamed = []
+    for path in code_map.packages(package):
+        inner = path.relative_to(package).as_posix()
+        full = f"{package.name}/" + ("" if inner == "." else f"{inner}/")
+        if full not in named and f"{inner}/" not in named:
+            unnamed.append(full)
+    return unnamed
+
+
+def test_the_code_map_names_every_package():
+    unnamed = packages_unnamed(page_text())
+    assert not unnamed, f"the code map never names these packages: {unnamed}"
+
+
+def test_a_package_the_page_does_not_name_is_found(tmp_path):
+    for folder in ("analysis/outer/inner", "analysis/named"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    for init in ("analysis", "analysis/outer", "analysis/outer/inner", "analysis/named"):
+        (tmp_path / init / "__init__.py").write_text("")
+    page = "The package `analysis/` holds `outer/` and `analysis/named/`; `other/` is no package."
+    assert packages_unnamed(page, tmp_path / "analysis") == ["analysis/outer/inner/"]
+
+
 def test_every_module_file_and_name_the_code_map_gives_exists():
     problems = problems_of(page_text())
     assert not problems, "the code map names what the package lacks:\n" + "\n".join(problems)
