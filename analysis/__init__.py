@@ -1,7 +1,7 @@
 """Layer-wise gradient spectra of LLMs under fast vs. slow thinking data.
 
 The stages, in the order the data flow through them: each imports only from itself and the stages
-before it (import-linter's ``layers`` contract in ``pyproject.toml``).
+before it (import-linter's layers contract in ``pyproject.toml``).
 
 Modules:
 

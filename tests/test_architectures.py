@@ -249,9 +249,8 @@ def test_gemma2_through_the_profile_extraction_records_its_facts(model_dirs, stu
     results = tmp_path / "results"
     results.mkdir()
     log = runlog.RunLog.start(results, profile.as_dict(), "local", [])
-    records = pipeline.extract_profile(
-        profile, results, data_dir=study_data_dir, log=log, progress=False, say=lambda _: None
-    )
+    run = pipeline.RunContext(results, data_dir=study_data_dir, log=log, progress=False, say=lambda _: None)
+    records = pipeline.extract_profile(profile, run)
     assert records[0]["computed"] == 2
     facts = runlog.read(results)[-1].models[folder]
     assert facts["attention"] == "eager"

@@ -23,8 +23,9 @@ by a module that binds it at its top level (a function, a class, an assignment o
 
 The tests fail listing every module or file that does not exist, every name a module does not
 define, every module of the package that the stage tables leave out (or name twice), stage tables
-out of the order of import-linter's ``layers`` contract, and a list of the registry's checks that is
-not the registry's.
+out of the order of import-linter's ``layers`` contract, a list of the registry's checks that is
+not the registry's, and what a package's docstring still names that is no longer in it
+(``stale_names``).
 """
 
 from __future__ import annotations
@@ -361,6 +362,71 @@ def on_disk(package: Path) -> set[str]:
     return modules | {p.name + "/" for p in package.iterdir() if (p / "__init__.py").is_file()}
 
 
+def commands(package: Path = PACKAGE) -> set[str]:
+    """The command line's commands (``train``, ``split``), read from the ``add_parser`` calls of the
+    package's ``cli/`` (read, not imported: the commands import torch): words a docstring may set in
+    backticks that are not code of the package."""
+    return {
+        node.args[0].value
+        for path in (package / "cli").rglob("*.py")
+        for node in ast.walk(_tree(path))
+        if isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr == "add_parser"
+        and node.args
+        and isinstance(node.args[0], ast.Constant)
+    }
+
+
+def names_code(segments: list[str], root: Path = PACKAGE) -> bool:
+    """Whether ``analysis.<segments>`` names a package or module of ``root``, or a name that one
+    defines (a package: its ``__init__`` binds it, re-exports included)."""
+    for k in range(len(segments), 0, -1):
+        path, chain = root.joinpath(*segments[:k]), segments[k:]
+        if path.with_suffix(".py").is_file():
+            return not chain or defines("/".join(segments[:k]), chain, root)
+        if (path / "__init__.py").is_file():
+            return not chain or (len(chain) == 1 and chain[0] in _bound(_tree(path / "__init__.py").body))
+    return not segments
+
+
+def stale_names(package: Path, root: Path = PACKAGE) -> list[str]:
+    """What a package's docstring names in double backticks as code that is not there: a bare name
+    (``rules``, ``calibration/``) that is neither one of the package's own modules or subpackages,
+    nor defined at the top level of one of its modules (``run_checks``), nor a command; a dotted
+    name (``analysis.findings.scopes``, ``rule.Rule``) whose first part is no module of ``root``
+    (``analysis`` itself excepted) or, written in full, that names no module or nothing in it."""
+    docstring = ast.get_docstring(_tree(package / "__init__.py")) or ""
+    own = on_disk(package)
+    paths = [p for p in package.rglob("*.py") if "__pycache__" not in p.parts]
+    defined = {
+        name
+        for path in paths
+        for name, node in _bound(_tree(path).body).items()
+        if not isinstance(node, ast.Import | ast.ImportFrom)
+    }
+    modules = modules_on_disk(root)
+    stems = {m.split("/")[-1] for m in modules} | {f.name for f in root.rglob("*") if (f / "__init__.py").is_file()}
+    stale = []
+    for span in re.findall(r"``([^`]+)``", docstring):
+        if re.fullmatch(r"[a-z_][a-z0-9_]*/", span):
+            if span not in own:
+                stale.append(span)
+        elif re.fullmatch(r"[a-z_][a-z0-9_]*", span):
+            if span not in own and span not in defined and span not in commands(root):
+                stale.append(span)
+        elif re.fullmatch(r"[A-Za-z_][\w.]*\.[\w]+(\(\))?", span) and not span.endswith(
+            tuple("." + s for s in FILE_SUFFIXES)
+        ):
+            segments = span.removesuffix("()").split(".")
+            if segments[0] == root.name:
+                if not names_code(segments[1:], root):
+                    stale.append(span)
+            elif segments[0] not in stems:
+                stale.append(span)
+    return stale
+
+
 def page_text() -> str:
     """The code map as a reader sees it: its module tables included where the page includes them."""
     include = f"```{{include}} {book.CODE_MAP_FILE.relative_to('book').as_posix()}\n```"
@@ -380,6 +446,8 @@ def test_every_package_docstring_lists_its_modules_once_and_no_other(package):
     assert not (disk - listed), f"modules missing from {package.name}'s docstring: {sorted(disk - listed)}"
     assert not (listed - disk), f"{package.name}'s docstring names what does not exist: {sorted(listed - disk)}"
     assert len(names) == len(listed), f"{package.name}'s docstring names a module twice"
+    stale = stale_names(package)
+    assert not stale, f"{package.name}'s docstring names code that is not in it: {stale}"
 
 
 def test_a_package_docstring_s_entries_are_read_whole(tmp_path):
@@ -396,6 +464,57 @@ def test_a_package_docstring_s_entries_are_read_whole(tmp_path):
         "### one\n\nThe first line and its rest, `run()`.\n\n" + code_map.HEADER + "\n| `one` | the first line and its "
         "rest, `run()` |\n\n### inner\n\nThe inner one.\n\n" + code_map.HEADER + "\n| `inner/deep` | deep down |\n"
     )
+
+
+def test_a_package_docstring_s_stale_names_are_found(tmp_path):
+    """A module, subpackage or name a docstring still names after it moved or went is found; the
+    package's own modules, what they define, the commands and full names that resolve are not."""
+    root = tmp_path / "analysis"
+    (root / "inner").mkdir(parents=True)
+    (root / "cli").mkdir()
+    (root / "__init__.py").write_text("")
+    (root / "cli" / "__init__.py").write_text("")
+    (root / "cli" / "main.py").write_text('def add(commands):\n    commands.add_parser("train")\n')
+    (root / "inner" / "kept.py").write_text("def run_it():\n    pass\n")
+    (root / "inner" / "__init__.py").write_text(
+        '"""Inner: ``kept``, ``run_it``, ``train``, ``kept.run_it``, ``analysis.inner``, ``analysis.inner.kept.run_it``;\n'
+        "``gone``, ``moved/``, ``elsewhere.name``, ``analysis.inner.gone``, ``analysis.inner.kept.lost``.\n\n"
+        '- ``kept``: kept\n"""\n'
+    )
+    assert stale_names(root / "inner", root) == [
+        "gone",
+        "moved/",
+        "elsewhere.name",
+        "analysis.inner.gone",
+        "analysis.inner.kept.lost",
+    ]
+
+
+def packages_unnamed(text: str, package: Path = PACKAGE) -> list[str]:
+    """The packages under ``package`` (itself included) that the page never names as a folder
+    (``extract/distributed/`` or ``analysis/extract/distributed/``)."""
+    named = set(re.findall(r"`([^`\s]+/)`", text))
+    unnamed = []
+    for path in code_map.packages(package):
+        inner = path.relative_to(package).as_posix()
+        full = f"{package.name}/" + ("" if inner == "." else f"{inner}/")
+        if full not in named and f"{inner}/" not in named:
+            unnamed.append(full)
+    return unnamed
+
+
+def test_the_code_map_names_every_package():
+    unnamed = packages_unnamed(page_text())
+    assert not unnamed, f"the code map never names these packages: {unnamed}"
+
+
+def test_a_package_the_page_does_not_name_is_found(tmp_path):
+    for folder in ("analysis/outer/inner", "analysis/named"):
+        (tmp_path / folder).mkdir(parents=True, exist_ok=True)
+    for init in ("analysis", "analysis/outer", "analysis/outer/inner", "analysis/named"):
+        (tmp_path / init / "__init__.py").write_text("")
+    page = "The package `analysis/` holds `outer/` and `analysis/named/`; `other/` is no package."
+    assert packages_unnamed(page, tmp_path / "analysis") == ["analysis/outer/inner/"]
 
 
 def test_every_module_file_and_name_the_code_map_gives_exists():

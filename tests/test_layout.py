@@ -103,3 +103,30 @@ def test_the_function_length_check_sees_a_long_function(tmp_path, monkeypatch):
 def test_at_most_ten_modules_lie_flat_at_the_top_of_the_package():
     flat = sorted(p.stem for p in PACKAGE.glob("*.py") if p.stem not in {"__init__", "__main__"})
     assert len(flat) <= 10, f"{len(flat)} flat modules: {flat}; group what belongs together into a package"
+
+
+MAX_ERROR_CLASSES = 15
+
+
+def error_classes(package: Path = PACKAGE) -> list[str]:
+    """The error classes the package defines (a class whose name ends in ``Error``), as ``module.Class``."""
+    return sorted(
+        f"{path.relative_to(package).with_suffix('').as_posix()}.{node.name}"
+        for path in package.rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.ClassDef) and node.name.endswith("Error")
+    )
+
+
+def test_at_most_fifteen_error_classes():
+    """One error per thing that can be wrong (a data file, the store, a profile...), not one per module:
+    each message names the file, the record and what is wrong, so the class need not."""
+    found = error_classes()
+    assert len(found) <= MAX_ERROR_CLASSES, f"{len(found)} error classes: {found}"
+
+
+def test_the_error_count_sees_every_error_class(tmp_path):
+    (tmp_path / "inner").mkdir()
+    (tmp_path / "one.py").write_text("class OneError(Exception):\n    pass\n\n\nclass Helper:\n    pass\n")
+    (tmp_path / "inner" / "two.py").write_text("class TwoError(ValueError):\n    pass\n")
+    assert error_classes(tmp_path) == ["inner/two.TwoError", "one.OneError"]

@@ -315,7 +315,28 @@ def test_the_runner_of_a_profile_comes_from_its_source_and_the_executor():
         pipeline.source_runner(quick, "dask")
 
 
+def test_the_ray_runner_keeps_in_the_run_log_what_the_workers_did(tmp_path, monkeypatch):
+    """The Ray runner records what the local one records (each condition done, each model's load
+    seconds and facts) through the same ``RunContext.record``; without a log no model is described."""
+    from analysis.extract import distributed
+    from analysis.extract.runner import ConditionSummary
+
+    profile = replace(profiles.get_profile("quick"), models=("m",), conditions=("aqua/none/correct",))
+    summary = ConditionSummary("m", "aqua/none/correct", requested=2, already_done=0, computed=2, seconds=1.5)
+    report = distributed.ExtractionReport(conditions=[summary], load_seconds={"m": 4.0})
+    monkeypatch.setattr(distributed, "run_extraction", lambda *args, **kwargs: report)
+    described: list[str] = []
+    monkeypatch.setattr(pipeline, "model_facts", lambda model: described.append(model) or {"revision": "r"})
+    log = runlog.RunLog.start(tmp_path, profile.as_dict(), "ray", [])
+    records = pipeline.extract_with_ray(profile, pipeline.RunContext(tmp_path, log=log, say=lambda _: None))
+    assert records == [summary.as_record()]
+    kept = runlog.read(tmp_path)[-1]
+    assert (kept.extraction, kept.model_loads, kept.models) == (records, {"m": 4.0}, {"m": {"revision": "r"}})
+    pipeline.extract_with_ray(profile, pipeline.RunContext(tmp_path, say=lambda _: None))
+    assert described == ["m"]
+
+
 def test_a_training_run_of_a_profile_without_training_settings_stops_with_one_line(tmp_path):
     profile = replace(profiles.get_profile("training"), training=None)
     with pytest.raises(StudyError, match="training: a training run needs the profile's training settings"):
-        pipeline.train_profile(profile, tmp_path, say=lambda line: None)
+        pipeline.train_profile(profile, pipeline.RunContext(tmp_path, say=lambda line: None))

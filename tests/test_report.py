@@ -41,6 +41,7 @@ from analysis.report.display import styled_table
 from analysis.report.load import ReportError, figure_note, load_results, require_store_rows
 from analysis.report.page import Page
 from analysis.store import runlog
+from analysis.store.store_errors import StoreError
 
 ROOT = Path(__file__).resolve().parents[1]
 WIGGLE = {**REASONING_WIGGLE, "len100": 0.05, "len1000": 0.05}
@@ -461,7 +462,7 @@ def test_run_log_round_trip(tmp_path):
     [again] = runlog.read(tmp_path)
     assert again == record and again.finished
     (tmp_path / runlog.RUN_LOG).write_text("{not json")
-    with pytest.raises(runlog.RunLogError, match="unreadable run log"):
+    with pytest.raises(StoreError, match="unreadable run log"):
         runlog.read(tmp_path)
 
 

@@ -81,7 +81,8 @@ def test_an_interrupted_screen_goes_on_where_it_stopped(tiny, study_data_dir, tm
 def test_a_run_screens_each_model_once_and_says_what_it_found(tiny, study_data_dir, tmp_path):
     profile = Profile(name="screened", models=(tiny.name,), conditions=CONDITIONS, extraction=SETTINGS)
     said: list[str] = []
-    pipeline.extract_profile(profile, tmp_path / "r", data_dir=study_data_dir, progress=False, say=said.append)
+    run = pipeline.RunContext(tmp_path / "r", data_dir=study_data_dir, progress=False, say=said.append)
+    pipeline.extract_profile(profile, run)
     assert any(" aqua loss screen: " in line and "matched within 0.25 nats" in line for line in said)
     store = ResultsStore(tmp_path / "r")
     assert screening.pending(tiny.name, "base", ("aqua",), store, settings=SETTINGS, data_dir=study_data_dir) == []
@@ -90,7 +91,7 @@ def test_a_run_screens_each_model_once_and_says_what_it_found(tiny, study_data_d
     if unreached.why_stopped() != screens.TARGET:  # a larger budget screens on
         assert screening.pending(tiny.name, "base", ("aqua",), store, settings=wider, data_dir=study_data_dir)
     said.clear()
-    pipeline.extract_profile(profile, tmp_path / "r", data_dir=study_data_dir, progress=False, say=said.append)
+    pipeline.extract_profile(profile, run)
     assert said[-1] == f"{tiny.name}: all 2 conditions already stored and screened"
 
 

@@ -31,7 +31,7 @@ def test_the_reasoning_sentence_counts_its_verdicts_and_gives_the_token_sum_reve
     ]
     assert takeaway.reasoning_sentence(s, token_sum=[0.03, 0.04]) == (
         "Scoring only the final answer's own tokens, its gradient without reasoning before it over with reasoning "
-        "is x0.5 (S's \"smaller after reasoning\": 2 does not hold); under a loss summed over tokens the gap "
+        'is x0.5 (S\'s "smaller after reasoning": 2 does not hold); under a loss summed over tokens the gap '
         "reverses (x0.03 to x0.04)."
     )
     assert takeaway.reasoning_sentence([], token_sum=[2.0]) == "Under a loss summed over tokens the gap stays (x2)."

@@ -18,6 +18,8 @@ Modules:
   report names no check by hand
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
+- ``training_declaration``: what T1-T3 declare alike: a check of the training runs on the chapter "During
+  training", calibrated by one rule (``training_check``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
 - ``f2_rougher``: F2: the faster the thinking, the more the gradient varies from layer to layer
 - ``f3_irrelevant``: F3: slow thinking, not fast, gives irrelevant responses larger gradients than correct
@@ -37,8 +39,8 @@ Modules:
   answer's own gradient smaller
 - ``g1_beyond_loss``: G1: the layer curves tell irrelevant from correct responses beyond the loss
 - ``a3_equal_loss``: A3: S's reasoning step holds also at equal answer loss
-- ``a5_context``: A5: its roles, its parts (``a5_parts``: the answer after its own chain against after the same words
-  shuffled and after another instruction's chain) and its check
+- ``a5_context``: A5: the answer's gradient after its own chain is nearly what the same words shuffled, or
+  another instruction's chain, give
 """
 
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER

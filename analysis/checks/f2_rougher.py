@@ -20,7 +20,7 @@ from analysis.findings.quantities import (
     mean_roughness_difference,
     roughness,
 )
-from analysis.findings.rules import CheckId, Note, NoteKind, Part, Unit
+from analysis.findings.rules import CheckId, Note, NoteKind, Part, Unit, above_zero
 from analysis.findings.scopes import Inputs, PerModelCheck, Words
 from analysis.findings.simulated_samples import Condition, wiggle
 
@@ -52,18 +52,7 @@ def f2_parts(context: DatasetContext) -> list[Part] | None:
             difference_ = None if a is None or b is None else combine(np.subtract, a, b)
             role = roles.NONE_ROUGHNESS if none_pair else roles.ROUGHNESS
             facet = (fast, slow, proj)
-            parts.append(
-                Part(
-                    name=proj.upper(),
-                    estimate=difference_,
-                    side="above",
-                    bound=0.0,
-                    role=role,
-                    facet=facet,
-                    group=group,
-                    decides=True,
-                )
-            )
+            parts.append(above_zero(proj.upper(), difference_, role=role, facet=facet, group=group, decides=True))
         mean_role = roles.NONE_MEAN_CURVE_ROUGHNESS if none_pair else roles.MEAN_CURVE_ROUGHNESS
         shown = (
             (
@@ -75,17 +64,7 @@ def f2_parts(context: DatasetContext) -> list[Part] | None:
             (MEAN_CURVE_ROUGHNESS, mean_roughness_difference(cd, dataset, fast, slow), Unit.DIFFERENCE, mean_role),
         )
         parts += [
-            Part(
-                name=name,
-                estimate=value,
-                side="above",
-                bound=0.0,
-                unit=unit,
-                role=role,
-                facet=(fast, slow),
-                group=group,
-                decides=False,
-            )
+            above_zero(name, value, unit=unit, role=role, facet=(fast, slow), group=group, decides=False)
             for name, value, unit, role in shown
         ]
     if settings[0] == "none":

@@ -17,7 +17,7 @@ from analysis.findings.quantities import (
     log_rd_mean_square,
     mean_roughness,
 )
-from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit
+from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Part, Unit, above_zero
 from analysis.findings.scopes import SUMMARY_CHAPTERS, Inputs, WikiCheck, Words
 from analysis.findings.simulated_samples import Condition, SampleDesign, wiggle
 
@@ -54,23 +54,9 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
     wiki_square = combine(lambda *r: np.mean(np.stack(r), axis=0), *squares) if squares else None
     wiki_mad = log_mad_ratio(cd, wiki, "len1000", "len100")
     return [
-        Part(name=F5_SHARES, estimate=contrast, side="above", bound=0.0, role=roles.SHARES, decides=True),
-        Part(
-            name="Wiki 100 words roughness",
-            estimate=short,
-            side="above",
-            bound=0.0,
-            role=roles.WIKI_ROUGHNESS,
-            decides=False,
-        ),
-        Part(
-            name="reasoning Simplified CoT roughness",
-            estimate=simplified,
-            side="above",
-            bound=0.0,
-            role=roles.REASONING_ROUGHNESS,
-            decides=False,
-        ),
+        above_zero(F5_SHARES, contrast, role=roles.SHARES, decides=True),
+        above_zero("Wiki 100 words roughness", short, role=roles.WIKI_ROUGHNESS, decides=False),
+        above_zero("reasoning Simplified CoT roughness", simplified, role=roles.REASONING_ROUGHNESS, decides=False),
         nearly_same(WIKI_SAME, wiki_square, role=roles.WIKI_SAME),
         Part(
             name="Wiki irrelevant / correct",
@@ -81,15 +67,7 @@ def f5_parts(cd: CurveDraws, reference: CurveDraws | None = None) -> list[Part] 
             role=roles.WIKI_RD,
             decides=False,
         ),
-        Part(
-            name="paper's Wiki MAD 1000 / 100 words",
-            estimate=wiki_mad,
-            side="above",
-            bound=0.0,
-            unit=Unit.RATIO,
-            role=roles.WIKI_MAD,
-            decides=False,
-        ),
+        above_zero("paper's Wiki MAD 1000 / 100 words", wiki_mad, unit=Unit.RATIO, role=roles.WIKI_MAD, decides=False),
     ]
 
 

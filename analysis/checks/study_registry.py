@@ -5,6 +5,7 @@ unless another registry is passed (``extended(REGISTRY, check)``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import partial
 
 from analysis.checks import (
     a3_equal_loss,
@@ -24,9 +25,8 @@ from analysis.checks import (
 )
 from analysis.findings import check_registry as engine
 from analysis.findings.battery import Battery
-from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.check_registry import Registry, registry_of
-from analysis.findings.rules import CheckId, Finding
+from analysis.findings.rules import CheckId
 from analysis.findings.scopes import Check, Scope
 
 MODULES = (
@@ -84,27 +84,6 @@ def selected(checks: Iterable[str] | None, registry: Registry = REGISTRY) -> lis
     return engine.selected(checks, registry)
 
 
-def run_checks(
-    draws: dict[str, CurveDraws],
-    checks: Iterable[str] | None = None,
-    *,
-    registry: Registry = REGISTRY,
-    identical: dict[str, frozenset] | None = None,
-    data_dir: str | None = None,
-    reference: dict[str, CurveDraws] | None = None,
-    pairs: dict[str, str] | None = None,
-    declared: dict[str, str] | None = None,
-    extra: dict[str, object] | None = None,
-) -> list[Finding]:
-    """``check_registry.run_checks`` on the registry (the study's unless another is passed)."""
-    return engine.run_checks(
-        draws,
-        checks,
-        registry=registry,
-        identical=identical,
-        data_dir=data_dir,
-        reference=reference,
-        pairs=pairs,
-        declared=declared,
-        extra=extra,
-    )
+run_checks = partial(engine.run_checks, registry=REGISTRY)
+"""The engine's ``check_registry.run_checks`` on the study's registry (another one passed as
+``registry=``)."""

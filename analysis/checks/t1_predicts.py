@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from analysis.checks.check_chapters import TRAINING
+from analysis.checks.training_declaration import training_check
 from analysis.findings import roles, training_checks
 from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration import rule
-from analysis.findings.rules import CheckId
-from analysis.findings.scopes import TrainingRunCheck, Words
+from analysis.findings.scopes import Words
 
-CHECK = TrainingRunCheck(
-    id=CheckId("T1"),
+CHECK = training_check(
+    "T1",
+    parts=training_checks.t1,
+    rule=rule.RANK_CORRELATION,
     says=((roles.BEYOND_DEPTH, "beyond depth"),),
     words=Words(
         holds="the step-0 curve predicts the weight change beyond depth",
@@ -23,9 +24,6 @@ CHECK = TrainingRunCheck(
         "than depth alone: its Spearman correlation across layers with the weight change after K steps exceeds "
         "the layer index's (in absolute value); that difference decides"
     ),
-    parts=training_checks.t1,
-    chapters=TRAINING,
-    calibrated_by=(rule.RANK_CORRELATION,),
 )
 
 BATTERY = TRAINING_FIXTURE

@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from analysis.checks.check_chapters import TRAINING
+from analysis.checks.training_declaration import training_check
 from analysis.findings import roles, training_checks
 from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration import rule
-from analysis.findings.rules import CheckId
-from analysis.findings.scopes import TrainingRunCheck, Words
+from analysis.findings.scopes import Words
 
-CHECK = TrainingRunCheck(
-    id=CheckId("T2"),
+CHECK = training_check(
+    "T2",
+    parts=training_checks.t2,
+    rule=rule.ARM_CHANGE,
     says=((roles.ARM_EARLY, "early layers change more"), (roles.ARM_EARLY_LATE, "more early than late")),
     words=Words(
         holds="training on None CoT changes the early layers more",
@@ -23,9 +24,6 @@ CHECK = TrainingRunCheck(
         "late layers; the full Detailed CoT arm and the arm cut to the None-CoT token count (token-matched) both "
         "decide"
     ),
-    parts=training_checks.t2,
-    chapters=TRAINING,
-    calibrated_by=(rule.ARM_CHANGE,),
 )
 
 BATTERY = TRAINING_FIXTURE

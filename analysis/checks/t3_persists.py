@@ -2,15 +2,16 @@
 
 from __future__ import annotations
 
-from analysis.checks.check_chapters import TRAINING
+from analysis.checks.training_declaration import training_check
 from analysis.findings import roles, training_checks
 from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration import rule
-from analysis.findings.rules import CheckId
-from analysis.findings.scopes import TrainingRunCheck, Words
+from analysis.findings.scopes import Words
 
-CHECK = TrainingRunCheck(
-    id=CheckId("T3"),
+CHECK = training_check(
+    "T3",
+    parts=training_checks.t3,
+    rule=rule.PROBE_GAP,
     says=((roles.GAP_CHANGE, "persists"),),
     words=Words(
         holds="F1's gap persists through training",
@@ -22,9 +23,6 @@ CHECK = TrainingRunCheck(
         "The None / Detailed gap in probe nuclear norms (F1) persists after K steps of training on each arm: "
         "its change since step 0 decides (the gap shrinks by less than 10%), where the gap is established at step 0"
     ),
-    parts=training_checks.t3,
-    chapters=TRAINING,
-    calibrated_by=(rule.PROBE_GAP,),
 )
 
 BATTERY = TRAINING_FIXTURE

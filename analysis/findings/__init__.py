@@ -1,6 +1,8 @@
 """Findings: from stored rows to verdicts. The engine (bootstrap, rules, intervals, pooling, the
-registry's runner, which takes the registry as an argument) and the checks' parts; the checks
-themselves are declared in ``analysis.checks``.
+registry's runner, which takes the registry as an argument) and the quantities the checks' parts are
+made of. The checks themselves, each with its own parts function, are declared in ``analysis.checks``;
+here are only the parts several checks share (``check_parts``) and those of the scope "per training
+run" (``training_checks``).
 
 Modules:
 
@@ -44,7 +46,7 @@ Modules:
   out, and its sign-flip permutation test; at matched loss, the drawn and the screened pairs within the
   caliper
 - ``same_tokens``: the final answer's own gradient with and without reasoning before it (beside S's reasoning
-  step), and at equal answer loss (A3)
+  step), after the contexts A5 compares, and A3's regression at equal answer loss
 - ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training
   run)
 - ``simulated_samples``: per-sample statistics drawn with chosen effects, as the store holds them, and their

@@ -247,6 +247,30 @@ class Part:
         return 0 if self.estimate is None else self.estimate.n_smallest
 
 
+def above_zero(
+    name: str,
+    estimate: Estimate | None,
+    *,
+    role: Role,
+    decides: bool,
+    unit: Unit = Unit.DIFFERENCE,
+    facet: tuple[str, ...] = (),
+    group: str = "",
+) -> Part:
+    """A part whose claim is that it lies above 0 (the most common claim: a gap, a difference)."""
+    return Part(
+        name=name,
+        estimate=estimate,
+        side="above",
+        bound=0.0,
+        unit=unit,
+        role=role,
+        facet=facet,
+        group=group,
+        decides=decides,
+    )
+
+
 def _widened(level: float, parts: Sequence[Part]) -> float:
     """The level at which a part of ``parts`` contradicts its claim (Bonferroni over the parts)."""
     return 1 - (1 - level) / max(len(parts), 1)

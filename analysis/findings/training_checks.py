@@ -213,36 +213,29 @@ def t2_from_cubes(cubes: dict[str, np.ndarray], resampling: TrainingResampling, 
     difference larger early than late; every part decides."""
     splits = metrics.layer_splits(cubes[fast].shape[1])
     n = len(resampling.seeds)
+
+    def ratio(name: str, values: np.ndarray, slow: str, *, role: Role) -> Part:
+        estimate = _estimate(*resampling.seed_mean(values), "seeds", n)
+        group = f"vs {T2_LABELS[slow]}"
+        return Part(
+            name=name,
+            estimate=estimate,
+            side="above",
+            bound=0.0,
+            unit=Unit.RATIO,
+            role=role,
+            facet=(slow,),
+            group=group,
+            decides=True,
+        )
+
     parts = []
     for slow in T2_SLOW_ARMS:
         difference = cubes[fast] - cubes[slow]
         gap = {seg: difference[:, lo:hi, :].mean(axis=(1, 2)) for seg, (lo, hi) in splits.items()}
-        early, early_draws = resampling.seed_mean(gap["early"])
-        uneven, uneven_draws = resampling.seed_mean(gap["early"] - gap["late"])
-        label = T2_LABELS[slow]
         parts += [
-            Part(
-                name=f"None / {label} weight change, early layers",
-                estimate=_estimate(early, early_draws, "seeds", n),
-                side="above",
-                bound=0.0,
-                unit=Unit.RATIO,
-                role=roles.ARM_EARLY,
-                facet=(slow,),
-                group=f"vs {label}",
-                decides=True,
-            ),
-            Part(
-                name="early / late of that ratio",
-                estimate=_estimate(uneven, uneven_draws, "seeds", n),
-                side="above",
-                bound=0.0,
-                unit=Unit.RATIO,
-                role=roles.ARM_EARLY_LATE,
-                facet=(slow,),
-                group=f"vs {label}",
-                decides=True,
-            ),
+            ratio(f"None / {T2_LABELS[slow]} weight change, early layers", gap["early"], slow, role=roles.ARM_EARLY),
+            ratio("early / late of that ratio", gap["early"] - gap["late"], slow, role=roles.ARM_EARLY_LATE),
         ]
     return parts
 

@@ -24,7 +24,7 @@ from dataclasses import asdict, dataclass, field, fields
 from datetime import datetime, timezone
 from pathlib import Path
 
-from analysis.core.errors import StudyError
+from analysis.store.store_errors import StoreError
 
 RUN_LOG = "run_log.json"
 RECORDED_PACKAGES = (
@@ -44,10 +44,6 @@ RECORDED_PACKAGES = (
     "jupyter-book",
     "layer-gradient-study",
 )
-
-
-class RunLogError(StudyError, RuntimeError):
-    """A run log that cannot be read."""
 
 
 @dataclass
@@ -136,7 +132,7 @@ def read(results_dir) -> list[RunRecord]:
     try:
         payload = json.loads(path.read_text())
     except json.JSONDecodeError as error:
-        raise RunLogError(f"{path}: unreadable run log ({error.msg} at line {error.lineno})") from None
+        raise StoreError(f"{path}: unreadable run log ({error.msg} at line {error.lineno})") from None
     return [RunRecord.from_dict(run) for run in payload.get("runs", [])]
 
 

@@ -1,5 +1,6 @@
-"""What goes wrong with a results store: ``StoreError``, and ``DamagedPart`` for a part file that
-cannot be read (raised by :mod:`analysis.store.store_files`, which reads the parts)."""
+"""What goes wrong with a results store: ``StoreError`` (the store, or the run log beside it, cannot
+be used), and ``DamagedPart`` for a part file that cannot be read (raised by
+:mod:`analysis.store.store_files`, which reads the parts)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,8 @@ from analysis.core.errors import StudyError
 
 
 class StoreError(StudyError, RuntimeError):
-    """The results store cannot be used as asked."""
+    """The results store, or a file kept beside it (the run log), cannot be used as asked; the
+    message names the file and what is wrong with it."""
 
 
 class DamagedPart(StoreError):

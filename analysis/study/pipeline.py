@@ -23,7 +23,7 @@ from __future__ import annotations
 import importlib.util
 import shutil
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -78,42 +78,55 @@ def pending_conditions(model: str, profile: Profile, store: ResultsStore, data_d
     ]
 
 
-def extract_profile(
-    profile: Profile,
-    results_dir: Path,
-    *,
-    data_dir=None,
-    log: runlog.RunLog | None = None,
-    progress: bool = True,
-    say: Callable[[str], None] = print,
-) -> list[dict]:
+@dataclass(frozen=True)
+class RunContext:
+    """What every runner of a profile's source is given beside the profile: the results folder its
+    statistics go into, the data folder, the run log (None: none kept), whether it shows progress,
+    and where its lines go."""
+
+    results_dir: Path
+    data_dir: Path | None = None
+    log: runlog.RunLog | None = None
+    progress: bool = True
+    say: Callable[[str], None] = print
+
+    def record(
+        self,
+        *,
+        extraction: Sequence[dict] = (),
+        model_loads: Mapping[str, float] | None = None,
+        models: Mapping[str, dict] | None = None,
+    ) -> None:
+        """Add to the run log, where one is kept, the records of conditions or training runs done,
+        models' load seconds and models' facts (revision, attention, chat template hash)."""
+        if self.log is None:
+            return
+        with self.log.changing() as record:
+            record.extraction.extend(extraction)
+            record.model_loads.update(model_loads or {})
+            record.models.update(models or {})
+
+
+def extract_profile(profile: Profile, context: RunContext) -> list[dict]:
     """Compute every (model, condition) of the profile that the store lacks; one record per pair."""
-    with recorded_threads(profile, log, say):
-        return _extract_models(profile, results_dir, data_dir=data_dir, log=log, progress=progress, say=say)
+    with recorded_threads(profile, context):
+        return _extract_models(profile, context)
 
 
 @contextmanager
-def recorded_threads(profile: Profile, log: runlog.RunLog | None, say: Callable[[str], None]) -> Iterator[ThreadChoice]:
+def recorded_threads(profile: Profile, context: RunContext) -> Iterator[ThreadChoice]:
     """torch's threads for the whole run (``runner.torch_threads``: the profile's number or the
     cores free now), chosen once, said and written to the run log."""
     with runner.torch_threads(profile.extraction.threads) as threads:
-        if log is not None:
-            with log.changing() as record:
+        if context.log is not None:
+            with context.log.changing() as record:
                 record.threads = threads.as_dict()
-        say(f"torch threads: {threads.threads} ({threads.source})")
+        context.say(f"torch threads: {threads.threads} ({threads.source})")
         yield threads
 
 
-def _extract_models(
-    profile: Profile,
-    results_dir: Path,
-    *,
-    data_dir,
-    log: runlog.RunLog | None,
-    progress: bool,
-    say: Callable[[str], None],
-) -> list[dict]:
-    store = ResultsStore(results_dir)
+def _extract_models(profile: Profile, context: RunContext) -> list[dict]:
+    store, data_dir, say = ResultsStore(context.results_dir), context.data_dir, context.say
     records = []
     screened = screen.screened_datasets(profile.conditions) if profile.extraction.loss_screen else ()
     for model in profile.models:
@@ -130,20 +143,15 @@ def _extract_models(
             f"{model}: {len(todo)} of {len(profile.conditions)} conditions to compute, {len(to_screen)} datasets to screen"
         )
         loaded = models.load(model, template=profile.extraction.template, device=profile.extraction.device)
-        if log is not None:
-            with log.changing() as record:
-                record.model_loads[model] = loaded.load_seconds
-                record.models[model] = loaded.facts().as_dict()
+        context.record(model_loads={model: loaded.load_seconds}, models={model: loaded.facts().as_dict()})
         for spec in todo:
             summary = runner.extract(
-                loaded, spec, store, settings=profile.extraction, data_dir=data_dir, progress=progress
+                loaded, spec, store, settings=profile.extraction, data_dir=data_dir, progress=context.progress
             )
             records.append(summary.as_record())
-            if log is not None:
-                with log.changing() as record:
-                    record.extraction.append(records[-1])
+            context.record(extraction=records[-1:])
         screen.screen_model(
-            loaded, to_screen, store, settings=profile.extraction, data_dir=data_dir, progress=progress, say=say
+            loaded, to_screen, store, settings=profile.extraction, data_dir=data_dir, progress=context.progress, say=say
         )
         del loaded
     return records
@@ -158,15 +166,7 @@ def model_facts(model: str) -> dict:
         return {"error": str(error)}
 
 
-def extract_with_ray(
-    profile: Profile,
-    results_dir: Path,
-    *,
-    data_dir=None,
-    log: runlog.RunLog | None = None,
-    progress: bool = True,
-    say: Callable[[str], None] = print,
-) -> list[dict]:
+def extract_with_ray(profile: Profile, context: RunContext) -> list[dict]:
     """Extraction spread over a Ray cluster by ``analysis.extract.distributed``: an embedded Ray on this
     machine, or the cluster that ``RAY_ADDRESS`` names (the report is printed with ``progress``;
     ``say``: the line that a profile's loss screen was not run)."""
@@ -178,36 +178,29 @@ def extract_with_ray(
     from analysis.extract import distributed
 
     jobs = [(model, profile.extraction.template, spec) for model in profile.models for spec in profile.conditions]
-    report = distributed.run_extraction(jobs, results_dir, profile.extraction, data_dir=data_dir, progress=progress)
+    report = distributed.run_extraction(
+        jobs, context.results_dir, profile.extraction, data_dir=context.data_dir, progress=context.progress
+    )
     records = [summary.as_record() for summary in report.conditions]
-    if log is not None:
-        with log.changing() as record:
-            record.extraction = records
-            record.model_loads = dict(report.load_seconds)
-            record.models = {model: model_facts(model) for model in profile.models}
+    facts = {model: model_facts(model) for model in profile.models} if context.log is not None else None
+    context.record(extraction=records, model_loads=report.load_seconds, models=facts)
     if not report.ok:
         raise StudyError(
             "some samples failed on the Ray workers; the notebooks were not executed:\n" + report.describe()
         )
     if profile.extraction.loss_screen:
-        say("the loss screen runs with the local executor only: not run (run again with --executor local to add it)")
+        context.say(
+            "the loss screen runs with the local executor only: not run (run again with --executor local to add it)"
+        )
     return records
 
 
-def check_imported(
-    profile: Profile,
-    results_dir: Path,
-    *,
-    data_dir=None,
-    log: runlog.RunLog | None = None,
-    progress: bool = True,
-    say: Callable[[str], None] = print,
-) -> list[dict]:
+def check_imported(profile: Profile, context: RunContext) -> list[dict]:
     """A profile of imported statistics computes nothing: check that the store holds some for its models.
 
-    No model is loaded; what the import lacks is reported by every page as missing (``data_dir``,
-    ``log`` and ``progress``: unused, the runners share one signature).
+    No model is loaded; what the import lacks is reported by every page as missing.
     """
+    results_dir = context.results_dir
     store = ResultsStore(results_dir)
     present = sorted(store.distinct("model", [("model", "in", list(profile.models)), ("origin", "!=", "")]))
     if not present:
@@ -216,45 +209,35 @@ def check_imported(
             f"python -m analysis import-original {HUB_SOURCE} --out {results_dir} "
             "(or a folder or archive of the original study's files instead of the hub dataset)"
         )
-    say(
+    context.say(
         f"profile {profile.name}: imported statistics of {len(present)} of {len(profile.models)} models "
         f"({', '.join(present)}); nothing to compute"
     )
     return []
 
 
-def train_profile(
-    profile: Profile,
-    results_dir: Path,
-    *,
-    data_dir=None,
-    log: runlog.RunLog | None = None,
-    progress: bool = True,
-    say: Callable[[str], None] = print,
-) -> list[dict]:
+def train_profile(profile: Profile, context: RunContext) -> list[dict]:
     """Every training run of the profile that is not finished (``analysis.train.arms``); one record per run."""
     from analysis.train import arms
 
     training = profile.training
     if training is None:
         raise StudyError(f"profile {profile.name}: a training run needs the profile's training settings")
-    with recorded_threads(profile, log, say) as threads:
+    with recorded_threads(profile, context) as threads:
         extraction = profile.extraction.but(threads=threads.threads)  # the choice recorded, kept for every run
         records = []
         for model in profile.models:
             done = arms.train_model(
                 model,
-                results_dir,
+                context.results_dir,
                 settings=training,
                 extraction=extraction,
-                data_dir=data_dir,
-                progress=progress,
-                say=say,
+                data_dir=context.data_dir,
+                progress=context.progress,
+                say=context.say,
             )
             records += [{**record, "computed": 0, "kind": "training"} for record in done]
-            if log is not None:
-                with log.changing() as record:
-                    record.extraction.extend(records[-len(done) :] if done else [])
+            context.record(extraction=records[-len(done) :] if done else [])
     return records
 
 
@@ -294,9 +277,8 @@ def default_results_dir(profile: Profile, root: Path = PROJECT_ROOT) -> Path:
 # --------------------------------------------------------------------------- sources
 
 
-Runner = Callable[..., list[dict]]
-"""Brings a profile's statistics into the store; one record per condition or training run. Every
-runner is called as ``runner(profile, results_dir, data_dir=..., log=..., progress=..., say=...)``."""
+Runner = Callable[[Profile, RunContext], list[dict]]
+"""Brings a profile's statistics into the store; one record per condition or training run."""
 
 EXECUTORS = ("local", "ray")
 
@@ -361,7 +343,7 @@ def run_profile(
             f"profile {profile.name}: {len(profile.models)} models x {len(profile.conditions)} conditions, "
             f"{profile.extraction.n_samples or 'all'} samples each, results in {results}"
         )
-        extraction = runner_of_source(profile, results, data_dir=data_dir, log=log, progress=progress, say=say)
+        extraction = runner_of_source(profile, RunContext(results, data_dir, log, progress=progress, say=say))
         with log.changing() as record:
             record.extraction_seconds = time.perf_counter() - started
         executed, index = (
