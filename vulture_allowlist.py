@@ -34,3 +34,6 @@ verdicts_of_tables
 
 # Read by Selenium: the Chromium binary the README's screenshot drives (study/screenshot.py).
 _.binary_location
+
+# Read by the battery that tests every check alike (tests/test_battery.py): each check's own fixture.
+_.battery

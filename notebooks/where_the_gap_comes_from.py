@@ -26,7 +26,7 @@
 # [where a gap comes from](../gap_methods.md); the rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
-from analysis.report import check_sections, gap_sources, loss_convention, sections
+from analysis.report import gap_sources, loss_convention, sections
 from analysis.report.display import show
 from analysis.report.notebook_parameters import given_parameters, names_defined
 from analysis.report.page import Page
@@ -73,17 +73,11 @@ show(sections.chains(page))
 show(sections.reasoning_layers(page))
 
 # %% [markdown]
-# ## What each check on the gap's sources finds
-#
-# Each check of this chapter in words, per model (its pooled cells where a family has two
-# datasets), with its numbers per dataset folded under it. The table after them counts the
-# instructions whose Detailed CoT states the appended answer word for word, on which the reasoning
-# step is shown beside the whole.
+# The instructions whose Detailed CoT states the appended answer word for word, on which the
+# reasoning step is shown beside the whole (its table under "The answers"):
 
 # %% tags=["remove-input"]
-show(check_sections.check_sections(page))
 show(sections.verbatim_counts(page))
-show(gap_sources.screen_blocks(page))
 
 # %% [markdown]
 # ## The gaps, layer by layer
@@ -115,9 +109,10 @@ show(loss_convention.section(page))
 # %% [markdown]
 # ## The answers
 #
-# S decides on the reasoning step; G1 on the out-of-fold AUROC of the pairs' curve differences
-# once the loss covariates are partialled out, against sign flips of whole pairs (its p-value; no
-# interval). Intervals are 95% intervals over instructions.
+# The verdict matrix of this chapter's checks, then each check in words, per model (its pooled
+# cells where a family has two datasets), with its numbers per dataset folded under it. Intervals
+# are 95% intervals over instructions.
 
 # %% tags=["remove-input"]
 show(sections.answers(page))
+show(gap_sources.screen_blocks(page))

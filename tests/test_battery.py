@@ -1,6 +1,6 @@
 """One battery for every check of the registry, as scikit-learn's ``parametrize_with_checks`` tests
 every estimator: each check runs, through ``Check.run`` only, on the inputs its own fixture draws
-(``BATTERY``, ``analysis.findings.battery``): it holds on its truth, with every deciding effect at
+(its ``battery``, ``analysis.findings.battery``): it holds on its truth, with every deciding effect at
 least 5 standard errors from its bound; it does not hold or is not resolved on its falsity; it gives
 no cell, or "not applicable" with its reason, where what it needs is missing; it says no verdict it
 does not declare; and it is shown in the verdict matrix, the claims list and the methods pages. A
@@ -26,12 +26,12 @@ from analysis.report import figures, verdicts
 
 ROOT = Path(__file__).resolve().parents[1]
 METHODS = ("methods", "checks", "gap_methods", "training_methods")
-IN_BATTERY = [c for c in checks.REGISTRY if isinstance(checks.BATTERIES[c.id], Fixture)]
+IN_BATTERY = [c for c in checks.REGISTRY if isinstance(c.battery, Fixture)]
 SE_FROM_BOUND = 5  # a truth's deciding effects lie at least this many standard errors from their bounds
 
 
 def _fixture(check: Check) -> Fixture:
-    fixture = checks.BATTERIES[check.id]
+    fixture = check.battery
     assert isinstance(fixture, Fixture)
     return fixture
 
@@ -104,8 +104,8 @@ def test_it_is_shown_in_the_matrix_the_claims_and_the_methods(check):
 
 def test_every_check_of_the_registry_is_in_the_battery():
     """Every check has a fixture; a check left out would say why (``NotInBattery``)."""
-    assert set(checks.BATTERIES) == set(checks.all_ids())
-    left_out = {i: b for i, b in checks.BATTERIES.items() if isinstance(b, NotInBattery)}
+    assert all(c.battery is not None for c in checks.REGISTRY)  # each declares a fixture, or why it has none
+    left_out = {c.id: c.battery for c in checks.REGISTRY if isinstance(c.battery, NotInBattery)}
     assert not left_out and all(b.reason for b in left_out.values())
 
 

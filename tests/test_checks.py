@@ -19,12 +19,13 @@ from synthetic import BASE, INSTRUCT, MODELS, make_results, reasoning_conditions
 from analysis import checks
 from analysis.core import vocabulary
 from analysis.core.errors import StudyError
-from analysis.findings import calibration, quantities, roles
+from analysis.findings import battery, calibration, quantities, roles
 from analysis.findings.bootstrap import Estimate, all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.rules import DECIDED, NOT_APPLICABLE, Finding, NoteKind, Part, Unit
-from analysis.report import figures, sections, verdicts
+from analysis.findings.simulated_samples import Condition
+from analysis.report import figures, reproduction, sections, verdicts
 from analysis.report.blocks import Html
 from analysis.report.page import Page
 
@@ -51,7 +52,14 @@ def toy_parts(context: DatasetContext):
     )
 
 
-# A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is).
+def _toy_inputs(*, simplified: float, settings=("simplified", "detailed")) -> checks.Inputs:
+    """The toy's own simulated inputs: Simplified CoT ``simplified`` above Detailed CoT in log norm."""
+    levels = {"simplified": simplified, "detailed": 0.0}
+    return battery.model_inputs({f"{s}/correct": Condition(curve=levels[s]) for s in settings})
+
+
+# A check declared in a registry built for the tests only (``checks.REGISTRY`` stays as it is), with
+# everything it shows and its battery fixture declared on it: nothing in analysis/report names it.
 TOY = checks.PerModelCheck(
     id="T9",
     plain="Simplified CoT gives larger gradients than Detailed CoT",
@@ -59,7 +67,21 @@ TOY = checks.PerModelCheck(
     parts=toy_parts,
     chapters=("math_reasoning",),
     calibrated_by=(rule.GAP,),
+    lead=4,
     figure=checks.PartFigure(roles.LENGTH_GAP, "Simplified / Detailed", "Toy: the gap", "No gap."),
+    section=checks.Section(
+        title="The toy's own section.",
+        intro="{id} asks whether a shorter chain gives a larger gradient.",
+        lead="Simplified over Detailed CoT",
+        columns=(("Simplified / Detailed", roles.LENGTH_GAP, None),),
+    ),
+    battery=battery.Fixture(
+        verdicts=battery.DECIDING,
+        needs="Simplified and Detailed CoT",
+        truth=lambda: _toy_inputs(simplified=1.0),
+        falsity=lambda: _toy_inputs(simplified=-1.0),
+        missing=lambda: _toy_inputs(simplified=1.0, settings=("detailed",)),
+    ),
 )
 
 
@@ -101,6 +123,22 @@ def test_a_check_declared_in_a_registry_is_run_shown_and_calibrated(tmp_path, st
     )
     table = calibration.false_holds_table(n=5, reps=2, n_resamples=20, seed=0, registry=registry)
     assert "T9" in table.loc[table["rule"] == "gap", "checks"].iloc[0]
+    # its own section on its chapter, from its declaration: lead-in, question, paragraph, table
+    said = text_of(sections.answers(page))
+    assert "**The toy's own section.** T9 asks whether a shorter chain gives a larger gradient." in said
+    assert "Simplified over Detailed CoT: math reasoning: " in said and "(T9 **" in said
+    # its first-page lead group, from its declaration
+    assert ("T9",) in reproduction.lead_groups(("F1", "S", "T9"), registry)
+
+
+def test_a_check_s_own_battery_fixture_runs_it_as_the_battery_runs_every_check():
+    """The battery reads a check's fixture from the check itself: the toy holds on its truth, does not
+    hold on its falsity and gives no cell without Detailed CoT, as every registered check must."""
+    from test_battery import holds_on_truth, not_held_on_falsity
+
+    holds_on_truth(TOY)
+    not_held_on_falsity(TOY)
+    assert TOY.run(TOY.battery.inputs(battery.Case.MISSING)) == []
 
 
 def test_a_parts_function_reads_one_context_per_dataset_with_every_input():

@@ -1,8 +1,8 @@
 """The study's checks, one module per check, named by its id and idea: each declares its registry
-entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``), its parts function where it
-is its own, and its battery fixture
-(``BATTERY``: the verdicts it can give and inputs from its own simulator where its claim is true,
-false, or lacks what it needs; ``analysis.findings.battery``). The registry is the list of
+entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``), with what it shows (its
+words, figure, section, chain or layer split) and its battery fixture (``battery``: the verdicts it
+can give and inputs from its own simulator where its claim is true, false, or lacks what it needs;
+``analysis.findings.battery``), and its parts function where it is its own. The registry is the list of
 these modules (``MODULES``), in the book's order: the paper's findings F1-F5, L and L2 beyond it,
 T1-T3 of the training runs, and S, G1, A3 and A5 on where F1's and F3's gaps come from.
 
@@ -11,9 +11,8 @@ The registry, its engine on it and the scopes' names are the package's own (``ch
 
 Modules:
 
-- ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``),
-  what each declares for the battery (``BATTERIES``) and the engine's functions on it (``run_checks``, ``get``,
-  ``on_chapter``)
+- ``study_registry``: the registry: the list of the check modules (``MODULES``), their checks (``REGISTRY``) and
+  the engine's functions on it (``run_checks``, ``get``, ``on_chapter``)
 - ``groupings``: the groups of checks a page answers together (``LENGTH_CHECKS``, ``GAP_SOURCES``), so that the
   report names no check by hand
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
@@ -46,7 +45,6 @@ Modules:
 from analysis.checks.check_chapters import FAMILY_CHAPTERS, GAP_CHAPTER
 from analysis.checks.groupings import GAP_SOURCES, LENGTH_CHECKS
 from analysis.checks.study_registry import (
-    BATTERIES,
     MODULES,
     REGISTRY,
     all_ids,
@@ -81,7 +79,6 @@ from analysis.findings.scopes import (
 )
 
 __all__ = [
-    "BATTERIES",
     "GAP_SOURCES",
     "FAMILY_CHAPTERS",
     "GAP_CHAPTER",

@@ -169,6 +169,13 @@ CHECK = PerModelCheck(
         ),
         empty="{id} not computed: the store holds no answer-scored pair.",
     ),
+    battery=Fixture(
+        verdicts=DECIDING | {NOT_APPLICABLE},
+        needs="the answer scored alone with and without reasoning, and its loss",
+        truth=lambda: _inputs(gap=0.5),
+        falsity=lambda: _inputs(gap=-0.5),
+        missing=lambda: _inputs(gap=0.5, losses=False),
+    ),
 )
 
 _LOSSES = {same_tokens.LOG_MISS: -1.0, same_tokens.LOSS: 2.0}
@@ -183,12 +190,3 @@ def _inputs(*, gap: float, losses: bool = True) -> Inputs:
         f"{same_tokens.DETAILED}/correct": Condition(stats=stats),
     }
     return model_inputs(settings, sample_stats=same_tokens.READS)
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING | {NOT_APPLICABLE},
-    needs="the answer scored alone with and without reasoning, and its loss",
-    truth=lambda: _inputs(gap=0.5),
-    falsity=lambda: _inputs(gap=-0.5),
-    missing=lambda: _inputs(gap=0.5, losses=False),
-)

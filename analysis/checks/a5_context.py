@@ -111,6 +111,13 @@ CHECK = PerModelCheck(
         empty="{id} not computed: this run stores no shuffled chain.",
     ),
     reads=same_tokens.READS,
+    battery=Fixture(
+        verdicts=DECIDING,
+        needs="the answer scored after its chain shuffled and after another chain",
+        truth=lambda: _inputs(shuffled=0.0, other=0.0),
+        falsity=lambda: _inputs(shuffled=-0.8, other=0.0),
+        missing=lambda: _inputs(shuffled=0.0, other=0.0, controls=False),
+    ),
 )
 
 
@@ -121,12 +128,3 @@ def _inputs(*, shuffled: float, other: float, controls: bool = True) -> Inputs:
     levels = {DETAILED: 0.0, NONE: 0.5, **({SHUFFLED: shuffled, OTHER: other} if controls else {})}
     settings = {f"{s}/correct": Condition(curve=level) for s, level in levels.items()}
     return model_inputs(settings, design=SampleDesign(n=60, sample_sd=0.05), sample_stats=same_tokens.READS)
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING,
-    needs="the answer scored after its chain shuffled and after another chain",
-    truth=lambda: _inputs(shuffled=0.0, other=0.0),
-    falsity=lambda: _inputs(shuffled=-0.8, other=0.0),
-    missing=lambda: _inputs(shuffled=0.0, other=0.0, controls=False),
-)

@@ -74,6 +74,13 @@ CHECK = PerModelCheck(
     chapters=READING,
     layer_split=LayerSplit(averaging.F1_CONTRAST, "None CoT - Detailed CoT, correct responses"),
     calibrated_by=(rule.GAP,),
+    battery=Fixture(
+        verdicts=DECIDING,
+        needs="None and Detailed CoT",
+        truth=lambda: _inputs(gap=0.5, early=0.4),
+        falsity=lambda: _inputs(gap=-0.5, early=-0.4),
+        missing=lambda: model_inputs({"detailed/correct": Condition()}),
+    ),
 )
 
 
@@ -82,12 +89,3 @@ def _inputs(*, gap: float, early: float = 0.0) -> Inputs:
     return model_inputs(
         {"none/correct": Condition(curve=lambda layers: gap + early * (layers < 4)), "detailed/correct": Condition()}
     )
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING,
-    needs="None and Detailed CoT",
-    truth=lambda: _inputs(gap=0.5, early=0.4),
-    falsity=lambda: _inputs(gap=-0.5, early=-0.4),
-    missing=lambda: model_inputs({"detailed/correct": Condition()}),
-)

@@ -136,6 +136,13 @@ CHECK = PerModelCheck(
     chapters=READING,
     calibrated_by=(rule.ROUGHNESS, rule.PAPER_MAD),
     adjust=spread_decides,
+    battery=Fixture(
+        verdicts=DECIDING,
+        needs="two of None, Simplified and Detailed CoT",
+        truth=lambda: _inputs(0.6, 0.3, 0.05),
+        falsity=lambda: _inputs(0.05, 0.3, 0.6),
+        missing=lambda: model_inputs({"detailed/correct": Condition()}),
+    ),
 )
 
 
@@ -143,12 +150,3 @@ def _inputs(none: float, simplified: float, detailed: float) -> Inputs:
     """Log curves stepping from layer to layer by about ``none``, ``simplified`` and ``detailed``."""
     sizes = {"none": none, "simplified": simplified, "detailed": detailed}
     return model_inputs({f"{s}/correct": Condition(curve=wiggle(0.0, size)) for s, size in sizes.items()})
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING,
-    needs="two of None, Simplified and Detailed CoT",
-    truth=lambda: _inputs(0.6, 0.3, 0.05),
-    falsity=lambda: _inputs(0.05, 0.3, 0.6),
-    missing=lambda: model_inputs({"detailed/correct": Condition()}),
-)

@@ -105,6 +105,13 @@ CHECK = PerModelCheck(
     layer_split=LayerSplit(averaging.F3_CONTRAST, "irrelevant - correct responses, Detailed CoT"),
     calibrated_by=(rule.GAP, rule.SAME),
     note=identical_note,
+    battery=Fixture(
+        verdicts=DECIDING,
+        needs="correct and irrelevant responses under None and Detailed CoT",
+        truth=lambda: _inputs(detailed=0.6),
+        falsity=lambda: _inputs(detailed=0.0),
+        missing=lambda: model_inputs({"none/correct": Condition(), "detailed/correct": Condition()}),
+    ),
 )
 
 
@@ -120,12 +127,3 @@ def _inputs(*, detailed: float) -> Inputs:
         },
         design=SampleDesign(sample_sd=0.05),
     )
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING,
-    needs="correct and irrelevant responses under None and Detailed CoT",
-    truth=lambda: _inputs(detailed=0.6),
-    falsity=lambda: _inputs(detailed=0.0),
-    missing=lambda: model_inputs({"none/correct": Condition(), "detailed/correct": Condition()}),
-)

@@ -98,6 +98,13 @@ CHECK = PairCheck(
     parts=f4_parts,
     chapters=READING,
     calibrated_by=(rule.NOT_BETTER,),
+    battery=Fixture(
+        verdicts=DECIDING | {NOT_APPLICABLE},
+        needs="an instruct model with its own base model",
+        truth=lambda: _inputs(instruct=0.3, base=0.3),
+        falsity=lambda: _inputs(instruct=0.9, base=0.0),
+        missing=lambda: _inputs(instruct=0.3, base=0.3, declared=False),
+    ),
 )
 
 _INSTRUCT, _BASE = "m-instruct", "m-base"
@@ -117,12 +124,3 @@ def _inputs(*, instruct: float, base: float, declared: bool = True) -> Inputs:
     models = {_INSTRUCT: separating(instruct), _BASE: separating(base)}
     draws = simulated_samples.draws(models, design=SampleDesign(sample_sd=0.05))
     return Inputs(draws, pairs={_INSTRUCT: _BASE}, declared={_INSTRUCT: _BASE} if declared else None)
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING | {NOT_APPLICABLE},
-    needs="an instruct model with its own base model",
-    truth=lambda: _inputs(instruct=0.3, base=0.3),
-    falsity=lambda: _inputs(instruct=0.9, base=0.0),
-    missing=lambda: _inputs(instruct=0.3, base=0.3, declared=False),
-)

@@ -95,6 +95,13 @@ CHECK = WikiCheck(
     parts=f5_parts,
     chapters=(*SUMMARY_CHAPTERS, "wiki_knowledge"),
     calibrated_by=(rule.SHARE, rule.SAME),
+    battery=Fixture(
+        verdicts=DECIDING,
+        needs="Wiki files of 100 and 1000 words and reasoning curves",
+        truth=lambda: _inputs(wiki=(0.3, 0.3), reasoning=(0.3, 0.05)),
+        falsity=lambda: _inputs(wiki=(0.3, 0.03), reasoning=(0.3, 0.2)),
+        missing=lambda: _inputs(wiki=(0.3, 0.3), reasoning=(0.3, 0.05), with_wiki=False),
+    ),
 )
 
 
@@ -113,12 +120,3 @@ def _inputs(*, wiki: tuple[float, float], reasoning: tuple[float, float], with_w
             for r in ("correct", "irrelevant")
         }
     return Inputs(simulated_samples.draws({MODEL: conditions}, design=SampleDesign(sample_sd=0.05)))
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING,
-    needs="Wiki files of 100 and 1000 words and reasoning curves",
-    truth=lambda: _inputs(wiki=(0.3, 0.3), reasoning=(0.3, 0.05)),
-    falsity=lambda: _inputs(wiki=(0.3, 0.03), reasoning=(0.3, 0.2)),
-    missing=lambda: _inputs(wiki=(0.3, 0.3), reasoning=(0.3, 0.05), with_wiki=False),
-)

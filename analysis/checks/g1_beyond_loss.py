@@ -166,6 +166,13 @@ CHECK = PerModelCheck(
         closing=covariates_line,
         empty="**{id} not computed**: the store holds no loss, or no correct and irrelevant Detailed-CoT pairs.",
     ),
+    battery=Fixture(
+        verdicts=frozenset({HOLDS, UNRESOLVED, TOO_FEW, NOT_APPLICABLE}),  # a permutation test: never "does not hold"
+        needs="correct and irrelevant Detailed-CoT responses with their token losses",
+        truth=lambda: _inputs(beyond=1.0),
+        falsity=lambda: _inputs(beyond=0.0),
+        missing=lambda: _inputs(beyond=1.0, losses=False),
+    ),
 )
 
 _LOSSES = {beyond_loss.LOSS: 1.0, beyond_loss.LOSS_MAX: 2.0, beyond_loss.LOSS_SD: 0.5}
@@ -186,12 +193,3 @@ def _inputs(*, beyond: float, losses: bool = True) -> Inputs:
         for r in ("correct", "irrelevant")
     }
     return model_inputs(settings, design=SampleDesign(stat_sd=0.2), sample_stats=beyond_loss.READS)
-
-
-BATTERY = Fixture(
-    verdicts=frozenset({HOLDS, UNRESOLVED, TOO_FEW, NOT_APPLICABLE}),  # a permutation test: never "does not hold"
-    needs="correct and irrelevant Detailed-CoT responses with their token losses",
-    truth=lambda: _inputs(beyond=1.0),
-    falsity=lambda: _inputs(beyond=0.0),
-    missing=lambda: _inputs(beyond=1.0, losses=False),
-)

@@ -30,7 +30,5 @@ CHECK = PerModelCheck(
     calibrated_by=(rule.GAP,),
     after_pooling=cp.with_share,
     gate=cp.gap_established,
+    battery=length_fixture(cut_if_false=-0.5),
 )
-
-
-BATTERY = length_fixture(cut_if_false=-0.5)

@@ -38,7 +38,5 @@ CHECK = PerModelCheck(
     figure=LENGTH_FIGURE,
     after_pooling=cp.with_share,
     gate=cp.gap_established,
+    battery=length_fixture(cut_if_false=1.2),
 )
-
-
-BATTERY = length_fixture(cut_if_false=1.2)

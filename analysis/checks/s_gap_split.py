@@ -196,6 +196,15 @@ CHECK = PerModelCheck(
     # the answer-token statistics beside the reasoning step, and the token counts and energy the chapter's
     # split in the Frobenius norm and per layer read
     reads=tuple(dict.fromkeys((*same_tokens.READS, *averaging.READS))),
+    battery=Fixture(
+        verdicts=DECIDING,
+        needs="the five conditions of the chain",
+        truth=lambda: _inputs(reasoning=0.5),
+        falsity=lambda: _inputs(reasoning=-0.5),
+        missing=lambda: _inputs(
+            reasoning=0.5, chain=tuple(c for c in gap_split.CHAIN if c != gap_split.WHICH_TOKENS.slow)
+        ),
+    ),
 )
 
 
@@ -211,12 +220,3 @@ def _inputs(*, reasoning: float, chain: tuple[str, ...] = gap_split.CHAIN) -> In
         gap_split.HOW_MANY.slow: detailed,
     }
     return model_inputs({f"{c}/correct": Condition(curve=levels[c]) for c in chain})
-
-
-BATTERY = Fixture(
-    verdicts=DECIDING,
-    needs="the five conditions of the chain",
-    truth=lambda: _inputs(reasoning=0.5),
-    falsity=lambda: _inputs(reasoning=-0.5),
-    missing=lambda: _inputs(reasoning=0.5, chain=tuple(c for c in gap_split.CHAIN if c != gap_split.WHICH_TOKENS.slow)),
-)

@@ -24,7 +24,6 @@ from analysis.checks import (
     t3_persists,
 )
 from analysis.findings import check_registry as engine
-from analysis.findings.battery import Battery
 from analysis.findings.check_registry import Registry, registry_of
 from analysis.findings.rules import CheckId
 from analysis.findings.scopes import Check, Scope
@@ -46,8 +45,6 @@ MODULES = (
     a5_context,
 )
 REGISTRY: Registry = registry_of(module.CHECK for module in MODULES)
-# What each check declares for the battery (``tests/test_battery.py``): its fixture, or why it has none.
-BATTERIES: dict[CheckId, Battery] = {module.CHECK.id: module.BATTERY for module in MODULES}
 
 
 def all_ids(registry: Registry = REGISTRY) -> tuple[CheckId, ...]:

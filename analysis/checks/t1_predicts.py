@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from analysis.checks.training_declaration import training_check
 from analysis.findings import roles, training_checks
-from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration import rule
 from analysis.findings.scopes import Words
 
@@ -25,5 +24,3 @@ CHECK = training_check(
         "the layer index's (in absolute value); that difference decides"
     ),
 )
-
-BATTERY = TRAINING_FIXTURE

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from analysis.checks.training_declaration import training_check
 from analysis.findings import roles, training_checks
-from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration import rule
 from analysis.findings.scopes import Words
 
@@ -24,5 +23,3 @@ CHECK = training_check(
         "its change since step 0 decides (the gap shrinks by less than 10%), where the gap is established at step 0"
     ),
 )
-
-BATTERY = TRAINING_FIXTURE

@@ -4,6 +4,7 @@ chapter "During training" only, calibrated by one rule; each check's module give
 from __future__ import annotations
 
 from analysis.checks.check_chapters import TRAINING
+from analysis.findings.battery import TRAINING_FIXTURE
 from analysis.findings.calibration.rule import Rule
 from analysis.findings.roles import Role
 from analysis.findings.rules import CheckId
@@ -21,7 +22,8 @@ def training_check(
     claim: str,
 ) -> TrainingRunCheck:
     """The registry entry of a check of the training runs: only a training profile's book has the rows
-    these checks read, so they show on its chapter alone."""
+    these checks read, so they show on its chapter alone; the battery draws the runs of all three
+    (``battery.TRAINING_FIXTURE``)."""
     return TrainingRunCheck(
         id=CheckId(check_id),
         says=says,
@@ -31,4 +33,5 @@ def training_check(
         parts=parts,
         chapters=TRAINING,
         calibrated_by=(rule,),
+        battery=TRAINING_FIXTURE,
     )

@@ -55,7 +55,7 @@ class NotInBattery:
     reason: str
 
 
-Battery = Fixture | NotInBattery  # what each check module declares (its ``BATTERY``)
+Battery = Fixture | NotInBattery  # what each check declares (its ``battery``)
 
 
 # --------------------------------------------------------------------------- the fixtures' inputs

@@ -41,6 +41,8 @@ from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteK
 if TYPE_CHECKING:
     import pandas as pd
 
+    from analysis.findings.battery import Battery
+
 # What one verdict is about (a check's scope, as the book names it; a finding's own scope is a
 # dataset or a family).
 Scope = Literal["per model", "per base-instruct pair", "Wiki files", "per training run"]
@@ -218,6 +220,10 @@ class Check(ABC):
     them (``Chain``; None: they are not).
     ``section``: what it shows in its own section of its chapters (``Section``; None: the matrix only).
     ``layer_split``: the contrast whose gap the gap chapter splits per layer (``LayerSplit``; None: none).
+    ``battery``: what it declares for the battery that tests every check alike (``battery.Fixture``: its
+    verdicts and the inputs where its claim is true, false, or lacks what it needs; or
+    ``battery.NotInBattery`` with the reason it is left out; None: it declares nothing, which the
+    battery refuses).
     ``reads``: the stored statistics its parts read per sample beyond the nuclear norm curves
     (a page that shows the check reads them, ``checks.statistics_read``).
     """
@@ -238,6 +244,7 @@ class Check(ABC):
     chain: Chain | None = None
     section: Section | None = None
     layer_split: LayerSplit | None = None
+    battery: Battery | None = None
     reads: tuple[str, ...] = ()
 
     def part_words(self, role: Role) -> str:

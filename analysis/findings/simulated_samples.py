@@ -1,6 +1,6 @@
 """Per-sample statistics drawn with chosen effects, as the results store holds them, and the
 curves the checks read from them (``draws``): the simulator behind the checks' battery fixtures
-(``checks``' ``BATTERY``, ``findings.battery``), so that a fixture states its truth as effects
+(each check's ``battery``, ``findings.battery``), so that a fixture states its truth as effects
 and never writes parts by hand.
 
 Each condition of a dataset has a true log curve over layers (``LogCurve``, or one level for every

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from analysis.checks import Check, selected
+from analysis.checks import SUMMARY_CHAPTERS, Check, selected
 from analysis.core import vocabulary
 from analysis.findings.rules import Finding
 from analysis.findings.scopes import Section
@@ -36,7 +36,7 @@ def clause(finding: Finding, check: Check) -> str:
     section = _section(check)
     if section.cell is not None:
         return section.cell(finding, voice.sized)
-    part = finding.part(check.headline) if check.headline is not None else cells.printed(finding)
+    part = finding.part(check.headline) if check.headline is not None else finding.decided_by()
     size = voice.sized(part) if part is not None and part.estimate is not None else "not computed"
     words = check.words.of(finding.verdict) if check.words is not None else ""
     return f"{scope}: {size} ({check.id} **{finding.verdict}**" + (f": {words})" if words else ")")
@@ -105,6 +105,10 @@ def section_blocks(findings: Sequence[Finding], check: Check) -> Blocks:
 
 
 def check_sections(page) -> Blocks:
-    """The section of every check of the page's chapter that declares one, in the registry's order."""
+    """The section of every check of the page's chapter that declares one, in the registry's order;
+    none on the pages that show every check (``SUMMARY_CHAPTERS``: the first page and the summary),
+    which say each claim in one sentence instead."""
+    if page.chapter in SUMMARY_CHAPTERS:
+        return []
     shown = [c for c in selected(page.checks(), page.registry) if c.section is not None]
     return [b for check in shown for b in section_blocks(page.findings([check.id]), check)]

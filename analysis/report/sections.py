@@ -23,6 +23,7 @@ from analysis.profiles import PAPER_SAMPLES
 from analysis.report import (
     beyond,
     chain,
+    check_sections,
     coverage,
     curve_tables,
     figures,
@@ -55,8 +56,9 @@ def verdict_matrix(page: ChecksPage, checks: Sequence[str]) -> Blocks:
 
 def answers(page: Page, *, scope: Scope | None = None) -> Blocks:
     """The verdict matrix of the checks the chapter shows (of one scope, if given), its legend, error
-    rates and one paragraph per model (folded), and the figure of each such check that has one
-    (``checks.Check.figure``; the length checks' figure is in ``length``)."""
+    rates and one paragraph per model (folded), the figure of each such check that has one
+    (``checks.Check.figure``; the length checks' figure is in ``length``), and, all scopes shown, each
+    such check's own section (``check_sections``)."""
     if page.empty:
         return []
     shown = page.checks(scope)
@@ -85,7 +87,8 @@ def answers(page: Page, *, scope: Scope | None = None) -> Blocks:
     unknown = verdicts.unknown_sentence(found, page.params.results_dir)
     if unknown:
         out.append(Markdown(unknown))  # unfolded: why a check's cells are n/a, and the command
-    return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS])
+    own = check_sections.check_sections(page) if scope is None else []
+    return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS]) + own
 
 
 def answer(page: Page) -> Blocks:

@@ -114,7 +114,7 @@ SCENARIOS: dict[str, Effects] = {
     "None arm ahead of the token-matched arm evenly over depth": replace(NULL, arm_effect=1.5, cut_arm=(1.5, -1.5)),
     "one training set for every seed (former design)": replace(NULL, shared_training_set=True),
 }
-# The battery's fixture of T1-T3 (``checks``' ``BATTERY``): every claim clearly true (a gap that stays,
+# The battery's fixture of T1-T3 (their checks' ``battery``): every claim clearly true (a gap that stays,
 # the None arm changing the early layers more, the change following the step-0 curve), and every
 # claim clearly false (the curve predicting the opposite, the None arm changing them less, the gap
 # shrinking by all of it).
