@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sklearn.linear_model import RidgeClassifier
+from sklearn.linear_model import Ridge, RidgeClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from synthetic import make_results, reasoning_conditions
 
 from analysis import checks
@@ -110,19 +112,19 @@ def test_g1_decides_on_all_pairs_where_a_dataset_has_too_few_matched_pairs():
     assert "gsm8k under 2 of 30" in beyond_loss.matched_counts(found["math_reasoning"].parts)
 
 
-def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling():
+@pytest.mark.parametrize("features", [5, 30])  # fewer features than rows, and more (the Gram route)
+def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling(features):
     rng = np.random.default_rng(0)
-    train, test = rng.standard_normal((12, 5)), rng.standard_normal((4, 5))
+    train, test = rng.standard_normal((12, features)), rng.standard_normal((4, features))
+    train[:, 1] = 2.0  # a constant feature, left as it is by the standardisation
     targets = rng.choice([-1.0, 1.0], (12, 3))
     scores = classifier.ridge_decisions(train, targets, test, 5.0)
     for column in range(3):
-        alone = classifier.ridge_classifier(5.0).fit(train, targets[:, column]).predict(test)
-        assert np.allclose(scores[:, column], alone)
-        reference = RidgeClassifier(alpha=5.0).fit(
-            classifier.classifier(max_iter=1)[0].fit_transform(train), targets[:, column] > 0
-        )
-        scaled = classifier.classifier(max_iter=1)[0].fit(train).transform(test)
-        assert np.allclose(scores[:, column], reference.decision_function(scaled))
+        alone = make_pipeline(StandardScaler(), Ridge(alpha=5.0)).fit(train, targets[:, column]).predict(test)
+        np.testing.assert_allclose(scores[:, column], alone, rtol=1e-9, atol=1e-12)
+        reference = RidgeClassifier(alpha=5.0).fit(StandardScaler().fit_transform(train), targets[:, column] > 0)
+        scaled = StandardScaler().fit(train).transform(test)
+        np.testing.assert_allclose(scores[:, column], reference.decision_function(scaled), rtol=1e-9, atol=1e-12)
 
 
 def test_at_matched_loss_the_covariates_the_caliper_did_not_match_are_partialled_first():

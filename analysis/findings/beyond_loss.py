@@ -13,7 +13,7 @@ correct and one irrelevant response (None-CoT pairs whose two answers are the sa
   f(x) over a pair is linear in these for any quadratic f), fitted on the training pairs only; at
   most one column per ``PAIRS_PER_COLUMN`` training pairs, the mean loss's first, so a fit always
   leaves residuals to learn from. The residuals of all pairs follow.
-- **Classifier.** The package's ridge classifier (``classifier.ridge_classifier``, penalty the
+- **Classifier.** The package's ridge classifier (``classifier.ridge_decisions``, penalty the
   number of features: the former penalty 1 on the mean cross product) is fitted on the training
   pairs' residuals, each pair presented both ways (its residual labelled 1, its negative labelled
   0), and scores the held-out pairs. Folds are grouped by pair (``classifier.grouped_folds``, five,
@@ -57,6 +57,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 
@@ -227,17 +228,26 @@ def _residuals(curves: np.ndarray, basis: np.ndarray | None, train: np.ndarray) 
     return curves - columns @ coefficients
 
 
+@cache
+def pair_folds(n: int, seed: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(training pairs, held-out pairs) of each fold of one split of ``n`` pairs, each pair's two
+    rows (its residual labelled 1, its negative 0) in one group (``classifier.grouped_folds``,
+    ``N_FOLDS`` folds or one pair each): they depend on ``n`` and ``seed`` alone, so are made once."""
+    labels, groups = np.repeat([1, 0], n), np.tile(np.arange(n), 2)
+    folds = []
+    for rows, _ in classifier.grouped_folds(labels, groups, n_folds=min(N_FOLDS, n), seed=seed):
+        train = np.unique(groups[rows])
+        folds.append((train, np.setdiff1d(np.arange(n), train)))
+    return tuple(folds)
+
+
 def split_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, seed: int) -> np.ndarray:
     """One split's out-of-fold AUROC for each column of ``signs`` (n, c; +1 or -1 per pair: the
     pairs as they are, or flipped): per fold, ``x`` partialled on ``basis`` (None: as it is) on the
     training pairs, the ridge classifier fitted on them presented both ways, the held-out pairs
     scored both ways."""
-    n = x.shape[0]
-    labels, groups = np.repeat([1, 0], n), np.tile(np.arange(n), 2)
     ahead, behind = np.empty(signs.shape), np.empty(signs.shape)  # scores of +residual and -residual
-    for rows, _ in classifier.grouped_folds(labels, groups, n_folds=min(N_FOLDS, n), seed=seed):
-        train = np.unique(groups[rows])
-        test = np.setdiff1d(np.arange(n), train)
+    for train, test in pair_folds(x.shape[0], seed):
         residual = _residuals(x, basis, train)
         both_ways = np.vstack([residual[test], -residual[test]])
         scores = classifier.ridge_decisions(
