@@ -18,6 +18,8 @@ Modules:
   ``CONTROLS``, ``GAP_SOURCES``, ``SPLIT_GAPS``), so that the report names no check by hand
 - ``check_chapters``: the chapters that show the checks, by the groups of checks that share them
   (``GAP_CHAPTER``)
+- ``rule_tables``: the error-rate tables of the study's checks' rules that the reproducibility page shows
+  (``false_holds_table``, ``false_holds_by_skew``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
 - ``f2_rougher``: F2: the faster the thinking, the more the gradient varies from layer to layer
 - ``f3_irrelevant``: F3: slow thinking, not fast, gives irrelevant responses larger gradients than correct
