@@ -1,5 +1,6 @@
 """The cache of simulated tables: what it returns is what the simulation computes; its key changes
-with the code a table runs and with nothing else."""
+with the code a table runs and with nothing else; the tables committed with the code are read where
+they are this code's, and are this code's."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import pytest
 from analysis.checks import rule_tables
 from analysis.core import cache
 from analysis.findings import calibration
+from analysis.report import reproducibility
 
 
 def counted(make):
@@ -28,8 +30,9 @@ def counted(make):
 
 @pytest.fixture
 def empty_cache(monkeypatch, tmp_path):
-    """An empty cache folder."""
+    """An empty cache folder and no committed tables."""
     monkeypatch.setenv(cache.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(cache, "COMMITTED", tmp_path / "committed")
     return tmp_path
 
 
@@ -109,3 +112,48 @@ def test_the_closure_is_what_importing_the_tables_module_runs_and_leaves_the_rep
                     expected.add(step)
                     waiting += sorted(graph.find_modules_directly_imported_by(step))
         assert found == expected
+
+
+def test_a_committed_table_is_read_where_it_is_this_codes_and_computed_elsewhere(monkeypatch, empty_cache):
+    folder = empty_cache / "committed"
+    make, calls = counted(calibration.share_table)
+    folder.mkdir()
+    (folder / "gone.parquet").write_bytes(b"")  # a table no longer committed
+    (path,) = cache.commit_tables([make], reps=20, seed=3)
+    assert path.parent == folder and calls == [(20, 3)]
+    assert sorted(folder.iterdir()) == [path, folder / cache.MANIFEST]
+    entry = cache.manifest()[f"{make.__module__}.{make.__qualname__}"]
+    assert entry["code"] == cache.code_key(make, reps=20, seed=3) and entry["libraries"] == cache.library_versions()
+    shutil.rmtree(empty_cache / "cache")  # no cached copy: only the committed one
+    pd.testing.assert_frame_equal(
+        cache.simulated_table(make, reps=20, seed=3), calibration.share_table(reps=20, seed=3)
+    )
+    assert calls == [(20, 3)]
+    cache.simulated_table(make, reps=20, seed=4)  # other arguments
+    monkeypatch.setattr(cache, "library_versions", lambda: {"numpy": "0"})
+    cache.simulated_table(make, reps=20, seed=3)  # other libraries
+    assert calls == [(20, 3), (20, 4), (20, 3)]
+
+
+def test_the_committed_tables_are_this_codes():
+    """``make simulated-tables`` wrote every simulated table of the reproducibility page for the
+    current code (the libraries' versions are the machine's: a mismatch computes, it is not wrong)."""
+    entries = cache.manifest()
+    for table in reproducibility.SIMULATED_TABLES:
+        name = f"{table.__module__}.{table.__qualname__}"
+        key = cache.code_key(table, reps=reproducibility.CALIBRATION_REPS, seed=0)
+        assert name in entries and entries[name]["code"] == key, f"{name}: stale, run `make simulated-tables`"
+        assert (cache.COMMITTED / entries[name]["file"]).is_file()
+    assert set(entries) == {f"{t.__module__}.{t.__qualname__}" for t in reproducibility.SIMULATED_TABLES}
+
+
+def test_make_simulated_tables_writes_the_pages_tables_into_the_repository(monkeypatch, empty_cache):
+    from analysis import cli
+
+    make, calls = counted(calibration.share_table)
+    monkeypatch.setattr(reproducibility, "SIMULATED_TABLES", (make,))
+    monkeypatch.setattr(reproducibility, "CALIBRATION_REPS", 20)
+    assert cli.main(["simulated-tables"]) == 0
+    assert calls == [(20, 0)]
+    assert list(cache.manifest()) == [f"{make.__module__}.{make.__qualname__}"]
+    assert (empty_cache / "committed" / "share_table.parquet").is_file()

@@ -1,4 +1,4 @@
-"""The project's cache folder, and the simulated tables kept in it between book builds.
+"""The project's cache folder, and the simulated tables kept between book builds.
 
 The reproducibility page's calibration tables are simulations of the book's own rules: they depend
 on nothing but the code they run, the number of simulated runs and the seed, and take minutes (the
@@ -10,17 +10,22 @@ above each module included, whose ``__init__`` runs first; imports inside functi
 it: a change to a rule or a simulation changes the key, one to a report module, a notebook or the
 book does not.
 
-``simulated_table`` computes a table once and keeps it as Parquet under ``cache_root()/tables``:
-every build on one machine shows the numbers the first computed.
+A table is read from the tables committed with the code (``COMMITTED``, ``book/_data/simulated``,
+written by ``make simulated-tables``, ``commit_tables``) where their manifest records the same code
+and library versions, else from the cache (``cache_root()/tables``), else computed and kept there:
+a fresh clone with the committed libraries' versions computes none, and every build on one machine
+shows the numbers the first computed. A test checks that the committed tables' code keys are the
+current code's.
 """
 
 from __future__ import annotations
 
 import ast
 import hashlib
+import json
 import os
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from importlib import metadata
 from pathlib import Path
@@ -30,6 +35,8 @@ import pandas as pd
 CACHE_ENV = "LAYER_GRADIENT_CACHE"
 PACKAGE = Path(__file__).resolve().parents[1]
 LIBRARIES = ("numpy", "scipy", "scikit-learn", "pandas")
+COMMITTED = PACKAGE.parent / "book" / "_data" / "simulated"
+MANIFEST = "tables.json"  # in ``COMMITTED``: per table, its code key and the libraries' versions
 
 
 def cache_root() -> Path:
@@ -126,6 +133,26 @@ def table_key(make: Callable[..., pd.DataFrame], *, reps: int, seed: int) -> str
     return hashlib.sha256(f"{code_key(make, reps=reps, seed=seed)}\0{versions}".encode()).hexdigest()[:32]
 
 
+def manifest(folder: Path | None = None) -> dict[str, dict]:
+    """The committed tables' manifest (in ``folder``, default ``COMMITTED``): table name -> {"reps",
+    "seed", "code", "libraries", "file"} (empty where there is none)."""
+    path = (folder or COMMITTED) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def committed(make: Callable[..., pd.DataFrame], *, reps: int, seed: int, folder: Path | None = None) -> Path | None:
+    """The committed file of ``make(reps=reps, seed=seed)`` (in ``folder``, default ``COMMITTED``)
+    where the manifest records this code's key and these libraries' versions for it, else None."""
+    folder = folder or COMMITTED
+    entry = manifest(folder).get(_name(make))
+    if entry is None or entry.get("code") != code_key(make, reps=reps, seed=seed):
+        return None
+    if entry.get("libraries") != library_versions():
+        return None
+    path = folder / entry["file"]
+    return path if path.is_file() else None
+
+
 def _write(table: pd.DataFrame, path: Path) -> None:
     """``table`` as Parquet at ``path``, written whole, then renamed: a build that stops midway leaves no part."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -135,10 +162,38 @@ def _write(table: pd.DataFrame, path: Path) -> None:
 
 
 def simulated_table(make: Callable[..., pd.DataFrame], *, reps: int, seed: int) -> pd.DataFrame:
-    """``make(reps=reps, seed=seed)``, read from the cache where this code computed it before, else
-    computed and kept."""
+    """``make(reps=reps, seed=seed)``: the committed table where it is this code's (``committed``),
+    else the cached one where this code computed it before, else computed and kept in the cache."""
+    kept = committed(make, reps=reps, seed=seed)
+    if kept is not None:
+        return pd.read_parquet(kept)
     path = cache_root() / "tables" / f"{make.__qualname__}-{table_key(make, reps=reps, seed=seed)}.parquet"
     if path.is_file():
         return pd.read_parquet(path)
     _write(make(reps=reps, seed=seed), path)
     return pd.read_parquet(path)
+
+
+def commit_tables(
+    makes: Sequence[Callable[..., pd.DataFrame]], *, reps: int, seed: int, folder: Path | None = None
+) -> list[Path]:
+    """Write each ``make(reps=reps, seed=seed)`` (through the cache) into ``folder`` (default
+    ``COMMITTED``) as ``<name>.parquet``, and a manifest of these tables alone, each with its code
+    key and the libraries' versions (the folder's other tables removed); the files' paths."""
+    folder = folder or COMMITTED
+    entries, paths = {}, []
+    for make in makes:
+        path = folder / f"{make.__qualname__}.parquet"
+        _write(simulated_table(make, reps=reps, seed=seed), path)
+        entries[_name(make)] = {
+            "reps": reps,
+            "seed": seed,
+            "code": code_key(make, reps=reps, seed=seed),
+            "libraries": library_versions(),
+            "file": path.name,
+        }
+        paths.append(path)
+    for stale in set(folder.glob("*.parquet")) - set(paths):
+        stale.unlink()
+    (folder / MANIFEST).write_text(json.dumps(dict(sorted(entries.items())), indent=1) + "\n")
+    return paths

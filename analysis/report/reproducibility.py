@@ -16,7 +16,7 @@ import pandas as pd
 from analysis import profiles
 from analysis.checks import rule_tables
 from analysis.core import vocabulary
-from analysis.core.cache import simulated_table
+from analysis.core.cache import commit_tables, simulated_table
 from analysis.findings import calibration, gap_split, power_tested
 from analysis.findings.calibration import scenarios
 from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding
@@ -145,6 +145,7 @@ RULE_RATES: tuple[Callable[..., pd.DataFrame], ...] = (
     calibration.share_table,
     calibration.power_table,
 )
+SIMULATED_TABLES = (*RULE_RATES, scenarios.miss_table, rule_tables.false_holds_by_skew)
 
 
 def _simulated(table: Callable[..., pd.DataFrame], seed: int) -> Table:
@@ -163,6 +164,12 @@ def misses(r: Reproducibility) -> Blocks:
 
 def skewed(r: Reproducibility) -> Blocks:
     return [_simulated(rule_tables.false_holds_by_skew, r.seed)]
+
+
+def commit_simulated_tables(*, seed: int = 0) -> list[Path]:
+    """Every simulated table of the page at its runs and ``seed``, written into the repository
+    (``cache.commit_tables``: ``make simulated-tables``)."""
+    return commit_tables(SIMULATED_TABLES, reps=CALIBRATION_REPS, seed=seed)
 
 
 def packages(r: Reproducibility) -> Blocks:
