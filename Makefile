@@ -2,6 +2,8 @@
 # make test                             the whole test suite (end to end and browser tests included)
 # make test-fast                        the unit tier: every test not marked slow or browser
 # make screenshot                       the README's picture of the first page (the quick book, built first)
+# make simulated-tables                 the reproducibility page's simulated tables, computed and written into
+#                                       book/_data/simulated (commit them: a test checks they are the code's)
 # make lint                             ruff (lint and format check), ShellCheck on the shell scripts, actionlint
 #                                       on the publishing workflow (its run steps through ShellCheck too), vulture
 #                                       (unused code), import-linter (the stages' import order) and mypy on analysis/
@@ -28,7 +30,7 @@ FETCH_DATA := yes
 endif
 export LAYER_GRADIENT_DATA
 
-.PHONY: book test test-fast lint setup data setup-browser clean-book gpu-check screenshot
+.PHONY: book test test-fast lint setup data setup-browser clean-book gpu-check screenshot simulated-tables
 
 book: setup data
 	STUDY_COMMAND="make book PROFILE=$(PROFILE)" $(PYTHON) -m analysis run --profile $(PROFILE)
@@ -48,6 +50,9 @@ lint: setup
 
 test-fast: setup data
 	$(PYTHON) -m pytest -m "not slow and not browser"
+
+simulated-tables: setup
+	$(PYTHON) -m analysis simulated-tables
 
 setup: $(INSTALLED)
 

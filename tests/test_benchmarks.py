@@ -48,3 +48,14 @@ def test_the_token_energy_benchmark_states_its_cost_against_the_plain_extraction
     assert case["exact_share"]["energy k=400"] == 1.0 and case["exact_share"]["energy k=2"] == 0.0
     assert case["relative_standard_error"]["energy k=400"]["median"] is None  # every row exact
     assert case["relative_standard_error"]["energy k=2"]["median"] > 0
+
+
+@pytest.mark.slow
+def test_the_simulated_tables_benchmark_times_both_paths_and_finds_the_same_table(tmp_path):
+    out = tmp_path / "simulated_tables.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_simulated_tables.py"), "--reps", "3"]
+    done = subprocess.run(command + ["--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    payload = json.loads(out.read_text())
+    assert payload["identical"] is True and payload["reps"] == 3
+    assert payload["plain_s"] > 0 and payload["fast_s"] > 0 and payload["plain_over_fast"] > 0

@@ -7,7 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from sklearn.linear_model import RidgeClassifier
+from sklearn.linear_model import Ridge, RidgeClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
 from synthetic import make_results, reasoning_conditions
 
 from analysis import checks
@@ -110,19 +112,19 @@ def test_g1_decides_on_all_pairs_where_a_dataset_has_too_few_matched_pairs():
     assert "gsm8k under 2 of 30" in beyond_loss.matched_counts(found["math_reasoning"].parts)
 
 
-def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling():
+@pytest.mark.parametrize("features", [5, 30])  # fewer features than rows, and more (the Gram route)
+def test_ridge_decisions_are_the_ridge_classifiers_for_every_labelling(features):
     rng = np.random.default_rng(0)
-    train, test = rng.standard_normal((12, 5)), rng.standard_normal((4, 5))
+    train, test = rng.standard_normal((12, features)), rng.standard_normal((4, features))
+    train[:, 1] = 2.0  # a constant feature, left as it is by the standardisation
     targets = rng.choice([-1.0, 1.0], (12, 3))
     scores = classifier.ridge_decisions(train, targets, test, 5.0)
     for column in range(3):
-        alone = classifier.ridge_classifier(5.0).fit(train, targets[:, column]).predict(test)
-        assert np.allclose(scores[:, column], alone)
-        reference = RidgeClassifier(alpha=5.0).fit(
-            classifier.classifier(max_iter=1)[0].fit_transform(train), targets[:, column] > 0
-        )
-        scaled = classifier.classifier(max_iter=1)[0].fit(train).transform(test)
-        assert np.allclose(scores[:, column], reference.decision_function(scaled))
+        alone = make_pipeline(StandardScaler(), Ridge(alpha=5.0)).fit(train, targets[:, column]).predict(test)
+        np.testing.assert_allclose(scores[:, column], alone, rtol=1e-9, atol=1e-12)
+        reference = RidgeClassifier(alpha=5.0).fit(StandardScaler().fit_transform(train), targets[:, column] > 0)
+        scaled = StandardScaler().fit(train).transform(test)
+        np.testing.assert_allclose(scores[:, column], reference.decision_function(scaled), rtol=1e-9, atol=1e-12)
 
 
 def test_at_matched_loss_the_covariates_the_caliper_did_not_match_are_partialled_first():
@@ -138,17 +140,71 @@ def test_at_matched_loss_the_covariates_the_caliper_did_not_match_are_partialled
     assert np.allclose(pairs.basis()[:, 0], column[beyond_loss.LOSS])  # on all pairs, the mean loss first
 
 
-@pytest.mark.parametrize(("n", "can_decide"), [(5, False), (beyond_loss.MIN_MATCHED, True)])
-def test_a_dataset_needs_seven_matched_pairs_for_its_sign_flips_to_reach_the_level(n, can_decide):
-    """Pairs whose curves tell irrelevant from correct perfectly: at 5 pairs the sign flips'
-    p-value cannot fall under 2.5% (16 distinct statistics); at ``MIN_MATCHED`` = 7 it can."""
-    rng = np.random.default_rng(3)
-    pairs = beyond_loss.Pairs(
+def _ordered(n: int, seed: int = 3) -> beyond_loss.Pairs:
+    """``n`` pairs whose curves tell irrelevant from correct perfectly."""
+    rng = np.random.default_rng(seed)
+    return beyond_loss.Pairs(
         np.arange(n), 3.0 + 0.1 * rng.standard_normal((n, 6)), np.zeros((n, 1)), np.zeros((n, 1)), ("loss",)
     )
-    estimate = beyond_loss.beyond_estimate(pairs, "d", "detailed")
+
+
+@pytest.mark.parametrize(("n", "can_decide"), [(5, False), (beyond_loss.MIN_MATCHED, True)])
+def test_a_dataset_needs_seven_matched_pairs_for_its_sign_flips_to_reach_the_level(n, can_decide):
+    """Pairs whose curves tell irrelevant from correct perfectly: the exact p-value is one over the
+    2^(n - 1) distinct flips, 1/16 at 5 pairs (not under 2.5%), 1/64 at ``MIN_MATCHED`` = 7."""
+    estimate = beyond_loss.beyond_estimate(_ordered(n), "d", "detailed")
     assert estimate.value == pytest.approx(1.0)
+    assert estimate.p_value() == 1 / 2 ** (n - 1)
     assert (estimate.p_value() < 0.025) is can_decide, estimate.p_value()
+
+
+def _unclear(n: int, seed: int = 5) -> beyond_loss.Pairs:
+    """``n`` pairs whose curves tell irrelevant from correct a little, the covariates noise."""
+    rng = np.random.default_rng(seed)
+    curves = 0.3 + rng.standard_normal((n, 6))
+    return beyond_loss.Pairs(
+        np.arange(n), curves, rng.standard_normal((n, 4)), rng.standard_normal((n, 4)), beyond_loss.READS
+    )
+
+
+def test_up_to_twelve_pairs_every_distinct_flip_is_scored_and_above_the_random_ones(monkeypatch):
+    n = beyond_loss.EXACT_PAIRS
+    signs = beyond_loss.every_flip(n)
+    assert signs.shape == (n, 2 ** (n - 1)) and (signs[0] == 1).all() and (signs[:, 0] == 1).all()
+    # every flip once, up to the flip of every pair (which leaves the statistic)
+    assert len({tuple(c) for c in signs.T} | {tuple(-c) for c in signs.T}) == 2**n
+    exact = beyond_loss.beyond_estimate(_unclear(n), "d", "detailed")
+    assert exact.null.size == 2 ** (n - 1) - 1 and exact.draws.size == beyond_loss.N_FLIPS
+    monkeypatch.setattr(beyond_loss, "every_flip", None)  # above twelve pairs nothing is enumerated
+    drawn = beyond_loss.beyond_estimate(_unclear(n + 1), "d", "detailed")
+    assert drawn.null.size == beyond_loss.N_FLIPS and np.array_equal(drawn.draws, drawn.null)
+    with pytest.raises(TypeError):
+        beyond_loss.beyond_estimate(_unclear(n), "d", "detailed")
+
+
+def test_the_random_flips_read_from_the_enumerated_ones_are_those_flips_computed_directly():
+    pairs = _unclear(9)
+    estimate = beyond_loss.beyond_estimate(pairs, "d", "detailed")
+    direct = beyond_loss.mean_aurocs(pairs.curves, beyond_loss.flips(pairs.n, "d", "detailed"), pairs.basis())
+    assert estimate.value == pytest.approx(direct[0])
+    np.testing.assert_allclose(estimate.draws, direct[1:], rtol=1e-9)
+    assert np.unique(estimate.draws).size > 10  # the random flips differ
+
+
+def test_the_exact_p_value_is_what_many_random_flips_give_within_their_monte_carlo_error():
+    pairs, flips = _unclear(10), 20_000
+    exact = beyond_loss.beyond_estimate(pairs, "d", "detailed").p_value()
+    values = beyond_loss.mean_aurocs(pairs.curves, beyond_loss.flips(pairs.n, "d", "detailed", flips), pairs.basis())
+    drawn = (1 + np.sum(values[1:] >= values[0] - 1e-12)) / (1 + flips)
+    assert 0.05 < exact < 0.95  # a p-value that flips can miss on either side
+    assert abs(drawn - exact) < 4 * math.sqrt(exact * (1 - exact) / flips), (drawn, exact)
+
+
+def test_a_family_pools_the_random_flips_of_datasets_whose_flips_are_enumerated():
+    small, large = (beyond_loss.beyond_estimate(_unclear(n, seed=n), f"d{n}", "detailed") for n in (8, 20))
+    family = pooled([small, large])
+    np.testing.assert_array_equal(family.null, (small.draws + large.draws) / 2)
+    assert pooled([small]).null is small.null  # one dataset keeps its exact null
 
 
 def test_a_flip_of_every_pair_leaves_the_statistic_and_the_partialling_fits_training_pairs_only():

@@ -10,7 +10,7 @@ from synthetic import make_results, reasoning_conditions
 
 from analysis.findings import bootstrap, metrics
 from analysis.findings.bootstrap import Estimate, all_curve_draws, combine, pooled
-from analysis.findings.intervals import t_interval
+from analysis.findings.intervals import t_interval, t_quantile
 
 
 def test_estimates_equal_the_layer_curves():
@@ -143,3 +143,12 @@ def test_bootstrap_t_of_a_log_ratio_of_arithmetic_means():
         np.log(a).std(ddof=1) / math.sqrt(12)
     )
     assert log_mean_contrast(np.column_stack([a, -b]), (1, -1), weights, "d") is None  # logs of positive means only
+
+
+def test_the_t_quantile_is_scipys_t_ppf_exactly():
+    from scipy import stats as sps
+
+    dfs = [1e-9, 0.5, 1.0, 2.0, 3.7, 4.0, 11.25, 59.0, 1e6, math.inf]
+    for level in (0.95, 0.975, 1 - 0.05 / 6):
+        assert [t_quantile(df, level) for df in dfs] == [float(sps.t.ppf(1 - (1 - level) / 2, df)) for df in dfs]
+    assert math.isnan(t_quantile(0.0, 0.95)) and math.isnan(float(sps.t.ppf(0.975, 0.0)))

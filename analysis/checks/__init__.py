@@ -1,7 +1,7 @@
 """The study's checks, one module per check, named by its id and idea: each declares its registry
 entry (``CHECK``: a check of its scope, ``analysis.findings.scopes``), with what it shows (its
-words, figure, section, chain or layer split) and its battery fixture (``battery``: the verdicts it
-can give and inputs from its own simulator where its claim is true, false, or lacks what it needs;
+words, figure, section, chain or layer split) and its battery fixture (the verdicts it can give and
+inputs from its own simulator where its claim is true, false, or lacks what it needs;
 ``analysis.findings.battery``), and its parts function where it is its own. The registry is the list of
 these modules (``MODULES``), in the book's order: the paper's findings F1-F5, L and L2 beyond it,
 T1-T3 of the training runs, and S, G1, A3 and A5 on where F1's and F3's gaps come from.
@@ -19,6 +19,8 @@ Modules:
   (``GAP_CHAPTER``)
 - ``training_declaration``: what T1-T3 declare alike: a check of the training runs on the chapter "During
   training", calibrated by one rule (``training_check``)
+- ``rule_tables``: the error-rate tables of the study's checks' rules that the reproducibility page shows
+  (``false_holds_table``, ``false_holds_by_skew``)
 - ``f1_larger``: F1: fast thinking gives larger gradients than slow thinking, more so in early layers
 - ``f2_rougher``: F2: the faster the thinking, the more the gradient varies from layer to layer
 - ``f3_irrelevant``: F3: slow thinking, not fast, gives irrelevant responses larger gradients than correct

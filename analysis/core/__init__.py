@@ -11,8 +11,8 @@ Modules:
 - ``registry``: the model registry: offline models, the paper's ten, pinned revisions
 - ``formatting``: how numbers are written in the book: significant digits, intervals in brackets, ratios from
   their logs, one paragraph per model
-- ``cache``: the cache folder (``$LAYER_GRADIENT_CACHE``), and the simulated tables kept there, keyed by a
-  digest of the code
+- ``cache``: the cache folder (``$LAYER_GRADIENT_CACHE``), and the simulated tables kept there or committed
+  (``book/_data/simulated``), keyed by the code each one runs
 - ``chapters``: the book's chapters as ``_toc.yml`` lists them (torch-free)
 - ``memory``: handing freed memory back to the system between large steps
 """

@@ -13,7 +13,7 @@ correct and one irrelevant response (None-CoT pairs whose two answers are the sa
   f(x) over a pair is linear in these for any quadratic f), fitted on the training pairs only; at
   most one column per ``PAIRS_PER_COLUMN`` training pairs, the mean loss's first, so a fit always
   leaves residuals to learn from. The residuals of all pairs follow.
-- **Classifier.** The package's ridge classifier (``classifier.ridge_classifier``, penalty the
+- **Classifier.** The package's ridge classifier (``classifier.ridge_decisions``, penalty the
   number of features: the former penalty 1 on the mean cross product) is fitted on the training
   pairs' residuals, each pair presented both ways (its residual labelled 1, its negative labelled
   0), and scores the held-out pairs. Folds are grouped by pair (``classifier.grouped_folds``, five,
@@ -21,13 +21,17 @@ correct and one irrelevant response (None-CoT pairs whose two answers are the sa
   over the splits: above 0.5 when the residual curves tell irrelevant from correct.
 - **Decision.** A sign-flip permutation test: flipping a pair's differences (curves and covariates
   together) flips its residual, so one fit per fold scores every flip at once (ridge is linear in
-  its targets). ``N_FLIPS`` random flips of whole pairs give the null; the one-sided p-value
-  (``bootstrap.Estimate.p_value``) decides at 2.5%. No interval is computed: no refit inside
+  its targets). Flipping every pair gives the same statistic (the classifier sees each pair both
+  ways), so n pairs have 2^(n - 1) distinct flips: up to ``EXACT_PAIRS`` pairs every one of them
+  is scored (``every_flip``) and the null is the 2^(n - 1) - 1 flips other than the pairs as they
+  are, which makes the one-sided p-value (``bootstrap.Estimate.p_value``) exact; above, ``N_FLIPS``
+  random flips of whole pairs give the null. It decides at 2.5%. No interval is computed: no refit inside
   bootstrap resamples. A permutation test of "no information" cannot show the claim false, so G1
   is "holds" or "not resolved", never "does not hold".
 - **Pooling.** A family's statistic is the mean of its datasets' AUROCs, as every check pools;
-  its null the mean of the datasets' null values, each dataset flipped independently
-  (``bootstrap.pooled``): the exact randomisation test of the mean. Fisher's or Stouffer's
+  its null the mean of the datasets' values under ``N_FLIPS`` random flips (the estimates'
+  ``draws``; where a dataset's flips are enumerated, each random flip's value is read from them),
+  each dataset flipped independently (``bootstrap.pooled``): the randomisation test of the mean. Fisher's or Stouffer's
   combination of per-dataset p-values was not chosen: at five pairs a dataset has 16 distinct
   flips, its p-value at least 1/16, and a combination of such coarse p-values loses what the
   mean of the statistics keeps.
@@ -53,6 +57,7 @@ from __future__ import annotations
 import zlib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 
@@ -76,6 +81,7 @@ MATCHED_ORDER = (TOKENS, LOSS_SD, LOSS_MAX, LOSS)
 N_FOLDS = 5
 N_SPLITS = 3  # repeated splits into folds of the statistic, seeds 0 .. N_SPLITS - 1 (one for what is shown beside)
 N_FLIPS = 200
+EXACT_PAIRS = 12  # up to this many pairs every distinct sign flip is scored (2^11 at 12), not random ones
 PAIRS_PER_COLUMN = 3  # the partialling fits at most one covariate column per this many training pairs
 FLIP_SEED = 0
 CALIPER = LOSS_CALIPER  # nats: a pair is matched where its two responses' mean token losses differ by at most this
@@ -222,17 +228,26 @@ def _residuals(curves: np.ndarray, basis: np.ndarray | None, train: np.ndarray) 
     return curves - columns @ coefficients
 
 
+@cache
+def pair_folds(n: int, seed: int) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """(training pairs, held-out pairs) of each fold of one split of ``n`` pairs, each pair's two
+    rows (its residual labelled 1, its negative 0) in one group (``classifier.grouped_folds``,
+    ``N_FOLDS`` folds or one pair each): they depend on ``n`` and ``seed`` alone, so are made once."""
+    labels, groups = np.repeat([1, 0], n), np.tile(np.arange(n), 2)
+    folds = []
+    for rows, _ in classifier.grouped_folds(labels, groups, n_folds=min(N_FOLDS, n), seed=seed):
+        train = np.unique(groups[rows])
+        folds.append((train, np.setdiff1d(np.arange(n), train)))
+    return tuple(folds)
+
+
 def split_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, seed: int) -> np.ndarray:
     """One split's out-of-fold AUROC for each column of ``signs`` (n, c; +1 or -1 per pair: the
     pairs as they are, or flipped): per fold, ``x`` partialled on ``basis`` (None: as it is) on the
     training pairs, the ridge classifier fitted on them presented both ways, the held-out pairs
     scored both ways."""
-    n = x.shape[0]
-    labels, groups = np.repeat([1, 0], n), np.tile(np.arange(n), 2)
     ahead, behind = np.empty(signs.shape), np.empty(signs.shape)  # scores of +residual and -residual
-    for rows, _ in classifier.grouped_folds(labels, groups, n_folds=min(N_FOLDS, n), seed=seed):
-        train = np.unique(groups[rows])
-        test = np.setdiff1d(np.arange(n), train)
+    for train, test in pair_folds(x.shape[0], seed):
         residual = _residuals(x, basis, train)
         both_ways = np.vstack([residual[test], -residual[test]])
         scores = classifier.ridge_decisions(
@@ -253,6 +268,21 @@ def flips(n: int, dataset: str, setting: str, n_flips: int = N_FLIPS) -> np.ndar
     return np.hstack([np.ones((n, 1)), rng.choice([-1.0, 1.0], size=(n, n_flips))])
 
 
+def every_flip(n: int) -> np.ndarray:
+    """(n, 2^(n - 1)) signs: every flip of whole pairs that keeps the first pair as it is (flipping
+    every pair gives the same statistic), the pairs as they are first; column k flips pair i + 1
+    where bit i of k is set."""
+    bits = (np.arange(2 ** (n - 1))[None, :] >> np.arange(n - 1)[:, None]) & 1
+    return np.vstack([np.ones((1, 2 ** (n - 1))), 1.0 - 2.0 * bits])
+
+
+def flip_columns(signs: np.ndarray) -> np.ndarray:
+    """(c,) the column of ``every_flip`` whose statistic each column of ``signs`` (n, c) has: the
+    same flip, or its flip of every pair where it flips the first pair."""
+    kept = signs[1:] * signs[:1] < 0
+    return (kept * (1 << np.arange(signs.shape[0] - 1))[:, None]).sum(axis=0)
+
+
 def mean_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, splits: int = N_SPLITS) -> np.ndarray:
     """``split_aurocs`` averaged over ``splits`` repeated splits (one where every fold holds one
     pair: every split is then the same)."""
@@ -263,10 +293,18 @@ def mean_aurocs(x: np.ndarray, signs: np.ndarray, basis: np.ndarray | None, spli
 def beyond_estimate(
     pairs: Pairs, dataset: str, setting: str, n_flips: int = N_FLIPS, *, matched: bool = False
 ) -> Estimate:
-    """G1's statistic with its sign-flip null (``Estimate.null``); ``matched``: on pairs matched on
-    the mean loss (``Pairs.basis``)."""
-    values = mean_aurocs(pairs.curves, flips(pairs.n, dataset, setting, n_flips), pairs.basis(matched=matched))
-    return Estimate(float(values[0]), values[1:], ((dataset, pairs.n),), bounded=True, null=values[1:])
+    """G1's statistic with its sign-flip null (``Estimate.null``): every distinct flip up to
+    ``EXACT_PAIRS`` pairs, else the ``n_flips`` random ones; ``draws``: the values under those random
+    flips (what a family pools), read from the enumerated flips where there are. ``matched``: on
+    pairs matched on the mean loss (``Pairs.basis``)."""
+    drawn, basis = flips(pairs.n, dataset, setting, n_flips), pairs.basis(matched=matched)
+    strata = ((dataset, pairs.n),)
+    if pairs.n > EXACT_PAIRS:
+        values = mean_aurocs(pairs.curves, drawn, basis)
+        return Estimate(float(values[0]), values[1:], strata, bounded=True, null=values[1:])
+    every = mean_aurocs(pairs.curves, every_flip(pairs.n), basis)
+    draws = every[flip_columns(drawn[:, 1:])]
+    return Estimate(float(every[0]), draws, strata, bounded=True, null=every[1:])
 
 
 def _shown(value: float, dataset: str, n: int) -> Estimate:

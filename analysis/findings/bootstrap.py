@@ -60,9 +60,11 @@ class Estimate:
     dataset's resampling contributes, in relative terms; ``None`` for one dataset, or equal parts.
     ``bounded``: the quantity is a share in [0, 1] (an AUROC, an accuracy), whose interval is a
     Wilson score interval and stays inside [0, 1].
-    ``null``: the quantity recomputed under a permutation of the data that makes its claim false
-    (G1's sign flips of whole pairs); where given, ``draws`` are those values too, the estimate has
-    no interval, and a part on it decides by its one-sided permutation p-value (``p_value``).
+    ``null``: the quantity recomputed under the permutations of the data that make its claim false
+    (G1's sign flips of whole pairs: every distinct one, or random ones); where given, ``draws`` are
+    its values under a fixed number of random permutations (what ``pooled`` averages: the null
+    itself where that is random), the estimate has no interval, and a part on it decides by its
+    one-sided permutation p-value (``p_value``).
     ``parameters``: how many parameters each dataset's value is fitted with (1 for a mean, 2 for the
     intercept of a line): its bootstrap variance is multiplied by n / (n - parameters) and its t
     quantile takes n - parameters degrees of freedom.
@@ -223,7 +225,8 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
     variance over the number of datasets squared: the interval's degrees of freedom follow
     (Welch-Satterthwaite), and a noisy small dataset counts for what it is. Estimates that all
     carry a permutation ``null`` of one size, permuted independently per dataset, pool it the same
-    way: the mean of the i-th null values is a draw of the mean under independent permutations.
+    way: the mean of their i-th random permutations' values (``draws``) is a draw of the mean under
+    independent permutations; one estimate keeps its own null.
     """
     estimates = [e for e in estimates if e is not None]
     if not estimates:
@@ -233,8 +236,9 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
     for estimate in estimates:
         for (dataset, _), variance in zip(estimate.strata, estimate.stratum_variances()):
             parts[dataset] += variance / len(estimates) ** 2
-    nulls = [e.null for e in estimates if e.null is not None]
-    same_size = len(nulls) == len(estimates) and len({n.size for n in nulls}) == 1
+    permuted = [e.draws for e in estimates if e.null is not None]
+    same_size = len(permuted) == len(estimates) and len({d.size for d in permuted}) == 1
+    null = estimates[0].null if len(estimates) == 1 else np.mean(np.stack(permuted), axis=0) if same_size else None
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         return Estimate(
@@ -243,7 +247,7 @@ def pooled(estimates: Sequence[Estimate]) -> Estimate | None:
             strata,
             tuple(parts.values()) if len(strata) > 1 else None,
             all(e.bounded for e in estimates),
-            null=np.mean(np.stack(nulls), axis=0) if same_size else None,
+            null=null,
             parameters=max(e.parameters for e in estimates),
         )
 

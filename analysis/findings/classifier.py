@@ -1,9 +1,11 @@
 """The out-of-fold classifiers of the book, their grouped folds, and the AUROC of scores.
 
 Separability and the closest setting use a standardised logistic regression; G1 a standardised
-ridge classifier (``ridge_classifier``: least squares on +1 / -1 targets, as scikit-learn's
-``RidgeClassifier``), whose fit is linear in the targets, so one fit scores many labellings of the
-same rows at once (G1's sign flips). Both are cross-validated with ``StratifiedGroupKFold``
+ridge classifier (``ridge_decisions``: least squares on +1 / -1 targets, as scikit-learn's
+``StandardScaler`` then ``Ridge``, the decision scores of its ``RidgeClassifier``), whose fit is
+linear in the targets, so one fit scores many labellings of the same rows at once (G1's sign
+flips); it is solved here in closed form, as scikit-learn solves it, without the pipeline's checks
+of its inputs, which cost many times the fit at a few dozen rows. Both are cross-validated with ``StratifiedGroupKFold``
 (``grouped_folds``), the folds grouped by instruction, so an instruction is never on both sides of
 a fold. ``weighted_auroc`` scores out-of-fold outputs under every resample of the instructions at
 once; ``column_aurocs`` scores many columns of scores at once.
@@ -14,8 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import numpy as np
+from scipy import linalg
 from scipy import stats as sps
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import StratifiedGroupKFold
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import StandardScaler
@@ -26,20 +29,32 @@ def classifier(*, max_iter: int) -> Pipeline:
     return make_pipeline(StandardScaler(), LogisticRegression(max_iter=max_iter))
 
 
-def ridge_classifier(penalty: float) -> Pipeline:
-    """A standardised ridge classifier, not yet fitted: ridge regression (``penalty`` on the squared
-    coefficients of the standardised features) of +1 / -1 targets, one column per labelling of the
-    rows; its predictions are the decision scores of scikit-learn's ``RidgeClassifier``."""
-    return make_pipeline(StandardScaler(), Ridge(alpha=penalty))
-
-
 def ridge_decisions(train: np.ndarray, targets: np.ndarray, test: np.ndarray, penalty: float) -> np.ndarray:
-    """The ridge classifier's decision scores (test rows, columns of ``targets``) when fitted on the
-    rows ``train`` with each column of ``targets`` (+1 / -1) in turn. The fit is linear in the
-    targets, intercept included: fitted once on the identity (one target per training row), its
-    predictions times ``targets`` are every column's, however many labellings there are."""
-    model = ridge_classifier(penalty).fit(train, np.eye(train.shape[0]))
-    return model.predict(test).reshape(test.shape[0], -1) @ targets
+    """The standardised ridge classifier's decision scores (test rows, columns of ``targets``) when
+    fitted on the rows ``train`` with each column of ``targets`` (+1 / -1) in turn: the features
+    standardised on ``train`` (a constant one left as it is), ridge regression with an intercept
+    and ``penalty`` on the squared coefficients. The fit is linear in the targets, intercept
+    included: fitted once on the identity (one target per training row), its predictions times
+    ``targets`` are every column's, however many labellings there are. Solved by Cholesky, on the
+    rows' Gram matrix where there are more features than rows (as scikit-learn's ``Ridge``)."""
+    rows, features = train.shape
+    mean, variance = train.mean(axis=0), train.var(axis=0)
+    eps = np.finfo(float).eps
+    constant = variance <= rows * eps * variance + (rows * mean * eps) ** 2
+    scale = np.where(constant, 1.0, np.sqrt(variance))
+    x, z = (train - mean) / scale, (test - mean) / scale
+    centre = x.mean(axis=0)
+    x -= centre
+    centred = np.eye(rows) - 1.0 / rows  # the identity targets less their means
+    if features > rows:
+        gram = x @ x.T
+        gram.flat[:: rows + 1] += penalty
+        coefficients = x.T @ linalg.solve(gram, centred, assume_a="pos")
+    else:
+        gram = x.T @ x
+        gram.flat[:: features + 1] += penalty
+        coefficients = linalg.solve(gram, x.T @ centred, assume_a="pos")
+    return ((z - centre) @ coefficients + 1.0 / rows) @ targets
 
 
 def grouped_folds(

@@ -6,7 +6,7 @@ is decided here, not in the notebook."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -14,9 +14,9 @@ from pathlib import Path
 import pandas as pd
 
 from analysis import profiles
-from analysis.checks import REGISTRY, Check
-from analysis.core.cache import simulated_table
-from analysis.findings import calibration, power_tested, skew
+from analysis.checks import Check, rule_tables
+from analysis.core.cache import commit_tables, simulated_table
+from analysis.findings import calibration, power_tested
 from analysis.findings.calibration import scenarios
 from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding
 from analysis.report import chain, coverage, gpu_check, provenance, voice
@@ -135,35 +135,40 @@ def extraction_times(r: Reproducibility) -> Blocks:
     return [Table(provenance.extraction_time_table(r.runs), empty=empty)]
 
 
+# The calibration tables: false "holds", coverage, the log-ratio choice, shares and power
+# (``rule_rates``); the scenarios' misses (``misses``); false "holds" by skewness (``skewed``).
+RULE_RATES: tuple[Callable[..., pd.DataFrame], ...] = (
+    rule_tables.false_holds_table,
+    calibration.coverage_table,
+    calibration.log_ratio_coverage_table,
+    calibration.share_table,
+    calibration.power_table,
+)
+SIMULATED_TABLES = (*RULE_RATES, scenarios.miss_table, rule_tables.false_holds_by_skew)
+
+
+def _simulated(table: Callable[..., pd.DataFrame], seed: int) -> Table:
+    """One simulated table at the page's runs (committed, cached or computed: ``simulated_table``)."""
+    return Table(simulated_table(table, reps=CALIBRATION_REPS, seed=seed), by=None)
+
+
 def rule_rates(r: Reproducibility) -> Blocks:
-    """The calibration tables: false "holds", coverage, the log-ratio choice, shares and power
-    (computed once per version of the code: ``simulated_table``)."""
-    tables = (
-        false_holds_table,
-        calibration.coverage_table,
-        calibration.log_ratio_coverage_table,
-        calibration.share_table,
-        calibration.power_table,
-    )
-    return [Table(simulated_table(table, reps=CALIBRATION_REPS, seed=r.seed), by=None) for table in tables]
+    """The calibration tables: false "holds", coverage, the log-ratio choice, shares and power."""
+    return [_simulated(table, r.seed) for table in RULE_RATES]
 
 
 def misses(r: Reproducibility) -> Blocks:
-    return [Table(simulated_table(scenarios.miss_table, reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+    return [_simulated(scenarios.miss_table, r.seed)]
 
 
 def skewed(r: Reproducibility) -> Blocks:
-    return [Table(simulated_table(false_holds_by_skew, reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+    return [_simulated(rule_tables.false_holds_by_skew, r.seed)]
 
 
-def false_holds_table(*, reps: int, seed: int) -> pd.DataFrame:
-    """``calibration.false_holds_table`` of the rules of the study's checks (``REGISTRY``)."""
-    return calibration.false_holds_table(registry=REGISTRY, reps=reps, seed=seed)
-
-
-def false_holds_by_skew(*, reps: int, seed: int) -> pd.DataFrame:
-    """``skew.false_holds_by_skew`` of the rules of the study's checks (``REGISTRY``)."""
-    return skew.false_holds_by_skew(registry=REGISTRY, reps=reps, seed=seed)
+def commit_simulated_tables(*, seed: int = 0) -> list[Path]:
+    """Every simulated table of the page at its runs and ``seed``, written into the repository
+    (``cache.commit_tables``: ``make simulated-tables``)."""
+    return commit_tables(SIMULATED_TABLES, reps=CALIBRATION_REPS, seed=seed)
 
 
 def packages(r: Reproducibility) -> Blocks:
