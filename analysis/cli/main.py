@@ -364,10 +364,14 @@ def run_extract(args: argparse.Namespace) -> int:
             f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}",
             file=sys.stderr,
         )
-        for spec in args.data:
-            summary = runner.extract(
-                loaded, spec, store, settings=chosen, data_dir=args.data_dir, progress=not args.no_progress
+        summaries = (
+            summary
+            for specs in runner.shared_passes(args.data)
+            for summary in runner.extract_together(
+                loaded, specs, store, settings=chosen, data_dir=args.data_dir, progress=not args.no_progress
             )
+        )
+        for summary in summaries:
             skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
             pace = f"{summary.seconds_per_sample:.2f} s/sample" if summary.computed else "nothing to compute"
             print(

@@ -13,14 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import nn
 
 from analysis.core import layer_stats
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.extract import architectures, spectra, token_energy
+from analysis.extract import architectures, loss_matching, spectra, token_energy
 
 
 def attention_projections(model: nn.Module) -> dict[tuple[int, str], nn.Linear]:
@@ -80,6 +81,7 @@ class Batch:
     lengths: list[int]
     scored: list[tuple[int, ...] | None] = field(default_factory=list)
     more_scored: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)  # ``EncodedSample.more_scored``
+    matching: list[loss_matching.MatchRequest | None] = field(default_factory=list)  # ``EncodedSample.matching``
 
     def scored_tokens(self, row: int) -> range | tuple[int, ...]:
         """The indices of the tokens of sample ``row`` whose prediction enters its loss."""
@@ -90,6 +92,16 @@ class Batch:
         """The further scored subsets of sample ``row`` (each a gradient of its own; none by default)."""
         return self.more_scored[row] if row < len(self.more_scored) else ()
 
+    def match_request(self, row: int) -> loss_matching.MatchRequest | None:
+        """Sample ``row``'s loss-matched draws to make after the forward pass (None: it has none)."""
+        return self.matching[row] if row < len(self.matching) else None
+
+    def carries_other_condition(self, row: int) -> bool:
+        """Whether sample ``row``'s further subsets are another condition's (loss-matched draws after
+        its reference's own gradient), so that their failure is not its own."""
+        request = self.match_request(row)
+        return request is not None and request.answer_gradient
+
 
 def make_batch(
     sequences: list[list[int]],
@@ -99,9 +111,11 @@ def make_batch(
     *,
     scored: list[tuple[int, ...] | None] | None = None,
     more_scored: list[tuple[tuple[int, ...], ...]] | None = None,
+    matching: list[loss_matching.MatchRequest | None] | None = None,
 ) -> Batch:
     """Pad token sequences on the right into one batch (``scored``: per sample, the response tokens
-    its loss scores where not all of them; ``more_scored``: further subsets of them, each scored alone)."""
+    its loss scores where not all of them; ``more_scored``: further subsets of them, each scored alone;
+    ``matching``: the loss-matched draws to make after the forward pass)."""
     longest = max(len(s) for s in sequences)
     input_ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
@@ -116,17 +130,59 @@ def make_batch(
         lengths,
         list(scored or []),
         list(more_scored or []),
+        list(matching or []),
     )
 
 
 def loss_positions(batch: Batch) -> torch.Tensor:
-    """Positions whose next-token prediction is part of some sample's loss (of any of its subsets), sorted."""
+    """Positions whose next-token prediction is part of some sample's loss (of any of its subsets), sorted;
+    with loss-matched draws to make, those of its answer's and its chain's tokens, before and after the draw."""
     positions: set[int] = set()
     for row in range(len(batch.lengths)):
         positions.update(token - 1 for token in batch.scored_tokens(row))
         for subset in batch.further_subsets(row):
             positions.update(token - 1 for token in subset)
+        request = batch.match_request(row)
+        if request is not None:
+            positions.update(token - 1 for token in (*request.pool, *answer_tokens(batch, row)))
     return torch.tensor(sorted(positions), dtype=torch.long)
+
+
+def answer_tokens(batch: Batch, row: int) -> range:
+    """The tokens of sample ``row`` after its prompt (an answer-scored text's: its answer's)."""
+    return range(max(batch.prompt_lengths[row], 1), batch.lengths[row])
+
+
+def with_matched_draws(
+    batch: Batch, by_token: torch.Tensor, positions: torch.Tensor
+) -> tuple[Batch, list[loss_matching.Matched | None]]:
+    """The batch with each loss-matched sample's draws made from its token losses (B, P) at
+    ``positions`` (``loss_matching.draw_matched``): after its answer's own scored tokens as further
+    subsets, or, where the answer's gradient is not wanted, the first draw scored in its place and
+    the others further; and each sample's draws (None: it has none to make)."""
+    matched: list[loss_matching.Matched | None] = [None] * len(batch.lengths)
+    scored, more = list(batch.scored), list(batch.more_scored)
+    scored += [None] * (len(batch.lengths) - len(scored))
+    more += [()] * (len(batch.lengths) - len(more))
+    for row in range(len(batch.lengths)):
+        request = batch.match_request(row)
+        if request is None:
+            continue
+        answer = row_losses(by_token, positions, row, answer_tokens(batch, row))
+        drawn = loss_matching.draw_matched(request, answer, row_losses(by_token, positions, row, request.pool))
+        matched[row] = drawn
+        draws = [draw.tokens for draw in drawn.draws]
+        if draws and request.answer_gradient:
+            more[row] = tuple(draws)
+        elif draws:
+            scored[row], more[row] = draws[0], tuple(draws[1:])
+    return replace(batch, scored=scored, more_scored=more), matched
+
+
+def row_losses(by_token: torch.Tensor, positions: torch.Tensor, row: int, tokens) -> np.ndarray:
+    """Sample ``row``'s losses (float64) of predicting ``tokens``, from the batch's (B, P) token losses."""
+    columns = torch.searchsorted(positions, torch.tensor([t - 1 for t in tokens], dtype=torch.long))
+    return by_token[row, columns.to(by_token.device)].detach().double().cpu().numpy()
 
 
 def per_sample_losses(model: nn.Module, batch: Batch, *, train_embeddings: bool = False) -> torch.Tensor:
@@ -187,6 +243,7 @@ class SampleGradientStats:
     token_losses: dict[str, float] = field(default_factory=dict)  # ``token_loss_summary``
     # the statistics of the sample's further scored subsets (``Batch.more_scored``), in their order
     further_subsets: list[SampleGradientStats] = field(default_factory=list)
+    matched: loss_matching.Matched | None = None  # its loss-matched draws (``Batch.matching``), if it made any
 
 
 def token_loss_summary(by_token: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
@@ -238,7 +295,9 @@ def batch_statistics(
     the same reason a sample with a non-finite loss is left out of the sum and reported as
     failed, and the other samples of its batch are still computed. A sample's further scored
     subsets (``Batch.more_scored``) each take one more backward pass of the same graph
-    (:func:`add_further_subsets`).
+    (:func:`add_further_subsets`); its loss-matched draws (``Batch.matching``) are made from the
+    forward pass's token losses before any backward pass (:func:`with_matched_draws`), kept in its
+    ``matched``, and computed as further subsets.
     """
     wanted = Outputs(
         entry_stats=entry_stats,
@@ -250,6 +309,11 @@ def batch_statistics(
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
         by_token, mask = token_losses(model, batch)
+        matched: list[loss_matching.Matched | None] = []
+        if any(batch.match_request(row) is not None for row in range(len(batch.lengths))):
+            positions = loss_positions(batch).to(by_token.device)
+            batch, matched = with_matched_draws(batch, by_token, positions)
+            mask = scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
         losses = mean_losses(by_token, mask)
         finite = torch.isfinite(losses)
         further = max((len(batch.further_subsets(row)) for row in range(len(batch.lengths))), default=0)
@@ -263,6 +327,10 @@ def batch_statistics(
                 continue
             results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
             results[-1].token_losses = token_loss_summary(by_token[row], mask[row])
+        for row, drawn in enumerate(matched):
+            results[row].matched = drawn
+            if drawn is not None and drawn.failure and not batch.carries_other_condition(row):
+                results[row].failure = results[row].failure or drawn.failure
         if further:
             add_further_subsets(captured, batch, by_token, results, wanted=wanted)
         if wanted.token_energy_passes and finite.any():
@@ -280,9 +348,13 @@ def add_further_subsets(
 ) -> None:
     """Each computed sample's further scored subsets' statistics into its ``further_subsets``: the
     k-th pass backpropagates the sum over samples of the mean loss of their k-th further subset
-    (the graph kept for the passes after it and the token energy's); a subset that fails fails its sample."""
+    (the graph kept for the passes after it and the token energy's); a subset that fails fails its
+    sample, unless the subsets are another condition's (``Batch.carries_other_condition``)."""
     positions = loss_positions(batch).to(by_token.device)
-    further = [batch.further_subsets(row) if results[row].failure is None else () for row in range(len(results))]
+    further = [
+        batch.further_subsets(row) if results[row].failure is None or batch.carries_other_condition(row) else ()
+        for row in range(len(results))
+    ]
     passes = max(map(len, further), default=0)
     for index in range(passes):
         tokens = [subsets[index] if index < len(subsets) else () for subsets in further]
@@ -300,7 +372,7 @@ def add_further_subsets(
                 stats = sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted)
                 stats.token_losses = token_loss_summary(by_token[row], mask[row])
             results[row].further_subsets.append(stats)
-            if stats.failure and results[row].failure is None:
+            if stats.failure and results[row].failure is None and not batch.carries_other_condition(row):
                 results[row].failure = f"{stats.failure} (scored subset {index + 1})"
 
 

@@ -134,14 +134,14 @@ def _extract_models(
             with log.changing() as record:
                 record.model_loads[model] = loaded.load_seconds
                 record.models[model] = loaded.facts().as_dict()
-        for spec in todo:
-            summary = runner.extract(
-                loaded, spec, store, settings=profile.extraction, data_dir=data_dir, progress=progress
+        for specs in runner.shared_passes(todo):
+            summaries = runner.extract_together(
+                loaded, specs, store, settings=profile.extraction, data_dir=data_dir, progress=progress
             )
-            records.append(summary.as_record())
+            records += [summary.as_record() for summary in summaries]
             if log is not None:
                 with log.changing() as record:
-                    record.extraction.append(records[-1])
+                    record.extraction += records[-len(summaries) :]
         screen.screen_model(
             loaded, to_screen, store, settings=profile.extraction, data_dir=data_dir, progress=progress, say=say
         )
