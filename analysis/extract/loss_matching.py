@@ -72,7 +72,7 @@ def log_losses(losses: np.ndarray) -> np.ndarray:
 
 
 def match_once(
-    answer: np.ndarray, chain: np.ndarray, rng: np.random.Generator, *, caliper: float = CALIPER
+    answer: np.ndarray, chain: np.ndarray, rng: np.random.Generator, *, caliper: float
 ) -> tuple[list[int], int]:
     """One draw on log losses: per answer token (in a random order), the index of an unused chain
     token within ``caliper`` of it, drawn at random, else the unused one nearest to it (ties: the
@@ -94,11 +94,12 @@ def match_once(
 
 
 def draw_matched(
-    request: MatchRequest, answer_losses: np.ndarray, chain_losses: np.ndarray, *, caliper: float = CALIPER
+    request: MatchRequest, answer_losses: np.ndarray, chain_losses: np.ndarray, *, caliper: float | None = None
 ) -> Matched:
-    """``request.draws`` draws (``match_once``) of a sample whose answer tokens and chain tokens
-    (``request.pool``, in order) have these losses; a failure where no draw can be made: a loss that
-    is not finite, or a chain with fewer tokens than the answer."""
+    """``request.draws`` draws (``match_once``, within ``caliper``, None: ``CALIPER``) of a sample
+    whose answer tokens and chain tokens (``request.pool``, in order) have these losses; a failure
+    where no draw can be made: a loss that is not finite, or a chain with fewer tokens than the answer."""
+    caliper = CALIPER if caliper is None else caliper
     pool = request.pool
     start = pool[0] if pool else 0
     if not (np.isfinite(answer_losses).all() and np.isfinite(chain_losses).all()):
