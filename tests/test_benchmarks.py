@@ -48,3 +48,22 @@ def test_the_token_energy_benchmark_states_its_cost_against_the_plain_extraction
     assert case["exact_share"]["energy k=400"] == 1.0 and case["exact_share"]["energy k=2"] == 0.0
     assert case["relative_standard_error"]["energy k=400"]["median"] is None  # every row exact
     assert case["relative_standard_error"]["energy k=2"]["median"] > 0
+
+
+@pytest.mark.slow
+def test_the_loss_matching_benchmark_states_the_shared_pass_against_separate_passes(
+    tiny_model_dir, study_data_dir, tmp_path
+):
+    out = tmp_path / "loss_matching.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_loss_matching.py"), "--model"]
+    command += [str(tiny_model_dir("llama")), "--template", "instruct", "--dataset", "gsm8k", "--samples", "1"]
+    command += ["--draws", "1", "2", "--repeats", "1", "--threads", "1", "--max-length", "4096"]
+    command += ["--data-dir", str(study_data_dir), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cases = json.loads(out.read_text())["cases"]
+    assert [case["draws"] for case in cases] == [1, 2]
+    for case in cases:
+        assert case["shared_over_separate"] > 0 and case["largest_relative_difference"] < 1e-4
+        assert set(case["seconds_per_instruction"]) == {"answer alone", "matched alone", "shared"}
+        assert 0 <= case["flagged_share"] <= 1 and 0 <= case["mean_position"] <= 1

@@ -166,7 +166,8 @@ def add_data_parsers(commands) -> None:
     listing.add_argument(
         "--scored-subset",
         action="store_true",
-        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its answer has after it)",
+        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its answer has after "
+        "it, at random or matched in loss to the answer's)",
     )
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")

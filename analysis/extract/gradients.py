@@ -181,7 +181,8 @@ def with_matched_draws(
 
 def row_losses(by_token: torch.Tensor, positions: torch.Tensor, row: int, tokens) -> np.ndarray:
     """Sample ``row``'s losses (float64) of predicting ``tokens``, from the batch's (B, P) token losses."""
-    columns = torch.searchsorted(positions, torch.tensor([t - 1 for t in tokens], dtype=torch.long))
+    predicting = torch.tensor([t - 1 for t in tokens], dtype=torch.long, device=positions.device)
+    columns = torch.searchsorted(positions, predicting)
     return by_token[row, columns.to(by_token.device)].detach().double().cpu().numpy()
 
 
