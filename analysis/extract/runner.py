@@ -5,7 +5,8 @@ resumable: samples already in the store (or recorded as skipped) are not compute
 results are flushed to the store in parts as they are computed, so an interrupted run loses at
 most the samples since its last flush. The samples are encoded and batched by
 :mod:`analysis.extract.preparation`; a batch that runs out of memory is halved by
-:mod:`analysis.extract.halving`.
+:mod:`analysis.extract.halving`. A loss-matched condition and its reference (``detailed_answer``)
+are computed in one forward pass per sample (``extract_together``), each stored as its own run.
 """
 
 from __future__ import annotations
