@@ -54,7 +54,7 @@ def test_a_match_lies_within_the_caliper_of_its_answer_token_or_is_the_nearest_a
 
 def test_a_draw_records_its_tokens_flags_and_mean_position_and_fails_with_a_reason():
     request = loss_matching.MatchRequest(pool=tuple(range(10, 15)), draws=4, seed=(0, 1, 2))
-    chain = np.array([4.0, 2.0, 1.0, 0.0, 8.0])  # a loss of exactly 0 is matched on the floor's log
+    chain = np.array([2.5, 2.0, 1.0, 0.0, 8.0])  # a loss of exactly 0 is matched on the floor's log
     matched = loss_matching.draw_matched(request, np.array([0.0, 2.2]), chain)
     assert matched.failure is None and len(matched.draws) == 4 and matched.chain_start == 10
     for draw in matched.draws:
