@@ -207,20 +207,76 @@ def token_losses(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The cross-entropy of every predicted position (B, P) and which of them are response tokens
     of their sample (B, P) bool, P the batch's ``loss_positions`` (see ``per_sample_losses``)."""
+    positions = loss_positions(batch).to(batch.input_ids.device)
+    logits = forward_logits(model, batch, positions, train_embeddings=train_embeddings)
+    losses = cross_entropies(logits, batch.input_ids[:, positions + 1])
+    return losses, scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+
+
+def forward_logits(
+    model: nn.Module, batch: Batch, positions: torch.Tensor, *, train_embeddings: bool = False
+) -> torch.Tensor:
+    """The logits (B, P, vocabulary) at ``positions`` of one forward pass of the batch, float32, its
+    embeddings made to require grad (``per_sample_losses``)."""
     embeddings = model.get_input_embeddings()(batch.input_ids)
     if not train_embeddings:
         embeddings = embeddings.detach().requires_grad_(True)
-    positions = loss_positions(batch).to(batch.input_ids.device)
-    logits = model(
+    return model(
         inputs_embeds=embeddings, attention_mask=batch.attention_mask, logits_to_keep=positions, use_cache=False
     ).logits.float()
-    targets = batch.input_ids[:, positions + 1]
+
+
+def cross_entropies(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The cross-entropy of each of (B, P) logits against its target token, (B, P)."""
     # the flat (tokens x vocabulary) layout: the (batch x vocabulary x tokens) layout of
     # cross_entropy differs from the Hugging Face loss by up to 2e-4 per token in float32
-    losses = nn.functional.cross_entropy(
+    return nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
     ).view(targets.shape)
-    return losses, scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+
+
+@contextmanager
+def head_inputs(model: nn.Module) -> Iterator[list[torch.Tensor]]:
+    """Within it, the model's output head keeps its input (the final hidden states at the positions
+    kept, with their graph) and returns its logits detached: the losses of a forward pass then carry
+    no graph through the head, whose backward pass would run over every position kept."""
+    kept: list[torch.Tensor] = []
+
+    def detach_logits(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
+        kept.append(args[0])
+        return output.detach()
+
+    handle = model.get_output_embeddings().register_forward_hook(detach_logits)
+    try:
+        yield kept
+    finally:
+        handle.remove()
+
+
+def matched_token_losses(
+    model: nn.Module, batch: Batch
+) -> tuple[torch.Tensor, torch.Tensor, Batch, list[loss_matching.Matched | None]]:
+    """``token_losses`` of a batch with loss-matched draws to make, and the batch with its draws and
+    each sample's draws (``with_matched_draws``). Every position's loss (the chain's) comes from a
+    forward pass whose head carries no graph (``head_inputs``); once the draws are made, the
+    positions that some gradient scores get their losses again from the kept hidden states through
+    the head (``architectures.output_logits``), with their graph, in their place."""
+    positions = loss_positions(batch).to(batch.input_ids.device)
+    with head_inputs(model) as kept:
+        logits = forward_logits(model, batch, positions)
+    targets = batch.input_ids[:, positions + 1]
+    by_token = cross_entropies(logits, targets)
+    del logits
+    batch, matched = with_matched_draws(batch, by_token, positions)
+    scored: set[int] = set()
+    for row in range(len(batch.lengths)):
+        for tokens in (batch.scored_tokens(row), *batch.further_subsets(row)):
+            scored.update(token - 1 for token in tokens)
+    columns = torch.searchsorted(positions, torch.tensor(sorted(scored), dtype=torch.long, device=positions.device))
+    graph = cross_entropies(architectures.output_logits(model, kept[0][:, columns]).float(), targets[:, columns])
+    by_token = by_token.index_copy(1, columns, graph)
+    mask = scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+    return by_token, mask, batch, matched
 
 
 def scored_mask(batch: Batch, positions: torch.Tensor, tokens: list) -> torch.Tensor:
@@ -297,7 +353,7 @@ def batch_statistics(
     failed, and the other samples of its batch are still computed. A sample's further scored
     subsets (``Batch.more_scored``) each take one more backward pass of the same graph
     (:func:`add_further_subsets`); its loss-matched draws (``Batch.matching``) are made from the
-    forward pass's token losses before any backward pass (:func:`with_matched_draws`), kept in its
+    forward pass's token losses before any backward pass (:func:`matched_token_losses`), kept in its
     ``matched``, and computed as further subsets.
     """
     wanted = Outputs(
@@ -309,12 +365,11 @@ def batch_statistics(
     )
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
-        by_token, mask = token_losses(model, batch)
         matched: list[loss_matching.Matched | None] = []
         if any(batch.match_request(row) is not None for row in range(len(batch.lengths))):
-            positions = loss_positions(batch).to(by_token.device)
-            batch, matched = with_matched_draws(batch, by_token, positions)
-            mask = scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+            by_token, mask, batch, matched = matched_token_losses(model, batch)
+        else:
+            by_token, mask = token_losses(model, batch)
         losses = mean_losses(by_token, mask)
         finite = torch.isfinite(losses)
         further = max((len(batch.further_subsets(row)) for row in range(len(batch.lengths))), default=0)
