@@ -73,7 +73,7 @@ def draw_summary(rows: pd.DataFrame) -> dict:
     return {
         "flagged_share": float(draws["matched_flagged"].sum() / draws["n_response_tokens"].sum()),
         "mean_position": float(draws["matched_position"].mean()),
-        "draws": len(draws),
+        "draws_made": len(draws),
     }
 
 

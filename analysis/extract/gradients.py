@@ -268,15 +268,29 @@ def matched_token_losses(
     by_token = cross_entropies(logits, targets)
     del logits
     batch, matched = with_matched_draws(batch, by_token, positions)
-    scored: set[int] = set()
-    for row in range(len(batch.lengths)):
-        for tokens in (batch.scored_tokens(row), *batch.further_subsets(row)):
-            scored.update(token - 1 for token in tokens)
-    columns = torch.searchsorted(positions, torch.tensor(sorted(scored), dtype=torch.long, device=positions.device))
-    graph = cross_entropies(architectures.output_logits(model, kept[0][:, columns]).float(), targets[:, columns])
-    by_token = by_token.index_copy(1, columns, graph)
+    for group in scored_groups(batch):
+        columns = torch.searchsorted(positions, torch.tensor(group, dtype=torch.long, device=positions.device))
+        graph = cross_entropies(architectures.output_logits(model, kept[0][:, columns]).float(), targets[:, columns])
+        by_token = by_token.index_copy(1, columns, graph)
     mask = scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
     return by_token, mask, batch, matched
+
+
+def scored_groups(batch: Batch) -> list[list[int]]:
+    """The predicted positions that some gradient of a batch with loss-matched draws scores, sorted,
+    in two groups whose head is evaluated apart: the answers' where their own gradient is computed,
+    then the draws'. Each group is then evaluated as a pass of its condition alone evaluates it (the
+    answer's as ``detailed_answer``'s extraction, the draws as the loss-matched condition's alone),
+    so that a shared pass gives their numbers to the last bit on a batch of one."""
+    answers: set[int] = set()
+    scored: set[int] = set()
+    for row in range(len(batch.lengths)):
+        request = batch.match_request(row)
+        if request is None or request.answer_gradient:
+            answers.update(token - 1 for token in batch.scored_tokens(row))
+        for tokens in (batch.scored_tokens(row), *batch.further_subsets(row)):
+            scored.update(token - 1 for token in tokens)
+    return [group for group in (sorted(answers), sorted(scored - answers)) if group]
 
 
 def scored_mask(batch: Batch, positions: torch.Tensor, tokens: list) -> torch.Tensor:
