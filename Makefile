@@ -98,14 +98,16 @@ screenshot: setup data setup-browser
 # Extraction speed vs the original study's plain procedure and the forward/backward floor (writes
 # benchmarks/results.json, which the book's reproducibility page shows; --busy-core also times each
 # model with one other process busy on a core), then the extraction with the token energy against
-# the plain one in the same run (benchmarks/token_energy.json). On the 2-core machine, in a fresh
-# clone: the first 48 min 49 s, the second 8 min 5 s. BENCH_ARGS adds options to the first, e.g.
+# the plain one in the same run (benchmarks/token_energy.json), then the loss-matched condition's
+# shared pass against separate passes (benchmarks/loss_matching.json). On the 2-core machine, in a
+# fresh clone: the first 48 min 49 s, the second 8 min 5 s. BENCH_ARGS adds options to the first, e.g.
 # "--device cuda --model ID --template base".
 BENCH_ARGS ?=
 .PHONY: benchmark
 benchmark: setup data
 	$(PYTHON) benchmarks/bench_extraction.py --samples 4 --repeats 3 --threads 1 --busy-core $(BENCH_ARGS)
 	$(PYTHON) benchmarks/bench_token_energy.py --samples 2 --repeats 1 --threads 1 --passes 4
+	$(PYTHON) benchmarks/bench_loss_matching.py --samples 2 --repeats 2 --threads 1
 
 # The GPU path in one command of at most 8 minutes on one H100/H200-class GPU (random-weight models
 # from configs, no network): exactness on the device, speed against the plain procedure, the memory

@@ -157,7 +157,8 @@ def deciding_conditions() -> tuple[str, ...]:
     Simplified-CoT length, correct responses (F2, L, L2); for those with None CoT also None CoT with
     both response types and irrelevant Detailed CoT (F1, F3), and the answer scored alone after the
     phrase alone and after the Detailed CoT (S's reasoning step, A3) and the Detailed CoT scored on as
-    many tokens as that answer (the split of F1's gap reads these). Left out, since at a few samples they
+    many tokens as that answer, at random or matched in loss to the answer's (the split of F1's gap reads
+    these; the loss-matched one shares the forward pass of the answer after the Detailed CoT). Left out, since at a few samples they
     resolve no cell (book/checks.md, "The default profile"): the Wiki files (F5's "nearly the same"
     part needs far more instructions), the irrelevant responses of Simplified CoT and of the cuts,
     Detailed CoT cut to the None-CoT length (a second view only), and the answer after the Simplified
@@ -175,7 +176,7 @@ def deciding_conditions() -> tuple[str, ...]:
         *data.conditions_matching(datasets=with_none, settings=("none",)),
         *data.conditions_matching(datasets=with_none, settings=("detailed",), responses=(vocabulary.IRRELEVANT,)),
         *data.conditions_matching(datasets=with_none, settings=ANSWER_DECIDING, answer_scored=True),
-        *data.conditions_matching(datasets=with_none, settings=SCORED_SUBSET, scored_subset=True),
+        *data.conditions_matching(datasets=with_none, settings=SCORED_SUBSET + LOSS_MATCHED, scored_subset=True),
     ]
     order = list(data.CONDITIONS)
     return tuple(sorted({c.key for c in chosen}, key=order.index))
@@ -184,6 +185,8 @@ def deciding_conditions() -> tuple[str, ...]:
 # The answer-scored settings that decide S's reasoning step and A3 (the other two are shown beside it).
 ANSWER_DECIDING = ("none_answer", "detailed_answer")
 SCORED_SUBSET = tuple(vocabulary.SCORED_SUBSET_SETTINGS)  # S's which-tokens and how-many-tokens steps
+# which tokens at equal loss: the chain tokens matched in loss to the answer's, in the pass of its text
+LOSS_MATCHED = tuple(vocabulary.LOSS_MATCHED_SETTINGS)
 
 
 def decomposition_conditions(conditions) -> tuple[str, ...]:
@@ -214,8 +217,8 @@ def quick_conditions() -> tuple[str, ...]:
     settings, the shortest and longest Wiki responses, and both length-control views of Detailed
     CoT: cut to the Simplified-CoT length (the main control, against Simplified CoT) and to the
     No-CoT length; the answer-scored views of the two reasoning datasets and the Detailed CoT scored
-    on as many tokens as its answer (at the profile's 128 tokens, those after a Detailed CoT lose
-    their answer, and so the subset its count: all are counted as skipped).
+    on as many tokens as its answer, at random and matched in loss (at the profile's 128 tokens, those
+    after a Detailed CoT lose their answer, and so the subsets their count: all are counted as skipped).
     """
     datasets = (vocabulary.MATH_REASONING[0], vocabulary.COMMONSENSE_REASONING[0], "wiki")
     settings = (
@@ -225,6 +228,7 @@ def quick_conditions() -> tuple[str, ...]:
         *vocabulary.LENGTH_CONTROL_SETTINGS,
         *vocabulary.ANSWER_SETTINGS,
         *vocabulary.SCORED_SUBSET_SETTINGS,
+        *vocabulary.LOSS_MATCHED_SETTINGS,
     )
     chosen = data.conditions_matching(
         datasets=datasets, settings=settings, length_control=True, answer_scored=True, scored_subset=True
@@ -241,6 +245,9 @@ DECIDE_DATASETS = tuple(
 # 16 instructions: the cpu run's seconds per sample of these conditions (3.1 min per instruction of
 # every dataset on both models, 4.3 with K = 4 draws) put 30 instructions at 128 minutes of
 # extraction, 16 at 68, which with the install and the notebooks keeps the run within 90 minutes.
+# The loss-matched condition, added since, is not counted there: at K = 4 it adds about 2.9 times
+# detailed_answer's own time per instruction (a gradient's statistics per draw; Gemma 3 270M,
+# benchmarks/loss_matching.json).
 DECIDE_SAMPLES = 16
 # Instructions a loss screen reads per dataset beyond the draw, at most, for G1's matched pairs
 # (``analysis.extract.screen``): run by ``cpu-full``, where G1 and A5, which cannot decide at the
@@ -248,8 +255,8 @@ DECIDE_SAMPLES = 16
 LOSS_SCREEN = 30
 # What the split of F1's gap and F3 read: None and Detailed CoT with both responses, the answer
 # scored after the phrase alone and after the Detailed CoT, and the Detailed CoT scored on as many
-# tokens as its answer has after it.
-DECIDE_SETTINGS = ("none", "detailed", *ANSWER_DECIDING, *vocabulary.SCORED_SUBSET_SETTINGS)
+# tokens as its answer has after it, at random and matched in loss to the answer's.
+DECIDE_SETTINGS = ("none", "detailed", *ANSWER_DECIDING, *SCORED_SUBSET, *LOSS_MATCHED)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -397,7 +404,7 @@ PROFILES: dict[str, Profile] = {
         n_resamples=1000,
         description=f"both offline models, {DECIDE_SAMPLES} samples of the {len(decide_conditions())} conditions "
         f"of the split of F1's gap and of F3 on {', '.join(DECIDE_DATASETS)} ({DECIDE_SCORED_SUBSETS} draws of a "
-        "scored subset's tokens)",
+        "scored subset's tokens, at random and matched in loss)",
     ),
     "decompose": Profile(
         name="decompose",

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import torch
-from conftest import CHAT_TEMPLATE, char_tokenizer
+from conftest import CHAT_TEMPLATE, char_tokenizer, tiny_model
 
 from analysis import cli, profiles
 from analysis.core import registry
@@ -312,3 +312,21 @@ def test_every_paper_model_names_an_adapter_and_its_original_parameters_round_tr
         assert adapter.original_name(3, "k") == "model.layers.3.self_attn.k_proj.weight"
         assert adapter.original_key(adapter.original_name(3, "k")) == (3, "k")
     assert architectures.for_model_name("google/gemma-2-9b").attention == "eager"
+
+
+@pytest.mark.parametrize("kind, cap", [("llama", None), ("gemma3", None), ("gemma3", 0.1)])
+def test_the_output_logits_of_hidden_states_are_the_model_s_own(kind, cap):
+    """The head evaluated at a few positions from the final hidden states gives the logits of the
+    model's own forward pass, its final soft-capping included where the config has one (a cap of 0.1,
+    below a random model's logits, so that it changes them)."""
+    model = tiny_model(kind, layers=2)
+    if cap is not None:
+        model.config.final_logit_softcapping = cap
+    ids = torch.tensor([[5, 17, 3, 60, 42, 9, 11]])
+    with torch.no_grad():
+        hidden = model.model(ids).last_hidden_state
+        own = model(ids).logits
+        ours = architectures.output_logits(model, hidden[:, [1, 4, 6]])
+    assert torch.allclose(ours, own[:, [1, 4, 6]], rtol=1e-6, atol=1e-6)
+    if cap is not None:
+        assert own.abs().max() < cap and not torch.allclose(model.lm_head(hidden), own, atol=1e-3)

@@ -59,3 +59,22 @@ def test_the_simulated_tables_benchmark_times_both_paths_and_finds_the_same_tabl
     payload = json.loads(out.read_text())
     assert payload["identical"] is True and payload["reps"] == 3
     assert payload["plain_s"] > 0 and payload["fast_s"] > 0 and payload["plain_over_fast"] > 0
+
+
+@pytest.mark.slow
+def test_the_loss_matching_benchmark_states_the_shared_pass_against_separate_passes(
+    tiny_model_dir, study_data_dir, tmp_path
+):
+    out = tmp_path / "loss_matching.json"
+    command = [sys.executable, str(ROOT / "benchmarks" / "bench_loss_matching.py"), "--model"]
+    command += [str(tiny_model_dir("llama")), "--template", "instruct", "--dataset", "gsm8k", "--samples", "1"]
+    command += ["--draws", "1", "2", "--repeats", "1", "--threads", "1", "--max-length", "4096"]
+    command += ["--data-dir", str(study_data_dir), "--out", str(out)]
+    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    cases = json.loads(out.read_text())["cases"]
+    assert [case["draws"] for case in cases] == [1, 2]
+    for case in cases:
+        assert case["shared_over_separate"] > 0 and case["largest_relative_difference"] < 1e-4
+        assert set(case["seconds_per_instruction"]) == {"answer alone", "matched alone", "shared"}
+        assert 0 <= case["flagged_share"] <= 1 and 0 <= case["mean_position"] <= 1

@@ -24,6 +24,7 @@ def test_every_declared_statistic_has_its_function():
     for source in (layer_stats.SPECTRUM, layer_stats.ENTRIES, layer_stats.FACTORS):
         assert set(spectra.functions(source)) == set(layer_stats.names(layer_stats.of_source(source)))
     assert set(runner.SAMPLE_VALUES) == set(layer_stats.names(layer_stats.of_source(layer_stats.SAMPLE)))
+    assert set(runner.MATCHED_VALUES) == set(layer_stats.names(layer_stats.of_source(layer_stats.MATCHED)))
 
 
 def test_the_readers_take_their_columns_from_the_table():

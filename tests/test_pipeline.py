@@ -33,7 +33,8 @@ def test_the_cpu_profile_keeps_every_condition_a_verdict_of_its_models_rests_on(
                 and condition.responses == "correct"
                 and condition.setting in ("simplified", "detailed", "detailed_cut_simplified")
             )
-            or condition.setting in ("none_answer", "detailed_answer", "detailed_scored_answer")
+            or condition.setting
+            in ("none_answer", "detailed_answer", "detailed_scored_answer", "detailed_matched_answer")
         )
         assert (condition.key in cpu) == needed, condition.key  # F1, F3 / F2, L, L2 / S, A3; nothing else
 

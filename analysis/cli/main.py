@@ -166,7 +166,8 @@ def add_data_parsers(commands) -> None:
     listing.add_argument(
         "--scored-subset",
         action="store_true",
-        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its answer has after it)",
+        help="include the scored-subset conditions (a Detailed CoT scored on as many tokens as its answer has after "
+        "it, at random or matched in loss to the answer's)",
     )
     fetch = data_sub.add_parser("fetch", help="download the data files from the original study's repository")
     fetch.add_argument("--data-dir")
@@ -364,10 +365,14 @@ def run_extract(args: argparse.Namespace) -> int:
             f"{(facts.chat_template_sha256 or 'none')[:12]}, transformers {facts.transformers}",
             file=sys.stderr,
         )
-        for spec in args.data:
-            summary = runner.extract(
-                loaded, spec, store, settings=chosen, data_dir=args.data_dir, progress=not args.no_progress
+        summaries = (
+            summary
+            for specs in runner.shared_passes(args.data)
+            for summary in runner.extract_together(
+                loaded, specs, store, settings=chosen, data_dir=args.data_dir, progress=not args.no_progress
             )
+        )
+        for summary in summaries:
             skipped = ", ".join(f"{n} {why}" for why, n in summary.skipped.items()) or "none"
             pace = f"{summary.seconds_per_sample:.2f} s/sample" if summary.computed else "nothing to compute"
             print(

@@ -23,7 +23,10 @@ SAMPLE = "sample"  # one number per sample (loss, token counts), set by the runn
 # extra backward passes, one per token or random-sign pass (analysis.extract.token_energy); only
 # with ExtractionSettings.token_energy_passes
 ENERGY = "token passes"
-SOURCES = (SPECTRUM, ENTRIES, FACTORS, SAMPLE, ENERGY)
+# the draw of a loss-matched condition's chain tokens (analysis.extract.loss_matching), one value per
+# sample and draw; only in the rows of the loss-matched conditions
+MATCHED = "loss-matched draw"
+SOURCES = (SPECTRUM, ENTRIES, FACTORS, SAMPLE, ENERGY, MATCHED)
 
 
 @dataclass(frozen=True)
@@ -75,6 +78,10 @@ TABLE: tuple[Statistic, ...] = (
     Statistic("log_miss", "mean log(1 - p) of the scored tokens", SAMPLE, pages=False),
     Statistic("n_tokens", "tokens", SAMPLE),
     Statistic("n_response_tokens", "response tokens", SAMPLE),
+    # of a loss-matched draw: how many of its chain tokens lie outside the caliper of their answer
+    # token's loss (the nearest taken), and their mean position in the chain (0 its first token, 1 its last)
+    Statistic("matched_flagged", "matched tokens outside the loss caliper", MATCHED, pages=False),
+    Statistic("matched_position", "mean position of the matched tokens in the chain", MATCHED, pages=False),
 )
 
 
@@ -93,10 +100,17 @@ def labels() -> dict[str, str]:
     return {s.name: s.label for s in TABLE}
 
 
-def computed_columns(*, entry_stats: bool, token_energy: bool = False) -> tuple[str, ...]:
+def computed_columns(*, entry_stats: bool, token_energy: bool = False, matched: bool = False) -> tuple[str, ...]:
     """The columns an extraction computes for every sample (entry statistics and token energy only
-    when asked for)."""
-    sources = (SPECTRUM, FACTORS, SAMPLE, *((ENTRIES,) if entry_stats else ()), *((ENERGY,) if token_energy else ()))
+    when asked for, the loss-matched draw's only for a loss-matched condition)."""
+    sources = (
+        SPECTRUM,
+        FACTORS,
+        SAMPLE,
+        *((ENTRIES,) if entry_stats else ()),
+        *((ENERGY,) if token_energy else ()),
+        *((MATCHED,) if matched else ()),
+    )
     return names(of_source(*sources))
 
 

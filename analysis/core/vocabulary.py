@@ -37,9 +37,16 @@ ANSWER_SETTINGS = (
 # seeded random subset of its response tokens as many as the setting scores: setting -> that setting
 # (the answer's tokens after the Detailed CoT and the phrase, so that "which tokens" compares equal counts).
 SCORED_SUBSET_SETTINGS = {"detailed_scored_answer": "detailed_answer"}
+# The loss-matched settings of correct responses: setting -> the answer-scored setting whose text it
+# reads (the Detailed CoT, the phrase and the answer); its loss scores as many of that text's chain
+# tokens as the answer has, each drawn among those whose token loss lies within a caliper of one answer
+# token's (``analysis.extract.loss_matching``), so that "which tokens" compares equal counts at equal loss.
+LOSS_MATCHED_SETTINGS = {"detailed_matched_answer": "detailed_answer"}
 STUDY_SETTINGS = (*COT_SETTINGS, *WIKI_SETTINGS)
 CUT_SETTINGS = tuple(LENGTH_CONTROL_SETTINGS)
-SETTING_ORDER = STUDY_SETTINGS + CUT_SETTINGS + tuple(SCORED_SUBSET_SETTINGS) + ANSWER_SETTINGS
+SETTING_ORDER = (
+    STUDY_SETTINGS + CUT_SETTINGS + tuple(SCORED_SUBSET_SETTINGS) + tuple(LOSS_MATCHED_SETTINGS) + ANSWER_SETTINGS
+)
 WIKI_DATASET = "wiki"
 
 MATH = "math_reasoning"
@@ -61,6 +68,7 @@ SETTING_LABELS = {
     "detailed_cut_simplified": "Detailed CoT cut to simplified length",
     "detailed_cut_none": "Detailed CoT cut to no-CoT length",
     "detailed_scored_answer": "Detailed CoT scored on as many tokens as its answer",
+    "detailed_matched_answer": "Detailed CoT scored on as many tokens as its answer, matched in loss",
     "none_answer": "answer after the phrase alone",
     "simplified_answer": "answer after Simplified CoT",
     "detailed_answer": "answer after Detailed CoT",

@@ -2,8 +2,8 @@
 
 Modules:
 
-- ``conditions``: the study's conditions: the 56 data files, their length-controlled and answer-scored views,
-  each located and checked
+- ``conditions``: the study's conditions: the 56 data files, their length-controlled, answer-scored,
+  scored-subset and loss-matched views, each located and checked
 - ``records``: the records of a data file (the study's or chat records, JSON or JSON Lines, your own files
   too), validated
 - ``data_files``: where the data files are, their published sha256, and their download
@@ -21,6 +21,7 @@ from analysis.data.conditions import (
     Condition,
     ResolvedData,
     answer_records,
+    chain_end,
     condition_records,
     conditions_matching,
     data_dir,
@@ -39,6 +40,7 @@ __all__ = [
     "Condition",
     "ResolvedData",
     "answer_records",
+    "chain_end",
     "condition_records",
     "conditions_matching",
     "data_dir",

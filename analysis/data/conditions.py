@@ -22,6 +22,7 @@ from analysis.core.vocabulary import (
     CORRECT,
     COT_SETTINGS,
     LENGTH_CONTROL_SETTINGS,
+    LOSS_MATCHED_SETTINGS,
     MATH_REASONING,
     REASONING_DATASETS,
     RESPONSES,
@@ -70,7 +71,10 @@ class Condition:
     condition whose scored token count (an answer-scored view's: its answer's tokens) is how many of
     this one's response tokens its loss scores, a seeded random subset of them (the text itself is
     whole); set only for the scored-subset settings. ``answer`` says how an answer-scored condition builds its responses (``AnswerView``);
-    set only for those.
+    set only for those. ``loss_matched``: a scored-subset condition that reads its reference's own
+    text (the Detailed CoT, the phrase and the answer) and draws its tokens among the chain's, each
+    matched in loss to one answer token (``analysis.extract.loss_matching``); set only for the
+    loss-matched settings.
     """
 
     dataset: str
@@ -80,6 +84,7 @@ class Condition:
     length_reference: str | None = None
     answer: AnswerView | None = None
     scored_reference: str | None = None
+    loss_matched: bool = False
 
     @property
     def is_view(self) -> bool:
@@ -142,18 +147,26 @@ def _build_registry() -> dict[str, Condition]:
 
 def _scored_conditions(registry: dict[str, Condition]) -> list[Condition]:
     """The scored-subset views of each Detailed-CoT file with correct responses whose dataset has a
-    None-CoT file: the same text, as many scored tokens as the reference scores (``detailed_answer``:
-    the answer after the Detailed CoT and the phrase)."""
+    None-CoT file: as many scored tokens as the reference scores (``detailed_answer``: the answer after
+    the Detailed CoT and the phrase), on the Detailed CoT's own text (``SCORED_SUBSET_SETTINGS``) or on
+    the reference's, among its chain tokens matched in loss to its answer's (``LOSS_MATCHED_SETTINGS``)."""
     out = []
+    views = [(setting, reference, False) for setting, reference in SCORED_SUBSET_SETTINGS.items()]
+    views += [(setting, reference, True) for setting, reference in LOSS_MATCHED_SETTINGS.items()]
     for condition in list(registry.values()):
         if condition.setting != "detailed" or condition.responses != CORRECT or condition.is_view:
             continue
-        for setting, reference in SCORED_SUBSET_SETTINGS.items():
+        for setting, reference, matched in views:
             reference_key = f"{condition.dataset}/{reference}/{CORRECT}"
             if reference_key in registry:
                 out.append(
                     Condition(
-                        condition.dataset, setting, CORRECT, condition.relative_path, scored_reference=reference_key
+                        condition.dataset,
+                        setting,
+                        CORRECT,
+                        condition.relative_path,
+                        scored_reference=reference_key,
+                        loss_matched=matched,
                     )
                 )
     return out
@@ -233,7 +246,9 @@ def conditions_matching(
 
 def condition_records(condition: Condition, path: Path, directory: str | os.PathLike | None = None) -> list[Record]:
     """The records of a condition: those of its file at ``path``, or for an answer-scored view the
-    responses it builds (``answer_records``)."""
+    responses it builds (``answer_records``), for a loss-matched view those of its reference."""
+    if condition.loss_matched and condition.scored_reference is not None:
+        return answer_records(CONDITIONS[condition.scored_reference], directory)
     return load_records(path) if condition.answer is None else answer_records(condition, directory)
 
 
@@ -261,6 +276,20 @@ def answer_records(condition: Condition, directory: str | os.PathLike | None = N
         _answer_record(view, contexts, index, answer=answer, where=f"{context_path}: record {index}")
         for index, answer in enumerate(answers)
     ]
+
+
+CHAIN_ENDING = "\n" + ANSWER_PHRASE  # what an answer-scored view puts between its context and the answer
+
+
+def chain_end(record: Record, *, where: str) -> int:
+    """Where the chain ends in the response of an answer-scored record built on a context (before
+    the new line and the phrase that precede its answer); a DataError naming ``where`` (file and
+    record) if the response does not hold them there."""
+    start = record.answer_start
+    end = -1 if start is None else start - len(CHAIN_ENDING)
+    if start is None or end < 0 or record.output[end:start] != CHAIN_ENDING:
+        raise DataError(f"{where}: the response does not hold {CHAIN_ENDING!r} right before its answer")
+    return end
 
 
 def _answer_record(view: AnswerView, contexts: list[Record], index: int, *, answer: Record, where: str) -> Record:

@@ -14,7 +14,10 @@ Modules:
 - ``spectra``: exact singular values and one function per statistic
 - ``token_energy``: the token energy: each backward pass's token weights (exact or random signs), squared
   norms from Gram matrices
-- ``runner``: the resumable extraction of a (model, condition) into the store
+- ``loss_matching``: the loss-matched draws: chain tokens scored in place of the answer's, each within a caliper
+  of one answer token's loss, drawn between the forward pass and the further backward passes
+- ``runner``: the resumable extraction of a (model, condition) into the store, a loss-matched condition in one
+  pass with its reference
 - ``screen``: the loss screen: forward passes over instructions beyond the draw until a dataset has G1's
   matched pairs, then their gradients
 - ``screens``: the loss screens kept beside the store: per model and dataset, the instructions screened for

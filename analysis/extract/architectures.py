@@ -161,6 +161,19 @@ def projection_modules(model) -> dict[tuple[int, str], object]:
     return found
 
 
+def output_logits(model, hidden):
+    """The model's logits of final hidden states (..., hidden), as its causal-LM forward computes them
+    from its output embedding: the soft-capping of its config's ``final_logit_softcapping`` after it,
+    where it has one (Gemma 2), for any family (``analysis.extract.gradients`` evaluates the head at a
+    few positions this way)."""
+    logits = model.get_output_embeddings()(hidden)
+    config = getattr(model, "config", None)
+    cap = getattr(config, "final_logit_softcapping", None) or getattr(
+        getattr(config, "text_config", None), "final_logit_softcapping", None
+    )
+    return logits if not cap else (logits / cap).tanh() * cap
+
+
 def for_model_name(name: str) -> Architecture:
     """The adapter of a registry model by its declared architecture (the default one if it declares none)."""
     info = registry.known_model(name)

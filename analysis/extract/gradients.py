@@ -13,14 +13,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
+import numpy as np
 import torch
 from torch import nn
 
 from analysis.core import layer_stats
 from analysis.core.vocabulary import PROJECTIONS
-from analysis.extract import architectures, spectra, token_energy
+from analysis.extract import architectures, loss_matching, spectra, token_energy
 
 
 def attention_projections(model: nn.Module) -> dict[tuple[int, str], nn.Linear]:
@@ -80,6 +81,7 @@ class Batch:
     lengths: list[int]
     scored: list[tuple[int, ...] | None] = field(default_factory=list)
     more_scored: list[tuple[tuple[int, ...], ...]] = field(default_factory=list)  # ``EncodedSample.more_scored``
+    matching: list[loss_matching.MatchRequest | None] = field(default_factory=list)  # ``EncodedSample.matching``
 
     def scored_tokens(self, row: int) -> range | tuple[int, ...]:
         """The indices of the tokens of sample ``row`` whose prediction enters its loss."""
@@ -90,6 +92,16 @@ class Batch:
         """The further scored subsets of sample ``row`` (each a gradient of its own; none by default)."""
         return self.more_scored[row] if row < len(self.more_scored) else ()
 
+    def match_request(self, row: int) -> loss_matching.MatchRequest | None:
+        """Sample ``row``'s loss-matched draws to make after the forward pass (None: it has none)."""
+        return self.matching[row] if row < len(self.matching) else None
+
+    def carries_other_condition(self, row: int) -> bool:
+        """Whether sample ``row``'s further subsets are another condition's (loss-matched draws after
+        its reference's own gradient), so that their failure is not its own."""
+        request = self.match_request(row)
+        return request is not None and request.answer_gradient
+
 
 def make_batch(
     sequences: list[list[int]],
@@ -99,9 +111,11 @@ def make_batch(
     *,
     scored: list[tuple[int, ...] | None] | None = None,
     more_scored: list[tuple[tuple[int, ...], ...]] | None = None,
+    matching: list[loss_matching.MatchRequest | None] | None = None,
 ) -> Batch:
     """Pad token sequences on the right into one batch (``scored``: per sample, the response tokens
-    its loss scores where not all of them; ``more_scored``: further subsets of them, each scored alone)."""
+    its loss scores where not all of them; ``more_scored``: further subsets of them, each scored alone;
+    ``matching``: the loss-matched draws to make after the forward pass)."""
     longest = max(len(s) for s in sequences)
     input_ids = torch.full((len(sequences), longest), pad_id, dtype=torch.long)
     attention_mask = torch.zeros((len(sequences), longest), dtype=torch.long)
@@ -116,17 +130,60 @@ def make_batch(
         lengths,
         list(scored or []),
         list(more_scored or []),
+        list(matching or []),
     )
 
 
 def loss_positions(batch: Batch) -> torch.Tensor:
-    """Positions whose next-token prediction is part of some sample's loss (of any of its subsets), sorted."""
+    """Positions whose next-token prediction is part of some sample's loss (of any of its subsets), sorted;
+    with loss-matched draws to make, those of its answer's and its chain's tokens, before and after the draw."""
     positions: set[int] = set()
     for row in range(len(batch.lengths)):
         positions.update(token - 1 for token in batch.scored_tokens(row))
         for subset in batch.further_subsets(row):
             positions.update(token - 1 for token in subset)
+        request = batch.match_request(row)
+        if request is not None:
+            positions.update(token - 1 for token in (*request.pool, *answer_tokens(batch, row)))
     return torch.tensor(sorted(positions), dtype=torch.long)
+
+
+def answer_tokens(batch: Batch, row: int) -> range:
+    """The tokens of sample ``row`` after its prompt (an answer-scored text's: its answer's)."""
+    return range(max(batch.prompt_lengths[row], 1), batch.lengths[row])
+
+
+def with_matched_draws(
+    batch: Batch, by_token: torch.Tensor, positions: torch.Tensor
+) -> tuple[Batch, list[loss_matching.Matched | None]]:
+    """The batch with each loss-matched sample's draws made from its token losses (B, P) at
+    ``positions`` (``loss_matching.draw_matched``): after its answer's own scored tokens as further
+    subsets, or, where the answer's gradient is not wanted, the first draw scored in its place and
+    the others further; and each sample's draws (None: it has none to make)."""
+    matched: list[loss_matching.Matched | None] = [None] * len(batch.lengths)
+    scored, more = list(batch.scored), list(batch.more_scored)
+    scored += [None] * (len(batch.lengths) - len(scored))
+    more += [()] * (len(batch.lengths) - len(more))
+    for row in range(len(batch.lengths)):
+        request = batch.match_request(row)
+        if request is None:
+            continue
+        answer = row_losses(by_token, positions, row, answer_tokens(batch, row))
+        drawn = loss_matching.draw_matched(request, answer, row_losses(by_token, positions, row, request.pool))
+        matched[row] = drawn
+        draws = [draw.tokens for draw in drawn.draws]
+        if draws and request.answer_gradient:
+            more[row] = tuple(draws)
+        elif draws:
+            scored[row], more[row] = draws[0], tuple(draws[1:])
+    return replace(batch, scored=scored, more_scored=more), matched
+
+
+def row_losses(by_token: torch.Tensor, positions: torch.Tensor, row: int, tokens) -> np.ndarray:
+    """Sample ``row``'s losses (float64) of predicting ``tokens``, from the batch's (B, P) token losses."""
+    predicting = torch.tensor([t - 1 for t in tokens], dtype=torch.long, device=positions.device)
+    columns = torch.searchsorted(positions, predicting)
+    return by_token[row, columns.to(by_token.device)].detach().double().cpu().numpy()
 
 
 def per_sample_losses(model: nn.Module, batch: Batch, *, train_embeddings: bool = False) -> torch.Tensor:
@@ -150,20 +207,90 @@ def token_losses(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """The cross-entropy of every predicted position (B, P) and which of them are response tokens
     of their sample (B, P) bool, P the batch's ``loss_positions`` (see ``per_sample_losses``)."""
+    positions = loss_positions(batch).to(batch.input_ids.device)
+    logits = forward_logits(model, batch, positions, train_embeddings=train_embeddings)
+    losses = cross_entropies(logits, batch.input_ids[:, positions + 1])
+    return losses, scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+
+
+def forward_logits(
+    model: nn.Module, batch: Batch, positions: torch.Tensor, *, train_embeddings: bool = False
+) -> torch.Tensor:
+    """The logits (B, P, vocabulary) at ``positions`` of one forward pass of the batch, float32, its
+    embeddings made to require grad (``per_sample_losses``)."""
     embeddings = model.get_input_embeddings()(batch.input_ids)
     if not train_embeddings:
         embeddings = embeddings.detach().requires_grad_(True)
-    positions = loss_positions(batch).to(batch.input_ids.device)
-    logits = model(
+    return model(
         inputs_embeds=embeddings, attention_mask=batch.attention_mask, logits_to_keep=positions, use_cache=False
     ).logits.float()
-    targets = batch.input_ids[:, positions + 1]
+
+
+def cross_entropies(logits: torch.Tensor, targets: torch.Tensor) -> torch.Tensor:
+    """The cross-entropy of each of (B, P) logits against its target token, (B, P)."""
     # the flat (tokens x vocabulary) layout: the (batch x vocabulary x tokens) layout of
     # cross_entropy differs from the Hugging Face loss by up to 2e-4 per token in float32
-    losses = nn.functional.cross_entropy(
+    return nn.functional.cross_entropy(
         logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), reduction="none"
     ).view(targets.shape)
-    return losses, scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+
+
+@contextmanager
+def head_inputs(model: nn.Module) -> Iterator[list[torch.Tensor]]:
+    """Within it, the model's output head keeps its input (the final hidden states at the positions
+    kept, with their graph) and returns its logits detached: the losses of a forward pass then carry
+    no graph through the head, whose backward pass would run over every position kept."""
+    kept: list[torch.Tensor] = []
+
+    def detach_logits(module: nn.Module, args: tuple, output: torch.Tensor) -> torch.Tensor:
+        kept.append(args[0])
+        return output.detach()
+
+    handle = model.get_output_embeddings().register_forward_hook(detach_logits)
+    try:
+        yield kept
+    finally:
+        handle.remove()
+
+
+def matched_token_losses(
+    model: nn.Module, batch: Batch
+) -> tuple[torch.Tensor, torch.Tensor, Batch, list[loss_matching.Matched | None]]:
+    """``token_losses`` of a batch with loss-matched draws to make, and the batch with its draws and
+    each sample's draws (``with_matched_draws``). Every position's loss (the chain's) comes from a
+    forward pass whose head carries no graph (``head_inputs``); once the draws are made, the
+    positions that some gradient scores get their losses again from the kept hidden states through
+    the head (``architectures.output_logits``), with their graph, in their place."""
+    positions = loss_positions(batch).to(batch.input_ids.device)
+    with head_inputs(model) as kept:
+        logits = forward_logits(model, batch, positions)
+    targets = batch.input_ids[:, positions + 1]
+    by_token = cross_entropies(logits, targets)
+    del logits
+    batch, matched = with_matched_draws(batch, by_token, positions)
+    for group in scored_groups(batch):
+        columns = torch.searchsorted(positions, torch.tensor(group, dtype=torch.long, device=positions.device))
+        graph = cross_entropies(architectures.output_logits(model, kept[0][:, columns]).float(), targets[:, columns])
+        by_token = by_token.index_copy(1, columns, graph)
+    mask = scored_mask(batch, positions, [batch.scored_tokens(row) for row in range(len(batch.lengths))])
+    return by_token, mask, batch, matched
+
+
+def scored_groups(batch: Batch) -> list[list[int]]:
+    """The predicted positions that some gradient of a batch with loss-matched draws scores, sorted,
+    in two groups whose head is evaluated apart: the answers' where their own gradient is computed,
+    then the draws'. Each group is then evaluated as a pass of its condition alone evaluates it (the
+    answer's as ``detailed_answer``'s extraction, the draws as the loss-matched condition's alone),
+    so that a shared pass gives their numbers to the last bit on a batch of one."""
+    answers: set[int] = set()
+    scored: set[int] = set()
+    for row in range(len(batch.lengths)):
+        request = batch.match_request(row)
+        if request is None or request.answer_gradient:
+            answers.update(token - 1 for token in batch.scored_tokens(row))
+        for tokens in (batch.scored_tokens(row), *batch.further_subsets(row)):
+            scored.update(token - 1 for token in tokens)
+    return [group for group in (sorted(answers), sorted(scored - answers)) if group]
 
 
 def scored_mask(batch: Batch, positions: torch.Tensor, tokens: list) -> torch.Tensor:
@@ -187,6 +314,7 @@ class SampleGradientStats:
     token_losses: dict[str, float] = field(default_factory=dict)  # ``token_loss_summary``
     # the statistics of the sample's further scored subsets (``Batch.more_scored``), in their order
     further_subsets: list[SampleGradientStats] = field(default_factory=list)
+    matched: loss_matching.Matched | None = None  # its loss-matched draws (``Batch.matching``), if it made any
 
 
 def token_loss_summary(by_token: torch.Tensor, mask: torch.Tensor) -> dict[str, float]:
@@ -238,7 +366,9 @@ def batch_statistics(
     the same reason a sample with a non-finite loss is left out of the sum and reported as
     failed, and the other samples of its batch are still computed. A sample's further scored
     subsets (``Batch.more_scored``) each take one more backward pass of the same graph
-    (:func:`add_further_subsets`).
+    (:func:`add_further_subsets`); its loss-matched draws (``Batch.matching``) are made from the
+    forward pass's token losses before any backward pass (:func:`matched_token_losses`), kept in its
+    ``matched``, and computed as further subsets.
     """
     wanted = Outputs(
         entry_stats=entry_stats,
@@ -249,7 +379,11 @@ def batch_statistics(
     )
     projections = projections or attention_projections(model)
     with capture_factors(projections) as captured:
-        by_token, mask = token_losses(model, batch)
+        matched: list[loss_matching.Matched | None] = []
+        if any(batch.match_request(row) is not None for row in range(len(batch.lengths))):
+            by_token, mask, batch, matched = matched_token_losses(model, batch)
+        else:
+            by_token, mask = token_losses(model, batch)
         losses = mean_losses(by_token, mask)
         finite = torch.isfinite(losses)
         further = max((len(batch.further_subsets(row)) for row in range(len(batch.lengths))), default=0)
@@ -263,6 +397,10 @@ def batch_statistics(
                 continue
             results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
             results[-1].token_losses = token_loss_summary(by_token[row], mask[row])
+        for row, drawn in enumerate(matched):
+            results[row].matched = drawn
+            if drawn is not None and drawn.failure and not batch.carries_other_condition(row):
+                results[row].failure = results[row].failure or drawn.failure
         if further:
             add_further_subsets(captured, batch, by_token, results, wanted=wanted)
         if wanted.token_energy_passes and finite.any():
@@ -280,9 +418,13 @@ def add_further_subsets(
 ) -> None:
     """Each computed sample's further scored subsets' statistics into its ``further_subsets``: the
     k-th pass backpropagates the sum over samples of the mean loss of their k-th further subset
-    (the graph kept for the passes after it and the token energy's); a subset that fails fails its sample."""
+    (the graph kept for the passes after it and the token energy's); a subset that fails fails its
+    sample, unless the subsets are another condition's (``Batch.carries_other_condition``)."""
     positions = loss_positions(batch).to(by_token.device)
-    further = [batch.further_subsets(row) if results[row].failure is None else () for row in range(len(results))]
+    further = [
+        batch.further_subsets(row) if results[row].failure is None or batch.carries_other_condition(row) else ()
+        for row in range(len(results))
+    ]
     passes = max(map(len, further), default=0)
     for index in range(passes):
         tokens = [subsets[index] if index < len(subsets) else () for subsets in further]
@@ -300,7 +442,7 @@ def add_further_subsets(
                 stats = sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted)
                 stats.token_losses = token_loss_summary(by_token[row], mask[row])
             results[row].further_subsets.append(stats)
-            if stats.failure and results[row].failure is None:
+            if stats.failure and results[row].failure is None and not batch.carries_other_condition(row):
                 results[row].failure = f"{stats.failure} (scored subset {index + 1})"
 
 

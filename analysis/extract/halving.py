@@ -92,6 +92,7 @@ class HalvingRetry:
             self.loaded.device,
             scored=[s.encoded.scored for s in samples],
             more_scored=[s.encoded.more_scored for s in samples],
+            matching=[s.encoded.matching for s in samples],
         )
         return gradients.batch_statistics(
             self.loaded.model,

@@ -1,19 +1,20 @@
 """The samples of a run made ready to compute: encoded into prompt and response tokens (a sample
-with no scored token left is a skip), and grouped into batches of similar length.
+with no scored token left is a skip; a loss-matched one with the chain tokens its draws are made
+among), and grouped into batches of similar length.
 """
 
 from __future__ import annotations
 
 import zlib
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
 
 from analysis import data
 from analysis.data.records import Record
-from analysis.extract import models, prompts
+from analysis.extract import loss_matching, models, prompts
 
 
 @dataclass
@@ -32,11 +33,15 @@ def prepare_samples(
     *,
     data_dir=None,
     scored_subsets: int = 1,
+    with_reference: bool = False,
 ) -> tuple[list[PreparedSample], dict[int, str]]:
     """Encode the chosen samples; those with no scored token left are returned as skips (an
     answer-scored sample whose text does not fit in ``max_length`` tokens has lost its answer).
     A scored-subset condition's sample gets ``scored_subsets`` draws (``prompts.scored_subsets``)
-    of as many tokens as its reference scores; none where the reference scores none (a skip)."""
+    of as many tokens as its reference scores; none where the reference scores none (a skip). A
+    loss-matched condition's sample is its reference's (the answer scored after the chain) with the
+    request for as many draws after its forward pass (``matching_request``); ``with_reference``:
+    the reference's own gradient is computed first in the same pass."""
     condition = resolved.condition
     records = data.condition_records(condition, resolved.path, data_dir)
     counts = reference_counts(loaded, condition, indices, max_length, data_dir=data_dir)
@@ -44,7 +49,14 @@ def prepare_samples(
     prepared, skips = [], {}
     for index in indices:
         encoded = encode_record(loaded, records[index], max_length, response_token_limit=limits.get(index))
-        if condition.scored_reference is not None:
+        if condition.loss_matched:
+            counts[index] = encoded.n_response_tokens  # its reference's encoding is this one
+            if encoded.n_response_tokens:
+                request = matching_request(
+                    loaded, records[index], condition, index, draws=scored_subsets, answer_gradient=with_reference
+                )
+                encoded = replace(encoded, matching=request)
+        elif condition.scored_reference is not None:
             rng = subset_rng(condition.key, index)
             encoded = prompts.scored_subsets(encoded, counts[index], rng, scored_subsets)
         if encoded.n_response_tokens == 0:
@@ -54,6 +66,24 @@ def prepare_samples(
         else:
             prepared.append(PreparedSample(index, encoded))
     return prepared, skips
+
+
+def matching_request(
+    loaded: models.LoadedModel,
+    record: Record,
+    condition: data.Condition,
+    index: int,
+    *,
+    draws: int,
+    answer_gradient: bool,
+) -> loss_matching.MatchRequest:
+    """What sample ``index`` of a loss-matched condition draws among after its forward pass: the
+    tokens of its chain (``prompts.chain_tokens``), ``draws`` times, seeded as a scored subset's."""
+    instruction = prompts.instruction_text(record.instruction, record.input)
+    prompt = prompts.prompt_text(loaded.tokenizer, instruction, loaded.template, loaded.system_message)
+    end = data.chain_end(record, where=f"{condition.key}: record {index}")
+    pool = prompts.chain_tokens(loaded.tokenizer, prompt, record.output, chain_end=end)
+    return loss_matching.MatchRequest(pool, draws, subset_seed(condition.key, index), answer_gradient)
 
 
 def encode_record(
@@ -89,8 +119,13 @@ def skip_reason(
             "(its answer truncated away), so there is no count of tokens to draw"
         )
     if record.answer_start is not None:
-        return f"answer truncated away: the text has more than {max_length} tokens, max_length is {max_length}"
+        return answer_truncated(max_length)
     return f"response truncated away: prompt has {encoded.prompt_length} tokens, max_length is {max_length}"
+
+
+def answer_truncated(max_length: int) -> str:
+    """Why an answer-scored sample has no scored token: its text does not fit in ``max_length`` tokens."""
+    return f"answer truncated away: the text has more than {max_length} tokens, max_length is {max_length}"
 
 
 # The seed of the scored subsets' draws: each sample's subset is drawn by a generator seeded by it,
@@ -98,9 +133,14 @@ def skip_reason(
 SUBSET_SEED = 0
 
 
+def subset_seed(condition: str, index: int) -> tuple[int, int, int]:
+    """The seed of the generator that draws sample ``index``'s scored tokens in a scored-subset condition."""
+    return (SUBSET_SEED, zlib.crc32(condition.encode()), index)
+
+
 def subset_rng(condition: str, index: int) -> np.random.Generator:
     """The generator that draws sample ``index``'s scored tokens in a scored-subset condition."""
-    return np.random.default_rng([SUBSET_SEED, zlib.crc32(condition.encode()), index])
+    return np.random.default_rng(list(subset_seed(condition, index)))
 
 
 def reference_counts(loaded, condition: data.Condition, indices, max_length, *, data_dir=None) -> dict[int, int]:
@@ -108,7 +148,7 @@ def reference_counts(loaded, condition: data.Condition, indices, max_length, *, 
     scores, encoded as its own extraction encodes it (``encode_record``: an answer-scored reference
     counts its answer's tokens, 0 where they are truncated away): a cut's cap, a subset's size;
     empty for the other conditions."""
-    if condition.token_reference is None:
+    if condition.token_reference is None or condition.loss_matched:  # the latter: counted as it is encoded
         return {}
     reference = data.resolve(condition.token_reference, data_dir)
     records = data.condition_records(reference.condition, reference.path, data_dir)

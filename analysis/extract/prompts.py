@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from analysis.core.errors import StudyError
+from analysis.extract.loss_matching import MatchRequest
 
 TEMPLATES = ("base", "instruct")
 SYSTEM_MESSAGE = "You are a helpful assistant."
@@ -53,13 +54,15 @@ class EncodedSample:
     ``scored``: where only some of the tokens after the prompt enter the loss (``scored_subset``),
     their indices in ``input_ids``, sorted; None: every token after the prompt does.
     ``more_scored``: further draws of as many tokens (``scored_subsets``), each scored in a
-    gradient of its own; ``scored`` is the first.
+    gradient of its own; ``scored`` is the first. ``matching``: the chain tokens among which
+    loss-matched draws are made once the forward pass has given their losses (``loss_matching``).
     """
 
     input_ids: list[int]
     prompt_length: int
     scored: tuple[int, ...] | None = None
     more_scored: tuple[tuple[int, ...], ...] = ()
+    matching: MatchRequest | None = None
 
     @property
     def n_response_tokens(self) -> int:
@@ -103,6 +106,18 @@ def encode(
     if response_token_limit is not None:
         ids = ids[: prompt_length + response_token_limit]
     return EncodedSample(list(ids), prompt_length)
+
+
+def chain_tokens(tokenizer, prompt: str, response: str, *, chain_end: int) -> tuple[int, ...]:
+    """The indices in the tokenization of ``prompt + response`` of the chain's tokens: from the first
+    response token (after the prompt's own tokens, as ``encode`` counts them) up to the last that
+    ends within the response's first ``chain_end`` characters (a token reaching past them, into what
+    follows the chain, is not the chain's)."""
+    offsets = tokenizer(prompt + response, return_offsets_mapping=True)["offset_mapping"]
+    first = max(len(tokenizer(prompt)["input_ids"]), 1)
+    end = len(prompt) + chain_end
+    last = next((i for i in range(first, len(offsets)) if offsets[i][1] > end), len(offsets))
+    return tuple(range(first, last))
 
 
 def encode_answer(tokenizer, prompt: str, response: str, *, answer_start: int, max_length: int) -> EncodedSample:

@@ -144,12 +144,12 @@ def _extract_models(profile: Profile, context: RunContext) -> list[dict]:
         )
         loaded = models.load(model, template=profile.extraction.template, device=profile.extraction.device)
         context.record(model_loads={model: loaded.load_seconds}, models={model: loaded.facts().as_dict()})
-        for spec in todo:
-            summary = runner.extract(
-                loaded, spec, store, settings=profile.extraction, data_dir=data_dir, progress=context.progress
+        for specs in runner.shared_passes(todo):
+            summaries = runner.extract_together(
+                loaded, specs, store, settings=profile.extraction, data_dir=data_dir, progress=context.progress
             )
-            records.append(summary.as_record())
-            context.record(extraction=records[-1:])
+            records += [summary.as_record() for summary in summaries]
+            context.record(extraction=records[-len(summaries) :])
         screen.screen_model(
             loaded, to_screen, store, settings=profile.extraction, data_dir=data_dir, progress=context.progress, say=say
         )

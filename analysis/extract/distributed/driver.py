@@ -162,7 +162,8 @@ def _tasks(
     """The first task of every run with samples to compute, and every run's summary; each run's draw kept."""
     tasks: list[Task] = []
     summaries: dict[RunKey, runner.ConditionSummary] = {}
-    for key, (job, template, plan) in planned.items():
+    runs = {key: planned_run(plan, job.model, template, job.spec) for key, (job, template, plan) in planned.items()}
+    for key, (job, _, plan) in planned.items():
         runner.check_same_data(store, plan)
         sample_draws.record(store.root, plan.identity["condition"], settings.n_samples, plan.drawn)
         summaries[key] = runner.ConditionSummary(
@@ -172,9 +173,28 @@ def _tasks(
             plan.requested - len(plan.todo),
             sha256_ok=plan.resolved.sha256_ok,
         )
-        if plan.todo:
-            tasks.append(Task("batches", planned_run(plan, job.model, template, job.spec), tuple(plan.todo)))
+    for keys in _shared(planned):
+        plans = [planned[key][2] for key in keys]
+        for plan, indices, matched in runner.pass_parts(plans):
+            rider = None if matched is None else runs[matched.key]
+            tasks.append(Task("batches", runs[plan.key], tuple(indices), rider))
     return tasks, summaries
+
+
+def _shared(planned: dict[RunKey, tuple[Job, str, runner.RunPlan]]) -> list[tuple[RunKey, ...]]:
+    """The planned runs one forward pass per sample serves (``runner.shared_passes``): a loss-matched
+    condition's run with its reference's of the same model, template and truncation, any other alone."""
+    by_model: dict[tuple, list[str]] = {}
+    for key, (_, _, plan) in planned.items():
+        by_model.setdefault((key.model_slug, key.template, key.max_length), []).append(plan.identity["condition"])
+    keys = {
+        ((k.model_slug, k.template, k.max_length), plan.identity["condition"]): k for k, (_, _, plan) in planned.items()
+    }
+    groups: list[tuple[RunKey, ...]] = []
+    for model, conditions in by_model.items():
+        for specs in runner.shared_passes(conditions):
+            groups.append(tuple(keys[(model, spec)] for spec in specs))
+    return groups
 
 
 @dataclass(frozen=True)
@@ -295,8 +315,8 @@ class _Dispatcher:
             self.running[self.actors[actor].run.remote(task)] = (actor, task)
 
     def fail(self, task: Task, error: str) -> None:
-        self.work.report.failures.append(
-            ShardFailure(task.run.model, task.run.identity["condition"], task.indices, error)
+        self.work.report.failures.extend(
+            ShardFailure(run.model, run.identity["condition"], task.indices, error) for run in task.runs()
         )
 
     def run(self) -> None:
@@ -342,28 +362,43 @@ class _Dispatcher:
     def take(self, task: Task, result: TaskResult) -> None:
         """A result stored; a first task's batches queued as shards."""
         report = self.work.report
-        _take_result(self.work.store, task, result, summary=self.work.summaries[task.run.key], report=report)
+        _take_result(self.work.store, task, result, summaries=self.work.summaries, report=report)
         if task.kind == "batches":
-            shards = [Task("compute", task.run, s) for s in shards_of(result.batches, self.work.settings.shard_size)]
+            shards = [
+                Task("compute", task.run, s, task.matched)
+                for s in shards_of(result.batches, self.work.settings.shard_size)
+            ]
             self.queues[task.run.model_key].extend(shards)
             report.shards += len(shards)
-            self.bar.update(len(result.skipped))
+            self.bar.update(len({row["sample_index"] for row in result.skipped}))
         else:
             report.shards_stored += 1
             self.bar.update(len(task.indices))
 
 
 def _take_result(
-    store: ResultsStore, task: Task, result: TaskResult, *, summary: runner.ConditionSummary, report: ExtractionReport
+    store: ResultsStore,
+    task: Task,
+    result: TaskResult,
+    *,
+    summaries: dict[RunKey, runner.ConditionSummary],
+    report: ExtractionReport,
 ) -> None:
-    """Store a task's rows and skips as one part, and count them in the condition's summary."""
-    if result.rows is not None or result.skipped:
-        store.write(task.run.key, result.rows, pd.DataFrame(result.skipped) if result.skipped else None)
-    summary.computed += 0 if result.rows is None else int(result.rows["sample_index"].nunique())
-    for row in result.skipped:
-        label = runner.skip_label(row["reason"])
-        summary.skipped[label] = summary.skipped.get(label, 0) + 1
-    summary.seconds += result.compute_seconds if task.kind == "compute" else 0.0
+    """Store a task's rows and skips of each of its runs as one part, and count them in that
+    condition's summary (a shared pass's seconds split evenly between its runs)."""
+    runs = task.runs()
+    for run in runs:
+        condition = run.identity["condition"]
+        rows = None if result.rows is None else result.rows[result.rows["condition"] == condition]
+        rows = None if rows is None or rows.empty else rows
+        skipped = [row for row in result.skipped if row["condition"] == condition]
+        if rows is not None or skipped:
+            store.write(run.key, rows, pd.DataFrame(skipped) if skipped else None)
+        summary = summaries[run.key]
+        summary.count(rows, skipped)
+        summary.seconds += result.compute_seconds / len(runs) if task.kind == "compute" else 0.0
+        if task.matched is not None:
+            summary.shared_pass = next(r.identity["condition"] for r in runs if r is not run)
     report.hosts.add(result.host)
     report.restarts += int(result.restarted)
     report.load_seconds[task.run.model] = report.load_seconds.get(task.run.model, 0.0) + result.load_seconds

@@ -53,11 +53,18 @@ class Run:
 
 @dataclass(frozen=True)
 class Task:
-    """One unit of work: cut a run's missing samples into batches ("batches"), or compute a shard ("compute")."""
+    """One unit of work: cut a run's missing samples into batches ("batches"), or compute a shard
+    ("compute"); ``matched``: the loss-matched condition's run whose draws the same passes make
+    (``run`` being its reference's, ``runner.compute_samples``)."""
 
     kind: str
     run: Run
     indices: tuple[int, ...]
+    matched: Run | None = None
+
+    def runs(self) -> tuple[Run, ...]:
+        """The runs whose rows the task computes."""
+        return (self.run,) if self.matched is None else (self.run, self.matched)
 
 
 @dataclass
@@ -176,21 +183,23 @@ class ShardWorker:
         loaded = self.loaded
         assert loaded is not None, "_hold leaves the task's model loaded"
         started = time.perf_counter()
-        plan = self._plan(task)
-        batches, frames, skipped = [], [], []
+        plan = self._plan(task, task.run)
+        matched = None if task.matched is None else self._plan(task, task.matched)
+        batches: list[tuple[int, ...]] = []
+        frames: list[pd.DataFrame] = []
+        skipped: list[dict] = []
         if task.kind == "batches":
-            prepared, skips = preparation.prepare_samples(
-                loaded, plan.resolved, plan.todo, plan.identity["max_length"], data_dir=self.settings.data_dir
+            prepared, skipped, _ = runner.prepared_pass(
+                loaded, plan, plan.todo, data_dir=self.settings.data_dir, matched=matched
             )
             extraction = self.settings.extraction
             # the driver's batch size, where it gave one
             batch_size = preparation.batch_size_for(loaded.device, extraction.batch_size)
             groups = preparation.length_sorted_batches(prepared, batch_size, extraction.token_budget)
             batches = [tuple(sample.index for sample in group) for group in groups]
-            skipped = [runner.skip_row(plan.identity, index, reason) for index, reason in skips.items()]
         else:
             for rows, skips in runner.compute_samples(
-                loaded, plan, plan.todo, self.settings.extraction, data_dir=self.settings.data_dir
+                loaded, plan, plan.todo, self.settings.extraction, data_dir=self.settings.data_dir, matched=matched
             ):
                 if rows is not None:
                     frames.append(rows)
@@ -207,16 +216,17 @@ class ShardWorker:
             restarted,
         )
 
-    def _plan(self, task: Task) -> runner.RunPlan:
-        """The driver's plan with this node's copy of the data file, which must be the same file."""
-        identity = task.run.identity
-        resolved = data.resolve(task.run.spec, self.settings.data_dir)
+    def _plan(self, task: Task, run: Run) -> runner.RunPlan:
+        """The driver's plan of one of the task's runs with this node's copy of the data file, which
+        must be the same file."""
+        identity = run.identity
+        resolved = data.resolve(run.spec, self.settings.data_dir)
         if resolved.sha256 != identity["data_sha256"]:
             raise DataError(
                 f"{resolved.path}: on host {socket.gethostname()} this file's sha256 is {resolved.sha256[:12]}…, "
                 f"not {identity['data_sha256'][:12]}… as where the run was planned; give every node the same data"
             )
-        return runner.RunPlan(task.run.spec, resolved, task.run.key, identity, len(task.indices), list(task.indices))
+        return runner.RunPlan(run.spec, resolved, run.key, identity, len(task.indices), list(task.indices))
 
     def _hold(self, model_key: tuple[str, str]) -> float:
         """Load the model unless it is the one held; the seconds spent loading."""
