@@ -31,7 +31,9 @@ NUCLEAR, FROBENIUS = "nuclear norm", "Frobenius norm"
 
 def curves(rows, n_resamples=300):
     stats = ("nuclear_norm", "frobenius")
-    return all_curve_draws(rows, [MODEL], stats, n_resamples=n_resamples, sample_stats=(gap_split.TOKENS,))
+    return all_curve_draws(
+        rows, [MODEL], stats, n_resamples=n_resamples, sample_stats=(gap_split.TOKENS, gap_split.LOSS)
+    )
 
 
 def split_table(draws, norm=NUCLEAR):
@@ -84,6 +86,7 @@ def test_dropped_instructions_are_counted_per_condition():
         "none": (0, 8),
         "none_answer": (1, 8),
         "detailed_answer": (2, 8),
+        "detailed_matched_answer": (0, 8),
         "detailed_scored_answer": (1, 8),
         "detailed": (0, 8),
     }
@@ -224,7 +227,7 @@ def test_the_figure_draws_from_a_synthetic_store_without_warnings(tmp_path):
         ]
         labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
         assert re.fullmatch(r"F1's gap\n[-\d.]+ \[[-\d.]+, [-\d.]+\]", labels[0])
-        assert len(labels) == 5 and all("[" in label for label in labels)
+        assert len(labels) == 1 + len(gap_split.STEPS) and all("[" in label for label in labels)
     finally:
         plt.close(fig)
     caption = chain.caption(CHECK)
@@ -241,7 +244,7 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
 
     from analysis.report.blocks import Figure, Fold, Markdown
 
-    page = DrawsPage(curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa"))))
+    page = DrawsPage(curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa"), sample_sd=0.1)))
     blocks = chain.blocks(page, CHECK)
     try:
         assert [type(b) for b in blocks] == [Markdown, Figure, Fold]
@@ -274,3 +277,37 @@ def test_the_gap_chapter_shows_the_split_per_dataset_in_both_norms():
     assert gap_split.PREDICTED in frobenius.table.columns
     lacking = DrawsPage(curves(chain_rows()[lambda r: r["setting"] != "none"]))
     assert chain.tables(lacking, CHECK)[0].text.startswith("No dataset holds")
+
+
+def test_each_step_s_line_on_its_scored_tokens_loss_gives_the_step_at_equal_loss():
+    """A step that is its scored tokens' loss gap times 0.75 plus 0.2: the line's intercept is 0.2 (the
+    step where both sides' tokens are equally surprising) and its slope 0.75; S shows both beside."""
+    rows = chain_rows(n=12, sample_sd=0.03)
+    rng = np.random.default_rng(3)
+    loss_gap = dict(enumerate(rng.normal(0.0, 1.0, 12)))
+    step = gap_split.EQUAL_LOSS
+    fast, slow = (rows["setting"] == step.fast), (rows["setting"] == step.slow)
+    rows.loc[fast, "loss"] = np.exp(rows.loc[fast, "sample_index"].map(loss_gap))
+    rows.loc[slow, "loss"] = 1.0
+    # the step per instruction: 0.2 + 0.75 x, on top of the condition's level
+    own = rows.loc[fast, "sample_index"].map(lambda i: 0.75 * loss_gap[i])
+    for column in ("nuclear_norm", "frobenius"):
+        rows.loc[fast, column] *= np.exp(own + 0.2 - TRUE[step.name])
+    draws = curves(rows)
+    intercept, slope = gap_split.loss_line(draws[MODEL], "gsm8k", step)
+    assert intercept.value == pytest.approx(0.2, abs=0.05) and slope.value == pytest.approx(0.75, abs=0.05)
+    low, high = intercept.interval()
+    assert low < 0.2 < high
+    found = checks.run_checks(draws, [CHECK.id])[0]
+    shown = found.part(s_gap_split.LOSS_INTERCEPT, facet=(step.name,))
+    assert shown is not None and shown.value == pytest.approx(intercept.value) and not shown.decides
+    # the same losses on both sides for every instruction: no line to fit
+    assert gap_split.loss_line(curves(chain_rows(n=12))[MODEL], "gsm8k", step) is None
+
+
+def test_the_chain_shows_which_tokens_and_which_tokens_and_how_many_beside_the_steps():
+    found = gap_split.dataset_split(curves(chain_rows(n=10, sample_sd=0.1))[MODEL], "gsm8k")
+    which = found[gap_split.EQUAL_LOSS.name].value + found[gap_split.SURPRISE.name].value
+    assert found[gap_split.WHICH_TOKENS.name].value == pytest.approx(which)
+    together = which + found[gap_split.HOW_MANY.name].value
+    assert found[gap_split.TOGETHER.name].value == pytest.approx(together)

@@ -10,7 +10,7 @@ from synthetic import make_results
 from analysis import checks
 from analysis.checks import a3_equal_loss
 from analysis.core import vocabulary
-from analysis.findings import roles, same_tokens
+from analysis.findings import regression, roles, same_tokens
 from analysis.findings.bootstrap import all_curve_draws
 from analysis.findings.calibration import rule
 from analysis.findings.dataset_context import DatasetContext
@@ -95,7 +95,7 @@ def test_a3_says_where_its_intercept_extrapolates():
 def test_the_intercept_of_unit_weights_is_least_squares():
     rng = np.random.default_rng(3)
     x, y = rng.normal(size=9), rng.normal(size=9)
-    intercepts, slopes = same_tokens.weighted_intercepts(y, x, np.ones((1, 9)))
+    intercepts, slopes = regression.weighted_intercepts(y, x, np.ones((1, 9)))
     slope, intercept = np.polyfit(x, y, 1)
     assert (intercepts[0], slopes[0]) == pytest.approx((intercept, slope))
     counts = np.zeros((1, 9))
@@ -103,7 +103,7 @@ def test_the_intercept_of_unit_weights_is_least_squares():
     counts[0, 3:6] = 1.0
     repeated = np.repeat(np.arange(9), counts[0].astype(int))
     slope, intercept = np.polyfit(x[repeated], y[repeated], 1)
-    assert same_tokens.weighted_intercepts(y, x, counts)[0][0] == pytest.approx(intercept)
+    assert regression.weighted_intercepts(y, x, counts)[0][0] == pytest.approx(intercept)
 
 
 def test_s_and_a3_are_registered_per_model_on_the_gap_chapter_and_read_what_they_need():
@@ -165,7 +165,7 @@ def test_a3_gives_no_verdict_where_the_resamples_leave_its_line_undetermined():
 
     x = np.array([0.0, 0.0, 0.0, 0.0, 1.0])
     weights = np.array([[1, 1, 1, 2, 0], [1, 1, 1, 1, 1]], dtype=float)
-    intercepts, slopes = same_tokens.weighted_intercepts(x + 0.3, x, weights)
+    intercepts, slopes = regression.weighted_intercepts(x + 0.3, x, weights)
     assert np.isnan(slopes[0]) and np.isnan(intercepts[0]) and intercepts[1] == pytest.approx(0.3)
     rows = answer_rows(n=5, gap=0.5)
     none = rows["setting"] == same_tokens.NONE

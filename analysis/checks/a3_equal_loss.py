@@ -12,6 +12,7 @@ from analysis.findings.battery import DECIDING, Fixture, model_inputs
 from analysis.findings.bootstrap import Estimate, resampled_mean
 from analysis.findings.calibration import rule
 from analysis.findings.dataset_context import DatasetContext
+from analysis.findings.regression import equal_loss_regression
 from analysis.findings.rules import NOT_APPLICABLE, CheckId, NotApplicable, Note, NoteKind, Part, Unit, Why
 from analysis.findings.same_tokens import (
     A3_PART,
@@ -19,7 +20,6 @@ from analysis.findings.same_tokens import (
     LOSS,
     NONE,
     covariate_gaps,
-    equal_loss_regression,
     per_instruction,
 )
 from analysis.findings.scopes import Inputs, PerModelCheck, Section, Words

@@ -40,13 +40,15 @@ Modules:
   file
 - ``averaging``: a gap in log norm split into averaging over more response tokens, token size, alignment
   and shape (the decomposition per layer)
-- ``gap_split``: F1's gap split exactly into four steps (the phrase, the reasoning, which tokens, how many
-  tokens), per dataset and family, with intervals
+- ``gap_split``: fast thinking's gap split exactly into five steps (the phrase, the reasoning, which tokens at
+  equal loss, how surprising, how many tokens), per dataset, and each step's line on its scored tokens' loss
 - ``beyond_loss``: G1: out-of-fold AUROC of the pairs' curve differences with the loss covariates partialled
   out, and its sign-flip permutation test; at matched loss, the drawn and the screened pairs within the
   caliper
 - ``same_tokens``: the final answer's own gradient with and without reasoning before it (beside S's reasoning
-  step), after the contexts A5 compares, and A3's regression at equal answer loss
+  step), after the contexts A5 compares, and the gaps A3's regression reads
+- ``regression``: the paired line of a gap on a covariate's gap over instructions, its intercept the gap at an
+  equal covariate (A3's equal answer loss; each step of the split at equal scored-token loss)
 - ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training
   run)
 - ``simulated_samples``: per-sample statistics drawn with chosen effects, as the store holds them, and their

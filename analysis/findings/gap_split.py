@@ -35,8 +35,9 @@ import pandas as pd
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import PROJECTIONS, CurveDraws, Estimate, combine, resampled_mean, rows_of
 from analysis.findings.quantities import log_level
+from analysis.findings.regression import equal_loss_regression
 
-NUCLEAR, FROBENIUS, TOKENS = "nuclear_norm", "frobenius", "n_response_tokens"
+NUCLEAR, FROBENIUS, TOKENS, LOSS = "nuclear_norm", "frobenius", "n_response_tokens", "loss"
 STATS = (NUCLEAR, FROBENIUS)  # the norms the split is computed in, the paper's first
 
 
@@ -51,9 +52,16 @@ class Step:
 
 PHRASE = Step("the phrase", "none", "none_answer")
 REASONING = Step("the reasoning", "none_answer", "detailed_answer")
-WHICH_TOKENS = Step("which tokens", "detailed_answer", "detailed_scored_answer")
+EQUAL_LOSS = Step("which tokens at equal loss", "detailed_answer", "detailed_matched_answer")
+SURPRISE = Step("how surprising", "detailed_matched_answer", "detailed_scored_answer")
 HOW_MANY = Step("how many tokens", "detailed_scored_answer", "detailed")
-STEPS = (PHRASE, REASONING, WHICH_TOKENS, HOW_MANY)  # the chain's fixed order, fast to slow
+STEPS = (PHRASE, REASONING, EQUAL_LOSS, SURPRISE, HOW_MANY)  # the chain's fixed order, fast to slow
+# Shown beside the steps, each the sum of steps next to each other: which tokens (the answer's against
+# as many random chain tokens: at equal loss, then how surprising) and which tokens and how many
+# together (the answer's against every chain token: no draw enters it).
+WHICH_TOKENS = Step("which tokens", EQUAL_LOSS.fast, SURPRISE.slow)
+TOGETHER = Step("which tokens and how many", EQUAL_LOSS.fast, HOW_MANY.slow)
+SPANS = (WHICH_TOKENS, TOGETHER)
 
 
 def chain_of(steps: Sequence[Step]) -> tuple[str, ...]:
@@ -154,11 +162,59 @@ def dataset_split(cd: CurveDraws, dataset: str, *, stat: str = NUCLEAR) -> dict[
             return None
         levels[condition] = level
     out = {TOTAL: combine(np.subtract, levels[CHAIN[0]], levels[CHAIN[-1]])}
-    out |= {s.name: combine(np.subtract, levels[s.fast], levels[s.slow]) for s in STEPS}
+    out |= {s.name: combine(np.subtract, levels[s.fast], levels[s.slow]) for s in (*STEPS, *SPANS)}
     predicted = _predicted(cd, dataset, found[0]) if stat == FROBENIUS else None
     if predicted is not None:
         out[PREDICTED] = predicted
     return out
+
+
+def _per_instruction(cd: CurveDraws, condition: str, stat: str, ids: np.ndarray) -> np.ndarray:
+    """Each of ``ids``'s mean over q, k, v, o and the layers of log ``stat`` (a per-sample value such as
+    the mean token loss is the same on every layer: the mean of its log)."""
+    return np.mean(
+        [np.log(rows_of(*cd.samples[(condition, proj, stat)], ids)).mean(axis=1) for proj in PROJECTIONS], axis=0
+    )
+
+
+def loss_line(cd: CurveDraws, dataset: str, step: Step) -> tuple[Estimate, Estimate] | None:
+    """(intercept, slope) of the line, over the instructions every condition of the chain holds, of a
+    step's per-instruction gap of mean log nuclear norm on the gap in its scored tokens' log mean token
+    loss (``LOSS``, fast less slow): the intercept is the step where the scored tokens are equally
+    surprising on both sides. None where the loss is not stored, or is the same gap for every instruction."""
+    found = split_instructions(cd, dataset)
+    if found is None or found[0].size < 3:
+        return None
+    ids = found[0]
+    keys = [cd.condition_key(dataset, s) for s in (step.fast, step.slow)]
+    if not all(
+        (k, p, LOSS) in cd.samples and np.isin(ids, cd.samples[(k, p, LOSS)][1]).all()
+        for k in keys
+        for p in PROJECTIONS
+    ):
+        return None
+    y = _per_instruction(cd, keys[0], NUCLEAR, ids) - _per_instruction(cd, keys[1], NUCLEAR, ids)
+    x = _per_instruction(cd, keys[0], LOSS, ids) - _per_instruction(cd, keys[1], LOSS, ids)
+    if not (np.all(np.isfinite(x)) and np.all(np.isfinite(y))) or np.ptp(x) == 0:
+        return None
+    return equal_loss_regression(y, x, cd.resampling.weights(dataset, ids), dataset)
+
+
+def sample_mean(cd: CurveDraws, dataset: str, condition: str, stat: str) -> Estimate | None:
+    """The mean over the instructions every condition of the chain holds of a per-sample value of
+    ``condition`` (the same on every row of a sample, e.g. a draw's matched tokens' position), with
+    its resampled draws; None where it is not stored for them."""
+    found = split_instructions(cd, dataset)
+    key = (condition, PROJECTIONS[0], stat)
+    if found is None or found[0].size == 0 or key not in cd.samples or not np.isin(found[0], cd.samples[key][1]).all():
+        return None
+    values = np.nanmean(rows_of(*cd.samples[key], found[0]), axis=1)
+    if not np.all(np.isfinite(values)):
+        return None
+    weights = cd.resampling.weights(dataset, found[0])
+    return Estimate(
+        float(values.mean()), resampled_mean(values[:, None], weights)[:, 0], ((dataset, int(values.size)),)
+    )
 
 
 def dropped(cd: CurveDraws, *, stat: str = NUCLEAR) -> list[Dropped]:

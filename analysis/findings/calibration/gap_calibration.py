@@ -15,7 +15,7 @@
 
 - ``equal loss`` (A3): per instruction, a log-nuclear gap that is the answer's loss gap and nothing
   more, y = slope x + noise, with x the gap in mean log(1 - p) (noise of the design's fast setting,
-  skewed as the design's): A3's intercept (``same_tokens.equal_loss_regression``, pooled) must then
+  skewed as the design's): A3's intercept (``regression.equal_loss_regression``, pooled) must then
   say "holds" at most 2.5% of the time, where the covariate's gaps straddle 0 and, in every other
   repetition, where they all lie on one side of it (``COVARIATE_CENTRES``: the intercept extrapolates).
 
@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from analysis.findings import beyond_loss, roles, same_tokens
+from analysis.findings import beyond_loss, regression, roles, same_tokens
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
 from analysis.findings.calibration.designs import Design
@@ -93,7 +93,7 @@ def equal_loss_estimate(rng, design, n_resamples: int, *, centre: float, effect:
     for h, (n, fast_sd) in enumerate(zip(design.counts, design.fast_sd)):
         x = centre + rng.normal(0.0, 1.0, n)
         y = effect + EQUAL_LOSS_SLOPE * x + fast_sd * ratio_sizes.log_noise(rng, design.skew, n)
-        intercept, _ = same_tokens.equal_loss_regression(y, x, resample_counts(n, n_resamples, rng), f"d{h}")
+        intercept, _ = regression.equal_loss_regression(y, x, resample_counts(n, n_resamples, rng), f"d{h}")
         per_dataset.append(intercept)
     return pooled(per_dataset)
 
