@@ -1,6 +1,7 @@
 """What a reader sees first under a verdict matrix: at most three plain sentences generated from
 the cells, everything else folded; the pooled answers one row per part of a claim."""
 
+import dataclasses
 import re
 from xml.etree import ElementTree
 
@@ -151,7 +152,7 @@ def test_a_matrix_cell_prints_the_size_that_decided_it_and_its_title_each_part(t
 def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_one():
     paper = part(0.5, role=roles.F3_GAP, paper=True, decides=False, opposite=True)
     unsized = part(0.1, role=roles.F1_GAP)
-    unsized = type(unsized)(unsized.name, None, "above", 0.0, unsized.unit, role=roles.F1_GAP)
+    unsized = dataclasses.replace(unsized, estimate=None)
     table = [
         finding("F4", NOT_APPLICABLE, scope="aqua", pooled=False),
         finding("F1", "too few samples", scope="aqua", pooled=False),
