@@ -124,9 +124,11 @@ show(sections.skewed(page))
 # %% [markdown]
 # ## How much this run resolves
 #
-# A cell is resolved where its claim holds or does not hold; one that is not resolved needs more
-# instructions (the size its page states) or more datasets. The split of F1's gap decides a step
-# where its interval clears 0 or lies within 10% of no change.
+# A cell is resolved where its claim holds or does not hold, or where its family's datasets are
+# decided in opposite directions (they disagree); one that is not resolved needs more instructions
+# (the size its page states) or more datasets. The split of F1's gap decides a dataset's step where
+# its interval clears 0 or lies within 10% of no change, and a family's where every dataset's is
+# decided alike, or where two are decided in opposite directions.
 
 # %% tags=["remove-input"]
 show(sections.resolution(page))

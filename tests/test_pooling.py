@@ -9,6 +9,7 @@ from made_findings import dataset_part
 
 from analysis.findings import pooling, roles, rules
 from analysis.findings.rules import DISAGREE, FAILS, HOLDS, TOO_FEW, UNRESOLVED, NotApplicable, NoteKind, Outcome, Why
+from analysis.report import voice
 
 SAME = rules.SAME_MARGIN
 
@@ -95,6 +96,20 @@ def test_another_part_shown_false_outweighs_a_part_whose_datasets_disagree():
         found, parts=(family_part({"aqua": 1.0, "gsm8k": 1.2}, role=roles.EARLY_LATE), apart)
     )
     assert disagreeing.verdict is DISAGREE and disagreeing.decided_by(roles.EARLY_LATE) is apart
+
+
+def test_a_family_part_that_holds_one_dataset_only_is_labelled_with_it():
+    gap = {d: dataset_part(d, 1.0) for d in ("aqua", "gsm8k")}
+    extra = dataset_part("aqua", 0.5, role=roles.EARLY_LATE, name="early / late", decides=False)
+    found = pooling.family_findings(rules.CheckId("F1"), "m", {"aqua": [gap["aqua"], extra], "gsm8k": [gap["gsm8k"]]})
+    family = next(f for f in found if f.pooled)
+    pooled_extra = family.part(roles.EARLY_LATE)
+    assert pooled_extra is not None and pooled_extra.datasets == ("aqua",)
+    assert voice.part_name(pooled_extra) == "early / late (aqua only)"
+    assert voice.part_name(family.part(roles.F1_GAP)) == gap["aqua"].name  # two datasets: the family's
+    aqua = next(f for f in found if f.scope == "aqua")
+    assert voice.part_name(aqua.part(roles.EARLY_LATE)) == "early / late"  # a dataset's own part: no label
+    assert family.note(NoteKind.FAMILY_DATASETS) is None  # every dataset pooled, each deciding alone
 
 
 def test_a_family_names_its_datasets_not_applicable_too_few_or_left_out():

@@ -38,6 +38,8 @@ def clause(finding: Finding, check: Check) -> str:
         return section.cell(finding, voice.sized)
     part = finding.part(check.headline) if check.headline is not None else cells.printed(finding)
     size = voice.sized(part) if part is not None and part.estimate is not None else "not computed"
+    apart = cells.apart(finding)
+    size += f" ({apart})" if apart else ""
     words = check.words.of(finding.verdict) if check.words is not None else ""
     return f"{scope}: {size} ({check.id} **{finding.verdict}**" + (f": {words})" if words else ")")
 
