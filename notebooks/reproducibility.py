@@ -122,6 +122,17 @@ show(sections.misses(page))
 show(sections.skewed(page))
 
 # %% [markdown]
+# Families whose datasets differ (`analysis.findings.calibration.family_rates`): two quiet datasets
+# of 20 instructions with equal true values, one with an effect and one without, or opposite ones,
+# decided as the checks decide a family (a directional claim by the mean of its datasets unless a
+# dataset is decided against it; "about the same" only where every dataset is; datasets decided in
+# opposite directions disagree) and, beside it, by the mean alone. The error is a "holds" where the
+# family's claim is false, a "does not hold" where it is true.
+
+# %% tags=["remove-input"]
+show(sections.family_rates(page))
+
+# %% [markdown]
 # ## How much this run resolves
 #
 # A cell is resolved where its claim holds or does not hold, or where its family's datasets are

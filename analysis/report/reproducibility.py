@@ -156,6 +156,16 @@ def skewed(r: Reproducibility) -> Blocks:
     return [Table(simulated_table(false_holds_by_skew, reps=CALIBRATION_REPS, seed=r.seed), by=None)]
 
 
+def family_rates(r: Reproducibility) -> Blocks:
+    """The family rules' error rates where a family's datasets differ (``calibration.family_table``)."""
+    return [Table(simulated_table(family_table, reps=CALIBRATION_REPS, seed=r.seed), by=None)]
+
+
+def family_table(*, reps: int, seed: int) -> pd.DataFrame:
+    """``calibration.family_table`` of the rules of the study's checks (``REGISTRY``)."""
+    return calibration.family_table(registry=REGISTRY, reps=reps, seed=seed)
+
+
 def false_holds_table(*, reps: int, seed: int) -> pd.DataFrame:
     """``calibration.false_holds_table`` of the rules of the study's checks (``REGISTRY``)."""
     return calibration.false_holds_table(registry=REGISTRY, reps=reps, seed=seed)
