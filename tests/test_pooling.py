@@ -127,15 +127,19 @@ def test_a_family_names_its_datasets_not_applicable_too_few_or_left_out():
         "m",
         by_dataset,
         how=pooling.Pooling(gate=gate),
-        absent={"math-counting": "a condition the check reads is not stored", "ecqa": "not this family"},
+        absent={
+            "math-counting": "a condition the check reads is not stored",
+            "math-geometry": "a condition the check reads is not stored",
+            "ecqa": "not this family",
+        },
     )
     family = next(f for f in found if f.pooled)
     note = family.note(NoteKind.FAMILY_DATASETS)
-    assert note is not None and note.items == ("gsm8k", "math-algebra", "math-counting")
+    assert note is not None and note.items == ("gsm8k", "math-algebra", "math-counting", "math-geometry")
     assert note.text == (
         "pooled over aqua, gsm8k, math-algebra; gsm8k alone: not applicable (the gap is reversed here); "
-        "math-algebra alone: too few instructions (3); not pooled: math-counting (a condition the check reads "
-        "is not stored)"
+        "math-algebra alone: too few instructions (3); not pooled: math-counting, math-geometry (a condition "
+        "the check reads is not stored)"
     )
     assert family.verdict is TOO_FEW  # a dataset of too few instructions leaves the family undecided
 

@@ -72,9 +72,12 @@ def family_note(members: Mapping[str, Finding], absent: Mapping[str, str]) -> No
     }
     if not alone and not absent:
         return None
+    left_out: dict[str, list[str]] = {}  # the datasets left out, by why
+    for dataset, why in absent.items():
+        left_out.setdefault(why, []).append(dataset)
     pieces = [f"pooled over {', '.join(members)}"]
     pieces += [f"{d} alone: {why}" for d, why in alone.items()]
-    pieces += [f"not pooled: {d} ({why})" for d, why in absent.items()]
+    pieces += [f"not pooled: {', '.join(datasets)} ({why})" for why, datasets in left_out.items()]
     return Note(NoteKind.FAMILY_DATASETS, "; ".join(pieces), (*alone, *absent))
 
 
