@@ -122,11 +122,24 @@ show(sections.misses(page))
 show(sections.skewed(page))
 
 # %% [markdown]
+# Families whose datasets differ (`analysis.findings.calibration.family_rates`): two quiet datasets
+# of 20 instructions with equal true values, one with an effect and one without, or opposite ones,
+# decided as the checks decide a family (a directional claim by the mean of its datasets unless a
+# dataset is decided against it; "about the same" only where every dataset is; datasets decided in
+# opposite directions disagree) and, beside it, by the mean alone. The error is a "holds" where the
+# family's claim is false, a "does not hold" where it is true.
+
+# %% tags=["remove-input"]
+show(sections.family_rates(page))
+
+# %% [markdown]
 # ## How much this run resolves
 #
-# A cell is resolved where its claim holds or does not hold; one that is not resolved needs more
-# instructions (the size its page states) or more datasets. The split of F1's gap decides a step
-# where its interval clears 0 or lies within 10% of no change.
+# A cell is resolved where its claim holds or does not hold, or where its family's datasets are
+# decided in opposite directions (they disagree); one that is not resolved needs more instructions
+# (the size its page states) or more datasets. The split of F1's gap decides a dataset's step where
+# its interval clears 0 or lies within 10% of no change, and a family's where every dataset's is
+# decided alike, or where two are decided in opposite directions.
 
 # %% tags=["remove-input"]
 show(sections.resolution(page))

@@ -4,6 +4,7 @@ of a chosen verdict on its check's headline part, as ``rules.decide`` would reac
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 
@@ -112,3 +113,27 @@ def finding(
     if made.verdict is not verdict:
         raise ValueError(f"these parts decide {made.verdict}, not {verdict}")
     return made
+
+
+def dataset_part(dataset: str, value: float, *, sd: float = 0.05, n: int = 12, **keywords) -> Part:
+    """A dataset's own part of ``value`` (a log ratio), its draws of spread exactly ``sd``, drawn
+    apart from every other dataset's (datasets are resampled independently)."""
+    z = np.random.default_rng(sum(map(ord, dataset))).standard_normal(400)
+    draws = value + sd * (z - z.mean()) / z.std(ddof=1)
+    made = part(value, sd=sd, n=n, datasets=(dataset,), **keywords)
+    return replace(made, estimate=Estimate(float(value), draws, ((dataset, n),)))
+
+
+def family_cells(check: str, values: dict[str, float], *, model: str = "m", **keywords) -> list[Finding]:
+    """A family's cell of ``check`` (math reasoning) pooled from datasets whose parts of its headline
+    role have these values (``pooling.pool_parts``), then each dataset's cell."""
+    from analysis.findings.pooling import pool_parts
+
+    declared = get(check)
+    role = declared.headline or declared.says[0][0]
+    parts = {d: dataset_part(d, v, role=role, **keywords) for d, v in values.items()}
+    (family,) = pool_parts({d: [p] for d, p in parts.items()})
+    return [
+        Finding(check, model, "math_reasoning", True, (family,)),
+        *(Finding(check, model, d, False, (p,)) for d, p in parts.items()),
+    ]

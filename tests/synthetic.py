@@ -33,8 +33,10 @@ LEVEL = {
     "detailed_answer": 1.0,
     "detailed_other_answer": 1.0,
     "detailed_shuffled_answer": 1.0,
-    # the Detailed CoT scored on as few tokens as its answer: None CoT's level (averaging is the gap)
+    # the Detailed CoT scored on as few tokens as its answer, random or matched in loss: None CoT's level
+    # (averaging is the gap)
     "detailed_scored_answer": 3.0,
+    "detailed_matched_answer": 3.0,
 }
 # ... and in bumpiness from layer to layer (the reasoning settings; each test sets the Wiki ones)
 REASONING_WIGGLE = {

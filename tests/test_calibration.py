@@ -94,6 +94,24 @@ def test_the_former_nearly_same_rule_could_not_hold_at_5_instructions():
     assert calibration.false_holds(rule.OLD_SAME, design, reps=200, n_resamples=RESAMPLES, seed=3) < 0.05
 
 
+def test_a_family_whose_datasets_differ_keeps_its_rule_s_rate_where_its_mean_alone_does_not():
+    """Two datasets with equal, one-sided or opposite true values, decided as the checks decide a
+    family: each rule's wrong verdicts stay within the promised rate; the mean alone says "about the
+    same" of datasets that are not; datasets with opposite effects are found to disagree, equal ones
+    are not, and true claims are found."""
+    reps = 300
+    table = calibration.family_table(registry=checks.REGISTRY, reps=reps, n_resamples=RESAMPLES, seed=31)
+    assert set(table["rule"]) == {rule.GAP.name, rule.WITHIN.name} and len(table) == 8
+    assert (table["error"] <= _bound(reps)).all(), table
+    not_same = table[(table["rule"] == rule.WITHIN.name) & table["datasets"].str.startswith(("one", "opposite"))]
+    assert (not_same["error of the mean alone"] > 4 * _bound(reps)).all(), not_same
+    opposite = table[table["datasets"].str.startswith(("opposite", "+1.0"))]
+    assert (opposite["the datasets disagree"] > 4 * _bound(reps)).all(), opposite
+    equal = table[table["datasets"].str.startswith("equal")]
+    assert (equal["the datasets disagree"] <= _bound(reps)).all(), equal
+    assert (table.loc[table["claim"] == "true", "holds"] > 0.8).all(), table
+
+
 @pytest.fixture(scope="module")
 def coverage():
     return calibration.coverage_table(n=5, reps=COVERAGE_REPS, n_resamples=RESAMPLES, seed=12)

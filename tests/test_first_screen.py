@@ -1,6 +1,7 @@
 """What a reader sees first under a verdict matrix: at most three plain sentences generated from
 the cells, everything else folded; the pooled answers one row per part of a claim."""
 
+import dataclasses
 import re
 from xml.etree import ElementTree
 
@@ -141,7 +142,7 @@ def test_a_matrix_cell_prints_the_size_that_decided_it_and_its_title_each_part(t
         f"more so in early layers: holds, {voice.sized(early)}; beside: {beside}; n = {pooled.n}"
     )
     assert "paper's mean nuclear norm: None / Detailed (all layers)" in beside
-    assert "its datasets disagree" not in cell["title"]  # both datasets ten times faster
+    assert "its datasets point opposite ways" not in cell["title"]  # both datasets ten times faster
     svg = ElementTree.fromstring(figures.verdict_svg(found))
     titles = [t.text for t in svg.iter("{http://www.w3.org/2000/svg}title")]
     assert sorted(titles) == sorted(table["title"]) and len(titles) == len(found)
@@ -151,7 +152,7 @@ def test_a_matrix_cell_prints_the_size_that_decided_it_and_its_title_each_part(t
 def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_one():
     paper = part(0.5, role=roles.F3_GAP, paper=True, decides=False, opposite=True)
     unsized = part(0.1, role=roles.F1_GAP)
-    unsized = type(unsized)(unsized.name, None, "above", 0.0, unsized.unit, role=roles.F1_GAP)
+    unsized = dataclasses.replace(unsized, estimate=None)
     table = [
         finding("F4", NOT_APPLICABLE, scope="aqua", pooled=False),
         finding("F1", "too few samples", scope="aqua", pooled=False),
@@ -192,9 +193,33 @@ def test_a_pooled_cell_s_title_names_its_datasets_where_they_lie_on_opposite_sid
     title = table["title"].iloc[0]
     assert title == (
         f"F1, math reasoning (pooled): holds; larger: holds, {voice.sized(pooled.parts[0])}; "
-        "its datasets disagree: aqua x5.54, gsm8k x0.71; n = 12"
+        "its datasets point opposite ways: aqua x5.54, gsm8k x0.71; n = 12"
     )
     assert "disagree" not in table["title"].iloc[1] and "disagree" not in table["title"].iloc[2]
+
+
+def test_a_family_whose_datasets_disagree_is_purple_and_prints_each_dataset_s_size():
+    """+1.0 and -1.2 (x2.72 and x0.301): the family's cell is neither a mean near 1 nor "about the same"."""
+    from made_findings import family_cells
+
+    from analysis.findings.rules import DISAGREE
+    from analysis.report import plots
+
+    found = family_cells("F1", {"aqua": 1.0, "gsm8k": -1.2})
+    assert [f.verdict for f in found] == [DISAGREE, HOLDS, FAILS]
+    table = figures.verdict_cells(found)
+    assert list(table["text"]) == ["x2.72\nx0.301", "x2.72", "x0.301"]
+    part = found[0].parts[0]
+    assert table["title"].iloc[0] == (
+        "F1, math reasoning (pooled): the datasets disagree; larger: the datasets disagree, "
+        f"{voice.sized(part)} ({voice.dataset_sizes(part, interval=True)}); n = 24"
+    )
+    assert "aqua x2.72 [" in table["title"].iloc[0] and "] larger, gsm8k x0.301 [" in table["title"].iloc[0]
+    colour = plots.VERDICT_COLOURS[DISAGREE]
+    assert colour not in [c for v, c in plots.VERDICT_COLOURS.items() if v is not DISAGREE]
+    assert DISAGREE.value in figures.verdict_svg(found)  # in the legend where a cell has it
+    assert DISAGREE.value not in figures.verdict_svg(found[1:])
+    assert "A purple cell (the datasets disagree)" in verdicts.matrix_note(found, profile=None, note=None)
 
 
 def test_the_fold_says_what_a_cell_prints_and_gives_n_per_cell(ten_times):

@@ -244,6 +244,7 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
 
     from analysis.report.blocks import Figure, Fold, Markdown
 
+    # quiet samples: a family's step is decided larger only where each of its datasets is
     page = DrawsPage(curves(chain_rows(("aqua", "gsm8k", "strategyqa", "ecqa"), sample_sd=0.1)))
     blocks = chain.blocks(page, CHECK)
     try:

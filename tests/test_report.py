@@ -560,7 +560,7 @@ def test_a_statistic_no_page_shows_is_read_where_a_check_reads_it(tmp_path, stud
 def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
     """Resolved: holds or does not hold, of the cells tested (not "not applicable", not "too few
     samples"); the split's family steps decided where their intervals clear 0."""
-    from made_findings import finding
+    from made_findings import family_cells, finding
 
     from analysis.checks import s_gap_split
     from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED
@@ -569,21 +569,26 @@ def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
 
     findings = [finding("F1", HOLDS), finding("F1", FAILS, scope="aqua", pooled=False)]
     findings += [finding("F3", UNRESOLVED), finding("F4", NOT_APPLICABLE), finding("F1", TOO_FEW, scope="gsm8k")]
+    findings += family_cells("L", {"aqua": 1.0, "gsm8k": -1.2}, model="n")[:1]  # resolved: they disagree
     check = s_gap_split.CHECK
     names = [s.name for s in check.chain.steps]
-    steps = [{"scope": "math_reasoning", "step": s, "decided": i != 0} for i, s in enumerate(names)]
+    outcomes = ["not decided", "larger", "the datasets disagree", "about the same"]
+    steps = [
+        {"scope": "math_reasoning", "step": s, "decided": i != 0, "outcome": o}
+        for i, (s, o) in enumerate(zip(names, outcomes))
+    ]
     text = resolution_text(findings, pd.DataFrame(steps), check=check)
-    assert text.startswith("Of the 3 cells tested") and "2 others are not applicable" in text
-    assert "2 are resolved (67%): 1 holds, 1 does not hold, 1 not resolved." in text
+    assert text.startswith("Of the 4 cells tested") and "2 others are not applicable" in text
+    assert "3 are resolved (75%): 1 holds, 1 does not hold, 1 where the datasets disagree, 1 not resolved." in text
     assert text.endswith(
-        "The split of F1's gap into four steps decides 3 of its 4 family steps (an interval that clears 0, "
-        "or lies within 10% of no change)."
+        "The split of F1's gap into five steps decides 3 of its 4 family steps (every dataset's interval clears 0 "
+        "the same way, or lies within 10% of no change; 1 of them as datasets decided in opposite directions)."
     )
     assert resolution_text([finding("F4", NOT_APPLICABLE)], pd.DataFrame(steps)).startswith("No cell was tested")
     # a profile's goals, each said met or not
-    goals = ResolutionGoals(undecided_family_steps=1, resolved_share=0.75)
+    goals = ResolutionGoals(undecided_family_steps=1, resolved_share=0.8)
     assert resolution_text(findings, pd.DataFrame(steps), goals=goals, check=check).endswith(
-        "This profile's goals: at most 1 family step not decided (met), and at least 75% of the cells tested "
+        "This profile's goals: at most 1 family step not decided (met), and at least 80% of the cells tested "
         "resolved (not met)."
     )
     steps[1]["decided"] = False  # two of the four undecided now

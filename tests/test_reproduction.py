@@ -11,7 +11,7 @@ from test_report import CONDITIONS, paper_like
 from analysis import checks
 from analysis.findings import roles
 from analysis.findings.rules import FAILS, HOLDS, UNRESOLVED, Unit
-from analysis.report import cells, reproduction, sections, voice
+from analysis.report import cells, reproduction, sections, verdicts, voice
 from analysis.report.page import Page
 
 
@@ -127,13 +127,33 @@ def test_a_pooled_cell_whose_datasets_disagree_says_so():
     assert [d for d, _ in cells.disagreeing(pooled, every)] == ["aqua", "gsm8k"]
     sentence = reproduction.claim_sentence("F1", [pooled], every)
     assert sentence == (
-        f"**F1** {checks.get('F1').plain}: holds in 1 of 1 (x2); its datasets disagree in m math reasoning "
-        "(aqua x5.54, gsm8k x0.71)."
+        f"**F1** {checks.get('F1').plain}: holds in 1 of 1 (x2); its datasets point opposite ways in m math "
+        "reasoning (aqua x5.54, gsm8k x0.71)."
     )
     agreeing = [pooled, aqua, finding("F1", HOLDS, scope="gsm8k", pooled=False, parts=(ratio_part(3.0, 1.2),))]
     assert cells.disagreeing(pooled, agreeing) == [] and "disagree" not in reproduction.claim_sentence(
         "F1", [pooled], agreeing
     )
+
+
+def test_the_summaries_print_a_family_whose_datasets_disagree_with_each_dataset_s_size():
+    from made_findings import family_cells
+
+    found = family_cells("F1", {"aqua": 1.0, "gsm8k": -1.2})
+    sizes = "aqua x2.72 larger, gsm8k x0.301 smaller"
+    assert cells.apart(found[0]) == sizes and cells.apart(found[1]) == ""
+    assert cells.disagreeing(found[0], found) == []  # said once, by the verdict
+    assert (
+        reproduction.verdict_phrase("F1", found[:1]) == f"the datasets disagree in 1 of 1 (m math reasoning: {sizes})"
+    )
+    assert reproduction.claim_sentence("F1", found[:1], found).endswith(f"(m math reasoning: {sizes}).")
+    assert f"the datasets disagree for math reasoning (pooled) ({sizes}; n = 24)" in verdicts.model_paragraph(
+        found, "m"
+    )
+    assert "the datasets disagree (decided in opposite directions) on F1 in 1 of 1 cells" in verdicts.plain_summary(
+        found
+    )
+    assert voice.verdict_counts(f.verdict for f in found) == "1 holds, 1 does not hold, 1 where the datasets disagree"
 
 
 def test_the_ends_of_a_range_read_in_one_style():

@@ -63,6 +63,7 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
             bound=0.0,
             role=roles.SIZE_EXCESS,
             decides=True,
+            equivalence=True,  # "no better": over a family, in every dataset
         ),
         Part(
             name="instruct / base of Detailed size",
@@ -72,6 +73,7 @@ def f4_parts(instruct: CurveDraws, base: CurveDraws, dataset: str) -> list[Part]
             unit=Unit.RATIO,
             role=roles.SIZE_RATIO,
             decides=False,
+            equivalence=True,
         ),
         replace(signed, decides=False),
         beside(signed, mean_rd_between(instruct, base, dataset)),

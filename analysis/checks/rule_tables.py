@@ -18,3 +18,9 @@ def false_holds_table(*, reps: int, seed: int) -> pd.DataFrame:
 def false_holds_by_skew(*, reps: int, seed: int) -> pd.DataFrame:
     """``skew.false_holds_by_skew`` of the rules of the study's checks (``REGISTRY``)."""
     return skew.false_holds_by_skew(registry=REGISTRY, reps=reps, seed=seed)
+
+
+def family_table(*, reps: int, seed: int) -> pd.DataFrame:
+    """``calibration.family_table`` of the rules of the study's checks (``REGISTRY``): their error rates
+    where a family's datasets differ."""
+    return calibration.family_table(registry=REGISTRY, reps=reps, seed=seed)

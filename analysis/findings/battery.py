@@ -14,12 +14,13 @@ from dataclasses import dataclass
 
 from analysis.findings import simulated_samples
 from analysis.findings.calibration import training_calibration
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Verdict
+from analysis.findings.rules import DISAGREE, FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Verdict
 from analysis.findings.scopes import Inputs
 from analysis.findings.simulated_samples import Condition, SampleDesign
 from analysis.findings.training_checks import TRAINING_RUNS
 
-DECIDING = frozenset({HOLDS, FAILS, UNRESOLVED, TOO_FEW})  # what a check whose parts all decide can say
+# what a check whose parts all decide can say (over a family, also that its datasets disagree)
+DECIDING = frozenset({HOLDS, FAILS, UNRESOLVED, TOO_FEW, DISAGREE})
 
 
 class Case(enum.Enum):
@@ -88,7 +89,7 @@ def training_inputs(effects: training_calibration.Effects) -> Inputs:
 # T1, T2 and T3: simulated fine-tuning runs with the effects the training calibration takes as true
 # or false; no runs at all where what they need is missing.
 TRAINING_FIXTURE = Fixture(
-    verdicts=DECIDING | {NOT_APPLICABLE},
+    verdicts=(DECIDING - {DISAGREE}) | {NOT_APPLICABLE},  # one dataset's runs: no family
     needs="a base model's fine-tuning runs",
     truth=lambda: training_inputs(training_calibration.TRUE_EFFECTS),
     falsity=lambda: training_inputs(training_calibration.FALSE_EFFECTS),

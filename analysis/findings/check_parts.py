@@ -31,8 +31,8 @@ GAP_PART = "Simplified / Detailed"  # the length checks' precondition (``gap_est
 def nearly_same(name: str, mean_square: Estimate | None, *, role: Role) -> Part:
     """The part "the curves are nearly the same" (F3 under None CoT, F5's Wiki part): the
     noise-corrected mean square over layers and q, k, v, o of the per-layer log ratio of irrelevant
-    over correct below the margin squared (a one-sided test at 2.5%); the signed mean over layers is
-    shown beside it."""
+    over correct below the margin squared (a one-sided test at 2.5%; over a family, in every dataset:
+    ``equivalence``); the signed mean over layers is shown beside it."""
     return Part(
         name=name,
         estimate=mean_square,
@@ -41,6 +41,7 @@ def nearly_same(name: str, mean_square: Estimate | None, *, role: Role) -> Part:
         unit=Unit.RMS_RATIO,
         role=role,
         decides=True,
+        equivalence=True,
     )
 
 

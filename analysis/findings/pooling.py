@@ -4,20 +4,34 @@ Every check runs per dataset and per family: the family's value of a part is the
 datasets' values, conditional on the datasets it names (the paper's claims are about its
 datasets), its interval a stratified bootstrap (instructions resampled within each dataset; a
 bootstrap-t one for the paper's mean nuclear norm, ``studentized.pool_any``) that carries the
-datasets' own noise only: it says nothing of other datasets of the family (the report says where
-a family's datasets lie on opposite sides, ``report.cells.disagreeing``). Each finding's
-parts are marked where the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)
-(``marked``).
+datasets' own noise only: it says nothing of other datasets of the family. Each pooled part keeps
+its datasets' own parts (``rules.Part.per_dataset``), so that a mean cannot hide them: their
+outcomes decide the family's with the mean (``rules.family_outcome``: datasets decided in opposite
+directions disagree; an "about the same" claim needs every dataset). A family's cell names the
+datasets it pools where one of them does not decide alone (not applicable, too few instructions)
+or the family has datasets it leaves out (``family_note``). Each finding's parts are marked where
+the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the
+other below) (``marked``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
-from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Part, Why, sign_disagreements
+from analysis.findings.rules import (
+    TOO_FEW,
+    CheckId,
+    Finding,
+    NotApplicable,
+    Note,
+    NoteKind,
+    Part,
+    Why,
+    sign_disagreements,
+)
 from analysis.findings.studentized import pool_any
 
 # What a check changes in a finding's parts from the parts themselves, with a note (None: none).
@@ -26,15 +40,45 @@ Adjust = Callable[[Sequence[Part]], tuple[list[Part], "Note | None"]]
 Gate = Callable[[Sequence[Part]], "NotApplicable | None"]
 
 
-def pool_parts(per_dataset: Sequence[list[Part]]) -> list[Part]:
-    """A family's parts: each part (matched by its role and facet, ``Part.key``) pooled over the
-    datasets that have it, in the order the parts first appear."""
-    keys = list(dict.fromkeys(p.key for parts in per_dataset for p in parts))
+def pool_parts(per_dataset: Mapping[str, Sequence[Part]]) -> list[Part]:
+    """A family's parts from each dataset's (dataset -> parts): each part (matched by its role and
+    facet, ``Part.key``) pooled over the datasets that have it, in the order the parts first appear,
+    with those datasets' own parts that have an estimate (``Part.per_dataset``)."""
+    keys = list(dict.fromkeys(p.key for parts in per_dataset.values() for p in parts))
     pooled = []
     for key in keys:
-        same = [p for parts in per_dataset for p in parts if p.key == key]
-        pooled.append(replace(same[0], estimate=pool_any([p.estimate for p in same])))
+        same = [(d, p) for d, parts in per_dataset.items() for p in parts if p.key == key]
+        pooled.append(
+            replace(
+                same[0][1],
+                estimate=pool_any([p.estimate for _, p in same]),
+                per_dataset=tuple((d, p) for d, p in same if p.estimate is not None),
+            )
+        )
     return pooled
+
+
+def family_note(members: Mapping[str, Finding], absent: Mapping[str, str]) -> Note | None:
+    """What a family's cell says of its datasets where one of them does not decide alone or is left
+    out: the datasets it pools, each pooled one where the check does not apply or that has too few
+    instructions (with why), and the family's datasets without the check's parts (``absent``:
+    dataset -> why); None where every dataset is pooled and decides."""
+    alone = {
+        d: f"not applicable ({f.not_applicable.reason})"
+        if f.not_applicable is not None
+        else f"too few instructions ({f.n_smallest})"
+        for d, f in members.items()
+        if f.not_applicable is not None or f.verdict is TOO_FEW
+    }
+    if not alone and not absent:
+        return None
+    left_out: dict[str, list[str]] = {}  # the datasets left out, by why
+    for dataset, why in absent.items():
+        left_out.setdefault(why, []).append(dataset)
+    pieces = [f"pooled over {', '.join(members)}"]
+    pieces += [f"{d} alone: {why}" for d, why in alone.items()]
+    pieces += [f"not pooled: {', '.join(datasets)} ({why})" for why, datasets in left_out.items()]
+    return Note(NoteKind.FAMILY_DATASETS, "; ".join(pieces), (*alone, *absent))
 
 
 @dataclass(frozen=True)
@@ -49,25 +93,36 @@ class Pooling:
 
 
 def family_findings(
-    check: CheckId, model: str, by_dataset: dict[str, list[Part]], *, note: Note | None = None, how: Pooling = Pooling()
+    check: CheckId,
+    model: str,
+    by_dataset: dict[str, list[Part]],
+    *,
+    note: Note | None = None,
+    how: Pooling = Pooling(),
+    absent: Mapping[str, str] | None = None,
 ) -> list[Finding]:
     """Per-dataset findings of one check, then one pooled finding per family with two datasets or
     more (``how.after_pooling`` applied to the pooled parts, ``how.adjust`` to every finding's
     parts), each ``marked``; a finding whose parts ``how.gate`` finds a reason against (e.g. a
-    precondition not established) is "not applicable" with the reason."""
+    precondition not established) is "not applicable" with the reason. A family's finding names its
+    datasets where one does not decide alone or one is left out (``family_note``; ``absent``: the
+    datasets of the model without the check's parts, and why)."""
 
-    def finding(scope: str, pooled: bool, parts: Sequence[Part]) -> Finding:
+    def finding(scope: str, pooled: bool, parts: Sequence[Part], said: Note | None = None) -> Finding:
         shown, notes = marked(parts, note, adjust=how.adjust)
+        notes += (said,) if said is not None else ()
         return Finding(check, model, scope, pooled, shown, notes, not_applicable=how.gate(shown) if how.gate else None)
 
     out = [finding(d, False, parts) for d, parts in by_dataset.items()]
     for family in vocabulary.REASONING_FAMILIES:
-        members = [parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family]
+        members = {d: parts for d, parts in by_dataset.items() if vocabulary.family_of(d) == family}
         if len(members) >= 2:
             parts = pool_parts(members)
             if how.after_pooling is not None:
                 parts = how.after_pooling(parts)
-            out.append(finding(family, True, parts))
+            cells = {f.scope: f for f in out if f.scope in members}
+            left_out = {d: why for d, why in (absent or {}).items() if vocabulary.family_of(d) == family}
+            out.append(finding(family, True, parts, family_note(cells, left_out)))
     return out
 
 

@@ -27,9 +27,17 @@ Verdicts:
 - "does not hold": some part's interval, widened for the number of parts (Bonferroni), lies on
   the other side;
 - "not resolved": neither;
+- "the datasets disagree": a family's deciding part whose datasets are decided in opposite directions
+  (and no other part shows the claim false);
 - "too few samples": fewer than ``bootstrap.MIN_VERDICT_SAMPLES`` instructions in some dataset
   behind a part;
 - "not applicable": the check does not apply here (``NotApplicable``, with its kind and reason).
+
+A family's part (``Part.per_dataset``, set where a family's parts are pooled) is decided by its
+datasets as well as by their mean (``family_outcome``): two datasets decided in opposite directions
+make it "the datasets disagree"; an "about the same" or "within" claim (``Part.each_dataset``) is
+decided only where every dataset is decided alike (an intersection-union rule); any other part by
+the mean, unless a dataset is decided against it.
 
 The rules and their margins are stated on the methods page, one paragraph per finding.
 """
@@ -38,7 +46,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import cached_property
 from typing import Literal, NewType, get_args
@@ -58,6 +66,7 @@ class Verdict(str, Enum):
 
     HOLDS = "holds"
     FAILS = "does not hold"
+    DISAGREE = "the datasets disagree"  # a family whose datasets are decided in opposite directions
     UNRESOLVED = "not resolved"
     TOO_FEW = "too few samples"
     NOT_APPLICABLE = "not applicable"
@@ -73,8 +82,8 @@ class Verdict(str, Enum):
 
 
 HOLDS, FAILS, UNRESOLVED = Verdict.HOLDS, Verdict.FAILS, Verdict.UNRESOLVED
-TOO_FEW, NOT_APPLICABLE = Verdict.TOO_FEW, Verdict.NOT_APPLICABLE
-DECIDED = (HOLDS, FAILS, UNRESOLVED)  # the verdicts of cells that were tested
+TOO_FEW, NOT_APPLICABLE, DISAGREE = Verdict.TOO_FEW, Verdict.NOT_APPLICABLE, Verdict.DISAGREE
+DECIDED = (HOLDS, FAILS, UNRESOLVED, DISAGREE)  # the verdicts of cells that were tested
 
 # "Nearly the same" and "clearly different" curves: a per-layer log ratio of irrelevant over correct
 # whose root-mean-square over layers lies within log 1.1 (or whose mean lies beyond it), i.e. a
@@ -131,6 +140,7 @@ class Outcome(str, Enum):
     SAME = "about the same"  # within the margin either side of the bound
     UNRESOLVED = "not decided"  # none of these
     TOO_FEW = "too few instructions"  # fewer than MIN_VERDICT_SAMPLES in some dataset behind it
+    DISAGREE = "the datasets disagree"  # a family's datasets decided larger and smaller
 
     def __str__(self) -> str:
         return self.value
@@ -143,7 +153,9 @@ class Outcome(str, Enum):
 
     @property
     def decided(self) -> bool:
-        return self in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
+        """Whether the interval (a family's datasets) says something: larger, smaller, about the same,
+        or the datasets disagree."""
+        return self in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME, Outcome.DISAGREE)
 
 
 # The outcome a part's claim needs, by its side.
@@ -161,7 +173,11 @@ class Part:
     ``group``, the heading a reader sees it under; ``margin``, for a part "above" or "below" its
     bound, the distance from it within which its outcome is "about the same" (None: it has none);
     ``paper``, a part on the paper's mean nuclear norm beside the part of the same role and facet
-    (``beside``); ``opposite``, such a part whose sign differs from that of the part it accompanies.
+    (``beside``); ``opposite``, such a part whose sign differs from that of the part it accompanies;
+    ``equivalence``, a one-sided part that states an equivalence ("nearly the same", "no better"),
+    decided over a family as a "within" part is (``each_dataset``); ``per_dataset``, a family's
+    part only: each dataset's own part (name, part) of those it pools, whose outcomes decide it with
+    the mean (``family_outcome``).
     """
 
     name: str
@@ -176,6 +192,8 @@ class Part:
     margin: float | None = None
     paper: bool = False
     opposite: bool = False
+    equivalence: bool = False
+    per_dataset: tuple[tuple[str, Part], ...] = ()
 
     def __post_init__(self) -> None:
         if self.side not in SIDES:
@@ -198,10 +216,30 @@ class Part:
         low, high = self.interval()
         return self.unit.shown(self.value), self.unit.shown(low), self.unit.shown(high)
 
+    @property
+    def each_dataset(self) -> bool:
+        """Whether a family decides this part only where each of its datasets is decided alike (an
+        intersection-union rule): an "about the same" or "within" claim, i.e. a part "within" its
+        bound, one with a ``margin`` (a step read as a mechanism) or an ``equivalence``."""
+        return self.side == "within" or self.margin is not None or self.equivalence
+
+    @property
+    def datasets(self) -> tuple[str, ...]:
+        """The datasets a family's part pools (empty for a dataset's own part)."""
+        return tuple(d for d, _ in self.per_dataset)
+
     def outcome_at(self, level: float = LEVEL) -> Outcome:
-        """What the part's interval at ``level`` says of its bound, whatever its instructions: a part
-        on a permutation test (an ``Estimate`` with a ``null``, G1) is "larger" when its one-sided
-        p-value lies below (1 - level) / 2 and "not decided" otherwise."""
+        """What the part's interval at ``level`` says of its bound, whatever its instructions; for a
+        family's part, with what its datasets' intervals say (``family_outcome``)."""
+        own = self.interval_outcome(level)
+        if not self.per_dataset:
+            return own
+        return family_outcome(own, [p.outcome_at(level) for _, p in self.per_dataset], every=self.each_dataset)
+
+    def interval_outcome(self, level: float = LEVEL) -> Outcome:
+        """What the part's own interval at ``level`` says of its bound: a part on a permutation test
+        (an ``Estimate`` with a ``null``, G1) is "larger" when its one-sided p-value lies below
+        (1 - level) / 2 and "not decided" otherwise."""
         if self.estimate is not None and self.estimate.null is not None:
             return Outcome.LARGER if self.estimate.p_value() < (1 - level) / 2 else Outcome.UNRESOLVED
         low, high = self.interval(level)
@@ -230,8 +268,18 @@ class Part:
         return self.outcome_at(level) is CLAIMED[self.side]
 
     def contradicts(self, level: float = LEVEL) -> bool:
+        """Whether the interval at ``level`` lies on the other side of the claim's bound. A family's
+        part decided dataset by dataset (``each_dataset``) does where one of its datasets does, at
+        ``level`` widened for the number of datasets (Bonferroni); any other family's part where its
+        mean does and no dataset lies on the claim's side."""
         if self.estimate is not None and self.estimate.null is not None:
             return False  # a permutation test of "no information" cannot show the claim false
+        if self.per_dataset:
+            if self.each_dataset:
+                widened = 1 - (1 - level) / len(self.per_dataset)
+                return any(p.contradicts(widened) for _, p in self.per_dataset)
+            if any(p.supports() for _, p in self.per_dataset):
+                return False
         low, high = self.interval(level)
         if self.side == "within":
             return bool(low > self.bound or high < -self.bound)
@@ -245,6 +293,21 @@ class Part:
     def n_smallest(self) -> int:
         """Instructions of the part's smallest dataset."""
         return 0 if self.estimate is None else self.estimate.n_smallest
+
+
+def family_outcome(mean: Outcome, each: Sequence[Outcome], *, every: bool) -> Outcome:
+    """A family's outcome from its mean's (``mean``) and its datasets' (``each``): "the datasets
+    disagree" where one dataset is decided larger and another smaller; else, where ``every``
+    dataset must agree (an "about the same" or "within" claim: ``Part.each_dataset``), the
+    datasets' common outcome where all are decided alike and "not decided" otherwise (an
+    intersection-union rule: the family's claim is wrong no more often than one dataset's); else
+    the mean's, unless a dataset is decided against it ("not decided")."""
+    if Outcome.LARGER in each and Outcome.SMALLER in each:
+        return Outcome.DISAGREE
+    if every:
+        return each[0] if each and each[0].decided and all(o is each[0] for o in each) else Outcome.UNRESOLVED
+    against = {Outcome.LARGER: Outcome.SMALLER, Outcome.SMALLER: Outcome.LARGER}.get(mean)
+    return Outcome.UNRESOLVED if against is not None and against in each else mean
 
 
 def above_zero(
@@ -278,17 +341,19 @@ def _widened(level: float, parts: Sequence[Part]) -> float:
 
 def decide(parts: Sequence[Part], level: float = LEVEL) -> Verdict:
     """The verdict of a claim made of ``parts`` (see the module docstring); parts that do not
-    decide are left out."""
+    decide are left out. A part whose datasets disagree is not read as showing the claim false: the
+    finding says the datasets disagree, unless another part shows it false."""
     parts = [p for p in parts if p.decides]
     if not parts or any(p.estimate is None for p in parts):
         return UNRESOLVED
     if min(p.n_smallest for p in parts) < MIN_VERDICT_SAMPLES:
         return TOO_FEW
-    if all((p.outcome if level == LEVEL else p.outcome_at(level)) is CLAIMED[p.side] for p in parts):
+    outcomes = [p.outcome if level == LEVEL else p.outcome_at(level) for p in parts]
+    if all(o is CLAIMED[p.side] for p, o in zip(parts, outcomes)):
         return HOLDS
-    if any(p.contradicts(_widened(level, parts)) for p in parts):
+    if any(o is not Outcome.DISAGREE and p.contradicts(_widened(level, parts)) for p, o in zip(parts, outcomes)):
         return FAILS
-    return UNRESOLVED
+    return DISAGREE if Outcome.DISAGREE in outcomes else UNRESOLVED
 
 
 POWER = 0.8
@@ -309,6 +374,14 @@ def instructions_for_power(
     estimate = part.estimate
     if estimate is None or not part.decides or estimate.null is not None:
         return None
+    if part.per_dataset and part.each_dataset:  # every dataset must get there: the largest of theirs
+        sizes = [
+            instructions_for_power(replace(p, decides=True), power, level, assumed)
+            for _, p in part.per_dataset
+            if not p.supports(level)
+        ]
+        known = [n for n in sizes if n is not None]
+        return max(known) if known and len(known) == len(sizes) else None
     se, n = estimate.standard_error(), estimate.n_smallest
     if not (np.isfinite(se) and n >= 2):
         return None
@@ -365,6 +438,7 @@ class NoteKind(Enum):
     LOSS_MATCHED = "the check decided on the pairs matched on the loss"
     EXTRAPOLATION = "the datasets where a fit extrapolates"
     BASE_MODEL = "the base model an instruct model is compared with"
+    FAMILY_DATASETS = "the datasets a family pools, where one does not decide alone or one is left out"
 
 
 @dataclass(frozen=True)
@@ -412,15 +486,20 @@ class Finding:
         """The part whose size a cell prints, the one that decided its verdict: the headline part
         (else the first deciding part) where the claim holds or the samples are too few; the part on
         the wrong side where it does not hold (the headline among them first); the part not yet on
-        its side where it is not resolved (the headline among them first). None where it does not apply."""
+        its side where it is not resolved, and the part whose datasets disagree where they do (the
+        headline among them first). None where it does not apply."""
         deciding = self.deciding
         if self.not_applicable is not None or not deciding:
             return None
         first = self.part(headline) if headline is not None else None
         first = first if first is not None and first.decides else deciding[0]
         verdict = self.verdict
-        if verdict is FAILS:
-            wrong = [p for p in deciding if p.contradicts(_widened(LEVEL, deciding))]
+        if verdict is DISAGREE:
+            wrong = [p for p in deciding if p.outcome is Outcome.DISAGREE]
+        elif verdict is FAILS:
+            wrong = [
+                p for p in deciding if p.outcome is not Outcome.DISAGREE and p.contradicts(_widened(LEVEL, deciding))
+            ]
         elif verdict is UNRESOLVED:
             wrong = [p for p in deciding if not p.supports()]
         else:

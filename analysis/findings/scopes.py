@@ -52,6 +52,7 @@ WIKI_FILES: Scope = "Wiki files"
 PER_TRAINING_RUN: Scope = "per training run"  # one base model's fine-tuning runs, per arm trained on
 
 SUMMARY_CHAPTERS = ("intro", "summary")  # the pages that show every check
+LACKS_CONDITION = "a condition the check reads is not stored"  # why a dataset has no parts, where nothing else says
 
 
 @dataclass
@@ -297,19 +298,20 @@ class PerModelCheck(Check):
             by_dataset: dict[str, list[Part]] = {}
             computed: list[DatasetContext] = []
             unknown: dict[str, NotApplicable] = {}
+            absent: dict[str, str] = {}
             for dataset in reasoning_datasets(cd):
                 context = inputs.context(cd, dataset)
                 parts = self.parts(context)
                 if parts is not None:
                     by_dataset[dataset] = parts
                     computed.append(context)
-                elif self.unknown is not None:
-                    reason = self.unknown(context)
-                    unknown.update({dataset: reason} if reason is not None else {})
+                    continue
+                reason = self.unknown(context) if self.unknown is not None else None
+                unknown.update({dataset: reason} if reason is not None else {})
+                absent[dataset] = reason.reason if reason is not None else LACKS_CONDITION
             note = self.note(computed) if self.note else None
-            out += family_findings(
-                self.id, model, by_dataset, note=note, how=Pooling(self.after_pooling, self.adjust, self.gate)
-            )
+            how = Pooling(self.after_pooling, self.adjust, self.gate)
+            out += family_findings(self.id, model, by_dataset, note=note, how=how, absent=absent)
             out += _unknown_findings(self.id, model, unknown, by_dataset)
         return out
 
@@ -341,13 +343,16 @@ class PairCheck(Check):
         for instruct, base in inputs.pairs.items():
             if instruct not in inputs.draws or base not in inputs.draws:
                 continue
-            by_dataset = {}
+            by_dataset, absent = {}, {}
             for dataset in reasoning_datasets(inputs.draws[instruct]):
                 parts = self.parts(inputs.draws[instruct], inputs.draws[base], dataset)
                 if parts is not None:
                     by_dataset[dataset] = parts
+                else:
+                    absent[dataset] = LACKS_CONDITION
             base_note = Note(NoteKind.BASE_MODEL, f"base: {base}", (base,))
-            found = family_findings(self.id, instruct, by_dataset, note=base_note, how=Pooling(adjust=self.adjust))
+            how = Pooling(adjust=self.adjust)
+            found = family_findings(self.id, instruct, by_dataset, note=base_note, how=how, absent=absent)
             if not is_own_base(instruct, base, inputs.declared):
                 reason = not_applicable_reason(instruct, base)
                 found = [replace(f, not_applicable=reason) for f in found]

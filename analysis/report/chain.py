@@ -46,6 +46,7 @@ COLUMNS = [
     "instructions",
     "outcome",
     "decided",
+    "datasets",
     "note",
 ]
 EXTRACT = "python -m analysis extract"
@@ -90,7 +91,8 @@ def _opposite(part: Part, finding: Finding, findings: Sequence[Finding]) -> str:
 def table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
     """One line per model, scope, norm and line of the chain (the total, each step, what stands
     beside), in the findings' order: its estimate and interval in mean log norm, its instructions, its
-    outcome and whether that is decided, and where a family's datasets lie on opposite sides of 0."""
+    outcome and whether that is decided, the datasets behind it, and where a family's datasets lie on
+    opposite sides of 0."""
     chain = _chain(check)
     lines = []
     for finding in (f for f in findings if f.check == check.id and f.not_applicable is None):
@@ -113,6 +115,7 @@ def table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
                         "instructions": part.n,
                         "outcome": part.outcome.value,
                         "decided": part.outcome.decided,
+                        "datasets": ", ".join(part.datasets or (finding.scope,)),
                         "note": _opposite(part, finding, findings),
                     }
                 )
@@ -176,6 +179,16 @@ def _datasets(frame: pd.DataFrame, model: str, scope: str) -> list[str]:
         return [scope]
     mine = frame[(frame["model"] == model) & ~frame["pooled"]]
     return [d for d in dict.fromkeys(mine["scope"]) if d in vocabulary.FAMILY_DATASETS[scope]]
+
+
+def _scope_label(frame: pd.DataFrame, model: str, scope: str) -> str:
+    """A scope as the chain's tables and sentences name it: a family by its name, unless its lines
+    hold one dataset only ("aqua only (math reasoning)"); a dataset by its own."""
+    held = frame.loc[(frame["model"] == model) & (frame["scope"] == scope), "datasets"]
+    names = {d for line in held for d in str(line).split(", ") if d}
+    if scope in vocabulary.FAMILY_DATASETS and len(names) == 1:
+        return f"{names.pop()} only ({vocabulary.scope_label(scope)})"
+    return vocabulary.scope_label(scope)
 
 
 def panel_title(frame: pd.DataFrame, model: str, scope: str, total: str) -> str:
@@ -268,14 +281,16 @@ def _stand_ins(models: Sequence[str]) -> str:
     )
 
 
-def _apart(frame: pd.DataFrame, model: str, scope: str, step: str) -> str:
+def _apart(frame: pd.DataFrame, model: str, scope: str, step: str, *, outcome: Outcome) -> str:
     """ " (its datasets disagree: aqua x0.71, gsm8k x5.5)" where a family's datasets lie on opposite
-    sides of no change in ``step``, as ratios ("" where they do not)."""
+    sides of no change in ``step``, as ratios ("point opposite ways" where they are not decided so:
+    ``outcome``, the family's; "" where they do not)."""
     mine = frame[(frame["model"] == model) & (frame["step"] == step)].set_index("scope")["estimate"]
     values = {d: mine[d] for d in _datasets(frame, model, scope) if d in mine.index and math.isfinite(mine[d])}
     if len(values) < 2 or not (min(values.values()) < 0 < max(values.values())):
         return ""
-    return " (its datasets disagree: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
+    said = "disagree" if outcome is Outcome.DISAGREE else "point opposite ways"
+    return f" (its datasets {said}: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
 
 
 def _by_share(check: Check, share: pd.Series) -> list:
@@ -325,12 +340,12 @@ def in_words(frame: pd.DataFrame, check: Check) -> list[str]:
     )
     decisive = check.headline
     step = chain.step(decisive) if decisive is not None else chain.steps[0]
-    words = dict(chain.outcome_words)
+    words = {Outcome.DISAGREE: "goes opposite ways in different datasets", **dict(chain.outcome_words)}
     ways: dict[Outcome, list[str]] = {}
     for model, scope in panels:
         outcome = Outcome(shown.loc[(model, scope, step.name), "outcome"])
         ways.setdefault(outcome, []).append(
-            f"{model} on {vocabulary.scope_label(scope)}{_apart(frame, model, scope, step.name)}"
+            f"{model} on {_scope_label(frame, model, scope)}{_apart(frame, model, scope, step.name, outcome=outcome)}"
         )
     decided = sorted(ways, key=lambda o: not o.decided)  # the decided panels first
     third = f"{chain.lead} " + "; ".join(f"{words.get(o, 'is not decided')} for {_listed(ways[o])}" for o in decided)
@@ -350,7 +365,7 @@ def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
     lines = []
     for (model, scope), rows in frame.groupby(["model", "scope"], sort=False):
         by_step = rows.set_index("step")
-        line = {"model": model, "scope": vocabulary.scope_label(str(scope))}
+        line = {"model": model, "scope": _scope_label(frame, str(model), str(scope))}
         for name in shown:
             if name in by_step.index:
                 row = by_step.loc[name]

@@ -12,7 +12,7 @@ import pandas as pd
 
 from analysis.checks import SUMMARY_CHAPTERS, Check, selected
 from analysis.core import vocabulary
-from analysis.findings.rules import Finding
+from analysis.findings.rules import DISAGREE, Finding
 from analysis.findings.scopes import Section
 from analysis.report import cells, voice
 from analysis.report.blocks import Blocks, Markdown, Table, fold
@@ -38,6 +38,8 @@ def clause(finding: Finding, check: Check) -> str:
         return section.cell(finding, voice.sized)
     part = finding.part(check.headline) if check.headline is not None else finding.decided_by()
     size = voice.sized(part) if part is not None and part.estimate is not None else "not computed"
+    apart = voice.dataset_sizes(part) if finding.verdict is DISAGREE and part is not None else ""
+    size += f" ({apart})" if apart else ""
     words = check.words.of(finding.verdict) if check.words is not None else ""
     return f"{scope}: {size} ({check.id} **{finding.verdict}**" + (f": {words})" if words else ")")
 

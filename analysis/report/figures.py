@@ -14,9 +14,12 @@ from analysis.core import vocabulary
 from analysis.findings.bootstrap import CurveDraws
 from analysis.findings.intervals import t_band
 from analysis.findings.pooling import scope_rank
-from analysis.findings.rules import Finding, Role
+from analysis.findings.rules import DISAGREE, Finding, NoteKind, Role
 from analysis.report import cells, plots, voice
 from analysis.report.load import figure_note
+
+# Where a pooled cell's datasets' values lie on opposite sides of its bound, none decided apart.
+OPPOSITE_WAYS = "its datasets point opposite ways"
 
 
 def curves_and_bands(draws: dict[str, CurveDraws]) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -218,26 +221,37 @@ def verdict_cells(findings: Sequence[Finding], registry: Registry = REGISTRY) ->
 
 def cell_text(finding: Finding, registry: Registry = REGISTRY) -> str:
     """A cell's text: "n/a" where the check does not apply; else the size of the part that decided
-    its colour (``cells.printed``; its n where that part has no value); "±" after it where the paper's
-    mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the other below)."""
+    its colour (``cells.printed``; its n where that part has no value; where a family's datasets
+    disagree, the sizes of the datasets at its two ends, ``voice.opposite_ends``); "±" after it where
+    the paper's mean nuclear norm and the geometric mean point opposite ways (one ratio above 1, the
+    other below)."""
     if finding.not_applicable is not None:
         return "n/a"
     part = cells.printed(finding, registry)
-    text = voice.sized(part, interval=False) if part is not None and np.isfinite(part.value) else f"n={finding.n}"
+    if part is not None and finding.verdict is DISAGREE:
+        text = voice.opposite_ends(part)
+    elif part is not None and np.isfinite(part.value):
+        text = voice.sized(part, interval=False)
+    else:
+        text = f"n={finding.n}"
     return text + ("±" if any(p.opposite for p in finding.parts) else "")
 
 
 def cell_title(finding: Finding, findings: Sequence[Finding] = (), registry: Registry = REGISTRY) -> str:
     """A cell's hover text: its check, scope and verdict; each deciding part in the claim's words with
-    its own verdict, size and interval; the parts shown beside it; where the datasets of a pooled cell
-    lie on opposite sides, each one's size; and n. Where the check does not apply, why."""
+    its own verdict, size and interval (where a family's datasets disagree on it, each one's size,
+    interval and outcome); the parts shown beside it; where the datasets of a pooled cell lie on
+    opposite sides undecided, each one's size; its notes on the family's datasets; and n. Where the
+    check does not apply, why."""
     pieces = [f"{finding.check}, {voice.scope(finding.scope, True)}: {finding.verdict}"]
     if finding.not_applicable is not None:
         return "; ".join([*pieces, voice.explained(finding.not_applicable), f"n = {finding.n}"])
     check = get(finding.check, registry)
     for part in finding.deciding:
         words = check.part_words(part.role) or voice.part_label(part)
-        pieces.append(f"{words}: {cells.part_verdict(part, finding)}, {voice.sized(part)}")
+        verdict = cells.part_verdict(part, finding)
+        each = f" ({voice.dataset_sizes(part, interval=True)})" if verdict is DISAGREE else ""
+        pieces.append(f"{words}: {verdict}, {voice.sized(part)}{each}")
     beside = [
         f"{voice.part_label(p)} {voice.sized(p)}" for p in finding.parts if not p.decides and p.estimate is not None
     ]
@@ -247,9 +261,11 @@ def cell_title(finding: Finding, findings: Sequence[Finding] = (), registry: Reg
     if split:
         times = voice.reads_as_times([p.shown()[0] for _, p in split])  # the datasets' sizes in one style
         pieces.append(
-            "its datasets disagree: "
-            + ", ".join(f"{d} {voice.sized(p, interval=False, times=times)}" for d, p in split)
+            f"{OPPOSITE_WAYS}: " + ", ".join(f"{d} {voice.sized(p, interval=False, times=times)}" for d, p in split)
         )
+    family = finding.note(NoteKind.FAMILY_DATASETS)
+    if family is not None:
+        pieces.append(family.text)
     pieces.append(f"n = {finding.n}")
     if any(p.opposite for p in finding.parts):
         pieces.append(

@@ -24,12 +24,15 @@ STAT_LABELS = vocabulary.STAT_LABELS
 VERDICT_COLOURS: dict[Verdict, str] = {
     Verdict.HOLDS: "#4daf4a",
     Verdict.FAILS: "#e41a1c",
+    Verdict.DISAGREE: "#984ea3",  # purple: a finding, unlike grey, and no claim shown false, unlike red
     Verdict.UNRESOLVED: "#bdbdbd",
     Verdict.TOO_FEW: "#fdd49e",
     Verdict.NOT_APPLICABLE: "#ffffff",  # white with a hatch and a dash: the check does not apply
 }
 # verdicts drawn with a mark as well as a colour, so that they are not read as "not resolved"
 VERDICT_HATCHES: dict[Verdict, str] = {Verdict.NOT_APPLICABLE: "////"}
+# verdicts in the legend only where some cell has them (the others always are)
+LEGEND_WHERE_SHOWN = (Verdict.NOT_APPLICABLE, Verdict.DISAGREE)
 
 
 # The book's text column in inches at the 100 dpi the figures are drawn at (676 px inside the
@@ -279,8 +282,8 @@ def verdict_matrix(
 
 
 def _verdict_legend(fig: Figure, verdicts: set[Verdict]) -> None:
-    """The colours of the verdicts over the panels (a hatched one only where some cell has it)."""
-    shown = [v for v in VERDICT_COLOURS if v in verdicts or v not in VERDICT_HATCHES]
+    """The colours of the verdicts over the panels (``LEGEND_WHERE_SHOWN`` only where some cell has it)."""
+    shown = [v for v in VERDICT_COLOURS if v in verdicts or v not in LEGEND_WHERE_SHOWN]
     handles = [
         plt.Rectangle(
             (0, 0),

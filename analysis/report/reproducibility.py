@@ -18,7 +18,7 @@ from analysis.checks import Check, rule_tables
 from analysis.core.cache import commit_tables, simulated_table
 from analysis.findings import calibration, power_tested
 from analysis.findings.calibration import scenarios
-from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding
+from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding, Outcome
 from analysis.report import chain, coverage, gpu_check, provenance, voice
 from analysis.report.blocks import Blocks, Markdown, Table
 from analysis.report.load import figure_note, origin_note
@@ -144,7 +144,7 @@ RULE_RATES: tuple[Callable[..., pd.DataFrame], ...] = (
     calibration.share_table,
     calibration.power_table,
 )
-SIMULATED_TABLES = (*RULE_RATES, scenarios.miss_table, rule_tables.false_holds_by_skew)
+SIMULATED_TABLES = (*RULE_RATES, scenarios.miss_table, rule_tables.false_holds_by_skew, rule_tables.family_table)
 
 
 def _simulated(table: Callable[..., pd.DataFrame], seed: int) -> Table:
@@ -169,6 +169,11 @@ def commit_simulated_tables(*, seed: int = 0) -> list[Path]:
     """Every simulated table of the page at its runs and ``seed``, written into the repository
     (``cache.commit_tables``: ``make simulated-tables``)."""
     return commit_tables(SIMULATED_TABLES, reps=CALIBRATION_REPS, seed=seed)
+
+
+def family_rates(r: Reproducibility) -> Blocks:
+    """The family rules' error rates where a family's datasets differ (``calibration.family_table``)."""
+    return [_simulated(rule_tables.family_table, r.seed)]
 
 
 def packages(r: Reproducibility) -> Blocks:
@@ -233,7 +238,8 @@ def resolution_text(
     check: Check | None = None,
 ) -> str:
     """ "Of the 60 cells tested (...), 40 are resolved (67%): ...; the split decides 14 of its 16
-    family steps." Tested: a check applicable, every dataset with enough instructions. ``families``:
+    family steps." Tested: a check applicable, every dataset with enough instructions; resolved: any
+    verdict but "not resolved", the cells and steps whose datasets disagree counted apart. ``families``:
     the family steps of the chain ``check`` (``family_steps``). Where the profile declares ``goals``,
     whether each is met."""
     tested = [f for f in findings if f.verdict in DECIDED]
@@ -246,11 +252,14 @@ def resolution_text(
         f"are resolved ({len(resolved) / len(tested):.0%}): {voice.verdict_counts(f.verdict for f in tested)}."
     )
     if not families.empty and check is not None and check.chain is not None:
+        apart = int((families["outcome"] == Outcome.DISAGREE.value).sum()) if "outcome" in families else 0
         text += (
             f" The split of {check.chain.total_name} into {voice.number(len(check.chain.steps))} steps decides "
             f"{int(families['decided'].sum())} of its "
-            f"{len(families)} family steps (an interval that clears 0, or lies within {SAME_MARGIN_PERCENT} of no "
-            "change)."
+            f"{len(families)} family steps (every dataset's interval clears 0 the same way, or lies within "
+            f"{SAME_MARGIN_PERCENT} of no change"
+            + (f"; {apart} of them as datasets decided in opposite directions" if apart else "")
+            + ")."
         )
     if goals is not None:
         undecided = len(families) - int(families["decided"].sum())

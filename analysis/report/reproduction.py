@@ -14,7 +14,7 @@ import pandas as pd
 
 from analysis.checks import REGISTRY, Registry, get
 from analysis.core import registry as models_registry
-from analysis.findings.rules import FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Finding
+from analysis.findings.rules import DISAGREE, FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Finding
 from analysis.report import cells, voice
 from analysis.report.load import offline_models
 
@@ -68,7 +68,7 @@ def verdict_phrase(check_id: str, found: Sequence[Finding], registry: Registry =
     instructions per dataset would decide)"."""
     total = len(found)
     pieces: list[str] = []
-    for verdict in (HOLDS, FAILS, UNRESOLVED, TOO_FEW):
+    for verdict in (HOLDS, FAILS, DISAGREE, UNRESOLVED, TOO_FEW):
         group = [f for f in found if f.verdict is verdict]
         if not group:
             continue
@@ -80,7 +80,10 @@ def verdict_phrase(check_id: str, found: Sequence[Finding], registry: Registry =
             many = "both cells" if total == 2 else f"all {total} cells"
         else:
             many = f"{len(group)} of {total}"
-        details = [d for d in (_sizes(check_id, group, interval=verdict is UNRESOLVED, registry=registry),) if d]
+        if verdict is DISAGREE:  # each cell's datasets, at the ends of a range they would not mean
+            details = [f"{f.model} {voice.scope(f.scope, False)}: {cells.apart(f, registry)}" for f in group]
+        else:
+            details = [d for d in (_sizes(check_id, group, interval=verdict is UNRESOLVED, registry=registry),) if d]
         needed = _instructions_needed(group) if verdict is UNRESOLVED else ""
         if needed:
             details.append(f"{needed} instructions per dataset would decide")
@@ -89,8 +92,9 @@ def verdict_phrase(check_id: str, found: Sequence[Finding], registry: Registry =
 
 
 def split_sentence(found: Sequence[Finding], every: Sequence[Finding], registry: Registry = REGISTRY) -> str:
-    """The pooled cells among ``found`` whose datasets lie on opposite sides (``cells.disagreeing``):
-    "its datasets disagree in SmolLM2 math reasoning (gsm8k x5.54, aqua x0.71)"; "" where none do."""
+    """The pooled cells among ``found`` whose datasets' values lie on opposite sides, none decided
+    apart (``cells.disagreeing``): "its datasets point opposite ways in SmolLM2 math reasoning (gsm8k
+    x5.54, aqua x0.71)"; "" where none do."""
     pieces = []
     for finding in found:
         split = cells.disagreeing(finding, every, registry)
@@ -98,7 +102,7 @@ def split_sentence(found: Sequence[Finding], every: Sequence[Finding], registry:
             times = voice.reads_as_times([p.shown()[0] for _, p in split])  # the datasets' sizes in one style
             sizes = ", ".join(f"{d} {voice.sized(p, interval=False, times=times)}" for d, p in split)
             pieces.append(f"{finding.model} {voice.scope(finding.scope, False)} ({sizes})")
-    return f"its datasets disagree in {'; '.join(pieces)}" if pieces else ""
+    return f"its datasets point opposite ways in {'; '.join(pieces)}" if pieces else ""
 
 
 def claim_sentence(

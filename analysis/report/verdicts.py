@@ -10,7 +10,18 @@ import pandas as pd
 
 from analysis.checks import REGISTRY, Registry, all_ids, get
 from analysis.findings.bootstrap import MIN_VERDICT_SAMPLES
-from analysis.findings.rules import DECIDED, FAILS, HOLDS, NOT_APPLICABLE, POWER, TOO_FEW, UNRESOLVED, Finding, Why
+from analysis.findings.rules import (
+    DECIDED,
+    DISAGREE,
+    FAILS,
+    HOLDS,
+    NOT_APPLICABLE,
+    POWER,
+    TOO_FEW,
+    UNRESOLVED,
+    Finding,
+    Why,
+)
 from analysis.findings.stated_rates import check_rate
 from analysis.report import cells, voice
 
@@ -80,7 +91,7 @@ def _checks_in_words(findings: Sequence[Finding], registry: Registry) -> str:
             said = "not computed" if why is not None and why.why is Why.NOT_STORED else NOT_APPLICABLE
             sentences.append(f"**{check}** {said}: {voice.explained(why)}." if why else f"**{check}** {said}.")
             continue
-        head = "; ".join(f"{f.verdict} for {voice.scope(f.scope, True)} (n = {f.n})" for f in part if f.pooled)
+        head = "; ".join(_pooled_clause(f, registry) for f in part if f.pooled)
         single = [f for f in part if not f.pooled]
         detail = ""
         if single:
@@ -90,6 +101,13 @@ def _checks_in_words(findings: Sequence[Finding], registry: Registry) -> str:
                 detail += " (" + ", ".join(f"{f.scope}: {f.verdict}" for f in decided) + ")"
         sentences.append(f"**{check}** {head}{detail}.")
     return " ".join(sentences)
+
+
+def _pooled_clause(finding: Finding, registry: Registry) -> str:
+    """ "holds for math reasoning (pooled) (n = 24)"; where its datasets disagree, each one's size
+    before n."""
+    apart = cells.apart(finding, registry)
+    return f"{finding.verdict} for {voice.scope(finding.scope, True)} ({f'{apart}; ' if apart else ''}n = {finding.n})"
 
 
 def findings_frame(findings: Sequence[Finding], *, pooled_only: bool = False) -> pd.DataFrame:
@@ -207,7 +225,9 @@ def matrix_note(
         "every deciding part with its 95% interval and n; the table below gives n for every cell. Verdicts need "
         f"at least {MIN_VERDICT_SAMPLES} instructions in every dataset behind a part. A hatched cell (n/a): the "
         "check does not apply here (to these models, or where its precondition is not established), or cannot "
-        "be computed (a statistic it reads is not stored); its hover text says why. A number followed by ±: the "
+        "be computed (a statistic it reads is not stored); its hover text says why. A purple cell (the datasets "
+        "disagree): a family whose datasets are decided in opposite directions, with the sizes of the two ends; "
+        "its hover text gives each dataset's. A number followed by ±: the "
         "paper's mean nuclear norm and the geometric mean (which decides) point opposite ways (one ratio above 1, the other below) in some part of the "
         f"cell. {false_holds_note(findings, registry=registry)}"
     )
@@ -270,10 +290,13 @@ def plain_summary(findings: Sequence[Finding], registry: Registry = REGISTRY) ->
         return found
 
     holds, fails, open_ = counts((HOLDS,)), counts((FAILS,)), counts((UNRESOLVED, TOO_FEW))
+    apart = counts((DISAGREE,))
     sentences = [
         f"{where}, these claims hold: {_counted(holds)}." if holds else f"{where}, no claim holds in any cell."
     ]
-    sentences.append(f"These do not hold: {_counted(fails)}." if fails else "No claim is contradicted.")
+    second = f"These do not hold: {_counted(fails)}" if fails else "No claim is contradicted"
+    second += f"; the datasets disagree (decided in opposite directions) on {_counted(apart)}" if apart else ""
+    sentences.append(second + ".")
     reasons = {c: [f.not_applicable for f in cells.of_check(shown, c)] for c in order}
     inapplicable = [c for c in order if all(r is not None for r in reasons[c])]
     unknown = [c for c in inapplicable if all(r.why is Why.NOT_STORED for r in reasons[c] if r is not None)]

@@ -14,12 +14,13 @@ from collections.abc import Iterable, Sequence
 
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt
-from analysis.findings.rules import Finding, NotApplicable, Part, Unit, Verdict
+from analysis.findings.rules import Finding, NotApplicable, Outcome, Part, Unit, Verdict
 
 LARGEST_SIZE_SHOWN = 1000  # instructions beyond which "would decide" reads "over 1000"
 PAPER_QUANTITY = "paper's mean nuclear norm: "  # a part on the paper's quantity is named with this first
 OPPOSITE_SIGN = " (opposite sign to the geometric mean)"
 POOLED = " (pooled)"
+DISAGREEING = "its datasets disagree"  # before each dataset's size where a family's datasets are decided apart
 
 
 def plural(n: int, word: str, words: str | None = None) -> str:
@@ -92,8 +93,30 @@ def sized_range(parts: Sequence[Part], *, interval: bool) -> str:
 
 def part_name(part: Part) -> str:
     """A part's name as a reader sees it: a part on the paper's quantity with ``PAPER_QUANTITY``
-    before its name and, where marked, ``OPPOSITE_SIGN`` after it."""
-    return part.name if not part.paper else PAPER_QUANTITY + part.name + (OPPOSITE_SIGN if part.opposite else "")
+    before its name and, where marked, ``OPPOSITE_SIGN`` after it; a family's part that holds one
+    dataset only with that dataset after it ("(aqua only)")."""
+    name = part.name if not part.paper else PAPER_QUANTITY + part.name + (OPPOSITE_SIGN if part.opposite else "")
+    return name + (f" ({part.datasets[0]} only)" if len(part.per_dataset) == 1 else "")
+
+
+def dataset_sizes(part: Part, *, interval: bool = False) -> str:
+    """A family's part dataset by dataset, every number in one style, each with its own outcome:
+    "aqua +33% larger, gsm8k x0.24 smaller" ("" for a dataset's own part)."""
+    ends = [v for _, p in part.per_dataset for v in (p.shown() if interval else p.shown()[:1])]
+    times = reads_as_times(ends)
+    return ", ".join(f"{d} {sized(p, interval=interval, times=times)} {p.outcome}" for d, p in part.per_dataset)
+
+
+def opposite_ends(part: Part) -> str:
+    """The sizes of a family's part whose datasets disagree, at its two ends: the largest of the
+    datasets decided larger and the smallest of those decided smaller, one line each ("+33%" above
+    "x0.24"), as a matrix cell prints them."""
+    decided = [p for _, p in part.per_dataset if p.outcome in (Outcome.LARGER, Outcome.SMALLER)]
+    larger = max((p for p in decided if p.outcome is Outcome.LARGER), key=lambda p: p.value, default=None)
+    smaller = min((p for p in decided if p.outcome is Outcome.SMALLER), key=lambda p: p.value, default=None)
+    ends = [p for p in (larger, smaller) if p is not None]
+    times = reads_as_times([p.shown()[0] for p in ends])
+    return "\n".join(sized(p, interval=False, times=times) for p in ends)
 
 
 def part_label(part: Part) -> str:
@@ -102,9 +125,13 @@ def part_label(part: Part) -> str:
 
 
 def part_text(part: Part) -> str:
-    """ "name est [low, high]" in the reader's units ("not computed" without an estimate)."""
+    """ "name est [low, high]" in the reader's units ("not computed" without an estimate), and where
+    a family's datasets disagree on it, each one's size and outcome."""
     name = part_name(part)
-    return f"{name}: not computed" if part.estimate is None else f"{name} {sized(part)}"
+    if part.estimate is None:
+        return f"{name}: not computed"
+    apart = f" ({DISAGREEING}: {dataset_sizes(part)})" if part.outcome is Outcome.DISAGREE else ""
+    return f"{name} {sized(part)}{apart}"
 
 
 def numbers(finding: Finding) -> str:
@@ -156,6 +183,8 @@ def verdict(value: Verdict | str) -> str:
 
 
 def verdict_counts(verdicts: Iterable[Verdict | str]) -> str:
-    """ "2 holds, 1 does not hold, ..." in the book's order of verdicts."""
+    """ "2 holds, 1 does not hold, 1 where the datasets disagree, ..." in the book's order of verdicts."""
     seen = [Verdict(v) for v in verdicts]
-    return ", ".join(f"{seen.count(v)} {v.value}" for v in Verdict if seen.count(v))
+    return ", ".join(
+        f"{seen.count(v)} {'where ' if v is Verdict.DISAGREE else ''}{v.value}" for v in Verdict if seen.count(v)
+    )

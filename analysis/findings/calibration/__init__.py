@@ -11,6 +11,8 @@ Modules:
   simulated run of each rule simulated there (``gap_holds``, ``gap_fails``, ...)
 - ``rule_rates``: the tables of error rates, coverage, skew, shares and power that the methods page quotes,
   and which checks each rule stands for (``checks_by_rule``)
+- ``family_rates``: the error rates of the family rules where a family's datasets differ (one with an
+  effect, one without; opposite; equal), beside those of the mean alone (``family_table``)
 - ``scenarios``: one-sided misses of the intervals under harder noise
 - ``ratio_sizes``: the sizes of per-layer log ratios: noise-corrected mean squares for "nearly the same" and
   F4
@@ -29,6 +31,7 @@ from analysis.findings.calibration.designs import (
     study_designs,
     true_roughness,
 )
+from analysis.findings.calibration.family_rates import family_table
 from analysis.findings.calibration.rule import (
     FAILS_RULES,
     RULES,
@@ -62,6 +65,7 @@ __all__ = [
     "false_fails",
     "false_holds",
     "false_holds_table",
+    "family_table",
     "planned_instructions",
     "power",
     "power_table",

@@ -5,8 +5,9 @@ Data are simulated as the study's are (instructions nested in datasets; every in
 under each setting, with correct and irrelevant responses; per-sample values log-normal, None CoT
 far noisier than Detailed CoT; pooled datasets with unequal spreads and counts) and passed through
 the functions the book uses: the quantities of ``quantities`` (``log_mean_curve``,
-``corrected_roughness``), the estimates, pooling and intervals of ``bootstrap`` and the verdict rule
-``rules.decide``. Every number the methods page quotes about error rates, coverage and power comes
+``corrected_roughness``), the estimates and intervals of ``bootstrap``, a family's parts pooled as
+the checks pool them (``family_part``: ``pooling.pool_parts``, each dataset's outcome deciding with
+the mean) and the verdict rule ``rules.decide``. Every number the methods page quotes about error rates, coverage and power comes
 from here (the tables are in ``calibration.rule_rates``), run by the tests and by the reproducibility page.
 
 The simulated quantities are named after the checks whose quantity they simulate:
@@ -36,8 +37,9 @@ import numpy as np
 from analysis.findings import check_parts, metrics, roles
 from analysis.findings.bootstrap import Estimate, pooled, resample_counts
 from analysis.findings.calibration import ratio_sizes
+from analysis.findings.pooling import pool_parts
 from analysis.findings.quantities import corrected_roughness, log_mean_curve
-from analysis.findings.rules import FAILS, HOLDS, SAME_MARGIN, Part, Verdict, decide
+from analysis.findings.rules import FAILS, HOLDS, SAME_MARGIN, Part, Side, Verdict, decide
 
 N_LAYERS = 18
 
@@ -104,8 +106,26 @@ def _pooled(per_dataset: Sequence[Estimate]) -> Estimate:
     return estimate
 
 
+def family_part(per_dataset: Sequence[Estimate], *, name: str, side: Side, bound: float, **fields) -> Part:
+    """A simulated deciding part as the book decides it: one dataset's own part, or a family's
+    pooled from its datasets' parts by ``pooling.pool_parts`` (the mean with each dataset's own
+    outcome, ``rules.family_outcome``); ``fields``: the part's other fields (``margin``,
+    ``equivalence``, ...)."""
+    parts = [
+        Part(name=name, estimate=e, side=side, bound=bound, role=roles.SIMULATED, decides=True, **fields)
+        for e in per_dataset
+    ]
+    return parts[0] if len(parts) == 1 else pool_parts({f"d{h}": [p] for h, p in enumerate(parts)})[0]
+
+
 def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estimate:
     """The pooled mean log difference (``quantities.log_mean_curve`` of each condition, paired)."""
+    return _pooled(_gap_estimates(rng, design, effect, n_resamples))
+
+
+def _gap_estimates(rng, design: Design, effect: float, n_resamples: int) -> list[Estimate]:
+    """Each dataset's mean log difference (``quantities.log_mean_curve`` of each condition, paired),
+    dataset ``h``'s true difference ``effect`` plus its offset."""
     per_dataset = []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
         fast, slow = _paired_logs(rng, n, fast_sd, slow_sd, design=design, effect=effect + design.offset(h))
@@ -113,7 +133,7 @@ def _gap_estimate(rng, design: Design, effect: float, n_resamples: int) -> Estim
         (value_f,), draws_f = log_mean_curve(np.exp(fast)[:, None], weights)
         (value_s,), draws_s = log_mean_curve(np.exp(slow)[:, None], weights)
         per_dataset.append(Estimate(value_f - value_s, draws_f[:, 0] - draws_s[:, 0], ((f"d{h}", n),)))
-    return _pooled(per_dataset)
+    return per_dataset
 
 
 def _true_curve(layers: np.ndarray, wiggle: float) -> np.ndarray:
@@ -125,6 +145,14 @@ def _rough_estimates(
 ) -> tuple[Estimate, Estimate]:
     """Pooled roughness difference (fast - slow), noise-corrected, and the paper's log MAD ratio
     of the mean curves, for log curves with true step sizes set by the two wiggles."""
+    corrected, paper = _rough_per_dataset(rng, design, wiggle_fast, wiggle_slow, n_resamples=n_resamples)
+    return _pooled(corrected), _pooled(paper)
+
+
+def _rough_per_dataset(
+    rng, design: Design, wiggle_fast: float, wiggle_slow: float, *, n_resamples: int
+) -> tuple[list[Estimate], list[Estimate]]:
+    """``_rough_estimates`` dataset by dataset."""
     layers = np.arange(N_LAYERS)
     corrected, paper = [], []
     for h, (n, fast_sd, slow_sd) in enumerate(zip(design.counts, design.fast_sd, design.slow_sd)):
@@ -143,7 +171,7 @@ def _rough_estimates(
                 (metrics.mean_absolute_difference(values.mean(axis=0)), metrics.mean_absolute_difference(means))
             )
         paper.append(Estimate(math.log(mads[0][0] / mads[1][0]), np.log(mads[0][1] / mads[1][1]), strata))
-    return _pooled(corrected), _pooled(paper)
+    return corrected, paper
 
 
 # F5's share at its boundary: the shorter and the longer response's true log curves of these wiggles,
@@ -223,34 +251,20 @@ def _says(part: Part, verdict: Verdict) -> bool:
     return decide([part]) == verdict
 
 
+def gap_part(rng: np.random.Generator, design: Design, effect: float, n_resamples: int) -> Part:
+    """The part "fast > slow" on a simulated gap of true log difference ``effect`` (plus each
+    dataset's offset), decided as the book decides it (``family_part``)."""
+    return family_part(_gap_estimates(rng, design, effect, n_resamples), name="gap", side="above", bound=0.0)
+
+
 def gap_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast > slow" with no true difference."""
-    return _says(
-        Part(
-            name="gap",
-            estimate=_gap_estimate(rng, design, 0.0, n_resamples),
-            side="above",
-            bound=0.0,
-            role=roles.SIMULATED,
-            decides=True,
-        ),
-        HOLDS,
-    )
+    return _says(gap_part(rng, design, 0.0, n_resamples), HOLDS)
 
 
 def gap_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast > slow" with a true log difference of 0.2."""
-    return _says(
-        Part(
-            name="gap",
-            estimate=_gap_estimate(rng, design, 0.2, n_resamples),
-            side="above",
-            bound=0.0,
-            role=roles.SIMULATED,
-            decides=True,
-        ),
-        FAILS,
-    )
+    return _says(gap_part(rng, design, 0.2, n_resamples), FAILS)
 
 
 def same_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
@@ -280,18 +294,14 @@ def not_better_fails(rng: np.random.Generator, design: Design, *, n_resamples: i
 
 def roughness_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast rougher" with equally smooth true curves (None noisier)."""
-    corrected, _paper = _rough_estimates(rng, design, 0.1, 0.1, n_resamples=n_resamples)
-    return _says(
-        Part(name="roughness", estimate=corrected, side="above", bound=0.0, role=roles.SIMULATED, decides=True), HOLDS
-    )
+    corrected, _paper = _rough_per_dataset(rng, design, 0.1, 0.1, n_resamples=n_resamples)
+    return _says(family_part(corrected, name="roughness", side="above", bound=0.0), HOLDS)
 
 
 def roughness_fails(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:
     """ "fast rougher" with the fast curve truly rougher (wiggle 0.2 against 0.1)."""
-    corrected, _paper = _rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)
-    return _says(
-        Part(name="roughness", estimate=corrected, side="above", bound=0.0, role=roles.SIMULATED, decides=True), FAILS
-    )
+    corrected, _paper = _rough_per_dataset(rng, design, 0.2, 0.1, n_resamples=n_resamples)
+    return _says(family_part(corrected, name="roughness", side="above", bound=0.0), FAILS)
 
 
 def share_holds(rng: np.random.Generator, design: Design, *, n_resamples: int, **_: object) -> bool:

@@ -81,7 +81,11 @@ def beyond_loss_holds(rng, design, *, noise: float, effect: float = 0.0) -> bool
         )
         for h, n in enumerate(design.counts)
     ]
-    parts = per_dataset[0] if len(per_dataset) == 1 else beyond_loss.after_pooling(pool_parts(per_dataset))
+    parts = (
+        per_dataset[0]
+        if len(per_dataset) == 1
+        else beyond_loss.after_pooling(pool_parts({f"d{h}": p for h, p in enumerate(per_dataset)}))
+    )
     parts, _ = beyond_loss.matched_decides(parts)
     return not beyond_loss.separated(parts) and decide(parts) == HOLDS
 

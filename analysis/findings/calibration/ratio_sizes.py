@@ -6,7 +6,8 @@ per-sample value is its instruction's level, the true per-layer log ratio (irrel
 noise half shared by a sample's layers and half its own at each layer, of the design's spread and
 skew (``log_noise``). The quantities are those of the book: ``quantities.corrected_mean_square``
 of the paired per-layer log ratios, its root (``quantities.root_mean_square``) for a size, pooled
-over datasets by ``bootstrap.pooled`` and decided by ``rules.decide``.
+over datasets as the checks pool them ("nearly the same" and "no better" in every dataset:
+``designs.family_part``) and decided by ``rules.decide``.
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from analysis.findings import roles
-from analysis.findings.bootstrap import Estimate, pooled, resample_counts
+from analysis.findings.bootstrap import Estimate, resample_counts
 from analysis.findings.quantities import corrected_mean_square, size_excess
 from analysis.findings.rules import SAME_MARGIN, Part
 
@@ -74,14 +74,11 @@ def mean_squares(
 def same_part(rng: np.random.Generator, design: Design, size: float, n_resamples: int, *, shape=CANCELLING) -> Part:
     """F3's None-CoT part on simulated noisy None-CoT responses whose true per-layer ratio has a
     root-mean-square ``size`` over layers (``shape``)."""
+    from analysis.findings.calibration.designs import family_part
+
     per_dataset = mean_squares(rng, design, (size,), (shape,), sds=design.fast_sd, n_resamples=n_resamples)
-    return Part(
-        name="same",
-        estimate=pooled([row[0] for row in per_dataset]),
-        side="below",
-        bound=SAME_MARGIN**2,
-        role=roles.SIMULATED,
-        decides=True,
+    return family_part(
+        [row[0] for row in per_dataset], name="same", side="below", bound=SAME_MARGIN**2, equivalence=True
     )
 
 
@@ -91,14 +88,10 @@ def not_better_part(
     """F4's part on simulated Detailed-CoT responses of an instruct and a base model whose true
     per-layer ratios have sizes ``instruct`` and ``base``: the instruct size's excess over the
     base's plus the margin (``quantities.size_excess``), per dataset, pooled, below 0."""
+    from analysis.findings.calibration.designs import family_part
+
     per_dataset = mean_squares(
         rng, design, (instruct, base), (shape, shape), sds=design.slow_sd, n_resamples=n_resamples
     )
-    return Part(
-        name="not better",
-        estimate=pooled([size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]),
-        side="below",
-        bound=0.0,
-        role=roles.SIMULATED,
-        decides=True,
-    )
+    excess = [size_excess(a, b, SAME_MARGIN) for a, b in per_dataset]
+    return family_part(excess, name="not better", side="below", bound=0.0, equivalence=True)

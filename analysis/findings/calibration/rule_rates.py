@@ -29,6 +29,7 @@ from analysis.findings.calibration.designs import (
     _rate,
     _rough_estimates,
     differing_designs,
+    gap_part,
     study_designs,
     true_roughness,
 )
@@ -275,22 +276,7 @@ def share_table(
 def power(design: Design, effect: float, *, reps: int = 1000, n_resamples: int = 400, seed: int = 0) -> float:
     """Share of "holds" for "fast > slow" (the rule ``rule.GAP``) at a true log difference ``effect``."""
     rng = np.random.default_rng(seed)
-    hits = sum(
-        decide(
-            [
-                Part(
-                    name="gap",
-                    estimate=_gap_estimate(rng, design, effect, n_resamples),
-                    side="above",
-                    bound=0.0,
-                    role=roles.SIMULATED,
-                    decides=True,
-                )
-            ]
-        )
-        == HOLDS
-        for _ in range(reps)
-    )
+    hits = sum(decide([gap_part(rng, design, effect, n_resamples)]) == HOLDS for _ in range(reps))
     return _rate(hits, reps)
 
 
