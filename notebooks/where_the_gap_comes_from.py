@@ -14,15 +14,16 @@
 # # Where the gap comes from
 #
 # Fast thinking's gradient (None CoT) is larger than slow thinking's (Detailed CoT): F1. On the
-# instructions that hold five conditions the study extracts, that gap splits exactly into four
+# instructions that hold six conditions the study extracts, that gap splits exactly into five
 # steps: **the phrase** (the bare answer against the same answer after "The final answer is "),
-# **the reasoning** (the same answer tokens after the Detailed CoT), **which tokens** (the answer's
-# tokens against as many tokens of the chain) and **how many tokens** (those few against all of
-# the chain's: averaging). The check S decides on the reasoning step, the paper's reading that
-# reasoning itself makes the gradient smaller; A3 and A5 are its controls (the answer's loss, a
-# context without the reasoning). The page then splits F1's and F3's gaps layer by layer into
-# averaging, token size, alignment and shape, and asks whether the curves carry information on
-# which response is irrelevant that the token losses lack (G1). The methods:
+# **the reasoning** (the same answer tokens after the Detailed CoT), **which tokens at equal loss**
+# (the answer's tokens against as many chain tokens whose loss matches theirs), **how surprising**
+# (those matched tokens against as many random chain tokens) and **how many tokens** (those few
+# against all of the chain's: averaging). The check S decides on the reasoning step, the paper's
+# reading that reasoning itself makes the gradient smaller; A3 and A5 are its controls (the
+# answer's loss, a context without the reasoning). The page then splits F1's and F3's gaps layer by
+# layer into averaging, token size, alignment and shape, and asks whether the curves carry
+# information on which response is irrelevant that the token losses lack (G1). The methods:
 # [where a gap comes from](../gap_methods.md); the rules: [the checks](../checks.md).
 
 # %% tags=["remove-cell"]
@@ -49,10 +50,10 @@ page = Page.open(
 show(sections.provenance(page))
 
 # %% [markdown]
-# ## F1's gap in four steps, per dataset
+# ## F1's gap in five steps, per dataset
 #
 # Each step is one condition's mean log norm less the next's, on the instructions that hold all
-# five, so the steps add up to F1's gap there; positive: the step makes fast thinking's gradient
+# six, so the steps add up to F1's gap there; positive: the step makes fast thinking's gradient
 # larger. A step is decided when its interval clears 0 (larger, smaller) or lies within 10% of no
 # change (about the same). In the Frobenius norm, what averaging alone predicts of the last step
 # stands beside it. A family's value is the mean over its datasets.

@@ -19,7 +19,7 @@ from analysis.cli import split_commands as split_command
 from analysis.cli.main import main
 from analysis.findings import gap_split, quantities
 from analysis.findings.bootstrap import all_curve_draws, pooled
-from analysis.report import chain
+from analysis.report import chain, voice
 
 ROOT = Path(__file__).resolve().parents[1]
 MODEL = "m"
@@ -270,11 +270,15 @@ def test_the_gap_chapter_shows_the_split_per_dataset_in_both_norms():
 
     rows = chain_rows(("aqua", "gsm8k"), n=10, sample_sd=0.1).assign(n_response_tokens=5)
     shown = chain.tables(DrawsPage(curves(rows)), CHECK)
-    assert [type(b) for b in shown] == [Markdown, Table, Fold]
+    assert [type(b) for b in shown] == [Markdown, Table, Markdown, Fold]
     nuclear = shown[1].table.set_index("scope")
     assert list(nuclear.index) == ["math reasoning", "aqua", "gsm8k"]
     assert nuclear.loc["gsm8k", "how many tokens"].endswith(" larger") and (nuclear["instructions"] > 0).all()
-    (frobenius,) = shown[2].blocks
+    # how many step intervals are printed, what chance alone would give, and Holm over the family steps
+    said = shown[2].text
+    assert said.startswith("These tables print 30 step intervals (per dataset and family, in two norms).")
+    assert "family steps called larger or smaller stay so" in said
+    (frobenius,) = shown[3].blocks
     assert gap_split.PREDICTED in frobenius.table.columns
     lacking = DrawsPage(curves(chain_rows()[lambda r: r["setting"] != "none"]))
     assert chain.tables(lacking, CHECK)[0].text.startswith("No dataset holds")
@@ -299,9 +303,14 @@ def test_each_step_s_line_on_its_scored_tokens_loss_gives_the_step_at_equal_loss
     assert intercept.value == pytest.approx(0.2, abs=0.05) and slope.value == pytest.approx(0.75, abs=0.05)
     low, high = intercept.interval()
     assert low < 0.2 < high
-    found = checks.run_checks(draws, [CHECK.id])[0]
+    every = checks.run_checks(draws, [CHECK.id])
+    found = every[0]
     shown = found.part(s_gap_split.LOSS_INTERCEPT, facet=(step.name,))
     assert shown is not None and shown.value == pytest.approx(intercept.value) and not shown.decides
+    # the chapter's table of the lines, and the step by design against the span's line by regression
+    lines = chain.loss_table(every, CHECK).set_index("step")
+    assert lines.loc[step.name, "at equal loss"] == voice.sized(shown)
+    assert chain.design_against_line(every, CHECK)[0] == 1  # one model and dataset cell holds both
     # the same losses on both sides for every instruction: no line to fit
     assert gap_split.loss_line(curves(chain_rows(n=12))[MODEL], "gsm8k", step) is None
 
@@ -312,3 +321,16 @@ def test_the_chain_shows_which_tokens_and_which_tokens_and_how_many_beside_the_s
     assert found[gap_split.WHICH_TOKENS.name].value == pytest.approx(which)
     together = which + found[gap_split.HOW_MANY.name].value
     assert found[gap_split.TOGETHER.name].value == pytest.approx(together)
+
+
+def test_the_deciding_run_s_goals_count_the_new_steps_intervals_and_means():
+    from analysis.profiles import ResolutionGoals
+    from analysis.report.reproducibility import goals_text
+
+    quiet = checks.run_checks(curves(chain_rows(("aqua", "gsm8k"), n=12, sample_sd=0.05)), [CHECK.id])
+    goals = ResolutionGoals(step_half_width=0.35, mean_half_width=0.15, design_inside=10 / 12)
+    said = goals_text(quiet, CHECK, goals)
+    assert "which tokens at equal loss and how surprising narrower than ±0.35 (4 of 4; met)" in said
+    assert "narrower than ±0.15 (2 of 2; met)" in said
+    noisy = checks.run_checks(curves(chain_rows(("aqua", "gsm8k"), n=5, sample_sd=1.0)), [CHECK.id])
+    assert "(0 of 4; not met)" in goals_text(noisy, CHECK, goals)

@@ -585,15 +585,14 @@ def test_the_reproducibility_page_counts_resolution_over_the_cells_tested():
         "the same way, or lies within 10% of no change; 1 of them as datasets decided in opposite directions)."
     )
     assert resolution_text([finding("F4", NOT_APPLICABLE)], pd.DataFrame(steps)).startswith("No cell was tested")
-    # a profile's goals, each said met or not
-    goals = ResolutionGoals(undecided_family_steps=1, resolved_share=0.8)
-    assert resolution_text(findings, pd.DataFrame(steps), goals=goals, check=check).endswith(
-        "This profile's goals: at most 1 family step not decided (met), and at least 80% of the cells tested "
-        "resolved (not met)."
-    )
-    steps[1]["decided"] = False  # two of the four undecided now
-    assert "family step not decided (not met)" in resolution_text(
-        findings, pd.DataFrame(steps), goals=goals, check=check
+    # a profile's goals, each said met or not (no split's cell here: none is met)
+    goals = ResolutionGoals(step_half_width=0.35, mean_half_width=0.15, design_inside=10 / 12)
+    said = resolution_text(findings, pd.DataFrame(steps), goals=goals, check=check)
+    assert said.endswith(
+        "This profile's goals: every per-dataset interval of which tokens at equal loss and how surprising narrower "
+        "than ±0.35 (0 of 0; not met); each model's mean of each over its datasets narrower than ±0.15 (0 of 0; "
+        "not met); the step at equal loss by design inside the regression's interval in at least 83% of the model "
+        "and dataset cells (0 of 0; not met)."
     )
 
 

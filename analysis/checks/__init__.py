@@ -36,7 +36,7 @@ Modules:
 - ``t2_early_layers``: T2: training on fast thinking changes the early layers more than training on slow
   thinking
 - ``t3_persists``: T3: fast thinking's larger gradient persists through training
-- ``s_gap_split``: S: F1's gap split into four steps; its claim: reasoning before the answer makes the
+- ``s_gap_split``: S: F1's gap split into five steps; its claim: reasoning before the answer makes the
   answer's own gradient smaller
 - ``g1_beyond_loss``: G1: the layer curves tell irrelevant from correct responses beyond the loss
 - ``a3_equal_loss``: A3: S's reasoning step holds also at equal answer loss

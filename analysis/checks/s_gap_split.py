@@ -1,8 +1,9 @@
-"""S: fast thinking's gap split into four steps; its claim is the reasoning step's: reasoning before the
+"""S: fast thinking's gap split into five steps; its claim is the reasoning step's: reasoning before the
 answer makes the answer's own gradient smaller.
 
 On the instructions that hold every condition of the chain (``findings.gap_split``), F1's gap in
-mean log norm is the sum of four steps: the phrase, the reasoning, which tokens, how many tokens. The
+mean log norm is the sum of five steps: the phrase, the reasoning, which tokens at equal loss, how
+surprising, how many tokens. The
 check's one deciding part is the reasoning step in the nuclear norm (the same answer tokens scored
 after the phrase alone and after the Detailed CoT: the paper's reading, that slow thinking's
 reasoning itself makes the gradient smaller, predicts it above 0). Its other parts are shown beside
@@ -236,6 +237,7 @@ CHECK = PerModelCheck(
         steps=tuple(STEPS.values()),
         beside=(*((role, span.name) for span, role in SPANS.items()), (PREDICTED, gap_split.PREDICTED)),
         lines=(LOSS_INTERCEPT, LOSS_SLOPE),
+        by_design=(EQUAL_LOSS, gap_split.WHICH_TOKENS.name),
         norms=tuple((facet, NORM_NAMES[stat]) for stat, facet in NORMS.items()),
         conditions=gap_split.CHAIN,
         dropped=gap_split.dropped,
@@ -267,7 +269,7 @@ CHECK = PerModelCheck(
     reads=tuple(dict.fromkeys((*same_tokens.READS, *averaging.READS, MATCHED_POSITION_STAT, MATCHED_FLAGGED_STAT))),
     battery=Fixture(
         verdicts=DECIDING,
-        needs="the five conditions of the chain",
+        needs="the six conditions of the chain",
         truth=lambda: _inputs(reasoning=0.5),
         falsity=lambda: _inputs(reasoning=-0.5),
         missing=lambda: _inputs(reasoning=0.5, chain=tuple(c for c in gap_split.CHAIN if c != gap_split.SURPRISE.fast)),

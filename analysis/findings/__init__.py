@@ -47,6 +47,8 @@ Modules:
   caliper
 - ``same_tokens``: the final answer's own gradient with and without reasoning before it (beside S's reasoning
   step), after the contexts A5 compares, and the gaps A3's regression reads
+- ``multiplicity``: how many of many intervals would mislead, and Holm's correction over a set of directional
+  decisions (the split's family steps)
 - ``regression``: the paired line of a gap on a covariate's gap over instructions, its intercept the gap at an
   equal covariate (A3's equal answer loss; each step of the split at equal scored-token loss)
 - ``training_checks``: T1-T3: the parts of the training checks and the runner of their scope (per training

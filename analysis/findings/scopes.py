@@ -114,8 +114,10 @@ class Chain:
     ``total_name``) that its steps (``steps``, in their fixed order) split exactly, in each norm of
     ``norms`` (the facet of its parts, and the norm's name; the first is the check's own), with the
     parts of ``beside`` (role, name) in the tables but not among the bars, and ``lines``: the roles of
-    each step's intercept and slope on a covariate (facet: the step's name), where it has them. The
-    report draws any such check as bars and tables from this declaration and the check's findings.
+    each step's intercept and slope on a covariate (facet: the step's name), where it has them, and
+    ``by_design``: the role of the step that holds the covariate equal by design and the name of the
+    span whose line's intercept estimates the same by regression. The report draws any such check as
+    bars and tables from this declaration and the check's findings.
 
     ``conditions``: the settings the chain reads per dataset (named in what computes a missing one);
     ``dropped``: per dataset and condition of a model's curves, the instructions a condition lacks
@@ -128,6 +130,7 @@ class Chain:
     steps: tuple[ChainStep, ...]
     beside: tuple[tuple[Role, str], ...] = ()
     lines: tuple[Role, Role] | None = None
+    by_design: tuple[Role, str] | None = None
     norms: tuple[tuple[tuple[str, ...], str], ...]
     conditions: tuple[str, ...]
     dropped: Callable[[CurveDraws], Sequence[Dropped]]

@@ -22,12 +22,13 @@ from analysis.checks import REGISTRY, Check, Inputs, Registry
 from analysis.core import registry as model_registry
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt_interval
+from analysis.findings import multiplicity
 from analysis.findings.bootstrap import LEVEL, CurveDraws, all_curve_draws
 from analysis.findings.gap_split import dropped_table
 from analysis.findings.roles import Role
 from analysis.findings.rules import SAME_MARGIN_PERCENT, Finding, Outcome, Part
 from analysis.findings.scopes import Chain
-from analysis.report import plots
+from analysis.report import plots, voice
 from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.report.blocks import Figure as FigureBlock
 from analysis.report.load import ReportError, load_results
@@ -376,6 +377,141 @@ def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
     return pd.DataFrame(lines)
 
 
+def loss_table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
+    """One line per model, scope and step (and span) with a line on the covariate: the step, its
+    value at an equal covariate (the line's intercept) and the line's slope, each with its interval,
+    in the chain's first norm, and the instructions."""
+    chain = _chain(check)
+    if chain.lines is None:
+        return pd.DataFrame()
+    intercept_role, slope_role = chain.lines
+    facet = chain.norms[0][0]
+    names = [*(s.role for s in chain.steps), *(role for role, _ in chain.beside)]
+    lines = []
+    for f in _ordered_findings([f for f in findings if f.check == check.id and f.not_applicable is None]):
+        for role in names:
+            part = f.part(role, facet=facet)
+            if part is None or part.estimate is None:
+                continue
+            name = _name_of(check, role)
+            intercept, slope = (f.part(r, facet=(name,)) for r in (intercept_role, slope_role))
+            if intercept is None or slope is None:
+                continue
+            lines.append(
+                {
+                    "model": f.model,
+                    "scope": vocabulary.scope_label(f.scope),
+                    "step": name,
+                    "the step": voice.sized(part),
+                    "at equal loss": voice.sized(intercept),
+                    "slope on log loss": voice.sized(slope),
+                    "instructions": part.n,
+                }
+            )
+    return pd.DataFrame(lines)
+
+
+def _name_of(check: Check, role: Role) -> str:
+    """The name the chain's tables give the parts of that role."""
+    return next(name for r, name in _rows(check) if r is role)
+
+
+def _ordered_findings(findings: Sequence[Finding]) -> list[Finding]:
+    """Per model (in order of appearance): families first, then datasets in the book's order."""
+    models = list(dict.fromkeys(f.model for f in findings))
+
+    def rank(f: Finding) -> tuple[int, int]:
+        families = list(vocabulary.FAMILY_DATASETS)
+        scope = families.index(f.scope) if f.scope in families else 3 + vocabulary.dataset_rank(f.scope)
+        return models.index(f.model), scope
+
+    return sorted(findings, key=rank)
+
+
+def design_against_line(findings: Sequence[Finding], check: Check) -> tuple[int, int]:
+    """(cells, agreeing): of the model and dataset cells that hold both, how many have the step that
+    holds the covariate equal by design inside the interval of the span's intercept by regression."""
+    chain = _chain(check)
+    if chain.by_design is None or chain.lines is None:
+        return 0, 0
+    role, span = chain.by_design
+    cells_, agreeing = 0, 0
+    for f in findings:
+        if f.check != check.id or f.pooled or f.not_applicable is not None:
+            continue
+        design, line = f.part(role, facet=chain.norms[0][0]), f.part(chain.lines[0], facet=(span,))
+        if design is None or line is None or design.estimate is None or line.estimate is None:
+            continue
+        low, high = line.interval()
+        cells_ += 1
+        agreeing += bool(low <= design.value <= high)
+    return cells_, agreeing
+
+
+def multiplicity_text(findings: Sequence[Finding], frame: pd.DataFrame, check: Check) -> str:
+    """How many step intervals the chain's tables print, how many would mislead at the gap rule's
+    stated rate were no step to have an effect, and which family steps called larger or smaller stay
+    so under Holm's correction over each model's family steps in the chain's first norm."""
+    chain = _chain(check)
+    names = {s.name for s in chain.steps}
+    printed = frame[frame["step"].isin(names)]
+    if printed.empty:
+        return ""
+    rate = max((r.stated for r in check.calibrated_by), default=0.025)
+    chance = multiplicity.expected_false(len(printed), rate=(1 - LEVEL) / 2)
+    text = (
+        f"These tables print {len(printed)} step intervals (per dataset and family, in {voice.number(len(chain.norms))} "
+        f"norms). Each step called larger or smaller is wrong at most {rate:.0%} of the time (the gap rule's stated "
+        f"rate, under skewed samples; {1 - LEVEL:.1%} at its level otherwise): were no step to have an effect, about "
+        f"{chance:.1f} of them would clear 0 by chance."
+    )
+    facet = chain.norms[0][0]
+    kept_all: list = []
+    decided_all: list = []
+    dropped_: list[str] = []
+    for model in dict.fromkeys(f.model for f in findings if f.check == check.id):
+        steps = [
+            (f.scope, s.name, p)
+            for f in findings
+            if f.check == check.id and f.model == model and f.pooled
+            for s in chain.steps
+            if (p := f.part(s.role, facet=facet)) is not None and p.estimate is not None
+        ]
+        directional = [(scope, name, p) for scope, name, p in steps if p.outcome in (Outcome.LARGER, Outcome.SMALLER)]
+        kept = multiplicity.holm_kept([multiplicity.two_sided_p(p.estimate) for *_, p in steps])
+        by_step = {(scope, name): k for (scope, name, _), k in zip(steps, kept)}
+        decided_all += directional
+        kept_all += [d for d in directional if by_step[(d[0], d[1])]]
+        dropped_ += [f"{model} {vocabulary.scope_label(s)} {n}" for s, n, _ in directional if not by_step[(s, n)]]
+    if decided_all:
+        text += (
+            f" Corrected for multiplicity over each model's family steps (Holm, {LEVEL:.0%} family-wise), "
+            f"{len(kept_all)} of the {len(decided_all)} family steps called larger or smaller stay so"
+            + (f"; not: {voice.listed(dropped_)}." if dropped_ else ".")
+        )
+    return text
+
+
+def loss_blocks(findings: Sequence[Finding], check: Check) -> Blocks:
+    """Each step at an equal covariate by regression (``loss_table``, folded), after one sentence on how
+    often the step that holds it equal by design lies inside the regression's interval."""
+    lines = loss_table(findings, check)
+    if lines.empty:
+        return []
+    chain = _chain(check)
+    cells_, agreeing = design_against_line(findings, check)
+    said = ""
+    if chain.by_design is not None and cells_:
+        step = _name_of(check, chain.by_design[0])
+        said = (
+            f"By design against by regression: {step} (chain tokens matched in loss) lies inside the interval of "
+            f"{chain.by_design[1]} at equal loss (the line's intercept) in {agreeing} of {cells_} model and dataset cells."
+        )
+    title = "Each step at equal scored-token loss: its line on the gap in the scored tokens' log mean loss"
+    out: Blocks = [Markdown(said)] if said else []
+    return out + [fold(title, [Table(lines)])]
+
+
 def tables(page, check: Check) -> Blocks:
     """The chain per dataset and family in each norm (the first shown, the others folded), each step
     with its outcome, and the instructions a condition dropped; a sentence where no dataset holds the
@@ -389,6 +525,10 @@ def tables(page, check: Check) -> Blocks:
         heading = f"In the {norm}: the gap of mean log norm [{LEVEL:.0%} interval] and what it decides"
         if index == 0:
             out += [Markdown(f"**{heading}.**"), Table(wide_table(frame, check, norm))]
+            found = page.findings([check.id])
+            said = multiplicity_text(found, frame, check)
+            out += [Markdown(said)] if said else []
+            out += loss_blocks(found, check)
             lacking = dropped(page.draws, check)
             if not lacking.empty:
                 out.append(

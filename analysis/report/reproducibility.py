@@ -11,12 +11,15 @@ from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis import profiles
 from analysis.checks import Check, rule_tables
+from analysis.core import vocabulary
 from analysis.core.cache import commit_tables, simulated_table
 from analysis.findings import calibration, power_tested
+from analysis.findings.bootstrap import pooled
 from analysis.findings.calibration import scenarios
 from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding, Outcome
 from analysis.report import chain, coverage, gpu_check, provenance, voice
@@ -261,16 +264,52 @@ def resolution_text(
             + (f"; {apart} of them as datasets decided in opposite directions" if apart else "")
             + ")."
         )
-    if goals is not None:
-        undecided = len(families) - int(families["decided"].sum())
-        steps_met = not families.empty and undecided <= goals.undecided_family_steps
-        share_met = len(resolved) >= goals.resolved_share * len(tested)
-        text += (
-            f" This profile's goals: at most {voice.plural(goals.undecided_family_steps, 'family step')} not "
-            f"decided ({_met(steps_met)}), and at least {goals.resolved_share:.0%} of the cells tested resolved "
-            f"({_met(share_met)})."
-        )
+    if goals is not None and check is not None:
+        text += " " + goals_text(findings, check, goals)
     return text
+
+
+def _matched_steps(check: Check) -> list:
+    """The steps of a chain that read a loss-matched condition (the split's two new steps)."""
+    assert check.chain is not None
+    return [s for s in check.chain.steps if {s.fast, s.slow} & set(vocabulary.LOSS_MATCHED_SETTINGS)]
+
+
+def goals_text(findings: Sequence[Finding], check: Check, goals: profiles.ResolutionGoals) -> str:
+    """Whether the profile's goals are met, each with its count: the loss-matched steps' per-dataset
+    intervals and each model's mean over its datasets within their half-widths, and the step at
+    equal loss by design inside the regression's interval in enough cells."""
+    assert check.chain is not None
+    facet = check.chain.norms[0][0]
+    steps = _matched_steps(check)
+    mine = [f for f in findings if f.check == check.id and f.not_applicable is None]
+    narrow, per_dataset, means_narrow, means = 0, 0, 0, 0
+    for step in steps:
+        for model in dict.fromkeys(f.model for f in mine):
+            parts = [p for f in mine if f.model == model and not f.pooled if (p := f.part(step.role, facet=facet))]
+            estimates = [p.estimate for p in parts if p.estimate is not None]
+            for estimate in estimates:
+                per_dataset += 1
+                narrow += _half_width(estimate) < goals.step_half_width
+            mean = pooled(estimates) if len(estimates) >= 2 else None
+            if mean is not None:
+                means += 1
+                means_narrow += _half_width(mean) < goals.mean_half_width
+    cells_, inside = chain.design_against_line(findings, check)
+    names = " and ".join(s.name for s in steps)
+    return (
+        f"This profile's goals: every per-dataset interval of {names} narrower than "
+        f"±{goals.step_half_width:.2f} ({narrow} of {per_dataset}; {_met(per_dataset > 0 and narrow == per_dataset)}); "
+        f"each model's mean of each over its datasets narrower than ±{goals.mean_half_width:.2f} ({means_narrow} of "
+        f"{means}; {_met(means > 0 and means_narrow == means)}); the step at equal loss by design inside the "
+        f"regression's interval in at least {goals.design_inside:.0%} of the model and dataset cells ({inside} of "
+        f"{cells_}; {_met(cells_ > 0 and inside >= goals.design_inside * cells_)})."
+    )
+
+
+def _half_width(estimate) -> float:
+    low, high = estimate.interval()
+    return (high - low) / 2 if np.isfinite(low) and np.isfinite(high) else float("inf")
 
 
 def _met(met: bool) -> str:
