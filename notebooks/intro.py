@@ -34,26 +34,27 @@ conditions = None  # a subset of this page's conditions in the run; None: all of
 page = Page.open("intro", given_parameters(globals(), names_before_parameters), stats=("nuclear_norm",))
 
 # %% tags=["remove-input"]
-show(sections.answer(page))
-show(sections.summary(page))
+show(sections.opening(page))
+
+# %% [markdown]
+# ## The paper's claims
+
+# %% tags=["remove-input"]
+show(sections.claims_table(page))
+
+# %% [markdown]
+# ## The gap, step by step
+
+# %% tags=["remove-input"]
+show(sections.split(page))
 
 # %% [markdown]
 # ## The verdicts at a glance
 
 # %% tags=["remove-input"]
 show(sections.answers(page))
-
-# %% [markdown]
-# Each cell is one claim for one model and one scope: a family of datasets pooled (first columns)
-# or one dataset. Green: the claim holds (every interval on the claim's side); red: it does not
-# hold; grey: the intervals do not decide; orange: too few samples for a verdict; hatched: the check
-# does not apply to these models. The number in a cell is the size of the part that decided its
-# colour (x3.2: 3.2 times): the claim's headline where it holds, the part on the wrong side where it
-# does not hold, the undecided part where it is not resolved; hovering over a cell shows every part
-# with its interval and verdict, and the instructions behind the cell.
-
-# %% tags=["remove-input"]
-show(sections.other_claims(page))
+show(sections.matrix_legend())
+show(sections.other_claims(page, folded="The other questions, in words"))
 show(sections.claims(page, folded="The claims, each linked to its rule"))
 
 # %% [markdown]

@@ -11,10 +11,12 @@ import pandas as pd
 
 
 def fmt(value: float | None) -> str:
-    """A number with three significant digits ("nan" when undefined)."""
+    """A number with three significant digits, its trailing zeros kept ("2.00", "0.702", "3.30",
+    "1.23e+03"; "nan" when undefined), so that every number of the book reads at one precision."""
     if value is None or not np.isfinite(value):
         return "nan"
-    return f"{value:.3g}"
+    text = f"{value:#.3g}"
+    return text[:-1] if text.endswith(".") else text
 
 
 def fmt_interval(estimate: float, low: float, high: float) -> str:

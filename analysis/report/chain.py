@@ -21,7 +21,7 @@ from matplotlib.figure import Figure
 from analysis.checks import REGISTRY, Check, Inputs, Registry
 from analysis.core import registry as model_registry
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt_interval
+from analysis.core.formatting import fmt, fmt_interval
 from analysis.findings import multiplicity
 from analysis.findings.bootstrap import LEVEL, CurveDraws, all_curve_draws
 from analysis.findings.gap_split import dropped_table
@@ -85,7 +85,7 @@ def _opposite(part: Part, finding: Finding, findings: Sequence[Finding]) -> str:
     signs = {np.sign(p.value) for p in values.values()}
     if not {-1.0, 1.0} <= signs:
         return ""
-    each = ", ".join(f"{d} {p.value:+.3g} ({p.n} instructions)" for d, p in values.items())
+    each = ", ".join(f"{d} {'+' if p.value >= 0 else ''}{fmt(p.value)} ({p.n} instructions)" for d, p in values.items())
     return f"datasets on opposite sides of 0: {each}"
 
 
@@ -260,7 +260,7 @@ def _listed(items: Sequence[str]) -> str:
 def _times_range(log_values: Sequence[float]) -> str:
     """Log ratios as the range of their ratios ("x4.8 to x9.5")."""
     ratios = sorted(math.exp(v) for v in log_values if math.isfinite(v))
-    low, high = (f"x{r:.2g}" if r < 10 else f"x{r:.0f}" for r in (ratios[0], ratios[-1]))
+    low, high = (f"x{fmt(r)}" for r in (ratios[0], ratios[-1]))
     return low if low == high else f"{low} to {high}"
 
 

@@ -8,6 +8,7 @@ and shown by every book's landing page (the default book, the ``original`` book,
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import pandas as pd
@@ -246,3 +247,62 @@ def other_claims(found: Sequence[Finding], *, checks: Sequence[str], imported: b
     led = {c for group in lead_groups(checks, registry) for c in group}
     lines = claim_lines(found, groups=[(c,) for c in checks if c not in led], imported=imported, registry=registry)
     return "\n\n".join(p for p in (undecided_sentence(found), lines and f"**The other claims.**\n\n{lines}") if p)
+
+
+# What a row of the claims table says of a model's cells of one claim, by how they went.
+REPRODUCES, NOT_REPRODUCED, MIXED = "reproduces", "does not reproduce", "in some cells"
+
+
+def _claim_word(found: Sequence[Finding]) -> str:
+    """One model's cells of one claim in a word: reproduces (every cell holds), does not reproduce
+    (every cell does not hold), the datasets disagree, not resolved, in some cells (mixed), or why it
+    is not tested."""
+    verdicts = {f.verdict for f in found}
+    if verdicts == {HOLDS}:
+        return REPRODUCES
+    if verdicts == {FAILS}:
+        return NOT_REPRODUCED
+    if verdicts == {DISAGREE}:
+        return voice.verdict(DISAGREE)
+    if verdicts <= {UNRESOLVED, TOO_FEW}:
+        return voice.verdict(UNRESOLVED) if UNRESOLVED in verdicts else voice.verdict(TOO_FEW)
+    if verdicts == {NOT_APPLICABLE}:
+        return "not tested here"
+    tested = [f for f in found if f.verdict is not NOT_APPLICABLE]
+    held = sum(f.verdict is HOLDS for f in tested)
+    return f"holds in {held} of {len(tested)} cells" if held else voice.verdict_counts(f.verdict for f in tested)
+
+
+def _size(parts: Sequence) -> str:
+    """The sizes of some cells as one number in one unit: ratios in times ("x4.80 to x9.50"), anything
+    else as the book writes it; "" without a part."""
+    if not parts:
+        return ""
+    if all(p.unit.is_ratio for p in parts):
+        shown = sorted(p.shown()[0] for p in parts if math.isfinite(p.value))
+        ends = [f"x{voice.three(v)}" for v in (shown[0], shown[-1])] if shown else []
+        return "" if not ends else ends[0] if ends[0] == ends[1] else f"{ends[0]} to {ends[1]}"
+    return voice.sized_range(parts, interval=False)
+
+
+def claims_table(found: Sequence[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
+    """One row per claim of the paper and model: the claim in plain words, what this study finds in a
+    word (over the model's pooled cells where it has any), and one number: the size its cells print,
+    in one unit (a ratio in times), a range where its cells differ."""
+    rows = []
+    for check in registry:
+        if not check.paper:
+            continue
+        mine = cells.of_check(found, check.id)
+        for model in dict.fromkeys(f.model for f in mine):
+            answered = cells.answers([f for f in mine if f.model == model])
+            printed = [p for f in answered if f.not_applicable is None and (p := cells.printed(f, registry)) is not None]
+            rows.append(
+                {
+                    "the paper's claim": check.plain,
+                    "model": model,
+                    "this study": _claim_word(answered),
+                    "size": _size(printed),
+                }
+            )
+    return pd.DataFrame(rows, columns=["the paper's claim", "model", "this study", "size"])

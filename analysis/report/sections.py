@@ -21,6 +21,7 @@ from analysis.findings.effective_rank import effective_rank_table
 from analysis.findings.separability import separability_table
 from analysis.profiles import PAPER_SAMPLES
 from analysis.report import (
+    abstract,
     beyond,
     chain,
     check_sections,
@@ -147,6 +148,37 @@ def layer_gap_figure(page: Page, check: Check, *, every_token_alone: bool = Fals
     return [Figure(figure, alt)]
 
 
+def opening(page: Page) -> Blocks:
+    """What opens a book's first page: its scope in one line and at most three sentences of what was
+    found (``abstract.sentences``), then the one figure that shows it, with its caption in view."""
+    if page.empty:
+        return []
+    facts = abstract.Facts.of_page(page)
+    said = " ".join(abstract.sentences(facts))
+    out: Blocks = [Markdown(abstract.scope_line(facts) + ("\n\n" + said if said else ""))]
+    drawn = abstract.figure(facts, note=page.note())
+    if drawn is not None:
+        alt = "Per model and family: fast over slow thinking's gradient under two losses, and the reasoning step"
+        out += [Figure(drawn, alt), Markdown(abstract.caption(facts))]
+    return out
+
+
+def claims_table(page: ChecksPage) -> Blocks:
+    """The paper's claims, one row per claim and model: what this study finds in a word, one number."""
+    if page.empty:
+        return []
+    return [Table(reproduction.claims_table(page.findings(), page.registry), empty="No claim of the paper is tested here.")]
+
+
+def split(page: Page) -> Blocks:
+    """The split of the gap into its steps (``chain.blocks``, its sentences left to the abstract):
+    the figure and how to read it."""
+    check = chain.chain_check(page.registry, among=page.checks())
+    if page.empty or check is None:
+        return []
+    return [b for b in chain.blocks(page, check) if not isinstance(b, Markdown)]
+
+
 def summary(page: ChecksPage) -> Blocks:
     """The reproduction summary that opens a book: the scope beside the paper's setup, then the checks
     a reader asks about first, each with the sizes that decided its cells."""
@@ -165,13 +197,32 @@ def summary(page: ChecksPage) -> Blocks:
     return [Markdown(text)]
 
 
-def other_claims(page: ChecksPage) -> Blocks:
+def other_claims(page: ChecksPage, *, folded: str | None = None) -> Blocks:
     """What follows the matrix on a book's first page: the cells these sizes leave undecided, and the
-    checks outside the summary, each with the sizes that decided its cells."""
+    checks outside the summary, each with the sizes that decided its cells (folded under the line
+    ``folded`` where given)."""
     text = reproduction.other_claims(
         page.findings(), checks=page.checks(), imported=page.imported, registry=page.registry
     )
-    return [Markdown(text)] if text else []
+    if not text:
+        return []
+    return [Markdown(text)] if folded is None else [fold(folded, [Markdown(text)])]
+
+
+MATRIX_LEGEND = (
+    "Each cell is one claim for one model and one scope: a family of datasets pooled (first columns) or one "
+    "dataset. Green: the claim holds (every interval on the claim's side); red: it does not hold; purple: the "
+    "family's datasets are decided in opposite directions; grey: the intervals do not decide; orange: too few "
+    "samples for a verdict; hatched: the check does not apply to these models. The number in a cell is the size "
+    "of the part that decided its colour (x3.20: 3.2 times): the claim's headline where it holds, the part on "
+    "the wrong side where it does not hold, the undecided part where it is not resolved; hovering over a cell "
+    "shows every part with its interval and verdict, and the instructions behind the cell."
+)
+
+
+def matrix_legend() -> Blocks:
+    """How to read the verdict matrix, folded under one line."""
+    return [fold("How to read the matrix", [Markdown(MATRIX_LEGEND)])]
 
 
 def _unpaired(page: Page, checks: Sequence[str]) -> Blocks:

@@ -36,6 +36,11 @@ def number(n: int) -> str:
     return NUMBER_WORDS[n] if 0 <= n < len(NUMBER_WORDS) else str(n)
 
 
+def three(value: float) -> str:
+    """A number at the book's precision: three significant figures (``formatting.fmt``)."""
+    return fmt(value)
+
+
 def listed(items: Sequence[str]) -> str:
     """ "a", "a and b", "a, b and c"."""
     items = list(items)
@@ -60,7 +65,7 @@ def size(value: float, unit: Unit, *, times: bool | None = None) -> str:
         return "nan"
     if unit.is_ratio:
         as_times = reads_as_times([value]) if times is None else times
-        return f"x{value:.3g}" if as_times else f"{value - 1:+.0%}"
+        return f"x{fmt(value)}" if as_times else f"{value - 1:+.0%}"
     if unit is Unit.SHARE:
         return f"{value:.0%}"
     return fmt(value)

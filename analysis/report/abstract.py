@@ -1,0 +1,304 @@
+"""The abstract that opens a book's first page: one line of scope, then at most three plain sentences
+(90 words at most) on what reproduces, what the gap comes from and what the reasoning does to the
+answer's own gradient, and the one figure that shows them.
+
+Everything is read from the page's findings through the roles the checks declare, never through
+their ids (``Facts.of_page``): fast over slow thinking's gap (``roles.F1_GAP``), the steps of the
+check that declares a chain, the reasoning step (``roles.REASONING_STEP``) and its value at equal
+answer loss (``roles.EQUAL_LOSS_GAP``), and the gap under a loss summed over tokens
+(``loss_convention``). The words follow the outcomes (``rules.Part.outcome``) of the cells a summary
+reads (a family's, else each dataset's), so that a store that points another way is worded another
+way (``sentences``); each claim carries at most one number, a range over models counting as one,
+ratios always in "times".
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.figure import Figure
+
+from analysis.core import registry as model_registry
+from analysis.core import vocabulary
+from analysis.findings import roles
+from analysis.findings.roles import Role
+from analysis.findings.rules import Finding, Outcome
+from analysis.report import cells, chain, loss_convention, plots, voice
+
+MAX_WORDS = 90  # the abstract's three sentences together
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One answered cell of one quantity: a model on a family (or a dataset where it has no family),
+    its log ratio and interval, and its outcome."""
+
+    model: str
+    scope: str
+    value: float
+    low: float
+    high: float
+    outcome: Outcome
+
+
+@dataclass(frozen=True)
+class Facts:
+    """What the abstract reads of a page: its models and sizes, and the cells of each quantity."""
+
+    models: tuple[str, ...]
+    datasets: int
+    families: int
+    instructions: int | None
+    gap: tuple[Cell, ...]
+    summed: tuple[Cell, ...]
+    steps: tuple[tuple[str, tuple[Cell, ...]], ...]  # each step's words and cells, in the chain's order
+    reasoning: tuple[Cell, ...]
+    equal_loss: tuple[Cell, ...]
+
+    @classmethod
+    def of_page(cls, page) -> Facts:
+        """The facts of a page's findings and store."""
+        found = page.findings()
+        datasets = {f.scope for f in found if not f.pooled and f.scope in vocabulary.DATASET_ORDER}
+        families = {vocabulary.family_of(d) for d in datasets}
+        steps: tuple[tuple[str, tuple[Cell, ...]], ...] = ()
+        check = chain.chain_check(page.registry, among=page.checks())
+        if check is not None and check.chain is not None:
+            steps = tuple((s.words, role_cells(found, s.role, deciding=False)) for s in check.chain.steps)
+        return cls(
+            models=tuple(page.models),
+            datasets=len(datasets),
+            families=len(families),
+            instructions=page.n_samples,
+            gap=role_cells(found, roles.F1_GAP),
+            summed=summed_cells(loss_convention.gap_table(page)),
+            steps=steps,
+            reasoning=role_cells(found, roles.REASONING_STEP),
+            equal_loss=role_cells(found, roles.EQUAL_LOSS_GAP),
+        )
+
+
+def role_cells(findings: Sequence[Finding], role: Role, *, deciding: bool = True) -> tuple[Cell, ...]:
+    """The cells a summary reads of the check whose part of that role decides (``deciding``; else of
+    any check that has the part in its first norm), one per model and family (else dataset)."""
+    check = next((f.check for f in findings if (p := f.part(role)) is not None and (p.decides or not deciding)), None)
+    if check is None:
+        return ()
+    out = []
+    for model in dict.fromkeys(f.model for f in findings):
+        for f in cells.answers([f for f in findings if f.check == check and f.model == model]):
+            part = f.part(role, facet=())
+            if part is not None and part.estimate is not None and np.isfinite(part.value):
+                low, high = part.interval()
+                out.append(Cell(f.model, f.scope, part.value, low, high, part.outcome))
+    return tuple(out)
+
+
+def summed_cells(table) -> tuple[Cell, ...]:
+    """Fast over slow thinking's gap under a loss summed over tokens, per model and family (per
+    dataset where no family has two), from ``loss_convention.gap_table``."""
+    if table.empty:
+        return ()
+    families = table[table["scope"].isin(vocabulary.FAMILY_LABELS.values())]
+    shown = families if not families.empty else table
+    out = []
+    for _, row in shown.iterrows():
+        value = float(row["_sum"])
+        outcome = Outcome.LARGER if value > 0 else Outcome.SMALLER
+        out.append(Cell(str(row["model"]), str(row["scope"]), value, math.nan, math.nan, outcome))
+    return tuple(out)
+
+
+# --------------------------------------------------------------------------- the words
+
+
+def times(log_values: Sequence[float], *, inverse: bool = False) -> str:
+    """Log ratios as "4.8 to 9.5 times" (of their exponentials; ``inverse``: of their reciprocals),
+    three significant figures each, one number where both ends read alike."""
+    ratios = sorted(math.exp(-v if inverse else v) for v in log_values if math.isfinite(v))
+    if not ratios:
+        return ""
+    low, high = (voice.three(r) for r in (ratios[0], ratios[-1]))
+    return f"{low} times" if low == high else f"{low} to {high} times"
+
+
+def _share(items: Sequence[Cell], outcome: Outcome) -> tuple[list[Cell], int]:
+    return [c for c in items if c.outcome is outcome], len(items)
+
+
+def _in_how_many(k: int, m: int) -> str:
+    """ "in every model and family" / "in 3 of the 4 model-family cells"."""
+    if k == m:
+        return "in every model and family" if m > 1 else "in its one cell"
+    return f"in {k} of the {m} model and family cells"
+
+
+def scope_line(facts: Facts) -> str:
+    """The one line of scope: models, datasets and instructions per dataset."""
+    names = [_described(m) for m in facts.models]
+    if set(facts.models) <= set(model_registry.OFFLINE_MODELS):
+        who = f"{voice.number(len(names)).capitalize()} small offline models standing in for the paper's ({voice.listed(names)})"
+    elif len(names) >= 10:
+        who = f"The paper's {voice.number(len(names))} models"
+    else:
+        who = voice.listed(names)
+    size = f"{facts.instructions} instructions per dataset" if facts.instructions else "every instruction"
+    families = f" in {voice.number(facts.families)} families" if facts.families > 1 else ""
+    return f"*{who}; {voice.plural(facts.datasets, 'reasoning dataset')}{families}; {size}.*"
+
+
+def _described(model: str) -> str:
+    info = model_registry.known_model(model)
+    return info.description.split(",")[0] if info is not None else model
+
+
+def reproduces(facts: Facts) -> str:
+    """What reproduces: fast thinking's larger gradient, in how many cells, how much larger."""
+    if not facts.gap:
+        return ""
+    larger, m = _share(facts.gap, Outcome.LARGER)
+    smaller, _ = _share(facts.gap, Outcome.SMALLER)
+    what = "fast thinking (a bare answer) gives a larger gradient than slow thinking (a detailed chain of thought)"
+    if len(larger) == m:
+        return f"As the paper reports, {what}: {times([c.value for c in larger])} larger {_in_how_many(m, m)}."
+    if larger:
+        return f"As the paper reports, {what} {_in_how_many(len(larger), m)} ({times([c.value for c in larger])} larger)."
+    if len(smaller) == m:
+        return f"Unlike the paper, slow thinking gives the larger gradient: {times([c.value for c in smaller], inverse=True)} larger {_in_how_many(m, m)}."
+    return f"These instructions do not decide whether {what}, as the paper reports."
+
+
+def comes_from(facts: Facts) -> str:
+    """What the gap comes from: the steps that carry most of it where they are decided, and the gap
+    under a loss summed over tokens."""
+    carried = []
+    for words, step_cells in facts.steps:
+        larger, m = _share(step_cells, Outcome.LARGER)
+        if m and 2 * len(larger) > m:
+            carried.append((float(np.median([c.value for c in larger])), words))
+    carried.sort(reverse=True)
+    pieces = []
+    if carried:
+        pieces.append(f"Most of it is {voice.listed([w for _, w in carried[:2]])}")
+    if facts.summed:
+        sums = [c.value for c in facts.summed]
+        if all(v < 0 for v in sums):
+            pieces.append(f"summed over tokens instead of averaged, slow thinking's gradient is {times(sums, inverse=True)} larger")
+        elif all(v > 0 for v in sums):
+            pieces.append(f"summed over tokens instead of averaged, fast thinking's is still {times(sums)} larger")
+        else:
+            pieces.append("summed over tokens instead of averaged, the larger gradient is fast thinking's in some cells, slow thinking's in others")
+    if not pieces:
+        return ""
+    text = ": ".join(pieces) if len(pieces) == 2 else pieces[0]
+    return text[0].upper() + text[1:] + "."
+
+
+def reasoning(facts: Facts) -> str:
+    """What the reasoning before the answer does to the answer's own gradient, and whether a
+    shrinking remains at equal answer loss."""
+    if not facts.reasoning:
+        return ""
+    m = len(facts.reasoning)
+    shrinks, _ = _share(facts.reasoning, Outcome.LARGER)
+    grows, _ = _share(facts.reasoning, Outcome.SMALLER)
+    apart, _ = _share(facts.reasoning, Outcome.DISAGREE)
+    lead = "On the same answer tokens, the reasoning before the answer"
+    if len(shrinks) == m:
+        text = f"{lead} makes their gradient smaller {_in_how_many(m, m)}, as the paper's reading predicts"
+    elif not shrinks:
+        text = f"{lead} does not make their gradient smaller {_in_how_many(m, m)}"
+        detail = []
+        if grows:
+            detail.append(f"it makes it larger in {len(grows)}")
+        if apart:
+            detail.append(f"the datasets disagree in {len(apart)}")
+        text += f" ({'; '.join(detail)})" if detail else ""
+    else:
+        text = f"{lead} makes their gradient smaller in {len(shrinks)} of the {m} cells only"
+    if facts.equal_loss:
+        shrinking_equal = [c for c in facts.equal_loss if c.outcome is Outcome.LARGER]
+        text += ", and at equal answer loss " + (
+            "no shrinking is shown" if not shrinking_equal else f"it shrinks in {len(shrinking_equal)} of {len(facts.equal_loss)}"
+        )
+    return text + "."
+
+
+def sentences(facts: Facts) -> list[str]:
+    """The abstract's sentences: what reproduces, what the gap comes from, what the reasoning does."""
+    return [s for s in (reproduces(facts), comes_from(facts), reasoning(facts)) if s]
+
+
+def words(text: str) -> int:
+    """How many words a reader reads (numbers and ranges count as words)."""
+    return len(text.split())
+
+
+# --------------------------------------------------------------------------- the figure
+
+
+def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
+    """Per model, two panels' worth of bars with their numbers: fast over slow thinking's gradient
+    under the mean loss and under the summed loss (log scale), and the reasoning step on the same
+    answer tokens with its value at equal answer loss; None without a cell to draw."""
+    models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.reasoning)))
+    if not models:
+        return None
+    fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.9 + 0.55 * len(models) * 2), squeeze=False)
+    left, right = axes[0]
+    _bars(left, models, ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")))
+    left.set_title("Fast over slow thinking's gradient", fontsize=9)
+    _bars(
+        right,
+        models,
+        ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
+    )
+    right.set_title("Answer without over with the reasoning before it", fontsize=9)
+    for ax in (left, right):
+        ax.axvline(1.0, color="k", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("ratio (1: no difference)", fontsize=8)
+        ax.tick_params(labelsize=7)
+        ax.legend(fontsize=7, loc="lower right", frameon=False)
+    right.set_yticklabels([])
+    bottom = plots.add_note(fig, note)
+    fig.tight_layout(rect=(0, bottom, 1, 1))
+    return fig
+
+
+def _bars(ax, models: Sequence[str], series) -> None:
+    """Horizontal bars, one group per model and scope, one bar per series, its ratio printed beside it."""
+    rows = [(m, s) for m in models for s in dict.fromkeys(c.scope for group, _, _ in series for c in group if c.model == m)]
+    height = 0.8 / max(len(series), 1)
+    for k, (group, label, colour) in enumerate(series):
+        by_row = {(c.model, c.scope): c for c in group}
+        ys, values = [], []
+        for i, row in enumerate(rows):
+            cell = by_row.get(row)
+            if cell is not None:
+                ys.append(i + (k - (len(series) - 1) / 2) * height)
+                values.append(math.exp(cell.value))
+        ax.barh(ys, values, height=height * 0.9, color=colour, label=label, left=0 if not values else None)
+        for y, v in zip(ys, values):
+            ax.text(v, y, f" x{voice.three(v)}", va="center", fontsize=7)
+    ax.set_yticks(range(len(rows)))
+    ax.set_yticklabels([f"{m}, {vocabulary.scope_label(s)}" for m, s in rows], fontsize=7)
+    ax.invert_yaxis()
+
+
+def caption(facts: Facts) -> str:
+    """The figure's visible caption: every term it uses, defined."""
+    return (
+        "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
+        "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
+        "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
+        "over instructions. Left: fast over slow thinking's gradient under the paper's loss, a mean over the "
+        "response's tokens, and under a loss summed over them instead; right: the final answer's own tokens "
+        "scored alone, after the phrase \"The final answer is\" alone over after the detailed chain of thought, "
+        "and the same where the answer is equally predictable on both sides (equal answer loss). Each bar is a "
+        "model on a family of datasets; 1 is no difference, on a log scale; the number beside a bar is its ratio."
+    )
