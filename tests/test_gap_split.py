@@ -260,7 +260,11 @@ def test_the_first_page_opens_with_the_split_in_three_sentences_its_figure_and_h
     lacking = chain_rows()
     assert chain.blocks(DrawsPage(curves(lacking[lacking["setting"] != "none_answer"])), CHECK) == []
     intro = (ROOT / "notebooks" / "intro.py").read_text()
-    assert intro.index("sections.answer(page)") < intro.index("sections.summary(page)")
+    assert (
+        intro.index("sections.opening(page)")
+        < intro.index("sections.claims_table(page)")
+        < intro.index("sections.split(page)")
+    )
 
 
 def test_the_gap_chapter_shows_the_split_per_dataset_in_both_norms():

@@ -49,7 +49,7 @@ WORDS = {
     gap_split.PHRASE: (PHRASE, 'the phrase "The final answer is"'),
     gap_split.REASONING: (roles.REASONING_STEP, "the reasoning itself"),
     gap_split.EQUAL_LOSS: (EQUAL_LOSS, "which tokens are scored, at equal loss"),
-    gap_split.SURPRISE: (SURPRISE, "how surprising the scored tokens are"),
+    gap_split.SURPRISE: (SURPRISE, "how surprising the tokens are"),
     gap_split.HOW_MANY: (HOW_MANY, "how many tokens the loss averages over"),
 }
 STEPS = {step: ChainStep(WORDS[step][0], step.name, WORDS[step][1], step.fast, step.slow) for step in gap_split.STEPS}

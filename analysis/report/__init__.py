@@ -24,7 +24,8 @@ Modules:
 - ``layer_gaps``: per layer, a chain's whole gap beside its deciding step on the answer's own tokens
 - ``loss_convention``: fast over slow thinking's gap under the paper's mean loss and under a token-sum loss
 - ``check_sections``: each check's own section, rendered from what the check declares, in the registry's order
-- ``takeaway``: the first page's few sentences of what was found, the checks found by their parts' roles
+- ``abstract``: the first page's scope, its few sentences of what was found and its figure, the checks read by their
+  parts' roles
 - ``chain``: any check that declares a chain (a gap and the steps that add up to it): its table, bars,
   tables per norm, sentences, and the ``split`` command's table read from a store
 - ``gpu_check``: the GPU check on the reproducibility page: the record a GPU run keeps in

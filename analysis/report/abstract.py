@@ -29,8 +29,6 @@ from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Outcome
 from analysis.report import cells, chain, loss_convention, plots, voice
 
-MAX_WORDS = 90  # the abstract's three sentences together
-
 
 @dataclass(frozen=True)
 class Cell:
@@ -134,7 +132,7 @@ def _in_how_many(k: int, m: int) -> str:
     """ "in every model and family" / "in 3 of the 4 model-family cells"."""
     if k == m:
         return "in every model and family" if m > 1 else "in its one cell"
-    return f"in {k} of the {m} model and family cells"
+    return f"in {k} of the {m} model-family cells"
 
 
 def scope_line(facts: Facts) -> str:
@@ -156,20 +154,24 @@ def _described(model: str) -> str:
     return info.description.split(",")[0] if info is not None else model
 
 
+FAST, SLOW = "fast thinking (a bare answer)", "slow thinking (a detailed chain of thought)"
+
+
 def reproduces(facts: Facts) -> str:
     """What reproduces: fast thinking's larger gradient, in how many cells, how much larger."""
     if not facts.gap:
         return ""
     larger, m = _share(facts.gap, Outcome.LARGER)
     smaller, _ = _share(facts.gap, Outcome.SMALLER)
-    what = "fast thinking (a bare answer) gives a larger gradient than slow thinking (a detailed chain of thought)"
-    if len(larger) == m:
-        return f"As the paper reports, {what}: {times([c.value for c in larger])} larger {_in_how_many(m, m)}."
     if larger:
-        return f"As the paper reports, {what} {_in_how_many(len(larger), m)} ({times([c.value for c in larger])} larger)."
+        size = times([c.value for c in larger])
+        return (
+            f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW}, {_in_how_many(len(larger), m)}."
+        )
     if len(smaller) == m:
-        return f"Unlike the paper, slow thinking gives the larger gradient: {times([c.value for c in smaller], inverse=True)} larger {_in_how_many(m, m)}."
-    return f"These instructions do not decide whether {what}, as the paper reports."
+        size = times([c.value for c in smaller], inverse=True)
+        return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST}, {_in_how_many(m, m)}."
+    return f"These instructions do not decide whether {FAST} gives a larger gradient than {SLOW}, as the paper reports."
 
 
 def comes_from(facts: Facts) -> str:
@@ -183,48 +185,44 @@ def comes_from(facts: Facts) -> str:
     carried.sort(reverse=True)
     pieces = []
     if carried:
-        pieces.append(f"Most of it is {voice.listed([w for _, w in carried[:2]])}")
+        pieces.append(f"It comes from {voice.listed([w for _, w in carried[:2]])}")
     if facts.summed:
         sums = [c.value for c in facts.summed]
         if all(v < 0 for v in sums):
-            pieces.append(f"summed over tokens instead of averaged, slow thinking's gradient is {times(sums, inverse=True)} larger")
+            pieces.append(f"summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger")
         elif all(v > 0 for v in sums):
-            pieces.append(f"summed over tokens instead of averaged, fast thinking's is still {times(sums)} larger")
+            pieces.append(f"summed over tokens instead, fast thinking's is still {times(sums)} larger")
         else:
-            pieces.append("summed over tokens instead of averaged, the larger gradient is fast thinking's in some cells, slow thinking's in others")
+            pieces.append("summed over tokens instead, either gradient may be the larger")
     if not pieces:
         return ""
-    text = ": ".join(pieces) if len(pieces) == 2 else pieces[0]
+    text = ": ".join(pieces)
     return text[0].upper() + text[1:] + "."
 
 
 def reasoning(facts: Facts) -> str:
-    """What the reasoning before the answer does to the answer's own gradient, and whether a
-    shrinking remains at equal answer loss."""
+    """What the reasoning before the answer does to the answer's own gradient, and whether it
+    shrinks it at equal answer loss."""
     if not facts.reasoning:
         return ""
     m = len(facts.reasoning)
     shrinks, _ = _share(facts.reasoning, Outcome.LARGER)
     grows, _ = _share(facts.reasoning, Outcome.SMALLER)
     apart, _ = _share(facts.reasoning, Outcome.DISAGREE)
-    lead = "On the same answer tokens, the reasoning before the answer"
+    lead = "The reasoning before an answer shrinks the answer's own gradient"
     if len(shrinks) == m:
-        text = f"{lead} makes their gradient smaller {_in_how_many(m, m)}, as the paper's reading predicts"
-    elif not shrinks:
-        text = f"{lead} does not make their gradient smaller {_in_how_many(m, m)}"
-        detail = []
-        if grows:
-            detail.append(f"it makes it larger in {len(grows)}")
-        if apart:
-            detail.append(f"the datasets disagree in {len(apart)}")
-        text += f" ({'; '.join(detail)})" if detail else ""
+        text = f"{lead} {_in_how_many(m, m)}, as the paper's reading predicts"
     else:
-        text = f"{lead} makes their gradient smaller in {len(shrinks)} of the {m} cells only"
+        text = f"{lead} in {'none' if not shrinks else len(shrinks)} of the {m} model-family cells"
+        detail = [f"it enlarges it in {len(grows)}"] if grows else []
+        detail += [f"the datasets disagree in {len(apart)}"] if apart else []
+        text += f" ({'; '.join(detail)})" if detail else ""
     if facts.equal_loss:
-        shrinking_equal = [c for c in facts.equal_loss if c.outcome is Outcome.LARGER]
-        text += ", and at equal answer loss " + (
-            "no shrinking is shown" if not shrinking_equal else f"it shrinks in {len(shrinking_equal)} of {len(facts.equal_loss)}"
-        )
+        at_equal = [c for c in facts.equal_loss if c.outcome is Outcome.LARGER]
+        if not at_equal:
+            text += ", nor at equal answer loss" if not shrinks else ", and none at equal answer loss"
+        else:
+            text += f", {len(at_equal)} at equal answer loss"
     return text + "."
 
 
@@ -272,7 +270,9 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
 
 def _bars(ax, models: Sequence[str], series) -> None:
     """Horizontal bars, one group per model and scope, one bar per series, its ratio printed beside it."""
-    rows = [(m, s) for m in models for s in dict.fromkeys(c.scope for group, _, _ in series for c in group if c.model == m)]
+    rows = [
+        (m, s) for m in models for s in dict.fromkeys(c.scope for group, _, _ in series for c in group if c.model == m)
+    ]
     height = 0.8 / max(len(series), 1)
     for k, (group, label, colour) in enumerate(series):
         by_row = {(c.model, c.scope): c for c in group}
@@ -298,7 +298,7 @@ def caption(facts: Facts) -> str:
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
         "over instructions. Left: fast over slow thinking's gradient under the paper's loss, a mean over the "
         "response's tokens, and under a loss summed over them instead; right: the final answer's own tokens "
-        "scored alone, after the phrase \"The final answer is\" alone over after the detailed chain of thought, "
+        'scored alone, after the phrase "The final answer is" alone over after the detailed chain of thought, '
         "and the same where the answer is equally predictable on both sides (equal answer loss). Each bar is a "
         "model on a family of datasets; 1 is no difference, on a log scale; the number beside a bar is its ratio."
     )

@@ -6,7 +6,6 @@ R: the gap in log nuclear norm plus log R.
 
 from __future__ import annotations
 
-import numpy as np
 import pandas as pd
 
 from analysis.core import vocabulary
@@ -57,16 +56,6 @@ def gap_table(page: Page) -> pd.DataFrame:
             if len(members) >= 2 and means is not None and totals is not None:
                 rows.append(_convention_row(model, family, means, totals))
     return pd.DataFrame(rows)
-
-
-def token_sum_ratios(page: Page) -> list[float]:
-    """Fast over slow thinking's gap (None over Detailed CoT) under a per-token sum loss, one ratio per
-    family pooled (per dataset where no family has two)."""
-    table = gap_table(page)
-    if table.empty:
-        return []
-    family = table[table["scope"].isin(vocabulary.FAMILY_LABELS.values())]
-    return [float(np.exp(v)) for v in (family if not family.empty else table)["_sum"]]
 
 
 def _convention_row(model: str, scope: str, mean: Estimate, total: Estimate) -> dict:

@@ -250,7 +250,7 @@ def other_claims(found: Sequence[Finding], *, checks: Sequence[str], imported: b
 
 
 # What a row of the claims table says of a model's cells of one claim, by how they went.
-REPRODUCES, NOT_REPRODUCED, MIXED = "reproduces", "does not reproduce", "in some cells"
+REPRODUCES, NOT_REPRODUCED = "reproduces", "does not reproduce"
 
 
 def _claim_word(found: Sequence[Finding]) -> str:
@@ -296,7 +296,9 @@ def claims_table(found: Sequence[Finding], registry: Registry = REGISTRY) -> pd.
         mine = cells.of_check(found, check.id)
         for model in dict.fromkeys(f.model for f in mine):
             answered = cells.answers([f for f in mine if f.model == model])
-            printed = [p for f in answered if f.not_applicable is None and (p := cells.printed(f, registry)) is not None]
+            printed = [
+                p for f in answered if f.not_applicable is None and (p := cells.printed(f, registry)) is not None
+            ]
             rows.append(
                 {
                     "the paper's claim": check.plain,

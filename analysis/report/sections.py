@@ -29,10 +29,8 @@ from analysis.report import (
     curve_tables,
     figures,
     layer_gaps,
-    loss_convention,
     plots,
     reproduction,
-    takeaway,
     verdicts,
     voice,
 )
@@ -92,26 +90,6 @@ def answers(page: Page, *, scope: Scope | None = None) -> Blocks:
     return out + check_figures(page, [c for c in shown if c not in LENGTH_CHECKS]) + own
 
 
-def answer(page: Page) -> Blocks:
-    """What was found, first. Where the store holds a chain's conditions: the gap split into its
-    steps (``chain.blocks``: at most three sentences, the figure, how to read it), then the gap under
-    a loss summed over tokens in one sentence. Elsewhere: at most three sentences with sizes
-    (``takeaway.found``). Then the figure of the gap per layer with every response token scored and
-    with the answer's tokens alone (``layer_gaps.layer_gap_figure``)."""
-    if page.empty:
-        return []
-    token_sum = loss_convention.token_sum_ratios(page)
-    check = chain.chain_check(page.registry, among=page.checks())
-    out: Blocks = chain.blocks(page, check) if check is not None else []
-    if out:
-        text = takeaway.token_sum_sentence(token_sum)
-    else:
-        text = takeaway.found(page.findings(), token_sum=token_sum)
-    out += [Markdown(text)] if text else []
-    split = check or chain.chain_check(page.registry)
-    return out + (layer_gap_figure(page, split, every_token_alone=True) if split is not None else [])
-
-
 def reasoning_layers(page: Page) -> Blocks:
     """The gap chapter's per-layer figure of the chain's whole gap beside its deciding step, or why
     the store cannot show the deciding step (not extracted, or the original study's statistics)."""
@@ -167,7 +145,9 @@ def claims_table(page: ChecksPage) -> Blocks:
     """The paper's claims, one row per claim and model: what this study finds in a word, one number."""
     if page.empty:
         return []
-    return [Table(reproduction.claims_table(page.findings(), page.registry), empty="No claim of the paper is tested here.")]
+    return [
+        Table(reproduction.claims_table(page.findings(), page.registry), empty="No claim of the paper is tested here.")
+    ]
 
 
 def split(page: Page) -> Blocks:

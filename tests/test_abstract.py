@@ -1,0 +1,141 @@
+"""The first page's abstract (``report.abstract``): its words follow what the store says, in at most
+three sentences and 90 words, with no check named, at most one number per claim and ratios in times;
+checked on stores that point each way."""
+
+import math
+import re
+
+import pytest
+
+from analysis import checks
+from analysis.core import registry
+from analysis.findings.rules import Outcome
+from analysis.report import abstract
+from analysis.report.abstract import Cell, Facts
+
+MAX_WORDS = 90
+OFFLINE = tuple(registry.OFFLINE_MODELS)
+FAMILIES = ("math_reasoning", "commonsense_reasoning")
+L, S, D, U = Outcome.LARGER, Outcome.SMALLER, Outcome.DISAGREE, Outcome.UNRESOLVED
+
+
+def cells(values, outcomes, models=OFFLINE):
+    """One cell per model and family, in that order, of these log ratios and outcomes."""
+    keys = [(m, f) for m in models for f in FAMILIES]
+    return tuple(Cell(m, f, v, v - 0.1, v + 0.1, o) for (m, f), v, o in zip(keys, values, outcomes))
+
+
+def facts(*, gap, summed=None, steps=None, reasoning=None, equal_loss=None, models=OFFLINE, instructions=5):
+    n = len(models) * 2
+    return Facts(
+        models=models,
+        datasets=6,
+        families=2,
+        instructions=instructions,
+        gap=gap,
+        summed=summed if summed is not None else cells([-3.5] * n, [S] * n, models),
+        steps=steps if steps is not None else (),
+        reasoning=reasoning if reasoning is not None else (),
+        equal_loss=equal_loss if equal_loss is not None else (),
+    )
+
+
+TODAY = facts(
+    gap=cells([1.6, 2.2, 2.1, 2.3], [L] * 4),
+    steps=(
+        ('the phrase "The final answer is"', cells([0.3, 0.1, 0.3, 0.3], [L, U, L, L])),
+        ("the reasoning itself", cells([-0.2, -0.4, 0.7, -0.6], [U, S, D, S])),
+        ("how surprising the tokens are", cells([0.6, 0.9, 0.4, 1.0], [L] * 4)),
+        ("how many tokens the loss averages over", cells([1.0, 1.0, 1.1, 1.0], [L] * 4)),
+    ),
+    reasoning=cells([-0.2, -0.4, 0.7, -0.6], [U, S, D, S]),
+    equal_loss=cells([0.0, -0.1, 0.1, 0.0], [U] * 4),
+)
+
+
+def text_of(f: Facts) -> str:
+    return " ".join(abstract.sentences(f))
+
+
+def _numbers(sentence: str) -> list[str]:
+    return re.findall(r"\d+(?:\.\d+)?(?: to \d+(?:\.\d+)?)? times", sentence)
+
+
+@pytest.mark.parametrize(
+    "case",
+    [
+        TODAY,
+        facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4)),  # reversed
+        facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4), summed=cells([0.2, -0.3, 0.1, 0.2], [L, S, L, L])),
+        facts(gap=cells([1.5, 1.9, -1.0, -1.2], [L, L, S, S])),  # the models disagree
+        facts(gap=cells([1.5, 0.2, 1.8, 1.9], [L, D, L, L]), reasoning=cells([0.5, 0.6, 0.4, 0.7], [L, D, L, L])),
+        facts(
+            gap=cells([1.2] * 20, [L] * 20, models=tuple(registry.PAPER_MODELS)),
+            models=tuple(registry.PAPER_MODELS),
+            instructions=500,
+        ),
+    ],
+    ids=["today", "reversed", "undecided", "models disagree", "datasets disagree", "ten models"],
+)
+def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
+    said = abstract.sentences(case)
+    text = " ".join(said)
+    assert 1 <= len(said) <= 3 and abstract.words(text) <= MAX_WORDS
+    ids = "|".join(sorted(checks.all_ids(), key=len, reverse=True))
+    assert not re.search(rf"(?<![\w-])({ids})(?![\w-])", text)  # no check named
+    assert "%" not in text and "x" not in re.findall(r"\bx\d", text)  # ratios in times, no shares
+    for sentence in said:
+        assert len(_numbers(sentence)) <= 1, sentence  # at most one number per claim
+
+
+def test_the_words_follow_the_verdicts():
+    assert text_of(TODAY).startswith(
+        "As the paper reports, fast thinking (a bare answer) gives a 4.95 to 9.97 times larger gradient than slow "
+        "thinking (a detailed chain of thought), in every model and family."
+    )
+    reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
+    assert text_of(reversed_).startswith("Unlike the paper, slow thinking (a detailed chain of thought) gives a 2.46")
+    undecided = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4))
+    assert text_of(undecided).startswith("These instructions do not decide whether fast thinking")
+    models = facts(gap=cells([1.5, 1.9, -1.0, -1.2], [L, L, S, S]))
+    assert "in 2 of the 4 model-family cells" in text_of(models)
+
+
+def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
+    said = abstract.comes_from(TODAY)
+    assert said.startswith("It comes from how many tokens the loss averages over and how surprising the tokens are")
+    assert said.endswith("summed over tokens instead, slow thinking's gradient is 33.1 times larger.")
+    still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4))
+    assert "fast thinking's is still 1.65 to 2.01 times larger" in abstract.comes_from(still)
+
+
+def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
+    said = abstract.reasoning(TODAY)
+    assert said == (
+        "The reasoning before an answer shrinks the answer's own gradient in none of the 4 model-family cells "
+        "(it enlarges it in 2; the datasets disagree in 1), nor at equal answer loss."
+    )
+    shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
+    assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")
+
+
+def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
+    line = abstract.scope_line(TODAY)
+    assert line.startswith("*Two small offline models standing in for the paper's (")
+    assert line.endswith("; 6 reasoning datasets in two families; 5 instructions per dataset.*")
+    ten = facts(gap=(), models=tuple(registry.PAPER_MODELS), instructions=500)
+    assert abstract.scope_line(ten).startswith("*The paper's ten models; ")
+
+
+def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term():
+    import matplotlib.pyplot as plt
+
+    fig = abstract.figure(TODAY, note="synthetic")
+    try:
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
+        assert f" x{abstract.voice.three(math.exp(1.6))}" in texts and len(texts) >= 16
+    finally:
+        plt.close(fig)
+    said = abstract.caption(TODAY)
+    for term in ("*Fast thinking*", "*slow thinking*", "*Gradient*", "summed", "equal answer loss", "log scale"):
+        assert term in said
