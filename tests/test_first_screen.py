@@ -173,7 +173,7 @@ def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_on
         voice.sized(open_, interval=False) + "±",
         "n=0",  # no size: its n
     ]
-    assert shown["text"].iloc[1] == "x4" and shown["text"].iloc[2] == "+11%±"
+    assert shown["text"].iloc[1] == "x4.00" and shown["text"].iloc[2] == "+11%±"
     titles = list(shown["title"])
     assert titles[0] == "F4, aqua: not applicable; m is not an instruct model; n = 0"
     assert titles[1].startswith("F1, aqua: too few samples; larger: ")
@@ -193,7 +193,7 @@ def test_a_pooled_cell_s_title_names_its_datasets_where_they_lie_on_opposite_sid
     title = table["title"].iloc[0]
     assert title == (
         f"F1, math reasoning (pooled): holds; larger: holds, {voice.sized(pooled.parts[0])}; "
-        "its datasets point opposite ways: aqua x5.54, gsm8k x0.71; n = 12"
+        "its datasets point opposite ways: aqua x5.54, gsm8k x0.710; n = 12"
     )
     assert "disagree" not in table["title"].iloc[1] and "disagree" not in table["title"].iloc[2]
 

@@ -17,7 +17,7 @@ from analysis.report.page import Page
 
 def test_a_headline_size_is_written_as_a_reader_reads_it():
     assert voice.size(10.43, Unit.RATIO) == "x10.4"
-    assert voice.size(0.3, Unit.RATIO) == "x0.3"
+    assert voice.size(0.3, Unit.RATIO) == "x0.300"
     assert voice.size(1.13, Unit.RATIO) == "+13%"
     assert voice.size(0.98, Unit.RATIO) == "-2%"
     assert voice.size(0.624, Unit.DIFFERENCE) == "0.624"
@@ -96,13 +96,13 @@ def test_an_undecided_cell_gives_its_interval_and_how_many_instructions_would_de
     needed = voice.instructions(found[0].instructions_needed())
     assert needed.startswith("about ")
     assert reproduction.verdict_phrase("F1", found) == (
-        "holds in 2 of 3 (x4 to x15), not resolved in 1 "
+        "holds in 2 of 3 (x4.00 to x15.0), not resolved in 1 "
         f"(+20% [-20%, +80%]; {needed} instructions per dataset would decide)"
     )
     every = _cells(HOLDS, [(4.0, 2.0), (15.0, 2.0)])
-    assert reproduction.verdict_phrase("F1", every) == "holds in both cells (x4 to x15)"
+    assert reproduction.verdict_phrase("F1", every) == "holds in both cells (x4.00 to x15.0)"
     none = _cells(FAILS, [(0.4, 1.1), (0.9, 1.1), (1.1, 1.1)], bound=2.0)
-    assert reproduction.verdict_phrase("F1", none) == "does not hold in any of the 3 cells (x0.4 to x1.1)"
+    assert reproduction.verdict_phrase("F1", none) == "does not hold in any of the 3 cells (x0.400 to x1.10)"
 
 
 def test_a_cell_decided_by_another_part_than_the_headline_gives_that_part_in_the_claim_s_words():
@@ -113,7 +113,7 @@ def test_a_cell_decided_by_another_part_than_the_headline_gives_that_part_in_the
     ]
     assert [cells.printed(f) for f in found] == [f.part(roles.EARLY_LATE) for f in found]
     assert reproduction.verdict_phrase("F1", found) == (
-        "does not hold in either cell (more so in early layers: x0.38 to x0.69)"
+        "does not hold in either cell (more so in early layers: x0.380 to x0.690)"
     )
     alone = found[1:]  # a size near 1 alone reads as a change
     assert reproduction.verdict_phrase("F1", alone) == "does not hold in 1 of 1 (more so in early layers: -31%)"
@@ -127,8 +127,8 @@ def test_a_pooled_cell_whose_datasets_disagree_says_so():
     assert [d for d, _ in cells.disagreeing(pooled, every)] == ["aqua", "gsm8k"]
     sentence = reproduction.claim_sentence("F1", [pooled], every)
     assert sentence == (
-        f"**F1** {checks.get('F1').plain}: holds in 1 of 1 (x2); its datasets point opposite ways in m math "
-        "reasoning (aqua x5.54, gsm8k x0.71)."
+        f"**F1** {checks.get('F1').plain}: holds in 1 of 1 (x2.00); its datasets point opposite ways in m math "
+        "reasoning (aqua x5.54, gsm8k x0.710)."
     )
     agreeing = [pooled, aqua, finding("F1", HOLDS, scope="gsm8k", pooled=False, parts=(ratio_part(3.0, 1.2),))]
     assert cells.disagreeing(pooled, agreeing) == [] and "disagree" not in reproduction.claim_sentence(
@@ -161,5 +161,5 @@ def test_the_ends_of_a_range_read_in_one_style():
     found = _cells(UNRESOLVED, [(0.83, 16.6), (0.95, 1.2)])
     assert (
         reproduction.verdict_phrase("F1", found)
-        == "not resolved in both cells (x0.83 [x0.05, x13.8] to x0.95 [x0.792, x1.14])"
+        == "not resolved in both cells (x0.830 [x0.0500, x13.8] to x0.950 [x0.792, x1.14])"
     )
