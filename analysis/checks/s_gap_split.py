@@ -27,7 +27,7 @@ from analysis.findings.calibration import rule
 from analysis.findings.dataset_context import DatasetContext
 from analysis.findings.quantities import log_level
 from analysis.findings.roles import Role
-from analysis.findings.rules import SAME_MARGIN, SAME_MARGIN_PERCENT, CheckId, Outcome, Part, Unit, above_zero
+from analysis.findings.rules import SAME_MARGIN, CheckId, Part, Unit, above_zero
 from analysis.findings.scopes import Chain, ChainStep, Inputs, PerModelCheck, Section, Words
 from analysis.findings.simulated_samples import Condition
 
@@ -242,12 +242,6 @@ CHECK = PerModelCheck(
         conditions=gap_split.CHAIN,
         dropped=gap_split.dropped,
         caption=CAPTION,
-        lead="On the same answer tokens, the reasoning before them",
-        outcome_words=(
-            (Outcome.LARGER, "makes their gradient smaller, as the paper's reading predicts,"),
-            (Outcome.SMALLER, "makes their gradient larger, against the paper's reading,"),
-            (Outcome.SAME, f"changes their gradient by less than {SAME_MARGIN_PERCENT}"),
-        ),
     ),
     section=Section(
         title="The reasoning step.",

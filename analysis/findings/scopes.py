@@ -36,7 +36,7 @@ from analysis.findings.pooling import (
     not_applicable_reason,
     reasoning_datasets,
 )
-from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Outcome, Part, Role, Verdict
+from analysis.findings.rules import CheckId, Finding, NotApplicable, Note, NoteKind, Part, Role, Verdict
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -122,8 +122,7 @@ class Chain:
     ``conditions``: the settings the chain reads per dataset (named in what computes a missing one);
     ``dropped``: per dataset and condition of a model's curves, the instructions a condition lacks
     that another holds (``gap_split.Dropped``); ``caption``: how to read its figure, with
-    ``{norm}``, ``{level}`` and ``{margin}`` filled in; ``lead``: what the decisive step's sentence
-    opens with; ``outcome_words``: what the decisive step's outcome says, by outcome."""
+    ``{norm}``, ``{level}`` and ``{margin}`` filled in."""
 
     total: Role
     total_name: str
@@ -135,8 +134,6 @@ class Chain:
     conditions: tuple[str, ...]
     dropped: Callable[[CurveDraws], Sequence[Dropped]]
     caption: str
-    lead: str
-    outcome_words: tuple[tuple[Outcome, str], ...]
 
     def step(self, role: Role) -> ChainStep:
         """The step whose parts have that role."""

@@ -2,7 +2,7 @@
 to it), drawn from that declaration and the check's findings: a long table of every part of the
 chain with its outcome (``rules.Part.outcome``, decided once), bars with intervals per model and
 scope, the tables per dataset and family in each norm, the instructions a condition dropped, and the
-sentences a reader takes in a minute. No function here knows which check it draws.
+how to read the figure. No function here knows which check it draws.
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ import seaborn as sns
 from matplotlib.figure import Figure
 
 from analysis.checks import REGISTRY, Check, Inputs, Registry
-from analysis.core import registry as model_registry
 from analysis.core import vocabulary
 from analysis.core.formatting import fmt, fmt_interval
 from analysis.findings import multiplicity
@@ -249,110 +248,6 @@ def caption(check: Check) -> str:
     return chain.caption.format(norm=chain.norms[0][1], level=f"{LEVEL:.0%}", margin=SAME_MARGIN_PERCENT)
 
 
-# --------------------------------------------------------------------------- the sentences
-
-
-def _listed(items: Sequence[str]) -> str:
-    """ "a", "a and b", "a, b and c"."""
-    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} and {items[-1]}"
-
-
-def _times_range(log_values: Sequence[float]) -> str:
-    """Log ratios as the range of their ratios ("x4.8 to x9.5")."""
-    ratios = sorted(math.exp(v) for v in log_values if math.isfinite(v))
-    low, high = (f"x{fmt(r)}" for r in (ratios[0], ratios[-1]))
-    return low if low == high else f"{low} to {high}"
-
-
-def _percent_range(values: Sequence[float]) -> str:
-    """Shares as the range of their percentages ("26% to 117%"; "undefined" where none is finite)."""
-    finite = sorted(v for v in values if math.isfinite(v))
-    if not finite:
-        return "undefined"
-    low, high = (f"{v:.0%}" for v in (finite[0], finite[-1]))
-    return low if low == high else f"{low} to {high}"
-
-
-def _stand_ins(models: Sequence[str]) -> str:
-    """ " (small offline models standing in for the paper's)" where every model is an offline one."""
-    return (
-        " (small offline models standing in for the paper's)"
-        if set(models) <= set(model_registry.OFFLINE_MODELS)
-        else ""
-    )
-
-
-def _apart(frame: pd.DataFrame, model: str, scope: str, step: str, *, outcome: Outcome) -> str:
-    """ " (its datasets disagree: aqua x0.71, gsm8k x5.5)" where a family's datasets lie on opposite
-    sides of no change in ``step``, as ratios ("point opposite ways" where they are not decided so:
-    ``outcome``, the family's; "" where they do not)."""
-    mine = frame[(frame["model"] == model) & (frame["step"] == step)].set_index("scope")["estimate"]
-    values = {d: mine[d] for d in _datasets(frame, model, scope) if d in mine.index and math.isfinite(mine[d])}
-    if len(values) < 2 or not (min(values.values()) < 0 < max(values.values())):
-        return ""
-    said = "disagree" if outcome is Outcome.DISAGREE else "point opposite ways"
-    return f" (its datasets {said}: " + ", ".join(f"{d} {_times_range([v])}" for d, v in values.items()) + ")"
-
-
-def _by_share(check: Check, share: pd.Series) -> list:
-    """The chain's steps in the order a reader's sentence gives them: the largest median share first."""
-    chain = _chain(check)
-
-    def median(step) -> float:
-        values = [v for (_, _, name), v in share.items() if name == step.name and math.isfinite(v)]
-        return -float(np.median(values)) if values else math.inf
-
-    return sorted(chain.steps, key=median)
-
-
-def in_words(frame: pd.DataFrame, check: Check) -> list[str]:
-    """At most three sentences on a chain, for a reader who has a minute: how much larger fast
-    thinking's gradient is, on how many instructions of which models; each step's share of that gap,
-    as a range over the panels; which way the deciding step points, panel by panel."""
-    chain = _chain(check)
-    frame = frame[frame["norm"] == chain.norms[0][1]]
-    if frame.empty:
-        return []
-    models = list(dict.fromkeys(frame["model"]))
-    panels = [(m, s) for m in models for s in figure_scopes(frame, m)]
-    shown = frame.set_index(["model", "scope", "step"])
-    datasets = frame[~frame["pooled"] & (frame["step"] == chain.total_name)]
-    counts = datasets.groupby("model", sort=False)["instructions"].sum()
-    gaps = [shown.loc[(m, s, chain.total_name), "estimate"] for m, s in panels]
-    each = (
-        f"{int(counts[models[0]])} instructions each"
-        if len(set(counts)) == 1
-        else ", ".join(f"{int(counts[m])} instructions" for m in models)
-    )
-    first = (
-        f"Fast thinking's gradient (None CoT) is {_times_range(gaps)} slow thinking's (Detailed CoT, mean log "
-        f"{chain.norms[0][1]}) on {each} of {_listed(models)}{_stand_ins(models)}, one panel of the figure per "
-        "model and family of datasets."
-    )
-    share = shares(frame, check).set_index(["model", "scope", "step"])["share"]
-    pieces = [
-        f"{step.words} {_percent_range([share.get((m, s, step.name), math.nan) for m, s in panels])}"
-        for step in _by_share(check, share)
-    ]
-    second = (
-        "As shares of that gap over the panels, undecided steps (pale bars) included: "
-        + ", ".join(pieces[:-1])
-        + f" and {pieces[-1]} (a step that pushes the other way has a negative share)."
-    )
-    decisive = check.headline
-    step = chain.step(decisive) if decisive is not None else chain.steps[0]
-    words = {Outcome.DISAGREE: "goes opposite ways in different datasets", **dict(chain.outcome_words)}
-    ways: dict[Outcome, list[str]] = {}
-    for model, scope in panels:
-        outcome = Outcome(shown.loc[(model, scope, step.name), "outcome"])
-        ways.setdefault(outcome, []).append(
-            f"{model} on {_scope_label(frame, model, scope)}{_apart(frame, model, scope, step.name, outcome=outcome)}"
-        )
-    decided = sorted(ways, key=lambda o: not o.decided)  # the decided panels first
-    third = f"{chain.lead} " + "; ".join(f"{words.get(o, 'is not decided')} for {_listed(ways[o])}" for o in decided)
-    return [first, second, third + "."]
-
-
 # --------------------------------------------------------------------------- the tables
 
 
@@ -540,19 +435,15 @@ def tables(page, check: Check) -> Blocks:
 
 
 def blocks(page, check: Check) -> Blocks:
-    """What opens a book's first page: the chain in at most three sentences, its figure (the page's
-    note under it) and how to read it, folded; nothing where no dataset holds its conditions."""
+    """The chain's figure (the page's note under it) and how to read it, folded; nothing where no
+    dataset holds its conditions (the first page's sentences are the abstract's)."""
     frame = table(page.findings([check.id]), check)
     drawn = figure(frame, check, note=page.note())
     if drawn is None:
         return []
     chain = _chain(check)
     alt = f"{chain.total_name} and its steps ({', '.join(s.name for s in chain.steps)}) per model and family"
-    return [
-        Markdown(" ".join(in_words(frame, check))),
-        FigureBlock(drawn, alt),
-        fold("How to read the figure", [Markdown(caption(check))]),
-    ]
+    return [FigureBlock(drawn, alt), fold("How to read the figure", [Markdown(caption(check))])]
 
 
 # --------------------------------------------------------------------------- a store's chain, for the command line

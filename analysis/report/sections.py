@@ -151,12 +151,11 @@ def claims_table(page: ChecksPage) -> Blocks:
 
 
 def split(page: Page) -> Blocks:
-    """The split of the gap into its steps (``chain.blocks``, its sentences left to the abstract):
-    the figure and how to read it."""
+    """The split of the gap into its steps (``chain.blocks``): the figure and how to read it."""
     check = chain.chain_check(page.registry, among=page.checks())
     if page.empty or check is None:
         return []
-    return [b for b in chain.blocks(page, check) if not isinstance(b, Markdown)]
+    return chain.blocks(page, check)
 
 
 def summary(page: ChecksPage) -> Blocks:
