@@ -44,6 +44,10 @@ show(sections.claims_table(page))
 
 # %% [markdown]
 # ## The gap, step by step
+#
+# F1's gap is fast thinking's gradient over slow thinking's (x1: no difference). On the same
+# instructions it splits into five steps that multiply to it, each changing one thing between the
+# bare answer and the detailed chain; how to read the figure is folded under it.
 
 # %% tags=["remove-input"]
 show(sections.split(page))

@@ -52,11 +52,12 @@ show(sections.provenance(page))
 # %% [markdown]
 # ## F1's gap in five steps, per dataset
 #
-# Each step is one condition's mean log norm less the next's, on the instructions that hold all
-# six, so the steps add up to F1's gap there; positive: the step makes fast thinking's gradient
-# larger. A step is decided when its interval clears 0 (larger, smaller) or lies within 10% of no
-# change (about the same). In the Frobenius norm, what averaging alone predicts of the last step
-# stands beside it. A family's value is the mean over its datasets.
+# Each step is one condition's gradient over the next's (a ratio of geometric means), on the
+# instructions that hold all six, so the steps multiply to F1's gap there; above x1: the step makes
+# fast thinking's gradient larger. A step is decided when its interval clears x1 (larger, smaller)
+# or lies within 10% of no change (about the same). In the Frobenius norm, what averaging alone
+# predicts of the last step stands beside it. A family's value is the mean over its datasets, and
+# it is decided only where each dataset is decided the same way.
 
 # %% tags=["remove-input"]
 show(sections.chains(page))
@@ -89,7 +90,10 @@ show(sections.verbatim_counts(page))
 # sample; token size and alignment, split where the store holds the token energy (profile
 # `decompose`) and shown together otherwise; and the spectral shape (nuclear over Frobenius norm).
 # Averaging cancels from F1's second part (early against late layers): what makes that part is in
-# the other bars. The tables give each part's mean over layers.
+# the other bars. The tables give each part's mean over layers. The averaging bar is not the split's
+# how-many-tokens step: that step is measured (the chain's few scored tokens against all of them, in
+# the nuclear norm, last in the split's order), while the averaging bar is what averaging alone
+# predicts, -1/2 log R, which the split's Frobenius table sets beside the measured step.
 
 # %% tags=["remove-input"]
 show(gap_sources.layer_splits(page))

@@ -193,16 +193,17 @@ def s_parts(context: DatasetContext) -> list[Part] | None:
 
 CAPTION = (
     "Each panel is one model on one family of datasets (the mean over the datasets named in its title, each "
-    "dataset weighing the same) or one dataset. The top bar is F1's gap: the mean log {norm} (over Q, K, V, O "
-    "and the layers, then over instructions) of fast thinking (None CoT) less that of slow thinking (Detailed "
-    "CoT), on the instructions that hold all six conditions. The five bars under it add up to it exactly, "
+    "dataset weighing the same) or one dataset. The top bar is F1's gap: fast thinking's gradient (None CoT) "
+    "over slow thinking's (Detailed CoT), the ratio of their geometric mean {norm} (over Q, K, V, O, the "
+    "layers and the instructions), on the instructions that hold all six conditions; the axis is a log scale, "
+    "on which the five bars under it add up to it exactly (their ratios multiply to its), "
     "in a fixed order from fast to slow (a step's size depends on its place): the phrase (the bare answer "
     'against "The final answer is " and the answer), the reasoning (the same answer tokens after the '
     "Detailed CoT), which tokens at equal loss (the answer's tokens against as many chain tokens whose loss "
     "matches theirs), how surprising (those matched tokens against as many random chain tokens) and how many "
-    "tokens (those few against all the chain's tokens: averaging). Positive: that step makes fast thinking's "
-    "gradient larger. Black lines: {level} intervals, instructions resampled within each dataset. A step "
-    'is decided when its interval clears 0 or lies within {margin} of no change ("about the same"); '
+    "tokens (those few against all the chain's tokens: averaging). A bar right of x1: that step makes fast "
+    "thinking's gradient larger. Black lines: {level} intervals, instructions resampled within each dataset. A step "
+    'is decided when its interval clears x1 or lies within {margin} of no change ("about the same"); '
     "a pale bar is not decided. A family's value holds for the datasets named, not for others."
 ).replace("F1", F1)
 

@@ -17,10 +17,11 @@ import numpy as np
 import pandas as pd
 import seaborn as sns
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter
 
 from analysis.checks import REGISTRY, Check, Inputs, Registry
 from analysis.core import vocabulary
-from analysis.core.formatting import fmt, fmt_interval
+from analysis.core.formatting import fmt
 from analysis.findings import multiplicity
 from analysis.findings.bootstrap import LEVEL, CurveDraws, all_curve_draws
 from analysis.findings.gap_split import dropped_table
@@ -192,10 +193,17 @@ def _scope_label(frame: pd.DataFrame, model: str, scope: str) -> str:
 
 
 def panel_title(frame: pd.DataFrame, model: str, scope: str, total: str) -> str:
-    """A panel's title: model, scope, its datasets and instructions."""
-    (n,) = frame.loc[(frame["model"] == model) & (frame["scope"] == scope) & (frame["step"] == total), "instructions"]
-    named = f"{', '.join(_datasets(frame, model, scope))}: " if scope in vocabulary.FAMILY_DATASETS else ""
-    return f"{model}\n{vocabulary.scope_label(scope)}\n{named}{int(n)} instructions"
+    """A panel's title: model, scope, its datasets and their instructions, counted per dataset as
+    everywhere in the book."""
+    datasets = _datasets(frame, model, scope)
+    rows = frame[(frame["model"] == model) & (frame["step"] == total) & frame["scope"].isin(datasets)]
+    counts = dict(zip(rows["scope"], rows["instructions"].astype(int)))
+    if len(set(counts.values())) == 1:
+        size = voice.plural(next(iter(counts.values())), "instruction") + (" per dataset" if len(counts) > 1 else "")
+    else:
+        size = ", ".join(f"{d} {n}" for d, n in counts.items()) + " instructions"
+    named = f"{', '.join(datasets)}: " if scope in vocabulary.FAMILY_DATASETS else ""
+    return f"{model}\n{vocabulary.scope_label(scope)}\n{named}{size}"
 
 
 def _panel(ax, rows: pd.DataFrame, bars: Sequence[str], colours: dict[str, tuple]) -> None:
@@ -210,7 +218,7 @@ def _panel(ax, rows: pd.DataFrame, bars: Sequence[str], colours: dict[str, tuple
         if np.isfinite(row["low"]) and np.isfinite(row["high"]):
             ax.plot([row["low"], row["high"]], [i, i], color="k", lw=1.2)
     ax.axvline(0.0, color="k", lw=0.7)
-    labels = [f"{step}\n{fmt_interval(r['estimate'], r['low'], r['high'])}" for step, r in rows.iterrows()]
+    labels = [f"{step}\n{as_times(r['estimate'], r['low'], r['high'])}" for step, r in rows.iterrows()]
     ax.set_yticks(y)
     ax.set_yticklabels(labels, fontsize=7)
     ax.set_ylim(len(bars) - 0.5, -0.5)
@@ -235,7 +243,8 @@ def figure(frame: pd.DataFrame, check: Check, *, note: str | None = None) -> Fig
         _panel(ax, frame[(frame["model"] == model) & (frame["scope"] == scope)], bars, colours)
         ax.set_title(panel_title(frame, model, scope, chain.total_name), fontsize=7)
     for ax in axes[-1, :]:
-        ax.set_xlabel(f"gap of mean log {norm}", fontsize=8)
+        ax.set_xlabel(f"fast over slow, {norm} (log scale; x1: no change)", fontsize=8)
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{math.exp(v):.2g}"))
     plots.drop_unused(axes, len(panels))
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
@@ -251,9 +260,15 @@ def caption(check: Check) -> str:
 # --------------------------------------------------------------------------- the tables
 
 
+def as_times(estimate: float, low: float, high: float) -> str:
+    """A gap of mean log norm as the ratio a reader reads, with its interval: "x5.99 [x4.85, x7.39]"."""
+    shown = [f"x{fmt(math.exp(v))}" if math.isfinite(v) else "nan" for v in (estimate, low, high)]
+    return shown[0] if not (math.isfinite(low) and math.isfinite(high)) else f"{shown[0]} [{shown[1]}, {shown[2]}]"
+
+
 def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
     """One line per model and scope (each dataset, then each family): the total and each step as
-    "gap [low, high] outcome" in mean log norm, what stands beside, and the instructions."""
+    "xratio [xlow, xhigh] outcome" (``as_times``), what stands beside, and the instructions."""
     chain = _chain(check)
     frame = frame[frame["norm"] == norm]
     bars = {chain.total_name, *(s.name for s in chain.steps)}
@@ -266,7 +281,7 @@ def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
             if name in by_step.index:
                 row = by_step.loc[name]
                 outcome = f" {row['outcome']}" if name in bars else ""
-                line[name] = fmt_interval(row["estimate"], row["low"], row["high"]) + outcome
+                line[name] = as_times(row["estimate"], row["low"], row["high"]) + outcome
         line["instructions"] = int(by_step.loc[chain.total_name, "instructions"])
         lines.append(line)
     return pd.DataFrame(lines)
@@ -417,7 +432,7 @@ def tables(page, check: Check) -> Blocks:
     for index, (_, norm) in enumerate(chain.norms):
         if not (frame["norm"] == norm).any():
             continue
-        heading = f"In the {norm}: the gap of mean log norm [{LEVEL:.0%} interval] and what it decides"
+        heading = f"In the {norm}: each gap as a ratio, fast over slow [{LEVEL:.0%} interval], and what it decides"
         if index == 0:
             out += [Markdown(f"**{heading}.**"), Table(wide_table(frame, check, norm))]
             found = page.findings([check.id])

@@ -23,7 +23,7 @@ from analysis.findings.bootstrap import pooled
 from analysis.findings.calibration import scenarios
 from analysis.findings.rules import DECIDED, SAME_MARGIN_PERCENT, UNRESOLVED, Finding, Outcome
 from analysis.report import chain, coverage, gpu_check, provenance, voice
-from analysis.report.blocks import Blocks, Markdown, Table
+from analysis.report.blocks import Blocks, Markdown, Table, fold
 from analysis.report.load import figure_note, origin_note
 from analysis.report.notebook_parameters import optional_path
 from analysis.report.page import Page
@@ -82,7 +82,10 @@ class Reproducibility:
 def run(r: Reproducibility) -> Blocks:
     return [
         Markdown(provenance.run_sentence(r.runs, r.page.params.results_dir, r.imported)),
-        Table(provenance.profile_table(r.run), empty="The results directory has no run log."),
+        fold(
+            "The run's settings",
+            [Table(provenance.profile_table(r.run), empty="The results directory has no run log.")],
+        ),
     ]
 
 
@@ -109,9 +112,12 @@ def models(r: Reproducibility) -> Blocks:
         if r.imported
         else "The run log records no model facts."
     )
-    return [
+    tables = [
         Table(provenance.models_used_table(rows, r.runs), empty="No results are stored.", by=None),
         Table(provenance.model_facts_table(r.run), empty=facts_missing, by=None),
+    ]
+    return [
+        fold("Each model: its revision, attention and chat template", tables),
         *([Markdown(f"*{note}.*")] if note else []),
     ]
 
@@ -129,7 +135,9 @@ def data_check_files(r: Reproducibility) -> Blocks:
 
 
 def run_times(r: Reproducibility) -> Blocks:
-    return [Table(provenance.time_summary(r.runs), empty="No run times are recorded.")]
+    return [
+        fold("The run's times per stage", [Table(provenance.time_summary(r.runs), empty="No run times are recorded.")])
+    ]
 
 
 def extraction_times(r: Reproducibility) -> Blocks:
@@ -157,15 +165,16 @@ def _simulated(table: Callable[..., pd.DataFrame], seed: int) -> Table:
 
 def rule_rates(r: Reproducibility) -> Blocks:
     """The calibration tables: false "holds", coverage, the log-ratio choice, shares and power."""
-    return [_simulated(table, r.seed) for table in RULE_RATES]
+    titles = ('False "holds" per rule', "Coverage of the intervals", "The log-ratio choice", "Shares", "Power")
+    return [fold(title, [_simulated(table, r.seed)]) for title, table in zip(titles, RULE_RATES)]
 
 
 def misses(r: Reproducibility) -> Blocks:
-    return [_simulated(scenarios.miss_table, r.seed)]
+    return [fold("Misses under hard noise", [_simulated(scenarios.miss_table, r.seed)])]
 
 
 def skewed(r: Reproducibility) -> Blocks:
-    return [_simulated(rule_tables.false_holds_by_skew, r.seed)]
+    return [fold('False "holds" by skewness', [_simulated(rule_tables.false_holds_by_skew, r.seed)])]
 
 
 def commit_simulated_tables(*, seed: int = 0) -> list[Path]:
@@ -176,11 +185,11 @@ def commit_simulated_tables(*, seed: int = 0) -> list[Path]:
 
 def family_rates(r: Reproducibility) -> Blocks:
     """The family rules' error rates where a family's datasets differ (``calibration.family_table``)."""
-    return [_simulated(rule_tables.family_table, r.seed)]
+    return [fold("Families whose datasets differ", [_simulated(rule_tables.family_table, r.seed)])]
 
 
 def packages(r: Reproducibility) -> Blocks:
-    return [Table(provenance.package_table(r.run, runlog.package_versions()))]
+    return [fold("Package versions", [Table(provenance.package_table(r.run, runlog.package_versions()))])]
 
 
 def benchmarks(r: Reproducibility) -> Blocks:
@@ -194,7 +203,12 @@ def benchmarks(r: Reproducibility) -> Blocks:
     table = provenance.benchmark_table(r.benchmarks) if r.benchmarks else None
     name = r.benchmarks.name if r.benchmarks else "none given"
     empty = f"No benchmark results file (`{name}`); `make benchmark` writes `benchmarks/results.json`."
-    return [Table(part, empty=empty, by=None) for part in provenance.benchmark_parts(table)]
+    return [
+        fold(
+            "The extraction benchmark",
+            [Table(part, empty=empty, by=None) for part in provenance.benchmark_parts(table)],
+        )
+    ]
 
 
 def busy_core(r: Reproducibility) -> Blocks:
@@ -203,13 +217,16 @@ def busy_core(r: Reproducibility) -> Blocks:
         return [Markdown("Not shown: this run computed nothing, as said above.")]
     table = provenance.busy_core_table(r.benchmarks) if r.benchmarks else None
     empty = "No one-core-busy rows in the benchmark results (`make benchmark` runs them with `--busy-core`)."
-    return [Table(table, empty=empty, by=None)]
+    return [fold("One core busy", [Table(table, empty=empty, by=None)])]
 
 
 def gpu(r: Reproducibility) -> Blocks:
     """What ``make gpu-check`` measured, where its results lie beside the benchmarks."""
     results = gpu_check.results_path(r.benchmarks)
-    return [Markdown(gpu_check.sentence(results)), Table(gpu_check.table(results), empty="", by=None)]
+    return [
+        Markdown(gpu_check.sentence(results)),
+        fold("The GPU check's parts", [Table(gpu_check.table(results), empty="", by=None)]),
+    ]
 
 
 def resolution(r: Reproducibility) -> Blocks:
@@ -348,5 +365,8 @@ def power_statements(r: Reproducibility) -> Blocks:
     )
     return [
         Markdown(text),
-        Table(table.drop(columns="decided") if not table.empty else table, empty="No statement to test."),
+        fold(
+            "The statements tested, cell by cell",
+            [Table(table.drop(columns="decided") if not table.empty else table, empty="No statement to test.")],
+        ),
     ]

@@ -53,9 +53,10 @@ def scope(name: str, pooled: bool) -> str:
 
 
 def reads_as_times(values: Iterable[float]) -> bool:
-    """Whether ratios read as multiples ("x") rather than percentage changes: any far from 1."""
-    finite = [v for v in values if math.isfinite(v)]
-    return any(v <= 0.5 or v >= 2 for v in finite)
+    """Whether ratios read as multiples ("x1.13") rather than percentage changes ("+13%"): always, so
+    that one statistic is written in one unit everywhere in the book (a margin, a bound, is written
+    as the percentage change it allows by asking for it: ``size(..., times=False)``)."""
+    return True
 
 
 def size(value: float, unit: Unit, *, times: bool | None = None) -> str:
