@@ -118,6 +118,14 @@ def append_run(results_dir: Path, *, file: Path) -> dict:
     return row
 
 
+def read_rows(rows: list[dict]) -> pd.DataFrame:
+    """Rows of the measured table as ``read_measured`` reads them from its file."""
+    table = pd.DataFrame(rows, columns=list(COLUMNS))
+    for flag in ("resumed", "dirty"):
+        table[flag] = table[flag].map(lambda v: str(v).strip().lower() == "true")
+    return table
+
+
 def read_measured(file: Path) -> pd.DataFrame:
     """The measured runs (an empty table with ``COLUMNS`` where the file does not exist)."""
     if not Path(file).is_file():
@@ -154,14 +162,39 @@ def profile_cells(table: pd.DataFrame) -> dict[str, str]:
     }
 
 
+def shown_runs(table: pd.DataFrame) -> pd.DataFrame:
+    """The measured runs as the page shows them, narrow enough for its column: the profile, the date,
+    the commit's first seven characters, torch's threads, each stage and the whole in minutes, the
+    peak memory, and whether the row measures a run whole (``whole_runs``)."""
+    whole = table["install_s"].notna() & table["commit"].notna() & ~table["resumed"] & ~table["dirty"]
+    minutes = {
+        "install": "install_s",
+        "extraction": "extraction_s",
+        "notebooks": "notebooks_s",
+        "book": "book_s",
+        "total": "total_s",
+    }
+    out = pd.DataFrame(
+        {
+            "profile": table["profile"],
+            "date": table["date"],
+            "commit": table["commit"].fillna("").astype(str).str[:7],
+            "threads": table["threads"],
+            **{f"{name} (min)": (table[column].astype(float) / 60).round(1) for name, column in minutes.items()},
+            "peak GB": table["peak_rss_gb"],
+            "whole": whole.map({True: "yes", False: "no"}),
+        }
+    )
+    return out.fillna("")
+
+
 def page_markdown(table: pd.DataFrame, this_build: RunRecord | None) -> str:
     """The execution-statistics page's generated part: the measured runs, then this build's run."""
     lines = ["## Measured runs", ""]
     if table.empty:
         lines += ["No run has been measured yet (`python -m analysis measured RESULTS_DIR` adds one).", ""]
     else:
-        shown = table.drop(columns=["run", "cpu_model"]).fillna("")
-        lines += [shown.to_markdown(index=False), ""]
+        lines += [shown_runs(table).to_markdown(index=False), ""]
         machines = sorted(set(table["cpu_model"].dropna()))
         lines += [f"Machines: {'; '.join(machines)}.", ""]
     lines += ["## This build's run", ""]
@@ -173,7 +206,7 @@ def page_markdown(table: pd.DataFrame, this_build: RunRecord | None) -> str:
             "build itself is not counted). Not a measured row: where the book is published it is built "
             "on another machine.",
             "",
-            pd.DataFrame([row_of(this_build)]).drop(columns=["run", "cpu_model"]).to_markdown(index=False),
+            shown_runs(read_rows([row_of(this_build)])).to_markdown(index=False),
             "",
         ]
     return "\n".join(lines)
