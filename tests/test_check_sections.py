@@ -23,7 +23,7 @@ def test_a_section_says_each_answered_cell_with_the_size_its_check_prints():
         ),
     ]
     first, second = check_sections.paragraphs(found, s)
-    assert first.startswith(f"**a.** {s.section.lead}: math reasoning: +49% [") and first.endswith(
+    assert first.startswith(f"**a.** {s.section.lead}: math reasoning: x1.49 [") and first.endswith(
         f"({s.id} **holds**: {s.words.holds})."
     )
     assert second.startswith("**b.**") and f"({s.id} **not resolved**: {s.words.unresolved})." in second

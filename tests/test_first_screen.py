@@ -173,7 +173,7 @@ def test_every_cell_prints_its_deciding_size_grey_ones_too_and_n_only_without_on
         voice.sized(open_, interval=False) + "±",
         "n=0",  # no size: its n
     ]
-    assert shown["text"].iloc[1] == "x4.00" and shown["text"].iloc[2] == "+11%±"
+    assert shown["text"].iloc[1] == "x4.00" and shown["text"].iloc[2] == "x1.11±"
     titles = list(shown["title"])
     assert titles[0] == "F4, aqua: not applicable; m is not an instruct model; n = 0"
     assert titles[1].startswith("F1, aqua: too few samples; larger: ")

@@ -233,7 +233,7 @@ def test_f4_holds_for_identical_models_and_fails_for_a_better_instruct_model():
     found = _findings(pd.concat([base, same]), ("F4",), declared=declared)
     assert _verdicts(found, "F4") == {HOLDS}
     assert found[0].part(roles.SIGNED_RATIO).shown() == (1.0, 1.0, 1.0)
-    assert "instruct / base of Detailed irrelevant / correct +0% [+0%, +0%]" in voice.numbers(found[0])
+    assert "instruct / base of Detailed irrelevant / correct x1.00 [x1.00, x1.00]" in voice.numbers(found[0])
 
     def sharper(model, dataset, setting, responses, proj, layers):
         curve = paper_like(model, dataset, setting, responses, proj, layers)

@@ -50,7 +50,7 @@ WORDS = {
     gap_split.REASONING: (roles.REASONING_STEP, "the reasoning itself"),
     gap_split.EQUAL_LOSS: (EQUAL_LOSS, "which tokens are scored, at equal loss"),
     gap_split.SURPRISE: (SURPRISE, "how surprising the tokens are"),
-    gap_split.HOW_MANY: (HOW_MANY, "how many tokens the loss averages over"),
+    gap_split.HOW_MANY: (HOW_MANY, "how many tokens are averaged"),
 }
 STEPS = {step: ChainStep(WORDS[step][0], step.name, WORDS[step][1], step.fast, step.slow) for step in gap_split.STEPS}
 SPANS = {gap_split.WHICH_TOKENS: WHICH_TOKENS, gap_split.TOGETHER: TOGETHER}  # beside the steps, no bars
@@ -122,7 +122,7 @@ def _loss_lines(cd: CurveDraws, dataset: str) -> list[Part]:
         intercept, slope = line
         parts += [
             Part(
-                name=f"{step.name} at equal loss (intercept)",
+                name=f"{step.name}: intercept on log loss",
                 estimate=intercept,
                 side="above",
                 bound=0.0,
