@@ -128,6 +128,20 @@ def test_the_execution_statistics_page_shows_the_rows_and_this_builds_run(tmp_pa
     assert f"{{include}} {book.MEASURED_RUNS_FILE.relative_to('book')}" in page_source
 
 
+def test_this_build_s_run_shows_a_stage_not_yet_done_as_blank(tmp_path):
+    """While the book builds, its own stage has no seconds yet: the row shows it blank, not a crash."""
+    run = _run(tmp_path, prefix=tmp_path)
+    with runlog.recording(tmp_path, {"name": "quick"}) as log:
+        with log.changing() as record:
+            record.extraction_seconds = 12.0
+    going_on = runlog.latest(tmp_path)
+    assert going_on.book.get("seconds") is None and run.book.get("seconds") == 4.0
+    shown = measured.shown_runs(measured.read_rows([measured.row_of(going_on)]))
+    assert shown.loc[0, "book (min)"] == "" and shown.loc[0, "extraction (min)"] == 0.2
+    assert shown.loc[0, "whole"] == "no"  # no install measured for it
+    assert "| quick " in measured.page_markdown(measured.read_measured(tmp_path / "none.csv"), going_on)
+
+
 def test_the_readme_states_each_profile_as_its_latest_whole_run():
     """Each profile's line of the README's table says what ``measured.csv`` says, rounded; a profile
     with no whole run says it is not measured."""

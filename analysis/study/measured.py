@@ -162,25 +162,29 @@ def profile_cells(table: pd.DataFrame) -> dict[str, str]:
     }
 
 
+MINUTES = {
+    "install": "install_s",
+    "extraction": "extraction_s",
+    "notebooks": "notebooks_s",
+    "book": "book_s",
+    "total": "total_s",
+}
+
+
 def shown_runs(table: pd.DataFrame) -> pd.DataFrame:
     """The measured runs as the page shows them, narrow enough for its column: the profile, the date,
     the commit's first seven characters, torch's threads, each stage and the whole in minutes, the
     peak memory, and whether the row measures a run whole (``whole_runs``)."""
-    whole = table["install_s"].notna() & table["commit"].notna() & ~table["resumed"] & ~table["dirty"]
-    minutes = {
-        "install": "install_s",
-        "extraction": "extraction_s",
-        "notebooks": "notebooks_s",
-        "book": "book_s",
-        "total": "total_s",
-    }
+    seconds = {column: pd.to_numeric(table[column], errors="coerce") for column in MINUTES.values()}
+    commit = table["commit"].fillna("").astype(str)
+    whole = seconds["install_s"].notna() & (commit != "") & ~table["resumed"] & ~table["dirty"]
     out = pd.DataFrame(
         {
             "profile": table["profile"],
             "date": table["date"],
-            "commit": table["commit"].fillna("").astype(str).str[:7],
+            "commit": commit.str[:7],
             "threads": table["threads"],
-            **{f"{name} (min)": (table[column].astype(float) / 60).round(1) for name, column in minutes.items()},
+            **{f"{name} (min)": (seconds[column] / 60).round(1) for name, column in MINUTES.items()},
             "peak GB": table["peak_rss_gb"],
             "whole": whole.map({True: "yes", False: "no"}),
         }
