@@ -46,7 +46,7 @@ TODAY = facts(
         ('the phrase "The final answer is"', cells([0.3, 0.1, 0.3, 0.3], [L, U, L, L])),
         ("the reasoning itself", cells([-0.2, -0.4, 0.7, -0.6], [U, S, D, S])),
         ("how surprising the tokens are", cells([0.6, 0.9, 0.4, 1.0], [L] * 4)),
-        ("how many tokens the loss averages over", cells([1.0, 1.0, 1.1, 1.0], [L] * 4)),
+        ("how many tokens are averaged", cells([1.0, 1.0, 1.1, 1.0], [L] * 4)),
     ),
     reasoning=cells([-0.2, -0.4, 0.7, -0.6], [U, S, D, S]),
     equal_loss=cells([0.0, -0.1, 0.1, 0.0], [U] * 4),
@@ -98,22 +98,32 @@ def test_the_words_follow_the_verdicts():
     undecided = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4))
     assert text_of(undecided).startswith("These instructions do not decide whether fast thinking")
     models = facts(gap=cells([1.5, 1.9, -1.0, -1.2], [L, L, S, S]))
-    assert "in 2 of the 4 model-family cells" in text_of(models)
+    assert "in 2 of 4 model-family cells" in text_of(models)
 
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
-    said = abstract.comes_from(TODAY)
-    assert said.startswith("It comes from how many tokens the loss averages over and how surprising the tokens are")
-    assert said.endswith("summed over tokens instead, slow thinking's gradient is 33.1 times larger.")
-    still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4))
-    assert "fast thinking's is still 1.65 to 2.01 times larger" in abstract.comes_from(still)
+    assert abstract.comes_from(TODAY) == (
+        "It comes from averaging the loss over tokens: summed instead, slow thinking's is 33.1 times "
+        "larger; most of it is how many tokens are averaged and how surprising the tokens are."
+    )
+    still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4), steps=TODAY.steps)
+    assert abstract.comes_from(still) == (
+        "It comes mostly from how many tokens are averaged and how surprising the tokens are; summed "
+        "over tokens instead, fast thinking's is still 1.65 to 2.01 times larger."
+    )
+    # no step decided in most cells: the largest is named with the cells that decide it, none claimed
+    undecided = (("how surprising the tokens are", cells([0.6, 0.2, 0.4, 1.0], [U, U, L, U])),) + tuple(
+        (w, cells([1.0, 1.0, 1.1, 1.0], [L, U, L, U])) for w in ["how many tokens are averaged"]
+    )
+    said = abstract.comes_from(facts(gap=TODAY.gap, steps=undecided))
+    assert said.endswith("; the largest step below is how many tokens are averaged (larger in 2 of 4 cells).")
 
 
 def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
     said = abstract.reasoning(TODAY)
     assert said == (
-        "The reasoning before an answer shrinks the answer's own gradient in none of the 4 model-family cells "
-        "(it enlarges it in 2; the datasets disagree in 1), nor at equal answer loss."
+        "Reasoning before an answer shrinks the answer's own gradient in none of 4 model-family cells "
+        "(enlarges it in 2; the datasets disagree in 1), nor at equal answer loss."
     )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")

@@ -18,13 +18,13 @@ from analysis.report.page import Page
 def test_a_headline_size_is_written_as_a_reader_reads_it():
     assert voice.size(10.43, Unit.RATIO) == "x10.4"
     assert voice.size(0.3, Unit.RATIO) == "x0.300"
-    assert voice.size(1.13, Unit.RATIO) == "+13%"
-    assert voice.size(0.98, Unit.RATIO) == "-2%"
+    assert voice.size(1.13, Unit.RATIO) == "x1.13"  # one unit for every ratio, near 1 too
+    assert voice.size(0.98, Unit.RATIO) == "x0.980"
     assert voice.size(0.624, Unit.DIFFERENCE) == "0.624"
     assert voice.size(float("nan"), Unit.RATIO) == "nan"
     # one format for an estimate and its interval: never "4.78 [3.85, 5.95] times"
     assert voice.sized(ratio_part(4.78, 1.25)) == "x4.78 [x3.82, x5.97]"
-    assert voice.sized(ratio_part(1.26, 1.1)) == "+26% [+15%, +39%]"
+    assert voice.sized(ratio_part(1.26, 1.1)) == "x1.26 [x1.15, x1.39]"
 
 
 def _intro_page(tmp_path, study_data_dir, *, none_level: float) -> Page:
@@ -97,7 +97,7 @@ def test_an_undecided_cell_gives_its_interval_and_how_many_instructions_would_de
     assert needed.startswith("about ")
     assert reproduction.verdict_phrase("F1", found) == (
         "holds in 2 of 3 (x4.00 to x15.0), not resolved in 1 "
-        f"(+20% [-20%, +80%]; {needed} instructions per dataset would decide)"
+        f"(x1.20 [x0.800, x1.80]; {needed} instructions per dataset would decide)"
     )
     every = _cells(HOLDS, [(4.0, 2.0), (15.0, 2.0)])
     assert reproduction.verdict_phrase("F1", every) == "holds in both cells (x4.00 to x15.0)"
@@ -115,8 +115,8 @@ def test_a_cell_decided_by_another_part_than_the_headline_gives_that_part_in_the
     assert reproduction.verdict_phrase("F1", found) == (
         "does not hold in either cell (more so in early layers: x0.380 to x0.690)"
     )
-    alone = found[1:]  # a size near 1 alone reads as a change
-    assert reproduction.verdict_phrase("F1", alone) == "does not hold in 1 of 1 (more so in early layers: -31%)"
+    alone = found[1:]  # a size near 1 alone is a ratio too
+    assert reproduction.verdict_phrase("F1", alone) == "does not hold in 1 of 1 (more so in early layers: x0.690)"
 
 
 def test_a_pooled_cell_whose_datasets_disagree_says_so():
@@ -163,3 +163,19 @@ def test_the_ends_of_a_range_read_in_one_style():
         reproduction.verdict_phrase("F1", found)
         == "not resolved in both cells (x0.830 [x0.0500, x13.8] to x0.950 [x0.792, x1.14])"
     )
+
+
+def test_the_claims_table_sizes_a_claim_by_its_headline_part_in_one_unit():
+    """Whatever part decided a cell's colour, the first page's table gives the claim's own number: F1's
+    gap in times over the model's cells, never the early/late part that kept a cell from holding."""
+    held = finding("F1", HOLDS, parts=(ratio_part(4.0, 1.2), ratio_part(1.5, 1.05, role=roles.EARLY_LATE)))
+    failed = finding(
+        "F1",
+        FAILS,
+        scope="commonsense_reasoning",
+        parts=(ratio_part(8.3, 1.2), ratio_part(0.38, 1.05, role=roles.EARLY_LATE, name="early / late")),
+    )
+    table = reproduction.claims_table([held, failed])
+    row = table[table["the paper's claim"] == checks.get("F1").plain].iloc[0]
+    assert row["this study"] == "holds in 1 of 2 cells"
+    assert row["size"] == "x4.00 to x8.30"

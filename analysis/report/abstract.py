@@ -129,10 +129,10 @@ def _share(items: Sequence[Cell], outcome: Outcome) -> tuple[list[Cell], int]:
 
 
 def _in_how_many(k: int, m: int) -> str:
-    """ "in every model and family" / "in 3 of the 4 model-family cells"."""
+    """ "in every model and family" / "in 3 of 4 model-family cells"."""
     if k == m:
         return "in every model and family" if m > 1 else "in its one cell"
-    return f"in {k} of the {m} model-family cells"
+    return f"in {k} of {m} model-family cells"
 
 
 def scope_line(facts: Facts) -> str:
@@ -175,28 +175,40 @@ def reproduces(facts: Facts) -> str:
 
 
 def comes_from(facts: Facts) -> str:
-    """What the gap comes from: the steps that carry most of it where they are decided, and the gap
-    under a loss summed over tokens."""
-    carried = []
+    """What the gap comes from: the loss's averaging over tokens where a loss summed over them reverses
+    the gap, and the split's steps that carry it in most cells (else its largest step, with the cells
+    that decide it)."""
+    carried, largest = [], []
     for words, step_cells in facts.steps:
         larger, m = _share(step_cells, Outcome.LARGER)
         if m and 2 * len(larger) > m:
             carried.append((float(np.median([c.value for c in larger])), words))
+        if m:
+            largest.append((float(np.median([c.value for c in step_cells])), words, len(larger), m))
     carried.sort(reverse=True)
-    pieces = []
-    if carried:
-        pieces.append(f"It comes from {voice.listed([w for _, w in carried[:2]])}")
-    if facts.summed:
-        sums = [c.value for c in facts.summed]
-        if all(v < 0 for v in sums):
-            pieces.append(f"summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger")
-        elif all(v > 0 for v in sums):
-            pieces.append(f"summed over tokens instead, fast thinking's is still {times(sums)} larger")
-        else:
-            pieces.append("summed over tokens instead, either gradient may be the larger")
+    carriers = voice.listed([w for _, w in carried[:2]])
+    step = ""
+    if largest and not carried:
+        _, words, k, m = max(largest)
+        step = f"the largest step below is {words} (larger in {k or 'none'} of {m} cells)"
+    sums = [c.value for c in facts.summed]
+    if sums and all(v < 0 for v in sums):
+        text = (
+            "It comes from averaging the loss over tokens: summed instead, slow thinking's is "
+            f"{times(sums, inverse=True)} larger"
+        )
+        text += f"; most of it is {carriers}" if carried else f"; {step}" if step else ""
+        return text + "."
+    if sums and all(v > 0 for v in sums):
+        summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
+    elif sums:
+        summed = "summed over tokens instead, either gradient may be the larger"
+    else:
+        summed = ""
+    pieces = [p for p in (f"it comes mostly from {carriers}" if carried else step, summed) if p]
     if not pieces:
         return ""
-    text = ": ".join(pieces)
+    text = "; ".join(pieces)
     return text[0].upper() + text[1:] + "."
 
 
@@ -209,12 +221,12 @@ def reasoning(facts: Facts) -> str:
     shrinks, _ = _share(facts.reasoning, Outcome.LARGER)
     grows, _ = _share(facts.reasoning, Outcome.SMALLER)
     apart, _ = _share(facts.reasoning, Outcome.DISAGREE)
-    lead = "The reasoning before an answer shrinks the answer's own gradient"
+    lead = "Reasoning before an answer shrinks the answer's own gradient"
     if len(shrinks) == m:
         text = f"{lead} {_in_how_many(m, m)}, as the paper's reading predicts"
     else:
-        text = f"{lead} in {'none' if not shrinks else len(shrinks)} of the {m} model-family cells"
-        detail = [f"it enlarges it in {len(grows)}"] if grows else []
+        text = f"{lead} in {'none' if not shrinks else len(shrinks)} of {m} model-family cells"
+        detail = [f"enlarges it in {len(grows)}"] if grows else []
         detail += [f"the datasets disagree in {len(apart)}"] if apart else []
         text += f" ({'; '.join(detail)})" if detail else ""
     if facts.equal_loss:

@@ -15,7 +15,7 @@ import pandas as pd
 
 from analysis.checks import REGISTRY, Registry, get
 from analysis.core import registry as models_registry
-from analysis.findings.rules import DISAGREE, FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Finding
+from analysis.findings.rules import DISAGREE, FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Finding, Part
 from analysis.report import cells, voice
 from analysis.report.load import offline_models
 
@@ -285,10 +285,19 @@ def _size(parts: Sequence) -> str:
     return voice.sized_range(parts, interval=False)
 
 
+def _claim_size(finding: Finding, check, registry: Registry) -> Part | None:
+    """The part a claim's size reads in one cell: its check's headline where the headline decides (the
+    claim's own number, whichever part decided the colour), else the part that decided the colour."""
+    headline = finding.part(check.headline)
+    if headline is not None and headline.decides and headline.estimate is not None:
+        return headline
+    return cells.printed(finding, registry)
+
+
 def claims_table(found: Sequence[Finding], registry: Registry = REGISTRY) -> pd.DataFrame:
     """One row per claim of the paper and model: the claim in plain words, what this study finds in a
-    word (over the model's pooled cells where it has any), and one number: the size its cells print,
-    in one unit (a ratio in times), a range where its cells differ."""
+    word (over the model's pooled cells where it has any), and one number: the size of the claim in
+    those cells (``_claim_size``), in one unit (a ratio in times), a range where its cells differ."""
     rows = []
     for check in registry:
         if not check.paper:
@@ -297,7 +306,7 @@ def claims_table(found: Sequence[Finding], registry: Registry = REGISTRY) -> pd.
         for model in dict.fromkeys(f.model for f in mine):
             answered = cells.answers([f for f in mine if f.model == model])
             printed = [
-                p for f in answered if f.not_applicable is None and (p := cells.printed(f, registry)) is not None
+                p for f in answered if f.not_applicable is None and (p := _claim_size(f, check, registry)) is not None
             ]
             rows.append(
                 {
