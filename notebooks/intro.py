@@ -101,12 +101,12 @@ show(sections.provenance(page))
 #
 # ## What is reproduced, on which models
 #
-# | profile | models | samples per condition | command |
+# | profile | models | instructions per dataset | command |
 # | --- | --- | --- | --- |
 # | `quick` | the two offline models | 2, a few conditions, responses cut at 128 tokens | `make book PROFILE=quick` |
 # | `cpu` (default) | the two offline models | 5, the conditions behind the verdicts they can resolve (no Wiki files) | `make book` |
 # | `cpu-full` | the two offline models | 5, every condition and view | `make book PROFILE=cpu-full` |
-# | `decide` | the two offline models | 30, the conditions of the split of F1's gap and of F3 on the six datasets with None CoT | `make book PROFILE=decide` |
+# | `decide` | the two offline models | 16, the conditions of the split of F1's gap and of F3 on the six datasets with None CoT | `make book PROFILE=decide` |
 # | `paper` | the paper's ten models (five base / instruct pairs) | all (500 per file) | `make book PROFILE=paper` on a GPU |
 # | `original` | the paper's ten models, on the original study's released statistics | all (500 per file), the 56 study files | `python -m analysis import-original SOURCE --out results/original`, then `make book PROFILE=original` |
 #

@@ -23,7 +23,7 @@ MAX_LIST_ITEMS = 12
 # per page, never repeated in its body.
 PROVENANCE_PHRASES = (
     "quantised (GGUF) then dequantised",
-    "instructions per file are a random sample",
+    "instructions per dataset are a random sample",
     "models are in the store",
 )
 

@@ -35,3 +35,20 @@ def test_every_profile_row_states_its_profiles_count_of_conditions():
 def test_data_list_is_said_to_list_the_conditions_it_lists():
     stated = [int(m) for page in PAGES for m in re.findall(r"lists the (\d+) conditions", page.read_text())]
     assert stated and set(stated) == {len(data.conditions_matching(length_control=True))}
+
+
+def test_every_profile_row_states_its_profiles_instructions():
+    """A row's "N instructions" / "N samples", or its first cell that opens with a number, is the
+    profile's instructions per dataset: the decide row once said 30 where the profile takes 16."""
+    stated = []
+    for page, name, row in profile_rows():
+        n = profiles.PROFILES[name].extraction.n_samples
+        cells = [c.strip() for c in row.split("|")[2:]]
+        said = re.search(r"(\d+) (?:instructions|samples) (?:of|per)\b", row) or next(
+            (m for c in cells if (m := re.match(r"(\d+)(?:,|$)", c))), None
+        )
+        if said is not None and n is not None:
+            stated.append((page, name, int(said.group(1)), n))
+    wrong = [s for s in stated if s[2] != s[3]]
+    assert not wrong, wrong
+    assert {(page, name) for page, name, _, _ in stated} >= {("intro.py", "decide"), ("README.md", "decide")}

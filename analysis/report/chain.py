@@ -45,6 +45,7 @@ COLUMNS = [
     "low",
     "high",
     "instructions",
+    "per_dataset",
     "outcome",
     "decided",
     "datasets",
@@ -114,6 +115,7 @@ def table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
                         "low": low,
                         "high": high,
                         "instructions": part.n,
+                        "per_dataset": per_dataset(part),
                         "outcome": part.outcome.value,
                         "decided": part.outcome.decided,
                         "datasets": ", ".join(part.datasets or (finding.scope,)),
@@ -266,9 +268,18 @@ def as_times(estimate: float, low: float, high: float) -> str:
     return shown[0] if not (math.isfinite(low) and math.isfinite(high)) else f"{shown[0]} [{shown[1]}, {shown[2]}]"
 
 
+def per_dataset(part: Part) -> str:
+    """A part's instructions counted per dataset, as everywhere in the book: "5", or "4 to 5" where its
+    datasets hold different numbers."""
+    counts = sorted({n for _, n in part.estimate.strata}) if part.estimate is not None else []
+    if not counts:
+        return ""
+    return str(counts[0]) if len(counts) == 1 else f"{counts[0]} to {counts[-1]}"
+
+
 def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
     """One line per model and scope (each dataset, then each family): the total and each step as
-    "xratio [xlow, xhigh] outcome" (``as_times``), what stands beside, and the instructions."""
+    "xratio [xlow, xhigh] outcome" (``as_times``), what stands beside, and the instructions per dataset."""
     chain = _chain(check)
     frame = frame[frame["norm"] == norm]
     bars = {chain.total_name, *(s.name for s in chain.steps)}
@@ -282,7 +293,7 @@ def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
                 row = by_step.loc[name]
                 outcome = f" {row['outcome']}" if name in bars else ""
                 line[name] = as_times(row["estimate"], row["low"], row["high"]) + outcome
-        line["instructions"] = int(by_step.loc[chain.total_name, "instructions"])
+        line["instructions per dataset"] = by_step.loc[chain.total_name, "per_dataset"]
         lines.append(line)
     return pd.DataFrame(lines)
 
@@ -290,7 +301,7 @@ def wide_table(frame: pd.DataFrame, check: Check, norm: str) -> pd.DataFrame:
 def loss_table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
     """One line per model, scope and step (and span) with a line on the covariate: the step, its
     value at an equal covariate (the line's intercept) and the line's slope, each with its interval,
-    in the chain's first norm, and the instructions."""
+    in the chain's first norm, and the instructions per dataset."""
     chain = _chain(check)
     if chain.lines is None:
         return pd.DataFrame()
@@ -315,7 +326,7 @@ def loss_table(findings: Sequence[Finding], check: Check) -> pd.DataFrame:
                     "the step": voice.sized(part),
                     "at equal loss": voice.sized(intercept),
                     "slope on log loss": voice.sized(slope),
-                    "instructions": part.n,
+                    "instructions per dataset": per_dataset(part),
                 }
             )
     return pd.DataFrame(lines)

@@ -143,7 +143,7 @@ def sample_sentence(results: StudyResults, profile) -> str:
     if results.n_samples is None:
         return "Every record of each file is a sample."
     return (
-        f"The {results.n_samples} instructions per file are a random sample of it (seed {sample_draws.SAMPLE_SEED}), "
+        f"The {results.n_samples} instructions per dataset are a random sample of its file (seed {sample_draws.SAMPLE_SEED}), "
         "the same instructions under every setting, for correct and irrelevant responses, and on every model; "
         "not the file's first records."
     )

@@ -338,7 +338,7 @@ def figure_note(models: Sequence[str] | str, n_samples: int | None = None) -> st
     if not offline:
         return None
     note = OFFLINE_NOTE.format(names=", ".join(offline))
-    return note + (f"; {n_samples} samples per condition" if n_samples else "")
+    return note + (f"; {n_samples} instructions per dataset" if n_samples else "")
 
 
 def imported_models(rows: pd.DataFrame) -> list[str]:

@@ -159,7 +159,7 @@ def scope_sentence(
     if imported:
         samples = "the original study's released statistics, with this book's intervals"
     elif n_samples:
-        samples = f"{n_samples} instructions per condition" + (
+        samples = f"{n_samples} instructions per dataset" + (
             f" (the paper's: {PAPER_INSTRUCTIONS})" if n_samples < PAPER_INSTRUCTIONS else ""
         )
     else:

@@ -547,14 +547,13 @@ def _sample_caveat(page: Page) -> str:
         return ""
     stored = set(page.results.rows["dataset"].unique()) if len(page.results.rows) else set()
     counts = [len(stored & set(d)) for d in vocabulary.FAMILY_DATASETS.values()]
-    sizes = sorted({n * c for c in counts if c > 1})
+    sizes = sorted({c for c in counts if c > 1})
     text = (
-        f"**Sample counts.** This run uses {n} instructions per condition, the paper {PAPER_SAMPLES}. One "
+        f"**Sample counts.** This run uses {n} instructions per dataset (the same under every condition), the "
+        f"paper {PAPER_SAMPLES}. One "
         "dataset alone then rarely decides a claim"
     )
     if sizes:
         pooled = f"{sizes[0]} to {sizes[-1]}" if len(sizes) > 1 else f"{sizes[0]}"
-        text += (
-            f"; the families pool their datasets ({pooled} instructions), which is where this run's answers come from"
-        )
+        text += f"; a family pools {pooled} datasets, which is where this run's answers come from"
     return text + "."
