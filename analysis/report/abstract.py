@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from analysis.core import registry as model_registry
 from analysis.core import vocabulary
@@ -103,11 +104,13 @@ def summed_cells(table) -> tuple[Cell, ...]:
         return ()
     families = table[table["scope"].isin(vocabulary.FAMILY_LABELS.values())]
     shown = families if not families.empty else table
+    scope_of = {label: key for key, label in vocabulary.FAMILY_LABELS.items()}  # the table prints labels
     out = []
     for _, row in shown.iterrows():
         value = float(row["_sum"])
         outcome = Outcome.LARGER if value > 0 else Outcome.SMALLER
-        out.append(Cell(str(row["model"]), str(row["scope"]), value, math.nan, math.nan, outcome))
+        scope = scope_of.get(str(row["scope"]), str(row["scope"]))
+        out.append(Cell(str(row["model"]), scope, value, math.nan, math.nan, outcome))
     return tuple(out)
 
 
@@ -271,9 +274,13 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     for ax in (left, right):
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
-        ax.set_xlabel("ratio (1: no difference)", fontsize=8)
+        low, high = ax.get_xlim()
+        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if high / low > 300 else (1.0, 3.0)))
+        ax.xaxis.set_minor_locator(NullLocator())
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{v:g}"))
+        ax.set_xlabel("ratio (x1: no difference)", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7, loc="lower right", frameon=False)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     right.set_yticklabels([])
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
@@ -281,7 +288,8 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
 
 
 def _bars(ax, models: Sequence[str], series) -> None:
-    """Horizontal bars, one group per model and scope, one bar per series, its ratio printed beside it."""
+    """Horizontal bars from x1, one group per model and scope, one bar per series, its ratio printed
+    at its end."""
     rows = [
         (m, s) for m in models for s in dict.fromkeys(c.scope for group, _, _ in series for c in group if c.model == m)
     ]
@@ -294,9 +302,13 @@ def _bars(ax, models: Sequence[str], series) -> None:
             if cell is not None:
                 ys.append(i + (k - (len(series) - 1) / 2) * height)
                 values.append(math.exp(cell.value))
-        ax.barh(ys, values, height=height * 0.9, color=colour, label=label, left=0 if not values else None)
+        widths = [v - 1.0 for v in values]  # from x1, no difference, to the ratio, either way
+        ax.barh(ys, widths, left=1.0, height=height * 0.9, color=colour, label=label)
         for y, v in zip(ys, values):
-            ax.text(v, y, f" x{voice.three(v)}", va="center", fontsize=7)
+            text, side = (f" x{voice.three(v)}", "left") if v >= 1 else (f"x{voice.three(v)} ", "right")
+            ax.text(v, y, text, va="center", ha=side, fontsize=7)
+    ends = [math.exp(c.value) for group, _, _ in series for c in group] + [1.0]
+    ax.set_xlim(min(ends) / 4, max(ends) * 4)  # room for the printed ratios
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{m}, {vocabulary.scope_label(s)}" for m, s in rows], fontsize=7)
     ax.invert_yaxis()
