@@ -103,27 +103,27 @@ def test_the_words_follow_the_verdicts():
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
     assert abstract.comes_from(TODAY) == (
-        "It comes from averaging the loss over tokens: summed instead, slow thinking's is 33.1 times "
-        "larger; most of it is how many tokens are averaged and how surprising the tokens are."
+        "It comes from averaging the loss over tokens: summed instead, slow thinking's gradient is 33.1 times "
+        "larger; its largest step is how many tokens are averaged."
     )
     still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4), steps=TODAY.steps)
     assert abstract.comes_from(still) == (
-        "It comes mostly from how many tokens are averaged and how surprising the tokens are; summed "
-        "over tokens instead, fast thinking's is still 1.65 to 2.01 times larger."
+        "Its largest step is how many tokens are averaged; summed over tokens instead, fast thinking's is still "
+        "1.65 to 2.01 times larger."
     )
-    # no step decided in most cells: the largest is named with the cells that decide it, none claimed
+    # no step decided larger in most cells: no step is named, the split's figure shows them
     undecided = (("how surprising the tokens are", cells([0.6, 0.2, 0.4, 1.0], [U, U, L, U])),) + tuple(
         (w, cells([1.0, 1.0, 1.1, 1.0], [L, U, L, U])) for w in ["how many tokens are averaged"]
     )
     said = abstract.comes_from(facts(gap=TODAY.gap, steps=undecided))
-    assert said.endswith("; the largest step below is how many tokens are averaged (larger in 2 of 4 cells).")
+    assert said.endswith("33.1 times larger.") and "how many" not in said
 
 
 def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
     said = abstract.reasoning(TODAY)
     assert said == (
-        "Reasoning before an answer shrinks the answer's own gradient in none of 4 model-family cells "
-        "(enlarges it in 2; the datasets disagree in 1), nor at equal answer loss."
+        "On the answer's own tokens, reasoning before it shrinks their gradient in none of 4 model-family "
+        "cells (larger in 2, undecided in 1, datasets disagreeing in 1), and in none at equal answer loss."
     )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")
@@ -144,8 +144,20 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     try:
         texts = [t.get_text() for ax in fig.axes for t in ax.texts]
         assert f" x{abstract.voice.three(math.exp(1.6))}" in texts and len(texts) >= 16
+        assert f"x{abstract.voice.three(math.exp(-0.4))} " in texts  # below x1: printed left of its end
+        # an undecided bar is pale, a family whose datasets disagree hatched
+        bars = [p for p in fig.axes[1].patches if p.get_height() > 0]
+        assert any(b.get_alpha() == 0.4 for b in bars) and any(b.get_hatch() == "///" for b in bars)
     finally:
         plt.close(fig)
     said = abstract.caption(TODAY)
-    for term in ("*Fast thinking*", "*slow thinking*", "*Gradient*", "summed", "equal answer loss", "log scale"):
+    for term in (
+        "*Fast thinking*",
+        "*slow thinking*",
+        "*Gradient*",
+        "summed",
+        "equal answer loss",
+        "log scale",
+        "pale",
+    ):
         assert term in said

@@ -39,7 +39,7 @@ def test_the_plain_summary_counts_what_holds_fails_and_is_undecided():
     assert len(sentences) == 3
     assert sentences[0] == "Pooled over each family of datasets, these claims hold: F1 in 2 of 2 cells."
     assert sentences[1] == "These do not hold: F2 in 1 of 1 cells."
-    assert sentences[2] == "These sample sizes cannot decide F3 in 2 of 2 cells; F4 does not apply to these models."
+    assert sentences[2] == "These sample sizes leave 2 of the 5 tested cells open; F4 does not apply to these models."
 
 
 def test_the_plain_summary_on_nothing_decided():

@@ -150,9 +150,7 @@ def test_the_summaries_print_a_family_whose_datasets_disagree_with_each_dataset_
     assert f"the datasets disagree for math reasoning (pooled) ({sizes}; n = 24)" in verdicts.model_paragraph(
         found, "m"
     )
-    assert "the datasets disagree (decided in opposite directions) on F1 in 1 of 1 cells" in verdicts.plain_summary(
-        found
-    )
+    assert "the datasets disagree on F1 in 1 of 1 cells" in verdicts.plain_summary(found)
     assert voice.verdict_counts(f.verdict for f in found) == "1 holds, 1 does not hold, 1 where the datasets disagree"
 
 

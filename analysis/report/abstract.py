@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.patches import Patch
 from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
 
 from analysis.core import registry as model_registry
@@ -179,36 +180,29 @@ def reproduces(facts: Facts) -> str:
 
 def comes_from(facts: Facts) -> str:
     """What the gap comes from: the loss's averaging over tokens where a loss summed over them reverses
-    the gap, and the split's steps that carry it in most cells (else its largest step, with the cells
-    that decide it)."""
-    carried, largest = [], []
+    the gap, and the largest of the split's steps that most cells decide larger (a step decided in few
+    cells is left to the split's own figure)."""
+    carried = []
     for words, step_cells in facts.steps:
         larger, m = _share(step_cells, Outcome.LARGER)
         if m and 2 * len(larger) > m:
             carried.append((float(np.median([c.value for c in larger])), words))
-        if m:
-            largest.append((float(np.median([c.value for c in step_cells])), words, len(larger), m))
     carried.sort(reverse=True)
-    carriers = voice.listed([w for _, w in carried[:2]])
-    step = ""
-    if largest and not carried:
-        _, words, k, m = max(largest)
-        step = f"the largest step below is {words} (larger in {k or 'none'} of {m} cells)"
+    largest = carried[0][1] if carried else ""
     sums = [c.value for c in facts.summed]
     if sums and all(v < 0 for v in sums):
         text = (
-            "It comes from averaging the loss over tokens: summed instead, slow thinking's is "
+            "It comes from averaging the loss over tokens: summed instead, slow thinking's gradient is "
             f"{times(sums, inverse=True)} larger"
         )
-        text += f"; most of it is {carriers}" if carried else f"; {step}" if step else ""
-        return text + "."
+        return text + (f"; its largest step is {largest}." if carried else ".")
     if sums and all(v > 0 for v in sums):
         summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
     elif sums:
         summed = "summed over tokens instead, either gradient may be the larger"
     else:
         summed = ""
-    pieces = [p for p in (f"it comes mostly from {carriers}" if carried else step, summed) if p]
+    pieces = [p for p in (f"its largest step is {largest}" if carried else "", summed) if p]
     if not pieces:
         return ""
     text = "; ".join(pieces)
@@ -216,28 +210,27 @@ def comes_from(facts: Facts) -> str:
 
 
 def reasoning(facts: Facts) -> str:
-    """What the reasoning before the answer does to the answer's own gradient, and whether it
-    shrinks it at equal answer loss."""
+    """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
+    tokens alone), in how many cells each way, and in how many it shrinks it at equal answer loss."""
     if not facts.reasoning:
         return ""
     m = len(facts.reasoning)
     shrinks, _ = _share(facts.reasoning, Outcome.LARGER)
     grows, _ = _share(facts.reasoning, Outcome.SMALLER)
     apart, _ = _share(facts.reasoning, Outcome.DISAGREE)
-    lead = "Reasoning before an answer shrinks the answer's own gradient"
+    lead = "On the answer's own tokens, reasoning before it shrinks their gradient"
     if len(shrinks) == m:
         text = f"{lead} {_in_how_many(m, m)}, as the paper's reading predicts"
     else:
-        text = f"{lead} in {'none' if not shrinks else len(shrinks)} of {m} model-family cells"
-        detail = [f"enlarges it in {len(grows)}"] if grows else []
-        detail += [f"the datasets disagree in {len(apart)}"] if apart else []
-        text += f" ({'; '.join(detail)})" if detail else ""
+        text = f"{lead} in {len(shrinks) or 'none'} of {m} model-family cells"
+        undecided = m - len(shrinks) - len(grows) - len(apart)
+        detail = [f"larger in {len(grows)}"] if grows else []
+        detail += [f"undecided in {undecided}"] if undecided else []
+        detail += [f"datasets disagreeing in {len(apart)}"] if apart else []
+        text += f" ({', '.join(detail)})" if detail else ""
     if facts.equal_loss:
-        at_equal = [c for c in facts.equal_loss if c.outcome is Outcome.LARGER]
-        if not at_equal:
-            text += ", nor at equal answer loss" if not shrinks else ", and none at equal answer loss"
-        else:
-            text += f", {len(at_equal)} at equal answer loss"
+        at_equal = len([c for c in facts.equal_loss if c.outcome is Outcome.LARGER])
+        text += f", and in {at_equal or 'none'} at equal answer loss"
     return text + "."
 
 
@@ -270,7 +263,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         models,
         ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
     )
-    right.set_title("Answer without over with the reasoning before it", fontsize=9)
+    right.set_title("Answer's own gradient: without over with reasoning", fontsize=9)
     for ax in (left, right):
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
@@ -280,7 +273,8 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{v:g}"))
         ax.set_xlabel("ratio (x1: no difference)", fontsize=8)
         ax.tick_params(labelsize=7)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
+        handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
+        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
     right.set_yticklabels([])
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
@@ -296,14 +290,20 @@ def _bars(ax, models: Sequence[str], series) -> None:
     height = 0.8 / max(len(series), 1)
     for k, (group, label, colour) in enumerate(series):
         by_row = {(c.model, c.scope): c for c in group}
-        ys, values = [], []
+        ys, values, outcomes = [], [], []
         for i, row in enumerate(rows):
             cell = by_row.get(row)
             if cell is not None:
                 ys.append(i + (k - (len(series) - 1) / 2) * height)
                 values.append(math.exp(cell.value))
+                outcomes.append(cell.outcome)
         widths = [v - 1.0 for v in values]  # from x1, no difference, to the ratio, either way
-        ax.barh(ys, widths, left=1.0, height=height * 0.9, color=colour, label=label)
+        bars = ax.barh(ys, widths, left=1.0, height=height * 0.9, color=colour, label=label)
+        for bar, outcome in zip(bars, outcomes):
+            if outcome is Outcome.DISAGREE:
+                bar.set_hatch("///")
+            if not outcome.decided:
+                bar.set_alpha(0.4)
         for y, v in zip(ys, values):
             text, side = (f" x{voice.three(v)}", "left") if v >= 1 else (f"x{voice.three(v)} ", "right")
             ax.text(v, y, text, va="center", ha=side, fontsize=7)
@@ -320,9 +320,12 @@ def caption(facts: Facts) -> str:
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
         "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
-        "over instructions. Left: fast over slow thinking's gradient under the paper's loss, a mean over the "
-        "response's tokens, and under a loss summed over them instead; right: the final answer's own tokens "
-        'scored alone, after the phrase "The final answer is" alone over after the detailed chain of thought, '
-        "and the same where the answer is equally predictable on both sides (equal answer loss). Each bar is a "
-        "model on a family of datasets; 1 is no difference, on a log scale; the number beside a bar is its ratio."
+        "over instructions. Left: fast over slow thinking's gradient under the paper's loss (a mean over the "
+        "response's tokens) and under a loss summed over them. Right: the gradient of the final answer's own "
+        'tokens without reasoning (after the phrase "The final answer is" alone) over their gradient after the '
+        "detailed chain of thought; below x1, the answer's gradient is larger after the reasoning; purple: the "
+        "same where the answer is equally predictable on both sides (equal answer loss). Each bar is a model on "
+        "a family of datasets, drawn from x1 (no difference) on a log scale, its ratio printed at its end; a pale "
+        "bar is not decided at these sample sizes, a hatched one is a family whose datasets are decided in "
+        "opposite directions."
     )

@@ -271,7 +271,8 @@ def _counted(counts: dict[str, tuple[int, int]]) -> str:
 
 def plain_summary(findings: Sequence[Finding], registry: Registry = REGISTRY) -> str:
     """At most three sentences under a verdict matrix, generated from its cells: which claims hold,
-    which do not, and which these sample sizes cannot decide (and which do not apply). Counted over
+    which do not, and how many cells these sample sizes leave open (the matrix shows which), and which
+    claims do not apply. Counted over
     the pooled cells where there are any, since those are the answers; else over every cell."""
     if not findings:
         return ""
@@ -295,13 +296,18 @@ def plain_summary(findings: Sequence[Finding], registry: Registry = REGISTRY) ->
         f"{where}, these claims hold: {_counted(holds)}." if holds else f"{where}, no claim holds in any cell."
     ]
     second = f"These do not hold: {_counted(fails)}" if fails else "No claim is contradicted"
-    second += f"; the datasets disagree (decided in opposite directions) on {_counted(apart)}" if apart else ""
+    second += f"; the datasets disagree on {_counted(apart)}" if apart else ""
     sentences.append(second + ".")
     reasons = {c: [f.not_applicable for f in cells.of_check(shown, c)] for c in order}
     inapplicable = [c for c in order if all(r is not None for r in reasons[c])]
     unknown = [c for c in inapplicable if all(r.why is Why.NOT_STORED for r in reasons[c] if r is not None)]
     inapplicable = [c for c in inapplicable if c not in unknown]
-    last = f"These sample sizes cannot decide {_counted(open_)}" if open_ else "Every applicable cell is decided"
+    unresolved = sum(k for k, _ in open_.values())
+    last = (
+        f"These sample sizes leave {unresolved} of the {len(applicable)} tested cells open"
+        if open_
+        else "Every applicable cell is decided"
+    )
     if inapplicable:
         last += f"; {voice.listed(inapplicable)} {'does' if len(inapplicable) == 1 else 'do'} not apply to these models"
     if unknown:
