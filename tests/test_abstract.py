@@ -122,17 +122,22 @@ def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses
 def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
     said = abstract.reasoning(TODAY)
     assert said == (
-        "On the answer's own tokens, reasoning before it shrinks their gradient in none of 4 model-family "
-        "cells (larger in 2, undecided in 1, datasets disagreeing in 1), and in none at equal answer loss."
+        "Reasoning before an answer never reliably shrinks the answer's own gradient: made larger in 2 of 4 "
+        "model-family cells, undecided in 1, split by dataset in 1; at equal answer loss, in none either."
     )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")
+    some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]))
+    assert abstract.reasoning(some) == (
+        "Reasoning before an answer shrinks the answer's own gradient in 2 of 4 model-family cells (made larger "
+        "in 1, undecided in 1)."
+    )
 
 
 def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
     line = abstract.scope_line(TODAY)
     assert line.startswith("*Two small offline models standing in for the paper's (")
-    assert line.endswith("; 6 reasoning datasets in two families; 5 instructions per dataset.*")
+    assert line.endswith("; 6 reasoning datasets in two families; 5 instructions per dataset (the paper: 500).*")
     ten = facts(gap=(), models=tuple(registry.PAPER_MODELS), instructions=500)
     assert abstract.scope_line(ten).startswith("*The paper's ten models; ")
 

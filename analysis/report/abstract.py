@@ -29,6 +29,7 @@ from analysis.core import vocabulary
 from analysis.findings import roles
 from analysis.findings.roles import Role
 from analysis.findings.rules import Finding, Outcome
+from analysis.profiles import PAPER_SAMPLES
 from analysis.report import cells, chain, loss_convention, plots, voice
 
 
@@ -149,6 +150,8 @@ def scope_line(facts: Facts) -> str:
     else:
         who = voice.listed(names)
     size = f"{facts.instructions} instructions per dataset" if facts.instructions else "every instruction"
+    if facts.instructions and facts.instructions < PAPER_SAMPLES:
+        size += f" (the paper: {PAPER_SAMPLES})"
     families = f" in {voice.number(facts.families)} families" if facts.families > 1 else ""
     return f"*{who}; {voice.plural(facts.datasets, 'reasoning dataset')}{families}; {size}.*"
 
@@ -211,26 +214,41 @@ def comes_from(facts: Facts) -> str:
 
 def reasoning(facts: Facts) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
-    tokens alone), in how many cells each way, and in how many it shrinks it at equal answer loss."""
+    tokens alone): in how many cells it shrinks it and how the others went, and in how many it shrinks
+    it at equal answer loss."""
     if not facts.reasoning:
         return ""
     m = len(facts.reasoning)
     shrinks, _ = _share(facts.reasoning, Outcome.LARGER)
     grows, _ = _share(facts.reasoning, Outcome.SMALLER)
     apart, _ = _share(facts.reasoning, Outcome.DISAGREE)
-    lead = "On the answer's own tokens, reasoning before it shrinks their gradient"
+    undecided = m - len(shrinks) - len(grows) - len(apart)
+    lead = "Reasoning before an answer"
     if len(shrinks) == m:
-        text = f"{lead} {_in_how_many(m, m)}, as the paper's reading predicts"
+        text = f"{lead} shrinks the answer's own gradient {_in_how_many(m, m)}, as the paper's reading predicts"
     else:
-        text = f"{lead} in {len(shrinks) or 'none'} of {m} model-family cells"
-        undecided = m - len(shrinks) - len(grows) - len(apart)
-        detail = [f"larger in {len(grows)}"] if grows else []
-        detail += [f"undecided in {undecided}"] if undecided else []
-        detail += [f"datasets disagreeing in {len(apart)}"] if apart else []
-        text += f" ({', '.join(detail)})" if detail else ""
+        others = [
+            (w, k)
+            for w, k in (("made larger", len(grows)), ("undecided", undecided), ("split by dataset", len(apart)))
+            if k
+        ]
+        if shrinks:
+            detail = ", ".join(f"{w} in {k}" for w, k in others)
+            text = f"{lead} shrinks the answer's own gradient in {len(shrinks)} of {m} model-family cells ({detail})"
+        else:
+            (w, k), rest = others[0], others[1:]
+            detail = ", ".join([f"{w} in {k} of {m} model-family cells", *(f"{w_} in {k_}" for w_, k_ in rest)])
+            text = f"{lead} never reliably shrinks the answer's own gradient: {detail}"
     if facts.equal_loss:
         at_equal = len([c for c in facts.equal_loss if c.outcome is Outcome.LARGER])
-        text += f", and in {at_equal or 'none'} at equal answer loss"
+        if shrinks:
+            text += f"; at equal answer loss it shrinks it in {at_equal or 'none'}"
+        else:
+            text += (
+                f"; at equal answer loss, though, in {at_equal}"
+                if at_equal
+                else "; at equal answer loss, in none either"
+            )
     return text + "."
 
 
@@ -254,31 +272,36 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.reasoning)))
     if not models:
         return None
-    fig, axes = plt.subplots(1, 2, figsize=(9.5, 0.9 + 0.55 * len(models) * 2), squeeze=False)
-    left, right = axes[0]
-    _bars(left, models, ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")))
-    left.set_title("Fast over slow thinking's gradient", fontsize=9)
+    rows = len(models) * 2
+    fig, axes = plt.subplots(2, 1, figsize=(6.8, 1.6 + 0.62 * rows), squeeze=False)
+    top, bottom_ax = axes[:, 0]
+    _bars(top, models, ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")))
+    top.set_title("Fast over slow thinking's gradient", fontsize=9, pad=18)
     _bars(
-        right,
+        bottom_ax,
         models,
         ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
     )
-    right.set_title("Answer's own gradient: without over with reasoning", fontsize=9)
-    for ax in (left, right):
+    bottom_ax.set_title("The answer's own gradient, without over with the reasoning before it", fontsize=9, pad=18)
+    for ax in (top, bottom_ax):
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
         low, high = ax.get_xlim()
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if high / low > 300 else (1.0, 3.0)))
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{v:g}"))
-        ax.set_xlabel("ratio (x1: no difference)", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
         handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
-        ax.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, frameon=False)
-    right.set_yticklabels([])
+        ax.legend(handles=handles, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+    bottom_ax.set_xlabel("ratio, on a log scale (x1: no difference)", fontsize=8)
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
+
+
+def _short(model: str) -> str:
+    """A model's name short enough for a bar's label: the registry's description's first words."""
+    return _described(model).split(" (")[0]
 
 
 def _bars(ax, models: Sequence[str], series) -> None:
@@ -306,11 +329,11 @@ def _bars(ax, models: Sequence[str], series) -> None:
                 bar.set_alpha(0.4)
         for y, v in zip(ys, values):
             text, side = (f" x{voice.three(v)}", "left") if v >= 1 else (f"x{voice.three(v)} ", "right")
-            ax.text(v, y, text, va="center", ha=side, fontsize=7)
+            ax.text(v, y, text, va="center", ha=side, fontsize=8)
     ends = [math.exp(c.value) for group, _, _ in series for c in group] + [1.0]
-    ax.set_xlim(min(ends) / 4, max(ends) * 4)  # room for the printed ratios
+    ax.set_xlim(min(ends) / 6, max(ends) * 5)  # room for the printed ratios
     ax.set_yticks(range(len(rows)))
-    ax.set_yticklabels([f"{m}, {vocabulary.scope_label(s)}" for m, s in rows], fontsize=7)
+    ax.set_yticklabels([f"{_short(m)}, {vocabulary.scope_label(s).split()[0]}" for m, s in rows], fontsize=8)
     ax.invert_yaxis()
 
 
