@@ -119,6 +119,13 @@ def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses
     assert said.endswith("33.1 times larger.") and "how many" not in said
 
 
+def test_an_undecided_gap_is_not_said_to_come_from_anything():
+    undecided = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4))
+    assert (
+        abstract.comes_from(undecided) == "Summed over tokens instead, slow thinking's gradient is 33.1 times larger."
+    )
+
+
 def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
     said = abstract.reasoning(TODAY)
     assert said == (
@@ -155,6 +162,11 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         assert any(b.get_alpha() == 0.4 for b in bars) and any(b.get_hatch() == "///" for b in bars)
     finally:
         plt.close(fig)
+    only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no reasoning cell: no empty panel
+    try:
+        assert len(only_gap.axes) == 1
+    finally:
+        plt.close(only_gap)
     said = abstract.caption(TODAY)
     for term in (
         "*Fast thinking*",

@@ -193,6 +193,9 @@ def comes_from(facts: Facts) -> str:
     carried.sort(reverse=True)
     largest = carried[0][1] if carried else ""
     sums = [c.value for c in facts.summed]
+    gap_larger = any(c.outcome is Outcome.LARGER for c in facts.gap)
+    if sums and all(v < 0 for v in sums) and not gap_larger:
+        return f"Summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger."
     if sums and all(v < 0 for v in sums):
         text = (
             "It comes from averaging the loss over tokens: summed instead, slow thinking's gradient is "
@@ -266,24 +269,29 @@ def words(text: str) -> int:
 
 
 def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
-    """Per model, two panels' worth of bars with their numbers: fast over slow thinking's gradient
-    under the mean loss and under the summed loss (log scale), and the reasoning step on the same
-    answer tokens with its value at equal answer loss; None without a cell to draw."""
+    """Stacked panels of bars with their numbers, one row per model and family: fast over slow
+    thinking's gradient under the mean loss and under the summed loss (log scale), and below it the
+    reasoning step on the same answer tokens with its value at equal answer loss (a panel without a
+    cell is left out); None without a cell to draw."""
     models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.reasoning)))
     if not models:
         return None
-    rows = len(models) * 2
-    fig, axes = plt.subplots(2, 1, figsize=(6.8, 1.6 + 0.62 * rows), squeeze=False)
-    top, bottom_ax = axes[:, 0]
-    _bars(top, models, ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")))
-    top.set_title("Fast over slow thinking's gradient", fontsize=9, pad=18)
-    _bars(
-        bottom_ax,
-        models,
-        ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
-    )
-    bottom_ax.set_title("The answer's own gradient, without over with the reasoning before it", fontsize=9, pad=18)
-    for ax in (top, bottom_ax):
+    panels = [
+        (
+            "Fast over slow thinking's gradient",
+            ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")),
+        ),
+        (
+            "The answer's own gradient, without over with the reasoning before it",
+            ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
+        ),
+    ]
+    panels = [(title, series) for title, series in panels if any(group for group, _, _ in series)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.3 + 0.31 * len(models) * 2) * len(panels)))
+    axes = np.atleast_1d(axes)
+    for ax, (title, series) in zip(axes, panels):
+        _bars(ax, models, series)
+        ax.set_title(title, fontsize=9, pad=18)
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
         low, high = ax.get_xlim()
@@ -293,7 +301,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ax.tick_params(labelsize=8)
         handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
         ax.legend(handles=handles, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
-    bottom_ax.set_xlabel("ratio, on a log scale (x1: no difference)", fontsize=8)
+    axes[-1].set_xlabel("ratio, on a log scale (x1: no difference)", fontsize=8)
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
@@ -343,8 +351,8 @@ def caption(facts: Facts) -> str:
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
         "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
-        "over instructions. Left: fast over slow thinking's gradient under the paper's loss (a mean over the "
-        "response's tokens) and under a loss summed over them. Right: the gradient of the final answer's own "
+        "over instructions. Top: fast over slow thinking's gradient under the paper's loss (a mean over the "
+        "response's tokens) and under a loss summed over them. Below it: the gradient of the final answer's own "
         'tokens without reasoning (after the phrase "The final answer is" alone) over their gradient after the '
         "detailed chain of thought; below x1, the answer's gradient is larger after the reasoning; purple: the "
         "same where the answer is equally predictable on both sides (equal answer loss). Each bar is a model on "
