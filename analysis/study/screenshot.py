@@ -25,10 +25,19 @@ WINDOW = (1280, 1400)  # pixels: the first page's opening, as a reader's screen 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")  # make setup-browser
 
 
-def page_text(index: Path) -> str:
-    """The words of a built page's article, whitespace collapsed and every number masked ("#"): the
-    page as a picture shows it, whatever numbers a run gave."""
+def shown_page(index: Path) -> Path:
+    """The page a browser shows for ``index``: the target of its refresh, where the book's root page
+    only redirects to the first chapter, else ``index`` itself."""
     soup = BeautifulSoup(Path(index).read_text(encoding="utf-8"), "html.parser")
+    refresh = soup.find("meta", attrs={"http-equiv": re.compile("^refresh$", re.I)})
+    target = re.search(r"url=(.+)$", str(refresh.get("content", "")), re.I) if refresh else None
+    return Path(index).parent / target.group(1).strip() if target else Path(index)
+
+
+def page_text(index: Path) -> str:
+    """The words of a built page's article (after its redirect, ``shown_page``), whitespace collapsed
+    and every number masked ("#"): the page as a picture shows it, whatever numbers a run gave."""
+    soup = BeautifulSoup(shown_page(index).read_text(encoding="utf-8"), "html.parser")
     article = soup.find("article") or soup.body or soup
     for hidden in article.find_all(["script", "style"]):
         hidden.decompose()
