@@ -127,17 +127,18 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 
 def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
-    said = abstract.reasoning(TODAY)
-    assert said == (
-        "Reasoning before an answer never reliably shrinks the answer's own gradient: made larger in 2 of 4 "
-        "model-family cells, undecided in 1, split by dataset in 1; at equal answer loss, in none either."
+    assert abstract.reasoning(TODAY) == (
+        "In no model and family does the reasoning before an answer reliably shrink the answer's own gradient, "
+        "even at equal answer loss."
     )
+    grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, 0.0, 0.1, 0.0], [S, U, U, U]))
+    assert abstract.reasoning(grows).endswith(", even at equal answer loss, where it makes it larger in 1 of 4.")
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")
-    some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]))
+    some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
-        "Reasoning before an answer shrinks the answer's own gradient in 2 of 4 model-family cells (made larger "
-        "in 1, undecided in 1)."
+        "The reasoning before an answer reliably shrinks the answer's own gradient in 2 of 4 model-family cells; "
+        "at equal answer loss, in none."
     )
 
 
@@ -159,7 +160,9 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         assert f"x{abstract.voice.three(math.exp(-0.4))} " in texts  # below x1: printed left of its end
         # an undecided bar is pale, a family whose datasets disagree hatched
         bars = [p for p in fig.axes[1].patches if p.get_height() > 0]
-        assert any(b.get_alpha() == 0.4 for b in bars) and any(b.get_hatch() == "///" for b in bars)
+        assert any(b.get_alpha() == abstract.PALE for b in bars) and any(b.get_hatch() == "///" for b in bars)
+        legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
+        assert "pale: not decided" in legend and "hatched: datasets disagree" in legend
     finally:
         plt.close(fig)
     only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no reasoning cell: no empty panel

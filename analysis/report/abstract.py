@@ -217,42 +217,30 @@ def comes_from(facts: Facts) -> str:
 
 def reasoning(facts: Facts) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
-    tokens alone): in how many cells it shrinks it and how the others went, and in how many it shrinks
-    it at equal answer loss."""
+    tokens alone): in how many model-family cells it reliably shrinks it, and at equal answer loss
+    (where it reliably enlarges it, how often); the figure shows the rest."""
     if not facts.reasoning:
         return ""
     m = len(facts.reasoning)
-    shrinks, _ = _share(facts.reasoning, Outcome.LARGER)
-    grows, _ = _share(facts.reasoning, Outcome.SMALLER)
-    apart, _ = _share(facts.reasoning, Outcome.DISAGREE)
-    undecided = m - len(shrinks) - len(grows) - len(apart)
-    lead = "Reasoning before an answer"
-    if len(shrinks) == m:
-        text = f"{lead} shrinks the answer's own gradient {_in_how_many(m, m)}, as the paper's reading predicts"
-    else:
-        others = [
-            (w, k)
-            for w, k in (("made larger", len(grows)), ("undecided", undecided), ("split by dataset", len(apart)))
-            if k
-        ]
-        if shrinks:
-            detail = ", ".join(f"{w} in {k}" for w, k in others)
-            text = f"{lead} shrinks the answer's own gradient in {len(shrinks)} of {m} model-family cells ({detail})"
-        else:
-            (w, k), rest = others[0], others[1:]
-            detail = ", ".join([f"{w} in {k} of {m} model-family cells", *(f"{w_} in {k_}" for w_, k_ in rest)])
-            text = f"{lead} never reliably shrinks the answer's own gradient: {detail}"
-    if facts.equal_loss:
-        at_equal = len([c for c in facts.equal_loss if c.outcome is Outcome.LARGER])
-        if shrinks:
-            text += f"; at equal answer loss it shrinks it in {at_equal or 'none'}"
-        else:
+    shrinks = len(_share(facts.reasoning, Outcome.LARGER)[0])
+    at_equal = len(_share(facts.equal_loss, Outcome.LARGER)[0])
+    grows_at_equal = len(_share(facts.equal_loss, Outcome.SMALLER)[0])
+    if shrinks == m:
+        text = (
+            "The reasoning before an answer shrinks the answer's own gradient "
+            f"{_in_how_many(m, m)}, as the paper's reading predicts"
+        )
+        return text + (f"; at equal answer loss, in {at_equal or 'none'} of them." if facts.equal_loss else ".")
+    if not shrinks and not at_equal:
+        text = "In no model and family does the reasoning before an answer reliably shrink the answer's own gradient"
+        if facts.equal_loss:
+            text += ", even at equal answer loss"
             text += (
-                f"; at equal answer loss, though, in {at_equal}"
-                if at_equal
-                else "; at equal answer loss, in none either"
+                f", where it makes it larger in {grows_at_equal} of {len(facts.equal_loss)}" if grows_at_equal else ""
             )
-    return text + "."
+        return text + "."
+    text = f"The reasoning before an answer reliably shrinks the answer's own gradient in {shrinks or 'none'} of {m} model-family cells"
+    return text + (f"; at equal answer loss, in {at_equal or 'none'}." if facts.equal_loss else ".")
 
 
 def sentences(facts: Facts) -> list[str]:
@@ -268,6 +256,17 @@ def words(text: str) -> int:
 # --------------------------------------------------------------------------- the figure
 
 
+PALE = 0.4  # the opacity of a bar whose cell is not decided
+# Each panel's title and what either end of its axis means.
+PANELS = (
+    ("Fast over slow thinking's gradient", ("slow thinking's larger", "fast thinking's larger")),
+    (
+        "The answer's own gradient, without over with the reasoning before it",
+        ("larger after the reasoning", "smaller after it"),
+    ),
+)
+
+
 def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     """Stacked panels of bars with their numbers, one row per model and family: fast over slow
     thinking's gradient under the mean loss and under the summed loss (log scale), and below it the
@@ -276,22 +275,27 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.reasoning)))
     if not models:
         return None
-    panels = [
-        (
-            "Fast over slow thinking's gradient",
-            ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")),
-        ),
-        (
-            "The answer's own gradient, without over with the reasoning before it",
-            ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
-        ),
-    ]
-    panels = [(title, series) for title, series in panels if any(group for group, _, _ in series)]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.3 + 0.31 * len(models) * 2) * len(panels)))
-    axes = np.atleast_1d(axes)
-    for ax, (title, series) in zip(axes, panels):
-        _bars(ax, models, series)
-        ax.set_title(title, fontsize=9, pad=18)
+    series = (
+        ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")),
+        ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
+    )
+    panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
+    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.6 + 0.31 * len(models) * 2) * len(panels)))
+    for ax, (title, ends, bars) in zip(np.atleast_1d(axes), panels):
+        _bars(ax, models, bars)
+        ax.set_title(title, fontsize=9, pad=16 + 12 * math.ceil(len(_legend(ax)) / 2))
+        for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
+            ax.annotate(
+                words,
+                (x, 0),
+                xycoords="axes fraction",
+                xytext=(0, -18),
+                textcoords="offset points",
+                ha=side,
+                va="top",
+                fontsize=8,
+                style="italic",
+            )
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
         low, high = ax.get_xlim()
@@ -299,12 +303,21 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{v:g}"))
         ax.tick_params(labelsize=8)
-        handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
-        ax.legend(handles=handles, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
-    axes[-1].set_xlabel("ratio, on a log scale (x1: no difference)", fontsize=8)
+        ax.legend(handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
+
+
+def _legend(ax) -> list[Patch]:
+    """A panel's legend: each series' colour, then what a pale or a hatched bar means where it has one."""
+    handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
+    drawn = [bar for c in ax.containers for bar in c]
+    if any(bar.get_alpha() == PALE for bar in drawn):
+        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: not decided"))
+    if any(bar.get_hatch() for bar in drawn):
+        handles.append(Patch(facecolor="white", edgecolor="grey", hatch="///", label="hatched: datasets disagree"))
+    return handles
 
 
 def _short(model: str) -> str:
@@ -334,7 +347,7 @@ def _bars(ax, models: Sequence[str], series) -> None:
             if outcome is Outcome.DISAGREE:
                 bar.set_hatch("///")
             if not outcome.decided:
-                bar.set_alpha(0.4)
+                bar.set_alpha(PALE)
         for y, v in zip(ys, values):
             text, side = (f" x{voice.three(v)}", "left") if v >= 1 else (f"x{voice.three(v)} ", "right")
             ax.text(v, y, text, va="center", ha=side, fontsize=8)
