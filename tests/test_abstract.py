@@ -128,11 +128,12 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
-        "In no model and family does the reasoning before an answer reliably shrink the answer's own gradient, "
-        "even at equal answer loss."
+        "The reasoning before an answer never reliably lowers the answer's own gradient, nor at equal answer loss."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, 0.0, 0.1, 0.0], [S, U, U, U]))
-    assert abstract.reasoning(grows).endswith(", even at equal answer loss, where it makes it larger in 1 of 4.")
+    assert abstract.reasoning(grows).endswith("; at equal answer loss it raises it in 1 of 4 cells.")
+    lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
+    assert abstract.reasoning(lowers).endswith(", though at equal answer loss it does in 1 of 4 cells.")
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)

@@ -231,15 +231,16 @@ def reasoning(facts: Facts) -> str:
             f"{_in_how_many(m, m)}, as the paper's reading predicts"
         )
         return text + (f"; at equal answer loss, in {at_equal or 'none'} of them." if facts.equal_loss else ".")
-    if not shrinks and not at_equal:
-        text = "In no model and family does the reasoning before an answer reliably shrink the answer's own gradient"
-        if facts.equal_loss:
-            text += ", even at equal answer loss"
-            text += (
-                f", where it makes it larger in {grows_at_equal} of {len(facts.equal_loss)}" if grows_at_equal else ""
-            )
+    if not shrinks:
+        text = "The reasoning before an answer never reliably lowers the answer's own gradient"
+        if at_equal:
+            text += f", though at equal answer loss it does in {at_equal} of {len(facts.equal_loss)} cells"
+        elif grows_at_equal:
+            text += f"; at equal answer loss it raises it in {grows_at_equal} of {len(facts.equal_loss)} cells"
+        elif facts.equal_loss:
+            text += ", nor at equal answer loss"
         return text + "."
-    text = f"The reasoning before an answer reliably shrinks the answer's own gradient in {shrinks or 'none'} of {m} model-family cells"
+    text = f"The reasoning before an answer reliably shrinks the answer's own gradient in {shrinks} of {m} model-family cells"
     return text + (f"; at equal answer loss, in {at_equal or 'none'}." if facts.equal_loss else ".")
 
 
@@ -259,10 +260,10 @@ def words(text: str) -> int:
 PALE = 0.4  # the opacity of a bar whose cell is not decided
 # Each panel's title and what either end of its axis means.
 PANELS = (
-    ("Fast over slow thinking's gradient", ("slow thinking's larger", "fast thinking's larger")),
+    ("Fast over slow thinking's gradient", ("larger with reasoning (slow)", "larger without (fast)")),
     (
         "The answer's own gradient, without over with the reasoning before it",
-        ("larger after the reasoning", "smaller after it"),
+        ("larger with the reasoning", "larger without it"),
     ),
 )
 
