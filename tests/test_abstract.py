@@ -147,6 +147,8 @@ def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
     line = abstract.scope_line(TODAY)
     assert line.startswith("*Two small offline models standing in for the paper's (")
     assert line.endswith("; 6 reasoning datasets in two families; 5 instructions per dataset (the paper: 500).*")
+    released = abstract.scope_line(Facts(**{**TODAY.__dict__, "instructions": None, "released": True}))
+    assert released.endswith("; the original study's released statistics.*")
     ten = facts(gap=(), models=tuple(registry.PAPER_MODELS), instructions=500)
     assert abstract.scope_line(ten).startswith("*The paper's ten models; ")
 

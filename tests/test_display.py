@@ -88,3 +88,14 @@ def test_a_long_word_such_as_a_file_path_may_break_and_only_it(monkeypatch):
     pytest.importorskip("itables")
     monkeypatch.setattr(display, "_itables_ready", True)
     assert f'"className": "{display.LONG_WORD}", "targets": [1]' in display.interactive_html(table)
+
+
+def test_a_first_column_of_sentences_wraps_one_of_names_stays_whole():
+    """The claims table names its rows by the paper's claim in words: that column wraps, or the table
+    is cut at the page's column; a column of short names (a model, a scope) stays on one line."""
+    claims = pd.DataFrame(
+        {"the paper's claim": ["Fast thinking gives larger gradients than slow thinking"], "size": ["x4"]}
+    )
+    names = pd.DataFrame({"model": ["smollm2-135m-instruct"], "size": ["x4"]})
+    assert "td.col0" not in display.styled_table(claims).to_html()
+    assert "td.col0" in display.styled_table(names).to_html()

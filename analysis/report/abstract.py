@@ -59,6 +59,7 @@ class Facts:
     steps: tuple[tuple[str, tuple[Cell, ...]], ...]  # each step's words and cells, in the chain's order
     reasoning: tuple[Cell, ...]
     equal_loss: tuple[Cell, ...]
+    released: bool = False  # the numbers are the original study's released statistics
 
     @classmethod
     def of_page(cls, page) -> Facts:
@@ -80,6 +81,7 @@ class Facts:
             steps=steps,
             reasoning=role_cells(found, roles.REASONING_STEP),
             equal_loss=role_cells(found, roles.EQUAL_LOSS_GAP),
+            released=bool(page.imported),
         )
 
 
@@ -150,6 +152,8 @@ def scope_line(facts: Facts) -> str:
     else:
         who = voice.listed(names)
     size = f"{facts.instructions} instructions per dataset" if facts.instructions else "every instruction"
+    if facts.released:
+        size = "the original study's released statistics"
     if facts.instructions and facts.instructions < PAPER_SAMPLES:
         size += f" (the paper: {PAPER_SAMPLES})"
     families = f" in {voice.number(facts.families)} families" if facts.families > 1 else ""

@@ -184,10 +184,18 @@ def _cell_class(value) -> str:
     return "short" if short(value) else LONG_WORD if long_word(value) else ""
 
 
+def _short_names(table: pd.DataFrame) -> bool:
+    """Whether a table's first column holds short names (kept on one line) rather than sentences (a
+    claim in words), which wrap like any long cell."""
+    if table.empty:
+        return True
+    return all(len(str(v)) <= 3 * SHORT_CELL for v in table.iloc[:, 0])
+
+
 def styled_table(table: pd.DataFrame):
     """A table as the book shows it: no index, compact cells, text escaped for HTML (``<=`` stays text).
     Long cells and headings wrap where the table would otherwise be wider than the page's column
-    (at spaces, never inside an interval, a short cell or the first column, which names the row; a
+    (at spaces, never inside an interval, a short cell or a first column of short names; a
     word longer than its column, such as a file path, anywhere): every table fits the column
     without scrolling sideways."""
     table = table.reset_index(drop=True)
@@ -199,7 +207,11 @@ def styled_table(table: pd.DataFrame):
         .set_table_styles(
             [
                 {"selector": "td", "props": f"{CELL} vertical-align: top;"},
-                {"selector": "td.col0, td.short", "props": "white-space: nowrap;"},  # a row's name, a short text
+                # a row's name (where every name is short), a short text
+                {
+                    "selector": "td.col0, td.short" if _short_names(table) else "td.short",
+                    "props": "white-space: nowrap;",
+                },
                 {"selector": f"td.{LONG_WORD}", "props": LONG_WORD_CELL},
                 {"selector": "th", "props": f"{CELL} vertical-align: bottom;"},
             ]
