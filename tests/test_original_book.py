@@ -104,14 +104,15 @@ def test_a_partial_release_builds_the_original_book_and_every_sentence_fits_it(s
     assert run.extraction == [] and run.book_index.is_file()
     pages = {p.stem: outputs(p) for p in (tmp_path / "site" / "book" / "notebooks").glob("*.ipynb")}
     assert set(profiles.NOTEBOOKS) <= set(pages)
+    assert not [name for name, text in pages.items() if "Warning:" in text]  # no warning printed on a page
     found = "Qwen/Qwen2-1.5B, Qwen/Qwen2-1.5B-Instruct, google/gemma-2-2b"
     # coverage over the models found, the samples as released (the short file named), per origin
     assert f"3 of the run's 10 models are in the store ({found})" in pages["intro"]
     # the summary: on the released statistics, and the answer-scored checks say what computes them
     assert "the original study's released statistics." in pages["intro"]  # the abstract's scope line
     assert (
-        "**S** no verdict: the released statistics hold none of its conditions "
-        "(`python -m analysis run --profile paper` on a GPU" in pages["intro"]
+        "<strong>S</strong> no verdict: the released statistics hold none of its conditions "
+        "(<code>python -m analysis run --profile paper</code> on a GPU" in pages["intro"]  # folded: as html
     )
     assert (
         f"The samples are the original study's files: {SAMPLES} samples per file "

@@ -77,6 +77,8 @@ def test_each_claim_gets_one_line_with_its_verdict_and_the_sizes_that_decided_it
         # the checks outside the lead follow the matrix, each once
         others = text_of(sections.other_claims(page))
         assert "**F2** " in others and "**F2** " not in summary and "**F1** " not in others
+        # a lead check without a cell is said there too (the first page words only what has cells)
+        assert _line(others, "S") == split
     assert lines[0] != lines[1]  # None CoT's nuclear norms three times as large: another sentence
 
 

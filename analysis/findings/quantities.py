@@ -395,8 +395,8 @@ def mean_curve_roughness(matrix: np.ndarray, weights: np.ndarray) -> tuple[float
     value = float(np.mean(steps.mean(axis=0) ** 2 - steps.var(axis=0, ddof=1) / n) / level)
     pairs = weights.sum(axis=1) ** 2 - (weights**2).sum(axis=1)
     products = (weights @ steps) ** 2 - weights**2 @ steps**2
-    levels = ((weights @ matrix).mean(axis=1) / weights.sum(axis=1)) ** 2
-    with np.errstate(invalid="ignore", divide="ignore"):
+    with np.errstate(invalid="ignore", divide="ignore"):  # a resample may draw no instruction: nan
+        levels = ((weights @ matrix).mean(axis=1) / weights.sum(axis=1)) ** 2
         draws = np.where(pairs > 0, products.mean(axis=1) / pairs / levels, np.nan)
     return value, draws
 

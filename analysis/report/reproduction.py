@@ -243,8 +243,9 @@ def summary_markdown(
 
 def other_claims(found: Sequence[Finding], *, checks: Sequence[str], imported: bool, registry: Registry) -> str:
     """What follows a page's matrix: how many cells are not resolved at this size, then the page's
-    checks outside its lead groups, one sentence each."""
-    led = {c for group in lead_groups(checks, registry) for c in group}
+    checks outside its lead groups, one sentence each, and its lead checks without a cell (the first
+    page words only what has cells: this says why the others have none and what computes them)."""
+    led = {c for group in lead_groups(checks, registry) for c in group if cells.of_check(found, c)}
     lines = claim_lines(found, groups=[(c,) for c in checks if c not in led], imported=imported, registry=registry)
     return "\n\n".join(p for p in (undecided_sentence(found), lines and f"**The other claims.**\n\n{lines}") if p)
 
