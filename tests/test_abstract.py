@@ -91,14 +91,20 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
         "As the paper reports, fast thinking (a bare answer) gives a 4.95 to 9.97 times larger gradient than slow "
-        "thinking (a detailed chain of thought), in every model and family."
+        "thinking (a detailed chain of thought) for both models in both families."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
     assert text_of(reversed_).startswith("Unlike the paper, slow thinking (a detailed chain of thought) gives a 2.46")
     undecided = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4))
     assert text_of(undecided).startswith("These instructions do not decide whether fast thinking")
     models = facts(gap=cells([1.5, 1.9, -1.0, -1.2], [L, L, S, S]))
-    assert "in 2 of 4 model-family cells" in text_of(models)
+    assert "larger gradient than slow thinking (a detailed chain of thought) for Gemma 3 270M in both families." in (
+        text_of(models)
+    )
+    ten = facts(gap=cells([1.2] * 20, [L] * 19 + [U], models=tuple(registry.PAPER_MODELS)))
+    assert text_of(ten).split(". ")[0].endswith("in 19 of 20 model-family pairs")
+    one = facts(gap=cells([1.2, 0.1, 0.0, 0.1], [L, U, U, U]))
+    assert text_of(one).split(". ")[0].endswith("for Gemma 3 270M on math reasoning")
 
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
@@ -126,26 +132,39 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
     )
 
 
-def test_the_reasoning_sentence_counts_how_the_answer_s_own_gradient_moves():
+def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
-        "The reasoning before an answer never reliably lowers the answer's own gradient, nor at equal answer loss."
+        "Reasoning before an answer never reliably shrinks the answer's own gradient, nor with the answer's loss "
+        "held equal."
     )
-    grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, 0.0, 0.1, 0.0], [S, U, U, U]))
-    assert abstract.reasoning(grows).endswith("; at equal answer loss it raises it in 1 of 4 cells.")
+    grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
+    assert abstract.reasoning(grows).endswith(
+        "; with the answer's loss held equal, it makes it larger for Gemma 3 270M in both families and is "
+        "undecided elsewhere."
+    )
     lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
-    assert abstract.reasoning(lowers).endswith(", though at equal answer loss it does in 1 of 4 cells.")
+    assert abstract.reasoning(lowers).endswith(
+        "; with the answer's loss held equal, it shrinks it for Gemma 3 270M on math reasoning and is undecided "
+        "elsewhere."
+    )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
-    assert abstract.reasoning(shrinks).endswith("in every model and family, as the paper's reading predicts.")
+    assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
-        "The reasoning before an answer reliably shrinks the answer's own gradient in 2 of 4 model-family cells; "
-        "at equal answer loss, in none."
+        "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only; "
+        "with the answer's loss held equal, it is undecided."
+    )
+    mixed = cells([1.0, -1.0, 0.01, 0.0], [L, S, Outcome.SAME, U])
+    assert abstract.reasoning(facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=mixed)).endswith(
+        "it shrinks it for Gemma 3 270M on math reasoning, makes it larger for Gemma 3 270M on commonsense "
+        "reasoning, leaves it about the same for SmolLM2-135M-Instruct on math reasoning and is undecided "
+        "elsewhere."
     )
 
 
 def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
     line = abstract.scope_line(TODAY)
-    assert line.startswith("*Two small offline models standing in for the paper's (")
+    assert line.startswith("*Two small 4-bit quantised models standing in for the paper's 1.5-9B ones (")
     assert line.endswith("; 6 reasoning datasets in two families; 5 instructions per dataset (the paper: 500).*")
     released = abstract.scope_line(Facts(**{**TODAY.__dict__, "instructions": None, "released": True}))
     assert released.endswith("; the original study's released statistics.*")

@@ -135,18 +135,39 @@ def _share(items: Sequence[Cell], outcome: Outcome) -> tuple[list[Cell], int]:
     return [c for c in items if c.outcome is outcome], len(items)
 
 
-def _in_how_many(k: int, m: int) -> str:
-    """ "in every model and family" / "in 3 of 4 model-family cells"."""
-    if k == m:
-        return "in every model and family" if m > 1 else "in its one cell"
-    return f"in {k} of {m} model-family cells"
+def _all(n: int, noun: str, nouns: str) -> str:
+    """ "both models", "all three families", "its one family"."""
+    if n == 1:
+        return f"its one {noun}"
+    return f"both {nouns}" if n == 2 else f"all {voice.number(n)} {nouns}"
+
+
+def where(chosen: Sequence[Cell], every: Sequence[Cell]) -> str:
+    """Where ``chosen`` lie among ``every`` (cells of one quantity), in words a reader reads without
+    a legend: "for both models in both families", "for Gemma 3 270M in both families", "for
+    Gemma 3 270M on math reasoning", else "in 2 of 5 model-family pairs"."""
+    models = list(dict.fromkeys(c.model for c in every))
+    families = list(dict.fromkeys(c.scope for c in every))
+    if not chosen:
+        return "nowhere"
+    if len(chosen) == 1:
+        (cell,) = chosen
+        return f"for {_short(cell.model)} on {vocabulary.scope_label(cell.scope)}"
+    if len(chosen) == len(every):
+        return f"for {_all(len(models), 'model', 'models')} in {_all(len(families), 'family', 'families')}"
+    mine = list(dict.fromkeys(c.model for c in chosen))
+    whole = all({c.scope for c in chosen if c.model == m} == {c.scope for c in every if c.model == m} for m in mine)
+    if whole and len(mine) <= 2 and len(families) > 1:
+        return f"for {voice.listed([_short(m) for m in mine])} in {_all(len(families), 'family', 'families')}"
+    return f"in {len(chosen)} of {len(every)} model-family pairs"
 
 
 def scope_line(facts: Facts) -> str:
     """The one line of scope: models, datasets and instructions per dataset."""
     names = [_described(m) for m in facts.models]
     if set(facts.models) <= set(model_registry.OFFLINE_MODELS):
-        who = f"{voice.number(len(names)).capitalize()} small offline models standing in for the paper's ({voice.listed(names)})"
+        small = f"{voice.number(len(names)).capitalize()} small 4-bit quantised models"
+        who = f"{small} standing in for the paper's 1.5-9B ones ({voice.listed(names)})"
     elif len(names) >= 10:
         who = f"The paper's {voice.number(len(names))} models"
     else:
@@ -176,76 +197,81 @@ def reproduces(facts: Facts) -> str:
     smaller, _ = _share(facts.gap, Outcome.SMALLER)
     if larger:
         size = times([c.value for c in larger])
-        return (
-            f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW}, {_in_how_many(len(larger), m)}."
-        )
+        return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {where(larger, facts.gap)}."
     if len(smaller) == m:
         size = times([c.value for c in smaller], inverse=True)
-        return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST}, {_in_how_many(m, m)}."
+        return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST} {where(smaller, facts.gap)}."
     return f"These instructions do not decide whether {FAST} gives a larger gradient than {SLOW}, as the paper reports."
 
 
-def comes_from(facts: Facts) -> str:
-    """What the gap comes from: the loss's averaging over tokens where a loss summed over them reverses
-    the gap, and the largest of the split's steps that most cells decide larger (a step decided in few
-    cells is left to the split's own figure)."""
+def _largest_step(steps: Sequence[tuple[str, Sequence[Cell]]]) -> str:
+    """The words of the largest step (by its median) among those that most cells decide larger; ""
+    where none is (a step decided in few cells is left to the split's own figure)."""
     carried = []
-    for words, step_cells in facts.steps:
+    for words, step_cells in steps:
         larger, m = _share(step_cells, Outcome.LARGER)
         if m and 2 * len(larger) > m:
             carried.append((float(np.median([c.value for c in larger])), words))
-    carried.sort(reverse=True)
-    largest = carried[0][1] if carried else ""
+    return max(carried)[1] if carried else ""
+
+
+def comes_from(facts: Facts) -> str:
+    """What the gap comes from: the loss's averaging over tokens where a loss summed over them
+    reverses the gap (said of the summed loss alone where the gap is not decided larger anywhere),
+    and the largest step of the split (``_largest_step``)."""
+    largest = _largest_step(facts.steps)
     sums = [c.value for c in facts.summed]
-    gap_larger = any(c.outcome is Outcome.LARGER for c in facts.gap)
-    if sums and all(v < 0 for v in sums) and not gap_larger:
-        return f"Summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger."
     if sums and all(v < 0 for v in sums):
-        text = (
-            "It comes from averaging the loss over tokens: summed instead, slow thinking's gradient is "
-            f"{times(sums, inverse=True)} larger"
-        )
-        return text + (f"; its largest step is {largest}." if carried else ".")
+        reversed_ = f"slow thinking's gradient is {times(sums, inverse=True)} larger"
+        if not any(c.outcome is Outcome.LARGER for c in facts.gap):
+            return f"Summed over tokens instead, {reversed_}."
+        text = f"It comes from averaging the loss over tokens: summed instead, {reversed_}"
+        return text + (f"; its largest step is {largest}." if largest else ".")
     if sums and all(v > 0 for v in sums):
         summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
-    elif sums:
-        summed = "summed over tokens instead, either gradient may be the larger"
     else:
-        summed = ""
-    pieces = [p for p in (f"its largest step is {largest}" if carried else "", summed) if p]
-    if not pieces:
-        return ""
-    text = "; ".join(pieces)
-    return text[0].upper() + text[1:] + "."
+        summed = "summed over tokens instead, either gradient may be the larger" if sums else ""
+    text = "; ".join(p for p in (f"its largest step is {largest}" if largest else "", summed) if p)
+    return text[:1].upper() + text[1:] + "." if text else ""
 
 
 def reasoning(facts: Facts) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
-    tokens alone): in how many model-family cells it reliably shrinks it, and at equal answer loss
-    (where it reliably enlarges it, how often); the figure shows the rest."""
+    tokens alone): where it reliably shrinks it, then where, with the answer's loss held equal, it
+    shrinks or enlarges it and where that is undecided; the figure shows the sizes."""
     if not facts.reasoning:
         return ""
-    m = len(facts.reasoning)
-    shrinks = len(_share(facts.reasoning, Outcome.LARGER)[0])
-    at_equal = len(_share(facts.equal_loss, Outcome.LARGER)[0])
-    grows_at_equal = len(_share(facts.equal_loss, Outcome.SMALLER)[0])
-    if shrinks == m:
-        text = (
-            "The reasoning before an answer shrinks the answer's own gradient "
-            f"{_in_how_many(m, m)}, as the paper's reading predicts"
-        )
-        return text + (f"; at equal answer loss, in {at_equal or 'none'} of them." if facts.equal_loss else ".")
-    if not shrinks:
-        text = "The reasoning before an answer never reliably lowers the answer's own gradient"
-        if at_equal:
-            text += f", though at equal answer loss it does in {at_equal} of {len(facts.equal_loss)} cells"
-        elif grows_at_equal:
-            text += f"; at equal answer loss it raises it in {grows_at_equal} of {len(facts.equal_loss)} cells"
-        elif facts.equal_loss:
-            text += ", nor at equal answer loss"
-        return text + "."
-    text = f"The reasoning before an answer reliably shrinks the answer's own gradient in {shrinks} of {m} model-family cells"
-    return text + (f"; at equal answer loss, in {at_equal or 'none'}." if facts.equal_loss else ".")
+    shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
+    subject = "Reasoning before an answer"
+    if len(shrinks) == len(facts.reasoning):
+        text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
+    elif shrinks:
+        text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)} only"
+    else:
+        text = f"{subject} never reliably shrinks the answer's own gradient"
+        if facts.equal_loss and not any(c.outcome.decided for c in facts.equal_loss):
+            return text + ", nor with the answer's loss held equal."
+    return text + _at_equal_loss(facts.equal_loss) + "."
+
+
+def _at_equal_loss(every: Sequence[Cell]) -> str:
+    """ "; with the answer's loss held equal, it makes it larger for Gemma 3 270M in both families
+    and is undecided elsewhere" ("" without such cells)."""
+    if not every:
+        return ""
+    lowers = _share(every, Outcome.LARGER)[0]
+    raises = _share(every, Outcome.SMALLER)[0]
+    same = _share(every, Outcome.SAME)[0]
+    said = [
+        f"{verb} {where(group, every)}"
+        for verb, group in (("shrinks it", lowers), ("makes it larger", raises), ("leaves it about the same", same))
+        if group
+    ]
+    if not said:
+        return "; with the answer's loss held equal, it is undecided"
+    if len(every) > len(lowers) + len(raises) + len(same):
+        said.append("is undecided elsewhere")
+    return "; with the answer's loss held equal, it " + voice.listed(said)
 
 
 def sentences(facts: Facts) -> list[str]:
@@ -264,11 +290,8 @@ def words(text: str) -> int:
 PALE = 0.4  # the opacity of a bar whose cell is not decided
 # Each panel's title and what either end of its axis means.
 PANELS = (
-    ("Fast over slow thinking's gradient", ("larger with reasoning (slow)", "larger without (fast)")),
-    (
-        "The answer's own gradient, without over with the reasoning before it",
-        ("larger with the reasoning", "larger without it"),
-    ),
+    ("Gradient: fast thinking ÷ slow thinking", ("larger with reasoning (slow)", "larger without (fast)")),
+    ("The answer's own gradient: without reasoning ÷ with reasoning", ("larger with reasoning", "larger without it")),
 )
 
 

@@ -158,9 +158,13 @@ RULE_RATES: tuple[Callable[..., pd.DataFrame], ...] = (
 SIMULATED_TABLES = (*RULE_RATES, scenarios.miss_table, rule_tables.false_holds_by_skew, rule_tables.family_table)
 
 
-def _simulated(table: Callable[..., pd.DataFrame], seed: int) -> Table:
+def _simulated_frame(table: Callable[..., pd.DataFrame], seed: int) -> pd.DataFrame:
     """One simulated table at the page's runs (committed, cached or computed: ``simulated_table``)."""
-    return Table(simulated_table(table, reps=CALIBRATION_REPS, seed=seed), by=None)
+    return simulated_table(table, reps=CALIBRATION_REPS, seed=seed)
+
+
+def _simulated(table: Callable[..., pd.DataFrame], seed: int) -> Table:
+    return Table(_simulated_frame(table, seed), by=None)
 
 
 def rule_rates(r: Reproducibility) -> Blocks:
@@ -186,7 +190,7 @@ def commit_simulated_tables(*, seed: int = 0) -> list[Path]:
 def family_rates(r: Reproducibility) -> Blocks:
     """The family rules' error rates where a family's datasets differ (``calibration.family_table``),
     its repetitions said above the table rather than in a column, so that it fits the page."""
-    table = simulated_table(rule_tables.family_table, reps=CALIBRATION_REPS, seed=r.seed)
+    table = _simulated_frame(rule_tables.family_table, r.seed)
     rules = "; ".join(f"{rule}: {checks}" for rule, checks in dict(zip(table["rule"], table["checks"])).items())
     said = Markdown(f"Each row: {CALIBRATION_REPS} simulated families. The checks each rule decides ({rules}).")
     return [fold("Families whose datasets differ", [said, Table(table.drop(columns=["reps", "checks"]), by=None)])]
