@@ -139,26 +139,26 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows).endswith(
-        "; with the answer's loss held equal, it makes it larger for Gemma 3 270M in both families and is "
-        "undecided elsewhere."
+        "; with the answer's loss held equal, that gradient is larger after reasoning for Gemma 3 270M in both "
+        "families and undecided elsewhere."
     )
     lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
     assert abstract.reasoning(lowers).endswith(
-        "; with the answer's loss held equal, it shrinks it for Gemma 3 270M on math reasoning and is undecided "
-        "elsewhere."
+        "; with the answer's loss held equal, that gradient is smaller after reasoning for Gemma 3 270M on math "
+        "reasoning and undecided elsewhere."
     )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
         "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only; "
-        "with the answer's loss held equal, it is undecided."
+        "with the answer's loss held equal, that gradient is undecided."
     )
     mixed = cells([1.0, -1.0, 0.01, 0.0], [L, S, Outcome.SAME, U])
     assert abstract.reasoning(facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=mixed)).endswith(
-        "it shrinks it for Gemma 3 270M on math reasoning, makes it larger for Gemma 3 270M on commonsense "
-        "reasoning, leaves it about the same for SmolLM2-135M-Instruct on math reasoning and is undecided "
-        "elsewhere."
+        "that gradient is smaller after reasoning for Gemma 3 270M on math reasoning, larger after reasoning for "
+        "Gemma 3 270M on commonsense reasoning, about the same for SmolLM2-135M-Instruct on math reasoning and "
+        "undecided elsewhere."
     )
 
 

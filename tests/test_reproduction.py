@@ -4,7 +4,7 @@ headline part, its interval and its verdict, every number from the store."""
 import numpy as np
 import pytest
 from blocks_read import text_of
-from made_findings import finding, ratio_part
+from made_findings import finding, part, ratio_part
 from synthetic import MODELS, make_results, record_run, write_store
 from test_report import CONDITIONS, paper_like
 
@@ -177,5 +177,18 @@ def test_the_claims_table_sizes_a_claim_by_its_headline_part_in_one_unit():
     )
     table = reproduction.claims_table([held, failed])
     row = table[table["the paper's claim"] == checks.get("F1").plain].iloc[0]
-    assert row["this study"] == "holds in 1 of 2 cells"
+    # where it is mixed, the row names each verdict's scopes and the part that kept a cell from holding
+    assert (
+        row["this study"] == "holds on math reasoning; does not hold on commonsense reasoning (more so in early layers)"
+    )
     assert row["size"] == "x4.00 to x8.30"
+    # more cells than a row can name: counted
+    many = [
+        finding("F1", HOLDS, scope=s, pooled=False, parts=(ratio_part(4.0, 1.2),)) for s in ("aqua", "gsm8k", "ecqa")
+    ]
+    many.append(finding("F1", UNRESOLVED, scope="creak", pooled=False, parts=(ratio_part(1.1, 1.5),)))
+    assert reproduction.claims_table(many).iloc[0]["this study"] == "holds in 3 of 4 cells"
+    # a number that is not a ratio says how it reads
+    rough = part(-0.07, role=checks.get("F2").headline, sd=0.01, unit=Unit.DIFFERENCE)
+    f2 = finding("F2", FAILS, parts=(rough,))
+    assert reproduction.claims_table([f2]).iloc[0]["size"] == "-0.0700 (a difference; 0: none)"

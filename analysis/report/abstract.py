@@ -255,23 +255,23 @@ def reasoning(facts: Facts) -> str:
 
 
 def _at_equal_loss(every: Sequence[Cell]) -> str:
-    """ "; with the answer's loss held equal, it makes it larger for Gemma 3 270M in both families
-    and is undecided elsewhere" ("" without such cells)."""
+    """ "; with the answer's loss held equal, that gradient is larger after reasoning for Gemma 3 270M
+    in both families and undecided elsewhere" ("" without such cells)."""
     if not every:
         return ""
-    lowers = _share(every, Outcome.LARGER)[0]
-    raises = _share(every, Outcome.SMALLER)[0]
-    same = _share(every, Outcome.SAME)[0]
     said = [
-        f"{verb} {where(group, every)}"
-        for verb, group in (("shrinks it", lowers), ("makes it larger", raises), ("leaves it about the same", same))
-        if group
+        f"{state} {where(group, every)}"
+        for state, outcome in (
+            ("smaller after reasoning", Outcome.LARGER),
+            ("larger after reasoning", Outcome.SMALLER),
+            ("about the same", Outcome.SAME),
+        )
+        if (group := _share(every, outcome)[0])
     ]
-    if not said:
-        return "; with the answer's loss held equal, it is undecided"
-    if len(every) > len(lowers) + len(raises) + len(same):
-        said.append("is undecided elsewhere")
-    return "; with the answer's loss held equal, it " + voice.listed(said)
+    decided = sum(c.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME) for c in every)
+    if decided < len(every):
+        said.append("undecided elsewhere" if said else "undecided")
+    return "; with the answer's loss held equal, that gradient is " + voice.listed(said)
 
 
 def sentences(facts: Facts) -> list[str]:

@@ -15,7 +15,18 @@ import pandas as pd
 
 from analysis.checks import REGISTRY, Registry, get
 from analysis.core import registry as models_registry
-from analysis.findings.rules import DISAGREE, FAILS, HOLDS, NOT_APPLICABLE, TOO_FEW, UNRESOLVED, Finding, Part
+from analysis.findings.rules import (
+    DISAGREE,
+    FAILS,
+    HOLDS,
+    NOT_APPLICABLE,
+    TOO_FEW,
+    UNRESOLVED,
+    Finding,
+    Part,
+    Unit,
+    Verdict,
+)
 from analysis.report import cells, voice
 from analysis.report.load import offline_models
 
@@ -254,7 +265,7 @@ def other_claims(found: Sequence[Finding], *, checks: Sequence[str], imported: b
 REPRODUCES, NOT_REPRODUCED = "reproduces", "does not reproduce"
 
 
-def _claim_word(found: Sequence[Finding]) -> str:
+def _claim_word(found: Sequence[Finding], registry: Registry = REGISTRY) -> str:
     """One model's cells of one claim in a word: reproduces (every cell holds), does not reproduce
     (every cell does not hold), the datasets disagree, not resolved, in some cells (mixed), or why it
     is not tested."""
@@ -270,8 +281,23 @@ def _claim_word(found: Sequence[Finding]) -> str:
     if verdicts == {NOT_APPLICABLE}:
         return "not tested here"
     tested = [f for f in found if f.verdict is not NOT_APPLICABLE]
-    held = sum(f.verdict is HOLDS for f in tested)
-    return f"holds in {held} of {len(tested)} cells" if held else voice.verdict_counts(f.verdict for f in tested)
+    if len(tested) > 3:
+        held = sum(f.verdict is HOLDS for f in tested)
+        return f"holds in {held} of {len(tested)} cells" if held else voice.verdict_counts(f.verdict for f in tested)
+    by_verdict = [[f for f in tested if f.verdict is v] for v in Verdict]
+    return "; ".join(_verdict_where(group[0].verdict, group, registry) for group in by_verdict if group)
+
+
+def _verdict_where(verdict: Verdict, found: Sequence[Finding], registry: Registry) -> str:
+    """ "holds on commonsense reasoning", "not resolved on math reasoning (more so in early layers)":
+    a verdict, the scopes it holds for, and, where it is not the claim's headline, the part that
+    decided it (so that a row whose headline holds everywhere says why a cell still does not)."""
+    scopes = voice.listed([voice.scope(f.scope, False) for f in found])
+    check = get(found[0].check, registry)
+    roles_ = {p.role for f in found if (p := cells.printed(f, registry)) is not None and p.role is not check.headline}
+    decided = {words for role in roles_ if (words := check.part_words(role))}
+    why = f" ({voice.listed(sorted(decided))})" if decided and verdict is not HOLDS else ""
+    return f"{voice.verdict(verdict)} on {scopes}{why}"
 
 
 def _size(parts: Sequence) -> str:
@@ -283,7 +309,18 @@ def _size(parts: Sequence) -> str:
         shown = sorted(p.shown()[0] for p in parts if math.isfinite(p.value))
         ends = [f"x{voice.three(v)}" for v in (shown[0], shown[-1])] if shown else []
         return "" if not ends else ends[0] if ends[0] == ends[1] else f"{ends[0]} to {ends[1]}"
-    return voice.sized_range(parts, interval=False)
+    unit = parts[0].unit
+    return voice.sized_range(parts, interval=False) + (f" ({UNIT_READS[unit]})" if unit in UNIT_READS else "")
+
+
+# How a number that is not a ratio reads, beside it in the claims table.
+UNIT_READS = {
+    Unit.DIFFERENCE: "a difference; 0: none",
+    Unit.SHARE: "a share of the gap; 1: all of it",
+    Unit.AUROC: "AUROC; 0.5: chance",
+    Unit.CORRELATION: "a correlation",
+    Unit.LOSS: "nats",
+}
 
 
 def _claim_size(finding: Finding, check, registry: Registry) -> Part | None:
@@ -313,7 +350,7 @@ def claims_table(found: Sequence[Finding], registry: Registry = REGISTRY) -> pd.
                 {
                     "the paper's claim": check.plain,
                     "model": model,
-                    "this study": _claim_word(answered),
+                    "this study": _claim_word(answered, registry),
                     "size": _size(printed),
                 }
             )
