@@ -177,9 +177,9 @@ def test_the_claims_table_sizes_a_claim_by_its_headline_part_in_one_unit():
     )
     table = reproduction.claims_table([held, failed])
     row = table[table["the paper's claim"] == checks.get("F1").plain].iloc[0]
-    # where it is mixed, the row names each verdict's scopes and the part that kept a cell from holding
-    assert (
-        row["this study"] == "holds on math reasoning; does not hold on commonsense reasoning (more so in early layers)"
+    # a claim of two parts, part by part, each verdict with the scopes it holds for
+    assert row["this study"] == (
+        "larger: reproduces; more so in early layers: holds on math reasoning, does not hold on commonsense reasoning"
     )
     assert row["size"] == "x4.00 to x8.30"
     # more cells than a row can name: counted

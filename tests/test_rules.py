@@ -625,3 +625,26 @@ def test_a_part_on_too_few_instructions_is_not_decided_and_its_finding_has_too_f
     part = step_part(0.2, 0.6, n=4)
     assert part.outcome is rules.Outcome.TOO_FEW and not part.outcome.decided
     assert rules.decide([part]) is TOO_FEW
+
+
+def test_each_role_of_a_claim_is_read_by_the_claim_s_own_rule():
+    """A claim holds exactly where every role holds and fails exactly where a role fails, a role read
+    at the claim's Bonferroni level (the claims table reads a claim part by part)."""
+    from analysis.findings.bootstrap import Estimate
+
+    def part(center, role):
+        draws = center + 0.1 * np.random.default_rng(0).standard_normal(1000)
+        return rules.Part(
+            name="q", estimate=Estimate(center, draws, (("d", 20),)), side="above", bound=0.0, role=role, decides=True
+        )
+
+    first, second = roles.F1_GAP, roles.EARLY_LATE
+    centers = (-1.0, -0.21, 0.0, 0.21, 1.0)  # +-0.21: outside the 95% interval, inside the 97.5% one
+    for a in centers:
+        for b in centers:
+            parts = [part(a, first), part(b, second)]
+            each = {rules.decide_role(parts, role) for role in (first, second)}
+            assert (rules.decide(parts) == HOLDS) == (each == {HOLDS})
+            assert (rules.decide(parts) == FAILS) == (FAILS in each)
+    alone, paired = [part(-0.21, first)], [part(-0.21, first), part(1.0, second)]
+    assert rules.decide_role(alone, first) == FAILS and rules.decide_role(paired, first) == UNRESOLVED

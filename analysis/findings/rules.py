@@ -356,6 +356,24 @@ def decide(parts: Sequence[Part], level: float = LEVEL) -> Verdict:
     return DISAGREE if Outcome.DISAGREE in outcomes else UNRESOLVED
 
 
+def decide_role(parts: Sequence[Part], role: Role, level: float = LEVEL) -> Verdict:
+    """What the deciding parts of one ``role`` say of their share of a claim made of ``parts``, by
+    ``decide``'s rule read at the claim's own level (its Bonferroni over all its deciding parts), so
+    that a claim holds exactly where every role holds and fails where some role fails."""
+    deciding = [p for p in parts if p.decides]
+    mine = [p for p in deciding if p.role is role]
+    if not mine or any(p.estimate is None for p in mine):
+        return UNRESOLVED
+    if min(p.n_smallest for p in mine) < MIN_VERDICT_SAMPLES:
+        return TOO_FEW
+    outcomes = [p.outcome if level == LEVEL else p.outcome_at(level) for p in mine]
+    if all(o is CLAIMED[p.side] for p, o in zip(mine, outcomes)):
+        return HOLDS
+    if any(o is not Outcome.DISAGREE and p.contradicts(_widened(level, deciding)) for p, o in zip(mine, outcomes)):
+        return FAILS
+    return DISAGREE if Outcome.DISAGREE in outcomes else UNRESOLVED
+
+
 POWER = 0.8
 
 

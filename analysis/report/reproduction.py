@@ -26,6 +26,7 @@ from analysis.findings.rules import (
     Part,
     Unit,
     Verdict,
+    decide_role,
 )
 from analysis.report import cells, voice
 from analysis.report.load import offline_models
@@ -266,10 +267,30 @@ REPRODUCES, NOT_REPRODUCED = "reproduces", "does not reproduce"
 
 
 def _claim_word(found: Sequence[Finding], registry: Registry = REGISTRY) -> str:
-    """One model's cells of one claim in a word: reproduces (every cell holds), does not reproduce
-    (every cell does not hold), the datasets disagree, not resolved, in some cells (mixed), or why it
-    is not tested."""
-    verdicts = {f.verdict for f in found}
+    """One model's cells of one claim in words (``_verdicts_word``); a claim of several parts
+    (``says``) part by part, each by ``decide_role`` ("larger: reproduces; more so in early layers:
+    holds on commonsense reasoning, not resolved on math reasoning"), so that a row never reads as
+    contradicting a sentence about one of its parts."""
+    tested = [f for f in found if f.verdict is not NOT_APPLICABLE]
+    check = get(found[0].check, registry) if found else None
+    said = [
+        (r, w)
+        for r, w in (check.says if check else ())
+        if any(p.role is r and p.decides for f in tested for p in f.parts)
+    ]
+    if len(said) < 2:
+        return _verdicts_word([(f.scope, f.verdict) for f in found])
+    return "; ".join(
+        f"{words}: {_verdicts_word([(f.scope, decide_role(f.parts, role)) for f in tested])}" for role, words in said
+    )
+
+
+def _verdicts_word(cells_: Sequence[tuple[str, Verdict]]) -> str:
+    """Cells' verdicts in a word: reproduces (every cell holds), does not reproduce (every cell does not
+    hold), the datasets disagree, not resolved, not tested here; where they differ, each verdict with
+    the scopes it holds for ("holds on commonsense reasoning, not resolved on math reasoning"), or
+    counted where more than three cells would make a row too long to read."""
+    verdicts = {v for _, v in cells_}
     if verdicts == {HOLDS}:
         return REPRODUCES
     if verdicts == {FAILS}:
@@ -280,24 +301,12 @@ def _claim_word(found: Sequence[Finding], registry: Registry = REGISTRY) -> str:
         return voice.verdict(UNRESOLVED) if UNRESOLVED in verdicts else voice.verdict(TOO_FEW)
     if verdicts == {NOT_APPLICABLE}:
         return "not tested here"
-    tested = [f for f in found if f.verdict is not NOT_APPLICABLE]
+    tested = [(scope, v) for scope, v in cells_ if v is not NOT_APPLICABLE]
     if len(tested) > 3:
-        held = sum(f.verdict is HOLDS for f in tested)
-        return f"holds in {held} of {len(tested)} cells" if held else voice.verdict_counts(f.verdict for f in tested)
-    by_verdict = [[f for f in tested if f.verdict is v] for v in Verdict]
-    return "; ".join(_verdict_where(group[0].verdict, group, registry) for group in by_verdict if group)
-
-
-def _verdict_where(verdict: Verdict, found: Sequence[Finding], registry: Registry) -> str:
-    """ "holds on commonsense reasoning", "not resolved on math reasoning (more so in early layers)":
-    a verdict, the scopes it holds for, and, where it is not the claim's headline, the part that
-    decided it (so that a row whose headline holds everywhere says why a cell still does not)."""
-    scopes = voice.listed([voice.scope(f.scope, False) for f in found])
-    check = get(found[0].check, registry)
-    roles_ = {p.role for f in found if (p := cells.printed(f, registry)) is not None and p.role is not check.headline}
-    decided = {words for role in roles_ if (words := check.part_words(role))}
-    why = f" ({voice.listed(sorted(decided))})" if decided and verdict is not HOLDS else ""
-    return f"{voice.verdict(verdict)} on {scopes}{why}"
+        held = sum(v is HOLDS for _, v in tested)
+        return f"holds in {held} of {len(tested)} cells" if held else voice.verdict_counts(v for _, v in tested)
+    by_verdict = [(v, [voice.scope(scope, False) for scope, w in tested if w is v]) for v in Verdict]
+    return ", ".join(f"{voice.verdict(v)} on {voice.listed(scopes)}" for v, scopes in by_verdict if scopes)
 
 
 def _size(parts: Sequence) -> str:
