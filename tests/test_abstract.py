@@ -109,8 +109,8 @@ def test_the_words_follow_the_verdicts():
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
     assert abstract.comes_from(TODAY) == (
-        "It comes from averaging the loss over tokens: summed instead, slow thinking's gradient is 33.1 times "
-        "larger; its largest step is how many tokens are averaged."
+        "The gap comes from averaging the loss over the response's tokens: summed instead, slow thinking's "
+        "gradient is 33.1 times larger; its largest step is how many tokens are averaged."
     )
     still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4), steps=TODAY.steps)
     assert abstract.comes_from(still) == (
@@ -180,6 +180,9 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         texts = [t.get_text() for ax in fig.axes for t in ax.texts]
         assert f" x{abstract.voice.three(math.exp(1.6))}" in texts and len(texts) >= 16
         assert f"x{abstract.voice.three(math.exp(-0.4))} " in texts  # below x1: printed left of its end
+        # an undecided bar says so beside its number, a family whose datasets disagree too
+        assert f"x{abstract.voice.three(math.exp(-0.2))} (undecided) " in texts
+        assert f" x{abstract.voice.three(math.exp(0.7))} (datasets disagree)" in texts
         # an undecided bar is pale, a family whose datasets disagree hatched
         bars = [p for p in fig.axes[1].patches if p.get_height() > 0]
         assert any(b.get_alpha() == abstract.PALE for b in bars) and any(b.get_hatch() == "///" for b in bars)

@@ -225,7 +225,7 @@ def comes_from(facts: Facts) -> str:
         reversed_ = f"slow thinking's gradient is {times(sums, inverse=True)} larger"
         if not any(c.outcome is Outcome.LARGER for c in facts.gap):
             return f"Summed over tokens instead, {reversed_}."
-        text = f"It comes from averaging the loss over tokens: summed instead, {reversed_}"
+        text = f"The gap comes from averaging the loss over the response's tokens: summed instead, {reversed_}"
         return text + (f"; its largest step is {largest}." if largest else ".")
     if sums and all(v > 0 for v in sums):
         summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
@@ -288,6 +288,8 @@ def words(text: str) -> int:
 
 
 PALE = 0.4  # the opacity of a bar whose cell is not decided
+# What the number at the end of an undecided bar says besides its ratio.
+UNDECIDED = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
 PANELS = (
     ("Gradient: fast thinking ÷ slow thinking", ("larger with reasoning (slow)", "larger without (fast)")),
@@ -376,8 +378,10 @@ def _bars(ax, models: Sequence[str], series) -> None:
                 bar.set_hatch("///")
             if not outcome.decided:
                 bar.set_alpha(PALE)
-        for y, v in zip(ys, values):
-            text, side = (f" x{voice.three(v)}", "left") if v >= 1 else (f"x{voice.three(v)} ", "right")
+        for y, v, outcome in zip(ys, values, outcomes):
+            undecided = outcome in UNDECIDED or not outcome.decided
+            said = f"x{voice.three(v)}" + (f" ({UNDECIDED.get(outcome, 'undecided')})" if undecided else "")
+            text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
             ax.text(v, y, text, va="center", ha=side, fontsize=8)
     ends = [math.exp(c.value) for group, _, _ in series for c in group] + [1.0]
     ax.set_xlim(min(ends) / 6, max(ends) * 5)  # room for the printed ratios
