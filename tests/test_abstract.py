@@ -91,26 +91,27 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
         "As the paper reports, fast thinking (a bare answer) gives a 4.95 to 9.97 times larger gradient than slow "
-        "thinking (a detailed chain of thought) for both models in both families."
+        "thinking (a detailed chain of thought) for both models in both families, but only because the loss "
+        "averages over the response's tokens."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
     assert text_of(reversed_).startswith("Unlike the paper, slow thinking (a detailed chain of thought) gives a 2.46")
     undecided = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4))
     assert text_of(undecided).startswith("These instructions do not decide whether fast thinking")
     models = facts(gap=cells([1.5, 1.9, -1.0, -1.2], [L, L, S, S]))
-    assert "larger gradient than slow thinking (a detailed chain of thought) for Gemma 3 270M in both families." in (
+    assert "larger gradient than slow thinking (a detailed chain of thought) for Gemma 3 270M in both families, " in (
         text_of(models)
     )
     ten = facts(gap=cells([1.2] * 20, [L] * 19 + [U], models=tuple(registry.PAPER_MODELS)))
-    assert text_of(ten).split(". ")[0].endswith("in 19 of 20 model-family pairs")
+    assert text_of(ten).split(". ")[0].split(", but")[0].endswith("in 19 of 20 model-family pairs")
     one = facts(gap=cells([1.2, 0.1, 0.0, 0.1], [L, U, U, U]))
-    assert text_of(one).split(". ")[0].endswith("for Gemma 3 270M on math reasoning")
+    assert text_of(one).split(". ")[0].split(", but")[0].endswith("for Gemma 3 270M on math reasoning")
 
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
     assert abstract.comes_from(TODAY) == (
-        "The gap comes from averaging the loss over the response's tokens: summed instead, slow thinking's "
-        "gradient is 33.1 times larger; its largest step is how many tokens are averaged."
+        "Summed over them instead, slow thinking's gradient is 33.1 times larger; its largest step is how many "
+        "tokens are averaged."
     )
     still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4), steps=TODAY.steps)
     assert abstract.comes_from(still) == (
@@ -140,25 +141,25 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows).endswith(
         "; with the answer's loss held equal, that gradient is larger after reasoning for Gemma 3 270M in both "
-        "families and undecided elsewhere."
+        "families and not resolved elsewhere."
     )
     lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
     assert abstract.reasoning(lowers).endswith(
         "; with the answer's loss held equal, that gradient is smaller after reasoning for Gemma 3 270M on math "
-        "reasoning and undecided elsewhere."
+        "reasoning and not resolved elsewhere."
     )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
         "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only; "
-        "with the answer's loss held equal, that gradient is undecided."
+        "with the answer's loss held equal, that gradient is not resolved."
     )
     mixed = cells([1.0, -1.0, 0.01, 0.0], [L, S, Outcome.SAME, U])
     assert abstract.reasoning(facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=mixed)).endswith(
         "that gradient is smaller after reasoning for Gemma 3 270M on math reasoning, larger after reasoning for "
         "Gemma 3 270M on commonsense reasoning, about the same for SmolLM2-135M-Instruct on math reasoning and "
-        "undecided elsewhere."
+        "not resolved elsewhere."
     )
 
 
@@ -179,15 +180,16 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     try:
         texts = [t.get_text() for ax in fig.axes for t in ax.texts]
         assert f" x{abstract.voice.three(math.exp(1.6))}" in texts and len(texts) >= 16
-        assert f"x{abstract.voice.three(math.exp(-0.4))} " in texts  # below x1: printed left of its end
+        # below x1: printed left of its end, as how many times larger the other side is
+        assert f"x{abstract.voice.three(math.exp(0.4))} " in texts
         # an undecided bar says so beside its number, a family whose datasets disagree too
-        assert f"x{abstract.voice.three(math.exp(-0.2))} (undecided) " in texts
+        assert f"x{abstract.voice.three(math.exp(0.2))} (not resolved) " in texts
         assert f" x{abstract.voice.three(math.exp(0.7))} (datasets disagree)" in texts
         # an undecided bar is pale, a family whose datasets disagree hatched
         bars = [p for p in fig.axes[1].patches if p.get_height() > 0]
         assert any(b.get_alpha() == abstract.PALE for b in bars) and any(b.get_hatch() == "///" for b in bars)
         legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
-        assert "pale: not decided" in legend and "hatched: datasets disagree" in legend
+        assert "pale: not resolved" in legend and "hatched: datasets disagree" in legend
     finally:
         plt.close(fig)
     only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no reasoning cell: no empty panel
@@ -204,5 +206,7 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "equal answer loss",
         "log scale",
         "pale",
+        "*Not resolved*",
+        "*datasets disagree*",
     ):
         assert term in said

@@ -197,7 +197,8 @@ def reproduces(facts: Facts) -> str:
     smaller, _ = _share(facts.gap, Outcome.SMALLER)
     if larger:
         size = times([c.value for c in larger])
-        return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {where(larger, facts.gap)}."
+        because = ", but only because the loss averages over the response's tokens" if _summed_reverses(facts) else ""
+        return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {where(larger, facts.gap)}{because}."
     if len(smaller) == m:
         size = times([c.value for c in smaller], inverse=True)
         return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST} {where(smaller, facts.gap)}."
@@ -215,18 +216,22 @@ def _largest_step(steps: Sequence[tuple[str, Sequence[Cell]]]) -> str:
     return max(carried)[1] if carried else ""
 
 
+def _summed_reverses(facts: Facts) -> bool:
+    """Whether under a loss summed over tokens slow thinking's gradient is the larger in every cell."""
+    return bool(facts.summed) and all(c.value < 0 for c in facts.summed)
+
+
 def comes_from(facts: Facts) -> str:
-    """What the gap comes from: the loss's averaging over tokens where a loss summed over them
-    reverses the gap (said of the summed loss alone where the gap is not decided larger anywhere),
-    and the largest step of the split (``_largest_step``)."""
+    """What the gap comes from, after ``reproduces`` has said it comes from the loss's averaging over
+    tokens where a loss summed over them reverses it: that reversal's size, and the largest step of
+    the split (``_largest_step``)."""
     largest = _largest_step(facts.steps)
     sums = [c.value for c in facts.summed]
-    if sums and all(v < 0 for v in sums):
+    if _summed_reverses(facts):
         reversed_ = f"slow thinking's gradient is {times(sums, inverse=True)} larger"
         if not any(c.outcome is Outcome.LARGER for c in facts.gap):
             return f"Summed over tokens instead, {reversed_}."
-        text = f"The gap comes from averaging the loss over the response's tokens: summed instead, {reversed_}"
-        return text + (f"; its largest step is {largest}." if largest else ".")
+        return f"Summed over them instead, {reversed_}" + (f"; its largest step is {largest}." if largest else ".")
     if sums and all(v > 0 for v in sums):
         summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
     else:
@@ -238,7 +243,7 @@ def comes_from(facts: Facts) -> str:
 def reasoning(facts: Facts) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
     tokens alone): where it reliably shrinks it, then where, with the answer's loss held equal, it
-    shrinks or enlarges it and where that is undecided; the figure shows the sizes."""
+    shrinks or enlarges it and where that is not resolved; the figure shows the sizes."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
@@ -256,7 +261,7 @@ def reasoning(facts: Facts) -> str:
 
 def _at_equal_loss(every: Sequence[Cell]) -> str:
     """ "; with the answer's loss held equal, that gradient is larger after reasoning for Gemma 3 270M
-    in both families and undecided elsewhere" ("" without such cells)."""
+    in both families and not resolved elsewhere" ("" without such cells)."""
     if not every:
         return ""
     said = [
@@ -270,7 +275,7 @@ def _at_equal_loss(every: Sequence[Cell]) -> str:
     ]
     decided = sum(c.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME) for c in every)
     if decided < len(every):
-        said.append("undecided elsewhere" if said else "undecided")
+        said.append("not resolved elsewhere" if said else "not resolved")
     return "; with the answer's loss held equal, that gradient is " + voice.listed(said)
 
 
@@ -288,7 +293,7 @@ def words(text: str) -> int:
 
 
 PALE = 0.4  # the opacity of a bar whose cell is not decided
-# What the number at the end of an undecided bar says besides its ratio.
+# What the number at the end of a bar not decided says besides its ratio.
 UNDECIDED = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
 PANELS = (
@@ -331,7 +336,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         low, high = ax.get_xlim()
         ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if high / low > 300 else (1.0, 3.0)))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{v:g}"))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{max(v, 1 / v):g}"))  # times larger, either way
         ax.tick_params(labelsize=8)
         ax.legend(handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     bottom = plots.add_note(fig, note)
@@ -344,7 +349,7 @@ def _legend(ax) -> list[Patch]:
     handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
     drawn = [bar for c in ax.containers for bar in c]
     if any(bar.get_alpha() == PALE for bar in drawn):
-        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: not decided"))
+        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: not resolved"))
     if any(bar.get_hatch() for bar in drawn):
         handles.append(Patch(facecolor="white", edgecolor="grey", hatch="///", label="hatched: datasets disagree"))
     return handles
@@ -380,7 +385,8 @@ def _bars(ax, models: Sequence[str], series) -> None:
                 bar.set_alpha(PALE)
         for y, v, outcome in zip(ys, values, outcomes):
             undecided = outcome in UNDECIDED or not outcome.decided
-            said = f"x{voice.three(v)}" + (f" ({UNDECIDED.get(outcome, 'undecided')})" if undecided else "")
+            said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
+            said += f" ({UNDECIDED.get(outcome, 'not resolved')})" if undecided else ""
             text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
             ax.text(v, y, text, va="center", ha=side, fontsize=8)
     ends = [math.exp(c.value) for group, _, _ in series for c in group] + [1.0]
@@ -396,12 +402,12 @@ def caption(facts: Facts) -> str:
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
         "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
-        "over instructions. Top: fast over slow thinking's gradient under the paper's loss (a mean over the "
+        "over instructions. Top: fast against slow thinking's gradient under the paper's loss (a mean over the "
         "response's tokens) and under a loss summed over them. Below it: the gradient of the final answer's own "
-        'tokens without reasoning (after the phrase "The final answer is" alone) over their gradient after the '
-        "detailed chain of thought; below x1, the answer's gradient is larger after the reasoning; purple: the "
-        "same where the answer is equally predictable on both sides (equal answer loss). Each bar is a model on "
-        "a family of datasets, drawn from x1 (no difference) on a log scale, its ratio printed at its end; a pale "
-        "bar is not decided at these sample sizes, a hatched one is a family whose datasets are decided in "
-        "opposite directions."
+        'tokens without reasoning (after the phrase "The final answer is" alone) against their gradient after the '
+        "detailed chain of thought; purple: the same where the answer is equally predictable on both sides (equal "
+        "answer loss). Each bar is a model on a family of datasets; it points to the side whose gradient is "
+        "larger, and its number says how many times larger (log scale). *Not resolved*: the 95% interval "
+        "(instructions resampled within each dataset) does not settle which side is larger (a pale bar); "
+        "*datasets disagree*: the family's datasets are decided in opposite directions (a hatched bar)."
     )
