@@ -22,7 +22,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
-from matplotlib.ticker import FuncFormatter, LogLocator, NullLocator
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
 from analysis.core import registry as model_registry
 from analysis.core import vocabulary
@@ -297,8 +297,11 @@ PALE = 0.4  # the opacity of a bar whose cell is not decided
 UNDECIDED = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
 PANELS = (
-    ("Gradient: fast thinking ÷ slow thinking", ("larger with reasoning (slow)", "larger without (fast)")),
-    ("The answer's own gradient: without reasoning ÷ with reasoning", ("larger with reasoning", "larger without it")),
+    ("Fast against slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
+    (
+        "The answer's own gradient, without against with reasoning (times larger)",
+        ("larger with reasoning", "larger without it"),
+    ),
 )
 
 
@@ -334,14 +337,22 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ax.axvline(1.0, color="k", lw=0.8)
         ax.set_xscale("log")
         low, high = ax.get_xlim()
-        ax.xaxis.set_major_locator(LogLocator(base=10, subs=(1.0,) if high / low > 300 else (1.0, 3.0)))
+        ax.xaxis.set_major_locator(FixedLocator(_ticks(low, high)))
         ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{max(v, 1 / v):g}"))  # times larger, either way
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{round(max(v, 1 / v), 6):g}"))  # either way
         ax.tick_params(labelsize=8)
         ax.legend(handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
+
+
+def _ticks(low: float, high: float) -> list[float]:
+    """Ticks at x1, x3, x10, ... either side of x1 (x1, x10, x100, ... on a wide axis), so that a
+    tick left of x1 reads as how many times larger the left side is, as a round number."""
+    steps = (1.0,) if high / low > 300 else (1.0, 3.0)
+    right = [m * 10.0**k for k in range(0, 6) for m in steps]
+    return sorted(t for t in {1.0, *right, *(1 / r for r in right)} if low <= t <= high)
 
 
 def _legend(ax) -> list[Patch]:
