@@ -30,7 +30,7 @@ def facts(*, gap, summed=None, steps=None, reasoning=None, equal_loss=None, mode
     return Facts(
         models=models,
         datasets=6,
-        families=2,
+        families=FAMILIES,
         instructions=instructions,
         gap=gap,
         summed=summed if summed is not None else cells([-3.5] * n, [S] * n, models),
@@ -166,7 +166,9 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
 def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
     line = abstract.scope_line(TODAY)
     assert line.startswith("*Two small 4-bit quantised models standing in for the paper's 1.5-9B ones (")
-    assert line.endswith("; 6 reasoning datasets in two families; 5 instructions per dataset (the paper: 500).*")
+    assert line.endswith(
+        "; 6 reasoning datasets in two families (math and commonsense); 5 instructions per dataset (the paper: 500).*"
+    )
     released = abstract.scope_line(Facts(**{**TODAY.__dict__, "instructions": None, "released": True}))
     assert released.endswith("; the original study's released statistics.*")
     ten = facts(gap=(), models=tuple(registry.PAPER_MODELS), instructions=500)

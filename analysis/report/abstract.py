@@ -52,7 +52,7 @@ class Facts:
 
     models: tuple[str, ...]
     datasets: int
-    families: int
+    families: tuple[str, ...]  # the families the datasets fall in, in the book's order
     instructions: int | None
     gap: tuple[Cell, ...]
     summed: tuple[Cell, ...]
@@ -74,7 +74,7 @@ class Facts:
         return cls(
             models=tuple(page.models),
             datasets=len(datasets),
-            families=len(families),
+            families=tuple(f for f in vocabulary.FAMILY_LABELS if f in families),
             instructions=page.n_samples,
             gap=role_cells(found, roles.F1_GAP),
             summed=summed_cells(loss_convention.gap_table(page)),
@@ -177,7 +177,8 @@ def scope_line(facts: Facts) -> str:
         size = "the original study's released statistics"
     if facts.instructions and facts.instructions < PAPER_SAMPLES:
         size += f" (the paper: {PAPER_SAMPLES})"
-    families = f" in {voice.number(facts.families)} families" if facts.families > 1 else ""
+    names = voice.listed([vocabulary.FAMILY_LABELS[f].split()[0] for f in facts.families])
+    families = f" in {voice.number(len(facts.families))} families ({names})" if len(facts.families) > 1 else ""
     return f"*{who}; {voice.plural(facts.datasets, 'reasoning dataset')}{families}; {size}.*"
 
 
@@ -417,8 +418,20 @@ def caption(facts: Facts) -> str:
         "response's tokens) and under a loss summed over them. Below it: the gradient of the final answer's own "
         'tokens without reasoning (after the phrase "The final answer is" alone) against their gradient after the '
         "detailed chain of thought; purple: the same where the answer is equally predictable on both sides (equal "
-        "answer loss). Each bar is a model on a family of datasets; it points to the side whose gradient is "
+        "answer loss: the value at no difference in the answer's loss, by a regression over instructions). Each bar is a model on a family of datasets; it points to the side whose gradient is "
         "larger, and its number says how many times larger (log scale). *Not resolved*: the 95% interval "
         "(instructions resampled within each dataset) does not settle which side is larger (a pale bar); "
         "*datasets disagree*: the family's datasets are decided in opposite directions (a hatched bar)."
+        + _small_sample(facts)
+    )
+
+
+def _small_sample(facts: Facts) -> str:
+    """What so few instructions can show, where a run has fewer than the paper's."""
+    n = facts.instructions
+    if not n or n >= PAPER_SAMPLES:
+        return ""
+    return (
+        f" With {n} instructions per dataset only large differences are resolved: a bar not resolved is no "
+        "evidence that there is no difference."
     )
