@@ -165,7 +165,9 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
 
 def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
     line = abstract.scope_line(TODAY)
-    assert line.startswith("*Two small 4-bit quantised models standing in for the paper's 1.5-9B ones (")
+    assert line.startswith(
+        "*Two small models, 4-bit quantised then dequantised, standing in for the paper's 1.5-9B ones ("
+    )
     assert line.endswith(
         "; 6 reasoning datasets in two families (math and commonsense); 5 instructions per dataset (the paper: 500).*"
     )

@@ -166,7 +166,7 @@ def scope_line(facts: Facts) -> str:
     """The one line of scope: models, datasets and instructions per dataset."""
     names = [_described(m) for m in facts.models]
     if set(facts.models) <= set(model_registry.OFFLINE_MODELS):
-        small = f"{voice.number(len(names)).capitalize()} small 4-bit quantised models"
+        small = f"{voice.number(len(names)).capitalize()} small models, 4-bit quantised then dequantised,"
         who = f"{small} standing in for the paper's 1.5-9B ones ({voice.listed(names)})"
     elif len(names) >= 10:
         who = f"The paper's {voice.number(len(names))} models"
