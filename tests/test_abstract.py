@@ -214,3 +214,4 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "*datasets disagree*",
     ):
         assert term in said
+    assert "Below it" not in abstract.caption(facts(gap=TODAY.gap))  # no lower panel: not described

@@ -360,8 +360,9 @@ def _legend(ax) -> list[Patch]:
     """A panel's legend: each series' colour, then what a pale or a hatched bar means where it has one."""
     handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
     drawn = [bar for c in ax.containers for bar in c]
-    if any(bar.get_alpha() == PALE for bar in drawn):
-        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: not resolved"))
+    pale = sorted({bar.get_gid() for bar in drawn if bar.get_alpha() == PALE})
+    if pale:
+        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: " + " or ".join(pale)))
     if any(bar.get_hatch() for bar in drawn):
         handles.append(Patch(facecolor="white", edgecolor="grey", hatch="///", label="hatched: datasets disagree"))
     return handles
@@ -395,6 +396,7 @@ def _bars(ax, models: Sequence[str], series) -> None:
                 bar.set_hatch("///")
             if not outcome.decided:
                 bar.set_alpha(PALE)
+                bar.set_gid(UNDECIDED.get(outcome, "not resolved"))  # what the legend says of a pale bar
         for y, v, outcome in zip(ys, values, outcomes):
             undecided = outcome in UNDECIDED or not outcome.decided
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
@@ -409,20 +411,25 @@ def _bars(ax, models: Sequence[str], series) -> None:
 
 
 def caption(facts: Facts) -> str:
-    """The figure's visible caption: every term it uses, defined."""
+    """The figure's visible caption: every term it uses, defined (the lower panel's only where it is
+    drawn)."""
+    below = (
+        " Below it: the gradient of the final answer's own tokens without reasoning (after the phrase "
+        '"The final answer is" alone) against their gradient after the detailed chain of thought; purple: the '
+        "same where the answer is equally predictable on both sides (equal answer loss: the value at no "
+        "difference in the answer's loss, by a regression over instructions)."
+    )
     return (
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
         "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
         "over instructions. Top: fast against slow thinking's gradient under the paper's loss (a mean over the "
-        "response's tokens) and under a loss summed over them. Below it: the gradient of the final answer's own "
-        'tokens without reasoning (after the phrase "The final answer is" alone) against their gradient after the '
-        "detailed chain of thought; purple: the same where the answer is equally predictable on both sides (equal "
-        "answer loss: the value at no difference in the answer's loss, by a regression over instructions). Each bar is a model on a family of datasets; it points to the side whose gradient is "
-        "larger, and its number says how many times larger (log scale). *Not resolved*: the 95% interval "
-        "(instructions resampled within each dataset) does not settle which side is larger (a pale bar); "
-        "*datasets disagree*: the family's datasets are decided in opposite directions (a hatched bar)."
-        + _small_sample(facts)
+        "response's tokens) and under a loss summed over them."
+        + (below if facts.reasoning or facts.equal_loss else "")
+        + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
+        "number says how many times larger (log scale). *Not resolved*: the 95% interval (instructions resampled "
+        "within each dataset) does not settle which side is larger (a pale bar); *datasets disagree*: the "
+        "family's datasets are decided in opposite directions (a hatched bar)." + _small_sample(facts)
     )
 
 
