@@ -177,8 +177,8 @@ def scope_line(facts: Facts) -> str:
         size = "the original study's released statistics"
     if facts.instructions and facts.instructions < PAPER_SAMPLES:
         size += f" (the paper: {PAPER_SAMPLES})"
-    names = voice.listed([vocabulary.FAMILY_LABELS[f].split()[0] for f in facts.families])
-    families = f" in {voice.number(len(facts.families))} families ({names})" if len(facts.families) > 1 else ""
+    kinds = voice.listed([vocabulary.FAMILY_LABELS[f].split()[0] for f in facts.families])
+    families = f" in {voice.number(len(facts.families))} families ({kinds})" if len(facts.families) > 1 else ""
     return f"*{who}; {voice.plural(facts.datasets, 'reasoning dataset')}{families}; {size}.*"
 
 
