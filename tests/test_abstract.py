@@ -102,6 +102,7 @@ def test_the_words_follow_the_verdicts():
     assert "larger gradient than slow thinking (a detailed chain of thought) for Gemma 3 270M in both families, " in (
         text_of(models)
     )
+    assert text_of(models).split(". ")[0].endswith("but a smaller one for SmolLM2-135M-Instruct in both families")
     ten = facts(gap=cells([1.2] * 20, [L] * 19 + [U], models=tuple(registry.PAPER_MODELS)))
     assert text_of(ten).split(". ")[0].split(", but")[0].endswith("in 19 of 20 model-family pairs")
     one = facts(gap=cells([1.2, 0.1, 0.0, 0.1], [L, U, U, U]))
@@ -135,6 +136,11 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
+        "Reasoning before an answer never reliably shrinks the answer's own gradient, and enlarges it for both "
+        "models on commonsense reasoning; at equal answer loss this is not resolved."
+    )
+    neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
+    assert abstract.reasoning(neither) == (
         "Reasoning before an answer never reliably shrinks the answer's own gradient, nor with the answer's loss "
         "held equal."
     )
@@ -152,8 +158,9 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
-        "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only; "
-        "with the answer's loss held equal, that gradient is not resolved."
+        "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only, "
+        "and enlarges it for SmolLM2-135M-Instruct on commonsense reasoning; at equal answer loss this is not "
+        "resolved."
     )
     mixed = cells([1.0, -1.0, 0.01, 0.0], [L, S, Outcome.SAME, U])
     assert abstract.reasoning(facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=mixed)).endswith(
@@ -169,7 +176,8 @@ def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
         "*Two small models, 4-bit quantised then dequantised, standing in for the paper's 1.5-9B ones ("
     )
     assert line.endswith(
-        "; 6 reasoning datasets in two families (math and commonsense); 5 instructions per dataset (the paper: 500).*"
+        "; 6 datasets in two families (math reasoning and commonsense reasoning); 5 instructions per dataset (the "
+        "paper: 500).*"
     )
     released = abstract.scope_line(Facts(**{**TODAY.__dict__, "instructions": None, "released": True}))
     assert released.endswith("; the original study's released statistics.*")
@@ -215,3 +223,15 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     ):
         assert term in said
     assert "Below it" not in abstract.caption(facts(gap=TODAY.gap))  # no lower panel: not described
+
+
+def test_where_names_what_every_cell_covers_and_counts_the_rest():
+    every = cells([0.1] * 4, [L] * 4)
+    gemma, smol = every[:2], every[2:]
+    assert abstract.where(every, every) == "for both models in both families"
+    assert abstract.where(gemma, gemma) == "for Gemma 3 270M in both families"  # a store of one model
+    assert abstract.where(every[1::2], every) == "for both models on commonsense reasoning"
+    assert abstract.where(smol[:1], every) == "for SmolLM2-135M-Instruct on math reasoning"
+    assert abstract.where(every[:3], every) == "in 3 of 4 model-family pairs"
+    missing = every[:3]  # no SmolLM2 commonsense cell: not "both models in both families"
+    assert abstract.where(missing, missing) == "in all three model-family pairs"

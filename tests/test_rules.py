@@ -2,6 +2,7 @@
 no effect with few samples stays unresolved, and too few samples get no verdict."""
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pandas as pd
@@ -632,10 +633,10 @@ def test_each_role_of_a_claim_is_read_by_the_claim_s_own_rule():
     at the claim's Bonferroni level (the claims table reads a claim part by part)."""
     from analysis.findings.bootstrap import Estimate
 
-    def part(center, role):
+    def part(center, role, n=20):
         draws = center + 0.1 * np.random.default_rng(0).standard_normal(1000)
         return rules.Part(
-            name="q", estimate=Estimate(center, draws, (("d", 20),)), side="above", bound=0.0, role=role, decides=True
+            name="q", estimate=Estimate(center, draws, (("d", n),)), side="above", bound=0.0, role=role, decides=True
         )
 
     first, second = roles.F1_GAP, roles.EARLY_LATE
@@ -648,3 +649,8 @@ def test_each_role_of_a_claim_is_read_by_the_claim_s_own_rule():
             assert (rules.decide(parts) == FAILS) == (FAILS in each)
     alone, paired = [part(-0.21, first)], [part(-0.21, first), part(1.0, second)]
     assert rules.decide_role(alone, first) == FAILS and rules.decide_role(paired, first) == UNRESOLVED
+    # no verdict for the claim, none for any of its roles: too few instructions, or no estimate, anywhere
+    few = [part(-1.0, first), part(1.0, second, n=4)]
+    assert rules.decide(few) == TOO_FEW and {rules.decide_role(few, r) for r in (first, second)} == {TOO_FEW}
+    missing = [part(-1.0, first), replace(part(1.0, second), estimate=None)]
+    assert rules.decide(missing) == UNRESOLVED and rules.decide_role(missing, first) == UNRESOLVED

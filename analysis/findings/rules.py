@@ -343,28 +343,25 @@ def decide(parts: Sequence[Part], level: float = LEVEL) -> Verdict:
     """The verdict of a claim made of ``parts`` (see the module docstring); parts that do not
     decide are left out. A part whose datasets disagree is not read as showing the claim false: the
     finding says the datasets disagree, unless another part shows it false."""
-    parts = [p for p in parts if p.decides]
-    if not parts or any(p.estimate is None for p in parts):
-        return UNRESOLVED
-    if min(p.n_smallest for p in parts) < MIN_VERDICT_SAMPLES:
-        return TOO_FEW
-    outcomes = [p.outcome if level == LEVEL else p.outcome_at(level) for p in parts]
-    if all(o is CLAIMED[p.side] for p, o in zip(parts, outcomes)):
-        return HOLDS
-    if any(o is not Outcome.DISAGREE and p.contradicts(_widened(level, parts)) for p, o in zip(parts, outcomes)):
-        return FAILS
-    return DISAGREE if Outcome.DISAGREE in outcomes else UNRESOLVED
+    deciding = [p for p in parts if p.decides]
+    return _decided(deciding, deciding, level)
 
 
 def decide_role(parts: Sequence[Part], role: Role, level: float = LEVEL) -> Verdict:
     """What the deciding parts of one ``role`` say of their share of a claim made of ``parts``, by
-    ``decide``'s rule read at the claim's own level (its Bonferroni over all its deciding parts), so
-    that a claim holds exactly where every role holds and fails where some role fails."""
+    ``decide``'s rule: no verdict where the claim has none (a part without an estimate, too few
+    instructions in any part), and a contradiction read at the claim's own level (its Bonferroni over
+    all its deciding parts), so that a claim holds exactly where every role holds and fails exactly
+    where some role fails."""
     deciding = [p for p in parts if p.decides]
-    mine = [p for p in deciding if p.role is role]
-    if not mine or any(p.estimate is None for p in mine):
+    return _decided([p for p in deciding if p.role is role], deciding, level)
+
+
+def _decided(mine: Sequence[Part], deciding: Sequence[Part], level: float) -> Verdict:
+    """``decide``'s rule for the parts ``mine`` of a claim whose deciding parts are ``deciding``."""
+    if not mine or any(p.estimate is None for p in deciding):
         return UNRESOLVED
-    if min(p.n_smallest for p in mine) < MIN_VERDICT_SAMPLES:
+    if min(p.n_smallest for p in deciding) < MIN_VERDICT_SAMPLES:
         return TOO_FEW
     outcomes = [p.outcome if level == LEVEL else p.outcome_at(level) for p in mine]
     if all(o is CLAIMED[p.side] for p, o in zip(mine, outcomes)):

@@ -135,10 +135,8 @@ def _share(items: Sequence[Cell], outcome: Outcome) -> tuple[list[Cell], int]:
     return [c for c in items if c.outcome is outcome], len(items)
 
 
-def _all(n: int, noun: str, nouns: str) -> str:
-    """ "both models", "all three families", "its one family"."""
-    if n == 1:
-        return f"its one {noun}"
+def _all(n: int, nouns: str) -> str:
+    """ "both models", "all three families"."""
     return f"both {nouns}" if n == 2 else f"all {voice.number(n)} {nouns}"
 
 
@@ -153,12 +151,18 @@ def where(chosen: Sequence[Cell], every: Sequence[Cell]) -> str:
     if len(chosen) == 1:
         (cell,) = chosen
         return f"for {_short(cell.model)} on {vocabulary.scope_label(cell.scope)}"
-    if len(chosen) == len(every):
-        return f"for {_all(len(models), 'model', 'models')} in {_all(len(families), 'family', 'families')}"
     mine = list(dict.fromkeys(c.model for c in chosen))
-    whole = all({c.scope for c in chosen if c.model == m} == {c.scope for c in every if c.model == m} for m in mine)
-    if whole and len(mine) <= 2 and len(families) > 1:
-        return f"for {voice.listed([_short(m) for m in mine])} in {_all(len(families), 'family', 'families')}"
+    whole = all({c.scope for c in chosen if c.model == m} == set(families) for m in mine)  # every family
+    on = f"on {vocabulary.scope_label(families[0])}" if len(families) == 1 else f"in {_all(len(families), 'families')}"
+    if whole and len(mine) == len(models) > 1:
+        return f"for {_all(len(models), 'models')} {on}"
+    if whole and len(mine) <= 2:
+        return f"for {voice.listed([_short(m) for m in mine])} {on}"
+    scopes = list(dict.fromkeys(c.scope for c in chosen))
+    if len(mine) == len(models) > 1 and len(chosen) == len(models) * len(scopes):  # every model, some families
+        return f"for {_all(len(models), 'models')} on {voice.listed([vocabulary.scope_label(f) for f in scopes])}"
+    if len(chosen) == len(every):
+        return f"in all {voice.number(len(every))} model-family pairs"
     return f"in {len(chosen)} of {len(every)} model-family pairs"
 
 
@@ -177,9 +181,9 @@ def scope_line(facts: Facts) -> str:
         size = "the original study's released statistics"
     if facts.instructions and facts.instructions < PAPER_SAMPLES:
         size += f" (the paper: {PAPER_SAMPLES})"
-    kinds = voice.listed([vocabulary.FAMILY_LABELS[f].split()[0] for f in facts.families])
+    kinds = voice.listed([vocabulary.FAMILY_LABELS[f] for f in facts.families])
     families = f" in {voice.number(len(facts.families))} families ({kinds})" if len(facts.families) > 1 else ""
-    return f"*{who}; {voice.plural(facts.datasets, 'reasoning dataset')}{families}; {size}.*"
+    return f"*{who}; {voice.plural(facts.datasets, 'dataset')}{families}; {size}.*"
 
 
 def _described(model: str) -> str:
@@ -191,16 +195,24 @@ FAST, SLOW = "fast thinking (a bare answer)", "slow thinking (a detailed chain o
 
 
 def reproduces(facts: Facts) -> str:
-    """What reproduces: fast thinking's larger gradient, in how many cells, how much larger."""
+    """What reproduces: fast thinking's larger gradient, where and how much larger, and where the
+    reverse holds; that it holds only because the loss averages over tokens, where the summed loss
+    reverses it (``_averaging_explains``)."""
     if not facts.gap:
         return ""
-    larger, m = _share(facts.gap, Outcome.LARGER)
-    smaller, _ = _share(facts.gap, Outcome.SMALLER)
+    larger = _share(facts.gap, Outcome.LARGER)[0]
+    smaller = _share(facts.gap, Outcome.SMALLER)[0]
+    because = ", but only because the loss averages over the response's tokens" if _averaging_explains(facts) else ""
+    if larger and smaller:
+        size = times([c.value for c in larger])
+        return (
+            f"{FAST.capitalize()} gives a {size} larger gradient than {SLOW} {where(larger, facts.gap)}, as the "
+            f"paper reports, but a smaller one {where(smaller, facts.gap)}."
+        )
     if larger:
         size = times([c.value for c in larger])
-        because = ", but only because the loss averages over the response's tokens" if _summed_reverses(facts) else ""
         return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {where(larger, facts.gap)}{because}."
-    if len(smaller) == m:
+    if smaller:
         size = times([c.value for c in smaller], inverse=True)
         return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST} {where(smaller, facts.gap)}."
     return f"These instructions do not decide whether {FAST} gives a larger gradient than {SLOW}, as the paper reports."
@@ -222,32 +234,47 @@ def _summed_reverses(facts: Facts) -> bool:
     return bool(facts.summed) and all(c.value < 0 for c in facts.summed)
 
 
+def _averaging_explains(facts: Facts) -> bool:
+    """Whether the gap is fast thinking's wherever it is decided, and the summed loss reverses it:
+    then it holds only because the loss averages over tokens (``reproduces`` says so, and
+    ``comes_from`` goes on from there)."""
+    decided = [c.outcome for c in facts.gap if c.outcome in (Outcome.LARGER, Outcome.SMALLER)]
+    return bool(decided) and set(decided) == {Outcome.LARGER} and _summed_reverses(facts)
+
+
 def comes_from(facts: Facts) -> str:
-    """What the gap comes from, after ``reproduces`` has said it comes from the loss's averaging over
-    tokens where a loss summed over them reverses it: that reversal's size, and the largest step of
-    the split (``_largest_step``)."""
+    """What the gap comes from, after ``reproduces``: where averaging explains it, how much larger
+    slow thinking's gradient is summed over tokens; the largest step of the split
+    (``_largest_step``) where one carries it."""
     largest = _largest_step(facts.steps)
     sums = [c.value for c in facts.summed]
+    if _averaging_explains(facts):
+        reversed_ = f"Summed over them instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
+        return reversed_ + (f"; its largest step is {largest}." if largest else ".")
     if _summed_reverses(facts):
-        reversed_ = f"slow thinking's gradient is {times(sums, inverse=True)} larger"
-        if not any(c.outcome is Outcome.LARGER for c in facts.gap):
-            return f"Summed over tokens instead, {reversed_}."
-        return f"Summed over them instead, {reversed_}" + (f"; its largest step is {largest}." if largest else ".")
-    if sums and all(v > 0 for v in sums):
+        summed = f"summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
+    elif sums and all(v > 0 for v in sums):
         summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
     else:
         summed = "summed over tokens instead, either gradient may be the larger" if sums else ""
-    text = "; ".join(p for p in (f"its largest step is {largest}" if largest else "", summed) if p)
+    gap_larger = any(c.outcome is Outcome.LARGER for c in facts.gap)
+    text = "; ".join(p for p in (f"its largest step is {largest}" if largest and gap_larger else "", summed) if p)
     return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def _settled(cell: Cell) -> bool:
+    """Whether a cell's direction (or its sameness) is decided: datasets that disagree settle nothing."""
+    return cell.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
 
 
 def reasoning(facts: Facts) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
-    tokens alone): where it reliably shrinks it, then where, with the answer's loss held equal, it
-    shrinks or enlarges it and where that is not resolved; the figure shows the sizes."""
+    tokens alone): where it reliably shrinks or enlarges it, then where, with the answer's loss held
+    equal, it does and where that is not resolved; the figure shows the sizes."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
+    grows = _share(facts.reasoning, Outcome.SMALLER)[0]
     subject = "Reasoning before an answer"
     if len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
@@ -255,8 +282,10 @@ def reasoning(facts: Facts) -> str:
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)} only"
     else:
         text = f"{subject} never reliably shrinks the answer's own gradient"
-        if facts.equal_loss and not any(c.outcome.decided for c in facts.equal_loss):
-            return text + ", nor with the answer's loss held equal."
+    if grows:
+        text += f", and enlarges it {where(grows, facts.reasoning)}"
+    if facts.equal_loss and not shrinks and not grows and not any(_settled(c) for c in facts.equal_loss):
+        return text + ", nor with the answer's loss held equal."
     return text + _at_equal_loss(facts.equal_loss) + "."
 
 
@@ -274,9 +303,10 @@ def _at_equal_loss(every: Sequence[Cell]) -> str:
         )
         if (group := _share(every, outcome)[0])
     ]
-    decided = sum(c.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME) for c in every)
-    if decided < len(every):
-        said.append("not resolved elsewhere" if said else "not resolved")
+    if not said:
+        return "; at equal answer loss this is not resolved"
+    if not all(_settled(c) for c in every):
+        said.append("not resolved elsewhere")
     return "; with the answer's loss held equal, that gradient is " + voice.listed(said)
 
 
@@ -294,8 +324,8 @@ def words(text: str) -> int:
 
 
 PALE = 0.4  # the opacity of a bar whose cell is not decided
-# What the number at the end of a bar not decided says besides its ratio.
-UNDECIDED = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
+# What the number at the end of a bar says besides its ratio, where the bar settles nothing.
+BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
 PANELS = (
     ("Fast against slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
@@ -356,6 +386,13 @@ def _ticks(low: float, high: float) -> list[float]:
     return sorted(t for t in {1.0, *right, *(1 / r for r in right)} if low <= t <= high)
 
 
+def _bar_note(outcome: Outcome) -> str:
+    """What a bar's number says besides its ratio: nothing where its cell is settled, else why not."""
+    if outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME):
+        return ""
+    return BAR_NOTE.get(outcome, "not resolved")
+
+
 def _legend(ax) -> list[Patch]:
     """A panel's legend: each series' colour, then what a pale or a hatched bar means where it has one."""
     handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
@@ -391,16 +428,15 @@ def _bars(ax, models: Sequence[str], series) -> None:
                 outcomes.append(cell.outcome)
         widths = [v - 1.0 for v in values]  # from x1, no difference, to the ratio, either way
         bars = ax.barh(ys, widths, left=1.0, height=height * 0.9, color=colour, label=label)
-        for bar, outcome in zip(bars, outcomes):
+        for bar, y, v, outcome in zip(bars, ys, values, outcomes):
+            note = _bar_note(outcome)
             if outcome is Outcome.DISAGREE:
                 bar.set_hatch("///")
-            if not outcome.decided:
+            elif note:
                 bar.set_alpha(PALE)
-                bar.set_gid(UNDECIDED.get(outcome, "not resolved"))  # what the legend says of a pale bar
-        for y, v, outcome in zip(ys, values, outcomes):
-            undecided = outcome in UNDECIDED or not outcome.decided
+                bar.set_gid(note)  # what the legend says of a pale bar
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
-            said += f" ({UNDECIDED.get(outcome, 'not resolved')})" if undecided else ""
+            said += f" ({note})" if note else ""
             text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
             ax.text(v, y, text, va="center", ha=side, fontsize=8)
     ends = [math.exp(c.value) for group, _, _ in series for c in group] + [1.0]
@@ -413,8 +449,12 @@ def _bars(ax, models: Sequence[str], series) -> None:
 def caption(facts: Facts) -> str:
     """The figure's visible caption: every term it uses, defined (the lower panel's only where it is
     drawn)."""
+    top = (
+        " Top: fast against slow thinking's gradient under the paper's loss (a mean over the response's tokens) "
+        "and under a loss summed over them."
+    )
     below = (
-        " Below it: the gradient of the final answer's own tokens without reasoning (after the phrase "
+        " Below: the gradient of the final answer's own tokens without reasoning (after the phrase "
         '"The final answer is" alone) against their gradient after the detailed chain of thought; purple: the '
         "same where the answer is equally predictable on both sides (equal answer loss: the value at no "
         "difference in the answer's loss, by a regression over instructions)."
@@ -423,8 +463,8 @@ def caption(facts: Facts) -> str:
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
         "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
-        "over instructions. Top: fast against slow thinking's gradient under the paper's loss (a mean over the "
-        "response's tokens) and under a loss summed over them."
+        "over instructions."
+        + (top if facts.gap or facts.summed else "")
         + (below if facts.reasoning or facts.equal_loss else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
         "number says how many times larger (log scale). *Not resolved*: the 95% interval (instructions resampled "

@@ -285,12 +285,14 @@ def _claim_word(found: Sequence[Finding], registry: Registry = REGISTRY) -> str:
     )
 
 
-def _verdicts_word(cells_: Sequence[tuple[str, Verdict]]) -> str:
+def _verdicts_word(scoped_verdicts: Sequence[tuple[str, Verdict]]) -> str:
     """Cells' verdicts in a word: reproduces (every cell holds), does not reproduce (every cell does not
     hold), the datasets disagree, not resolved, not tested here; where they differ, each verdict with
     the scopes it holds for ("holds on commonsense reasoning, not resolved on math reasoning"), or
     counted where more than three cells would make a row too long to read."""
-    verdicts = {v for _, v in cells_}
+    if not scoped_verdicts:
+        return ""
+    verdicts = {v for _, v in scoped_verdicts}
     if verdicts == {HOLDS}:
         return REPRODUCES
     if verdicts == {FAILS}:
@@ -301,7 +303,7 @@ def _verdicts_word(cells_: Sequence[tuple[str, Verdict]]) -> str:
         return voice.verdict(UNRESOLVED) if UNRESOLVED in verdicts else voice.verdict(TOO_FEW)
     if verdicts == {NOT_APPLICABLE}:
         return "not tested here"
-    tested = [(scope, v) for scope, v in cells_ if v is not NOT_APPLICABLE]
+    tested = [(scope, v) for scope, v in scoped_verdicts if v is not NOT_APPLICABLE]
     if len(tested) > 3:
         held = sum(v is HOLDS for _, v in tested)
         return f"holds in {held} of {len(tested)} cells" if held else voice.verdict_counts(v for _, v in tested)
