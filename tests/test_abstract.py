@@ -91,8 +91,8 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
         "As the paper reports, fast thinking (a bare answer) gives a 4.95 to 9.97 times larger gradient than slow "
-        "thinking (a detailed chain of thought) for both models in both families, but only because the loss "
-        "averages over the response's tokens."
+        "thinking (a detailed chain of thought) for both models in both families, but only because slow "
+        "thinking's loss averages over many more tokens."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
     assert text_of(reversed_).startswith("Unlike the paper, slow thinking (a detailed chain of thought) gives a 2.46")
@@ -111,7 +111,7 @@ def test_the_words_follow_the_verdicts():
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
     assert abstract.comes_from(TODAY) == (
-        "Summed over them instead, slow thinking's gradient is 33.1 times larger; its largest step is how many "
+        "Summed over tokens instead, slow thinking's gradient is 33.1 times larger; its largest step is how many "
         "tokens are averaged."
     )
     still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4), steps=TODAY.steps)

@@ -202,7 +202,9 @@ def reproduces(facts: Facts) -> str:
         return ""
     larger = _share(facts.gap, Outcome.LARGER)[0]
     smaller = _share(facts.gap, Outcome.SMALLER)[0]
-    because = ", but only because the loss averages over the response's tokens" if _averaging_explains(facts) else ""
+    because = (
+        ", but only because slow thinking's loss averages over many more tokens" if _averaging_explains(facts) else ""
+    )
     if larger and smaller:
         size = times([c.value for c in larger])
         return (
@@ -249,7 +251,7 @@ def comes_from(facts: Facts) -> str:
     largest = _largest_step(facts.steps)
     sums = [c.value for c in facts.summed]
     if _averaging_explains(facts):
-        reversed_ = f"Summed over them instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
+        reversed_ = f"Summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
         return reversed_ + (f"; its largest step is {largest}." if largest else ".")
     if _summed_reverses(facts):
         summed = f"summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
