@@ -340,7 +340,6 @@ PROFILES: dict[str, Profile] = {
             batch_size=1,
             token_budget=1024,
             device="cpu",
-            threads=1,
             token_energy_passes=ENERGY_PASSES,
             token_energy_conditions=decomposition_conditions(quick_conditions()),
         ),
