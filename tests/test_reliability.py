@@ -407,11 +407,14 @@ def kill_at_random(
     return f"{mode}: {landing(out, killed)}"
 
 
+CHAINS = 8  # stores killed twice each
+
+
 @pytest.mark.slow
 def test_sigkill_at_random_points_then_resume_gives_the_clean_result(runs, model_dir, data_files, reference, tmp_path):
-    """28 seeded SIGKILLs, half at random times and half aimed inside a write of the store.
+    """16 seeded SIGKILLs, half at random times and half aimed inside a write of the store.
 
-    Each of 14 stores is killed twice (a fresh run, then the run resuming it), checked after
+    Each of 8 stores is killed twice (a fresh run, then the run resuming it), checked after
     each kill, then resumed to the end and compared with the clean run.
     """
     rng = random.Random(1234)
@@ -425,10 +428,10 @@ def test_sigkill_at_random_points_then_resume_gives_the_clean_result(runs, model
     startup = time.monotonic() - began
     assert_same_results(timing, reference)
 
-    plan = ["random"] * 14 + ["write"] * 14
+    plan = ["random"] * CHAINS + ["write"] * CHAINS
     rng.shuffle(plan)
     landings: list[str] = []
-    for chain in range(14):
+    for chain in range(CHAINS):
         out = tmp_path / f"store{chain}"
         argv = extract_argv(model_dir, data_files, out)
         for mode in (plan[2 * chain], plan[2 * chain + 1]):
@@ -454,8 +457,8 @@ def test_sigkill_at_random_points_then_resume_gives_the_clean_result(runs, model
     )
     inside = sum(n for where, n in counts.items() if "inside a write" in where)
     live = sum(n for where, n in counts.items() if "after the run had finished" not in where)
-    assert inside >= 8, f"only {inside} kills landed inside a write"
-    assert live >= 20, f"only {live} kills landed in a running process"
+    assert inside >= CHAINS // 2, f"only {inside} kills landed inside a write"
+    assert live >= 0.7 * len(landings), f"only {live} kills landed in a running process"
 
 
 @pytest.mark.slow
