@@ -10,6 +10,7 @@ registry, and the code map's tables, from the packages' docstrings, into ``book/
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -217,29 +219,51 @@ class NotebookRun:
 def execute_notebooks(
     run: NotebookRun, on_done: Callable[[dict], None] | None = None, say: Callable[[str], None] = print
 ) -> list[dict]:
-    """Execute the notebooks into ``book_root/book/notebooks``; one record per notebook, also
-    handed to ``on_done`` as soon as its notebook has run (the run log saves it)."""
-    profile, results_dir, book_root, data_dir, root = (
-        run.profile,
-        run.results_dir,
-        run.book_root,
-        run.data_dir,
-        run.root,
-    )
+    """Execute the notebooks into ``book_root/book/notebooks``, as many at once as ``notebook_workers``
+    allows (each kernel single-threaded; the pages read the store and write only their own output);
+    one record per notebook in book order, each also handed to ``on_done`` as soon as its notebook
+    has run (the run log saves it). A failing notebook stops the notebooks not yet started."""
     ensure_kernel()
-    records = []
-    for source in notebook_sources(root, run.names):
-        output = book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
+    jobs = []
+    for source in notebook_sources(run.root, run.names):
+        output = run.book_root / "book" / "notebooks" / f"{source.stem}.ipynb"
         parameters = notebook_parameters(
-            source.stem, profile, results_dir, data_dir=data_dir, root=root, book_root=book_root
+            source.stem, run.profile, run.results_dir, data_dir=run.data_dir, root=run.root, book_root=run.book_root
         )
-        say(f"executing {source.relative_to(root)} -> {output}")
-        seconds = execute_notebook(source, output, parameters, cwd=root)
-        record = {"notebook": source.stem, "seconds": seconds, "output": str(output)}
-        records.append(record)
+        jobs.append((source, output, parameters))
+    records: dict[str, dict] = {}
+
+    def finished(source: Path, output: Path, seconds: float) -> None:
+        records[source.stem] = {"notebook": source.stem, "seconds": seconds, "output": str(output)}
         if on_done is not None:
-            on_done(record)
-    return records
+            on_done(records[source.stem])
+
+    workers = notebook_workers(len(jobs))
+    if workers == 1:
+        for source, output, parameters in jobs:
+            say(f"executing {source.relative_to(run.root)} -> {output}")
+            finished(source, output, execute_notebook(source, output, parameters, cwd=run.root))
+    else:
+        # processes, not threads: papermill changes the working directory of its process
+        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+            running = {}
+            for source, output, parameters in jobs:
+                say(f"executing {source.relative_to(run.root)} -> {output}")
+                running[pool.submit(execute_notebook, source, output, parameters, run.root)] = (source, output)
+            try:
+                for future in as_completed(running):
+                    finished(*running[future], future.result())
+            except BaseException:
+                pool.shutdown(cancel_futures=True)
+                raise
+    return [records[source.stem] for source, _, _ in jobs]
+
+
+def notebook_workers(count: int) -> int:
+    """How many of ``count`` notebooks run at once: one per core this process may use."""
+    from analysis.extract.threads import available_cpus  # here: the notebooks' processes need no torch
+
+    return max(1, min(count, available_cpus()))
 
 
 # --------------------------------------------------------------------------- book
