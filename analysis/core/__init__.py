@@ -15,4 +15,5 @@ Modules:
   (``book/_data/simulated``), keyed by the code each one runs
 - ``chapters``: the book's chapters as ``_toc.yml`` lists them (torch-free)
 - ``memory``: handing freed memory back to the system between large steps
+- ``processes``: work spread over the cores, one process per core, the same result however many
 """

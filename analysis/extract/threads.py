@@ -19,6 +19,8 @@ from dataclasses import asdict, dataclass
 
 import torch
 
+from analysis.core.processes import available_cpus
+
 SAMPLE_SECONDS = 1.0  # how long the cores' use is sampled
 
 
@@ -36,14 +38,6 @@ class ThreadChoice:
 
     def as_dict(self) -> dict:
         return asdict(self)
-
-
-def available_cpus() -> int:
-    """Cores this process may run on (its affinity where the system says, else all)."""
-    try:
-        return len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        return os.cpu_count() or 1
 
 
 def load_average() -> float | None:

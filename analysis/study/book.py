@@ -10,7 +10,6 @@ registry, and the code map's tables, from the packages' docstrings, into ``book/
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 import shutil
 import subprocess
@@ -18,7 +17,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,7 +25,7 @@ from pathlib import Path
 import yaml
 
 from analysis import profiles
-from analysis.core import chapters
+from analysis.core import chapters, processes
 from analysis.core.errors import StudyError
 from analysis.profiles import Profile
 from analysis.report import verdicts
@@ -219,8 +218,8 @@ class NotebookRun:
 def execute_notebooks(
     run: NotebookRun, on_done: Callable[[dict], None] | None = None, say: Callable[[str], None] = print
 ) -> list[dict]:
-    """Execute the notebooks into ``book_root/book/notebooks``, as many at once as ``notebook_workers``
-    allows (each kernel single-threaded; the pages read the store and write only their own output);
+    """Execute the notebooks into ``book_root/book/notebooks``, one per core at once
+    (``processes.workers_for``; each kernel single-threaded; a page reads the store and writes only its own output);
     one record per notebook in book order, each also handed to ``on_done`` as soon as its notebook
     has run (the run log saves it). A failing notebook stops the notebooks not yet started."""
     ensure_kernel()
@@ -238,14 +237,14 @@ def execute_notebooks(
         if on_done is not None:
             on_done(records[source.stem])
 
-    workers = notebook_workers(len(jobs))
+    workers = processes.workers_for(len(jobs))
     if workers == 1:
         for source, output, parameters in jobs:
             say(f"executing {source.relative_to(run.root)} -> {output}")
             finished(source, output, execute_notebook(source, output, parameters, cwd=run.root))
     else:
         # processes, not threads: papermill changes the working directory of its process
-        with ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn")) as pool:
+        with processes.spawned_pool(workers) as pool:
             running = {}
             for source, output, parameters in jobs:
                 say(f"executing {source.relative_to(run.root)} -> {output}")
@@ -257,13 +256,6 @@ def execute_notebooks(
                 pool.shutdown(cancel_futures=True)
                 raise
     return [records[source.stem] for source, _, _ in jobs]
-
-
-def notebook_workers(count: int) -> int:
-    """How many of ``count`` notebooks run at once: one per core this process may use."""
-    from analysis.extract.threads import available_cpus  # here: the notebooks' processes need no torch
-
-    return max(1, min(count, available_cpus()))
 
 
 # --------------------------------------------------------------------------- book

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analysis.core import processes
 from analysis.core.errors import StudyError
 from analysis.findings import roles
 from analysis.findings.bootstrap import LEVEL, Estimate, resample_counts
@@ -72,28 +73,37 @@ def false_holds_table(
     ``seed``."""
     by_rule = checks_by_rule(registry)
     rules = rules or tuple(by_rule)
-    rows = []
-    for i, (name, design) in enumerate(study_designs(n).items()):
-        for j, rule in enumerate(r for r in rules if r.simulated_in is SimulatedIn.STUDY):
-            rate = false_holds(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 100 * i + j)
-            wrong_fails = (
-                false_fails(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 100 * i + j + 50)
-                if rule.fails is not None
-                else None
-            )
-            rows.append(
-                {
-                    "rule": rule.name,
-                    "checks": ", ".join(by_rule.get(rule, ())),
-                    "design": name,
-                    "instructions": design.label,
-                    "reps": reps,
-                    "holds when false": rate,
-                    "does not hold when true": math.nan if wrong_fails is None else wrong_fails,
-                }
-            )
+    simulated = [r for r in rules if r.simulated_in is SimulatedIn.STUDY]
+    designs = list(study_designs(n).items())
+    cells = [(name, design, rule) for name, design in designs for rule in simulated]
+    jobs = [
+        {"rule": rule, "design": design, "reps": reps, "n_resamples": n_resamples, "seed": seed + 100 * i + j}
+        for i, (_, design) in enumerate(designs)
+        for j, rule in enumerate(simulated)
+    ]
+    rows = [
+        {
+            "rule": rule.name,
+            "checks": ", ".join(by_rule.get(rule, ())),
+            "design": name,
+            "instructions": design.label,
+            "reps": reps,
+            "holds when false": rate,
+            "does not hold when true": wrong_fails,
+        }
+        for (name, design, rule), (rate, wrong_fails) in zip(cells, processes.each(_false_rates, jobs))
+    ]
     rows += _training_rows(rules, by_rule, n, design=training, reps=reps, n_resamples=n_resamples, seed=seed)
     return pd.DataFrame(rows)
+
+
+def _false_rates(*, rule: Rule, design: Design, reps: int, n_resamples: int, seed: int) -> tuple[float, float]:
+    """A rule's share of "holds" when its claim is false in one design, and of "does not hold" when it
+    is true (nan where the rule makes no such claim), each from its own seed."""
+    rate = false_holds(rule, design, reps=reps, n_resamples=n_resamples, seed=seed)
+    if rule.fails is None:
+        return rate, math.nan
+    return rate, false_fails(rule, design, reps=reps, n_resamples=n_resamples, seed=seed + 50)
 
 
 def _training_rows(rules, by_rule, n, *, design, reps: int, n_resamples: int, seed: int) -> list[dict]:
@@ -140,15 +150,25 @@ def coverage_table(
     """Coverage of the 95% intervals of the gap (true 0.2) and of the roughness difference (true
     curves of different wiggle) in every design of ``study_designs(n)``, with the share of runs
     whose interval misses below the truth (truth under the interval) and above it."""
-    rows = []
+    jobs = [
+        {"name": name, "design": design, "reps": reps, "n_resamples": n_resamples, "seed": [seed, i], "level": level}
+        for i, (name, design) in enumerate(study_designs(n).items())
+    ]
+    return pd.DataFrame([row for rows in processes.each(_design_coverage, jobs) for row in rows])
+
+
+def _design_coverage(
+    *, name: str, design: Design, reps: int, n_resamples: int, seed: list[int], level: float
+) -> list[dict]:
+    """``coverage_table``'s two rows of one design: the gap's, then the roughness difference's."""
+    rng = np.random.default_rng(seed)
     truth = true_roughness(0.2) - true_roughness(0.1)
-    for i, (name, design) in enumerate(study_designs(n).items()):
-        rng = np.random.default_rng([seed, i])
-        gaps = [(_gap_estimate(rng, design, 0.2, n_resamples), 0.2) for _ in range(reps)]
-        rows.append(_coverage_row(f"gap ({name})", design, gaps, level))
-        rough = [(_rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0], truth) for _ in range(reps)]
-        rows.append(_coverage_row(f"roughness difference ({name})", design, rough, level))
-    return pd.DataFrame(rows)
+    gaps = [(_gap_estimate(rng, design, 0.2, n_resamples), 0.2) for _ in range(reps)]
+    rough = [(_rough_estimates(rng, design, 0.2, 0.1, n_resamples=n_resamples)[0], truth) for _ in range(reps)]
+    return [
+        _coverage_row(f"gap ({name})", design, gaps, level),
+        _coverage_row(f"roughness difference ({name})", design, rough, level),
+    ]
 
 
 def conditional_coverage_table(

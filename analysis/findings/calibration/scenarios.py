@@ -38,6 +38,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from analysis.core import processes
 from analysis.findings.bootstrap import LEVEL, Estimate, pooled, resample_counts
 from analysis.findings.calibration.designs import N_LAYERS, _true_curve, true_roughness
 from analysis.findings.calibration.rule import PROMISED
@@ -253,32 +254,50 @@ def miss_table(
     below it, each with its Monte Carlo standard error, and whether both are within the promised
     2.5% (allowing two standard errors): ``reps`` simulated runs of ``n_resamples`` bootstrap
     resamples, from ``seed``, intervals at ``level``."""
-    rows = []
-    for i, (name, scenario) in enumerate(scenarios(n).items()):
-        if names is not None and name not in names:
-            continue
-        rng = np.random.default_rng([seed, i])
-        truth = truths(scenario)
-        below = dict.fromkeys(intervals, 0)
-        above = dict.fromkeys(intervals, 0)
-        for _ in range(reps):
-            for key, estimate in _one_run(rng, scenario, n_resamples, intervals).items():
-                low, high = estimate.interval(level)
-                below[key] += bool(truth[key] < low)
-                above[key] += bool(truth[key] > high)
-        for key in intervals:
-            defined = np.isfinite(truth[key])
-            se = math.sqrt(PROMISED * (1 - PROMISED) / reps)
-            rows.append(
-                {
-                    "scenario": name,
-                    "interval": key,
-                    "instructions": "/".join(map(str, scenario.counts)),
-                    "reps": reps,
-                    "miss below": below[key] / reps if defined else math.nan,
-                    "miss above": above[key] / reps if defined else math.nan,
-                    "MC s.e.": se,
-                    "within 2.5%": bool(defined and max(below[key], above[key]) / reps <= PROMISED + 2 * se),
-                }
-            )
+    jobs = [
+        {"name": name, "scenario": scenario, "intervals": intervals, "reps": reps, "n_resamples": n_resamples}
+        | {"seed": [seed, i], "level": level}
+        for i, (name, scenario) in enumerate(scenarios(n).items())
+        if names is None or name in names
+    ]
+    rows = [row for found in processes.each(_scenario_misses, jobs) for row in found]
     return pd.DataFrame(rows)
+
+
+def _scenario_misses(
+    *,
+    name: str,
+    scenario: Scenario,
+    intervals: tuple[str, ...],
+    reps: int,
+    n_resamples: int,
+    seed: list[int],
+    level: float,
+) -> list[dict]:
+    """``miss_table``'s rows of one scenario, one per interval, from its own seed."""
+    rng = np.random.default_rng(seed)
+    truth = truths(scenario)
+    below = dict.fromkeys(intervals, 0)
+    above = dict.fromkeys(intervals, 0)
+    for _ in range(reps):
+        for key, estimate in _one_run(rng, scenario, n_resamples, intervals).items():
+            low, high = estimate.interval(level)
+            below[key] += bool(truth[key] < low)
+            above[key] += bool(truth[key] > high)
+    rows = []
+    for key in intervals:
+        defined = np.isfinite(truth[key])
+        se = math.sqrt(PROMISED * (1 - PROMISED) / reps)
+        rows.append(
+            {
+                "scenario": name,
+                "interval": key,
+                "instructions": "/".join(map(str, scenario.counts)),
+                "reps": reps,
+                "miss below": below[key] / reps if defined else math.nan,
+                "miss above": above[key] / reps if defined else math.nan,
+                "MC s.e.": se,
+                "within 2.5%": bool(defined and max(below[key], above[key]) / reps <= PROMISED + 2 * se),
+            }
+        )
+    return rows
