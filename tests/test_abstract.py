@@ -91,7 +91,7 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
         "As the paper reports, fast thinking (a bare answer) gives a 4.95 to 9.97 times larger gradient than slow "
-        "thinking (a detailed chain of thought) for both models in both families, but only because slow "
+        "thinking (a detailed chain of thought) everywhere, but only because slow "
         "thinking's loss averages over many more tokens."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
@@ -111,13 +111,13 @@ def test_the_words_follow_the_verdicts():
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
     assert abstract.comes_from(TODAY) == (
-        "Summed over tokens instead, slow thinking's gradient is 33.1 times larger; its largest step is how many "
-        "tokens are averaged."
+        "Summed over tokens, slow thinking's is 33.1 times larger; its largest steps are how many tokens are "
+        "averaged and how surprising the tokens are."
     )
     still = facts(gap=TODAY.gap, summed=cells([0.5, 0.7, 0.6, 0.6], [L] * 4), steps=TODAY.steps)
     assert abstract.comes_from(still) == (
-        "Its largest step is how many tokens are averaged; summed over tokens instead, fast thinking's is still "
-        "1.65 to 2.01 times larger."
+        "Its largest steps are how many tokens are averaged and how surprising the tokens are; summed over "
+        "tokens, fast thinking's is still 1.65 to 2.01 times larger."
     )
     # no step decided larger in most cells: no step is named, the split's figure shows them
     undecided = (("how surprising the tokens are", cells([0.6, 0.2, 0.4, 1.0], [U, U, L, U])),) + tuple(
@@ -125,42 +125,42 @@ def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses
     )
     said = abstract.comes_from(facts(gap=TODAY.gap, steps=undecided))
     assert said.endswith("33.1 times larger.") and "how many" not in said
+    one = facts(gap=TODAY.gap, steps=(TODAY.steps[1], TODAY.steps[3]))  # one step carries it
+    assert abstract.comes_from(one).endswith("; its largest step is how many tokens are averaged.")
 
 
 def test_an_undecided_gap_is_not_said_to_come_from_anything():
     undecided = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4))
-    assert (
-        abstract.comes_from(undecided) == "Summed over tokens instead, slow thinking's gradient is 33.1 times larger."
-    )
+    assert abstract.comes_from(undecided) == "Summed over tokens, slow thinking's gradient is 33.1 times larger."
 
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
         "Reasoning before an answer never reliably shrinks the answer's own gradient, and enlarges it for both "
-        "models on commonsense reasoning; at equal answer loss this is not resolved."
+        "models on commonsense reasoning; adjusted for the answer's predictability, this is not resolved."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "Reasoning before an answer never reliably shrinks the answer's own gradient, nor with the answer's loss "
-        "held equal."
+        "Reasoning before an answer never reliably shrinks the answer's own gradient, even adjusted for the "
+        "answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows).endswith(
-        "; with the answer's loss held equal, that gradient is larger after reasoning for Gemma 3 270M in both "
-        "families and not resolved elsewhere."
+        "; adjusted for the answer's predictability, that gradient is larger after reasoning for Gemma 3 270M "
+        "in both families and not resolved elsewhere."
     )
     lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
     assert abstract.reasoning(lowers).endswith(
-        "; with the answer's loss held equal, that gradient is smaller after reasoning for Gemma 3 270M on math "
-        "reasoning and not resolved elsewhere."
+        "; adjusted for the answer's predictability, that gradient is smaller after reasoning for Gemma 3 270M "
+        "on math reasoning and not resolved elsewhere."
     )
     shrinks = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, 0.7], [L] * 4))
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
         "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only, "
-        "and enlarges it for SmolLM2-135M-Instruct on commonsense reasoning; at equal answer loss this is not "
-        "resolved."
+        "and enlarges it for SmolLM2-135M-Instruct on commonsense reasoning; adjusted for the answer's "
+        "predictability, this is not resolved."
     )
     mixed = cells([1.0, -1.0, 0.01, 0.0], [L, S, Outcome.SAME, U])
     assert abstract.reasoning(facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=mixed)).endswith(

@@ -213,22 +213,27 @@ def reproduces(facts: Facts) -> str:
         )
     if larger:
         size = times([c.value for c in larger])
-        return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {where(larger, facts.gap)}{because}."
+        everywhere = "everywhere" if len(larger) == len(facts.gap) > 1 else where(larger, facts.gap)
+        return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {everywhere}{because}."
     if smaller:
         size = times([c.value for c in smaller], inverse=True)
         return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST} {where(smaller, facts.gap)}."
     return f"These instructions do not decide whether {FAST} gives a larger gradient than {SLOW}, as the paper reports."
 
 
-def _largest_step(steps: Sequence[tuple[str, Sequence[Cell]]]) -> str:
-    """The words of the largest step (by its median) among those that most cells decide larger; ""
-    where none is (a step decided in few cells is left to the split's own figure)."""
+def _largest_steps(steps: Sequence[tuple[str, Sequence[Cell]]]) -> str:
+    """ "its largest step is ..." or "its largest steps are ... and ...": the two largest steps (by their
+    medians) among those that most cells decide larger; "" where none is (a step decided in few cells
+    is left to the split's own figure)."""
     carried = []
     for words, step_cells in steps:
         larger, m = _share(step_cells, Outcome.LARGER)
         if m and 2 * len(larger) > m:
             carried.append((float(np.median([c.value for c in larger])), words))
-    return max(carried)[1] if carried else ""
+    named = [words for _, words in sorted(carried, reverse=True)[:2]]
+    if not named:
+        return ""
+    return f"its largest {'steps are' if len(named) > 1 else 'step is'} {voice.listed(named)}"
 
 
 def _summed_reverses(facts: Facts) -> bool:
@@ -246,22 +251,26 @@ def _averaging_explains(facts: Facts) -> bool:
 
 def comes_from(facts: Facts) -> str:
     """What the gap comes from, after ``reproduces``: where averaging explains it, how much larger
-    slow thinking's gradient is summed over tokens; the largest step of the split
-    (``_largest_step``) where one carries it."""
-    largest = _largest_step(facts.steps)
+    slow thinking's gradient is summed over tokens; the largest steps of the split
+    (``_largest_steps``) where they carry it."""
+    largest = _largest_steps(facts.steps)
     sums = [c.value for c in facts.summed]
     if _averaging_explains(facts):
-        reversed_ = f"Summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
-        return reversed_ + (f"; its largest step is {largest}." if largest else ".")
+        reversed_ = f"Summed over tokens, slow thinking's is {times(sums, inverse=True)} larger"
+        return reversed_ + (f"; {largest}." if largest else ".")
     if _summed_reverses(facts):
-        summed = f"summed over tokens instead, slow thinking's gradient is {times(sums, inverse=True)} larger"
+        summed = f"summed over tokens, slow thinking's gradient is {times(sums, inverse=True)} larger"
     elif sums and all(v > 0 for v in sums):
-        summed = f"summed over tokens instead, fast thinking's is still {times(sums)} larger"
+        summed = f"summed over tokens, fast thinking's is still {times(sums)} larger"
     else:
-        summed = "summed over tokens instead, either gradient may be the larger" if sums else ""
+        summed = "summed over tokens, either gradient may be the larger" if sums else ""
     gap_larger = any(c.outcome is Outcome.LARGER for c in facts.gap)
-    text = "; ".join(p for p in (f"its largest step is {largest}" if largest and gap_larger else "", summed) if p)
+    text = "; ".join(p for p in (largest if largest and gap_larger else "", summed) if p)
     return text[:1].upper() + text[1:] + "." if text else ""
+
+
+# The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
+ADJUSTED = "adjusted for the answer's predictability"
 
 
 def _settled(cell: Cell) -> bool:
@@ -287,13 +296,13 @@ def reasoning(facts: Facts) -> str:
     if grows:
         text += f", and enlarges it {where(grows, facts.reasoning)}"
     if facts.equal_loss and not shrinks and not grows and not any(_settled(c) for c in facts.equal_loss):
-        return text + ", nor with the answer's loss held equal."
+        return text + f", even {ADJUSTED}."
     return text + _at_equal_loss(facts.equal_loss) + "."
 
 
 def _at_equal_loss(every: Sequence[Cell]) -> str:
-    """ "; with the answer's loss held equal, that gradient is larger after reasoning for Gemma 3 270M
-    in both families and not resolved elsewhere" ("" without such cells)."""
+    """ "; adjusted for how predictable the answer is, that gradient is larger after reasoning for
+    Gemma 3 270M in both families and not resolved elsewhere" ("" without such cells)."""
     if not every:
         return ""
     said = [
@@ -306,10 +315,10 @@ def _at_equal_loss(every: Sequence[Cell]) -> str:
         if (group := _share(every, outcome)[0])
     ]
     if not said:
-        return "; at equal answer loss this is not resolved"
+        return f"; {ADJUSTED}, this is not resolved"
     if not all(_settled(c) for c in every):
         said.append("not resolved elsewhere")
-    return "; with the answer's loss held equal, that gradient is " + voice.listed(said)
+    return f"; {ADJUSTED}, that gradient is " + voice.listed(said)
 
 
 def sentences(facts: Facts) -> list[str]:
@@ -348,7 +357,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         return None
     series = (
         ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")),
-        ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "at equal answer loss", "#8172b3")),
+        ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "adjusted for predictability", "#8172b3")),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
     fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.6 + 0.31 * len(models) * 2) * len(panels)))
@@ -458,8 +467,8 @@ def caption(facts: Facts) -> str:
     below = (
         " Below: the gradient of the final answer's own tokens without reasoning (after the phrase "
         '"The final answer is" alone) against their gradient after the detailed chain of thought; purple: the '
-        "same where the answer is equally predictable on both sides (equal answer loss: the value at no "
-        "difference in the answer's loss, by a regression over instructions)."
+        "same adjusted for the answer's predictability (the value at equal answer loss, where the answer's loss "
+        "is the same on both sides: a regression over instructions, read at no difference in that loss)."
     )
     return (
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
