@@ -405,14 +405,12 @@ def _bar_note(outcome: Outcome) -> str:
 
 
 def _legend(ax) -> list[Patch]:
-    """A panel's legend: each series' colour, then what a pale or a hatched bar means where it has one."""
+    """A panel's legend: each series' colour, then what a pale bar means where it has one."""
     handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
     drawn = [bar for c in ax.containers for bar in c]
     pale = sorted({bar.get_gid() for bar in drawn if bar.get_alpha() == PALE})
     if pale:
         handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: " + " or ".join(pale)))
-    if any(bar.get_hatch() for bar in drawn):
-        handles.append(Patch(facecolor="white", edgecolor="grey", hatch="///", label="hatched: datasets disagree"))
     return handles
 
 
@@ -441,9 +439,7 @@ def _bars(ax, models: Sequence[str], series) -> None:
         bars = ax.barh(ys, widths, left=1.0, height=height * 0.9, color=colour, label=label)
         for bar, y, v, outcome in zip(bars, ys, values, outcomes):
             note = _bar_note(outcome)
-            if outcome is Outcome.DISAGREE:
-                bar.set_hatch("///")
-            elif note:
+            if note:
                 bar.set_alpha(PALE)
                 bar.set_gid(note)  # what the legend says of a pale bar
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
@@ -478,9 +474,9 @@ def caption(facts: Facts) -> str:
         + (top if facts.gap or facts.summed else "")
         + (below if facts.reasoning or facts.equal_loss else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
-        "number says how many times larger (log scale). *Not resolved*: the 95% interval (instructions resampled "
-        "within each dataset) does not settle which side is larger (a pale bar); *datasets disagree*: the "
-        "family's datasets are decided in opposite directions (a hatched bar)." + _small_sample(facts)
+        "number says how many times larger (log scale). A pale bar settles nothing: *not resolved*, the 95% interval "
+        "(instructions resampled within each dataset) does not settle which side is larger; *datasets disagree*, "
+        "the family's datasets are decided in opposite directions." + _small_sample(facts)
     )
 
 
