@@ -202,7 +202,7 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         pale = [b for b in bars if b.get_alpha() == abstract.PALE]
         assert len(pale) == 6 and len(bars) == 8 and not any(b.get_hatch() for b in bars)
         legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
-        assert "pale: datasets disagree or not resolved" in legend
+        assert "pale: not resolved" in legend
     finally:
         plt.close(fig)
     only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no reasoning cell: no empty panel

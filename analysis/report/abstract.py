@@ -341,7 +341,7 @@ BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few ins
 PANELS = (
     ("Fast against slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
     (
-        "The answer's own gradient, without against with reasoning (times larger)",
+        "Does reasoning first shrink the answer's own gradient?",
         ("larger with reasoning", "larger without it"),
     ),
 )
@@ -408,9 +408,8 @@ def _legend(ax) -> list[Patch]:
     """A panel's legend: each series' colour, then what a pale bar means where it has one."""
     handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
     drawn = [bar for c in ax.containers for bar in c]
-    pale = sorted({bar.get_gid() for bar in drawn if bar.get_alpha() == PALE})
-    if pale:
-        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: " + " or ".join(pale)))
+    if any(bar.get_alpha() == PALE for bar in drawn):
+        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: not resolved"))
     return handles
 
 
@@ -441,13 +440,12 @@ def _bars(ax, models: Sequence[str], series) -> None:
             note = _bar_note(outcome)
             if note:
                 bar.set_alpha(PALE)
-                bar.set_gid(note)  # what the legend says of a pale bar
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
             said += f" ({note})" if note else ""
             text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
             ax.text(v, y, text, va="center", ha=side, fontsize=8)
-    ends = [math.exp(c.value) for group, _, _ in series for c in group] + [1.0]
-    ax.set_xlim(min(ends) / 6, max(ends) * 5)  # room for the printed ratios
+    widest = max(math.exp(abs(c.value)) for group, _, _ in series for c in group)
+    ax.set_xlim(1 / (widest * 6), widest * 6)  # x1 in the middle, room for the printed ratios
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{_short(m)}, {vocabulary.scope_label(s).split()[0]}" for m, s in rows], fontsize=8)
     ax.invert_yaxis()
@@ -474,8 +472,8 @@ def caption(facts: Facts) -> str:
         + (top if facts.gap or facts.summed else "")
         + (below if facts.reasoning or facts.equal_loss else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
-        "number says how many times larger (log scale). A pale bar settles nothing: *not resolved*, the 95% interval "
-        "(instructions resampled within each dataset) does not settle which side is larger; *datasets disagree*, "
+        "number says how many times larger (log scale). A pale bar is *not resolved*: the 95% interval (instructions "
+        "resampled within each dataset) does not settle which side is larger, or, where it says *datasets disagree*, "
         "the family's datasets are decided in opposite directions." + _small_sample(facts)
     )
 
