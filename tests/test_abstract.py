@@ -147,7 +147,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows).endswith(
         "; adjusted for the answer's predictability, that gradient is larger after reasoning for Gemma 3 270M "
-        "in both families and not resolved elsewhere."
+        "in both families and not resolved for SmolLM2-135M-Instruct in both families."
     )
     lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
     assert abstract.reasoning(lowers).endswith(
@@ -166,7 +166,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=mixed)).endswith(
         "that gradient is smaller after reasoning for Gemma 3 270M on math reasoning, larger after reasoning for "
         "Gemma 3 270M on commonsense reasoning, about the same for SmolLM2-135M-Instruct on math reasoning and "
-        "not resolved elsewhere."
+        "not resolved for SmolLM2-135M-Instruct on commonsense reasoning."
     )
 
 

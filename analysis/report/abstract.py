@@ -301,8 +301,9 @@ def reasoning(facts: Facts) -> str:
 
 
 def _at_equal_loss(every: Sequence[Cell]) -> str:
-    """ "; adjusted for how predictable the answer is, that gradient is larger after reasoning for
-    Gemma 3 270M in both families and not resolved elsewhere" ("" without such cells)."""
+    """ "; adjusted for the answer's predictability, that gradient is larger after reasoning for Gemma 3
+    270M in both families and not resolved for SmolLM2-135M-Instruct in both families" ("" without
+    such cells)."""
     if not every:
         return ""
     said = [
@@ -316,8 +317,9 @@ def _at_equal_loss(every: Sequence[Cell]) -> str:
     ]
     if not said:
         return f"; {ADJUSTED}, this is not resolved"
-    if not all(_settled(c) for c in every):
-        said.append("not resolved elsewhere")
+    if unsettled := [c for c in every if not _settled(c)]:
+        named = where(unsettled, every)  # a model or a cell by name, else "elsewhere"
+        said.append(f"not resolved {named if named.startswith('for ') else 'elsewhere'}")
     return f"; {ADJUSTED}, that gradient is " + voice.listed(said)
 
 
