@@ -91,7 +91,7 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
         "As the paper reports, fast thinking (a bare answer) gives a 4.95 to 9.97 times larger gradient than slow "
-        "thinking (a detailed chain of thought) everywhere, but only because slow "
+        "thinking (a detailed chain of thought) for every model and family, but only because slow "
         "thinking's loss averages over many more tokens."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
@@ -136,18 +136,23 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
-        "Reasoning before an answer never reliably shrinks the answer's own gradient, and enlarges it for both "
-        "models on commonsense reasoning; adjusted for the answer's predictability, this is not resolved."
+        "Reasoning first never reliably shrinks the answer's own gradient, even adjusted for the answer's "
+        "predictability, and enlarges it for both models on commonsense reasoning."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "Reasoning before an answer never reliably shrinks the answer's own gradient, even adjusted for the "
+        "Reasoning first never reliably shrinks the answer's own gradient, even adjusted for the "
         "answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
-    assert abstract.reasoning(grows).endswith(
-        "; adjusted for the answer's predictability, that gradient is larger after reasoning for Gemma 3 270M "
-        "in both families and not resolved for SmolLM2-135M-Instruct in both families."
+    assert abstract.reasoning(grows) == abstract.reasoning(TODAY)  # larger after reasoning is no shrinking
+    shrinks_adjusted = facts(
+        gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, 0.8, 0.1, 0.0], [S, L, U, U])
+    )
+    assert abstract.reasoning(shrinks_adjusted).endswith(
+        "; adjusted for the answer's predictability, that gradient is smaller after reasoning for Gemma 3 270M "
+        "on commonsense reasoning, larger after reasoning for Gemma 3 270M on math reasoning and not resolved for "
+        "SmolLM2-135M-Instruct in both families."
     )
     lowers = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([1.0, 0.0, 0.1, 0.0], [L, U, U, U]))
     assert abstract.reasoning(lowers).endswith(
@@ -158,7 +163,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
-        "Reasoning before an answer shrinks the answer's own gradient for Gemma 3 270M in both families only, "
+        "Reasoning first shrinks the answer's own gradient for Gemma 3 270M in both families only, "
         "and enlarges it for SmolLM2-135M-Instruct on commonsense reasoning; adjusted for the answer's "
         "predictability, this is not resolved."
     )

@@ -213,7 +213,7 @@ def reproduces(facts: Facts) -> str:
         )
     if larger:
         size = times([c.value for c in larger])
-        everywhere = "everywhere" if len(larger) == len(facts.gap) > 1 else where(larger, facts.gap)
+        everywhere = "for every model and family" if len(larger) == len(facts.gap) > 1 else where(larger, facts.gap)
         return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {everywhere}{because}."
     if smaller:
         size = times([c.value for c in smaller], inverse=True)
@@ -280,24 +280,26 @@ def _settled(cell: Cell) -> bool:
 
 def reasoning(facts: Facts) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
-    tokens alone): where it reliably shrinks or enlarges it, then where, with the answer's loss held
-    equal, it does and where that is not resolved; the figure shows the sizes."""
+    tokens alone): where it reliably shrinks or enlarges it, and, adjusted for the answer's
+    predictability (its value at equal answer loss), where it shrinks it; where it shrinks it nowhere
+    either way, one clause says so ("even adjusted ..."), and the figure shows the sizes."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
-    subject = "Reasoning before an answer"
+    subject = "Reasoning first"
     if len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)} only"
     else:
         text = f"{subject} never reliably shrinks the answer's own gradient"
+    never = facts.equal_loss and not shrinks and not _share(facts.equal_loss, Outcome.LARGER)[0]
+    if never:
+        text += f", even {ADJUSTED}"
     if grows:
         text += f", and enlarges it {where(grows, facts.reasoning)}"
-    if facts.equal_loss and not shrinks and not grows and not any(_settled(c) for c in facts.equal_loss):
-        return text + f", even {ADJUSTED}."
-    return text + _at_equal_loss(facts.equal_loss) + "."
+    return text + ("" if never else _at_equal_loss(facts.equal_loss)) + "."
 
 
 def _at_equal_loss(every: Sequence[Cell]) -> str:
