@@ -354,10 +354,11 @@ def test_a_run_uses_the_chosen_threads_restores_them_and_logs_the_choice(tmp_pat
         assert used is chosen and torch.get_num_threads() == 1
     assert torch.get_num_threads() == previous
     log = runlog.RunLog.start(tmp_path, {}, "local", [])
-    profile = replace(profiles.get_profile("quick"), models=())  # nothing to extract: the choice alone
+    quick = profiles.get_profile("quick")
+    profile = replace(quick, models=(), extraction=quick.extraction.but(threads=1))  # nothing to extract
     assert pipeline.extract_profile(profile, pipeline.RunContext(tmp_path, log=log, say=lambda _: None)) == []
     recorded = runlog.latest(tmp_path).threads
-    assert recorded["threads"] == 1 and recorded["source"] == "explicit"  # the quick profile's own 1
+    assert recorded["threads"] == 1 and recorded["source"] == "explicit"  # the profile's own 1
     assert threads_sentence(chosen.as_dict()).startswith("Extraction with 1 torch threads: the cores free")
     assert "cores in use over a one-second sample 1.1; one-minute load average 1.0, recorded only" in threads_sentence(
         chosen.as_dict()
