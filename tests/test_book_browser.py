@@ -301,7 +301,9 @@ while (walker.nextNode()) {
 }
 return words.join(' ');
 """
-MAX_WORDS_BEFORE_FIRST_FIGURE = 130  # the title, the citation, the scope line and the abstract's 90 words
+# the title (10 words) and the citation (6), the scope line (at most 50, with what fast and slow
+# thinking are) and the abstract's 90 words
+MAX_WORDS_BEFORE_FIRST_FIGURE = 156
 # The bottom edge (px from the top of the window) of the page's title and of the first result sentence:
 # the first paragraph a cell printed (what was found) up to its first full stop followed by a space.
 FIRST_SENTENCE = """

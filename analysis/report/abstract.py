@@ -28,7 +28,7 @@ from analysis.core import registry as model_registry
 from analysis.core import vocabulary
 from analysis.findings import roles
 from analysis.findings.roles import Role
-from analysis.findings.rules import Finding, Outcome
+from analysis.findings.rules import Finding, Outcome, Verdict
 from analysis.profiles import PAPER_SAMPLES
 from analysis.report import cells, chain, loss_convention, plots, voice
 
@@ -59,6 +59,8 @@ class Facts:
     steps: tuple[tuple[str, tuple[Cell, ...]], ...]  # each step's words and cells, in the chain's order
     reasoning: tuple[Cell, ...]
     equal_loss: tuple[Cell, ...]
+    early: tuple[Cell, ...] = ()  # the gap's early over late layers
+    rougher: tuple[Cell, ...] = ()  # whether faster thinking's curve varies more from layer to layer
     released: bool = False  # the numbers are the original study's released statistics
 
     @classmethod
@@ -81,14 +83,24 @@ class Facts:
             steps=steps,
             reasoning=role_cells(found, roles.REASONING_STEP),
             equal_loss=role_cells(found, roles.EQUAL_LOSS_GAP),
+            early=role_cells(found, roles.EARLY_LATE, check=_deciding_check(found, roles.F1_GAP)),
+            rougher=verdict_cells(found, _deciding_check(found, roles.ROUGHNESS)),
             released=bool(page.imported),
         )
 
 
-def role_cells(findings: Sequence[Finding], role: Role, *, deciding: bool = True) -> tuple[Cell, ...]:
-    """The cells a summary reads of the check whose part of that role decides (``deciding``; else of
-    any check that has the part in its first norm), one per model and family (else dataset)."""
-    check = next((f.check for f in findings if (p := f.part(role)) is not None and (p.decides or not deciding)), None)
+def _deciding_check(findings: Sequence[Finding], role: Role, *, deciding: bool = True) -> str | None:
+    """The check whose part of that role decides (``deciding``; else any check that has the part in
+    its first norm)."""
+    return next((f.check for f in findings if (p := f.part(role)) is not None and (p.decides or not deciding)), None)
+
+
+def role_cells(
+    findings: Sequence[Finding], role: Role, *, deciding: bool = True, check: str | None = None
+) -> tuple[Cell, ...]:
+    """The cells a summary reads of one part: of ``check``, else of the check whose part of that role
+    decides (``_deciding_check``), one per model and family (else dataset)."""
+    check = check or _deciding_check(findings, role, deciding=deciding)
     if check is None:
         return ()
     out = []
@@ -98,6 +110,29 @@ def role_cells(findings: Sequence[Finding], role: Role, *, deciding: bool = True
             if part is not None and part.estimate is not None and np.isfinite(part.value):
                 low, high = part.interval()
                 out.append(Cell(f.model, f.scope, part.value, low, high, part.outcome))
+    return tuple(out)
+
+
+# A check's verdict as the outcome of its cell: holding is the paper's side.
+VERDICT_OUTCOME = {
+    Verdict.HOLDS: Outcome.LARGER,
+    Verdict.FAILS: Outcome.SMALLER,
+    Verdict.DISAGREE: Outcome.DISAGREE,
+    Verdict.TOO_FEW: Outcome.TOO_FEW,
+}
+
+
+def verdict_cells(findings: Sequence[Finding], check: str | None) -> tuple[Cell, ...]:
+    """The cells a summary reads of a check of several parts (one per projection, say), each as its
+    verdict (``VERDICT_OUTCOME``; anything else undecided); none without the check."""
+    if check is None:
+        return ()
+    out = []
+    for model in dict.fromkeys(f.model for f in findings):
+        for f in cells.answers([f for f in findings if f.check == check and f.model == model]):
+            if f.verdict is not Verdict.NOT_APPLICABLE:
+                outcome = VERDICT_OUTCOME.get(f.verdict, Outcome.UNRESOLVED)
+                out.append(Cell(f.model, f.scope, math.nan, math.nan, math.nan, outcome))
     return tuple(out)
 
 
@@ -167,7 +202,8 @@ def where(chosen: Sequence[Cell], every: Sequence[Cell]) -> str:
 
 
 def scope_line(facts: Facts) -> str:
-    """The one line of scope: models, datasets and instructions per dataset."""
+    """The one line of scope: models, datasets and instructions per dataset, and what fast and slow
+    thinking are (``DEFINED``)."""
     names = [_described(m) for m in facts.models]
     if set(facts.models) <= set(model_registry.OFFLINE_MODELS):
         small = f"{voice.number(len(names)).capitalize()} small models, 4-bit quantised then dequantised,"
@@ -183,7 +219,7 @@ def scope_line(facts: Facts) -> str:
         size += f" (the paper: {PAPER_SAMPLES})"
     kinds = voice.listed([vocabulary.FAMILY_LABELS[f] for f in facts.families])
     families = f" in {voice.number(len(facts.families))} families ({kinds})" if len(facts.families) > 1 else ""
-    return f"*{who}; {voice.plural(facts.datasets, 'dataset')}{families}; {size}.*"
+    return f"*{who}; {voice.plural(facts.datasets, 'dataset')}{families}; {size}. {DEFINED}*"
 
 
 def _described(model: str) -> str:
@@ -191,7 +227,9 @@ def _described(model: str) -> str:
     return info.description.split(",")[0] if info is not None else model
 
 
-FAST, SLOW = "fast thinking (a bare answer)", "slow thinking (a detailed chain of thought)"
+FAST, SLOW = "fast thinking", "slow thinking"
+# What the two words mean, said once in the scope line rather than in the abstract's sentences.
+DEFINED = "Fast thinking: a bare answer; slow: a detailed chain of thought."
 
 
 def reproduces(facts: Facts) -> str:
@@ -249,11 +287,11 @@ def _averaging_explains(facts: Facts) -> bool:
     return bool(decided) and set(decided) == {Outcome.LARGER} and _summed_reverses(facts)
 
 
-def comes_from(facts: Facts) -> str:
+def comes_from(facts: Facts, *, steps: bool = True) -> str:
     """What the gap comes from, after ``reproduces``: where averaging explains it, how much larger
     slow thinking's gradient is summed over tokens; the largest steps of the split
-    (``_largest_steps``) where they carry it."""
-    largest = _largest_steps(facts.steps)
+    (``_largest_steps``) where they carry it (``steps``: named at all)."""
+    largest = _largest_steps(facts.steps) if steps else ""
     sums = [c.value for c in facts.summed]
     if _averaging_explains(facts):
         reversed_ = f"Summed over tokens, slow thinking's is {times(sums, inverse=True)} larger"
@@ -267,6 +305,76 @@ def comes_from(facts: Facts) -> str:
     gap_larger = any(c.outcome is Outcome.LARGER for c in facts.gap)
     text = "; ".join(p for p in (largest if largest and gap_larger else "", summed) if p)
     return text[:1].upper() + text[1:] + "." if text else ""
+
+
+def opening(facts: Facts, *, steps: bool = True) -> str:
+    """The first sentence: what reproduces (``reproduces``) and what it comes from (``comes_from``),
+    the second after a colon where it says why the first holds, else after a semicolon."""
+    first, then = reproduces(facts), comes_from(facts, steps=steps)
+    if not (first and then):
+        return first or then
+    joint = ": " if _averaging_explains(facts) else "; "
+    return first[:-1] + joint + then[:1].lower() + then[1:]
+
+
+def _every(chosen: Sequence[Cell], every: Sequence[Cell]) -> str:
+    """ "for every model and family" where ``chosen`` are all of several cells, else ``where``."""
+    return "for every model and family" if len(chosen) == len(every) > 1 else where(chosen, every)
+
+
+UNDECIDED = "these instructions do not decide whether "
+
+
+def _early_clause(early: Sequence[Cell]) -> tuple[str, bool | None]:
+    """Where the gap is larger in early than in late layers, and whether that is the paper's side
+    (None: not decided anywhere)."""
+    larger, smaller = _share(early, Outcome.LARGER)[0], _share(early, Outcome.SMALLER)[0]
+    if larger:
+        text = f"the gap is larger in early layers {_every(larger, early)}"
+        return text + (f" and in late layers {where(smaller, early)}" if smaller else ""), True
+    if smaller:
+        return f"the gap is larger in late layers {_every(smaller, early)}", False
+    return f"{UNDECIDED}the gap is larger in early layers", None
+
+
+def _rougher_clause(rougher: Sequence[Cell]) -> tuple[str, bool | None]:
+    """Where fast thinking's gradient varies more from layer to layer (the check holds), and whether
+    that is the paper's side (None: not decided anywhere)."""
+    holds, fails = _share(rougher, Outcome.LARGER)[0], _share(rougher, Outcome.SMALLER)[0]
+    varies = "fast thinking's gradient varies more across layers"
+    if holds:
+        return f"{varies} {_every(holds, rougher)}" + (" only" if len(holds) < len(rougher) else ""), True
+    if fails:
+        return "fast thinking's gradient nowhere varies more across layers", False
+    return f"{UNDECIDED}{varies}", None
+
+
+def layers(facts: Facts, *, paper: bool = True) -> str:
+    """The paper's claims on the layers, which averaging leaves as they are (it scales every layer
+    alike): where the gap is larger in early layers, and where fast thinking's gradient varies more
+    from layer to layer; "as the paper reports" on the first where it is the paper's side (``paper``),
+    "but" between two that point different ways."""
+    said = [
+        c
+        for c in (
+            _early_clause(facts.early) if facts.early else None,
+            _rougher_clause(facts.rougher) if facts.rougher else None,
+        )
+        if c
+    ]
+    if not said:
+        return ""
+    (text, agrees), rest = said[0], said[1:]
+    if agrees and paper:
+        text += ", as the paper reports"
+    if rest:
+        ((other, also),) = rest
+        if agrees is None and also is None:  # neither decided: one "do not decide"
+            other = other.replace(UNDECIDED, "")
+            text += f" or whether {other}"
+        else:
+            text += f", {'and' if also == agrees else 'but'} {other}"
+    return text[:1].upper() + text[1:] + "."
 
 
 # The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
@@ -325,9 +433,19 @@ def _at_equal_loss(every: Sequence[Cell]) -> str:
     return f"; {ADJUSTED}, that gradient is " + voice.listed(said)
 
 
+MAX_WORDS = 90  # the abstract's length at most
+
+
 def sentences(facts: Facts) -> list[str]:
-    """The abstract's sentences: what reproduces, what the gap comes from, what the reasoning does."""
-    return [s for s in (reproduces(facts), comes_from(facts), reasoning(facts)) if s]
+    """The abstract's sentences: what reproduces and what it comes from, the layers, what the
+    reasoning does. Where they run past ``MAX_WORDS``, the split's largest steps are left to the
+    split's own figure, which follows, then the layer sentence leaves "as the paper reports" to the
+    first sentence's."""
+    for steps, paper in ((True, True), (False, True), (False, False)):
+        said = [s for s in (opening(facts, steps=steps), layers(facts, paper=paper), reasoning(facts)) if s]
+        if words(" ".join(said)) <= MAX_WORDS:
+            break
+    return said
 
 
 def words(text: str) -> int:
@@ -345,8 +463,8 @@ BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few ins
 PANELS = (
     ("Fast against slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
     (
-        "Does reasoning first shrink the answer's own gradient?",
-        ("larger with reasoning", "larger without it"),
+        "The answer's own gradient without against after reasoning (times larger)",
+        ("larger after reasoning", "larger without it"),
     ),
 )
 
@@ -409,12 +527,8 @@ def _bar_note(outcome: Outcome) -> str:
 
 
 def _legend(ax) -> list[Patch]:
-    """A panel's legend: each series' colour, then what a pale bar means where it has one."""
-    handles = [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
-    drawn = [bar for c in ax.containers for bar in c]
-    if any(bar.get_alpha() == PALE for bar in drawn):
-        handles.append(Patch(facecolor="grey", alpha=PALE, label="pale: not resolved"))
-    return handles
+    """A panel's legend: each series' colour (a pale bar says in words why it settles nothing)."""
+    return [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
 
 
 def _short(model: str) -> str:
