@@ -191,25 +191,26 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     )
 
 
-def test_the_layer_sentence_says_where_each_layer_claim_holds():
+def test_the_layer_sentence_gives_each_layer_claim_its_verdict():
     assert abstract.layers(TODAY) == (
-        "The gap is larger in early layers in 3 of 4 model-family pairs, as the paper reports, but fast "
-        "thinking's gradient nowhere varies more across layers."
+        "Of the paper's layer claims, a larger gap in early layers reproduces in 3 of 4 model-family pairs, but "
+        "fast thinking's larger variation across layers reproduces in none."
     )
     both = facts(gap=TODAY.gap, early=cells([0.4] * 4, [L] * 4), rougher=cells([math.nan] * 4, [L] * 4))
     assert abstract.layers(both) == (
-        "The gap is larger in early layers for every model and family, as the paper reports, and fast thinking's "
-        "gradient varies more across layers for every model and family."
+        "Of the paper's layer claims, a larger gap in early layers reproduces for every model and family, and fast "
+        "thinking's larger variation across layers reproduces for every model and family."
     )
     late = facts(gap=TODAY.gap, early=cells([-0.4] * 4, [S, S, U, U]), rougher=cells([math.nan] * 4, [L, U, U, U]))
     assert abstract.layers(late) == (
-        "The gap is larger in late layers for Gemma 3 270M in both families, but fast thinking's gradient varies "
-        "more across layers for Gemma 3 270M on math reasoning only."
+        "Of the paper's layer claims, a larger gap in early layers reproduces in none and reverses for Gemma 3 270M "
+        "in both families, but fast thinking's larger variation across layers reproduces for Gemma 3 270M on math "
+        "reasoning."
     )
     open_ = facts(gap=TODAY.gap, early=cells([0.0] * 4, [U] * 4), rougher=cells([math.nan] * 4, [U, D, U, U]))
     assert abstract.layers(open_) == (
-        "These instructions do not decide whether the gap is larger in early layers or whether fast thinking's "
-        "gradient varies more across layers."
+        "Of the paper's layer claims, a larger gap in early layers is not resolved, and fast thinking's larger "
+        "variation across layers is not resolved."
     )
     assert abstract.layers(facts(gap=TODAY.gap)) == ""  # no layer check on the page: no sentence
 
@@ -219,7 +220,7 @@ def test_an_abstract_past_90_words_leaves_the_split_s_steps_to_its_figure_first(
     assert abstract.words(full) > MAX_WORDS and "largest steps" in full
     said = " ".join(abstract.sentences(TODAY))
     assert abstract.words(said) <= MAX_WORDS and "largest steps" not in said
-    assert "as the paper reports, but" not in said  # the layer sentence leaves it to the first sentence
+    assert "Of the paper's layer claims" not in said  # the layer sentence leaves its lead out last
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named
     assert "its largest steps are how many tokens are averaged" in " ".join(abstract.sentences(short))
 
@@ -242,6 +243,7 @@ def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
 
 def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term():
     import matplotlib.pyplot as plt
+    from matplotlib.container import ErrorbarContainer
 
     fig = abstract.figure(TODAY, note="synthetic")
     try:
@@ -254,8 +256,18 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         assert f" x{abstract.voice.three(math.exp(0.7))} (datasets disagree)" in texts
         # a bar that settles nothing is pale (not resolved, or its family's datasets disagree), the others not
         bars = [p for p in fig.axes[1].patches if p.get_height() > 0]
-        pale = [b for b in bars if b.get_alpha() == abstract.PALE]
+        pale = [b for b in bars if b.get_facecolor()[3] == pytest.approx(abstract.PALE)]
         assert len(pale) == 6 and len(bars) == 8 and not any(b.get_hatch() for b in bars)
+        assert abstract.PALE_SAYS in fig.axes[1].get_title() and abstract.PALE_SAYS not in fig.axes[0].get_title()
+        # every cell with an interval has its whisker, one without (the summed loss's) none
+        whiskers = [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes]
+        assert whiskers == [8, 8]
+    finally:
+        plt.close(fig)
+    no_interval = tuple(abstract.Cell(c.model, c.scope, c.value, math.nan, math.nan, c.outcome) for c in TODAY.summed)
+    fig = abstract.figure(Facts(**{**TODAY.__dict__, "summed": no_interval}), note=None)
+    try:
+        assert sum(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) == 4
         # the legend names the series only: a pale bar says in words why it settles nothing
         legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
         assert legend == ["answer tokens", "adjusted for predictability"]
@@ -275,6 +287,7 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "equal answer loss",
         "log scale",
         "pale",
+        "whisker",
         "*not resolved*",
         "*datasets disagree*",
     ):

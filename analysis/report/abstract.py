@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import to_rgba
+from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
@@ -322,59 +324,35 @@ def _every(chosen: Sequence[Cell], every: Sequence[Cell]) -> str:
     return "for every model and family" if len(chosen) == len(every) > 1 else where(chosen, every)
 
 
-UNDECIDED = "these instructions do not decide whether "
+# The paper's two claims on the layers, as the layer sentence names them.
+EARLY_CLAIM = "a larger gap in early layers"
+ROUGHER_CLAIM = "fast thinking's larger variation across layers"
 
 
-def _early_clause(early: Sequence[Cell]) -> tuple[str, bool | None]:
-    """Where the gap is larger in early than in late layers, and whether that is the paper's side
-    (None: not decided anywhere)."""
-    larger, smaller = _share(early, Outcome.LARGER)[0], _share(early, Outcome.SMALLER)[0]
-    if larger:
-        text = f"the gap is larger in early layers {_every(larger, early)}"
-        return text + (f" and in late layers {where(smaller, early)}" if smaller else ""), True
-    if smaller:
-        return f"the gap is larger in late layers {_every(smaller, early)}", False
-    return f"{UNDECIDED}the gap is larger in early layers", None
-
-
-def _rougher_clause(rougher: Sequence[Cell]) -> tuple[str, bool | None]:
-    """Where fast thinking's gradient varies more from layer to layer (the check holds), and whether
-    that is the paper's side (None: not decided anywhere)."""
-    holds, fails = _share(rougher, Outcome.LARGER)[0], _share(rougher, Outcome.SMALLER)[0]
-    varies = "fast thinking's gradient varies more across layers"
-    if holds:
-        return f"{varies} {_every(holds, rougher)}" + (" only" if len(holds) < len(rougher) else ""), True
-    if fails:
-        return "fast thinking's gradient nowhere varies more across layers", False
-    return f"{UNDECIDED}{varies}", None
+def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool) -> str:
+    """One layer claim with its verdict: where it reproduces (its cells decided on the paper's side),
+    else "in none", and where its reverse holds (``reversible``: a cell decided the other way is the
+    reverse; else it only fails the claim); "is not resolved" where no cell is decided."""
+    holds, against = _share(claim_cells, Outcome.LARGER)[0], _share(claim_cells, Outcome.SMALLER)[0]
+    if not (holds or against):
+        return f"{claim} is not resolved"
+    text = f"{claim} reproduces {_every(holds, claim_cells) if holds else 'in none'}"
+    return text + (f" and reverses {where(against, claim_cells)}" if reversible and against else "")
 
 
 def layers(facts: Facts, *, paper: bool = True) -> str:
-    """The paper's claims on the layers, which averaging leaves as they are (it scales every layer
-    alike): where the gap is larger in early layers, and where fast thinking's gradient varies more
-    from layer to layer; "as the paper reports" on the first where it is the paper's side (``paper``),
-    "but" between two that point different ways."""
-    said = [
-        c
-        for c in (
-            _early_clause(facts.early) if facts.early else None,
-            _rougher_clause(facts.rougher) if facts.rougher else None,
-        )
-        if c
-    ]
-    if not said:
+    """The paper's claims on the layers, each with its verdict (``_claim_verdict``): a larger gap in
+    early layers, and fast thinking's larger variation across layers. Averaging leaves both as they
+    are, since it scales every layer alike. ``paper``: led by "Of the paper's layer claims"."""
+    claims = [(EARLY_CLAIM, facts.early, True), (ROUGHER_CLAIM, facts.rougher, False)]
+    claims = [(claim, claim_cells, reversible) for claim, claim_cells, reversible in claims if claim_cells]
+    if not claims:
         return ""
-    (text, agrees), rest = said[0], said[1:]
-    if agrees and paper:
-        text += ", as the paper reports"
-    if rest:
-        ((other, also),) = rest
-        if agrees is None and also is None:  # neither decided: one "do not decide"
-            other = other.replace(UNDECIDED, "")
-            text += f" or whether {other}"
-        else:
-            text += f", {'and' if also == agrees else 'but'} {other}"
-    return text[:1].upper() + text[1:] + "."
+    said = [_claim_verdict(claim, claim_cells, reversible=reversible) for claim, claim_cells, reversible in claims]
+    reproduced = {bool(_share(claim_cells, Outcome.LARGER)[0]) for _, claim_cells, _ in claims}
+    text = (", but " if len(reproduced) > 1 else ", and ").join(said)  # "but" where one reproduces, one not
+    text = f"Of the paper's layer claims, {text}" if paper else text[:1].upper() + text[1:]
+    return text + "."
 
 
 # The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
@@ -439,8 +417,7 @@ MAX_WORDS = 90  # the abstract's length at most
 def sentences(facts: Facts) -> list[str]:
     """The abstract's sentences: what reproduces and what it comes from, the layers, what the
     reasoning does. Where they run past ``MAX_WORDS``, the split's largest steps are left to the
-    split's own figure, which follows, then the layer sentence leaves "as the paper reports" to the
-    first sentence's."""
+    split's own figure, which follows, then the layer sentence its lead."""
     for steps, paper in ((True, True), (False, True), (False, False)):
         said = [s for s in (opening(facts, steps=steps), layers(facts, paper=paper), reasoning(facts)) if s]
         if words(" ".join(said)) <= MAX_WORDS:
@@ -456,14 +433,16 @@ def words(text: str) -> int:
 # --------------------------------------------------------------------------- the figure
 
 
-PALE = 0.4  # the opacity of a bar whose cell is not decided
+PALE = 0.3  # the opacity of the fill of a bar whose cell is not decided
+# Under a panel's title where it has a pale bar: what the whiskers and the pale bars mean.
+PALE_SAYS = "whiskers: 95% intervals; pale: not resolved (why, beside its number)"
 # What the number at the end of a bar says besides its ratio, where the bar settles nothing.
 BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
 PANELS = (
     ("Fast against slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
     (
-        "The answer's own gradient without against after reasoning (times larger)",
+        "The final answer's own gradient: without reasoning against after it (times larger)",
         ("larger after reasoning", "larger without it"),
     ),
 )
@@ -485,6 +464,8 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.6 + 0.31 * len(models) * 2) * len(panels)))
     for ax, (title, ends, bars) in zip(np.atleast_1d(axes), panels):
         _bars(ax, models, bars)
+        if any(_bar_note(c.outcome) for group, _, _ in bars for c in group):
+            title += "\n" + PALE_SAYS
         ax.set_title(title, fontsize=9, pad=16 + 12 * math.ceil(len(_legend(ax)) / 2))
         for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
             ax.annotate(
@@ -528,7 +509,8 @@ def _bar_note(outcome: Outcome) -> str:
 
 def _legend(ax) -> list[Patch]:
     """A panel's legend: each series' colour (a pale bar says in words why it settles nothing)."""
-    return [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in ax.containers if c]
+    bars = [c for c in ax.containers if isinstance(c, BarContainer) and c]
+    return [Patch(facecolor=c.patches[0].get_facecolor()[:3], label=c.get_label()) for c in bars]
 
 
 def _short(model: str) -> str:
@@ -545,24 +527,34 @@ def _bars(ax, models: Sequence[str], series) -> None:
     height = 0.8 / max(len(series), 1)
     for k, (group, label, colour) in enumerate(series):
         by_row = {(c.model, c.scope): c for c in group}
-        ys, values, outcomes = [], [], []
+        ys, values, intervals, outcomes = [], [], [], []
         for i, row in enumerate(rows):
             cell = by_row.get(row)
             if cell is not None:
                 ys.append(i + (k - (len(series) - 1) / 2) * height)
                 values.append(math.exp(cell.value))
+                intervals.append((math.exp(cell.low), math.exp(cell.high)))  # nan where none was computed
                 outcomes.append(cell.outcome)
         widths = [v - 1.0 for v in values]  # from x1, no difference, to the ratio, either way
         bars = ax.barh(ys, widths, left=1.0, height=height * 0.9, color=colour, label=label)
-        for bar, y, v, outcome in zip(bars, ys, values, outcomes):
+        for bar, y, v, (low, high), outcome in zip(bars, ys, values, intervals, outcomes):
             note = _bar_note(outcome)
-            if note:
-                bar.set_alpha(PALE)
+            if note:  # pale inside, outlined in its series' colour
+                bar.set_facecolor(to_rgba(colour, PALE))
+                bar.set_edgecolor(colour)
+                bar.set_linewidth(0.8)
+            if math.isfinite(low) and math.isfinite(high):
+                ax.errorbar(v, y, xerr=[[v - low], [high - v]], fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
             said += f" ({note})" if note else ""
+            end = max(v, high) if v >= 1 else min(v, low)  # past the whisker, where there is one
             text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
-            ax.text(v, y, text, va="center", ha=side, fontsize=8)
-    widest = max(math.exp(abs(c.value)) for group, _, _ in series for c in group)
+            ax.text(end if math.isfinite(end) else v, y, text, va="center", ha=side, fontsize=8)
+    widest = max(
+        math.exp(max([abs(c.value), *(abs(e) for e in (c.low, c.high) if math.isfinite(e))]))
+        for group, _, _ in series
+        for c in group
+    )
     ax.set_xlim(1 / (widest * 6), widest * 6)  # x1 in the middle, room for the printed ratios
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{_short(m)}, {vocabulary.scope_label(s).split()[0]}" for m, s in rows], fontsize=8)
@@ -590,9 +582,10 @@ def caption(facts: Facts) -> str:
         + (top if facts.gap or facts.summed else "")
         + (below if facts.reasoning or facts.equal_loss else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
-        "number says how many times larger (log scale). A pale bar is *not resolved*: the 95% interval (instructions "
-        "resampled within each dataset) does not settle which side is larger, or, where it says *datasets disagree*, "
-        "the family's datasets are decided in opposite directions." + _small_sample(facts)
+        "number says how many times larger (log scale); its whisker is the 95% interval (instructions resampled "
+        "within each dataset). A pale bar is *not resolved*: its interval does not settle which side is larger, or, "
+        "where it says *datasets disagree*, the family's datasets are decided in opposite directions."
+        + _small_sample(facts)
     )
 
 
