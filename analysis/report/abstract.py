@@ -440,9 +440,9 @@ PALE_SAYS = "whiskers: 95% intervals; pale: not resolved (why, beside its number
 BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
 PANELS = (
-    ("Fast against slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
+    ("Fast vs slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
     (
-        "The final answer's own gradient: without reasoning against after it (times larger)",
+        "The final answer's own gradient: without vs after reasoning (times larger)",
         ("larger after reasoning", "larger without it"),
     ),
 )
@@ -547,14 +547,10 @@ def _bars(ax, models: Sequence[str], series) -> None:
                 ax.errorbar(v, y, xerr=[[v - low], [high - v]], fmt="none", ecolor="k", elinewidth=0.8, capsize=2)
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
             said += f" ({note})" if note else ""
-            end = max(v, high) if v >= 1 else min(v, low)  # past the whisker, where there is one
             text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
-            ax.text(end if math.isfinite(end) else v, y, text, va="center", ha=side, fontsize=8)
-    widest = max(
-        math.exp(max([abs(c.value), *(abs(e) for e in (c.low, c.high) if math.isfinite(e))]))
-        for group, _, _ in series
-        for c in group
-    )
+            box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5}  # over its whisker
+            ax.text(v, y, text, va="center", ha=side, fontsize=8, bbox=box)
+    widest = max(math.exp(abs(c.value)) for group, _, _ in series for c in group)  # a wide whisker is cut
     ax.set_xlim(1 / (widest * 6), widest * 6)  # x1 in the middle, room for the printed ratios
     ax.set_yticks(range(len(rows)))
     ax.set_yticklabels([f"{_short(m)}, {vocabulary.scope_label(s).split()[0]}" for m, s in rows], fontsize=8)
