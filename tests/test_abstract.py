@@ -245,35 +245,42 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     import matplotlib.pyplot as plt
     from matplotlib.container import ErrorbarContainer
 
-    fig = abstract.figure(TODAY, note="synthetic")
+    three = abstract.voice.three
+    drawn = facts(
+        gap=cells([1.6, 0.2, 2.1, 2.3], [L, U, L, L]),
+        early=cells([0.05, 0.4, 0.7, -0.4], [U, L, D, S]),
+        reasoning=TODAY.reasoning,  # told in words; the split's figure draws it
+    )
+    fig = abstract.figure(drawn, note="synthetic")
     try:
-        texts = [t.get_text() for ax in fig.axes for t in ax.texts]
-        assert f" x{abstract.voice.three(math.exp(1.6))}" in texts and len(texts) >= 16
+        assert len(fig.axes) == 2  # the gap under either loss, then its early over late layers
+        texts = [t.get_text() for ax in fig.axes for t in ax.texts if "x" in t.get_text()[:2]]  # not the ends
+        assert f" x{three(math.exp(1.6))}" in texts and len(texts) == 12  # one number per bar
         # below x1: printed left of its end, as how many times larger the other side is
-        assert f"x{abstract.voice.three(math.exp(0.4))} " in texts
+        assert f"x{three(math.exp(3.5))} " in texts and f"x{three(math.exp(0.4))} " in texts
         # an undecided bar says so beside its number, a family whose datasets disagree too
-        assert f"x{abstract.voice.three(math.exp(0.2))} (not resolved) " in texts
-        assert f" x{abstract.voice.three(math.exp(0.7))} (datasets disagree)" in texts
-        # a bar that settles nothing is pale (not resolved, or its family's datasets disagree), the others not
-        bars = [p for p in fig.axes[1].patches if p.get_height() > 0]
-        pale = [b for b in bars if b.get_facecolor()[3] == pytest.approx(abstract.PALE)]
-        assert len(pale) == 6 and len(bars) == 8 and not any(b.get_hatch() for b in bars)
-        assert abstract.PALE_SAYS in fig.axes[1].get_title() and abstract.PALE_SAYS not in fig.axes[0].get_title()
-        # every cell with an interval has its whisker, one without (the summed loss's) none
-        whiskers = [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes]
-        assert whiskers == [8, 8]
+        assert f" x{three(math.exp(0.2))} (not resolved)" in texts
+        assert f" x{three(math.exp(0.7))} (datasets disagree)" in texts
+        # a bar that settles nothing is pale inside (not resolved, or its family's datasets disagree)
+        for ax, n_pale, n_bars in zip(fig.axes, (1, 2), (8, 4)):
+            bars = [p for p in ax.patches if p.get_height() > 0]
+            pale = [b for b in bars if b.get_facecolor()[3] == pytest.approx(abstract.PALE)]
+            assert (len(pale), len(bars)) == (n_pale, n_bars) and not any(b.get_hatch() for b in bars)
+            assert abstract.PALE_SAYS in ax.get_title()
+        # every cell with an interval has its whisker
+        assert [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes] == [8, 4]
+        # the legend names the series only: a pale bar says in words why it settles nothing
+        assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == ["mean or summed loss (the same)"]
     finally:
         plt.close(fig)
     no_interval = tuple(abstract.Cell(c.model, c.scope, c.value, math.nan, math.nan, c.outcome) for c in TODAY.summed)
     fig = abstract.figure(Facts(**{**TODAY.__dict__, "summed": no_interval}), note=None)
-    try:
+    try:  # the summed loss's cells have no interval: no whisker, and no pale bar means no line on pale
         assert sum(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) == 4
-        # the legend names the series only: a pale bar says in words why it settles nothing
-        legend = [t.get_text() for t in fig.axes[1].get_legend().get_texts()]
-        assert legend == ["answer tokens", "adjusted for predictability"]
+        assert abstract.PALE_SAYS not in fig.axes[0].get_title()
     finally:
         plt.close(fig)
-    only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no reasoning cell: no empty panel
+    only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no layer cell: no empty panel
     try:
         assert len(only_gap.axes) == 1
     finally:
@@ -284,7 +291,8 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "*slow thinking*",
         "*Gradient*",
         "summed",
-        "equal answer loss",
+        "early layers",
+        "either loss",
         "log scale",
         "pale",
         "whisker",
@@ -292,7 +300,7 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "*datasets disagree*",
     ):
         assert term in said
-    assert "Below it" not in abstract.caption(facts(gap=TODAY.gap))  # no lower panel: not described
+    assert "Below:" not in abstract.caption(facts(gap=TODAY.gap))  # no lower panel: not described
 
 
 def test_where_names_what_every_cell_covers_and_counts_the_rest():

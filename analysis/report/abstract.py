@@ -1,15 +1,17 @@
 """The abstract that opens a book's first page: one line of scope, then at most three plain sentences
-(90 words at most) on what reproduces, what the gap comes from and what the reasoning does to the
-answer's own gradient, and the one figure that shows them.
+(90 words at most) on what reproduces and what the gap comes from, what becomes of the paper's layer
+claims, and what the reasoning does to the answer's own gradient; and the one figure that shows the
+gap under either loss and the layer claim that has a number.
 
 Everything is read from the page's findings through the roles the checks declare, never through
-their ids (``Facts.of_page``): fast over slow thinking's gap (``roles.F1_GAP``), the steps of the
-check that declares a chain, the reasoning step (``roles.REASONING_STEP``) and its value at equal
-answer loss (``roles.EQUAL_LOSS_GAP``), and the gap under a loss summed over tokens
-(``loss_convention``). The words follow the outcomes (``rules.Part.outcome``) of the cells a summary
-reads (a family's, else each dataset's), so that a store that points another way is worded another
-way (``sentences``); each claim carries at most one number, a range over models counting as one,
-ratios always in "times".
+their ids (``Facts.of_page``): fast over slow thinking's gap (``roles.F1_GAP``) and its early over
+late layers (``roles.EARLY_LATE`` of the same check), the verdicts of the check whose parts compare
+roughness (``roles.ROUGHNESS``), the steps of the check that declares a chain, the reasoning step
+(``roles.REASONING_STEP``) and its value at equal answer loss (``roles.EQUAL_LOSS_GAP``), and the
+gap under a loss summed over tokens (``loss_convention``). The words follow the outcomes
+(``rules.Part.outcome``) of the cells a summary reads (a family's, else each dataset's), so that a
+store that points another way is worded another way (``sentences``); each claim carries at most one
+number, a range over models counting as one, ratios always in "times".
 """
 
 from __future__ import annotations
@@ -441,24 +443,22 @@ BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few ins
 # Each panel's title and what either end of its axis means.
 PANELS = (
     ("Fast vs slow thinking's gradient (times larger)", ("slow's larger", "fast's larger")),
-    (
-        "The final answer's own gradient: without vs after reasoning (times larger)",
-        ("larger after reasoning", "larger without it"),
-    ),
+    ("Fast vs slow thinking's gap: early over late layers (times larger)", ("larger late", "larger early")),
 )
 
 
 def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     """Stacked panels of bars with their numbers, one row per model and family: fast over slow
     thinking's gradient under the mean loss and under the summed loss (log scale), and below it the
-    reasoning step on the same answer tokens with its value at equal answer loss (a panel without a
-    cell is left out); None without a cell to draw."""
-    models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.reasoning)))
+    paper's layer claim with a number, that gap in early over late layers (a panel without a cell is
+    left out); None without a cell to draw. What the reasoning does to the answer's own gradient is
+    drawn by the split's figure, which follows it on the page."""
+    models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.early)))
     if not models:
         return None
     series = (
         ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")),
-        ((facts.reasoning, "answer tokens", "#55a868"), (facts.equal_loss, "adjusted for predictability", "#8172b3")),
+        ((facts.early, "mean or summed loss (the same)", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
     fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.6 + 0.31 * len(models) * 2) * len(panels)))
@@ -565,10 +565,9 @@ def caption(facts: Facts) -> str:
         "and under a loss summed over them."
     )
     below = (
-        " Below: the gradient of the final answer's own tokens without reasoning (after the phrase "
-        '"The final answer is" alone) against their gradient after the detailed chain of thought; purple: the '
-        "same adjusted for the answer's predictability (the value at equal answer loss, where the answer's loss "
-        "is the same on both sides: a regression over instructions, read at no difference in that loss)."
+        " Below: that gap in the early layers (about the first quarter) over the gap in the late layers (about "
+        "the last quarter), the paper's claim that the gap is larger early; averaging the loss scales every "
+        "layer's gradient alike, so this ratio is the same under either loss."
     )
     return (
         "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
@@ -576,7 +575,7 @@ def caption(facts: Facts) -> str:
         "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
         "over instructions."
         + (top if facts.gap or facts.summed else "")
-        + (below if facts.reasoning or facts.equal_loss else "")
+        + (below if facts.early else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
         "number says how many times larger (log scale); its whisker is the 95% interval (instructions resampled "
         "within each dataset). A pale bar is *not resolved*: its interval does not settle which side is larger, or, "
