@@ -298,7 +298,7 @@ def comes_from(facts: Facts, *, steps: bool = True) -> str:
     largest = _largest_steps(facts.steps) if steps else ""
     sums = [c.value for c in facts.summed]
     if _averaging_explains(facts):
-        reversed_ = f"Summed over tokens, slow thinking's is {times(sums, inverse=True)} larger"
+        reversed_ = f"Summed, slow thinking's is {times(sums, inverse=True)} larger"  # the loss, after "averages"
         return reversed_ + (f"; {largest}." if largest else ".")
     if _summed_reverses(facts):
         summed = f"summed over tokens, slow thinking's gradient is {times(sums, inverse=True)} larger"
@@ -352,6 +352,8 @@ def layers(facts: Facts, *, paper: bool = True) -> str:
         return ""
     said = [_claim_verdict(claim, claim_cells, reversible=reversible) for claim, claim_cells, reversible in claims]
     reproduced = {bool(_share(claim_cells, Outcome.LARGER)[0]) for _, claim_cells, _ in claims}
+    if len(said) == 2 and all(" reproduces " in s for s in said) and " reverses " not in said[0]:  # the verb once
+        said[1] = said[1].replace(" reproduces ", " ", 1)
     text = (", but " if len(reproduced) > 1 else ", and ").join(said)  # "but" where one reproduces, one not
     text = f"Of the paper's layer claims, {text}" if paper else text[:1].upper() + text[1:]
     return text + "."
@@ -366,11 +368,12 @@ def _settled(cell: Cell) -> bool:
     return cell.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
 
 
-def reasoning(facts: Facts) -> str:
+def reasoning(facts: Facts, *, unresolved: bool = True) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
     tokens alone): where it reliably shrinks or enlarges it, and, adjusted for the answer's
-    predictability (its value at equal answer loss), where it shrinks it; where it shrinks it nowhere
-    either way, one clause says so ("even adjusted ..."), and the figure shows the sizes."""
+    predictability (its value at equal answer loss), where it is smaller, larger or about the same
+    after reasoning (``_at_equal_loss``); where no adjusted cell is decided and nothing shrinks it,
+    one clause says so ("even adjusted ...")."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
@@ -382,18 +385,18 @@ def reasoning(facts: Facts) -> str:
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)} only"
     else:
         text = f"{subject} never reliably shrinks the answer's own gradient"
-    never = facts.equal_loss and not shrinks and not _share(facts.equal_loss, Outcome.LARGER)[0]
+    never = facts.equal_loss and not shrinks and not any(_settled(c) for c in facts.equal_loss)
     if never:
         text += f", even {ADJUSTED}"
     if grows:
         text += f", and enlarges it {where(grows, facts.reasoning)}"
-    return text + ("" if never else _at_equal_loss(facts.equal_loss)) + "."
+    return text + ("" if never else _at_equal_loss(facts.equal_loss, unresolved=unresolved)) + "."
 
 
-def _at_equal_loss(every: Sequence[Cell]) -> str:
-    """ "; adjusted for the answer's predictability, that gradient is larger after reasoning for Gemma 3
-    270M in both families and not resolved for SmolLM2-135M-Instruct in both families" ("" without
-    such cells)."""
+def _at_equal_loss(every: Sequence[Cell], *, unresolved: bool = True) -> str:
+    """ "; adjusted for the answer's predictability, it is larger after reasoning for Gemma 3 270M in
+    both families and not resolved for SmolLM2-135M-Instruct in both families" ("" without such
+    cells; ``unresolved``: the cells left unresolved named too)."""
     if not every:
         return ""
     said = [
@@ -407,10 +410,10 @@ def _at_equal_loss(every: Sequence[Cell]) -> str:
     ]
     if not said:
         return f"; {ADJUSTED}, this is not resolved"
-    if unsettled := [c for c in every if not _settled(c)]:
+    if unresolved and (unsettled := [c for c in every if not _settled(c)]):
         named = where(unsettled, every)  # a model or a cell by name, else "elsewhere"
         said.append(f"not resolved {named if named.startswith('for ') else 'elsewhere'}")
-    return f"; {ADJUSTED}, that gradient is " + voice.listed(said)
+    return f"; {ADJUSTED}, it is " + voice.listed(said)
 
 
 MAX_WORDS = 90  # the abstract's length at most
@@ -419,9 +422,12 @@ MAX_WORDS = 90  # the abstract's length at most
 def sentences(facts: Facts) -> list[str]:
     """The abstract's sentences: what reproduces and what it comes from, the layers, what the
     reasoning does. Where they run past ``MAX_WORDS``, the split's largest steps are left to the
-    split's own figure, which follows, then the layer sentence its lead."""
-    for steps, paper in ((True, True), (False, True), (False, False)):
-        said = [s for s in (opening(facts, steps=steps), layers(facts, paper=paper), reasoning(facts)) if s]
+    split's own figure, which follows, then the reasoning sentence leaves unnamed the cells it leaves
+    unresolved, then the layer sentence drops its lead."""
+    shorter = ((True, True, True), (False, True, True), (False, True, False), (False, False, False))
+    for steps, paper, unresolved in shorter:
+        parts = (opening(facts, steps=steps), layers(facts, paper=paper), reasoning(facts, unresolved=unresolved))
+        said = [s for s in parts if s]
         if words(" ".join(said)) <= MAX_WORDS:
             break
     return said
