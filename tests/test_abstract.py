@@ -294,8 +294,8 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         plt.close(only_gap)
     said = abstract.caption(TODAY)
     for term in (
-        "*Fast thinking*",
-        "*slow thinking*",
+        "None CoT",
+        "Detailed CoT",
         "*Gradient*",
         "summed",
         "early layers",

@@ -565,26 +565,24 @@ def _bars(ax, models: Sequence[str], series) -> None:
 
 def caption(facts: Facts) -> str:
     """The figure's visible caption: every term it uses, defined (the lower panel's only where it is
-    drawn)."""
+    drawn); fast and slow thinking are defined by the scope line above it (``DEFINED``)."""
     top = (
-        " Top: fast against slow thinking's gradient under the paper's loss (a mean over the response's tokens) "
-        "and under a loss summed over them."
+        " Top: fast (None CoT) against slow thinking (Detailed CoT) under the paper's loss, a mean over the "
+        "response's tokens, and under the summed loss, their sum."
     )
     below = (
-        " Below: that gap in the early layers (about the first quarter) over the gap in the late layers (about "
-        "the last quarter), the paper's claim that the gap is larger early; averaging the loss scales every "
-        "layer's gradient alike, so this ratio is the same under either loss."
+        " Below: that gap in the early layers (about the first quarter) over the late layers (about the last "
+        "quarter), the paper's claim that the gap is larger early; averaging scales every layer's gradient "
+        "alike, so it is the same under either loss."
     )
     return (
-        "**The figure.** *Fast thinking*: the instruction answered with a bare answer (None CoT); *slow thinking*: "
-        "answered with a detailed chain of thought (Detailed CoT). *Gradient*: the nuclear norm of the gradient of "
-        "the loss with respect to every attention matrix, averaged over layers and matrices as a geometric mean "
-        "over instructions."
+        "**The figure.** *Gradient*: the nuclear norm of the gradient of the loss with respect to every attention "
+        "matrix, averaged over layers and matrices, as a geometric mean over instructions."
         + (top if facts.gap or facts.summed else "")
         + (below if facts.early else "")
-        + " Each bar is a model on a family of datasets (or on one dataset); it points to the side whose gradient is larger, and its "
-        "number says how many times larger (log scale); its whisker is the 95% interval (instructions resampled "
-        "within each dataset). A pale bar is *not resolved*: its interval does not settle which side is larger, or, "
+        + " Each bar is a model on a family of datasets (or on one dataset); it points to the larger side, its "
+        "number says how many times larger (log scale) and its whisker is the 95% interval (instructions "
+        "resampled within each dataset). A pale bar is *not resolved*: its interval does not settle the side, or, "
         "where it says *datasets disagree*, the family's datasets are decided in opposite directions."
         + _small_sample(facts)
     )
