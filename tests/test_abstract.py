@@ -105,9 +105,9 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
-        "As the paper reports, fast thinking gives a 4.95 to 9.97 times larger gradient than slow thinking for every "
-        "model and family, but only because slow thinking's loss averages over many more tokens: summed, slow "
-        "thinking's is 33.1 times larger."
+        "Fast thinking's larger gradient reproduces (4.95 to 9.97 times slow thinking's, for every model and family), "
+        "but only because slow thinking's loss averages over many more tokens: summed, slow thinking's is 33.1 times "
+        "larger."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
     assert text_of(reversed_).startswith(
@@ -120,9 +120,9 @@ def test_the_words_follow_the_verdicts():
     assert "larger gradient than slow thinking for Gemma 3 270M in both families, " in (text_of(models))
     assert "but a smaller one for SmolLM2-135M-Instruct in both families; summed over tokens" in text_of(models)
     ten = facts(gap=cells([1.2] * 20, [L] * 19 + [U], models=tuple(registry.PAPER_MODELS)))
-    assert text_of(ten).split(". ")[0].split(", but")[0].endswith("in 19 of 20 model-family pairs")
+    assert text_of(ten).split(". ")[0].split(", but")[0].endswith("in 19 of 20 model-family pairs)")
     one = facts(gap=cells([1.2, 0.1, 0.0, 0.1], [L, U, U, U]))
-    assert text_of(one).split(". ")[0].split(", but")[0].endswith("for Gemma 3 270M on math reasoning")
+    assert text_of(one).split(". ")[0].split(", but")[0].endswith("for Gemma 3 270M on math reasoning)")
 
 
 def test_the_gap_comes_from_the_steps_that_carry_it_and_the_summed_loss_reverses_it():
@@ -152,17 +152,17 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
-        "Reasoning first never reliably shrinks the answer's own gradient, even adjusted for the answer's "
+        "Beyond the paper, reasoning first never reliably shrinks the answer's own gradient, even adjusted for the answer's "
         "predictability, and enlarges it for both models on commonsense reasoning."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "Reasoning first never reliably shrinks the answer's own gradient, even adjusted for the "
+        "Beyond the paper, reasoning first never reliably shrinks the answer's own gradient, even adjusted for the "
         "answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows) == (  # larger after reasoning, adjusted, is said: no "even adjusted"
-        "Reasoning first never reliably shrinks the answer's own gradient, and enlarges it for both models on "
+        "Beyond the paper, reasoning first never reliably shrinks the answer's own gradient, and enlarges it for both models on "
         "commonsense reasoning; adjusted for the answer's predictability, it is larger after reasoning for Gemma 3 "
         "270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
     )
@@ -186,7 +186,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
-        "Reasoning first shrinks the answer's own gradient for Gemma 3 270M in both families only, "
+        "Beyond the paper, reasoning first shrinks the answer's own gradient for Gemma 3 270M in both families only, "
         "and enlarges it for SmolLM2-135M-Instruct on commonsense reasoning; adjusted for the answer's "
         "predictability, this is not resolved."
     )
@@ -222,12 +222,17 @@ def test_the_layer_sentence_gives_each_layer_claim_its_verdict():
     assert abstract.layers(facts(gap=TODAY.gap)) == ""  # no layer check on the page: no sentence
 
 
-def test_an_abstract_past_90_words_leaves_the_split_s_steps_to_its_figure_first():
+def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_stated_order():
     full = abstract.opening(TODAY) + " " + abstract.layers(TODAY) + " " + abstract.reasoning(TODAY)
     assert abstract.words(full) > MAX_WORDS and "largest steps" in full
     said = " ".join(abstract.sentences(TODAY))
-    assert abstract.words(said) <= MAX_WORDS and "largest steps" not in said
-    assert "Of the paper's layer claims" not in said  # the layer sentence leaves its lead out last
+    assert abstract.words(said) <= MAX_WORDS and "largest steps" not in said  # the split's figure shows them
+    assert "Of the paper's layer claims" in said and "Beyond the paper" in said  # nothing else had to go
+    # the reasoning enlarges the answer's gradient both ways: everything else leaves before what it shows
+    long = Facts(**{**TODAY.__dict__, "equal_loss": cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U])})
+    said = " ".join(abstract.sentences(long))
+    assert abstract.words(said) <= MAX_WORDS and "Of the paper's" not in said and "Beyond the paper" not in said
+    assert "adjusted" not in said and said.endswith("enlarges it for both models on commonsense reasoning.")
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named
     assert "its largest steps are how many tokens are averaged" in " ".join(abstract.sentences(short))
 

@@ -256,7 +256,7 @@ def reproduces(facts: Facts) -> str:
     if larger:
         size = times([c.value for c in larger])
         everywhere = "for every model and family" if len(larger) == len(facts.gap) > 1 else where(larger, facts.gap)
-        return f"As the paper reports, {FAST} gives a {size} larger gradient than {SLOW} {everywhere}{because}."
+        return f"Fast thinking's larger gradient reproduces ({size} slow thinking's, {everywhere}){because}."
     if smaller:
         size = times([c.value for c in smaller], inverse=True)
         return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST} {where(smaller, facts.gap)}."
@@ -368,29 +368,31 @@ def _settled(cell: Cell) -> bool:
     return cell.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
 
 
-def reasoning(facts: Facts, *, unresolved: bool = True) -> str:
+def reasoning(facts: Facts, *, unresolved: bool = True, beyond: bool = True, adjusted: bool = True) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
     tokens alone): where it reliably shrinks or enlarges it, and, adjusted for the answer's
     predictability (its value at equal answer loss), where it is smaller, larger or about the same
-    after reasoning (``_at_equal_loss``); where no adjusted cell is decided and nothing shrinks it,
-    one clause says so ("even adjusted ...")."""
+    after reasoning (``_at_equal_loss``; ``adjusted``: said at all); where no adjusted cell is decided
+    and nothing shrinks it, one clause says so ("even adjusted ..."). ``beyond``: led by "Beyond the
+    paper", since this is the study's own question, not one of the paper's claims."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
-    subject = "Reasoning first"
+    subject = "Beyond the paper, reasoning first" if beyond else "Reasoning first"
     if len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
         text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)} only"
     else:
         text = f"{subject} never reliably shrinks the answer's own gradient"
-    never = facts.equal_loss and not shrinks and not any(_settled(c) for c in facts.equal_loss)
+    equal_loss = facts.equal_loss if adjusted else ()
+    never = equal_loss and not shrinks and not any(_settled(c) for c in equal_loss)
     if never:
         text += f", even {ADJUSTED}"
     if grows:
         text += f", and enlarges it {where(grows, facts.reasoning)}"
-    return text + ("" if never else _at_equal_loss(facts.equal_loss, unresolved=unresolved)) + "."
+    return text + ("" if never else _at_equal_loss(equal_loss, unresolved=unresolved)) + "."
 
 
 def _at_equal_loss(every: Sequence[Cell], *, unresolved: bool = True) -> str:
@@ -419,14 +421,33 @@ def _at_equal_loss(every: Sequence[Cell], *, unresolved: bool = True) -> str:
 MAX_WORDS = 90  # the abstract's length at most
 
 
+# What the abstract leaves to the sections that follow, in this order, while it runs past MAX_WORDS:
+# the split's largest steps, the cells the adjusted answer gradient leaves unresolved, the layer
+# sentence's lead, the reasoning sentence's lead, and what the adjusted answer gradient shows.
+SHORTER = (
+    {},
+    {"steps": False},
+    {"steps": False, "unresolved": False},
+    {"steps": False, "unresolved": False, "paper": False},
+    {"steps": False, "unresolved": False, "paper": False, "beyond": False},
+    {"steps": False, "unresolved": False, "paper": False, "beyond": False, "adjusted": False},
+)
+
+
 def sentences(facts: Facts) -> list[str]:
     """The abstract's sentences: what reproduces and what it comes from, the layers, what the
-    reasoning does. Where they run past ``MAX_WORDS``, the split's largest steps are left to the
-    split's own figure, which follows, then the reasoning sentence leaves unnamed the cells it leaves
-    unresolved, then the layer sentence drops its lead."""
-    shorter = ((True, True, True), (False, True, True), (False, True, False), (False, False, False))
-    for steps, paper, unresolved in shorter:
-        parts = (opening(facts, steps=steps), layers(facts, paper=paper), reasoning(facts, unresolved=unresolved))
+    reasoning does; the first of ``SHORTER`` within ``MAX_WORDS``."""
+    for leave in SHORTER:
+        parts = (
+            opening(facts, steps=leave.get("steps", True)),
+            layers(facts, paper=leave.get("paper", True)),
+            reasoning(
+                facts,
+                unresolved=leave.get("unresolved", True),
+                beyond=leave.get("beyond", True),
+                adjusted=leave.get("adjusted", True),
+            ),
+        )
         said = [s for s in parts if s]
         if words(" ".join(said)) <= MAX_WORDS:
             break
@@ -463,7 +484,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     if not models:
         return None
     series = (
-        ((facts.gap, "mean loss (the paper's)", "#4c72b0"), (facts.summed, "summed loss", "#dd8452")),
+        ((facts.gap, "mean over tokens (the paper's loss)", "#4c72b0"), (facts.summed, "sum over tokens", "#dd8452")),
         ((facts.early, "mean or summed loss (the same)", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]

@@ -128,11 +128,12 @@ def layer_gap_figure(page: Page, check: Check, *, every_token_alone: bool = Fals
 
 def opening(page: Page) -> Blocks:
     """What opens a book's first page: its scope in one line and at most three sentences of what was
-    found (``abstract.sentences``), then the one figure that shows it, with its caption in view."""
+    found (``abstract.sentences``), one bullet each, then the one figure that shows it, with its
+    caption in view."""
     if page.empty:
         return []
     facts = abstract.Facts.of_page(page)
-    said = " ".join(abstract.sentences(facts))
+    said = "\n".join(f"- {sentence}" for sentence in abstract.sentences(facts))  # one line per claim, to scan
     out: Blocks = [Markdown(abstract.scope_line(facts) + ("\n\n" + said if said else ""))]
     drawn = abstract.figure(facts, note=page.note())
     if drawn is not None:
