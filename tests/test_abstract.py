@@ -152,17 +152,17 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(TODAY) == (
-        "Beyond the paper, reasoning first never reliably shrinks the answer's own gradient, even adjusted for the answer's "
+        "Beyond the paper, reasoning first never reliably shrinks the gradient of the answer's tokens, even adjusted for the answer's "
         "predictability, and enlarges it for both models on commonsense reasoning."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "Beyond the paper, reasoning first never reliably shrinks the answer's own gradient, even adjusted for the "
+        "Beyond the paper, reasoning first never reliably shrinks the gradient of the answer's tokens, even adjusted for the "
         "answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows) == (  # larger after reasoning, adjusted, is said: no "even adjusted"
-        "Beyond the paper, reasoning first never reliably shrinks the answer's own gradient, and enlarges it for both models on "
+        "Beyond the paper, reasoning first never reliably shrinks the gradient of the answer's tokens, and enlarges it for both models on "
         "commonsense reasoning; adjusted for the answer's predictability, it is larger after reasoning for Gemma 3 "
         "270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
     )
@@ -186,7 +186,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     assert abstract.reasoning(shrinks).endswith("for both models in both families, as the paper's reading predicts.")
     some = facts(gap=TODAY.gap, reasoning=cells([0.5, 0.6, 0.4, -0.7], [L, L, U, S]), equal_loss=TODAY.equal_loss)
     assert abstract.reasoning(some) == (
-        "Beyond the paper, reasoning first shrinks the answer's own gradient for Gemma 3 270M in both families only, "
+        "Beyond the paper, reasoning first shrinks the gradient of the answer's tokens for Gemma 3 270M in both families only, "
         "and enlarges it for SmolLM2-135M-Instruct on commonsense reasoning; adjusted for the answer's "
         "predictability, this is not resolved."
     )
@@ -281,8 +281,12 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
             assert abstract.PALE_SAYS in ax.get_title()
         # every cell with an interval has its whisker
         assert [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes] == [8, 4]
-        # the legend names the series only: a pale bar says in words why it settles nothing
-        assert [t.get_text() for t in fig.axes[1].get_legend().get_texts()] == ["mean or summed loss (the same)"]
+        # a legend names the series only (a pale bar says in words why it settles nothing); one series, none
+        assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
+            "mean over tokens (the paper's loss)",
+            "sum over tokens",
+        ]
+        assert fig.axes[1].get_legend() is None
     finally:
         plt.close(fig)
     no_interval = tuple(abstract.Cell(c.model, c.scope, c.value, math.nan, math.nan, c.outcome) for c in TODAY.summed)

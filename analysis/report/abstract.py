@@ -359,6 +359,8 @@ def layers(facts: Facts, *, paper: bool = True) -> str:
     return text + "."
 
 
+# The reasoning step's quantity in a reader's words: the answer's tokens scored alone.
+ANSWERS = "the gradient of the answer's tokens"
 # The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
 ADJUSTED = "adjusted for the answer's predictability"
 
@@ -381,11 +383,11 @@ def reasoning(facts: Facts, *, unresolved: bool = True, beyond: bool = True, adj
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
     subject = "Beyond the paper, reasoning first" if beyond else "Reasoning first"
     if len(shrinks) == len(facts.reasoning):
-        text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
+        text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
-        text = f"{subject} shrinks the answer's own gradient {where(shrinks, facts.reasoning)} only"
+        text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)} only"
     else:
-        text = f"{subject} never reliably shrinks the answer's own gradient"
+        text = f"{subject} never reliably shrinks {ANSWERS}"
     equal_loss = facts.equal_loss if adjusted else ()
     never = equal_loss and not shrinks and not any(_settled(c) for c in equal_loss)
     if never:
@@ -464,7 +466,7 @@ def words(text: str) -> int:
 
 PALE = 0.3  # the opacity of the fill of a bar whose cell is not decided
 # Under a panel's title where it has a pale bar: what the whiskers and the pale bars mean.
-PALE_SAYS = "whiskers: 95% intervals; pale: not resolved (why, beside its number)"
+PALE_SAYS = "whiskers: 95% intervals; pale bars: not resolved"
 # What the number at the end of a bar says besides its ratio, where the bar settles nothing.
 BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
@@ -485,7 +487,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         return None
     series = (
         ((facts.gap, "mean over tokens (the paper's loss)", "#4c72b0"), (facts.summed, "sum over tokens", "#dd8452")),
-        ((facts.early, "mean or summed loss (the same)", "#55a868"),),
+        ((facts.early, "either loss", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
     fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.6 + 0.31 * len(models) * 2) * len(panels)))
@@ -493,7 +495,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         _bars(ax, models, bars)
         if any(_bar_note(c.outcome) for group, _, _ in bars for c in group):
             title += "\n" + PALE_SAYS
-        ax.set_title(title, fontsize=9, pad=16 + 12 * math.ceil(len(_legend(ax)) / 2))
+        ax.set_title(title, fontsize=9, pad=(16 + 12 * math.ceil(len(_legend(ax)) / 2)) if len(bars) > 1 else 6)
         for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
             ax.annotate(
                 words,
@@ -513,7 +515,10 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ax.xaxis.set_minor_locator(NullLocator())
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{round(max(v, 1 / v), 6):g}"))  # either way
         ax.tick_params(labelsize=8)
-        ax.legend(handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False)
+        if len(bars) > 1:  # one series: the title and the caption say what it is
+            ax.legend(
+                handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False
+            )
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
