@@ -68,6 +68,12 @@ TODAY = facts(
 )
 
 
+TALLIES = tuple(
+    abstract.Tally(m, f, *counts)
+    for (m, f), counts in zip([(m, f) for m in OFFLINE for f in FAMILIES], [(3, 3, 2), (1, 0, 4), (3, 0, 5), (3, 2, 0)])
+)
+
+
 def text_of(f: Facts) -> str:
     return " ".join(abstract.sentences(f))
 
@@ -265,7 +271,7 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     )
     fig = abstract.figure(drawn, note="synthetic")
     try:
-        assert len(fig.axes) == 2  # the gap under either loss, then its early over late layers
+        assert len(fig.axes) == 2  # the gap under either loss, then its early over late layers; no comparisons
         texts = [t.get_text() for ax in fig.axes for t in ax.texts if "x" in t.get_text()[:2]]  # not the ends
         assert f" x{three(math.exp(1.6))}" in texts and len(texts) == 12  # one number per bar
         # below x1: printed left of its end, as how many times larger the other side is
@@ -296,6 +302,26 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         assert abstract.PALE_SAYS not in fig.axes[0].get_title()
     finally:
         plt.close(fig)
+    counted = Facts(**{**TODAY.__dict__, "comparisons": TALLIES})
+    fig = abstract.figure(counted, note=None)
+    try:  # the variation claim last: one stacked bar a cell, each side's count printed inside it
+        assert len(fig.axes) == 3 and fig.axes[2].get_title() == abstract.TALLY_TITLE
+        inside = [t.get_text() for t in fig.axes[2].texts]
+        assert inside == [
+            "3",
+            "1",
+            "3",
+            "3",
+            "3",
+            "2",
+            "2",
+            "4",
+            "5",
+        ]  # each side in turn (held, against, open), row by row
+        widths = [p.get_width() for p in fig.axes[2].patches]
+        assert sum(widths) == sum(t.held + t.against + t.open for t in TALLIES)
+    finally:
+        plt.close(fig)
     only_gap = abstract.figure(facts(gap=TODAY.gap), note=None)  # no layer cell: no empty panel
     try:
         assert len(only_gap.axes) == 1
@@ -316,7 +342,33 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "*datasets disagree*",
     ):
         assert term in said
+    assert "Last:" in abstract.caption(counted) and "Last:" not in said  # the last panel's words where it is
     assert "Below:" not in abstract.caption(facts(gap=TODAY.gap))  # no lower panel: not described
+
+
+def test_a_claim_of_many_comparisons_is_counted_per_cell_by_outcome():
+    from types import SimpleNamespace
+
+    from analysis.findings.rules import Verdict
+
+    def part(outcome, side="above", decides=True):
+        return SimpleNamespace(outcome=outcome, side=side, decides=decides, estimate=object())
+
+    def cell(model, scope, parts, verdict=Verdict.FAILS, pooled=True):
+        return SimpleNamespace(check="C", model=model, scope=scope, parts=parts, verdict=verdict, pooled=pooled)
+
+    found = [
+        cell("m", "math_reasoning", [part(L), part(S), part(U), part(L), part(S, decides=False)]),
+        cell("m", "commonsense_reasoning", [part(S, side="below"), part(L, side="below"), part(D)]),
+        cell("m", "gsm8k", [part(L)], pooled=False),  # a dataset beside its family: not a cell of its own
+        cell("n", "math_reasoning", [part(L)], verdict=Verdict.NOT_APPLICABLE),  # not tested: not counted
+        SimpleNamespace(check="other", model="m", scope="math_reasoning", parts=[part(L)], verdict=None, pooled=True),
+    ]
+    assert abstract.tallies(found, "C") == (
+        abstract.Tally("m", "math_reasoning", held=2, against=1, open=1),
+        abstract.Tally("m", "commonsense_reasoning", held=1, against=1, open=1),
+    )
+    assert abstract.tallies(found, None) == ()
 
 
 def test_where_names_what_every_cell_covers_and_counts_the_rest():

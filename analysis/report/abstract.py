@@ -32,7 +32,7 @@ from analysis.core import registry as model_registry
 from analysis.core import vocabulary
 from analysis.findings import roles
 from analysis.findings.roles import Role
-from analysis.findings.rules import Finding, Outcome, Verdict
+from analysis.findings.rules import CLAIMED, Finding, Outcome, Verdict
 from analysis.profiles import PAPER_SAMPLES
 from analysis.report import cells, chain, loss_convention, plots, voice
 
@@ -51,6 +51,18 @@ class Cell:
 
 
 @dataclass(frozen=True)
+class Tally:
+    """One cell of a claim made of many comparisons (a projection and a pair of settings each): how
+    many are decided on the claim's side, how many against it, how many neither."""
+
+    model: str
+    scope: str
+    held: int
+    against: int
+    open: int
+
+
+@dataclass(frozen=True)
 class Facts:
     """What the abstract reads of a page: its models and sizes, and the cells of each quantity."""
 
@@ -65,6 +77,7 @@ class Facts:
     equal_loss: tuple[Cell, ...]
     early: tuple[Cell, ...] = ()  # the gap's early over late layers
     rougher: tuple[Cell, ...] = ()  # whether faster thinking's curve varies more from layer to layer
+    comparisons: tuple[Tally, ...] = ()  # that claim's comparisons per cell, by how each is decided
     released: bool = False  # the numbers are the original study's released statistics
 
     @classmethod
@@ -89,6 +102,7 @@ class Facts:
             equal_loss=role_cells(found, roles.EQUAL_LOSS_GAP),
             early=role_cells(found, roles.EARLY_LATE, check=_deciding_check(found, roles.F1_GAP)),
             rougher=verdict_cells(found, _deciding_check(found, roles.ROUGHNESS)),
+            comparisons=tallies(found, _deciding_check(found, roles.ROUGHNESS)),
             released=bool(page.imported),
         )
 
@@ -137,6 +151,25 @@ def verdict_cells(findings: Sequence[Finding], check: str | None) -> tuple[Cell,
             if f.verdict is not Verdict.NOT_APPLICABLE:
                 outcome = VERDICT_OUTCOME.get(f.verdict, Outcome.UNRESOLVED)
                 out.append(Cell(f.model, f.scope, math.nan, math.nan, math.nan, outcome))
+    return tuple(out)
+
+
+def tallies(findings: Sequence[Finding], check: str | None) -> tuple[Tally, ...]:
+    """Per cell a summary reads of a check of many parts, its deciding parts counted by outcome: on
+    the claim's side (``rules.CLAIMED``), on the other, or neither."""
+    if check is None:
+        return ()
+    out = []
+    for model in dict.fromkeys(f.model for f in findings):
+        for f in cells.answers([f for f in findings if f.check == check and f.model == model]):
+            deciding = [p for p in f.parts if p.decides and p.estimate is not None]
+            if f.verdict is Verdict.NOT_APPLICABLE or not deciding:
+                continue
+            held = sum(p.outcome is CLAIMED[p.side] for p in deciding)
+            against = sum(
+                p.outcome in (Outcome.LARGER, Outcome.SMALLER) and p.outcome is not CLAIMED[p.side] for p in deciding
+            )
+            out.append(Tally(f.model, f.scope, held, against, len(deciding) - held - against))
     return tuple(out)
 
 
@@ -482,7 +515,9 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     paper's layer claim with a number, that gap in early over late layers (a panel without a cell is
     left out); None without a cell to draw. What the reasoning does to the answer's own gradient is
     drawn by the split's figure, which follows it on the page."""
-    models = list(dict.fromkeys(c.model for c in (*facts.gap, *facts.early)))
+    models = list(
+        dict.fromkeys([*(c.model for c in (*facts.gap, *facts.early)), *(t.model for t in facts.comparisons)])
+    )
     if not models:
         return None
     series = (
@@ -490,8 +525,13 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ((facts.early, "either loss", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
-    fig, axes = plt.subplots(len(panels), 1, figsize=(6.8, 0.3 + (1.6 + 0.31 * len(models) * 2) * len(panels)))
-    for ax, (title, ends, bars) in zip(np.atleast_1d(axes), panels):
+    heights = [1.3 + 0.28 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
+    heights += [1.3 + 0.28 * len(models) * 2] if facts.comparisons else []
+    fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
+    axes = np.atleast_1d(axes)
+    if facts.comparisons:
+        _tally_panel(axes[-1], models, facts.comparisons)
+    for ax, (title, ends, bars) in zip(axes, panels):
         _bars(ax, models, bars)
         if any(_bar_note(c.outcome) for group, _, _ in bars for c in group):
             title += "\n" + PALE_SAYS
@@ -522,6 +562,38 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
+
+
+# The last panel: the variation claim's comparisons per cell, by how each is decided.
+TALLY_TITLE = "Faster vs slower thinking's variation across layers: comparisons by outcome"
+TALLY_SIDES = (
+    ("held", "faster varies more (the paper)", "#55a868"),
+    ("against", "faster varies less", "#c44e52"),
+    ("open", "not resolved", "#d0d0d0"),
+)
+
+
+def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally]) -> None:
+    """One stacked bar per model and family: its comparisons decided on the claim's side, against
+    it, and neither, each with its count; the claim holds in a row only where all are on its side."""
+    rows = [t for m in models for t in comparisons if t.model == m]
+    ys = range(len(rows))
+    left = np.zeros(len(rows))
+    for attribute, label, colour in TALLY_SIDES:
+        counts = np.array([getattr(t, attribute) for t in rows], dtype=float)
+        ax.barh(ys, counts, left=left, height=0.6, color=colour, label=label)
+        for y, x, n in zip(ys, left, counts):
+            if n:
+                ax.text(x + n / 2, y, f"{n:g}", ha="center", va="center", fontsize=8)
+        left += counts
+    ax.set_xlim(0, max(left.max(), 1))
+    ax.set_xlabel("comparisons: each projection (Q, K, V, O) for each pair of adjacent settings", fontsize=8)
+    ax.set_yticks(list(ys))
+    ax.set_yticklabels([f"{_short(t.model)}, {vocabulary.scope_label(t.scope).split()[0]}" for t in rows], fontsize=8)
+    ax.invert_yaxis()
+    ax.tick_params(labelsize=8)
+    ax.set_title(TALLY_TITLE, fontsize=9, pad=28)
+    ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
 
 
 def _ticks(low: float, high: float) -> list[float]:
@@ -601,11 +673,18 @@ def caption(facts: Facts) -> str:
         "quarter), the paper's claim that the gap is larger early; averaging scales every layer's gradient "
         "alike, so it is the same under either loss."
     )
+    last = (
+        " Last: the paper's claim that the faster the thinking, the more the gradient varies from layer to layer, "
+        "compared for each projection and each pair of adjacent settings (no, short and detailed chain of thought) "
+        "by the noise-corrected roughness of the mean log curve; it holds in a row only where every comparison is "
+        "on its side."
+    )
     return (
         "**The figure.** *Gradient*: the nuclear norm of the gradient of the loss with respect to every attention "
         "matrix, averaged over layers and matrices, as a geometric mean over instructions."
         + (top if facts.gap or facts.summed else "")
         + (below if facts.early else "")
+        + (last if facts.comparisons else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the larger side, its "
         "number says how many times larger (log scale) and its whisker is the 95% interval (instructions "
         "resampled within each dataset). A pale bar is *not resolved*: its interval does not settle the side, or, "
