@@ -137,7 +137,7 @@ def opening(page: Page) -> Blocks:
     out: Blocks = [Markdown(abstract.scope_line(facts) + ("\n\n" + said if said else ""))]
     drawn = abstract.figure(facts, note=page.note())
     if drawn is not None:
-        alt = "Per model and family: fast over slow thinking's gradient under two losses, and early over late layers"
+        alt = "Per model and family: fast over slow thinking's gradient, its early over late layers, comparisons"
         out += [Figure(drawn, alt), Markdown(abstract.caption(facts))]
     return out
 
