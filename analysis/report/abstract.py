@@ -375,15 +375,19 @@ def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool)
     return text + (f" and reverses {where(against, claim_cells)}" if reversible and against else "")
 
 
-def layers(facts: Facts, *, paper: bool = True) -> str:
+def layers(facts: Facts, *, paper: bool = True, reverses: bool = True) -> str:
     """The paper's claims on the layers, each with its verdict (``_claim_verdict``): a larger gap in
     early layers, and fast thinking's larger variation across layers. Averaging leaves both as they
-    are, since it scales every layer alike. ``paper``: led by "Of the paper's layer claims"."""
+    are, since it scales every layer alike. ``paper``: led by "Of the paper's layer claims";
+    ``reverses``: where a claim reverses, said."""
     claims = [(EARLY_CLAIM, facts.early, True), (ROUGHER_CLAIM, facts.rougher, False)]
     claims = [(claim, claim_cells, reversible) for claim, claim_cells, reversible in claims if claim_cells]
     if not claims:
         return ""
-    said = [_claim_verdict(claim, claim_cells, reversible=reversible) for claim, claim_cells, reversible in claims]
+    said = [
+        _claim_verdict(claim, claim_cells, reversible=reversible and reverses)
+        for claim, claim_cells, reversible in claims
+    ]
     reproduced = {bool(_share(claim_cells, Outcome.LARGER)[0]) for _, claim_cells, _ in claims}
     if len(said) == 2 and all(" reproduces " in s for s in said) and " reverses " not in said[0]:  # the verb once
         said[1] = said[1].replace(" reproduces ", " ", 1)
@@ -393,7 +397,7 @@ def layers(facts: Facts, *, paper: bool = True) -> str:
 
 
 # The reasoning step's quantity in a reader's words: the answer's tokens scored alone.
-ANSWERS = "the gradient of the answer's tokens"
+ANSWERS = "the gradient of the answer's own tokens"
 # The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
 ADJUSTED = "adjusted for the answer's predictability"
 
@@ -403,18 +407,21 @@ def _settled(cell: Cell) -> bool:
     return cell.outcome in (Outcome.LARGER, Outcome.SMALLER, Outcome.SAME)
 
 
-def reasoning(facts: Facts, *, unresolved: bool = True, beyond: bool = True, adjusted: bool = True) -> str:
+def reasoning(
+    facts: Facts, *, unresolved: bool = True, beyond: bool = True, adjusted: bool = True, enlarges: bool = True
+) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
     tokens alone): where it reliably shrinks or enlarges it, and, adjusted for the answer's
     predictability (its value at equal answer loss), where it is smaller, larger or about the same
     after reasoning (``_at_equal_loss``; ``adjusted``: said at all); where no adjusted cell is decided
     and nothing shrinks it, one clause says so ("even adjusted ..."). ``beyond``: led by "Beyond the
-    paper", since this is the study's own question, not one of the paper's claims."""
+    paper", since this is the study's own question, not one of the paper's claims; ``enlarges``: where
+    it enlarges the answer's gradient, said."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
-    subject = "Beyond the paper, reasoning first" if beyond else "Reasoning first"
+    subject = f"{'Beyond the paper, a' if beyond else 'A'} chain of thought before the answer"
     if len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
@@ -425,7 +432,7 @@ def reasoning(facts: Facts, *, unresolved: bool = True, beyond: bool = True, adj
     never = equal_loss and not shrinks and not any(_settled(c) for c in equal_loss)
     if never:
         text += f", even {ADJUSTED}"
-    if grows:
+    if grows and enlarges:
         text += f", and enlarges it {where(grows, facts.reasoning)}"
     return text + ("" if never else _at_equal_loss(equal_loss, unresolved=unresolved)) + "."
 
@@ -457,15 +464,26 @@ MAX_WORDS = 90  # the abstract's length at most
 
 
 # What the abstract leaves to the sections that follow, in this order, while it runs past MAX_WORDS:
-# the split's largest steps, the cells the adjusted answer gradient leaves unresolved, the layer
-# sentence's lead, the reasoning sentence's lead, and what the adjusted answer gradient shows.
+# the split's largest steps, the cells the adjusted answer gradient leaves unresolved, what the
+# adjusted answer gradient shows (the split's chapter has it), the layer sentence's lead, and the
+# reasoning sentence's, and last where a claim reverses or the answer's gradient grows (the claims
+# table below says every verdict).
 SHORTER = (
     {},
     {"steps": False},
     {"steps": False, "unresolved": False},
-    {"steps": False, "unresolved": False, "paper": False},
-    {"steps": False, "unresolved": False, "paper": False, "beyond": False},
-    {"steps": False, "unresolved": False, "paper": False, "beyond": False, "adjusted": False},
+    {"steps": False, "unresolved": False, "adjusted": False},
+    {"steps": False, "unresolved": False, "adjusted": False, "paper": False},
+    {"steps": False, "unresolved": False, "adjusted": False, "paper": False, "beyond": False},
+    {
+        "steps": False,
+        "unresolved": False,
+        "adjusted": False,
+        "paper": False,
+        "beyond": False,
+        "reverses": False,
+        "enlarges": False,
+    },
 )
 
 
@@ -475,12 +493,13 @@ def sentences(facts: Facts) -> list[str]:
     for leave in SHORTER:
         parts = (
             opening(facts, steps=leave.get("steps", True)),
-            layers(facts, paper=leave.get("paper", True)),
+            layers(facts, paper=leave.get("paper", True), reverses=leave.get("reverses", True)),
             reasoning(
                 facts,
                 unresolved=leave.get("unresolved", True),
                 beyond=leave.get("beyond", True),
                 adjusted=leave.get("adjusted", True),
+                enlarges=leave.get("enlarges", True),
             ),
         )
         said = [s for s in parts if s]
@@ -525,8 +544,8 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ((facts.early, "either loss", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
-    heights = [1.3 + 0.28 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
-    heights += [1.3 + 0.28 * len(models) * 2] if facts.comparisons else []
+    heights = [1.1 + 0.2 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
+    heights += [1.1 + 0.2 * len(models) * 2] if facts.comparisons else []
     fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
     axes = np.atleast_1d(axes)
     if facts.comparisons:
