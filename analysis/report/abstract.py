@@ -549,7 +549,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
     axes = np.atleast_1d(axes)
     if facts.comparisons:
-        _tally_panel(axes[-1], models, facts.comparisons)
+        _tally_panel(axes[-1], models, facts.comparisons, facts.rougher)
     for ax, (title, ends, bars) in zip(axes, panels):
         _bars(ax, models, bars)
         if any(_bar_note(c.outcome) for group, _, _ in bars for c in group):
@@ -584,7 +584,12 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
 
 
 # The last panel: the variation claim's comparisons per cell, by how each is decided.
-TALLY_TITLE = "Faster vs slower thinking's variation across layers: comparisons by outcome"
+TALLY_TITLE = (
+    "Faster vs slower thinking's variation across layers: comparisons by outcome\n"
+    "the claim holds in a row only where every comparison is green"
+)
+# A row's verdict, printed at its end, by its cell's outcome (``VERDICT_OUTCOME``).
+TALLY_VERDICT = {Outcome.LARGER: "holds", Outcome.SMALLER: "does not hold", Outcome.DISAGREE: "datasets disagree"}
 TALLY_SIDES = (
     ("held", "faster varies more (the paper)", "#55a868"),
     ("against", "faster varies less", "#c44e52"),
@@ -592,9 +597,10 @@ TALLY_SIDES = (
 )
 
 
-def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally]) -> None:
+def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally], verdicts: Sequence[Cell]) -> None:
     """One stacked bar per model and family: its comparisons decided on the claim's side, against
-    it, and neither, each with its count; the claim holds in a row only where all are on its side."""
+    it, and neither, each with its count, and the row's verdict at its end (``verdicts``: the claim's
+    cells); the claim holds in a row only where all are on its side."""
     rows = [t for m in models for t in comparisons if t.model == m]
     ys = range(len(rows))
     left = np.zeros(len(rows))
@@ -605,13 +611,20 @@ def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally]) -> Non
             if n:
                 ax.text(x + n / 2, y, f"{n:g}", ha="center", va="center", fontsize=8)
         left += counts
-    ax.set_xlim(0, max(left.max(), 1))
+    verdict = {(c.model, c.scope): TALLY_VERDICT.get(c.outcome, "not resolved") for c in verdicts}
+    for y, t, end in zip(ys, rows, left):
+        said = verdict.get((t.model, t.scope), "")
+        ax.text(end + 0.15, y, said, va="center", ha="left", fontsize=8, style="italic")
+    widest = max(left.max(), 1)
+    ax.set_xlim(0, widest * 1.45)  # room for the verdicts
+    ax.set_xticks(range(int(widest) + 1))
+    ax.spines[["top", "right"]].set_visible(False)
     ax.set_xlabel("comparisons: each projection (Q, K, V, O) for each pair of adjacent settings", fontsize=8)
     ax.set_yticks(list(ys))
     ax.set_yticklabels([f"{_short(t.model)}, {vocabulary.scope_label(t.scope).split()[0]}" for t in rows], fontsize=8)
     ax.invert_yaxis()
     ax.tick_params(labelsize=8)
-    ax.set_title(TALLY_TITLE, fontsize=9, pad=28)
+    ax.set_title(TALLY_TITLE, fontsize=9, pad=22)
     ax.legend(fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
 
 
@@ -695,8 +708,9 @@ def caption(facts: Facts) -> str:
     last = (
         " Last: the paper's claim that the faster the thinking, the more the gradient varies from layer to layer, "
         "compared for each projection and each pair of adjacent settings (no, short and detailed chain of thought) "
-        "by the noise-corrected roughness of the mean log curve; it holds in a row only where every comparison is "
-        "on its side."
+        "by how much its log curve changes from one layer to the next beyond noise; it holds in a row only where "
+        "every comparison is on its side. A row counts fewer comparisons where no chain and the short one are "
+        "compared on their mean curves as a whole (where the bare answer's spread changes across layers)."
     )
     return (
         "**The figure.** *Gradient*: the nuclear norm of the gradient of the loss with respect to every attention "
