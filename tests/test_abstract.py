@@ -313,17 +313,10 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     try:  # the variation claim last: one stacked bar a cell, each side's count printed inside it
         assert len(fig.axes) == 3 and fig.axes[2].get_title() == abstract.TALLY_TITLE
         inside = [t.get_text() for t in fig.axes[2].texts]
-        assert inside == [
-            "3",
-            "1",
-            "3",
-            "3",
-            "3",
-            "2",
-            "2",
-            "4",
-            "5",
-        ]  # each side in turn (held, against, open), row by row
+        counts, verdicts = inside[:9], inside[9:]
+        assert counts == ["3", "1", "3", "3", "3", "2", "2", "4", "5"]  # each side in turn (held, against, open)
+        assert verdicts == ["does not hold", "not resolved", "not resolved", "does not hold"]  # each row's, at its end
+        assert "only where every comparison is green" in fig.axes[2].get_title()
         widths = [p.get_width() for p in fig.axes[2].patches]
         assert sum(widths) == sum(t.held + t.against + t.open for t in TALLIES)
     finally:
