@@ -251,12 +251,11 @@ def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_
 
 def test_the_scope_line_counts_models_datasets_and_instructions_one_way():
     line = abstract.scope_line(TODAY)
-    assert line.startswith(
-        "*Two small models, 4-bit quantised then dequantised, standing in for the paper's 1.5-9B ones ("
-    )
+    assert line.startswith("*Two small stand-ins for the paper's 1.5-9B models, 4-bit quantised (")
     assert line.endswith(
         "; 6 datasets in two families (math reasoning and commonsense reasoning); 5 instructions per dataset (the "
-        "paper: 500). Fast thinking: a bare answer; slow: a detailed chain of thought.*"
+        "paper: 500), so only large differences are resolved. Fast thinking: a bare answer; slow: a detailed chain of "
+        "thought.*"
     )
     assert abstract.words(line) <= 50  # one line: with the title and the abstract, the first screen's words
     released = abstract.scope_line(Facts(**{**TODAY.__dict__, "instructions": None, "released": True}))

@@ -243,8 +243,8 @@ def scope_line(facts: Facts) -> str:
     thinking are (``DEFINED``)."""
     names = [_described(m) for m in facts.models]
     if set(facts.models) <= set(model_registry.OFFLINE_MODELS):
-        small = f"{voice.number(len(names)).capitalize()} small models, 4-bit quantised then dequantised,"
-        who = f"{small} standing in for the paper's 1.5-9B ones ({voice.listed(names)})"
+        small = f"{voice.number(len(names)).capitalize()} small stand-ins for the paper's 1.5-9B models"
+        who = f"{small}, 4-bit quantised ({voice.listed(names)})"
     elif len(names) >= 10:
         who = f"The paper's {voice.number(len(names))} models"
     else:
@@ -253,7 +253,7 @@ def scope_line(facts: Facts) -> str:
     if facts.released:
         size = "the original study's released statistics"
     if facts.instructions and facts.instructions < PAPER_SAMPLES:
-        size += f" (the paper: {PAPER_SAMPLES})"
+        size += f" (the paper: {PAPER_SAMPLES}), so only large differences are resolved"
     kinds = voice.listed([vocabulary.FAMILY_LABELS[f] for f in facts.families])
     families = f" in {voice.number(len(facts.families))} families ({kinds})" if len(facts.families) > 1 else ""
     return f"*{who}; {voice.plural(facts.datasets, 'dataset')}{families}; {size}. {DEFINED}*"
