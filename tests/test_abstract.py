@@ -290,6 +290,14 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
             pale = [b for b in bars if b.get_facecolor()[3] == pytest.approx(abstract.PALE)]
             assert (len(pale), len(bars)) == (n_pale, n_bars) and not any(b.get_hatch() for b in bars)
             assert abstract.PALE_SAYS in ax.get_title()
+        # each panel opens with its verdict in bold, in the abstract's words
+        bold = [t.get_text().replace("\n", " ") for ax in fig.axes for t in ax.texts if t.get_fontweight() == "bold"]
+        assert bold == [
+            "Under the mean loss, fast's larger in 3 of 4 model-family pairs; summed, slow's larger for every model "
+            "and family",
+            "A larger gap in early layers reproduces for Gemma 3 270M on commonsense reasoning and reverses for "
+            "SmolLM2-135M-Instruct on commonsense reasoning",
+        ]
         # every cell with an interval has its whisker
         assert [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes] == [8, 4]
         # a legend names the series only (a pale bar says in words why it settles nothing); one series, none
@@ -312,7 +320,8 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     try:  # the variation claim last: one stacked bar a cell, each side's count printed inside it
         assert len(fig.axes) == 3 and fig.axes[2].get_title() == abstract.TALLY_TITLE
         inside = [t.get_text() for t in fig.axes[2].texts]
-        counts, verdicts = inside[:9], inside[9:]
+        counts, verdicts = inside[:9], inside[9:13]
+        assert inside[13:] == ["Fast thinking's larger variation across layers reproduces in none"]  # its verdict
         assert counts == ["3", "1", "3", "3", "3", "2", "2", "4", "5"]  # each side in turn (held, against, open)
         assert verdicts == ["does not hold", "not resolved", "not resolved", "does not hold"]  # each row's, at its end
         assert "only where every comparison is green" in fig.axes[2].get_title()

@@ -17,6 +17,7 @@ number, a range over models counting as one, ratios always in "times".
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -550,11 +551,15 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     axes = np.atleast_1d(axes)
     if facts.comparisons:
         _tally_panel(axes[-1], models, facts.comparisons, facts.rougher)
-    for ax, (title, ends, bars) in zip(axes, panels):
+        verdict = _claim_verdict(ROUGHER_CLAIM, facts.rougher, reversible=False) if facts.rougher else ""
+        _verdict_line(axes[-1], verdict[:1].upper() + verdict[1:], above=22 + 11 * (TALLY_TITLE.count("\n") + 1))
+    for ax, (title, ends, bars), verdict in zip(axes, panels, _panel_verdicts(facts)):
         _bars(ax, models, bars)
         if any(_bar_note(c.outcome) for group, _, _ in bars for c in group):
             title += "\n" + PALE_SAYS
-        ax.set_title(title, fontsize=9, pad=(16 + 12 * math.ceil(len(_legend(ax)) / 2)) if len(bars) > 1 else 6)
+        pad = (16 + 12 * math.ceil(len(_legend(ax)) / 2)) if len(bars) > 1 else 6
+        ax.set_title(title, fontsize=9, pad=pad)
+        _verdict_line(ax, verdict, above=pad + 11 * (title.count("\n") + 1))
         for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
             ax.annotate(
                 words,
@@ -581,6 +586,44 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     bottom = plots.add_note(fig, note)
     fig.tight_layout(rect=(0, bottom, 1, 1))
     return fig
+
+
+def _panel_verdicts(facts: Facts) -> list[str]:
+    """What each ratio panel shows, in words, as the abstract says it: where fast and where slow
+    thinking's gradient is larger under each loss; where the early-layer claim reproduces
+    (``_claim_verdict``)."""
+    said = []
+    if facts.gap or facts.summed:
+        sides = []
+        for name, group in (("under the mean loss", facts.gap), ("summed", facts.summed)):
+            fast, slow = _share(group, Outcome.LARGER)[0], _share(group, Outcome.SMALLER)[0]
+            named = [
+                f"{who}'s larger {_every(cells_, group)}" for who, cells_ in (("fast", fast), ("slow", slow)) if cells_
+            ]
+            sides.append(f"{name}, {' and '.join(named) if named else 'not resolved'}" if group else "")
+        text = "; ".join(s for s in sides if s)
+        said.append(text[:1].upper() + text[1:])
+    if facts.early:
+        early = _claim_verdict(EARLY_CLAIM, facts.early, reversible=True)
+        said.append(early[:1].upper() + early[1:])
+    return said
+
+
+def _verdict_line(ax, text: str, *, above: float) -> None:
+    """A panel's verdict in bold, ``above`` points over the top of its axes (over its title), wrapped
+    to the panel's width."""
+    if text:
+        ax.annotate(
+            "\n".join(textwrap.wrap(text, 75)),
+            (0.5, 1.0),
+            xycoords="axes fraction",
+            xytext=(0, above + 2),
+            textcoords="offset points",
+            ha="center",
+            va="bottom",
+            fontsize=9,
+            fontweight="bold",
+        )
 
 
 # The last panel: the variation claim's comparisons per cell, by how each is decided.
@@ -619,7 +662,10 @@ def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally], verdic
     ax.set_xlim(0, widest * 1.45)  # room for the verdicts
     ax.set_xticks(range(int(widest) + 1))
     ax.spines[["top", "right"]].set_visible(False)
-    ax.set_xlabel("comparisons: each projection (Q, K, V, O) for each pair of adjacent settings", fontsize=8)
+    ax.set_xlabel(
+        "comparisons: projection (Q, K, V, O) × pair of adjacent settings; fewer where compared on the mean curve",
+        fontsize=8,
+    )
     ax.set_yticks(list(ys))
     ax.set_yticklabels([f"{_short(t.model)}, {vocabulary.scope_label(t.scope).split()[0]}" for t in rows], fontsize=8)
     ax.invert_yaxis()
