@@ -207,7 +207,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
 def test_the_layer_sentence_gives_each_layer_claim_its_verdict():
     assert abstract.layers(TODAY) == (
         "Of the paper's layer claims, a larger gap in early layers reproduces in 3 of 4 model-family pairs, but "
-        "fast thinking's larger variation across layers in none."
+        "fast thinking's larger variation across layers reproduces in none and fails in 2 of 4 model-family pairs."
     )
     both = facts(gap=TODAY.gap, early=cells([0.4] * 4, [L] * 4), rougher=cells([math.nan] * 4, [L] * 4))
     assert abstract.layers(both) == (
@@ -234,7 +234,8 @@ def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_
     said = " ".join(abstract.sentences(TODAY))
     assert abstract.words(said) <= MAX_WORDS and "largest steps" not in said  # the split's figure shows them
     assert "adjusted" not in said  # then the adjusted answer gradient, which the split's chapter shows
-    assert "Of the paper's layer claims" in said and "Beyond the paper" in said  # the leads stay
+    assert "Of the paper's layer claims" not in said and " fails " not in said  # then the layer sentence's lead
+    assert "Beyond the paper" in said  # and where a layer claim fails; the reasoning sentence's lead stays
     assert said.endswith("own tokens, and enlarges it for both models on commonsense reasoning.")
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named
     assert "its largest steps are how many tokens are averaged" in " ".join(abstract.sentences(short))
@@ -321,7 +322,9 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         assert len(fig.axes) == 3 and fig.axes[2].get_title() == abstract.TALLY_TITLE
         inside = [t.get_text() for t in fig.axes[2].texts]
         counts, verdicts = inside[:9], inside[9:13]
-        assert inside[13:] == ["Fast thinking's larger variation across layers reproduces in none"]  # its verdict
+        assert [t.replace("\n", " ") for t in inside[13:]] == [  # its verdict, in the abstract's words
+            "Fast thinking's larger variation across layers reproduces in none and fails in 2 of 4 model-family pairs"
+        ]
         assert counts == ["3", "1", "3", "3", "3", "2", "2", "4", "5"]  # each side in turn (held, against, open)
         assert verdicts == ["does not hold", "not resolved", "not resolved", "does not hold"]  # each row's, at its end
         assert "only where every comparison is green" in fig.axes[2].get_title()

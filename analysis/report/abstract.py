@@ -365,32 +365,38 @@ EARLY_CLAIM = "a larger gap in early layers"
 ROUGHER_CLAIM = "fast thinking's larger variation across layers"
 
 
-def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool) -> str:
+def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool, against_said: bool = True) -> str:
     """One layer claim with its verdict: where it reproduces (its cells decided on the paper's side),
-    else "in none", and where its reverse holds (``reversible``: a cell decided the other way is the
-    reverse; else it only fails the claim); "is not resolved" where no cell is decided."""
+    else "in none", and where it is decided against ("reverses" where ``reversible``: a cell decided
+    the other way is the reverse; else "fails"); "is not resolved" where no cell is decided."""
     holds, against = _share(claim_cells, Outcome.LARGER)[0], _share(claim_cells, Outcome.SMALLER)[0]
     if not (holds or against):
         return f"{claim} is not resolved"
     text = f"{claim} reproduces {_every(holds, claim_cells) if holds else 'in none'}"
-    return text + (f" and reverses {where(against, claim_cells)}" if reversible and against else "")
+    if against and against_said:
+        text += f" and {'reverses' if reversible else 'fails'} {where(against, claim_cells)}"
+    return text
 
 
-def layers(facts: Facts, *, paper: bool = True, reverses: bool = True) -> str:
+def layers(facts: Facts, *, paper: bool = True, against: bool = True) -> str:
     """The paper's claims on the layers, each with its verdict (``_claim_verdict``): a larger gap in
     early layers, and fast thinking's larger variation across layers. Averaging leaves both as they
     are, since it scales every layer alike. ``paper``: led by "Of the paper's layer claims";
-    ``reverses``: where a claim reverses, said."""
+    ``against``: where a claim is decided against, said."""
     claims = [(EARLY_CLAIM, facts.early, True), (ROUGHER_CLAIM, facts.rougher, False)]
     claims = [(claim, claim_cells, reversible) for claim, claim_cells, reversible in claims if claim_cells]
     if not claims:
         return ""
     said = [
-        _claim_verdict(claim, claim_cells, reversible=reversible and reverses)
+        _claim_verdict(claim, claim_cells, reversible=reversible, against_said=against)
         for claim, claim_cells, reversible in claims
     ]
     reproduced = {bool(_share(claim_cells, Outcome.LARGER)[0]) for _, claim_cells, _ in claims}
-    if len(said) == 2 and all(" reproduces " in s for s in said) and " reverses " not in said[0]:  # the verb once
+    if (
+        len(said) == 2
+        and all(" reproduces " in s for s in said)
+        and not any(w in t for t in said for w in (" reverses ", " fails "))
+    ):  # the verb once
         said[1] = said[1].replace(" reproduces ", " ", 1)
     text = (", but " if len(reproduced) > 1 else ", and ").join(said)  # "but" where one reproduces, one not
     text = f"Of the paper's layer claims, {text}" if paper else text[:1].upper() + text[1:]
@@ -464,43 +470,28 @@ def _at_equal_loss(every: Sequence[Cell], *, unresolved: bool = True) -> str:
 MAX_WORDS = 90  # the abstract's length at most
 
 
-# What the abstract leaves to the sections that follow, in this order, while it runs past MAX_WORDS:
-# the split's largest steps, the cells the adjusted answer gradient leaves unresolved, what the
-# adjusted answer gradient shows (the split's chapter has it), the layer sentence's lead, and the
-# reasoning sentence's, and last where a claim reverses or the answer's gradient grows (the claims
-# table below says every verdict).
-SHORTER = (
-    {},
-    {"steps": False},
-    {"steps": False, "unresolved": False},
-    {"steps": False, "unresolved": False, "adjusted": False},
-    {"steps": False, "unresolved": False, "adjusted": False, "paper": False},
-    {"steps": False, "unresolved": False, "adjusted": False, "paper": False, "beyond": False},
-    {
-        "steps": False,
-        "unresolved": False,
-        "adjusted": False,
-        "paper": False,
-        "beyond": False,
-        "reverses": False,
-        "enlarges": False,
-    },
-)
+# What the abstract leaves to the sections that follow, one more at a time, while it runs past
+# MAX_WORDS: the split's largest steps, the cells the adjusted answer gradient leaves unresolved,
+# what the adjusted answer gradient shows (the split's chapter has it), the layer sentence's lead,
+# where a layer claim is decided against, the reasoning sentence's lead, and where the answer's
+# gradient grows (the claims table below says every verdict).
+LEFT_OUT = ("steps", "unresolved", "adjusted", "paper", "against", "beyond", "enlarges")
 
 
 def sentences(facts: Facts) -> list[str]:
     """The abstract's sentences: what reproduces and what it comes from, the layers, what the
-    reasoning does; the first of ``SHORTER`` within ``MAX_WORDS``."""
-    for leave in SHORTER:
+    reasoning does; with the fewest of ``LEFT_OUT`` left out that keeps it within ``MAX_WORDS``."""
+    for n in range(len(LEFT_OUT) + 1):
+        kept = {name: name not in LEFT_OUT[:n] for name in LEFT_OUT}
         parts = (
-            opening(facts, steps=leave.get("steps", True)),
-            layers(facts, paper=leave.get("paper", True), reverses=leave.get("reverses", True)),
+            opening(facts, steps=kept["steps"]),
+            layers(facts, paper=kept["paper"], against=kept["against"]),
             reasoning(
                 facts,
-                unresolved=leave.get("unresolved", True),
-                beyond=leave.get("beyond", True),
-                adjusted=leave.get("adjusted", True),
-                enlarges=leave.get("enlarges", True),
+                unresolved=kept["unresolved"],
+                adjusted=kept["adjusted"],
+                beyond=kept["beyond"],
+                enlarges=kept["enlarges"],
             ),
         )
         said = [s for s in parts if s]
@@ -663,7 +654,7 @@ def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally], verdic
     ax.set_xticks(range(int(widest) + 1))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_xlabel(
-        "comparisons: projection (Q, K, V, O) × pair of adjacent settings; fewer where compared on the mean curve",
+        "comparisons: projection × pair of adjacent settings (fewer: compared on the mean curve)",
         fontsize=8,
     )
     ax.set_yticks(list(ys))
@@ -730,6 +721,8 @@ def _bars(ax, models: Sequence[str], series) -> None:
             said = f"x{voice.three(max(v, 1 / v))}"  # how many times larger, on the side the bar points to
             said += f" ({note})" if note else ""
             text, side = (f" {said}", "left") if v >= 1 else (f"{said} ", "right")
+            if math.isfinite(low) and math.isfinite(high):  # past a short whisker, over a long one
+                v = min(max(v, high), 2.0 * v) if v >= 1 else max(min(v, low), v / 2.0)
             box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5}  # over its whisker
             ax.text(v, y, text, va="center", ha=side, fontsize=8, bbox=box)
     widest = max(math.exp(abs(c.value)) for group, _, _ in series for c in group)  # a wide whisker is cut
