@@ -108,6 +108,12 @@ class Facts:
         )
 
 
+def _answered(findings: Sequence[Finding], check: str) -> list[Finding]:
+    """The cells a summary reads of one check, model by model (``cells.answers``)."""
+    models = dict.fromkeys(f.model for f in findings)
+    return [a for m in models for a in cells.answers([f for f in findings if f.check == check and f.model == m])]
+
+
 def _deciding_check(findings: Sequence[Finding], role: Role, *, deciding: bool = True) -> str | None:
     """The check whose part of that role decides (``deciding``; else any check that has the part in
     its first norm)."""
@@ -123,12 +129,11 @@ def role_cells(
     if check is None:
         return ()
     out = []
-    for model in dict.fromkeys(f.model for f in findings):
-        for f in cells.answers([f for f in findings if f.check == check and f.model == model]):
-            part = f.part(role, facet=())
-            if part is not None and part.estimate is not None and np.isfinite(part.value):
-                low, high = part.interval()
-                out.append(Cell(f.model, f.scope, part.value, low, high, part.outcome))
+    for f in _answered(findings, check):
+        part = f.part(role, facet=())
+        if part is not None and part.estimate is not None and np.isfinite(part.value):
+            low, high = part.interval()
+            out.append(Cell(f.model, f.scope, part.value, low, high, part.outcome))
     return tuple(out)
 
 
@@ -147,11 +152,10 @@ def verdict_cells(findings: Sequence[Finding], check: str | None) -> tuple[Cell,
     if check is None:
         return ()
     out = []
-    for model in dict.fromkeys(f.model for f in findings):
-        for f in cells.answers([f for f in findings if f.check == check and f.model == model]):
-            if f.verdict is not Verdict.NOT_APPLICABLE:
-                outcome = VERDICT_OUTCOME.get(f.verdict, Outcome.UNRESOLVED)
-                out.append(Cell(f.model, f.scope, math.nan, math.nan, math.nan, outcome))
+    for f in _answered(findings, check):
+        if f.verdict is not Verdict.NOT_APPLICABLE:
+            outcome = VERDICT_OUTCOME.get(f.verdict, Outcome.UNRESOLVED)
+            out.append(Cell(f.model, f.scope, math.nan, math.nan, math.nan, outcome))
     return tuple(out)
 
 
@@ -161,16 +165,15 @@ def tallies(findings: Sequence[Finding], check: str | None) -> tuple[Tally, ...]
     if check is None:
         return ()
     out = []
-    for model in dict.fromkeys(f.model for f in findings):
-        for f in cells.answers([f for f in findings if f.check == check and f.model == model]):
-            deciding = [p for p in f.parts if p.decides and p.estimate is not None]
-            if f.verdict is Verdict.NOT_APPLICABLE or not deciding:
-                continue
-            held = sum(p.outcome is CLAIMED[p.side] for p in deciding)
-            against = sum(
-                p.outcome in (Outcome.LARGER, Outcome.SMALLER) and p.outcome is not CLAIMED[p.side] for p in deciding
-            )
-            out.append(Tally(f.model, f.scope, held, against, len(deciding) - held - against))
+    for f in _answered(findings, check):
+        deciding = [p for p in f.parts if p.decides and p.estimate is not None]
+        if f.verdict is Verdict.NOT_APPLICABLE or not deciding:
+            continue
+        held = sum(p.outcome is CLAIMED[p.side] for p in deciding)
+        against = sum(
+            p.outcome in (Outcome.LARGER, Outcome.SMALLER) and p.outcome is not CLAIMED[p.side] for p in deciding
+        )
+        out.append(Tally(f.model, f.scope, held, against, len(deciding) - held - against))
     return tuple(out)
 
 
