@@ -2,16 +2,21 @@
 
 Each job is a call of a module-level function with its own arguments (its own seed, where it draws),
 so that what it returns does not depend on how many processes compute it; processes are spawned,
-sharing no state with the caller. With one core the jobs run here, one after another.
+sharing no state with the caller, and each exits when the caller dies (a stopped run leaves no idle
+workers behind). With one core the jobs run here, one after another.
 """
 
 from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any
+
+PARENT_POLL_S = 1.0
 
 
 def available_cpus() -> int:
@@ -29,8 +34,25 @@ def workers_for(count: int) -> int:
 
 def spawned_pool(workers: int) -> ProcessPoolExecutor:
     """A pool of ``workers`` fresh processes (spawned, not forked: the caller's threads and open
-    files stay its own)."""
-    return ProcessPoolExecutor(max_workers=workers, mp_context=multiprocessing.get_context("spawn"))
+    files stay its own), each of which exits when this process dies."""
+    return ProcessPoolExecutor(
+        max_workers=workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_exit_with_parent,
+        initargs=(os.getpid(),),
+    )
+
+
+def _exit_with_parent(parent: int) -> None:
+    """Start a watch that ends this worker once ``parent`` is gone (the worker is then adopted by
+    another process); a pool's workers otherwise wait for work forever when their caller is killed."""
+    threading.Thread(target=_watch_parent, args=(parent,), daemon=True).start()
+
+
+def _watch_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_S)
+    os._exit(1)
 
 
 def each(function: Callable[..., Any], jobs: Sequence[dict]) -> list:
