@@ -157,20 +157,30 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
+    # the gap holds only because of averaging, and nothing shrinks the answer's gradient: "Nor ..."
     assert abstract.reasoning(TODAY) == (
-        "Beyond the paper, a chain of thought before the answer never reliably shrinks the gradient of the answer's own tokens, even adjusted for the answer's "
-        "predictability, and enlarges it for both models on commonsense reasoning."
+        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens (as it would if it made "
+        "the answer easier), even adjusted for the answer's predictability; it enlarges that gradient for both "
+        "models on commonsense reasoning."
+    )
+    assert abstract.reasoning(TODAY, why=False, adjusted=False, enlarges=False) == (
+        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "Beyond the paper, a chain of thought before the answer never reliably shrinks the gradient of the answer's own tokens, even adjusted for the "
-        "answer's predictability."
+        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens (as it would if it made "
+        "the answer easier), even adjusted for the answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
-    assert abstract.reasoning(grows) == (  # larger after reasoning, adjusted, is said: no "even adjusted"
-        "Beyond the paper, a chain of thought before the answer never reliably shrinks the gradient of the answer's own tokens, and enlarges it for both models on "
-        "commonsense reasoning; adjusted for the answer's predictability, it is larger after reasoning for Gemma 3 "
-        "270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
+    assert abstract.reasoning(grows, why=False) == (  # larger after reasoning, adjusted, is said: no "even"
+        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens; it enlarges that gradient "
+        "for both models on commonsense reasoning; adjusted for the answer's predictability, it is larger after "
+        "reasoning for Gemma 3 270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
+    )
+    unexplained = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4), reasoning=TODAY.reasoning)
+    assert abstract.reasoning(unexplained) == (  # no "only because" before it: its own lead
+        "Beyond the paper, a chain of thought before the answer never reliably shrinks the gradient of the "
+        "answer's own tokens, and enlarges it for both models on commonsense reasoning."
     )
     assert abstract.reasoning(grows, unresolved=False).endswith(
         "it is larger after reasoning for Gemma 3 270M in both families."
@@ -234,9 +244,13 @@ def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_
     said = " ".join(abstract.sentences(TODAY))
     assert abstract.words(said) <= MAX_WORDS and "largest steps" not in said  # the split's figure shows them
     assert "adjusted" not in said  # then the adjusted answer gradient, which the split's chapter shows
-    assert "Of the paper's layer claims" not in said and " fails " not in said  # then the layer sentence's lead
-    assert "Beyond the paper" in said  # and where a layer claim fails; the reasoning sentence's lead stays
-    assert said.endswith("own tokens, and enlarges it for both models on commonsense reasoning.")
+    assert "Of the paper's layer claims" not in said  # then the layer sentence's lead
+    assert "as it would if it made the answer easier" not in said  # then why the reasoning sentence matters
+    assert " fails " in said  # where a layer claim fails stays
+    assert abstract.sentences(TODAY)[1] == (  # the reasoning, after what the gap comes from
+        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens; it enlarges that "
+        "gradient for both models on commonsense reasoning."
+    )
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named
     assert "its largest steps are how many tokens are averaged" in " ".join(abstract.sentences(short))
     ten = facts(  # the paper's ten models, every claim undecided: the longest "where" the words can take

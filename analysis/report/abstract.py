@@ -410,6 +410,9 @@ def layers(facts: Facts, *, paper: bool = True, against: bool = True) -> str:
 ANSWERS = "the gradient of the answer's own tokens"
 # The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
 ADJUSTED = "adjusted for the answer's predictability"
+# Why it matters that the reasoning does not shrink the answer's own gradient (the paper reads slow
+# thinking's smaller gradient as learning made easier).
+EASIER = "as it would if it made the answer easier"
 
 
 def _settled(cell: Cell) -> bool:
@@ -418,21 +421,32 @@ def _settled(cell: Cell) -> bool:
 
 
 def reasoning(
-    facts: Facts, *, unresolved: bool = True, beyond: bool = True, adjusted: bool = True, enlarges: bool = True
+    facts: Facts,
+    *,
+    unresolved: bool = True,
+    beyond: bool = True,
+    adjusted: bool = True,
+    enlarges: bool = True,
+    why: bool = True,
 ) -> str:
     """What the reasoning before the answer does to the answer's own gradient (scored on the answer's
     tokens alone): where it reliably shrinks or enlarges it, and, adjusted for the answer's
     predictability (its value at equal answer loss), where it is smaller, larger or about the same
     after reasoning (``_at_equal_loss``; ``adjusted``: said at all); where no adjusted cell is decided
-    and nothing shrinks it, one clause says so ("even adjusted ..."). ``beyond``: led by "Beyond the
-    paper", since this is the study's own question, not one of the paper's claims; ``enlarges``: where
-    it enlarges the answer's gradient, said."""
+    and nothing shrinks it, one clause says so ("even adjusted ..."). Where the gap holds only because
+    of averaging and nothing shrinks the answer's gradient, the sentence goes on from there ("Nor does
+    the reasoning ..."), saying why that matters (``why``: as it would if it made the answer easier);
+    else it is led by "Beyond the paper" (``beyond``), since this is the study's own question, not one
+    of the paper's claims. ``enlarges``: where it enlarges the answer's gradient, said."""
     if not facts.reasoning:
         return ""
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
     subject = f"{'Beyond the paper, a' if beyond else 'A'} chain of thought before the answer"
-    if len(shrinks) == len(facts.reasoning):
+    nor = not shrinks and _averaging_explains(facts)
+    if nor:
+        text = f"Nor does the reasoning reliably shrink {ANSWERS}" + (f" ({EASIER})" if why else "")
+    elif len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)} only"
@@ -443,7 +457,11 @@ def reasoning(
     if never:
         text += f", even {ADJUSTED}"
     if grows and enlarges:
-        text += f", and enlarges it {where(grows, facts.reasoning)}"
+        text += (
+            f"; it enlarges that gradient {where(grows, facts.reasoning)}"
+            if nor
+            else (f", and enlarges it {where(grows, facts.reasoning)}")
+        )
     return text + ("" if never else _at_equal_loss(equal_loss, unresolved=unresolved)) + "."
 
 
@@ -476,26 +494,28 @@ MAX_WORDS = 90  # the abstract's length at most
 # What the abstract leaves to the sections that follow, one more at a time, while it runs past
 # MAX_WORDS: the split's largest steps, the cells the adjusted answer gradient leaves unresolved,
 # what the adjusted answer gradient shows (the split's chapter has it), the layer sentence's lead,
-# where a layer claim is decided against, the reasoning sentence's lead, and where the answer's
+# why the reasoning sentence matters, where a layer claim is decided against, the reasoning sentence's lead, and where the answer's
 # gradient grows (the claims table below says every verdict).
-LEFT_OUT = ("steps", "unresolved", "adjusted", "paper", "against", "beyond", "enlarges")
+LEFT_OUT = ("steps", "unresolved", "adjusted", "paper", "why", "against", "beyond", "enlarges")
 
 
 def sentences(facts: Facts) -> list[str]:
-    """The abstract's sentences: what reproduces and what it comes from, the layers, what the
-    reasoning does; with the fewest of ``LEFT_OUT`` left out that keeps it within ``MAX_WORDS``."""
+    """The abstract's sentences: what reproduces and what it comes from, what the reasoning does to
+    the answer's own gradient (the gap's other possible source), the layers; with the fewest of
+    ``LEFT_OUT`` left out that keeps it within ``MAX_WORDS``."""
     for n in range(len(LEFT_OUT) + 1):
         kept = {name: name not in LEFT_OUT[:n] for name in LEFT_OUT}
         parts = (
             opening(facts, steps=kept["steps"]),
-            layers(facts, paper=kept["paper"], against=kept["against"]),
             reasoning(
                 facts,
                 unresolved=kept["unresolved"],
                 adjusted=kept["adjusted"],
                 beyond=kept["beyond"],
                 enlarges=kept["enlarges"],
+                why=kept["why"],
             ),
+            layers(facts, paper=kept["paper"], against=kept["against"]),
         )
         said = [s for s in parts if s]
         if words(" ".join(said)) <= MAX_WORDS:
