@@ -157,23 +157,23 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
-    # the gap holds only because of averaging, and nothing shrinks the answer's gradient: "Nor ..."
+    # the gap holds only because of averaging, and nothing shrinks the answer's gradient: "The reasoning itself ..."
     assert abstract.reasoning(TODAY) == (
-        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens (as it would if it made "
+        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens (as it would if it made "
         "the answer easier), even adjusted for the answer's predictability; it enlarges that gradient for both "
         "models on commonsense reasoning."
     )
     assert abstract.reasoning(TODAY, why=False, adjusted=False, enlarges=False) == (
-        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens."
+        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens (as it would if it made "
+        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens (as it would if it made "
         "the answer easier), even adjusted for the answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows, why=False) == (  # larger after reasoning, adjusted, is said: no "even"
-        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens; it enlarges that gradient "
+        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens; it enlarges that gradient "
         "for both models on commonsense reasoning; adjusted for the answer's predictability, it is larger after "
         "reasoning for Gemma 3 270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
     )
@@ -248,7 +248,7 @@ def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_
     assert "as it would if it made the answer easier" not in said  # then why the reasoning sentence matters
     assert " fails " in said  # where a layer claim fails stays
     assert abstract.sentences(TODAY)[1] == (  # the reasoning, after what the gap comes from
-        "Nor does the reasoning reliably shrink the gradient of the answer's own tokens; it enlarges that "
+        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens; it enlarges that "
         "gradient for both models on commonsense reasoning."
     )
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named

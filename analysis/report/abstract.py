@@ -434,8 +434,8 @@ def reasoning(
     predictability (its value at equal answer loss), where it is smaller, larger or about the same
     after reasoning (``_at_equal_loss``; ``adjusted``: said at all); where no adjusted cell is decided
     and nothing shrinks it, one clause says so ("even adjusted ..."). Where the gap holds only because
-    of averaging and nothing shrinks the answer's gradient, the sentence goes on from there ("Nor does
-    the reasoning ..."), saying why that matters (``why``: as it would if it made the answer easier);
+    of averaging and nothing shrinks the answer's gradient, the sentence sets the reasoning against it
+    ("The reasoning itself ..."), saying why that matters (``why``: as it would if it made the answer easier);
     else it is led by "Beyond the paper" (``beyond``), since this is the study's own question, not one
     of the paper's claims. ``enlarges``: where it enlarges the answer's gradient, said."""
     if not facts.reasoning:
@@ -443,9 +443,9 @@ def reasoning(
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
     subject = f"{'Beyond the paper, a' if beyond else 'A'} chain of thought before the answer"
-    nor = not shrinks and _averaging_explains(facts)
-    if nor:
-        text = f"Nor does the reasoning reliably shrink {ANSWERS}" + (f" ({EASIER})" if why else "")
+    itself = not shrinks and _averaging_explains(facts)
+    if itself:
+        text = f"The reasoning itself does not reliably shrink {ANSWERS}" + (f" ({EASIER})" if why else "")
     elif len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
@@ -459,7 +459,7 @@ def reasoning(
     if grows and enlarges:
         text += (
             f"; it enlarges that gradient {where(grows, facts.reasoning)}"
-            if nor
+            if itself
             else (f", and enlarges it {where(grows, facts.reasoning)}")
         )
     return text + ("" if never else _at_equal_loss(equal_loss, unresolved=unresolved)) + "."
@@ -559,7 +559,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ((facts.early, "either loss", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
-    heights = [1.5 + 0.2 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
+    heights = [1.5 + 0.15 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
     heights += [1.7 + 0.2 * len(models) * 2] if facts.comparisons else []
     fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
     axes = np.atleast_1d(axes)
