@@ -340,7 +340,7 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
             "Fast thinking's larger variation across layers reproduces in none and fails in 2 of 4 model-family pairs"
         ]
         assert counts == ["3", "1", "3", "3", "3", "2", "2", "4", "5"]  # each side in turn (held, against, open)
-        assert verdicts == ["does not hold", "not resolved", "not resolved", "does not hold"]  # each row's, at its end
+        assert verdicts == ["fails", "not resolved", "not resolved", "fails"]  # each row's, at its end
         assert "only where every comparison is green" in fig.axes[2].get_title()
         widths = [p.get_width() for p in fig.axes[2].patches]
         assert sum(widths) == sum(t.held + t.against + t.open for t in TALLIES)

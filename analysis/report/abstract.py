@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.colors import to_rgba
 from matplotlib.container import BarContainer
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.patches import Patch
 from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
@@ -559,7 +560,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ((facts.early, "either loss", "#55a868"),),
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
-    heights = [1.5 + 0.15 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
+    heights = [1.3 + 0.15 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
     heights += [1.7 + 0.2 * len(models) * 2] if facts.comparisons else []
     fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
     axes = np.atleast_1d(axes)
@@ -598,7 +599,8 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
                 handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False
             )
     bottom = plots.add_note(fig, note)
-    fig.tight_layout(rect=(0, bottom, 1, 1))
+    # each panel keeps the room its own title and verdict need (a tight layout gives every gap the largest)
+    fig.set_layout_engine(ConstrainedLayoutEngine(h_pad=0.1, rect=(0, bottom, 1, 1 - bottom)))
     return fig
 
 
@@ -646,7 +648,7 @@ TALLY_TITLE = (
     "the claim holds in a row only where every comparison is green"
 )
 # A row's verdict, printed at its end, by its cell's outcome (``VERDICT_OUTCOME``).
-TALLY_VERDICT = {Outcome.LARGER: "holds", Outcome.SMALLER: "does not hold", Outcome.DISAGREE: "datasets disagree"}
+TALLY_VERDICT = {Outcome.LARGER: "holds", Outcome.SMALLER: "fails", Outcome.DISAGREE: "datasets disagree"}
 TALLY_SIDES = (
     ("held", "faster varies more (the paper)", "#55a868"),
     ("against", "faster varies less", "#c44e52"),
