@@ -561,7 +561,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     )
     panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
     heights = [1.3 + 0.15 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
-    heights += [1.7 + 0.2 * len(models) * 2] if facts.comparisons else []
+    heights += [1.5 + 0.15 * len(models) * 2] if facts.comparisons else []
     fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
     axes = np.atleast_1d(axes)
     if facts.comparisons:
