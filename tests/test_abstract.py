@@ -287,44 +287,46 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
     drawn = facts(
         gap=cells([1.6, 0.2, 2.1, 2.3], [L, U, L, L]),
         early=cells([0.05, 0.4, 0.7, -0.4], [U, L, D, S]),
-        reasoning=TODAY.reasoning,  # told in words; the split's figure draws it
+        reasoning=TODAY.reasoning,  # the answer's tokens alone: the top panel's third bar
     )
     fig = abstract.figure(drawn, note="synthetic")
     try:
         assert len(fig.axes) == 2  # the gap under either loss, then its early over late layers; no comparisons
         texts = [t.get_text() for ax in fig.axes for t in ax.texts if "x" in t.get_text()[:2]]  # not the ends
-        assert f" x{three(math.exp(1.6))}" in texts and len(texts) == 12  # one number per bar
+        assert f" x{three(math.exp(1.6))}" in texts and len(texts) == 16  # one number per bar
         # below x1: printed left of its end, as how many times larger the other side is
         assert f"x{three(math.exp(3.5))} " in texts and f"x{three(math.exp(0.4))} " in texts
         # an undecided bar says so beside its number, a family whose datasets disagree too
         assert f" x{three(math.exp(0.2))} (not resolved)" in texts
         assert f" x{three(math.exp(0.7))} (datasets disagree)" in texts
         # a bar that settles nothing is pale inside (not resolved, or its family's datasets disagree)
-        for ax, n_pale, n_bars in zip(fig.axes, (1, 2), (8, 4)):
+        for ax, n_pale, n_bars in zip(fig.axes, (3, 2), (12, 4)):
             bars = [p for p in ax.patches if p.get_height() > 0]
             pale = [b for b in bars if b.get_facecolor()[3] == pytest.approx(abstract.PALE)]
             assert (len(pale), len(bars)) == (n_pale, n_bars) and not any(b.get_hatch() for b in bars)
-            assert abstract.PALE_SAYS in ax.get_title()
+        # what the pale bars mean, said once: on the first panel that has one
+        assert [abstract.PALE_SAYS in ax.get_title() for ax in fig.axes] == [True, False]
         # each panel opens with its verdict in bold, in the abstract's words
         bold = [t.get_text().replace("\n", " ") for ax in fig.axes for t in ax.texts if t.get_fontweight() == "bold"]
         assert bold == [
-            "Under the mean loss, fast's larger in 3 of 4 model-family pairs; summed, slow's larger for every model "
-            "and family",
+            "Under the mean loss, fast's larger in 3 of 4 model-family pairs; summed, slow's larger; on the answer's "
+            "tokens alone, slow's larger for both models on commonsense reasoning",
             "A larger gap in early layers reproduces for Gemma 3 270M on commonsense reasoning and reverses for "
             "SmolLM2-135M-Instruct on commonsense reasoning",
         ]
         # every cell with an interval has its whisker
-        assert [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes] == [8, 4]
+        assert [sum(isinstance(c, ErrorbarContainer) for c in ax.containers) for ax in fig.axes] == [12, 4]
         # a legend names the series only (a pale bar says in words why it settles nothing); one series, none
         assert [t.get_text() for t in fig.axes[0].get_legend().get_texts()] == [
-            "mean over tokens (the paper's loss)",
+            "mean over tokens (the paper's)",
             "sum over tokens",
+            "the answer's tokens alone",
         ]
         assert fig.axes[1].get_legend() is None
     finally:
         plt.close(fig)
     no_interval = tuple(abstract.Cell(c.model, c.scope, c.value, math.nan, math.nan, c.outcome) for c in TODAY.summed)
-    fig = abstract.figure(Facts(**{**TODAY.__dict__, "summed": no_interval}), note=None)
+    fig = abstract.figure(Facts(**{**TODAY.__dict__, "summed": no_interval, "reasoning": ()}), note=None)
     try:  # the summed loss's cells have no interval: no whisker, and no pale bar means no line on pale
         assert sum(isinstance(c, ErrorbarContainer) for c in fig.axes[0].containers) == 4
         assert abstract.PALE_SAYS not in fig.axes[0].get_title()
@@ -364,10 +366,12 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         "whisker",
         "*not resolved*",
         "*datasets disagree*",
+        "The answer's tokens alone",
     ):
         assert term in said
     assert "Last:" in abstract.caption(counted) and "Last:" not in said  # the last panel's words where it is
     assert "Below:" not in abstract.caption(facts(gap=TODAY.gap))  # no lower panel: not described
+    assert "tokens alone" not in abstract.caption(facts(gap=TODAY.gap, reasoning=()))  # no such bars: not defined
 
 
 def test_a_claim_of_many_comparisons_is_counted_per_cell_by_outcome():

@@ -411,6 +411,9 @@ def layers(facts: Facts, *, paper: bool = True, against: bool = True) -> str:
 ANSWERS = "the gradient of the answer's own tokens"
 # The equal-loss value in a reader's words: the answer's loss is how unpredictable the model finds it.
 ADJUSTED = "adjusted for the answer's predictability"
+# The reasoning step's tokens as the figure's legend names them: fast thinking's answer and slow
+# thinking's, each after the same phrase, scored alone.
+ANSWER_ALONE = "the answer's tokens alone"
 # Why it matters that the reasoning does not shrink the answer's own gradient (the paper reads slow
 # thinking's smaller gradient as learning made easier).
 EASIER = "as it would if it made the answer easier"
@@ -534,7 +537,7 @@ def words(text: str) -> int:
 
 PALE = 0.3  # the opacity of the fill of a bar whose cell is not decided
 # Under a panel's title where it has a pale bar: what the whiskers and the pale bars mean.
-PALE_SAYS = "whiskers: 95% intervals; pale bars: not resolved"
+PALE_SAYS = "whiskers: 95% intervals; pale bars: not resolved by these instructions"
 # What the number at the end of a bar says besides its ratio, where the bar settles nothing.
 BAR_NOTE = {Outcome.DISAGREE: "datasets disagree", Outcome.TOO_FEW: "too few instructions"}
 # Each panel's title and what either end of its axis means.
@@ -544,35 +547,50 @@ PANELS = (
 )
 
 
+BAR_INCHES = 0.14  # a bar's height in the figure's panels
+ROW_INCHES = 0.06  # the space between rows
+MARGIN_INCHES = 1.0  # a panel's verdict, title, legend, ticks and axis ends
+
+
 def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     """Stacked panels of bars with their numbers, one row per model and family: fast over slow
-    thinking's gradient under the mean loss and under the summed loss (log scale), and below it the
-    paper's layer claim with a number, that gap in early over late layers (a panel without a cell is
-    left out); None without a cell to draw. What the reasoning does to the answer's own gradient is
-    drawn by the split's figure, which follows it on the page."""
+    thinking's gradient under the mean loss, under the summed loss and on the answer's tokens alone
+    (what the reasoning does to them; log scale); below it the paper's layer claims, that gap in
+    early over late layers and the variation claim's comparisons (a panel without a cell is left
+    out); None without a cell to draw."""
     models = list(
         dict.fromkeys([*(c.model for c in (*facts.gap, *facts.early)), *(t.model for t in facts.comparisons)])
     )
     if not models:
         return None
-    series = (
-        ((facts.gap, "mean over tokens (the paper's loss)", "#4c72b0"), (facts.summed, "sum over tokens", "#dd8452")),
-        ((facts.early, "either loss", "#55a868"),),
-    )
-    panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if any(g for g, _, _ in bars)]
-    heights = [1.3 + 0.15 * len(models) * 2 * len(bars) for _, _, bars in panels]  # two families a model
-    heights += [1.5 + 0.15 * len(models) * 2] if facts.comparisons else []
-    fig, axes = plt.subplots(len(heights), 1, figsize=(6.8, 0.3 + sum(heights)), height_ratios=heights)
+    every_series: list[list[tuple[tuple[Cell, ...], str, str]]] = [
+        [
+            (facts.gap, "mean over tokens (the paper's)", "#4c72b0"),
+            (facts.summed, "sum over tokens", "#dd8452"),
+            (facts.reasoning, ANSWER_ALONE, "#8172b2"),
+        ],
+        [(facts.early, "either loss", "#55a868")],
+    ]
+    series = [[s for s in bars if s[0]] for bars in every_series]  # a quantity the page lacks: no bar
+    panels = [(title, ends, bars) for (title, ends), bars in zip(PANELS, series) if bars]
+    # each panel's axes: BAR_INCHES a bar and ROW_INCHES a row (two families a model); its titles,
+    # legend and ticks: MARGIN_INCHES
+    heights = [(BAR_INCHES * len(bars) + ROW_INCHES) * len(models) * 2 for _, _, bars in panels]
+    heights += [(BAR_INCHES + ROW_INCHES) * len(models) * 2] if facts.comparisons else []
+    size = (6.8, 0.3 + sum(heights) + MARGIN_INCHES * len(heights))
+    fig, axes = plt.subplots(len(heights), 1, figsize=size, height_ratios=heights)
     axes = np.atleast_1d(axes)
     if facts.comparisons:
         _tally_panel(axes[-1], models, facts.comparisons, facts.rougher)
         verdict = _claim_verdict(ROUGHER_CLAIM, facts.rougher, reversible=False) if facts.rougher else ""
         _verdict_line(axes[-1], verdict[:1].upper() + verdict[1:], above=22 + 11 * (TALLY_TITLE.count("\n") + 1))
+    said_pale = False
     for ax, (title, ends, bars), verdict in zip(axes, panels, _panel_verdicts(facts)):
         _bars(ax, models, bars)
-        if any(_bar_note(c.outcome) for group, _, _ in bars for c in group):
-            title += "\n" + PALE_SAYS
-        pad = (16 + 12 * math.ceil(len(_legend(ax)) / 2)) if len(bars) > 1 else 6
+        if any(_bar_note(c.outcome) for group, _, _ in bars for c in group) and not said_pale:
+            title += "\n" + PALE_SAYS  # once, on the first panel with a pale bar
+            said_pale = True
+        pad = 28 if len(bars) > 1 else 6  # room for the legend's one row
         ax.set_title(title, fontsize=9, pad=pad)
         _verdict_line(ax, verdict, above=pad + 11 * (title.count("\n") + 1))
         for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
@@ -596,7 +614,7 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
         ax.tick_params(labelsize=8)
         if len(bars) > 1:  # one series: the title and the caption say what it is
             ax.legend(
-                handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, frameon=False
+                handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False
             )
     bottom = plots.add_note(fig, note)
     # each panel keeps the room its own title and verdict need (a tight layout gives every gap the largest)
@@ -609,12 +627,18 @@ def _panel_verdicts(facts: Facts) -> list[str]:
     thinking's gradient is larger under each loss; where the early-layer claim reproduces
     (``_claim_verdict``)."""
     said = []
-    if facts.gap or facts.summed:
+    if facts.gap or facts.summed or facts.reasoning:
         sides = []
-        for name, group in (("under the mean loss", facts.gap), ("summed", facts.summed)):
+        for name, group in (
+            ("under the mean loss", facts.gap),
+            ("summed", facts.summed),
+            (f"on {ANSWER_ALONE}", facts.reasoning),
+        ):
             fast, slow = _share(group, Outcome.LARGER)[0], _share(group, Outcome.SMALLER)[0]
             named = [
-                f"{who}'s larger {_every(cells_, group)}" for who, cells_ in (("fast", fast), ("slow", slow)) if cells_
+                f"{who}'s larger{'' if len(cells_) == len(group) else ' ' + where(cells_, group)}"
+                for who, cells_ in (("fast", fast), ("slow", slow))
+                if cells_
             ]
             sides.append(f"{name}, {' and '.join(named) if named else 'not resolved'}" if group else "")
         text = "; ".join(s for s in sides if s)
@@ -749,7 +773,7 @@ def _bars(ax, models: Sequence[str], series) -> None:
             if math.isfinite(low) and math.isfinite(high):  # past a short whisker, over a long one
                 v = min(max(v, high), 2.0 * v) if v >= 1 else max(min(v, low), v / 2.0)
             box = {"facecolor": "white", "edgecolor": "none", "alpha": 0.8, "pad": 0.5}  # over its whisker
-            ax.text(v, y, text, va="center", ha=side, fontsize=8, bbox=box)
+            ax.text(v, y, text, va="center", ha=side, fontsize=8 if len(series) < 3 else 7, bbox=box)
     widest = max(math.exp(abs(c.value)) for group, _, _ in series for c in group)  # a wide whisker is cut
     ax.set_xlim(1 / (widest * 6), widest * 6)  # x1 in the middle, room for the printed ratios
     ax.set_yticks(range(len(rows)))
@@ -763,6 +787,10 @@ def caption(facts: Facts) -> str:
     top = (
         " Top: fast (None CoT) against slow thinking (Detailed CoT) under the paper's loss, a mean over the "
         "response's tokens, and under the summed loss, their sum."
+    )
+    alone = (
+        " The answer's tokens alone: the bare answer and the answer after the chain of thought, each after "
+        '"The final answer is " and scored on the answer\'s tokens only, so that only the reasoning before it differs.'
     )
     below = (
         " Below: that gap in the early layers (about the first quarter) over the late layers (about the last "
@@ -780,6 +808,7 @@ def caption(facts: Facts) -> str:
         "**The figure.** *Gradient*: the nuclear norm of the gradient of the loss with respect to every attention "
         "matrix, averaged over layers and matrices, as a geometric mean over instructions."
         + (top if facts.gap or facts.summed else "")
+        + (alone if facts.reasoning else "")
         + (below if facts.early else "")
         + (last if facts.comparisons else "")
         + " Each bar is a model on a family of datasets (or on one dataset); it points to the larger side, its "
