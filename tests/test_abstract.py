@@ -217,7 +217,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
 def test_the_layer_sentence_gives_each_layer_claim_its_verdict():
     assert abstract.layers(TODAY) == (
         "Of the paper's layer claims, a larger gap in early layers reproduces in 3 of 4 model-family pairs, but "
-        "fast thinking's larger variation across layers reproduces in none and fails in 2 of 4 model-family pairs."
+        "fast thinking's larger variation across layers fails in 2 of 4 model-family pairs, not resolved elsewhere."
     )
     both = facts(gap=TODAY.gap, early=cells([0.4] * 4, [L] * 4), rougher=cells([math.nan] * 4, [L] * 4))
     assert abstract.layers(both) == (
@@ -226,8 +226,8 @@ def test_the_layer_sentence_gives_each_layer_claim_its_verdict():
     )
     late = facts(gap=TODAY.gap, early=cells([-0.4] * 4, [S, S, U, U]), rougher=cells([math.nan] * 4, [L, U, U, U]))
     assert abstract.layers(late) == (
-        "Of the paper's layer claims, a larger gap in early layers reproduces in none and reverses for Gemma 3 270M "
-        "in both families, but fast thinking's larger variation across layers reproduces for Gemma 3 270M on math "
+        "Of the paper's layer claims, a larger gap in early layers reverses for Gemma 3 270M in both families, not "
+        "resolved elsewhere, but fast thinking's larger variation across layers reproduces for Gemma 3 270M on math "
         "reasoning."
     )
     open_ = facts(gap=TODAY.gap, early=cells([0.0] * 4, [U] * 4), rougher=cells([math.nan] * 4, [U, D, U, U]))
@@ -339,11 +339,11 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         inside = [t.get_text() for t in fig.axes[2].texts]
         counts, verdicts = inside[:9], inside[9:13]
         assert [t.replace("\n", " ") for t in inside[13:]] == [  # its verdict, in the abstract's words
-            "Fast thinking's larger variation across layers reproduces in none and fails in 2 of 4 model-family pairs"
+            "Fast thinking's larger variation across layers fails in 2 of 4 model-family pairs, not resolved elsewhere"
         ]
         assert counts == ["3", "1", "3", "3", "3", "2", "2", "4", "5"]  # each side in turn (held, against, open)
         assert verdicts == ["fails", "not resolved", "not resolved", "fails"]  # each row's, at its end
-        assert "only where every comparison is green" in fig.axes[2].get_title()
+        assert "One comparison per\nprojection (Q, K, V, O) and pair of settings" in fig.axes[2].get_title()
         widths = [p.get_width() for p in fig.axes[2].patches]
         assert sum(widths) == sum(t.held + t.against + t.open for t in TALLIES)
     finally:

@@ -372,13 +372,18 @@ ROUGHER_CLAIM = "fast thinking's larger variation across layers"
 def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool, against_said: bool = True) -> str:
     """One layer claim with its verdict: where it reproduces (its cells decided on the paper's side),
     else "in none", and where it is decided against ("reverses" where ``reversible``: a cell decided
-    the other way is the reverse; else "fails"); "is not resolved" where no cell is decided."""
+    the other way is the reverse; else "fails"); where it reproduces nowhere but is decided against
+    somewhere, that and "not resolved elsewhere"; "is not resolved" where no cell is decided."""
     holds, against = _share(claim_cells, Outcome.LARGER)[0], _share(claim_cells, Outcome.SMALLER)[0]
     if not (holds or against):
         return f"{claim} is not resolved"
+    verb = "reverses" if reversible else "fails"
+    if against and against_said and not holds:  # where it is not decided against, it is not resolved
+        rest = ", not resolved elsewhere" if len(against) < len(claim_cells) else ""
+        return f"{claim} {verb} {_every(against, claim_cells)}{rest}"
     text = f"{claim} reproduces {_every(holds, claim_cells) if holds else 'in none'}"
     if against and against_said:
-        text += f" and {'reverses' if reversible else 'fails'} {where(against, claim_cells)}"
+        text += f" and {verb} {where(against, claim_cells)}"
     return text
 
 
@@ -668,8 +673,8 @@ def _verdict_line(ax, text: str, *, above: float) -> None:
 
 # The last panel: the variation claim's comparisons per cell, by how each is decided.
 TALLY_TITLE = (
-    "Faster vs slower thinking's variation across layers: comparisons by outcome\n"
-    "the claim holds in a row only where every comparison is green"
+    "Does the faster of two settings' gradient vary more across layers? One comparison per\n"
+    "projection (Q, K, V, O) and pair of settings (no vs short, short vs detailed chain of thought)"
 )
 # A row's verdict, printed at its end, by its cell's outcome (``VERDICT_OUTCOME``).
 TALLY_VERDICT = {Outcome.LARGER: "holds", Outcome.SMALLER: "fails", Outcome.DISAGREE: "datasets disagree"}
@@ -703,7 +708,7 @@ def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally], verdic
     ax.set_xticks(range(int(widest) + 1))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_xlabel(
-        "comparisons: projection × pair of adjacent settings (fewer: compared on the mean curve)",
+        "comparisons (fewer where a pair is compared on its mean curve as a whole)",
         fontsize=8,
     )
     ax.set_yticks(list(ys))
