@@ -282,9 +282,7 @@ def reproduces(facts: Facts) -> str:
         return ""
     larger = _share(facts.gap, Outcome.LARGER)[0]
     smaller = _share(facts.gap, Outcome.SMALLER)[0]
-    because = (
-        ", but only because slow thinking's loss averages over many more tokens" if _averaging_explains(facts) else ""
-    )
+    because = " only because slow thinking's loss averages over many more tokens" if _averaging_explains(facts) else ""
     if larger and smaller:
         size = times([c.value for c in larger])
         return (
@@ -294,7 +292,7 @@ def reproduces(facts: Facts) -> str:
     if larger:
         size = times([c.value for c in larger])
         everywhere = "for every model and family" if len(larger) == len(facts.gap) > 1 else where(larger, facts.gap)
-        return f"Fast thinking's larger gradient reproduces ({size} slow thinking's, {everywhere}){because}."
+        return f"Fast thinking's larger gradient ({size} slow thinking's, {everywhere}) reproduces{because}."
     if smaller:
         size = times([c.value for c in smaller], inverse=True)
         return f"Unlike the paper, {SLOW} gives a {size} larger gradient than {FAST} {where(smaller, facts.gap)}."
@@ -421,7 +419,7 @@ ADJUSTED = "adjusted for the answer's predictability"
 ANSWER_ALONE = "the answer's tokens alone"
 # Why it matters that the reasoning does not shrink the answer's own gradient (the paper reads slow
 # thinking's smaller gradient as learning made easier).
-EASIER = "as it would if it made the answer easier"
+EASIER = "the sign of an answer made easier"
 
 
 def _settled(cell: Cell) -> bool:
@@ -444,7 +442,7 @@ def reasoning(
     after reasoning (``_at_equal_loss``; ``adjusted``: said at all); where no adjusted cell is decided
     and nothing shrinks it, one clause says so ("even adjusted ..."). Where the gap holds only because
     of averaging and nothing shrinks the answer's gradient, the sentence sets the reasoning against it
-    ("The reasoning itself ..."), saying why that matters (``why``: as it would if it made the answer easier);
+    ("The reasoning itself ..."), saying why that matters (``why``: ``EASIER``);
     else it is led by "Beyond the paper" (``beyond``), since this is the study's own question, not one
     of the paper's claims. ``enlarges``: where it enlarges the answer's gradient, said."""
     if not facts.reasoning:
@@ -708,7 +706,7 @@ def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally], verdic
     ax.set_xticks(range(int(widest) + 1))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_xlabel(
-        "comparisons (fewer where a pair is compared on its mean curve as a whole)",
+        "comparisons; a row holds only where every one is green",
         fontsize=8,
     )
     ax.set_yticks(list(ys))
