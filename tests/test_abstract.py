@@ -111,8 +111,8 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
-        "Fast thinking's larger gradient (4.95 to 9.97 times slow thinking's, for every model and family) reproduces "
-        "only because slow thinking's loss averages over many more tokens: summed, slow thinking's is 33.1 times "
+        "Fast thinking's larger gradient (4.95 to 9.97 times slow thinking's, for every model and family) reproduces, "
+        "but as an effect of averaging over slow thinking's many more tokens: summed, slow thinking's is 33.1 times "
         "larger."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
@@ -157,23 +157,23 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 
 
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
-    # the gap holds only because of averaging, and nothing shrinks the answer's gradient: "The reasoning itself ..."
+    # the gap is averaging's, and nothing shrinks the answer's gradient: what that says of the gap, first
     assert abstract.reasoning(TODAY) == (
-        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens (the sign of an answer "
-        "made easier), even adjusted for the answer's predictability; it enlarges that gradient for both "
+        "The reasoning is not shown to cause it: a chain of thought never reliably shrinks the gradient of the "
+        "answer's own tokens, even adjusted for the answer's predictability; it enlarges that gradient for both "
         "models on commonsense reasoning."
     )
     assert abstract.reasoning(TODAY, why=False, adjusted=False, enlarges=False) == (
-        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens."
+        "A chain of thought never reliably shrinks the gradient of the answer's own tokens."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens (the sign of an answer "
-        "made easier), even adjusted for the answer's predictability."
+        "The reasoning is not shown to cause it: a chain of thought never reliably shrinks the gradient of the "
+        "answer's own tokens, even adjusted for the answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows, why=False) == (  # larger after reasoning, adjusted, is said: no "even"
-        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens; it enlarges that gradient "
+        "A chain of thought never reliably shrinks the gradient of the answer's own tokens; it enlarges that gradient "
         "for both models on commonsense reasoning; adjusted for the answer's predictability, it is larger after "
         "reasoning for Gemma 3 270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
     )
@@ -245,10 +245,10 @@ def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_
     assert abstract.words(said) <= MAX_WORDS and "largest steps" not in said  # the split's figure shows them
     assert "adjusted" not in said  # then the adjusted answer gradient, which the split's chapter shows
     assert "Of the paper's layer claims" not in said  # then the layer sentence's lead
-    assert abstract.EASIER not in said  # then why the reasoning sentence matters
+    assert abstract.NOT_REASONING not in said  # then why the reasoning sentence matters
     assert " fails " in said  # where a layer claim fails stays
     assert abstract.sentences(TODAY)[1] == (  # the reasoning, after what the gap comes from
-        "The reasoning itself does not reliably shrink the gradient of the answer's own tokens; it enlarges that "
+        "A chain of thought never reliably shrinks the gradient of the answer's own tokens; it enlarges that "
         "gradient for both models on commonsense reasoning."
     )
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named

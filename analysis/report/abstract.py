@@ -282,7 +282,9 @@ def reproduces(facts: Facts) -> str:
         return ""
     larger = _share(facts.gap, Outcome.LARGER)[0]
     smaller = _share(facts.gap, Outcome.SMALLER)[0]
-    because = " only because slow thinking's loss averages over many more tokens" if _averaging_explains(facts) else ""
+    because = (
+        ", but as an effect of averaging over slow thinking's many more tokens" if _averaging_explains(facts) else ""
+    )
     if larger and smaller:
         size = times([c.value for c in larger])
         return (
@@ -417,9 +419,9 @@ ADJUSTED = "adjusted for the answer's predictability"
 # The reasoning step's tokens as the figure's legend names them: fast thinking's answer and slow
 # thinking's, each after the same phrase, scored alone.
 ANSWER_ALONE = "the answer's tokens alone"
-# Why it matters that the reasoning does not shrink the answer's own gradient (the paper reads slow
-# thinking's smaller gradient as learning made easier).
-EASIER = "the sign of an answer made easier"
+# Where the gap is averaging's and the reasoning does not shrink the answer's own gradient, what that
+# says of the gap (the paper reads slow thinking's smaller gradient as the reasoning's doing).
+NOT_REASONING = "The reasoning is not shown to cause it"
 
 
 def _settled(cell: Cell) -> bool:
@@ -441,8 +443,8 @@ def reasoning(
     predictability (its value at equal answer loss), where it is smaller, larger or about the same
     after reasoning (``_at_equal_loss``; ``adjusted``: said at all); where no adjusted cell is decided
     and nothing shrinks it, one clause says so ("even adjusted ..."). Where the gap holds only because
-    of averaging and nothing shrinks the answer's gradient, the sentence sets the reasoning against it
-    ("The reasoning itself ..."), saying why that matters (``why``: ``EASIER``);
+    of averaging and nothing shrinks the answer's gradient, the sentence first says what that means for
+    the gap (``why``: ``NOT_REASONING``);
     else it is led by "Beyond the paper" (``beyond``), since this is the study's own question, not one
     of the paper's claims. ``enlarges``: where it enlarges the answer's gradient, said."""
     if not facts.reasoning:
@@ -450,9 +452,9 @@ def reasoning(
     shrinks = _share(facts.reasoning, Outcome.LARGER)[0]
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
     subject = f"{'Beyond the paper, a' if beyond else 'A'} chain of thought before the answer"
-    itself = not shrinks and _averaging_explains(facts)
-    if itself:
-        text = f"The reasoning itself does not reliably shrink {ANSWERS}" + (f" ({EASIER})" if why else "")
+    averaging = not shrinks and _averaging_explains(facts)
+    if averaging:
+        text = (f"{NOT_REASONING}: a" if why else "A") + f" chain of thought never reliably shrinks {ANSWERS}"
     elif len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
@@ -466,7 +468,7 @@ def reasoning(
     if grows and enlarges:
         text += (
             f"; it enlarges that gradient {where(grows, facts.reasoning)}"
-            if itself
+            if averaging
             else (f", and enlarges it {where(grows, facts.reasoning)}")
         )
     return text + ("" if never else _at_equal_loss(equal_loss, unresolved=unresolved)) + "."
