@@ -112,7 +112,7 @@ def test_the_abstract_is_three_plain_sentences_of_at_most_90_words(case):
 def test_the_words_follow_the_verdicts():
     assert text_of(TODAY).startswith(
         "Fast thinking's larger gradient (4.95 to 9.97 times slow thinking's, for every model and family) reproduces, "
-        "but as an effect of averaging over slow thinking's many more tokens: summed, slow thinking's is 33.1 times "
+        "but comes from averaging over slow thinking's many more tokens: summed, slow thinking's is 33.1 times "
         "larger."
     )
     reversed_ = facts(gap=cells([-1.0, -1.2, -0.9, -1.1], [S] * 4))
@@ -217,7 +217,7 @@ def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
 def test_the_layer_sentence_gives_each_layer_claim_its_verdict():
     assert abstract.layers(TODAY) == (
         "Of the paper's layer claims, a larger gap in early layers reproduces in 3 of 4 model-family pairs, but "
-        "fast thinking's larger variation across layers fails in 2 of 4 model-family pairs, not resolved elsewhere."
+        "fast thinking's larger variation across layers fails in 2 of 4 model-family pairs, not resolved in the other 2."
     )
     both = facts(gap=TODAY.gap, early=cells([0.4] * 4, [L] * 4), rougher=cells([math.nan] * 4, [L] * 4))
     assert abstract.layers(both) == (
@@ -339,11 +339,11 @@ def test_the_figure_prints_each_bar_s_ratio_and_its_caption_defines_every_term()
         inside = [t.get_text() for t in fig.axes[2].texts]
         counts, verdicts = inside[:9], inside[9:13]
         assert [t.replace("\n", " ") for t in inside[13:]] == [  # its verdict, in the abstract's words
-            "Fast thinking's larger variation across layers fails in 2 of 4 model-family pairs, not resolved elsewhere"
+            "Fast thinking's larger variation across layers fails in 2 of 4 model-family pairs, not resolved in the other 2"
         ]
         assert counts == ["3", "1", "3", "3", "3", "2", "2", "4", "5"]  # each side in turn (held, against, open)
         assert verdicts == ["fails", "not resolved", "not resolved", "fails"]  # each row's, at its end
-        assert "One comparison per\nprojection (Q, K, V, O) and pair of settings" in fig.axes[2].get_title()
+        assert "One comparison per projection\n(Q, K, V, O) and pair of settings" in fig.axes[2].get_title()
         widths = [p.get_width() for p in fig.axes[2].patches]
         assert sum(widths) == sum(t.held + t.against + t.open for t in TALLIES)
     finally:

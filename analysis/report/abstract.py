@@ -282,9 +282,7 @@ def reproduces(facts: Facts) -> str:
         return ""
     larger = _share(facts.gap, Outcome.LARGER)[0]
     smaller = _share(facts.gap, Outcome.SMALLER)[0]
-    because = (
-        ", but as an effect of averaging over slow thinking's many more tokens" if _averaging_explains(facts) else ""
-    )
+    because = ", but comes from averaging over slow thinking's many more tokens" if _averaging_explains(facts) else ""
     if larger and smaller:
         size = times([c.value for c in larger])
         return (
@@ -379,8 +377,12 @@ def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool,
         return f"{claim} is not resolved"
     verb = "reverses" if reversible else "fails"
     if against and against_said and not holds:  # where it is not decided against, it is not resolved
-        rest = ", not resolved elsewhere" if len(against) < len(claim_cells) else ""
-        return f"{claim} {verb} {_every(against, claim_cells)}{rest}"
+        said = where(against, claim_cells)
+        others = len(claim_cells) - len(against)  # "in 2 of 4 ...": the rest by their count, else "elsewhere"
+        rest = (f", not resolved in the other {others}" if said.startswith("in ") else ", not resolved elsewhere") * (
+            others > 0
+        )
+        return f"{claim} {verb} {_every(against, claim_cells) if not others else said}{rest}"
     text = f"{claim} reproduces {_every(holds, claim_cells) if holds else 'in none'}"
     if against and against_said:
         text += f" and {verb} {where(against, claim_cells)}"
@@ -673,8 +675,8 @@ def _verdict_line(ax, text: str, *, above: float) -> None:
 
 # The last panel: the variation claim's comparisons per cell, by how each is decided.
 TALLY_TITLE = (
-    "Does the faster of two settings' gradient vary more across layers? One comparison per\n"
-    "projection (Q, K, V, O) and pair of settings (no vs short, short vs detailed chain of thought)"
+    "Does the faster setting of a pair vary more across layers? One comparison per projection\n"
+    "(Q, K, V, O) and pair of settings: no vs short, short vs detailed chain of thought"
 )
 # A row's verdict, printed at its end, by its cell's outcome (``VERDICT_OUTCOME``).
 TALLY_VERDICT = {Outcome.LARGER: "holds", Outcome.SMALLER: "fails", Outcome.DISAGREE: "datasets disagree"}
