@@ -9,7 +9,7 @@ import pytest
 
 from analysis import checks
 from analysis.core import registry
-from analysis.findings.rules import Outcome
+from analysis.findings.rules import CLAIMED, Outcome
 from analysis.report import abstract
 from analysis.report.abstract import Cell, Facts
 
@@ -379,21 +379,30 @@ def test_a_claim_of_many_comparisons_is_counted_per_cell_by_outcome():
 
     from analysis.findings.rules import Verdict
 
-    def part(outcome, side="above", decides=True):
-        return SimpleNamespace(outcome=outcome, side=side, decides=decides, estimate=object())
+    def part(outcome, side="above", decides=True, below=1.0):  # decided against its side: the claim false
+        against = outcome in (L, S) and outcome is not CLAIMED[side]  # ... at every level below ``below``
+        return SimpleNamespace(
+            outcome=outcome,
+            side=side,
+            decides=decides,
+            estimate=object(),
+            contradicts=lambda level: against and level < below,
+        )
 
     def cell(model, scope, parts, verdict=Verdict.FAILS, pooled=True):
         return SimpleNamespace(check="C", model=model, scope=scope, parts=parts, verdict=verdict, pooled=pooled)
 
     found = [
-        cell("m", "math_reasoning", [part(L), part(S), part(U), part(L), part(S, decides=False)]),
+        cell(  # against at 95% but not over its five deciding parts (Bonferroni): open, not against
+            "m", "math_reasoning", [part(L), part(S), part(U), part(L), part(S, below=0.97), part(S, decides=False)]
+        ),
         cell("m", "commonsense_reasoning", [part(S, side="below"), part(L, side="below"), part(D)]),
         cell("m", "gsm8k", [part(L)], pooled=False),  # a dataset beside its family: not a cell of its own
         cell("n", "math_reasoning", [part(L)], verdict=Verdict.NOT_APPLICABLE),  # not tested: not counted
         SimpleNamespace(check="other", model="m", scope="math_reasoning", parts=[part(L)], verdict=None, pooled=True),
     ]
     assert abstract.tallies(found, "C") == (
-        abstract.Tally("m", "math_reasoning", held=2, against=1, open=1),
+        abstract.Tally("m", "math_reasoning", held=2, against=1, open=2),
         abstract.Tally("m", "commonsense_reasoning", held=1, against=1, open=1),
     )
     assert abstract.tallies(found, None) == ()

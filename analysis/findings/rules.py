@@ -357,16 +357,33 @@ def decide_role(parts: Sequence[Part], role: Role, level: float = LEVEL) -> Verd
     return _decided([p for p in deciding if p.role is role], deciding, level)
 
 
+def contradicting(parts: Sequence[Part], level: float = LEVEL) -> list[Part]:
+    """The deciding parts of a claim that show it false by ``decide``'s rule: each on the other side
+    of the claim at the claim's level widened over its deciding parts (Bonferroni), its datasets not
+    in disagreement. The claim fails exactly where there is one."""
+    deciding = [p for p in parts if p.decides]
+    return [p for p in deciding if _shows_false(p, _outcome(p, level), _widened(level, deciding))]
+
+
+def _outcome(part: Part, level: float) -> Outcome:
+    """A part's outcome at ``level`` (its own, as the book prints it, at the usual level)."""
+    return part.outcome if level == LEVEL else part.outcome_at(level)
+
+
+def _shows_false(part: Part, outcome: Outcome, widened: float) -> bool:
+    return outcome is not Outcome.DISAGREE and part.contradicts(widened)
+
+
 def _decided(mine: Sequence[Part], deciding: Sequence[Part], level: float) -> Verdict:
     """``decide``'s rule for the parts ``mine`` of a claim whose deciding parts are ``deciding``."""
     if not mine or any(p.estimate is None for p in deciding):
         return UNRESOLVED
     if min(p.n_smallest for p in deciding) < MIN_VERDICT_SAMPLES:
         return TOO_FEW
-    outcomes = [p.outcome if level == LEVEL else p.outcome_at(level) for p in mine]
+    outcomes = [_outcome(p, level) for p in mine]
     if all(o is CLAIMED[p.side] for p, o in zip(mine, outcomes)):
         return HOLDS
-    if any(o is not Outcome.DISAGREE and p.contradicts(_widened(level, deciding)) for p, o in zip(mine, outcomes)):
+    if any(_shows_false(p, o, _widened(level, deciding)) for p, o in zip(mine, outcomes)):
         return FAILS
     return DISAGREE if Outcome.DISAGREE in outcomes else UNRESOLVED
 

@@ -34,7 +34,7 @@ from analysis.core import registry as model_registry
 from analysis.core import vocabulary
 from analysis.findings import roles
 from analysis.findings.roles import Role
-from analysis.findings.rules import CLAIMED, Finding, Outcome, Verdict
+from analysis.findings.rules import CLAIMED, Finding, Outcome, Verdict, contradicting
 from analysis.profiles import PAPER_SAMPLES
 from analysis.report import cells, chain, loss_convention, plots, voice
 
@@ -162,7 +162,8 @@ def verdict_cells(findings: Sequence[Finding], check: str | None) -> tuple[Cell,
 
 def tallies(findings: Sequence[Finding], check: str | None) -> tuple[Tally, ...]:
     """Per cell a summary reads of a check of many parts, its deciding parts counted by outcome: on
-    the claim's side (``rules.CLAIMED``), on the other, or neither."""
+    the claim's side (``rules.CLAIMED``), showing it false (``rules.contradicting``), or neither; so
+    the claim holds where every part is on its side and fails where one shows it false."""
     if check is None:
         return ()
     out = []
@@ -171,9 +172,7 @@ def tallies(findings: Sequence[Finding], check: str | None) -> tuple[Tally, ...]
         if f.verdict is Verdict.NOT_APPLICABLE or not deciding:
             continue
         held = sum(p.outcome is CLAIMED[p.side] for p in deciding)
-        against = sum(
-            p.outcome in (Outcome.LARGER, Outcome.SMALLER) and p.outcome is not CLAIMED[p.side] for p in deciding
-        )
+        against = len(contradicting(deciding))  # the claim fails exactly where there is one
         out.append(Tally(f.model, f.scope, held, against, len(deciding) - held - against))
     return tuple(out)
 
@@ -710,7 +709,7 @@ def _tally_panel(ax, models: Sequence[str], comparisons: Sequence[Tally], verdic
     ax.set_xticks(range(int(widest) + 1))
     ax.spines[["top", "right"]].set_visible(False)
     ax.set_xlabel(
-        "comparisons; a row holds only where every one is green",
+        "comparisons; a row holds where all are green and fails where one is red",
         fontsize=8,
     )
     ax.set_yticks(list(ys))
@@ -807,8 +806,9 @@ def caption(facts: Facts) -> str:
     last = (
         " Last: the paper's claim that the faster the thinking, the more the gradient varies from layer to layer, "
         "compared for each projection and each pair of adjacent settings (no, short and detailed chain of thought) "
-        "by how much its log curve changes from one layer to the next beyond noise; it holds in a row only where "
-        "every comparison is on its side. A row counts fewer comparisons where no chain and the short one are "
+        "by how much its log curve changes from one layer to the next beyond noise; it holds in a row where every "
+        "comparison is on its side (green) and fails where one is against it beyond chance over all of them "
+        "(red, Bonferroni). A row counts fewer comparisons where no chain and the short one are "
         "compared on their mean curves as a whole (where the bare answer's spread changes across layers)."
     )
     return (
