@@ -593,39 +593,42 @@ def figure(facts: Facts, *, note: str | None = None) -> Figure | None:
     said_pale = False
     for ax, (title, ends, bars), verdict in zip(axes, panels, _panel_verdicts(facts)):
         _bars(ax, models, bars)
-        if any(_bar_note(c.outcome) for group, _, _ in bars for c in group) and not said_pale:
-            title += "\n" + PALE_SAYS  # once, on the first panel with a pale bar
-            said_pale = True
-        pad = 28 if len(bars) > 1 else 6  # room for the legend's one row
-        ax.set_title(title, fontsize=9, pad=pad)
-        _verdict_line(ax, verdict, above=pad + 11 * (title.count("\n") + 1))
-        for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
-            ax.annotate(
-                words,
-                (x, 0),
-                xycoords="axes fraction",
-                xytext=(0, -18),
-                textcoords="offset points",
-                ha=side,
-                va="top",
-                fontsize=8,
-                style="italic",
-            )
-        ax.axvline(1.0, color="k", lw=0.8)
-        ax.set_xscale("log")
-        low, high = ax.get_xlim()
-        ax.xaxis.set_major_locator(FixedLocator(_ticks(low, high)))
-        ax.xaxis.set_minor_locator(NullLocator())
-        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{round(max(v, 1 / v), 6):g}"))  # either way
-        ax.tick_params(labelsize=8)
-        if len(bars) > 1:  # one series: the title and the caption say what it is
-            ax.legend(
-                handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False
-            )
+        pale = any(_bar_note(c.outcome) for group, _, _ in bars for c in group) and not said_pale
+        _ratio_panel(ax, title + ("\n" + PALE_SAYS if pale else ""), ends, verdict=verdict, legend=len(bars) > 1)
+        said_pale = said_pale or pale  # what pale bars mean, once: on the first panel with one
     bottom = plots.add_note(fig, note)
     # each panel keeps the room its own title and verdict need (a tight layout gives every gap the largest)
     fig.set_layout_engine(ConstrainedLayoutEngine(h_pad=0.1, rect=(0, bottom, 1, 1 - bottom)))
     return fig
+
+
+def _ratio_panel(ax, title: str, ends: tuple[str, str], *, verdict: str, legend: bool) -> None:
+    """A panel of ratio bars dressed: its verdict over its title, what either end of its log axis
+    means, x1 marked, ticks as "x10" either way, and its series' legend (``legend``: more than one)."""
+    pad = 28 if legend else 6  # room for the legend's one row
+    ax.set_title(title, fontsize=9, pad=pad)
+    _verdict_line(ax, verdict, above=pad + 11 * (title.count("\n") + 1))
+    for x, side, words in ((0.0, "left", f"← {ends[0]}"), (1.0, "right", f"{ends[1]} →")):
+        ax.annotate(
+            words,
+            (x, 0),
+            xycoords="axes fraction",
+            xytext=(0, -18),
+            textcoords="offset points",
+            ha=side,
+            va="top",
+            fontsize=8,
+            style="italic",
+        )
+    ax.axvline(1.0, color="k", lw=0.8)
+    ax.set_xscale("log")
+    low, high = ax.get_xlim()
+    ax.xaxis.set_major_locator(FixedLocator(_ticks(low, high)))
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"x{round(max(v, 1 / v), 6):g}"))  # either way
+    ax.tick_params(labelsize=8)
+    if legend:  # one series: the title and the caption say what it is
+        ax.legend(handles=_legend(ax), fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=3, frameon=False)
 
 
 def _panel_verdicts(facts: Facts) -> list[str]:
