@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import signal
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -52,7 +53,7 @@ def _exit_with_parent(parent: int) -> None:
 def _watch_parent(parent: int) -> None:
     while os.getppid() == parent:
         time.sleep(PARENT_POLL_S)
-    os._exit(1)
+    os.kill(os.getpid(), signal.SIGTERM)  # ends the worker, its pool's threads included
 
 
 def each(function: Callable[..., Any], jobs: Sequence[dict]) -> list:
