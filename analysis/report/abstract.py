@@ -378,9 +378,9 @@ def _claim_verdict(claim: str, claim_cells: Sequence[Cell], *, reversible: bool,
     if against and against_said and not holds:  # where it is not decided against, it is not resolved
         said = where(against, claim_cells)
         others = len(claim_cells) - len(against)  # "in 2 of 4 ...": the rest by their count, else "elsewhere"
-        rest = (f", not resolved in the other {others}" if said.startswith("in ") else ", not resolved elsewhere") * (
-            others > 0
-        )
+        rest = ""
+        if others:
+            rest = f", not resolved in the other {others}" if said.startswith("in ") else ", not resolved elsewhere"
         return f"{claim} {verb} {_every(against, claim_cells) if not others else said}{rest}"
     text = f"{claim} reproduces {_every(holds, claim_cells) if holds else 'in none'}"
     if against and against_said:
