@@ -245,7 +245,7 @@ DECIDE_DATASETS = tuple(
 # 16 instructions: the cpu run's seconds per sample of these conditions (3.1 min per instruction of
 # every dataset on both models, 4.3 with K = 4 draws) put 30 instructions at 128 minutes of
 # extraction, 16 at 68, which with the install and the notebooks keeps the run within 90 minutes.
-# The loss-matched condition, added since, is not counted there: at K = 4 it adds about 2.9 times
+# The loss-matched condition, added since, is not counted there: at K = 4 it adds about 2.5 times
 # detailed_answer's own time per instruction (a gradient's statistics per draw; Gemma 3 270M,
 # benchmarks/loss_matching.json).
 DECIDE_SAMPLES = 16

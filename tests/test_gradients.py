@@ -5,7 +5,7 @@ import pytest
 import torch
 from conftest import tiny_model
 
-from analysis.extract import gradients, plain, preparation, prompts, runner
+from analysis.extract import gradients, plain, preparation, prompts, runner, spectra
 
 SAMPLES = [(list(range(5, 12)), 3), (list(range(3, 43)), 10), (list(range(2, 90)), 60), (list(range(7, 30)), 22)]
 
@@ -134,3 +134,39 @@ def test_a_gradients_rank_is_bounded_by_the_tokens_up_to_its_last_scored_one():
     assert all(rank <= len(ids) - 1 for rank in ranks.values())  # positions 0 .. 6 predict the scored 5 .. 7
     assert ranks[(last, "q")] <= 3 and ranks[(last, "o")] <= 3
     assert max(ranks[(0, p)] for p in "qkvo") > 3
+
+
+@pytest.mark.parametrize("kind", ["llama", "gemma3"])
+def test_gradients_scored_before_the_end_read_only_the_positions_they_reach_and_equal_the_plain_procedure(
+    kind, monkeypatch
+):
+    """A gradient scored on tokens before the text's end has exactly zero output gradients after its last
+    scored token: its factors keep the positions up to it, as views of inputs that the sample's further
+    subsets share (one triangular factor per forward pass), and every statistic still equals the plain
+    procedure's on those tokens."""
+    model = tiny_model(kind, layers=3)
+    ids, prompt_length = SAMPLES[2]
+    first, further = (62, 66), ((70, 75), (61, 63))
+    batch = gradients.make_batch([ids], [prompt_length], 0, torch.device("cpu"), scored=[first], more_scored=[further])
+    views, wholes = [], set()
+    original = spectra.LayerInputs.leading
+
+    def leading(self, n_tokens):
+        view = original(self, n_tokens)
+        if view is not self:
+            views.append(n_tokens)
+            wholes.add(id(self))
+        return view
+
+    monkeypatch.setattr(spectra.LayerInputs, "leading", leading)
+    result = gradients.batch_statistics(model, batch)[0]
+    assert sorted(set(views)) == [63, 66, 75]  # a scored token t is predicted at position t - 1
+    assert len(wholes) == 2  # Q, K and V's inputs and O's, each shared by the three gradients
+    worst = 0.0
+    for stats, tokens in zip([result, *result.further_subsets], [first, *further]):
+        sample = prompts.EncodedSample(ids, prompt_length, scored=tokens)
+        expected = plain.reference_statistics(model, sample)
+        assert stats.failure is None and stats.loss == pytest.approx(expected.loss, rel=1e-5)
+        rows = runner.sample_rows(stats, preparation.PreparedSample(0, sample), {}, model.config.num_hidden_layers)
+        worst = max(worst, plain.largest_relative_difference(rows, expected))
+    assert worst < 1e-4

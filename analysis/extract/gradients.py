@@ -359,9 +359,7 @@ def batch_statistics(
     energy_seed: int = 0,
 ) -> list[SampleGradientStats]:
     """Per-sample gradient statistics of every attention projection for one batch, with what
-    :class:`Outputs` describes beyond the spectral ones.
-
-    One forward and one backward pass serve the whole batch: the summed per-sample mean losses
+    :class:`Outputs` describes beyond the spectral ones. One forward and one backward pass serve the whole batch: the summed per-sample mean losses
     give each sample exactly its own gradient, because samples never attend to each other. For
     the same reason a sample with a non-finite loss is left out of the sum and reported as
     failed, and the other samples of its batch are still computed. A sample's further scored
@@ -389,23 +387,32 @@ def batch_statistics(
         further = max((len(batch.further_subsets(row)) for row in range(len(batch.lengths))), default=0)
         if finite.any():
             losses[finite].sum().backward(retain_graph=wanted.token_energy_passes > 0 or further > 0)
-        results = []
+        results: list[SampleGradientStats] = []
+        kept = inputs_kept(batch)
         for row, loss in enumerate(losses.tolist()):
             if not math.isfinite(loss):
                 failure = f"numerical failure: non-finite loss ({loss})"
                 results.append(SampleGradientStats(loss, batch.lengths[row], {}, failure=failure))
                 continue
-            results.append(sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted))
+            results.append(
+                sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted, shared=kept[row])
+            )
             results[-1].token_losses = token_loss_summary(by_token[row], mask[row])
         for row, drawn in enumerate(matched):
             results[row].matched = drawn
             if drawn is not None and drawn.failure and not batch.carries_other_condition(row):
                 results[row].failure = results[row].failure or drawn.failure
         if further:
-            add_further_subsets(captured, batch, by_token, results, wanted=wanted)
+            add_further_subsets(captured, batch, by_token, results, wanted=wanted, shared=kept)
         if wanted.token_energy_passes and finite.any():
             add_token_energy(captured, batch, TokenLosses(by_token, mask, finite), results, wanted=wanted)
     return results
+
+
+def inputs_kept(batch: Batch) -> list[dict | None]:
+    """Per sample, where its inputs' float64 copy and triangular factor are kept for the gradients of
+    its further subsets, which read the same forward pass (``layer_factors``); None where it has none."""
+    return [{} if batch.further_subsets(row) else None for row in range(len(batch.lengths))]
 
 
 def add_further_subsets(
@@ -415,6 +422,7 @@ def add_further_subsets(
     results: list[SampleGradientStats],
     *,
     wanted: Outputs,
+    shared: list[dict | None],
 ) -> None:
     """Each computed sample's further scored subsets' statistics into its ``further_subsets``: the
     k-th pass backpropagates the sum over samples of the mean loss of their k-th further subset
@@ -439,7 +447,8 @@ def add_further_subsets(
             if not math.isfinite(loss):
                 stats = SampleGradientStats(loss, batch.lengths[row], {}, failure="numerical failure: non-finite loss")
             else:
-                stats = sample_statistics(captured, row, batch.lengths[row] - 1, loss, wanted=wanted)
+                n_positions = batch.lengths[row] - 1
+                stats = sample_statistics(captured, row, n_positions, loss, wanted=wanted, shared=shared[row])
                 stats.token_losses = token_loss_summary(by_token[row], mask[row])
             results[row].further_subsets.append(stats)
             if stats.failure and results[row].failure is None and not batch.carries_other_condition(row):
@@ -490,15 +499,22 @@ def add_token_energy(
 
 
 def sample_statistics(
-    captured: CapturedFactors, row: int, n_positions: int, loss: float, *, wanted: Outputs = Outputs()
+    captured: CapturedFactors,
+    row: int,
+    n_positions: int,
+    loss: float,
+    *,
+    wanted: Outputs = Outputs(),
+    shared: dict | None = None,
 ) -> SampleGradientStats:
     """Statistics of one sample from its captured factors (and, with ``wanted.keep_spectra``, the
     singular values they come from).
 
-    ``n_positions`` is the number of leading positions with a non-zero output gradient: the last
-    token predicts nothing, so its row of ``g`` is exactly zero and is left out.
+    ``n_positions`` is the number of leading positions that can have a non-zero output gradient: the
+    last token predicts nothing, so its row of ``g`` is exactly zero and is left out. ``shared``: the
+    sample's inputs as earlier passes of the same forward pass computed them (``layer_factors``).
     """
-    factors = layer_factors(captured, row, n_positions)
+    factors = layer_factors(captured, row, n_positions, shared)
     broken = non_finite_gradients(factors)
     if broken:  # the eigensolver raises on NaN or inf; report the sample instead
         broken_text = f"numerical failure: non-finite gradient ({', '.join(broken[:4])})"
@@ -564,7 +580,19 @@ def layer_factors(
         if identity not in shared:
             shared[identity] = spectra.LayerInputs(torch.stack([x for _, x in pairs]))
         factors[proj] = spectra.LayerFactors(torch.stack([g for g, _ in pairs]), shared[identity])
-    return factors
+    reached = positions_reached(factors)
+    return {proj: layer_factors.leading(reached) for proj, layer_factors in factors.items()}
+
+
+def positions_reached(factors: dict[str, spectra.LayerFactors]) -> int:
+    """How many leading positions the loss reaches: 1 + the last position whose output gradient is not
+    exactly zero in some projection and layer (at least 1). After the last scored token a causal
+    model's output gradients are exactly zero, and their rows add nothing to ``g^T x``."""
+    reached = torch.zeros(next(iter(factors.values())).n_tokens, dtype=torch.bool, device=factors["q"].g.device)
+    for layer_factors in factors.values():
+        reached |= (layer_factors.g != 0).any(dim=-1).any(dim=0)
+    where = reached.nonzero()
+    return max(int(where[-1]) + 1, 1) if where.numel() else 1
 
 
 def non_finite_gradients(factors: dict[str, spectra.LayerFactors]) -> list[str]:

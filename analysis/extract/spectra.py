@@ -187,12 +187,29 @@ class LayerInputs:
     factor, their Gram matrices and their finiteness check are computed once here for all three.
     """
 
-    def __init__(self, x: torch.Tensor):
+    def __init__(self, x: torch.Tensor, *, whole: LayerInputs | None = None):
         self.x = x
+        self.whole = whole  # the inputs whose leading positions these are (``leading``), or None
         self._float64: torch.Tensor | None = None
         self._triangle: torch.Tensor | None = None
         self._finite: torch.Tensor | None = None
         self._grams: dict[tuple, torch.Tensor] = {}
+        self._leading: dict[int, LayerInputs] = {}
+
+    def leading(self, n_tokens: int) -> LayerInputs:
+        """These inputs' first ``n_tokens`` positions, whose float64 copy, triangular factor and Gram
+        matrices are blocks of these inputs' own, computed once for every such view.
+
+        Exact: the leading block of ``x x^T`` is the Gram matrix of the leading rows, and the leading
+        block of an upper-triangular R with ``R^T R = x x^T`` is that block's own factor. A gradient
+        scored on a subset of tokens has exactly zero output gradients after its last scored token
+        (attention is causal), so its draws read views of the inputs their sample shares.
+        """
+        if n_tokens == self.x.shape[-2]:
+            return self
+        if n_tokens not in self._leading:
+            self._leading[n_tokens] = LayerInputs(self.x[..., :n_tokens, :], whole=self)
+        return self._leading[n_tokens]
 
     def finite_layers(self) -> torch.Tensor:
         """(L,) whether each layer's inputs are free of NaN and infinity."""
@@ -202,7 +219,8 @@ class LayerInputs:
 
     def float64(self) -> torch.Tensor:
         if self._float64 is None:
-            self._float64 = self.x.to(torch.float64)
+            n_tokens = self.x.shape[-2]
+            self._float64 = self.x.to(torch.float64) if self.whole is None else self.whole.float64()[..., :n_tokens, :]
         return self._float64
 
     def triangle(self) -> torch.Tensor:
@@ -213,6 +231,9 @@ class LayerInputs:
         by about 1e-16 of ``|g|^2 |x|^2``, the same order as with a QR factor. Layers whose Gram matrix is numerically singular (repeated
         tokens at layer 0 give identical rows of x) fall back to the QR decomposition of ``x^T``.
         """
+        if self._triangle is None and self.whole is not None:
+            n_tokens = self.x.shape[-2]
+            self._triangle = self.whole.triangle()[..., :n_tokens, :n_tokens]
         if self._triangle is None:
             lower, info = torch.linalg.cholesky_ex(self.gram_with(self, slice(None), slice(None)))
             triangle = lower.mT.contiguous()
@@ -225,6 +246,10 @@ class LayerInputs:
     def gram_with(self, other: LayerInputs, layers: slice, other_layers: slice) -> torch.Tensor:
         """``x[layers] @ other.x[other_layers]^T`` in float64, (L', T, T), cached."""
         key = (id(other), layers.start, layers.stop, other_layers.start, other_layers.stop)
+        if key not in self._grams and self.whole is not None and other.whole is not None:
+            n_tokens, other_tokens = self.x.shape[-2], other.x.shape[-2]
+            whole = self.whole.gram_with(other.whole, layers, other_layers)
+            self._grams[key] = whole[..., :n_tokens, :other_tokens]
         if key not in self._grams:
             self._grams[key] = self.float64()[layers] @ other.float64()[other_layers].mT
         return self._grams[key]
@@ -246,6 +271,13 @@ class LayerFactors:
     @property
     def x(self) -> torch.Tensor:
         return self.inputs.x
+
+    def leading(self, n_tokens: int) -> LayerFactors:
+        """The factors of the first ``n_tokens`` positions (``LayerInputs.leading``): the same gradient
+        wherever the output gradients after them are exactly zero."""
+        if n_tokens == self.n_tokens:
+            return self
+        return LayerFactors(self.g[..., :n_tokens, :], self.inputs.leading(n_tokens))
 
     @property
     def shape(self) -> tuple[int, int]:
