@@ -145,8 +145,8 @@ def test_gradients_scored_before_the_end_read_only_the_positions_they_reach_and_
     subsets share (one triangular factor per forward pass), and every statistic still equals the plain
     procedure's on those tokens."""
     model = tiny_model(kind, layers=3)
-    ids, prompt_length = SAMPLES[2]
-    first, further = (62, 66), ((70, 75), (61, 63))
+    ids, prompt_length = list(range(2, 90)), 20  # 87 positions, more than the hidden size (48)
+    first, further = (62, 66), ((70, 75), (21, 24))  # the last: its T x T route, its text's inputs of rank 48
     batch = gradients.make_batch([ids], [prompt_length], 0, torch.device("cpu"), scored=[first], more_scored=[further])
     views, wholes = [], set()
     original = spectra.LayerInputs.leading
@@ -160,7 +160,7 @@ def test_gradients_scored_before_the_end_read_only_the_positions_they_reach_and_
 
     monkeypatch.setattr(spectra.LayerInputs, "leading", leading)
     result = gradients.batch_statistics(model, batch)[0]
-    assert sorted(set(views)) == [63, 66, 75]  # a scored token t is predicted at position t - 1
+    assert sorted(set(views)) == [24, 66, 75]  # a scored token t is predicted at position t - 1
     assert len(wholes) == 2  # Q, K and V's inputs and O's, each shared by the three gradients
     worst = 0.0
     for stats, tokens in zip([result, *result.further_subsets], [first, *further]):

@@ -231,7 +231,7 @@ class LayerInputs:
         by about 1e-16 of ``|g|^2 |x|^2``, the same order as with a QR factor. Layers whose Gram matrix is numerically singular (repeated
         tokens at layer 0 give identical rows of x) fall back to the QR decomposition of ``x^T``.
         """
-        if self._triangle is None and self.whole is not None:
+        if self._triangle is None and self.whole is not None and self.whole.triangle_is_square():
             n_tokens = self.x.shape[-2]
             self._triangle = self.whole.triangle()[..., :n_tokens, :n_tokens]
         if self._triangle is None:
@@ -242,6 +242,10 @@ class LayerInputs:
                 triangle[singular] = input_triangle(self.float64()[singular])
             self._triangle = triangle
         return self._triangle
+
+    def triangle_is_square(self) -> bool:
+        """Whether ``triangle`` is square: at most as many positions as the inputs have dimensions."""
+        return self.x.shape[-2] <= self.x.shape[-1]
 
     def gram_with(self, other: LayerInputs, layers: slice, other_layers: slice) -> torch.Tensor:
         """``x[layers] @ other.x[other_layers]^T`` in float64, (L', T, T), cached."""
