@@ -159,22 +159,22 @@ def test_an_undecided_gap_is_not_said_to_come_from_anything():
 def test_the_reasoning_sentence_says_where_the_answer_s_own_gradient_moves():
     # the gap is averaging's, and nothing shrinks the answer's gradient: what that says of the gap, first
     assert abstract.reasoning(TODAY) == (
-        "The reasoning is not shown to cause it: a chain of thought never reliably shrinks the gradient of the "
-        "answer's own tokens, even adjusted for the answer's predictability; it enlarges that gradient for both "
-        "models on commonsense reasoning."
+        "The reasoning is not shown to cause the gap: scored on the answer's tokens alone, fast thinking's gradient "
+        "is never reliably larger, even adjusted for the answer's predictability; slow thinking's is the larger for "
+        "both models on commonsense reasoning."
     )
     assert abstract.reasoning(TODAY, why=False, adjusted=False, enlarges=False) == (
-        "A chain of thought never reliably shrinks the gradient of the answer's own tokens."
+        "Scored on the answer's tokens alone, fast thinking's gradient is never reliably larger."
     )
     neither = facts(gap=TODAY.gap, reasoning=cells([0.1] * 4, [U] * 4), equal_loss=cells([0.1] * 4, [U, U, D, U]))
     assert abstract.reasoning(neither) == (
-        "The reasoning is not shown to cause it: a chain of thought never reliably shrinks the gradient of the "
-        "answer's own tokens, even adjusted for the answer's predictability."
+        "The reasoning is not shown to cause the gap: scored on the answer's tokens alone, neither gradient is "
+        "reliably larger, even adjusted for the answer's predictability."
     )
     grows = facts(gap=TODAY.gap, reasoning=TODAY.reasoning, equal_loss=cells([-1.0, -0.8, 0.1, 0.0], [S, S, U, U]))
     assert abstract.reasoning(grows, why=False) == (  # larger after reasoning, adjusted, is said: no "even"
-        "A chain of thought never reliably shrinks the gradient of the answer's own tokens; it enlarges that gradient "
-        "for both models on commonsense reasoning; adjusted for the answer's predictability, it is larger after "
+        "Scored on the answer's tokens alone, fast thinking's gradient is never reliably larger; slow thinking's is "
+        "the larger for both models on commonsense reasoning; adjusted for the answer's predictability, it is larger after "
         "reasoning for Gemma 3 270M in both families and not resolved for SmolLM2-135M-Instruct in both families."
     )
     unexplained = facts(gap=cells([0.1, -0.1, 0.05, 0.0], [U] * 4), reasoning=TODAY.reasoning)
@@ -248,8 +248,8 @@ def test_an_abstract_past_90_words_leaves_to_later_sections_what_they_show_in_a_
     assert abstract.NOT_REASONING not in said  # then why the reasoning sentence matters
     assert " fails " in said  # where a layer claim fails stays
     assert abstract.sentences(TODAY)[1] == (  # the reasoning, after what the gap comes from
-        "A chain of thought never reliably shrinks the gradient of the answer's own tokens; it enlarges that "
-        "gradient for both models on commonsense reasoning."
+        "Scored on the answer's tokens alone, fast thinking's gradient is never reliably larger; slow thinking's is "
+        "the larger for both models on commonsense reasoning."
     )
     short = facts(gap=TODAY.gap, steps=TODAY.steps)  # room for the steps: they are named
     assert "its largest steps are how many tokens are averaged" in " ".join(abstract.sentences(short))

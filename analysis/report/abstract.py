@@ -422,7 +422,7 @@ ADJUSTED = "adjusted for the answer's predictability"
 ANSWER_ALONE = "the answer's tokens alone"
 # Where the gap is averaging's and the reasoning does not shrink the answer's own gradient, what that
 # says of the gap (the paper reads slow thinking's smaller gradient as the reasoning's doing).
-NOT_REASONING = "The reasoning is not shown to cause it"
+NOT_REASONING = "The reasoning is not shown to cause the gap"
 
 
 def _settled(cell: Cell) -> bool:
@@ -454,8 +454,9 @@ def reasoning(
     grows = _share(facts.reasoning, Outcome.SMALLER)[0]
     subject = f"{'Beyond the paper, a' if beyond else 'A'} chain of thought before the answer"
     averaging = not shrinks and _averaging_explains(facts)
-    if averaging:
-        text = (f"{NOT_REASONING}: a" if why else "A") + f" chain of thought never reliably shrinks {ANSWERS}"
+    if averaging:  # said from the figure's bars: which side is larger on the answer's tokens alone
+        side = "fast thinking's gradient is never reliably larger" if grows else "neither gradient is reliably larger"
+        text = (f"{NOT_REASONING}: s" if why else "S") + f"cored on {ANSWER_ALONE}, {side}"
     elif len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
@@ -468,7 +469,7 @@ def reasoning(
         text += f", even {ADJUSTED}"
     if grows and enlarges:
         text += (
-            f"; it enlarges that gradient {where(grows, facts.reasoning)}"
+            f"; slow thinking's is the larger {where(grows, facts.reasoning)}"
             if averaging
             else (f", and enlarges it {where(grows, facts.reasoning)}")
         )
