@@ -456,7 +456,8 @@ def reasoning(
     averaging = not shrinks and _averaging_explains(facts)
     if averaging:  # said from the figure's bars: which side is larger on the answer's tokens alone
         side = "fast thinking's gradient is never reliably larger" if grows else "neither gradient is reliably larger"
-        text = (f"{NOT_REASONING}: s" if why else "S") + f"cored on {ANSWER_ALONE}, {side}"
+        scored = f"scored on {ANSWER_ALONE}, {side}"
+        text = f"{NOT_REASONING}: {scored}" if why else scored[:1].upper() + scored[1:]
     elif len(shrinks) == len(facts.reasoning):
         text = f"{subject} shrinks {ANSWERS} {where(shrinks, facts.reasoning)}, as the paper's reading predicts"
     elif shrinks:
